@@ -1,0 +1,321 @@
+#include "engine/model/config.h"
+
+#include <cmath>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "engine/util/status_macros.h"
+
+namespace hgeval {
+namespace {
+
+using nlohmann::json;
+
+// Reads an optional field; null or missing gives the default. Wrong types are errors.
+template <typename T>
+absl::Status Get(const json& config, const char* key, T* out) {
+  auto it = config.find(key);
+  if (it == config.end() || it->is_null()) return absl::OkStatus();
+  if constexpr (std::is_same_v<T, bool>) {
+    if (!it->is_boolean()) {
+      return absl::InvalidArgumentError(absl::StrCat("config.json: '", key, "' must be a boolean"));
+    }
+  } else if constexpr (std::is_integral_v<T>) {
+    if (!it->is_number_integer()) {
+      return absl::InvalidArgumentError(absl::StrCat("config.json: '", key, "' must be an integer"));
+    }
+  } else if constexpr (std::is_floating_point_v<T>) {
+    if (!it->is_number()) {
+      return absl::InvalidArgumentError(absl::StrCat("config.json: '", key, "' must be a number"));
+    }
+  } else {
+    if (!it->is_string()) {
+      return absl::InvalidArgumentError(absl::StrCat("config.json: '", key, "' must be a string"));
+    }
+  }
+  *out = it->get<T>();
+  return absl::OkStatus();
+}
+
+absl::Status RequirePositive(const char* what, int64_t value) {
+  if (value <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("config.json: '", what, "' must be positive, got ", value));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ModelFamily> FamilyOf(const json& config, std::string* model_type) {
+  std::string type;
+  HG_RETURN_IF_ERROR(Get(config, "model_type", &type));
+  if (type.empty()) {
+    auto arch = config.find("architectures");
+    if (arch != config.end() && arch->is_array() && !arch->empty() && (*arch)[0].is_string()) {
+      const std::string name = (*arch)[0].get<std::string>();
+      if (name.rfind("HGRN2", 0) == 0) type = "hgrn2";
+      else if (name.rfind("HGRN", 0) == 0) type = "hgrn";
+      else if (name.rfind("GLA", 0) == 0) type = "gla";
+      else if (name.rfind("Llama", 0) == 0) type = "llama";
+      else if (name.rfind("Transformer", 0) == 0) type = "transformer";
+      else if (name.rfind("Mamba", 0) == 0) type = "mamba";
+    }
+  }
+  *model_type = type;
+  if (type == "hgrn2") return ModelFamily::kHgrn2;
+  if (type == "hgrn") return ModelFamily::kHgrn;
+  if (type == "gla") return ModelFamily::kGla;
+  if (type == "llama" || type == "transformer") return ModelFamily::kLlama;
+  if (type == "mamba") return ModelFamily::kMamba;
+  return absl::InvalidArgumentError(absl::StrCat(
+      "config.json: unsupported model_type '", type,
+      "' (supported: hgrn2, hgrn, gla, llama, transformer, mamba)"));
+}
+
+// fla configs: norm_eps, or rms_norm_eps before fla 6d0aa569.
+absl::Status ReadFlaCommon(const json& config, ModelConfig* c) {
+  c->norm_eps = 1e-6;
+  HG_RETURN_IF_ERROR(Get(config, "rms_norm_eps", &c->norm_eps));
+  HG_RETURN_IF_ERROR(Get(config, "norm_eps", &c->norm_eps));
+  c->bos_token_id = 1;
+  c->eos_token_id = 2;
+  double hidden_ratio = 4;
+  HG_RETURN_IF_ERROR(Get(config, "hidden_ratio", &hidden_ratio));
+  HG_RETURN_IF_ERROR(Get(config, "intermediate_size", &c->intermediate_size));
+  if (c->intermediate_size == 0) {
+    c->intermediate_size = FlaIntermediateSize(c->hidden_size, hidden_ratio);
+  }
+  std::string act = "swish";
+  HG_RETURN_IF_ERROR(Get(config, "hidden_act", &act));
+  if (act != "swish" && act != "silu") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("config.json: hidden_act '", act, "' is not supported (swish only)"));
+  }
+  HG_RETURN_IF_ERROR(Get(config, "use_short_conv", &c->use_short_conv));
+  HG_RETURN_IF_ERROR(Get(config, "conv_size", &c->conv_size));
+  auto attn = config.find("attn");
+  if (attn != config.end() && !attn->is_null()) {
+    return absl::UnimplementedError("config.json: hybrid 'attn' layers are not supported");
+  }
+  auto attnres = config.find("attnres_block_size");
+  if (attnres != config.end() && !attnres->is_null()) {
+    return absl::UnimplementedError("config.json: 'attnres_block_size' is not supported");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+std::string_view ModelFamilyName(ModelFamily family) {
+  switch (family) {
+    case ModelFamily::kHgrn2: return "hgrn2";
+    case ModelFamily::kHgrn: return "hgrn";
+    case ModelFamily::kGla: return "gla";
+    case ModelFamily::kLlama: return "llama";
+    case ModelFamily::kMamba: return "mamba";
+  }
+  return "unknown";
+}
+
+int64_t FlaIntermediateSize(int64_t hidden_size, double hidden_ratio) {
+  const int64_t base = static_cast<int64_t>(hidden_size * hidden_ratio * 2.0 / 3.0);
+  return 256 * ((base + 255) / 256);
+}
+
+absl::StatusOr<ModelConfig> ParseModelConfig(const json& config) {
+  if (!config.is_object()) {
+    return absl::InvalidArgumentError("config.json: top level must be an object");
+  }
+  ModelConfig c;
+  auto family = FamilyOf(config, &c.model_type);
+  if (!family.ok()) return family.status();
+  c.family = *family;
+
+  HG_RETURN_IF_ERROR(Get(config, "vocab_size", &c.vocab_size));
+  HG_RETURN_IF_ERROR(Get(config, "hidden_size", &c.hidden_size));
+  HG_RETURN_IF_ERROR(Get(config, "num_hidden_layers", &c.num_layers));
+  HG_RETURN_IF_ERROR(Get(config, "max_position_embeddings", &c.max_position_embeddings));
+  HG_RETURN_IF_ERROR(RequirePositive("vocab_size", c.vocab_size));
+  HG_RETURN_IF_ERROR(RequirePositive("hidden_size", c.hidden_size));
+  HG_RETURN_IF_ERROR(RequirePositive("num_hidden_layers", c.num_layers));
+
+  switch (c.family) {
+    case ModelFamily::kHgrn2: {
+      HG_RETURN_IF_ERROR(ReadFlaCommon(config, &c));
+      c.expand_ratio = 0;
+      HG_RETURN_IF_ERROR(Get(config, "expand_ratio", &c.expand_ratio));
+      HG_RETURN_IF_ERROR(Get(config, "num_heads", &c.num_heads));
+      // The layer uses H = D / expand_ratio whenever expand_ratio is set.
+      if (c.expand_ratio > 0) {
+        c.num_heads = c.hidden_size / c.expand_ratio;
+      } else if (c.num_heads > 0) {
+        c.expand_ratio = c.hidden_size / c.num_heads;
+      } else {
+        c.expand_ratio = 128;
+        c.num_heads = c.hidden_size / 128;
+      }
+      if (c.num_heads <= 0 || c.num_heads * c.expand_ratio != c.hidden_size) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "config.json: hidden_size ", c.hidden_size, " is not divisible by expand_ratio ",
+            c.expand_ratio));
+      }
+      HG_RETURN_IF_ERROR(Get(config, "use_lower_bound", &c.use_lower_bound));
+      break;
+    }
+    case ModelFamily::kHgrn: {
+      HG_RETURN_IF_ERROR(ReadFlaCommon(config, &c));
+      c.expand_ratio = 1;
+      HG_RETURN_IF_ERROR(Get(config, "expand_ratio", &c.expand_ratio));
+      HG_RETURN_IF_ERROR(RequirePositive("expand_ratio", c.expand_ratio));
+      HG_RETURN_IF_ERROR(Get(config, "use_lower_bound", &c.use_lower_bound));
+      if (c.use_lower_bound && c.expand_ratio != 1) {
+        return absl::InvalidArgumentError(
+            "config.json: HGRN lower bounds need expand_ratio 1");
+      }
+      break;
+    }
+    case ModelFamily::kGla: {
+      HG_RETURN_IF_ERROR(ReadFlaCommon(config, &c));
+      c.num_heads = 4;
+      HG_RETURN_IF_ERROR(Get(config, "num_heads", &c.num_heads));
+      HG_RETURN_IF_ERROR(Get(config, "num_kv_heads", &c.num_kv_heads));
+      if (c.num_kv_heads == 0) c.num_kv_heads = c.num_heads;
+      HG_RETURN_IF_ERROR(Get(config, "expand_k", &c.expand_k));
+      HG_RETURN_IF_ERROR(Get(config, "expand_v", &c.expand_v));
+      HG_RETURN_IF_ERROR(Get(config, "use_output_gate", &c.use_output_gate));
+      HG_RETURN_IF_ERROR(Get(config, "feature_map", &c.feature_map));
+      auto clamp = config.find("clamp_min");
+      if (clamp != config.end() && !clamp->is_null()) {
+        if (!clamp->is_number()) {
+          return absl::InvalidArgumentError("config.json: 'clamp_min' must be a number");
+        }
+        c.clamp_min = clamp->get<double>();
+      }
+      HG_RETURN_IF_ERROR(RequirePositive("num_heads", c.num_heads));
+      const double dk = c.hidden_size * c.expand_k;
+      const double dv = c.hidden_size * c.expand_v;
+      if (dk != std::floor(dk) || dv != std::floor(dv) ||
+          static_cast<int64_t>(dk) % c.num_heads != 0 ||
+          static_cast<int64_t>(dv) % c.num_heads != 0 || c.num_heads % c.num_kv_heads != 0) {
+        return absl::InvalidArgumentError(
+            "config.json: GLA key/value widths must divide evenly into heads");
+      }
+      break;
+    }
+    case ModelFamily::kLlama: {
+      if (c.model_type == "transformer") {
+        c.fla_key_names = true;
+        HG_RETURN_IF_ERROR(ReadFlaCommon(config, &c));
+        c.num_heads = 32;
+        HG_RETURN_IF_ERROR(Get(config, "num_heads", &c.num_heads));
+        HG_RETURN_IF_ERROR(Get(config, "num_kv_heads", &c.num_kv_heads));
+        bool qkv_bias = false, qk_norm = false;
+        HG_RETURN_IF_ERROR(Get(config, "qkv_bias", &qkv_bias));
+        HG_RETURN_IF_ERROR(Get(config, "attention_bias", &qkv_bias));
+        HG_RETURN_IF_ERROR(Get(config, "qk_norm", &qk_norm));
+        auto window = config.find("window_size");
+        if (qkv_bias || qk_norm || (window != config.end() && !window->is_null())) {
+          return absl::UnimplementedError(
+              "config.json: fla transformer with qkv_bias, qk_norm or window_size is not "
+              "supported");
+        }
+      } else {
+        c.norm_eps = 1e-6;
+        HG_RETURN_IF_ERROR(Get(config, "rms_norm_eps", &c.norm_eps));
+        HG_RETURN_IF_ERROR(Get(config, "num_attention_heads", &c.num_heads));
+        HG_RETURN_IF_ERROR(Get(config, "num_key_value_heads", &c.num_kv_heads));
+        HG_RETURN_IF_ERROR(Get(config, "intermediate_size", &c.intermediate_size));
+        HG_RETURN_IF_ERROR(Get(config, "attention_bias", &c.attention_bias));
+        bool mlp_bias = false;
+        HG_RETURN_IF_ERROR(Get(config, "mlp_bias", &mlp_bias));
+        if (c.attention_bias || mlp_bias) {
+          return absl::UnimplementedError("config.json: LLaMA biases are not supported");
+        }
+        std::string act = "silu";
+        HG_RETURN_IF_ERROR(Get(config, "hidden_act", &act));
+        if (act != "silu") {
+          return absl::InvalidArgumentError(
+              absl::StrCat("config.json: hidden_act '", act, "' is not supported (silu only)"));
+        }
+        c.bos_token_id = 1;
+        c.eos_token_id = 2;
+      }
+      HG_RETURN_IF_ERROR(RequirePositive("num_attention_heads", c.num_heads));
+      if (c.num_kv_heads == 0) c.num_kv_heads = c.num_heads;
+      HG_RETURN_IF_ERROR(Get(config, "head_dim", &c.head_dim));
+      if (c.head_dim == 0) c.head_dim = c.hidden_size / c.num_heads;
+      HG_RETURN_IF_ERROR(RequirePositive("intermediate_size", c.intermediate_size));
+      if (c.num_heads % c.num_kv_heads != 0 || c.head_dim % 2 != 0) {
+        return absl::InvalidArgumentError(
+            "config.json: heads must be a multiple of kv heads and head_dim even");
+      }
+      HG_RETURN_IF_ERROR(Get(config, "rope_theta", &c.rope_theta));
+      for (const char* key : {"rope_parameters", "rope_scaling"}) {
+        auto rope = config.find(key);
+        if (rope == config.end() || rope->is_null()) continue;
+        if (!rope->is_object()) {
+          return absl::InvalidArgumentError(absl::StrCat("config.json: '", key, "' must be an object"));
+        }
+        HG_RETURN_IF_ERROR(Get(*rope, "rope_theta", &c.rope_theta));
+        std::string type = "default";
+        HG_RETURN_IF_ERROR(Get(*rope, "rope_type", &type));
+        HG_RETURN_IF_ERROR(Get(*rope, "type", &type));
+        if (type != "default") {
+          return absl::UnimplementedError(
+              absl::StrCat("config.json: rope_type '", type, "' is not supported"));
+        }
+      }
+      break;
+    }
+    case ModelFamily::kMamba: {
+      c.norm_eps = 1e-5;
+      HG_RETURN_IF_ERROR(Get(config, "layer_norm_epsilon", &c.norm_eps));
+      c.tie_word_embeddings = true;  // transformers' default
+      c.bos_token_id = 0;
+      c.eos_token_id = 0;
+      HG_RETURN_IF_ERROR(Get(config, "state_size", &c.state_size));
+      int64_t expand = 2;
+      HG_RETURN_IF_ERROR(Get(config, "expand", &expand));
+      c.mamba_inner = expand * c.hidden_size;
+      HG_RETURN_IF_ERROR(Get(config, "intermediate_size", &c.mamba_inner));
+      c.intermediate_size = c.mamba_inner;
+      auto rank = config.find("time_step_rank");
+      if (rank == config.end() || rank->is_null() ||
+          (rank->is_string() && rank->get<std::string>() == "auto")) {
+        c.time_step_rank = (c.hidden_size + 15) / 16;
+      } else {
+        HG_RETURN_IF_ERROR(Get(config, "time_step_rank", &c.time_step_rank));
+      }
+      HG_RETURN_IF_ERROR(Get(config, "conv_kernel", &c.conv_kernel));
+      HG_RETURN_IF_ERROR(Get(config, "use_bias", &c.use_bias));
+      HG_RETURN_IF_ERROR(Get(config, "use_conv_bias", &c.use_conv_bias));
+      HG_RETURN_IF_ERROR(Get(config, "residual_in_fp32", &c.residual_in_fp32));
+      std::string act = "silu";
+      HG_RETURN_IF_ERROR(Get(config, "hidden_act", &act));
+      if (act != "silu") {
+        return absl::InvalidArgumentError(
+            absl::StrCat("config.json: hidden_act '", act, "' is not supported (silu only)"));
+      }
+      HG_RETURN_IF_ERROR(RequirePositive("state_size", c.state_size));
+      HG_RETURN_IF_ERROR(RequirePositive("time_step_rank", c.time_step_rank));
+      HG_RETURN_IF_ERROR(RequirePositive("conv_kernel", c.conv_kernel));
+      break;
+    }
+  }
+  HG_RETURN_IF_ERROR(Get(config, "tie_word_embeddings", &c.tie_word_embeddings));
+  for (auto [key, out] : {std::pair{"bos_token_id", &c.bos_token_id},
+                          std::pair{"eos_token_id", &c.eos_token_id}}) {
+    auto it = config.find(key);
+    if (it != config.end() && it->is_array() && !it->empty() && (*it)[0].is_number_integer()) {
+      *out = (*it)[0].get<int32_t>();  // HF allows a list of ids; the first is canonical
+    } else {
+      HG_RETURN_IF_ERROR(Get(config, key, out));
+    }
+  }
+  if (c.norm_eps <= 0) {
+    return absl::InvalidArgumentError("config.json: norm epsilon must be positive");
+  }
+  return c;
+}
+
+}  // namespace hgeval

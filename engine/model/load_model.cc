@@ -1,0 +1,66 @@
+#include "engine/model/load_model.h"
+
+#include <filesystem>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "engine/cpu/cpu_models.h"
+#include "engine/util/status_macros.h"
+#if HGEVAL_HAVE_CUDA
+#include "engine/cuda/cuda_models.h"
+#endif
+
+namespace hgeval {
+
+bool CudaAvailable() {
+#if HGEVAL_HAVE_CUDA
+  return cuda::DeviceCount() > 0;
+#else
+  return false;
+#endif
+}
+
+absl::StatusOr<std::unique_ptr<Model>> BuildModel(const Checkpoint& checkpoint,
+                                                  const LoadOptions& options) {
+  HG_ASSIGN_OR_RETURN(ModelConfig config, ParseModelConfig(checkpoint.config()));
+  if (options.dtype != "fp32" && options.dtype != "bf16") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("dtype must be fp32 or bf16, got '", options.dtype, "'"));
+  }
+  if (absl::StartsWith(options.device, "cuda")) {
+#if HGEVAL_HAVE_CUDA
+    return cuda::BuildCudaModel(checkpoint, config, options);
+#else
+    return absl::FailedPreconditionError(
+        "this build has no CUDA backend (configure with nvcc available); use --device cpu");
+#endif
+  }
+  if (options.device != "cpu") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("device must be cpu, cuda or cuda:N, got '", options.device, "'"));
+  }
+  if (options.dtype != "fp32") {
+    return absl::InvalidArgumentError("the CPU backend computes in fp32 only (--dtype fp32)");
+  }
+  switch (config.family) {
+    case ModelFamily::kHgrn2: return cpu::BuildHgrn2(checkpoint, config);
+    case ModelFamily::kHgrn: return cpu::BuildHgrn(checkpoint, config);
+    case ModelFamily::kGla: return cpu::BuildGla(checkpoint, config);
+    case ModelFamily::kLlama: return cpu::BuildLlama(checkpoint, config);
+    case ModelFamily::kMamba: return cpu::BuildMamba(checkpoint, config);
+  }
+  return absl::InternalError("unknown model family");
+}
+
+absl::StatusOr<std::unique_ptr<Model>> LoadModel(const std::string& path,
+                                                 const LoadOptions& options) {
+  std::unique_ptr<Checkpoint> checkpoint;
+  if (std::filesystem::is_regular_file(path) && absl::EndsWith(path, ".bin")) {
+    HG_ASSIGN_OR_RETURN(checkpoint, OpenLlama2cCheckpoint(path));
+  } else {
+    HG_ASSIGN_OR_RETURN(checkpoint, OpenCheckpoint(path));
+  }
+  return BuildModel(*checkpoint, options);
+}
+
+}  // namespace hgeval

@@ -1,0 +1,37 @@
+// Opens a checkpoint and builds the model on a backend.
+#ifndef HGEVAL_ENGINE_MODEL_LOAD_MODEL_H_
+#define HGEVAL_ENGINE_MODEL_LOAD_MODEL_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "engine/loader/checkpoint.h"
+#include "engine/model/model.h"
+
+namespace hgeval {
+
+struct LoadOptions {
+  // "cpu", "cuda" or "cuda:N". Without a usable GPU, "cuda" fails with
+  // FailedPrecondition and a message saying so (callers may fall back to the CPU).
+  std::string device = "cpu";
+  // "fp32" or "bf16" (CUDA only; the CPU backend always computes in fp32).
+  std::string dtype = "fp32";
+  // CPU worker threads; 0 = hardware concurrency.
+  int threads = 0;
+};
+
+// Builds the model from an open checkpoint (any family in ModelFamily).
+absl::StatusOr<std::unique_ptr<Model>> BuildModel(const Checkpoint& checkpoint,
+                                                  const LoadOptions& options);
+
+// `path` is a Hugging Face folder or a llama2.c .bin file.
+absl::StatusOr<std::unique_ptr<Model>> LoadModel(const std::string& path,
+                                                 const LoadOptions& options);
+
+// Whether this build has the CUDA backend and a GPU is visible.
+bool CudaAvailable();
+
+}  // namespace hgeval
+
+#endif  // HGEVAL_ENGINE_MODEL_LOAD_MODEL_H_

@@ -1,0 +1,93 @@
+// The engine contract every model family and backend implements: a forward pass over a
+// packed batch of variable-length sequences, each continuing its own state.
+#ifndef HGEVAL_ENGINE_MODEL_MODEL_H_
+#define HGEVAL_ENGINE_MODEL_MODEL_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/types/span.h"
+#include "engine/model/config.h"
+
+namespace hgeval {
+
+// One sequence's state: recurrent state (HGRN2, HGRN, GLA, Mamba: fixed size) or KV cache
+// (LLaMA: grows with position). Created by Model::NewState(); only the model that made it
+// may advance it. Clone() is the snapshot/fork primitive.
+class SequenceState {
+ public:
+  virtual ~SequenceState() = default;
+  // Tokens consumed so far; the position of the next token fed.
+  virtual int64_t position() const = 0;
+  // A deep copy that continues independently.
+  virtual std::unique_ptr<SequenceState> Clone() const = 0;
+  // Bytes held, for memory accounting.
+  virtual size_t bytes() const = 0;
+};
+
+// One sequence of a packed batch.
+struct ForwardItem {
+  // Tokens fed, in order, after whatever `state` already consumed. May be empty only
+  // when nothing is asked of the item.
+  absl::Span<const int32_t> tokens;
+  // Empty, or tokens.size() entries: targets[t] is the token whose log-probability is
+  // wanted after feeding tokens[0..t]; -1 means position t is not scored. Logits are only
+  // computed at scored positions (and the last one when want_last_logprobs).
+  absl::Span<const int32_t> targets;
+  // Required. Advanced past `tokens` by Forward.
+  SequenceState* state = nullptr;
+  // Fill ForwardOutput::last_logprobs: log_softmax over the vocabulary after the last
+  // token (what decoding samples from).
+  bool want_last_logprobs = false;
+  // Fill ForwardOutput::top_k at scored positions with this many alternatives.
+  int top_k = 0;
+};
+
+struct TokenLogprob {
+  int32_t token = 0;
+  float logprob = 0.0f;
+};
+
+// Per item. The per-position vectors have tokens.size() entries and hold values only at
+// scored positions (targets[t] >= 0); elsewhere logprob is 0 and argmax is -1.
+struct ForwardOutput {
+  std::vector<float> logprob;       // log p(targets[t] | state, tokens[0..t])
+  std::vector<uint8_t> is_greedy;   // 1 when targets[t] is the argmax
+  std::vector<int32_t> argmax;      // the greedy token (lowest id on ties)
+  std::vector<std::vector<TokenLogprob>> top_k;  // empty unless top_k > 0
+  std::vector<float> last_logprobs;  // [vocab] when want_last_logprobs
+};
+
+struct ModelInfo {
+  ModelFamily family = ModelFamily::kLlama;
+  int64_t vocab_size = 0;
+  // Longest context the model accepts; 0 when unbounded (recurrent models).
+  int64_t max_context = 0;
+  int32_t bos_token_id = -1;
+  int32_t eos_token_id = -1;
+  int64_t num_parameters = 0;
+  std::string backend;  // "cpu" or "cuda:N"
+  std::string dtype;    // "fp32" or "bf16": what the arithmetic runs in
+};
+
+class Model {
+ public:
+  virtual ~Model() = default;
+  virtual const ModelInfo& info() const = 0;
+  virtual const ModelConfig& config() const = 0;
+  // An empty state (position 0).
+  virtual std::unique_ptr<SequenceState> NewState() const = 0;
+  // Runs every item, writing outputs[i] for items[i] (outputs.size() == items.size()).
+  // The results of one item never depend on the other items of the batch. Not
+  // re-entrant: callers serialise calls on one model.
+  virtual absl::Status Forward(absl::Span<const ForwardItem> items,
+                               absl::Span<ForwardOutput> outputs) = 0;
+};
+
+}  // namespace hgeval
+
+#endif  // HGEVAL_ENGINE_MODEL_MODEL_H_

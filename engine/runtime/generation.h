@@ -1,0 +1,89 @@
+// Decoding: greedy and seeded temperature/top-p sampling for a batch of live sequences
+// that advance together one token per step (continuous batching: sequences join and
+// leave between steps).
+#ifndef HGEVAL_ENGINE_RUNTIME_GENERATION_H_
+#define HGEVAL_ENGINE_RUNTIME_GENERATION_H_
+
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "engine/model/model.h"
+#include "engine/tokenizer/tokenizer.h"
+
+namespace hgeval {
+
+struct SamplingParams {
+  float temperature = 0.0f;  // 0: greedy (argmax, lowest id on ties)
+  float top_p = 1.0f;        // nucleus mass in (0, 1]
+  uint64_t seed = 0;         // same seed, same tokens
+};
+
+// Picks tokens from log-probabilities. Deterministic for a given seed.
+class Sampler {
+ public:
+  explicit Sampler(const SamplingParams& params);
+  int32_t Sample(absl::Span<const float> logprobs);
+
+ private:
+  SamplingParams params_;
+  std::mt19937_64 rng_;
+};
+
+struct GenerateRequest {
+  const SequenceState* start = nullptr;  // optional snapshot to continue (cloned)
+  std::vector<int32_t> prompt;           // at least one token
+  int max_new_tokens = 256;
+  SamplingParams sampling;
+  std::vector<int32_t> stop_tokens;       // generation ends after emitting one (not kept)
+  std::vector<std::string> stop_strings;  // needs a tokenizer; text is cut before the stop
+};
+
+enum class FinishReason { kLength, kStopToken, kStopString, kCancelled };
+
+struct GenerateResult {
+  std::vector<int32_t> tokens;  // generated ids (stop token excluded)
+  std::string text;             // decoded, cut at the first stop string (if a tokenizer)
+  FinishReason finish_reason = FinishReason::kLength;
+};
+
+// A set of live sequences decoded together. Add() queues a sequence; each Step() prefills
+// newcomers and emits one token for every live sequence in one Model::Forward call.
+class DecodeBatch {
+ public:
+  // `tokenizer` may be null when no request uses stop strings.
+  DecodeBatch(Model* model, const Tokenizer* tokenizer);
+
+  // Returns the sequence id.
+  absl::StatusOr<int64_t> Add(const GenerateRequest& request);
+  // Ends a sequence early (its result is marked kCancelled).
+  void Cancel(int64_t id);
+  // One decode step for all live sequences. Returns ids that got a token this step.
+  absl::StatusOr<std::vector<int64_t>> Step();
+  bool empty() const { return live_.empty(); }
+  size_t size() const { return live_.size(); }
+  // The tokens so far; finished(id) once it stopped. Take() removes a finished one.
+  const GenerateResult& result(int64_t id) const;
+  bool finished(int64_t id) const;
+  GenerateResult Take(int64_t id);
+
+ private:
+  struct Live;
+  Model* model_;
+  const Tokenizer* tokenizer_;
+  int64_t next_id_ = 0;
+  absl::flat_hash_map<int64_t, std::unique_ptr<Live>> live_;
+};
+
+// Convenience: runs every request to completion in one DecodeBatch.
+absl::StatusOr<std::vector<GenerateResult>> Generate(Model& model, const Tokenizer* tokenizer,
+                                                     absl::Span<const GenerateRequest> requests);
+
+}  // namespace hgeval
+
+#endif  // HGEVAL_ENGINE_RUNTIME_GENERATION_H_

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Installs hgeval's build and run dependencies from Debian packages (idempotent).
+# The CUDA toolkit, where present, is used as found (/usr/local/cuda); nothing else is
+# downloaded.
+set -euo pipefail
+PACKAGES=(
+  build-essential cmake ninja-build pkg-config git
+  libabsl-dev libre2-dev libsentencepiece-dev nlohmann-json3-dev libopenblas-dev zlib1g-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc grpc-proto
+  libsqlite3-dev libcairo2-dev libssl-dev
+  clang
+)
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  SUDO=""
+  if [[ $(id -u) -ne 0 ]]; then SUDO=sudo; fi
+  echo "install_deps: installing ${missing[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+else
+  echo "install_deps: all ${#PACKAGES[@]} packages present"
+fi
