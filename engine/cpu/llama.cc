@@ -13,6 +13,7 @@
 #include "absl/strings/str_replace.h"
 #include "engine/cpu/attention.h"
 #include "engine/cpu/cpu_models.h"
+#include "engine/cpu/llama_linear.h"
 #include "engine/cpu/ops.h"
 #include "engine/cpu/rope.h"
 #include "engine/loader/weight_reader.h"
@@ -143,9 +144,9 @@ class LlamaModel : public Model {
     for (size_t l = 0; l < layers_.size(); ++l) {
       const LlamaLayer& layer = layers_[l];
       RmsNorm(s.hidden.data(), t_count, d, layer.attn_norm.data.data(), eps, s.normed.data());
-      Linear(s.normed.data(), t_count, d, layer.q_proj, s.q.data());
-      Linear(s.normed.data(), t_count, d, layer.k_proj, s.k.data());
-      Linear(s.normed.data(), t_count, d, layer.v_proj, s.v.data());
+      RowInvariantLinear(s.normed.data(), t_count, d, layer.q_proj, s.q.data());
+      RowInvariantLinear(s.normed.data(), t_count, d, layer.k_proj, s.k.data());
+      RowInvariantLinear(s.normed.data(), t_count, d, layer.v_proj, s.v.data());
       rope_.Apply(s.q.data(), t_count, config_.num_heads, q_dim, s.cos, s.sin);
       rope_.Apply(s.k.data(), t_count, config_.num_kv_heads, kv_dim, s.cos, s.sin);
       std::vector<float>& keys = state->keys(l);
@@ -154,9 +155,10 @@ class LlamaModel : public Model {
       values.insert(values.end(), s.v.begin(), s.v.end());
       CausalAttention(s.q.data(), t_count, first, attention_, keys.data(), values.data(),
                       s.attn.data());
-      LinearAccumulate(s.attn.data(), t_count, q_dim, layer.o_proj, s.hidden.data());
+      RowInvariantLinear(s.attn.data(), t_count, q_dim, layer.o_proj, s.mlp.data());
+      for (int64_t i = 0; i < t_count * d; ++i) s.hidden[i] += s.mlp[i];
       RmsNorm(s.hidden.data(), t_count, d, layer.mlp_norm.data.data(), eps, s.normed.data());
-      GatedMlp(s.normed.data(), t_count, layer.mlp.gate, layer.mlp.up, layer.mlp.down,
+      RowInvariantGatedMlp(s.normed.data(), t_count, layer.mlp.gate, layer.mlp.up, layer.mlp.down,
                s.mlp.data());
       for (int64_t i = 0; i < t_count * d; ++i) s.hidden[i] += s.mlp[i];
     }

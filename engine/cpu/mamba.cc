@@ -11,6 +11,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "engine/cpu/cpu_models.h"
+#include "engine/cpu/llama_linear.h"
 #include "engine/cpu/ops.h"
 #include "engine/loader/weight_reader.h"
 #include "engine/util/status_macros.h"
@@ -145,7 +146,7 @@ class MambaModel : public Model {
     for (size_t l = 0; l < layers_.size(); ++l) {
       const MambaLayer& layer = layers_[l];
       RmsNorm(s.hidden.data(), t_count, d, layer.norm.data.data(), eps, s.normed.data());
-      Linear(s.normed.data(), t_count, d, layer.in_proj, s.xz.data());
+      RowInvariantLinear(s.normed.data(), t_count, d, layer.in_proj, s.xz.data());
       AddBias(s.xz.data(), t_count, 2 * e, layer.in_proj_bias);
 
       // Causal depthwise conv over [carried inputs | new inputs], then silu.
@@ -165,18 +166,18 @@ class MambaModel : public Model {
       std::copy(s.window.end() - carried.size(), s.window.end(), carried.begin());
 
       // [dt_low_rank | B | C] = x_proj(u); dt = softplus(dt_proj(dt_low_rank) + bias).
-      Linear(s.u.data(), t_count, e, layer.x_proj, s.x_dbc.data());
+      RowInvariantLinear(s.u.data(), t_count, e, layer.x_proj, s.x_dbc.data());
       for (int64_t t = 0; t < t_count; ++t) {
         std::memcpy(&s.dt_in[t * r], &s.x_dbc[t * dbc], r * sizeof(float));
       }
-      Linear(s.dt_in.data(), t_count, r, layer.dt_proj, s.dt.data());
+      RowInvariantLinear(s.dt_in.data(), t_count, r, layer.dt_proj, s.dt.data());
       for (int64_t t = 0; t < t_count; ++t) {
         for (int64_t c = 0; c < e; ++c) {
           s.dt[t * e + c] = Softplus(s.dt[t * e + c] + layer.dt_bias.data[c]);
         }
       }
       Scan(layer, t_count, state->ssm(l).data());
-      Linear(s.y.data(), t_count, e, layer.out_proj, s.out.data());
+      RowInvariantLinear(s.y.data(), t_count, e, layer.out_proj, s.out.data());
       AddBias(s.out.data(), t_count, d, layer.out_proj_bias);
       for (int64_t i = 0; i < t_count * d; ++i) s.hidden[i] += s.out[i];
     }
