@@ -16,7 +16,10 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/match.h"
+#include "engine/cpu/cpu_models.h"
 #include "engine/loader/checkpoint.h"
+#include "engine/model/config.h"
 #include "engine/model/load_model.h"
 #include "engine/model/model.h"
 #include "engine/runtime/generation.h"
@@ -25,6 +28,23 @@
 #include "tests/support/paths.h"
 
 namespace hgeval::testing {
+
+// The CPU model for a checkpoint folder or llama2.c .bin, built by the family's own
+// builder (cpu::BuildLlama / cpu::BuildMamba: what LoadModel dispatches to on the CPU).
+inline absl::StatusOr<std::unique_ptr<Model>> LoadCpuModel(const std::string& path) {
+  std::unique_ptr<Checkpoint> ckpt;
+  if (absl::EndsWith(path, ".bin")) {
+    HG_ASSIGN_OR_RETURN(ckpt, OpenLlama2cCheckpoint(path));
+  } else {
+    HG_ASSIGN_OR_RETURN(ckpt, OpenCheckpoint(path));
+  }
+  HG_ASSIGN_OR_RETURN(ModelConfig config, ParseModelConfig(ckpt->config()));
+  switch (config.family) {
+    case ModelFamily::kLlama: return cpu::BuildLlama(*ckpt, config);
+    case ModelFamily::kMamba: return cpu::BuildMamba(*ckpt, config);
+    default: return absl::InvalidArgumentError("not a LLaMA or Mamba checkpoint");
+  }
+}
 
 struct GoldenCase {
   std::vector<int32_t> ids;

@@ -22,7 +22,7 @@ constexpr double kTailTolerance = 1e-3;
 std::string GoldenDir() { return testing::SourcePath("tests/golden/mamba"); }
 
 std::unique_ptr<Model> Load(const std::string& dir) {
-  auto model = LoadModel(dir, LoadOptions());
+  auto model = testing::LoadCpuModel(dir);
   EXPECT_TRUE(model.ok()) << model.status();
   return model.ok() ? std::move(*model) : nullptr;
 }
