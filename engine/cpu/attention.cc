@@ -55,7 +55,8 @@ void CausalAttention(const float* q, int64_t rows, int64_t first_pos, const Atte
   const int64_t q_stride = shape.heads * hd;
   const int64_t tasks = rows * shape.heads;
   // Group (row, head) pairs so that each task has enough work to amortise scheduling.
-  const int64_t per_task = std::max<int64_t>(1, 4096 / std::max<int64_t>(1, (first_pos + rows) * hd));
+  const int64_t per_task =
+      std::max<int64_t>(1, 4096 / std::max<int64_t>(1, (first_pos + rows) * hd));
   const int64_t chunks = (tasks + per_task - 1) / per_task;
   ParallelFor(chunks, [&](int64_t chunk) {
     std::vector<float> scores(first_pos + rows);

@@ -10,7 +10,7 @@ struct AttentionShape {
   int64_t heads = 0;     // query heads H
   int64_t kv_heads = 0;  // key/value heads; query head h reads kv head h / (H / kv_heads)
   int64_t head_dim = 0;
-  float scale = 1.0f;    // softmax scale (head_dim^-0.5)
+  float scale = 1.0f;  // softmax scale (head_dim^-0.5)
 };
 
 // out[r] = softmax(scale * q[r]·K[0..first_pos+r]ᵀ) · V[0..first_pos+r] per head, for `rows`

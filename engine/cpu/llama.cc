@@ -68,8 +68,8 @@ struct LlamaScratch {
 
 class LlamaModel : public Model {
  public:
-  LlamaModel(ModelConfig config, ModelInfo info, HostTensor embeddings, std::vector<LlamaLayer> layers,
-             HostTensor final_norm, HostTensor lm_head)
+  LlamaModel(ModelConfig config, ModelInfo info, HostTensor embeddings,
+             std::vector<LlamaLayer> layers, HostTensor final_norm, HostTensor lm_head)
       : config_(std::move(config)),
         info_(std::move(info)),
         embeddings_(std::move(embeddings)),
@@ -159,7 +159,7 @@ class LlamaModel : public Model {
       for (int64_t i = 0; i < t_count * d; ++i) s.hidden[i] += s.mlp[i];
       RmsNorm(s.hidden.data(), t_count, d, layer.mlp_norm.data.data(), eps, s.normed.data());
       RowInvariantGatedMlp(s.normed.data(), t_count, layer.mlp.gate, layer.mlp.up, layer.mlp.down,
-               s.mlp.data());
+                           s.mlp.data());
       for (int64_t i = 0; i < t_count * d; ++i) s.hidden[i] += s.mlp[i];
     }
     state->Advance(t_count);

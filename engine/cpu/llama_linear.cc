@@ -21,8 +21,8 @@ __attribute__((always_inline)) inline void Load(const float* p, V8* v) {
 
 // MR rows of x against NR rows of W, each element reduced in the same fixed order.
 template <int MR, int NR>
-__attribute__((always_inline)) inline void Tile(const float* x, int64_t k, const float* w,
-                                                float* y, int64_t ldy) {
+__attribute__((always_inline)) inline void Tile(const float* x, int64_t k, const float* w, float* y,
+                                                int64_t ldy) {
   V8 acc[MR][NR];
   for (int m = 0; m < MR; ++m) {
     for (int n = 0; n < NR; ++n) acc[m][n] = V8{0, 0, 0, 0, 0, 0, 0, 0};
@@ -54,10 +54,9 @@ constexpr int64_t kRowBlock = 64;
 
 // Columns [n0, n1) of y for all rows: tiles of kMr x kNr, edges with smaller tiles (same
 // per-element arithmetic).
-__attribute__((target_clones("avx2", "default"))) void Columns(const float* x, int64_t m,
-                                                               int64_t k, const float* w,
-                                                               int64_t n, int64_t n0, int64_t n1,
-                                                               float* y) {
+__attribute__((target_clones("avx2", "default"))) void Columns(const float* x, int64_t m, int64_t k,
+                                                               const float* w, int64_t n,
+                                                               int64_t n0, int64_t n1, float* y) {
   for (int64_t r0 = 0; r0 < m; r0 += kRowBlock) {
     const int64_t r1 = std::min(m, r0 + kRowBlock);
     int64_t c = n0;

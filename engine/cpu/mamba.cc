@@ -237,7 +237,8 @@ absl::StatusOr<std::unique_ptr<Model>> BuildMamba(const Checkpoint& ckpt, const 
   const int64_t e = c.mamba_inner;
   const int64_t n = c.state_size;
   const int64_t r = c.time_step_rank;
-  if (e <= 0) return absl::InvalidArgumentError("config.json: Mamba intermediate size must be positive");
+  if (e <= 0)
+    return absl::InvalidArgumentError("config.json: Mamba intermediate size must be positive");
   int64_t parameters = 0;
   auto read = [&](const std::string& name,
                   std::vector<int64_t> shape) -> absl::StatusOr<HostTensor> {
@@ -247,10 +248,10 @@ absl::StatusOr<std::unique_ptr<Model>> BuildMamba(const Checkpoint& ckpt, const 
   };
 
   // transformers' load hook also accepts the older `backbone.embedding.` name.
-  const std::string embedding_name = ckpt.Has("backbone.embeddings.weight") ||
-                                             !ckpt.Has("backbone.embedding.weight")
-                                         ? "backbone.embeddings.weight"
-                                         : "backbone.embedding.weight";
+  const std::string embedding_name =
+      ckpt.Has("backbone.embeddings.weight") || !ckpt.Has("backbone.embedding.weight")
+          ? "backbone.embeddings.weight"
+          : "backbone.embedding.weight";
   HG_ASSIGN_OR_RETURN(HostTensor embeddings, read(embedding_name, {c.vocab_size, d}));
   std::vector<MambaLayer> layers(c.num_layers);
   for (int64_t l = 0; l < c.num_layers; ++l) {

@@ -18,8 +18,7 @@ class Rope {
   // cos/sin tables for `count` consecutive positions starting at `first`, each row
   // head_dim/2 wide (the angle of pair i). Computed as transformers does: inverse
   // frequencies and angles in fp32, cos/sin of the fp32 angle.
-  void Tables(int64_t first, int64_t count, std::vector<float>* cos,
-              std::vector<float>* sin) const;
+  void Tables(int64_t first, int64_t count, std::vector<float>* cos, std::vector<float>* sin) const;
 
   // Rotates `rows` rows of `heads` heads each (row stride `stride` floats), row r at the
   // table row r.

@@ -89,15 +89,15 @@ TEST(LlamaGolden, Bf16CheckpointMatchesRoundedFp32AndReference) {
   ASSERT_TRUE(original.ok()) << original.status();
   auto tensors = testing::ReadAllTensors(**original);
   ASSERT_TRUE(tensors.ok()) << tensors.status();
-  auto bf16_dir = testing::WriteCheckpointFolder("llama-bf16", (*original)->config(), *tensors,
-                                                 DType::kBF16);
+  auto bf16_dir =
+      testing::WriteCheckpointFolder("llama-bf16", (*original)->config(), *tensors, DType::kBF16);
   ASSERT_TRUE(bf16_dir.ok()) << bf16_dir.status();
   std::map<std::string, HostTensor> rounded = *tensors;
   for (auto& [name, tensor] : rounded) {
     for (float& x : tensor.data) x = testing::RoundToBf16(x);
   }
-  auto rounded_dir = testing::WriteCheckpointFolder("llama-rounded", (*original)->config(),
-                                                    rounded, DType::kF32);
+  auto rounded_dir =
+      testing::WriteCheckpointFolder("llama-rounded", (*original)->config(), rounded, DType::kF32);
   ASSERT_TRUE(rounded_dir.ok()) << rounded_dir.status();
 
   auto bf16 = Load(*bf16_dir);
@@ -110,8 +110,8 @@ TEST(LlamaGolden, Bf16CheckpointMatchesRoundedFp32AndReference) {
     auto a = testing::RunCase(*bf16, c.ids);
     auto b = testing::RunCase(*fp32, c.ids);
     ASSERT_TRUE(a.ok() && b.ok());
-    EXPECT_EQ(a->logits, b->logits) << "bf16 file vs fp32 file of the same values, T="
-                                    << c.ids.size();
+    EXPECT_EQ(a->logits, b->logits)
+        << "bf16 file vs fp32 file of the same values, T=" << c.ids.size();
     EXPECT_GT(MaxAbsDiff(a->logits, c.logits), 0.0f) << "the weights were not rounded";
     EXPECT_LE(MaxAbsDiff(a->logits, c.logits), 0.15f) << "T=" << c.ids.size();
     EXPECT_NEAR(a->tail_logprob / c.ids.size(), c.tail_logprob / c.ids.size(), 3e-3)
@@ -136,10 +136,10 @@ TEST(LlamaGolden, FlaTransformerWithFusedMlpMatchesReference) {
   std::map<std::string, HostTensor> fla;
   for (auto& [name, tensor] : *tensors) {
     std::string renamed = name;
-    for (auto [from, to] : {std::pair{"model.embed_tokens.", "model.embeddings."},
-                            std::pair{".input_layernorm.", ".attn_norm."},
-                            std::pair{".self_attn.", ".attn."},
-                            std::pair{".post_attention_layernorm.", ".mlp_norm."}}) {
+    for (auto [from, to] :
+         {std::pair{"model.embed_tokens.", "model.embeddings."},
+          std::pair{".input_layernorm.", ".attn_norm."}, std::pair{".self_attn.", ".attn."},
+          std::pair{".post_attention_layernorm.", ".mlp_norm."}}) {
       if (auto at = renamed.find(from); at != std::string::npos) {
         renamed.replace(at, std::string(from).size(), to);
       }
@@ -159,8 +159,9 @@ TEST(LlamaGolden, FlaTransformerWithFusedMlpMatchesReference) {
     fused.data.insert(fused.data.end(), up.data.begin(), up.data.end());
     fla[p + "gate_proj.weight"] = std::move(fused);
   }
-  ASSERT_TRUE(fla.count("model.embeddings.weight") && fla.count("model.layers.0.attn.q_proj.weight") &&
-              fla.count("model.layers.1.mlp_norm.weight") && fla.count("model.layers.0.attn_norm.weight"));
+  ASSERT_TRUE(
+      fla.count("model.embeddings.weight") && fla.count("model.layers.0.attn.q_proj.weight") &&
+      fla.count("model.layers.1.mlp_norm.weight") && fla.count("model.layers.0.attn_norm.weight"));
   nlohmann::json config = {
       {"model_type", "transformer"},
       {"architectures", {"TransformerForCausalLM"}},
@@ -218,8 +219,7 @@ TEST(LlamaGolden, RejectsStateOfAnotherModel) {
   item.tokens = tokens;
   item.state = state.get();
   std::vector<ForwardOutput> out(1);
-  EXPECT_EQ(a->Forward({&item, 1}, absl::MakeSpan(out)).code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(a->Forward({&item, 1}, absl::MakeSpan(out)).code(), absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

@@ -16,10 +16,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/match.h"
-#include "engine/cpu/cpu_models.h"
 #include "engine/loader/checkpoint.h"
-#include "engine/model/config.h"
 #include "engine/model/load_model.h"
 #include "engine/model/model.h"
 #include "engine/runtime/generation.h"
@@ -29,21 +26,9 @@
 
 namespace hgeval::testing {
 
-// The CPU model for a checkpoint folder or llama2.c .bin, built by the family's own
-// builder (cpu::BuildLlama / cpu::BuildMamba: what LoadModel dispatches to on the CPU).
+// The CPU model for a checkpoint folder or llama2.c .bin, through the public LoadModel.
 inline absl::StatusOr<std::unique_ptr<Model>> LoadCpuModel(const std::string& path) {
-  std::unique_ptr<Checkpoint> ckpt;
-  if (absl::EndsWith(path, ".bin")) {
-    HG_ASSIGN_OR_RETURN(ckpt, OpenLlama2cCheckpoint(path));
-  } else {
-    HG_ASSIGN_OR_RETURN(ckpt, OpenCheckpoint(path));
-  }
-  HG_ASSIGN_OR_RETURN(ModelConfig config, ParseModelConfig(ckpt->config()));
-  switch (config.family) {
-    case ModelFamily::kLlama: return cpu::BuildLlama(*ckpt, config);
-    case ModelFamily::kMamba: return cpu::BuildMamba(*ckpt, config);
-    default: return absl::InvalidArgumentError("not a LLaMA or Mamba checkpoint");
-  }
+  return LoadModel(path, LoadOptions());
 }
 
 struct GoldenCase {
@@ -58,7 +43,8 @@ struct Golden {
   std::vector<int32_t> greedy_output;
 };
 
-inline absl::StatusOr<std::vector<int32_t>> ReadIds(const Checkpoint& file, const std::string& name) {
+inline absl::StatusOr<std::vector<int32_t>> ReadIds(const Checkpoint& file,
+                                                    const std::string& name) {
   HG_ASSIGN_OR_RETURN(TensorInfo info, file.Info(name));
   if (info.dtype != DType::kI64) {
     return absl::InvalidArgumentError(absl::StrCat(name, " is not int64"));
@@ -135,8 +121,7 @@ inline absl::StatusOr<std::vector<int32_t>> GreedyTokens(Model& model,
   GenerateRequest request;
   request.prompt = prompt;
   request.max_new_tokens = steps;
-  HG_ASSIGN_OR_RETURN(std::vector<GenerateResult> results,
-                      Generate(model, nullptr, {&request, 1}));
+  HG_ASSIGN_OR_RETURN(std::vector<GenerateResult> results, Generate(model, nullptr, {&request, 1}));
   return results[0].tokens;
 }
 
@@ -160,10 +145,9 @@ inline float RoundToBf16(float x) {
 }
 
 // Writes config.json + model.safetensors into a fresh folder and returns it.
-inline absl::StatusOr<std::string> WriteCheckpointFolder(const std::string& tag,
-                                                         const nlohmann::json& config,
-                                                         const std::map<std::string, HostTensor>& tensors,
-                                                         DType dtype) {
+inline absl::StatusOr<std::string> WriteCheckpointFolder(
+    const std::string& tag, const nlohmann::json& config,
+    const std::map<std::string, HostTensor>& tensors, DType dtype) {
   const std::string dir = MakeTempDir(tag);
   std::ofstream(dir + "/config.json") << config.dump(2);
   HG_RETURN_IF_ERROR(WriteSafetensors(dir + "/model.safetensors", tensors, dtype));

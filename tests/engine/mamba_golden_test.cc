@@ -118,8 +118,7 @@ TEST(MambaGolden, Bf16CheckpointMatchesRoundedFp32AndReference) {
   for (auto& [name, tensor] : rounded) {
     for (float& x : tensor.data) x = testing::RoundToBf16(x);
   }
-  auto rounded_dir = testing::WriteCheckpointFolder("mamba-rounded", *config, rounded,
-                                                    DType::kF32);
+  auto rounded_dir = testing::WriteCheckpointFolder("mamba-rounded", *config, rounded, DType::kF32);
   ASSERT_TRUE(rounded_dir.ok()) << rounded_dir.status();
   auto bf16 = Load(*bf16_dir);
   auto fp32 = Load(*rounded_dir);
@@ -131,8 +130,8 @@ TEST(MambaGolden, Bf16CheckpointMatchesRoundedFp32AndReference) {
     auto a = testing::RunCase(*bf16, c.ids);
     auto b = testing::RunCase(*fp32, c.ids);
     ASSERT_TRUE(a.ok() && b.ok());
-    EXPECT_EQ(a->logits, b->logits) << "bf16 file vs fp32 file of the same values, T="
-                                    << c.ids.size();
+    EXPECT_EQ(a->logits, b->logits)
+        << "bf16 file vs fp32 file of the same values, T=" << c.ids.size();
     EXPECT_GT(MaxAbsDiff(a->logits, c.logits), 0.0f) << "the weights were not rounded";
     EXPECT_LE(MaxAbsDiff(a->logits, c.logits), 1.0f) << "T=" << c.ids.size();
     EXPECT_NEAR(a->tail_logprob / c.ids.size(), c.tail_logprob / c.ids.size(), 1e-2)
