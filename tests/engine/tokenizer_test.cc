@@ -84,6 +84,11 @@ TEST(Llama2cTokenizerTest, WholeStoryRoundTripsAndUnknownCharsUseBytes) {
   EXPECT_EQ(*tok->Encode("é", false), (std::vector<int32_t>{410, 485}));
   EXPECT_TRUE(tok->Encode("", true).ok());
   EXPECT_EQ(*tok->Encode("", true), std::vector<int32_t>{1});
+  // BOS/EOS are stored as "\n<s>\n" / "\n</s>\n" in the file but shown by their names.
+  EXPECT_EQ(tok->IdToPiece(1), "<s>");
+  EXPECT_EQ(tok->IdToPiece(2), "</s>");
+  EXPECT_EQ(*tok->Decode({1, 410, 485, 2}, /*skip_special=*/false), "<s>é</s>");
+  EXPECT_EQ(*tok->Decode({1, 410, 485, 2}), "é");
 }
 
 TEST(LoadTokenizerTest, FolderDispatch) {
