@@ -258,14 +258,19 @@ absl::Status CudaModel::EnqueueMixer(int layer, int num_seqs, int seq_len, int64
         HG_LAUNCH(AddBias(proj_.as<float>(), 2 * E, w.in_bias.as<float>(), rows, 2 * E, s));
       }
       HG_LAUNCH(MambaConv(proj_.as<float>(), num_seqs, seq_len, E, kc, w.conv_w.as<float>(),
-                          w.conv_b.as<float>(), sptrs, layer * per_layer, xc_.get(), act_, s));
-      HG_RETURN_IF_ERROR(GemmNT(cb, rows, mamba_xdbc_, E, Mat(xc_.get(), act_, E),
-                                Mat(w.x_proj.get(), act_, E), xdbc_.get(), act_, mamba_xdbc_));
+                          w.conv_b.as<float>(), sptrs, layer * per_layer, xc_.get(), Act::kF32,
+                          s));
+      // The conv output, x_proj, dt_proj and the scan stay fp32 in both modes (small
+      // next to in_proj/out_proj; the selective scan is sensitive to dt, B and C).
+      HG_RETURN_IF_ERROR(GemmNT(cb, rows, mamba_xdbc_, E, Mat(xc_.get(), Act::kF32, E),
+                                Mat(w.x_proj.get(), Act::kF32, E), xdbc_.get(), Act::kF32,
+                                mamba_xdbc_));
+      // dt_proj in fp32 (small: E x R): delta, B and C stay fp32 into the scan.
       HG_RETURN_IF_ERROR(GemmNT(cb, rows, E, mamba_dt_rank_,
-                                Mat(xdbc_.get(), act_, mamba_xdbc_),
-                                Mat(w.dt_w.get(), act_, mamba_dt_rank_), dt_.get(), Act::kF32,
-                                E));
-      HG_LAUNCH(MambaScan(xc_.get(), dt_.as<float>(), w.dt_b.as<float>(), xdbc_.get(),
+                                Mat(xdbc_.get(), Act::kF32, mamba_xdbc_),
+                                Mat(w.dt_w.get(), Act::kF32, mamba_dt_rank_), dt_.get(),
+                                Act::kF32, E));
+      HG_LAUNCH(MambaScan(xc_.as<float>(), dt_.as<float>(), w.dt_b.as<float>(), xdbc_.as<float>(),
                           mamba_xdbc_, static_cast<int>(mamba_dt_rank_), proj_.as<float>(),
                           w.a_neg.as<float>(), w.d_skip.as<float>(), num_seqs, seq_len, E, N,
                           sptrs, layer * per_layer + static_cast<int64_t>(E) * (kc - 1),

@@ -316,9 +316,9 @@ absl::Status CudaModel::LoadWeights(const Checkpoint& ck) {
           HG_RETURN_IF_ERROR(UploadFloat(cb, &w.conv_b));
         }
         HG_ASSIGN_OR_RETURN(HostTensor xp, read("x_proj.weight", {r + 2 * n, e}));
-        HG_RETURN_IF_ERROR(UploadAct({&xp}, &w.x_proj));
+        HG_RETURN_IF_ERROR(UploadFloat(xp, &w.x_proj));  // fp32: small, feeds the scan
         HG_ASSIGN_OR_RETURN(HostTensor dtw, read("dt_proj.weight", {e, r}));
-        HG_RETURN_IF_ERROR(UploadAct({&dtw}, &w.dt_w));
+        HG_RETURN_IF_ERROR(UploadFloat(dtw, &w.dt_w));  // fp32: its input (xdbc) is fp32
         HG_ASSIGN_OR_RETURN(HostTensor dtb, read("dt_proj.bias", {e}));
         HG_RETURN_IF_ERROR(UploadFloat(dtb, &w.dt_b));
         HG_ASSIGN_OR_RETURN(HostTensor alog, read("A_log", {e, n}));
@@ -381,8 +381,8 @@ absl::Status CudaModel::AllocateScratch() {
     HG_RETURN_IF_ERROR(act(&att_o_, R * heads_ * dk_));
   }
   if (fam == ModelFamily::kMamba) {
-    HG_RETURN_IF_ERROR(act(&xc_, R * mix_width_));
-    HG_RETURN_IF_ERROR(act(&xdbc_, R * mamba_xdbc_));
+    HG_RETURN_IF_ERROR(f32(&xc_, R * mix_width_));
+    HG_RETURN_IF_ERROR(f32(&xdbc_, R * mamba_xdbc_));
     HG_RETURN_IF_ERROR(f32(&dt_, R * mix_width_));
     HG_RETURN_IF_ERROR(act(&y_, R * mix_width_));
   }

@@ -118,10 +118,10 @@ cudaError_t MambaConv(const float* xz, int num_seqs, int seq_len, int inner, int
                       const float* conv_w, const float* conv_b, float* const* state_ptrs,
                       int64_t layer_offset, void* out, Act act, cudaStream_t stream);
 
-// Mamba selective scan. x [rows, E] (`act`), dt_raw [rows, E] fp32 (dt_proj without
-// bias), xdbc [rows, xdbc_ld] (`act`) holding B at column bc_off and C at bc_off + N,
+// Mamba selective scan. x [rows, E] (fp32), dt_raw [rows, E] fp32 (dt_proj without
+// bias), xdbc [rows, xdbc_ld] (fp32) holding B at column bc_off and C at bc_off + N,
 // z = xz[:, E:2E] (fp32). State [E, N] at state_ptrs[seq] + layer_offset. y: [rows, E].
-cudaError_t MambaScan(const void* x, const float* dt_raw, const float* dt_bias, const void* xdbc,
+cudaError_t MambaScan(const float* x, const float* dt_raw, const float* dt_bias, const float* xdbc,
                       int64_t xdbc_ld, int bc_off, const float* xz, const float* a_neg,
                       const float* d_skip, int num_seqs, int seq_len, int inner, int nstate,
                       float* const* state_ptrs, int64_t layer_offset, void* y, Act act,

@@ -68,20 +68,23 @@ __global__ void CausalSoftmaxKernel(const float* scores, int tq, int tk, int64_t
   }
 }
 
-constexpr int kDecodeThreads = 128;
+constexpr int kAttnWarps = 8;
 constexpr int kMaxHeadDim = 256;
+constexpr int kDimPerLane = kMaxHeadDim / 32;
 
-// Grid (rows, H), kDecodeThreads threads: one key per thread per tile, online softmax.
+// Grid (rows, H), kAttnWarps warps. Warp w takes keys w, w + kAttnWarps, ...; lanes split
+// the head dimension. Each warp keeps an online softmax; the warps merge at the end in a
+// fixed order.
 template <typename T>
-__global__ void __launch_bounds__(kDecodeThreads) DecodeAttentionKernel(
+__global__ void __launch_bounds__(kAttnWarps * 32) DecodeAttentionKernel(
     const T* qkv, int heads, int kv_heads, int head_dim, void* const* cache_ptrs,
     const int64_t* caps, const int64_t* positions, int layer, float scale, T* o) {
-  __shared__ float sq[kMaxHeadDim];
-  __shared__ float w[kDecodeThreads];
-  __shared__ float scratch[32];
+  __shared__ float sm[kAttnWarps], sl[kAttnWarps];
+  __shared__ float sacc[kAttnWarps][kMaxHeadDim];
   const int r = blockIdx.x, h = blockIdx.y;
   const T* cache = static_cast<const T*>(cache_ptrs[r]);
   if (cache == nullptr) return;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int64_t cap = caps[r];
   const int64_t nkeys = positions[r] + 1;
   const int hk = h / (heads / kv_heads);
@@ -90,45 +93,53 @@ __global__ void __launch_bounds__(kDecodeThreads) DecodeAttentionKernel(
   const T* vbase = cache + (static_cast<int64_t>(layer) * 2 + 1) * cap * width + hk * head_dim;
   const T* qrow = qkv + static_cast<int64_t>(r) * (heads + 2 * kv_heads) * head_dim +
                   h * head_dim;
-  for (int d = threadIdx.x; d < head_dim; d += blockDim.x) sq[d] = ToF(qrow[d]);
-  __syncthreads();
-  constexpr int kPerThread = kMaxHeadDim / kDecodeThreads;
-  float acc[kPerThread];
+  float qv[kDimPerLane], acc[kDimPerLane];
 #pragma unroll
-  for (int u = 0; u < kPerThread; ++u) acc[u] = 0.0f;
-  float m = -INFINITY, l = 0.0f;
-  for (int64_t tile = 0; tile < nkeys; tile += kDecodeThreads) {
-    const int64_t j = tile + threadIdx.x;
-    float score = -INFINITY;
-    if (j < nkeys) {
-      const T* kr = kbase + j * width;
-      float dot = 0.0f;
-      for (int d = 0; d < head_dim; ++d) dot = fmaf(sq[d], ToF(kr[d]), dot);
-      score = dot * scale;
-    }
-    const float new_m = fmaxf(m, BlockMax(score, scratch));
-    const float p = j < nkeys ? expf(score - new_m) : 0.0f;
-    w[threadIdx.x] = p;
-    const float corr = expf(m - new_m);  // m = -inf at the first tile: corr = 0
-    l = l * corr + BlockSum(p, scratch);
-    const int n = static_cast<int>(nkeys - tile < kDecodeThreads ? nkeys - tile : kDecodeThreads);
-#pragma unroll
-    for (int u = 0; u < kPerThread; ++u) {
-      const int d = threadIdx.x + u * kDecodeThreads;
-      if (d < head_dim) {
-        float a = acc[u] * corr;
-        for (int jj = 0; jj < n; ++jj) a = fmaf(w[jj], ToF(vbase[(tile + jj) * width + d]), a);
-        acc[u] = a;
-      }
-    }
-    m = new_m;
-    __syncthreads();
+  for (int u = 0; u < kDimPerLane; ++u) {
+    const int d = lane + 32 * u;
+    qv[u] = d < head_dim ? ToF(qrow[d]) * scale : 0.0f;
+    acc[u] = 0.0f;
   }
-  T* orow = o + static_cast<int64_t>(r) * heads * head_dim + h * head_dim;
+  float m = -INFINITY, l = 0.0f;
+  for (int64_t j = warp; j < nkeys; j += kAttnWarps) {
+    const T* kr = kbase + j * width;
+    const T* vr = vbase + j * width;
+    float dot = 0.0f;
+    float vv[kDimPerLane];
 #pragma unroll
-  for (int u = 0; u < kPerThread; ++u) {
-    const int d = threadIdx.x + u * kDecodeThreads;
-    if (d < head_dim) orow[d] = FromF<T>(acc[u] / l);
+    for (int u = 0; u < kDimPerLane; ++u) {
+      const int d = lane + 32 * u;
+      vv[u] = d < head_dim ? ToF(vr[d]) : 0.0f;
+      if (d < head_dim) dot = fmaf(qv[u], ToF(kr[d]), dot);
+    }
+    dot = WarpSum(dot);
+    const float new_m = fmaxf(m, dot);
+    const float corr = __expf(m - new_m);
+    const float p = __expf(dot - new_m);
+    l = fmaf(l, corr, p);
+#pragma unroll
+    for (int u = 0; u < kDimPerLane; ++u) acc[u] = fmaf(acc[u], corr, p * vv[u]);
+    m = new_m;
+  }
+  if (lane == 0) {
+    sm[warp] = m;
+    sl[warp] = l;
+  }
+#pragma unroll
+  for (int u = 0; u < kDimPerLane; ++u) {
+    const int d = lane + 32 * u;
+    if (d < head_dim) sacc[warp][d] = acc[u];
+  }
+  __syncthreads();
+  float mx = sm[0];
+  for (int w = 1; w < kAttnWarps; ++w) mx = fmaxf(mx, sm[w]);
+  float den = 0.0f;
+  for (int w = 0; w < kAttnWarps; ++w) den += sl[w] * __expf(sm[w] - mx);
+  T* orow = o + static_cast<int64_t>(r) * heads * head_dim + h * head_dim;
+  for (int d = threadIdx.x; d < head_dim; d += blockDim.x) {
+    float num = 0.0f;
+    for (int w = 0; w < kAttnWarps; ++w) num += sacc[w][d] * __expf(sm[w] - mx);
+    orow[d] = FromF<T>(num / den);
   }
 }
 
@@ -169,7 +180,7 @@ cudaError_t DecodeAttention(const void* qkv, Act act, int rows, int heads, int k
   if (rows == 0) return cudaSuccess;
   if (head_dim > kMaxHeadDim) return cudaErrorInvalidValue;
   dim3 grid(rows, heads);
-  HG_DISPATCH_ACT(act, DecodeAttentionKernel<T><<<grid, kDecodeThreads, 0, stream>>>(
+  HG_DISPATCH_ACT(act, DecodeAttentionKernel<T><<<grid, kAttnWarps * 32, 0, stream>>>(
                            static_cast<const T*>(qkv), heads, kv_heads, head_dim, cache_ptrs,
                            caps, positions, layer, scale, static_cast<T*>(o)));
   return cudaGetLastError();

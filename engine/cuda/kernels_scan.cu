@@ -1,5 +1,7 @@
 // Linear recurrences: chunkwise GLA (HGRN2, GLA) for prefill, its one-step form for
 // decode, the HGRN1 scan and Mamba's conv + selective scan. All state maths in fp32.
+#include <algorithm>
+
 #include "engine/cuda/kernel_util.cuh"
 
 namespace hgeval::cuda {
@@ -22,85 +24,96 @@ __global__ void ChunkCumsumKernel(float* g, int tokens, int heads, int dk) {
   }
 }
 
-constexpr int kStateVT = 16;   // value columns per block
-constexpr int kStateKG = 16;   // key-row groups per block (256 threads)
-constexpr int kMaxDk = 256;    // rows per thread: kMaxDk / kStateKG
+constexpr int kMaxDk = 256;
+constexpr int kLocalVT = 64;  // value columns per block of the local-state kernel
 
-// Grid (H, ceil(V / 16)), 256 threads. Sequential over chunks.
-__global__ void __launch_bounds__(256) ChunkStatesKernel(const float* k, const float* G,
-                                                         const float* v, int tokens, int heads,
-                                                         int dk, int dv, float* state,
-                                                         float* chunk_states) {
+// Phase 1, parallel over (chunk, head, value tile): the chunk's own contribution
+// U_c = sum_j (k_j * exp(G_last - G_j)) v_j^T, written to u [chunks, H, K, V].
+// 256 threads: 16 value groups of 4 columns x 16 key-row groups.
+__global__ void __launch_bounds__(256) ChunkLocalStateKernel(const float* k, const float* G,
+                                                             const float* v, int tokens,
+                                                             int heads, int dk, int dv,
+                                                             float* u) {
   extern __shared__ float smem[];
-  float* kd = smem;                  // [kC][dk]
-  float* vt = kd + kC * dk;          // [kC][kStateVT]
-  float* glast = vt + kC * kStateVT;  // [dk]
-  const int h = blockIdx.x, v0 = blockIdx.y * kStateVT;
-  const int tv = threadIdx.x % kStateVT, kg = threadIdx.x / kStateVT;
-  const int vcol = v0 + tv;
-  const bool vok = vcol < dv;
-  constexpr int kRows = kMaxDk / kStateKG;
-  float s[kRows];
+  float* kd = smem;                     // [kC][dk]
+  float* vt = kd + kC * dk;             // [kC][kLocalVT]
+  const int c = blockIdx.x, h = blockIdx.y, v0 = blockIdx.z * kLocalVT;
+  const int t0 = c * kC;
+  const int n = min(kC, tokens - t0);
+  const int tid = threadIdx.x;
+  const int64_t glast_off = (static_cast<int64_t>(t0 + n - 1) * heads + h) * dk;
+  for (int idx = tid; idx < kC * dk; idx += blockDim.x) {
+    const int j = idx / dk, kk = idx - (idx / dk) * dk;
+    float val = 0.0f;
+    if (j < n) {
+      const int64_t o = (static_cast<int64_t>(t0 + j) * heads + h) * dk + kk;
+      val = k[o] * __expf(G[glast_off + kk] - G[o]);
+    }
+    kd[idx] = val;
+  }
+  for (int idx = tid; idx < kC * kLocalVT; idx += blockDim.x) {
+    const int j = idx / kLocalVT, cc = idx % kLocalVT;
+    vt[idx] = (j < n && v0 + cc < dv)
+                  ? v[(static_cast<int64_t>(t0 + j) * heads + h) * dv + v0 + cc]
+                  : 0.0f;
+  }
+  __syncthreads();
+  const int tv = tid % 16, tk = tid / 16;
+  constexpr int kRows = kMaxDk / 16;
+  float acc[kRows][4];
 #pragma unroll
   for (int m = 0; m < kRows; ++m) {
-    const int kk = kg + kStateKG * m;
-    s[m] = (kk < dk && vok) ? state[(static_cast<int64_t>(h) * dk + kk) * dv + vcol] : 0.0f;
+#pragma unroll
+    for (int x = 0; x < 4; ++x) acc[m][x] = 0.0f;
   }
+  for (int j = 0; j < n; ++j) {
+    const float4 vv = *reinterpret_cast<const float4*>(vt + j * kLocalVT + tv * 4);
+#pragma unroll
+    for (int m = 0; m < kRows; ++m) {
+      const int kk = tk + 16 * m;
+      if (kk < dk) {
+        const float a = kd[j * dk + kk];
+        acc[m][0] = fmaf(a, vv.x, acc[m][0]);
+        acc[m][1] = fmaf(a, vv.y, acc[m][1]);
+        acc[m][2] = fmaf(a, vv.z, acc[m][2]);
+        acc[m][3] = fmaf(a, vv.w, acc[m][3]);
+      }
+    }
+  }
+  float* uc = u + (static_cast<int64_t>(c) * heads + h) * dk * dv;
+#pragma unroll
+  for (int m = 0; m < kRows; ++m) {
+    const int kk = tk + 16 * m;
+    if (kk < dk) {
+#pragma unroll
+      for (int x = 0; x < 4; ++x) {
+        const int vc = v0 + tv * 4 + x;
+        if (vc < dv) uc[static_cast<int64_t>(kk) * dv + vc] = acc[m][x];
+      }
+    }
+  }
+}
+
+// Phase 2, sequential over chunks but parallel over every state element (h, k, v):
+// S_{c+1} = exp(G_last,c) S_c + U_c. In place, u[c] becomes S_c (the state before chunk
+// c); `state` holds S_0 and receives the final state.
+__global__ void ChunkStateScanKernel(const float* G, int tokens, int heads, int dk, int dv,
+                                     float* state, float* u) {
+  const int64_t per_chunk = static_cast<int64_t>(heads) * dk * dv;
+  const int64_t e = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (e >= per_chunk) return;
+  const int64_t hk = e / dv;  // h * dk + k
   const int chunks = CeilDiv(tokens, kC);
+  float s = state[e];
   for (int c = 0; c < chunks; ++c) {
-    const int t0 = c * kC;
-    const int n = min(kC, tokens - t0);
-    if (vok) {
-#pragma unroll
-      for (int m = 0; m < kRows; ++m) {
-        const int kk = kg + kStateKG * m;
-        if (kk < dk) {
-          chunk_states[((static_cast<int64_t>(c) * heads + h) * dk + kk) * dv + vcol] = s[m];
-        }
-      }
-    }
-    __syncthreads();
-    for (int kk = threadIdx.x; kk < dk; kk += blockDim.x) {
-      glast[kk] = G[(static_cast<int64_t>(t0 + n - 1) * heads + h) * dk + kk];
-    }
-    __syncthreads();
-    for (int idx = threadIdx.x; idx < kC * dk; idx += blockDim.x) {
-      const int j = idx / dk, kk = idx % dk;
-      float val = 0.0f;
-      if (j < n) {
-        const int64_t o = (static_cast<int64_t>(t0 + j) * heads + h) * dk + kk;
-        val = k[o] * expf(glast[kk] - G[o]);
-      }
-      kd[idx] = val;
-    }
-    for (int idx = threadIdx.x; idx < kC * kStateVT; idx += blockDim.x) {
-      const int j = idx / kStateVT, c2 = idx % kStateVT;
-      vt[idx] = (j < n && v0 + c2 < dv)
-                    ? v[(static_cast<int64_t>(t0 + j) * heads + h) * dv + v0 + c2]
-                    : 0.0f;
-    }
-    __syncthreads();
-#pragma unroll
-    for (int m = 0; m < kRows; ++m) {
-      const int kk = kg + kStateKG * m;
-      if (kk < dk) s[m] *= expf(glast[kk]);
-    }
-    for (int j = 0; j < n; ++j) {
-      const float vv = vt[j * kStateVT + tv];
-#pragma unroll
-      for (int m = 0; m < kRows; ++m) {
-        const int kk = kg + kStateKG * m;
-        if (kk < dk) s[m] = fmaf(kd[j * dk + kk], vv, s[m]);
-      }
-    }
+    const int last = min(c * kC + kC, tokens) - 1;
+    const float decay = __expf(G[static_cast<int64_t>(last) * heads * dk + hk]);
+    float* p = u + c * per_chunk + e;
+    const float local = *p;
+    *p = s;
+    s = fmaf(decay, s, local);
   }
-  if (vok) {
-#pragma unroll
-    for (int m = 0; m < kRows; ++m) {
-      const int kk = kg + kStateKG * m;
-      if (kk < dk) state[(static_cast<int64_t>(h) * dk + kk) * dv + vcol] = s[m];
-    }
-  }
+  state[e] = s;
 }
 
 constexpr int kSlice = 32;
@@ -151,7 +164,7 @@ __global__ void __launch_bounds__(256) ChunkOutputKernel(const float* q, const f
         for (int m = 0; m < 16; ++m) {
           const int j = jset + 4 * m;
           if (j <= i) {
-            acc[m] = fmaf(qv * sk[j * kSlicePad + kk], expf(gi - sg[j * kSlicePad + kk]), acc[m]);
+            acc[m] = fmaf(qv * sk[j * kSlicePad + kk], __expf(gi - sg[j * kSlicePad + kk]), acc[m]);
           }
         }
       }
@@ -169,7 +182,7 @@ __global__ void __launch_bounds__(256) ChunkOutputKernel(const float* q, const f
     float val = 0.0f;
     if (i < n) {
       const int64_t off = (static_cast<int64_t>(t0 + i) * heads + h) * dk + kk;
-      val = q[off] * expf(G[off]);
+      val = q[off] * __expf(G[off]);
     }
     qe[idx] = val;
   }
@@ -204,14 +217,17 @@ __global__ void __launch_bounds__(256) ChunkOutputKernel(const float* q, const f
   }
 }
 
-// Grid (rows, H); threads over V.
+// Grid (rows, H). Threads: vthreads value columns x kgroups key-row groups; the key
+// groups' partial outputs are summed in a fixed order.
 __global__ void RecurrentStepKernel(const float* q, const float* k, const float* g,
                                     const float* v, int heads, int dk, int dv, float scale,
-                                    float* const* state_ptrs, int64_t layer_offset, float* o) {
+                                    float* const* state_ptrs, int64_t layer_offset, float* o,
+                                    int kgroups) {
   extern __shared__ float smem[];
   float* sq = smem;
   float* sk = sq + dk;
   float* sd = sk + dk;
+  float* part = sd + dk;  // [kgroups][vthreads]
   const int r = blockIdx.x, h = blockIdx.y;
   float* base = state_ptrs[r];
   if (base == nullptr) return;
@@ -223,17 +239,30 @@ __global__ void RecurrentStepKernel(const float* q, const float* k, const float*
     sd[kk] = expf(g[qoff + kk]);
   }
   __syncthreads();
+  const int vthreads = blockDim.x / kgroups;
+  const int tv = threadIdx.x % vthreads, kg = threadIdx.x / vthreads;
   const int64_t voff = (static_cast<int64_t>(r) * heads + h) * dv;
-  for (int vcol = threadIdx.x; vcol < dv; vcol += blockDim.x) {
-    const float vv = v[voff + vcol];
+  for (int vb = 0; vb < dv; vb += vthreads) {
+    const int vcol = vb + tv;
     float acc = 0.0f;
-    for (int kk = 0; kk < dk; ++kk) {
-      float* p = S + static_cast<int64_t>(kk) * dv + vcol;
-      const float s = fmaf(*p, sd[kk], sk[kk] * vv);
-      *p = s;
-      acc = fmaf(s, sq[kk], acc);
+    if (vcol < dv) {
+      const float vv = v[voff + vcol];
+#pragma unroll 4
+      for (int kk = kg; kk < dk; kk += kgroups) {
+        float* p = S + static_cast<int64_t>(kk) * dv + vcol;
+        const float s = fmaf(*p, sd[kk], sk[kk] * vv);
+        *p = s;
+        acc = fmaf(s, sq[kk], acc);
+      }
     }
-    o[voff + vcol] = scale * acc;
+    part[kg * vthreads + tv] = acc;
+    __syncthreads();
+    if (kg == 0 && vcol < dv) {
+      float sum = 0.0f;
+      for (int x = 0; x < kgroups; ++x) sum += part[x * vthreads + tv];
+      o[voff + vcol] = scale * sum;
+    }
+    __syncthreads();
   }
 }
 
@@ -302,8 +331,8 @@ __global__ void MambaConvKernel(const float* xz, int seq_len, int inner, int kco
 constexpr int kMaxState = 16;
 
 template <typename T>
-__global__ void MambaScanKernel(const T* x, const float* dt_raw, const float* dt_bias,
-                                const T* xdbc, int64_t xdbc_ld, int bc_off, const float* xz,
+__global__ void MambaScanKernel(const float* x, const float* dt_raw, const float* dt_bias,
+                                const float* xdbc, int64_t xdbc_ld, int bc_off, const float* xz,
                                 const float* a_neg, const float* d_skip, int seq_len, int inner,
                                 int nstate, float* const* state_ptrs, int64_t layer_offset,
                                 T* y) {
@@ -322,13 +351,13 @@ __global__ void MambaScanKernel(const T* x, const float* dt_raw, const float* dt
   for (int t = 0; t < seq_len; ++t) {
     const int64_t row = static_cast<int64_t>(s) * seq_len + t;
     const float dt = Softplus(dt_raw[row * inner + e] + bias);
-    const float xv = ToF(x[row * inner + e]);
-    const T* bc = xdbc + row * xdbc_ld + bc_off;
+    const float xv = x[row * inner + e];
+    const float* bc = xdbc + row * xdbc_ld + bc_off;
     float acc = 0.0f;
 #pragma unroll
     for (int n = 0; n < kMaxState; ++n) {
       if (n < nstate) {
-        const float bn = ToF(bc[n]), cn = ToF(bc[nstate + n]);
+        const float bn = bc[n], cn = bc[nstate + n];
         hs[n] = fmaf(expf(dt * a[n]), hs[n], dt * bn * xv);
         acc = fmaf(hs[n], cn, acc);
       }
@@ -343,7 +372,7 @@ __global__ void MambaScanKernel(const T* x, const float* dt_raw, const float* dt
   }
 }
 
-size_t StatesSmem(int dk) { return sizeof(float) * (kC * dk + kC * kStateVT + dk); }
+size_t LocalStateSmem(int dk) { return sizeof(float) * (kC * dk + kC * kLocalVT); }
 size_t OutputSmem(int dk) {
   return sizeof(float) * (kC * (kC + 1) + 3 * kC * kSlicePad + kC * dk);
 }
@@ -363,14 +392,19 @@ cudaError_t ChunkGlaStates(const float* k, const float* G, const float* v, int t
                            cudaStream_t stream) {
   if (tokens == 0) return cudaSuccess;
   if (dk > kMaxDk) return cudaErrorInvalidValue;
-  const size_t smem = StatesSmem(dk);
-  cudaError_t err = cudaFuncSetAttribute(ChunkStatesKernel,
+  const size_t smem = LocalStateSmem(dk);
+  cudaError_t err = cudaFuncSetAttribute(ChunkLocalStateKernel,
                                          cudaFuncAttributeMaxDynamicSharedMemorySize,
                                          static_cast<int>(smem));
   if (err != cudaSuccess) return err;
-  dim3 grid(heads, CeilDiv(dv, kStateVT));
-  ChunkStatesKernel<<<grid, 256, smem, stream>>>(k, G, v, tokens, heads, dk, dv, state,
-                                                 chunk_states);
+  dim3 grid(CeilDiv(tokens, kC), heads, CeilDiv(dv, kLocalVT));
+  ChunkLocalStateKernel<<<grid, 256, smem, stream>>>(k, G, v, tokens, heads, dk, dv,
+                                                     chunk_states);
+  err = cudaGetLastError();
+  if (err != cudaSuccess) return err;
+  const int64_t elems = static_cast<int64_t>(heads) * dk * dv;
+  ChunkStateScanKernel<<<CeilDiv(elems, 256), 256, 0, stream>>>(G, tokens, heads, dk, dv, state,
+                                                                 chunk_states);
   return cudaGetLastError();
 }
 
@@ -396,9 +430,11 @@ cudaError_t RecurrentGlaStep(const float* q, const float* k, const float* g, con
                              cudaStream_t stream) {
   if (rows == 0) return cudaSuccess;
   dim3 grid(rows, heads);
-  const int threads = dv >= 256 ? 256 : ((dv + 31) / 32) * 32;
-  RecurrentStepKernel<<<grid, threads, 3 * dk * sizeof(float), stream>>>(
-      q, k, g, v, heads, dk, dv, scale, state_ptrs, layer_offset, o);
+  const int vthreads = ((std::min(dv, 512) + 31) / 32) * 32;
+  const int kgroups = std::max(1, std::min(8, 512 / vthreads));
+  const size_t smem = sizeof(float) * (3 * dk + kgroups * vthreads);
+  RecurrentStepKernel<<<grid, vthreads * kgroups, smem, stream>>>(
+      q, k, g, v, heads, dk, dv, scale, state_ptrs, layer_offset, o, kgroups);
   return cudaGetLastError();
 }
 
@@ -423,7 +459,7 @@ cudaError_t MambaConv(const float* xz, int num_seqs, int seq_len, int inner, int
   return cudaGetLastError();
 }
 
-cudaError_t MambaScan(const void* x, const float* dt_raw, const float* dt_bias, const void* xdbc,
+cudaError_t MambaScan(const float* x, const float* dt_raw, const float* dt_bias, const float* xdbc,
                       int64_t xdbc_ld, int bc_off, const float* xz, const float* a_neg,
                       const float* d_skip, int num_seqs, int seq_len, int inner, int nstate,
                       float* const* state_ptrs, int64_t layer_offset, void* y, Act act,
@@ -432,7 +468,7 @@ cudaError_t MambaScan(const void* x, const float* dt_raw, const float* dt_bias, 
   if (nstate > kMaxState) return cudaErrorInvalidValue;
   dim3 grid(CeilDiv(inner, 128), num_seqs);
   HG_DISPATCH_ACT(act, MambaScanKernel<T><<<grid, 128, 0, stream>>>(
-                           static_cast<const T*>(x), dt_raw, dt_bias, static_cast<const T*>(xdbc),
+                           x, dt_raw, dt_bias, xdbc,
                            xdbc_ld, bc_off, xz, a_neg, d_skip, seq_len, inner, nstate,
                            state_ptrs, layer_offset, static_cast<T*>(y)));
   return cudaGetLastError();
