@@ -271,6 +271,11 @@ inline void RunGoldenModelChecks(const std::string& model) {
   {
     auto m = BuildOrDie(**checkpoint);
     ASSERT_NE(m, nullptr);
+    // tests/golden/report.json holds the upstream parameter count of each fixture.
+    std::ifstream report_file(SourcePath("tests/golden/report.json"));
+    const nlohmann::json report = nlohmann::json::parse(report_file, nullptr, false);
+    ASSERT_TRUE(report.is_object() && report.contains(model)) << "report.json";
+    EXPECT_EQ(m->info().num_parameters, report[model]["params"].get<int64_t>());
     ExpectMatchesReference(*m, *expected, 1e-4, 1e-3, 0.0, model + " fp32");
     ExpectGreedyMatchesReference(*m, *expected, model + " fp32");
   }

@@ -50,19 +50,25 @@ TEST_P(ModelForkTest, ForkAfterContextEqualsScratch) {
     const std::vector<int32_t> ctx(all.begin(), all.begin() + context);
     const std::vector<int32_t> cont(all.begin() + context, all.end());
 
-    // From scratch: log p(cont[j] | all[..context+j-1]) at positions context-1+j.
-    std::vector<int32_t> targets(all.size(), -1);
-    for (int j = 0; j < kContinuation; ++j) targets[context - 1 + j] = cont[j];
+    // From scratch, in two runs so that the LM head sees the same rows as in the fork
+    // runs below: log p(cont[0] | ctx) alone, and log p(cont[j] | ...) for j >= 1.
+    std::vector<int32_t> first_target(all.size(), -1);
+    first_target[context - 1] = cont[0];
+    std::vector<int32_t> rest_targets(all.size(), -1);
+    for (int j = 1; j < kContinuation; ++j) rest_targets[context - 1 + j] = cont[j];
     auto scratch_state = model->NewState();
-    const ForwardOutput scratch = RunOne(*model, scratch_state.get(), all, targets);
+    const ForwardOutput scratch_first = RunOne(*model, scratch_state.get(), all, first_target);
     EXPECT_EQ(scratch_state->position(), context + kContinuation);
+    auto scratch_state2 = model->NewState();
+    const ForwardOutput scratch = RunOne(*model, scratch_state2.get(), all, rest_targets);
 
     // The state after the context; its last log-probs score cont[0].
     auto prefix = model->NewState();
     const ForwardOutput prefill = RunOne(*model, prefix.get(), ctx, {}, /*want_last=*/true);
     ASSERT_EQ(prefix->position(), context);
     ASSERT_EQ(prefill.last_logprobs.size(), static_cast<size_t>(vocab));
-    EXPECT_NEAR(prefill.last_logprobs[cont[0]], scratch.logprob[context - 1], kForkTolerance);
+    EXPECT_NEAR(prefill.last_logprobs[cont[0]], scratch_first.logprob[context - 1],
+                kForkTolerance);
 
     // Two forks continue independently and leave the snapshot untouched.
     const std::vector<int32_t> fed(cont.begin(), cont.end() - 1);
@@ -100,7 +106,9 @@ TEST_P(ModelForkTest, ForkAfterContextEqualsScratch) {
     ASSERT_EQ((*scored)[1].token_logprobs.size(), cont.size());
     for (size_t j = 0; j < cont.size(); ++j) {
       EXPECT_NEAR((*scored)[0].token_logprobs[j], (*scored)[1].token_logprobs[j], kForkTolerance);
-      EXPECT_NEAR((*scored)[0].token_logprobs[j], scratch.logprob[context - 1 + j], kForkTolerance);
+      const float scratch_logprob =
+          j == 0 ? scratch_first.logprob[context - 1] : scratch.logprob[context - 1 + j];
+      EXPECT_NEAR((*scored)[0].token_logprobs[j], scratch_logprob, kForkTolerance);
     }
     EXPECT_EQ((*snapshot)->position(), context - 1) << "Score modified its start state";
   }
