@@ -20,6 +20,9 @@ inline std::vector<std::string> EngineTestModels() {
       "tests/golden/hgrn2",
       "tests/golden/hgrn",
       "tests/golden/gla",
+      "tests/golden/llama",
+      "tests/golden/mamba",
+      "data/models/stories260K/stories260K.bin",
   };
 }
 
