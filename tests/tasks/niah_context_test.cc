@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -52,28 +53,41 @@ class NiahContextTest : public ::testing::TestWithParam<TokenizerCase> {
     ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
     tokenizer_ = *std::move(tokenizer);
   }
+  // One encoded pass of the essays per tokenizer, shared by the tests (encoding the
+  // 650 KB haystack is the slow part).
+  const std::vector<int32_t>& Haystack() {
+    static auto* cache = new std::map<std::string, std::vector<int32_t>>();
+    auto it = cache->find(GetParam().name);
+    if (it == cache->end()) {
+      auto tokens = BuildHaystackTokens(*tokenizer_, Essays(), 16000);
+      EXPECT_TRUE(tokens.ok()) << tokens.status();
+      it = cache->emplace(GetParam().name, tokens.ok() ? *std::move(tokens)
+                                                       : std::vector<int32_t>{}).first;
+    }
+    return it->second;
+  }
   std::unique_ptr<Tokenizer> tokenizer_;
 };
 
 TEST_P(NiahContextTest, HaystackStartsWithTheFirstEssayAndIsLongEnough) {
-  auto haystack = BuildHaystackTokens(*tokenizer_, Essays(), 16000);
-  ASSERT_TRUE(haystack.ok()) << haystack.status();
+  const std::vector<int32_t>* haystack = &Haystack();
+  ASSERT_GE(haystack->size(), 16000u);
   EXPECT_GE(haystack->size(), 16000u);
   auto head = tokenizer_->Decode(absl::MakeConstSpan(haystack->data(), 40));
   ASSERT_TRUE(head.ok());
   ASSERT_GT(head->size(), 20u);
   EXPECT_EQ(Essays().front().text.substr(0, head->size()), *head);
   // A haystack longer than one pass of the essays repeats them from the first essay.
-  auto one_pass = BuildHaystackTokens(*tokenizer_, Essays(), 1);
-  ASSERT_TRUE(one_pass.ok());
+  // One pass of the essays is far more than 16000 tokens.
+  const std::vector<int32_t>* one_pass = haystack;
   auto two_passes = BuildHaystackTokens(*tokenizer_, Essays(), one_pass->size() + 1);
   ASSERT_TRUE(two_passes.ok());
   EXPECT_GT(two_passes->size(), one_pass->size() + one_pass->size() / 2);
 }
 
 TEST_P(NiahContextTest, EveryPaperGridPromptHasTheExpectedLayout) {
-  auto haystack = BuildHaystackTokens(*tokenizer_, Essays(), 16000);
-  ASSERT_TRUE(haystack.ok());
+  const std::vector<int32_t>* haystack = &Haystack();
+  ASSERT_GE(haystack->size(), 16000u);
   for (NiahMode mode : {NiahMode::kEasy, NiahMode::kStandard}) {
     const NiahTexts texts = DefaultNiahTexts(mode);
     auto builder = NiahContextBuilder::Create(*tokenizer_, *haystack, texts, 200);
@@ -138,8 +152,8 @@ TEST_P(NiahContextTest, EveryPaperGridPromptHasTheExpectedLayout) {
 }
 
 TEST_P(NiahContextTest, MidDepthNeedleFollowsASentenceEnd) {
-  auto haystack = BuildHaystackTokens(*tokenizer_, Essays(), 4000);
-  ASSERT_TRUE(haystack.ok());
+  const std::vector<int32_t>* haystack = &Haystack();
+  ASSERT_GE(haystack->size(), 16000u);
   auto builder = NiahContextBuilder::Create(*tokenizer_, *haystack,
                                             DefaultNiahTexts(NiahMode::kStandard), 200);
   ASSERT_TRUE(builder.ok());
@@ -159,12 +173,12 @@ TEST_P(NiahContextTest, MidDepthNeedleFollowsASentenceEnd) {
       << before.substr(before.size() - 20);
   EXPECT_TRUE(text->ends_with("Answer: The best thing to do in San Francisco is"));
   // The needle sits once in the prompt.
-  EXPECT_EQ(text->find("Dolores Park", at + 60), std::string::npos);
+  EXPECT_EQ(text->find("Dolores Park", at + 100), std::string::npos);
 }
 
 TEST_P(NiahContextTest, DepthZeroAndHundredPutTheNeedleAtTheEnds) {
-  auto haystack = BuildHaystackTokens(*tokenizer_, Essays(), 2000);
-  ASSERT_TRUE(haystack.ok());
+  const std::vector<int32_t>* haystack = &Haystack();
+  ASSERT_GE(haystack->size(), 16000u);
   auto builder = NiahContextBuilder::Create(*tokenizer_, *haystack,
                                             DefaultNiahTexts(NiahMode::kEasy), 200);
   ASSERT_TRUE(builder.ok());
@@ -184,13 +198,18 @@ TEST_P(NiahContextTest, DepthZeroAndHundredPutTheNeedleAtTheEnds) {
   std::string after = last_text->substr(end + 16);
   after.erase(0, after.find_first_not_of(" \n"));
   EXPECT_TRUE(after.starts_with("There is an important piece of information hidden")) << after;
-  EXPECT_FALSE(builder->Layout(250, 50).ok());  // no room for the needle
+  // No room for the needle; just enough room.
+  const int64_t needle_size = static_cast<int64_t>(builder->needle_tokens().size());
+  EXPECT_FALSE(builder->Layout(200 + needle_size - 1, 50).ok());
+  auto tight = builder->Layout(200 + needle_size, 50);
+  ASSERT_TRUE(tight.ok());
+  EXPECT_EQ(tight->context_tokens, 0);
   EXPECT_FALSE(builder->Layout(2000, 101).ok());
 }
 
 TEST_P(NiahContextTest, SentenceEndRule) {
-  auto haystack = BuildHaystackTokens(*tokenizer_, Essays(), 2000);
-  ASSERT_TRUE(haystack.ok());
+  const std::vector<int32_t>* haystack = &Haystack();
+  ASSERT_GE(haystack->size(), 16000u);
   auto builder = NiahContextBuilder::Create(*tokenizer_, *haystack,
                                             DefaultNiahTexts(NiahMode::kEasy), 200);
   ASSERT_TRUE(builder.ok());
