@@ -84,6 +84,11 @@ TEST(Llama2cTokenizerTest, WholeStoryRoundTripsAndUnknownCharsUseBytes) {
   EXPECT_EQ(*tok->Encode("é", false), (std::vector<int32_t>{410, 485}));
   EXPECT_TRUE(tok->Encode("", true).ok());
   EXPECT_EQ(*tok->Encode("", true), std::vector<int32_t>{1});
+  // BOS/EOS are stored as "\n<s>\n" / "\n</s>\n" in the file but shown by their names.
+  EXPECT_EQ(tok->IdToPiece(1), "<s>");
+  EXPECT_EQ(tok->IdToPiece(2), "</s>");
+  EXPECT_EQ(*tok->Decode({1, 410, 485, 2}, /*skip_special=*/false), "<s>é</s>");
+  EXPECT_EQ(*tok->Decode({1, 410, 485, 2}), "é");
 }
 
 TEST(LoadTokenizerTest, FolderDispatch) {
@@ -254,6 +259,29 @@ TEST(TokenizerTest, InvalidTokenizerJsonIsInvalidArgument) {
     EXPECT_EQ(tok.status().code(), absl::StatusCode::kInvalidArgument) << text;
     EXPECT_TRUE(absl::StrContains(tok.status().message(), "tokenizer.json")) << tok.status();
   }
+}
+
+TEST(TokenizerTest, FuzzSeedCorpusLoadsAndRoundTrips) {
+  // The seeds must stay valid tokenizers, or the fuzzer starts from nothing but errors.
+  for (const char* name : {"sp_bpe.json", "sp_bpe_array_merges.json", "byte_level.json",
+                           "sequence_components.json", "no_decoder.json"}) {
+    const std::string json = ReadText(std::string("tests/fuzz/corpus/tokenizer_json/") + name);
+    auto tok = LoadHfTokenizerFromJson(json);
+    ASSERT_TRUE(tok.ok()) << name << ": " << tok.status();
+  }
+  auto sp = LoadHfTokenizerFromJson(ReadText("tests/fuzz/corpus/tokenizer_json/sp_bpe.json"));
+  ASSERT_TRUE(sp.ok());
+  auto ids = (*sp)->Encode("Hello world!", true);
+  ASSERT_TRUE(ids.ok());
+  // ▁Hello ▁w or l d <0x21>
+  EXPECT_EQ(*ids, (std::vector<int32_t>{1, 23, 21, 22, 12, 16, 4}));
+  EXPECT_EQ(*(*sp)->Decode(*ids), "Hello world!");
+  auto bytes =
+      LoadHfTokenizerFromJson(ReadText("tests/fuzz/corpus/tokenizer_json/byte_level.json"));
+  ASSERT_TRUE(bytes.ok());
+  // Merges: "l l" (0), "H e" (1), "Ġ w" (2); no "He ll" merge.
+  EXPECT_EQ(*(*bytes)->Encode("Hello wo", false), (std::vector<int32_t>{7, 6, 3, 10, 3}));
+  EXPECT_EQ(*(*bytes)->Decode({7, 6, 3, 10, 3}), "Hello wo");
 }
 
 TEST(StreamingDecoderTest, ByteFallbackTokensWaitForTheWholeCharacter) {
