@@ -49,6 +49,7 @@ __attribute__((always_inline)) inline void Tile(const float* x, int64_t k, const
 
 constexpr int kMr = 4;
 constexpr int kNr = 2;
+constexpr int kWide = 8;
 // Rows of x per cache block: the weight tile is reused across them while they stay in L2.
 constexpr int64_t kRowBlock = 64;
 
@@ -59,18 +60,26 @@ __attribute__((target_clones("avx2", "default"))) void Columns(const float* x, i
                                                                int64_t n0, int64_t n1, float* y) {
   for (int64_t r0 = 0; r0 < m; r0 += kRowBlock) {
     const int64_t r1 = std::min(m, r0 + kRowBlock);
+    const int64_t full_end = r0 + (r1 - r0) / kMr * kMr;
     int64_t c = n0;
     for (; c + kNr <= n1; c += kNr) {
       const float* wc = w + c * k;
-      int64_t r = r0;
-      for (; r + kMr <= r1; r += kMr) Tile<kMr, kNr>(x + r * k, k, wc, y + r * n + c, n);
-      for (; r < r1; ++r) Tile<1, kNr>(x + r * k, k, wc, y + r * n + c, n);
+      for (int64_t r = r0; r < full_end; r += kMr) {
+        Tile<kMr, kNr>(x + r * k, k, wc, y + r * n + c, n);
+      }
     }
     for (; c < n1; ++c) {
-      const float* wc = w + c * k;
-      int64_t r = r0;
-      for (; r + kMr <= r1; r += kMr) Tile<kMr, 1>(x + r * k, k, wc, y + r * n + c, n);
-      for (; r < r1; ++r) Tile<1, 1>(x + r * k, k, wc, y + r * n + c, n);
+      for (int64_t r = r0; r < full_end; r += kMr) {
+        Tile<kMr, 1>(x + r * k, k, w + c * k, y + r * n + c, n);
+      }
+    }
+    // Leftover rows (all of them in a decode step): one row against kWide weight rows at
+    // a time, so enough independent sums are in flight to hide the add latency.
+    for (int64_t r = full_end; r < r1; ++r) {
+      int64_t cc = n0;
+      for (; cc + kWide <= n1; cc += kWide)
+        Tile<1, kWide>(x + r * k, k, w + cc * k, y + r * n + cc, n);
+      for (; cc < n1; ++cc) Tile<1, 1>(x + r * k, k, w + cc * k, y + r * n + cc, n);
     }
   }
 }
