@@ -50,6 +50,9 @@ TEST(Llama2cTokenizerTest, FirstSentenceOfStoriesRoundTrips) {
   ASSERT_TRUE(ids.ok()) << ids.status();
   ASSERT_FALSE(ids->empty());
   EXPECT_EQ(ids->front(), 1);
+  // From a line-by-line Python port of run.c's encode() (its O(n^2) merge loop).
+  EXPECT_EQ(*ids, (std::vector<int32_t>{1, 403, 407, 261, 378, 432, 383, 286, 261, 376, 298, 315,
+                                        421, 395, 317, 426}));
   // Merging happened: far fewer tokens than bytes.
   EXPECT_LT(ids->size(), sentence.size() / 2);
   for (const int32_t id : *ids) EXPECT_LT(id, 512);
