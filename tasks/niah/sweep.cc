@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "engine/runtime/scoring.h"
@@ -66,9 +67,32 @@ std::vector<int64_t> SelectNiahCells(int64_t total, int64_t max_cells) {
   return cells;
 }
 
+absl::Status RecomputeNiahGrid(NiahResult& result) {
+  const NiahGrid& grid = result.options.grid;
+  const size_t num_lengths = grid.lengths.size();
+  const size_t num_depths = grid.depths.size();
+  if (result.cells.size() != num_lengths * num_depths) {
+    return absl::InvalidArgumentError("NIAH result: cell count does not match the grid");
+  }
+  result.grid.lengths = grid.lengths;
+  result.grid.depths = grid.depths;
+  result.grid.scores.assign(num_lengths, std::vector<double>(num_depths));
+  for (size_t l = 0; l < num_lengths; ++l) {
+    for (size_t d = 0; d < num_depths; ++d) {
+      const NiahCellResult& cell = result.cells[l * num_depths + d];
+      result.grid.scores[l][d] =
+          cell.ran ? cell.score : std::numeric_limits<double>::quiet_NaN();
+    }
+  }
+  HG_ASSIGN_OR_RETURN(result.metrics, metrics::ComputeNiahMetrics(
+                                          result.grid, result.options.metric_options));
+  return absl::OkStatus();
+}
+
 absl::StatusOr<NiahResult> RunNiahSweep(Model& model, const Tokenizer& tokenizer,
                                         const NiahOptions& options,
-                                        const NiahProgress& progress) {
+                                        const NiahProgress& progress,
+                                        const NiahCellCallback& on_cell) {
   HG_RETURN_IF_ERROR(ValidateNiahGrid(options.grid));
   if (options.max_batch < 1) return absl::InvalidArgumentError("NIAH max_batch must be >= 1");
   if (options.max_new_tokens < 1) {
@@ -104,6 +128,13 @@ absl::StatusOr<NiahResult> RunNiahSweep(Model& model, const Tokenizer& tokenizer
 
   // Cells to run, ordered by insertion point so one pass over the haystack serves all.
   std::vector<int64_t> order = SelectNiahCells(num_lengths * num_depths, options.max_cells);
+  if (!options.skip_cells.empty()) {
+    const absl::flat_hash_set<int64_t> skip(options.skip_cells.begin(),
+                                            options.skip_cells.end());
+    order.erase(std::remove_if(order.begin(), order.end(),
+                               [&](int64_t i) { return skip.contains(i); }),
+                order.end());
+  }
   std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
     return result.cells[a].layout.insertion_point < result.cells[b].layout.insertion_point;
   });
@@ -176,6 +207,7 @@ absl::StatusOr<NiahResult> RunNiahSweep(Model& model, const Tokenizer& tokenizer
       cell.generated_tokens = std::move(g.tokens);
       cell.finish_reason = g.finish_reason;
       ScoreCell(options, texts, cell);
+      if (on_cell) on_cell(order[i], cell);
     }
     if (options.prefix_reuse) {
       // Continue the haystack from the deepest snapshot of this batch.
@@ -189,19 +221,7 @@ absl::StatusOr<NiahResult> RunNiahSweep(Model& model, const Tokenizer& tokenizer
   result.stats.wall_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
 
-  // Grid and metrics.
-  result.grid.lengths = options.grid.lengths;
-  result.grid.depths = options.grid.depths;
-  result.grid.scores.assign(num_lengths, std::vector<double>(num_depths));
-  for (int64_t l = 0; l < num_lengths; ++l) {
-    for (int64_t d = 0; d < num_depths; ++d) {
-      const NiahCellResult& cell = result.cells[l * num_depths + d];
-      result.grid.scores[l][d] =
-          cell.ran ? cell.score : std::numeric_limits<double>::quiet_NaN();
-    }
-  }
-  HG_ASSIGN_OR_RETURN(result.metrics,
-                      metrics::ComputeNiahMetrics(result.grid, options.metric_options));
+  HG_RETURN_IF_ERROR(RecomputeNiahGrid(result));
   return result;
 }
 

@@ -51,6 +51,9 @@ struct NiahOptions {
   bool prefix_reuse = true;
   int max_batch = 8;       // cells decoded together (and snapshots held at once)
   int64_t max_cells = 0;   // > 0: run only this many cells, evenly spread over the grid
+  // Length-major cell indices not to run (a resumed job's finished cells: the caller puts
+  // their saved results into NiahResult::cells and calls RecomputeNiahGrid).
+  std::vector<int64_t> skip_cells;
   // Labels for the outputs.
   std::string model_name;
   int64_t training_length = 0;  // 0: unknown
@@ -91,10 +94,16 @@ struct NiahResult {
 
 // Called after each batch of cells.
 using NiahProgress = std::function<void(int64_t cells_done, int64_t cells_total)>;
+// Called for every finished cell (length-major index), e.g. to persist it for resuming.
+using NiahCellCallback = std::function<void(int64_t index, const NiahCellResult& cell)>;
 
 absl::StatusOr<NiahResult> RunNiahSweep(Model& model, const Tokenizer& tokenizer,
                                         const NiahOptions& options,
-                                        const NiahProgress& progress = {});
+                                        const NiahProgress& progress = {},
+                                        const NiahCellCallback& on_cell = {});
+
+// Rebuilds result.grid (NaN for cells not run) and result.metrics from result.cells.
+absl::Status RecomputeNiahGrid(NiahResult& result);
 
 // The cells a sweep runs (length-major indices): all, or max_cells spread evenly.
 std::vector<int64_t> SelectNiahCells(int64_t total, int64_t max_cells);

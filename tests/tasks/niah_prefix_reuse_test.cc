@@ -129,6 +129,45 @@ INSTANTIATE_TEST_SUITE_P(GoldenModels, NiahPrefixReuseTest,
                            return std::string(info.param);
                          });
 
+// A resumed sweep skips finished cells, reports each cell it runs, and the merged result
+// equals an uninterrupted sweep.
+TEST(NiahSweepTest, ResumeSkipsFinishedCellsAndMergesToTheSameGrid) {
+  LoadOptions load;
+  load.threads = 2;
+  auto model = LoadModel(SourcePath("tests/golden/hgrn2"), load);
+  ASSERT_TRUE(model.ok()) << model.status();
+  auto tokenizer = LoadTokenizer(SourcePath("data/models/stories260K/tok512.bin"));
+  ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
+  NiahOptions options;
+  options.grid = NiahGrid{{330, 400}, {0, 50, 100}};
+  options.essays_dir = SourcePath("data/niah/PaulGrahamEssays");
+  options.max_new_tokens = 4;
+  auto full = RunNiahSweep(**model, **tokenizer, options);
+  ASSERT_TRUE(full.ok()) << full.status();
+
+  options.skip_cells = {0, 4};
+  std::vector<int64_t> reported;
+  auto resumed = RunNiahSweep(**model, **tokenizer, options, {},
+                              [&](int64_t index, const NiahCellResult& cell) {
+                                EXPECT_TRUE(cell.ran);
+                                reported.push_back(index);
+                              });
+  ASSERT_TRUE(resumed.ok()) << resumed.status();
+  std::sort(reported.begin(), reported.end());
+  EXPECT_EQ(reported, (std::vector<int64_t>{1, 2, 3, 5}));
+  EXPECT_FALSE(resumed->cells[0].ran);
+  EXPECT_TRUE(std::isnan(resumed->grid.scores[0][0]));
+  EXPECT_EQ(resumed->stats.cells_run, 4);
+  resumed->cells[0] = full->cells[0];
+  resumed->cells[4] = full->cells[4];
+  ASSERT_TRUE(RecomputeNiahGrid(*resumed).ok());
+  EXPECT_EQ(resumed->grid.scores, full->grid.scores);
+  EXPECT_EQ(resumed->metrics.niah_score, full->metrics.niah_score);
+  for (size_t i = 0; i < full->cells.size(); ++i) {
+    EXPECT_EQ(resumed->cells[i].generated_tokens, full->cells[i].generated_tokens) << i;
+  }
+}
+
 TEST(NiahSweepTest, MaxCellsSpreadsOverTheGrid) {
   EXPECT_EQ(SelectNiahCells(5, 0), (std::vector<int64_t>{0, 1, 2, 3, 4}));
   EXPECT_EQ(SelectNiahCells(5, 9), (std::vector<int64_t>{0, 1, 2, 3, 4}));
