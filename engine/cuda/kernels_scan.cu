@@ -236,40 +236,58 @@ __global__ void __launch_bounds__(256) ChunkOutputKernel(const float* q, const f
   __syncthreads();
 
   const float* S = chunk_states + (static_cast<int64_t>(c) * heads + h) * dk * dv;
+  // Staging area for 32 rows x 64 columns of S or v (reuses the slice buffers, dead now):
+  // every global read is a coalesced block load, every inner-loop read an LDS.128.
+  float* stage = sq;
+  constexpr int kStageRows = 32;
+  auto load_stage = [&](const float* base, int64_t row_stride, int row0, int nrows, int vb) {
+    for (int idx = tid; idx < kStageRows * 64; idx += blockDim.x) {
+      const int r = idx / 64, cc = idx % 64;
+      float val = 0.0f;
+      if (row0 + r < nrows && vb + cc < dv) val = base[(row0 + r) * row_stride + vb + cc];
+      stage[r * 64 + cc] = val;
+    }
+  };
+  const int jend = min(n, i0 + 4);  // rows i0..i0+3 only see j <= i
   for (int vb = 0; vb < dv; vb += 64) {
     const int v0 = vb + j0;
-    if (v0 >= dv) continue;  // no barrier below: safe to skip
     float acc[4][4];
 #pragma unroll
     for (int r = 0; r < 4; ++r) {
 #pragma unroll
       for (int x = 0; x < 4; ++x) acc[r][x] = 0.0f;
     }
-#pragma unroll 8
-    for (int kk = 0; kk < dk; ++kk) {
-      const float4 qv = Ld4(qe + kk * kRowPad + i0);
-      const float* srow = S + static_cast<int64_t>(kk) * dv + v0;
-      float sv[4];
+    for (int kb = 0; kb < dk; kb += kStageRows) {
+      __syncthreads();
+      load_stage(S, dv, kb, dk, vb);
+      __syncthreads();
+      const int kend = min(kStageRows, dk - kb);
+#pragma unroll 4
+      for (int kk = 0; kk < kend; ++kk) {
+        const float4 qv = Ld4(qe + (kb + kk) * kRowPad + i0);
+        const float4 sv = Ld4(stage + kk * 64 + j0);
 #pragma unroll
-      for (int x = 0; x < 4; ++x) sv[x] = v0 + x < dv ? srow[x] : 0.0f;
+        for (int r = 0; r < 4; ++r) {
 #pragma unroll
-      for (int r = 0; r < 4; ++r) {
-#pragma unroll
-        for (int x = 0; x < 4; ++x) acc[r][x] = fmaf(Get(qv, r), sv[x], acc[r][x]);
+          for (int x = 0; x < 4; ++x) acc[r][x] = fmaf(Get(qv, r), Get(sv, x), acc[r][x]);
+        }
       }
     }
-    const int jend = min(n, i0 + 4);  // rows i0..i0+3 only see j <= i
-#pragma unroll 8
-    for (int j = 0; j < jend; ++j) {
-      const float4 av = Ld4(at + j * kRowPad + i0);
-      const float* vrow = v + (static_cast<int64_t>(t0 + j) * heads + h) * dv + v0;
-      float vv[4];
+    const float* vbase = v + (static_cast<int64_t>(t0) * heads + h) * dv;
+    for (int jb = 0; jb < n; jb += kStageRows) {
+      __syncthreads();
+      load_stage(vbase, static_cast<int64_t>(heads) * dv, jb, n, vb);
+      __syncthreads();
+      const int jstop = min(kStageRows, jend - jb);
+#pragma unroll 4
+      for (int jj = 0; jj < jstop; ++jj) {
+        const float4 av = Ld4(at + (jb + jj) * kRowPad + i0);
+        const float4 vv = Ld4(stage + jj * 64 + j0);
 #pragma unroll
-      for (int x = 0; x < 4; ++x) vv[x] = v0 + x < dv ? vrow[x] : 0.0f;
+        for (int r = 0; r < 4; ++r) {
 #pragma unroll
-      for (int r = 0; r < 4; ++r) {
-#pragma unroll
-        for (int x = 0; x < 4; ++x) acc[r][x] = fmaf(Get(av, r), vv[x], acc[r][x]);
+          for (int x = 0; x < 4; ++x) acc[r][x] = fmaf(Get(av, r), Get(vv, x), acc[r][x]);
+        }
       }
     }
 #pragma unroll
