@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -349,6 +350,41 @@ TEST(TokenizerTest, ContentHashIsStableAndDistinct) {
   EXPECT_EQ(a->ContentHash().size(), 64u);
   EXPECT_NE(a->ContentHash(), c->ContentHash());
   EXPECT_NE(a->ContentHash(), d->ContentHash());
+}
+
+TEST(TokenizerTest, ConcurrentEncodeAgreesWithSerialEncode) {
+  // Encode is const and shared across request threads; the word caches are the only
+  // shared mutable state.
+  std::vector<std::string> texts;
+  {
+    std::ifstream in(testing::SourcePath("tests/golden/tokenizers/gpt2.tokenizer_json.jsonl"));
+    std::string line;
+    while (std::getline(in, line)) {
+      const size_t start = line.find("\"text\": \"") + 9;
+      texts.push_back(line.substr(start, line.find("\", \"ids\"") - start));  // raw JSON text
+    }
+  }
+  ASSERT_GT(texts.size(), 400u);
+  for (const char* path : {kMistral, kGpt2, kCl100k, kMistralModel}) {
+    auto tok = Load(path);
+    ASSERT_NE(tok, nullptr);
+    std::vector<std::vector<int32_t>> serial;
+    for (const std::string& t : texts) serial.push_back(*tok->Encode(t, true));
+    auto fresh = Load(path);  // empty caches, filled concurrently
+    std::vector<int> mismatches(4, 0);
+    std::vector<std::thread> threads;
+    for (int w = 0; w < 4; ++w) {
+      threads.emplace_back([&, w] {
+        for (size_t i = 0; i < texts.size(); ++i) {
+          const size_t k = (i * 7 + w * 101) % texts.size();
+          auto ids = fresh->Encode(texts[k], true);
+          if (!ids.ok() || *ids != serial[k]) ++mismatches[w];
+        }
+      });
+    }
+    for (auto& t : threads) t.join();
+    for (int w = 0; w < 4; ++w) EXPECT_EQ(mismatches[w], 0) << path << " thread " << w;
+  }
 }
 
 TEST(Sha256Test, KnownVectors) {
