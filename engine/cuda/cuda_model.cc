@@ -192,10 +192,15 @@ absl::Status CudaModel::EnqueueMixer(int layer, int num_seqs, int seq_len, int64
       HG_RETURN_IF_ERROR(GemmNT(cb, rows, proj_width_, D_, Mat(x_.get(), act_, D_),
                                 Mat(w.w_in.get(), act_, D_), proj_.get(), Act::kF32,
                                 proj_width_));
-      HG_LAUNCH(Hgrn2Gates(proj_.as<float>(), rows, static_cast<int>(D_),
-                           w.lower_bound.as<float>(), q_.as<float>(), k_.as<float>(),
-                           g_.as<float>(), v_.as<float>(), s));
-      HG_RETURN_IF_ERROR(gla_recurrence());
+      if (decode) {
+        HG_LAUNCH(Hgrn2DecodeStep(proj_.as<float>(), w.lower_bound.as<float>(), rows, H, dk,
+                                  mixer_scale_, sptrs, layer * per_layer, o_.as<float>(), s));
+      } else {
+        HG_LAUNCH(Hgrn2Gates(proj_.as<float>(), rows, static_cast<int>(D_),
+                             w.lower_bound.as<float>(), q_.as<float>(), k_.as<float>(),
+                             g_.as<float>(), v_.as<float>(), s));
+        HG_RETURN_IF_ERROR(gla_recurrence());
+      }
       // g_norm runs through fla's rms_norm_linear with its default eps 1e-5.
       HG_LAUNCH(RmsNormGated(o_.as<float>(), D_, nullptr, 0, w.g_norm.as<float>(), 1e-5f, rows,
                              static_cast<int>(D_), static_cast<int>(D_), onorm_.get(), act_, D_,

@@ -30,7 +30,7 @@
 namespace hgeval::cuda {
 
 constexpr int kSegmentRows = 4096;
-constexpr int kDecodeRows = 64;
+constexpr int kDecodeRows = 32;
 constexpr int kLogitRows = 256;
 
 class CudaModel;

@@ -105,6 +105,12 @@ cudaError_t RecurrentGlaStep(const float* q, const float* k, const float* g, con
                              float* const* state_ptrs, int64_t layer_offset, float* o,
                              cudaStream_t stream);
 
+// HGRN2 decode: the one-step recurrence with the gate maths fused in, straight from the
+// fused projection qfi [rows, 3D] (q | f | i), K = V = head_dim.
+cudaError_t Hgrn2DecodeStep(const float* qfi, const float* lower_bound, int rows, int heads,
+                            int head_dim, float scale, float* const* state_ptrs,
+                            int64_t layer_offset, float* o, cudaStream_t stream);
+
 // HGRN1 scan: h_t = exp(f_t) h_{t-1} + i_t; o_t = h_t. ifg as left by HgrnGates
 // ([rows, 3E]); state [E] per sequence; o fp32 [rows, E].
 cudaError_t HgrnScan(const float* ifg, int num_seqs, int seq_len, int width,
