@@ -45,6 +45,9 @@ struct ForwardItem {
   bool want_last_logprobs = false;
   // Fill ForwardOutput::top_k at scored positions with this many alternatives.
   int top_k = 0;
+  // Fill ForwardOutput::logits with the raw logits of every fed position ([T, vocab]).
+  // For verification and debugging only: it materialises everything.
+  bool want_all_logits = false;
 };
 
 struct TokenLogprob {
@@ -60,6 +63,7 @@ struct ForwardOutput {
   std::vector<int32_t> argmax;      // the greedy token (lowest id on ties)
   std::vector<std::vector<TokenLogprob>> top_k;  // empty unless top_k > 0
   std::vector<float> last_logprobs;  // [vocab] when want_last_logprobs
+  std::vector<float> logits;         // [T * vocab] when want_all_logits
 };
 
 struct ModelInfo {

@@ -1,0 +1,257 @@
+#include "engine/cpu/ops.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <condition_variable>
+#include <limits>
+#include <mutex>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+
+namespace hgeval::cpu {
+namespace {
+
+// A fixed pool of workers for ParallelFor. Work is split into contiguous index ranges, so
+// which thread runs an index never changes a result (each index is computed alone).
+class WorkerPool {
+ public:
+  WorkerPool() {
+    const unsigned n = std::max(1u, std::thread::hardware_concurrency());
+    for (unsigned i = 1; i < n; ++i) threads_.emplace_back([this] { Loop(); });
+  }
+  ~WorkerPool() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    for (auto& t : threads_) t.join();
+  }
+
+  void Run(int64_t n, const std::function<void(int64_t)>& fn) {
+    if (n <= 0) return;
+    if (threads_.empty() || n == 1) {
+      for (int64_t i = 0; i < n; ++i) fn(i);
+      return;
+    }
+    std::unique_lock<std::mutex> run_lock(run_mu_);  // one parallel region at a time
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      fn_ = &fn;
+      n_ = n;
+      next_.store(0);
+      pending_ = static_cast<int>(threads_.size());
+      ++generation_;
+    }
+    cv_.notify_all();
+    Work();
+    std::unique_lock<std::mutex> lock(mu_);
+    done_cv_.wait(lock, [this] { return pending_ == 0; });
+    fn_ = nullptr;
+  }
+
+ private:
+  void Work() {
+    for (;;) {
+      const int64_t i = next_.fetch_add(1);
+      if (i >= n_) return;
+      (*fn_)(i);
+    }
+  }
+  void Loop() {
+    uint64_t seen = 0;
+    for (;;) {
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait(lock, [&] { return stop_ || generation_ != seen; });
+        if (stop_) return;
+        seen = generation_;
+      }
+      Work();
+      std::lock_guard<std::mutex> lock(mu_);
+      if (--pending_ == 0) done_cv_.notify_one();
+    }
+  }
+
+  std::vector<std::thread> threads_;
+  std::mutex run_mu_;
+  std::mutex mu_;
+  std::condition_variable cv_, done_cv_;
+  const std::function<void(int64_t)>* fn_ = nullptr;
+  int64_t n_ = 0;
+  std::atomic<int64_t> next_{0};
+  int pending_ = 0;
+  uint64_t generation_ = 0;
+  bool stop_ = false;
+};
+
+WorkerPool& Pool() {
+  static WorkerPool* pool = new WorkerPool();
+  return *pool;
+}
+
+void Gemm(const float* x, int64_t m, int64_t k, const HostTensor& weight, float* y, float beta) {
+  const int64_t n = weight.shape.empty() ? 0 : weight.shape[0];
+  if (m == 0 || n == 0) return;
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(m), static_cast<int>(n),
+              static_cast<int>(k), 1.0f, x, static_cast<int>(k), weight.data.data(),
+              static_cast<int>(k), beta, y, static_cast<int>(n));
+}
+
+}  // namespace
+
+void Linear(const float* x, int64_t m, int64_t k, const HostTensor& weight, float* y) {
+  Gemm(x, m, k, weight, y, 0.0f);
+}
+
+void LinearAccumulate(const float* x, int64_t m, int64_t k, const HostTensor& weight, float* y) {
+  Gemm(x, m, k, weight, y, 1.0f);
+}
+
+void RmsNorm(const float* x, int64_t rows, int64_t n, const float* weight, float eps, float* out) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * n;
+    float* yr = out + r * n;
+    double sum = 0.0;
+    for (int64_t i = 0; i < n; ++i) sum += static_cast<double>(xr[i]) * xr[i];
+    const float rstd = static_cast<float>(1.0 / std::sqrt(sum / n + eps));
+    if (weight != nullptr) {
+      for (int64_t i = 0; i < n; ++i) yr[i] = xr[i] * rstd * weight[i];
+    } else {
+      for (int64_t i = 0; i < n; ++i) yr[i] = xr[i] * rstd;
+    }
+  }
+}
+
+void GatedMlp(const float* x, int64_t m, const HostTensor& gate, const HostTensor& up,
+              const HostTensor& down, float* out) {
+  const int64_t inter = gate.shape[0];
+  const int64_t d = gate.shape[1];
+  std::vector<float> g(static_cast<size_t>(m * inter)), u(static_cast<size_t>(m * inter));
+  Linear(x, m, d, gate, g.data());
+  Linear(x, m, d, up, u.data());
+  for (size_t i = 0; i < g.size(); ++i) g[i] = Silu(g[i]) * u[i];
+  Linear(g.data(), m, inter, down, out);
+}
+
+void ScoreHead(const float* hidden, int64_t d, const HostTensor& lm_head, const ForwardItem& item,
+               ForwardOutput* out) {
+  const int64_t t_len = static_cast<int64_t>(item.tokens.size());
+  const int64_t vocab = lm_head.shape[0];
+  out->logprob.assign(t_len, 0.0f);
+  out->is_greedy.assign(t_len, 0);
+  out->argmax.assign(t_len, -1);
+  out->top_k.clear();
+  if (item.top_k > 0) out->top_k.resize(t_len);
+  out->last_logprobs.clear();
+  out->logits.clear();
+  if (item.want_all_logits) out->logits.resize(static_cast<size_t>(t_len * vocab));
+
+  std::vector<int64_t> rows;
+  for (int64_t t = 0; t < t_len; ++t) {
+    const bool scored = !item.targets.empty() && item.targets[t] >= 0;
+    const bool last = item.want_last_logprobs && t == t_len - 1;
+    if (scored || last || item.want_all_logits) rows.push_back(t);
+  }
+  constexpr int64_t kBlock = 64;
+  std::vector<float> x(static_cast<size_t>(kBlock * d));
+  std::vector<float> logits(static_cast<size_t>(kBlock * vocab));
+  for (size_t b0 = 0; b0 < rows.size(); b0 += kBlock) {
+    const int64_t nb = std::min<int64_t>(kBlock, static_cast<int64_t>(rows.size() - b0));
+    for (int64_t r = 0; r < nb; ++r) {
+      std::copy_n(hidden + rows[b0 + r] * d, d, x.data() + r * d);
+    }
+    // Blocks hold rows of this item only, so batch companions cannot change them.
+    Linear(x.data(), nb, d, lm_head, logits.data());
+    for (int64_t r = 0; r < nb; ++r) {
+      const int64_t t = rows[b0 + r];
+      const float* row = logits.data() + r * vocab;
+      if (item.want_all_logits) std::copy_n(row, vocab, out->logits.data() + t * vocab);
+      int32_t best = 0;
+      float best_value = row[0];
+      for (int64_t v = 1; v < vocab; ++v) {
+        if (row[v] > best_value) {
+          best_value = row[v];
+          best = static_cast<int32_t>(v);
+        }
+      }
+      double sum = 0.0;
+      for (int64_t v = 0; v < vocab; ++v) sum += std::exp(static_cast<double>(row[v]) - best_value);
+      const double lse = best_value + std::log(sum);
+      out->argmax[t] = best;
+      if (!item.targets.empty() && item.targets[t] >= 0) {
+        const int32_t target = item.targets[t];
+        out->logprob[t] = static_cast<float>(row[target] - lse);
+        out->is_greedy[t] = target == best ? 1 : 0;
+        if (item.top_k > 0) {
+          const int64_t k = std::min<int64_t>(item.top_k, vocab);
+          std::vector<int32_t> ids(static_cast<size_t>(vocab));
+          for (int64_t v = 0; v < vocab; ++v) ids[v] = static_cast<int32_t>(v);
+          std::partial_sort(ids.begin(), ids.begin() + k, ids.end(), [&](int32_t a, int32_t b) {
+            return row[a] != row[b] ? row[a] > row[b] : a < b;
+          });
+          auto& top = out->top_k[t];
+          top.resize(static_cast<size_t>(k));
+          for (int64_t j = 0; j < k; ++j) {
+            top[j] = {ids[j], static_cast<float>(row[ids[j]] - lse)};
+          }
+        }
+      }
+      if (item.want_last_logprobs && t == t_len - 1) {
+        out->last_logprobs.resize(static_cast<size_t>(vocab));
+        for (int64_t v = 0; v < vocab; ++v) {
+          out->last_logprobs[v] = static_cast<float>(row[v] - lse);
+        }
+      }
+    }
+  }
+}
+
+void ParallelFor(int64_t n, const std::function<void(int64_t)>& fn) { Pool().Run(n, fn); }
+
+absl::Status ValidateItems(absl::Span<const ForwardItem> items, absl::Span<ForwardOutput> outputs,
+                           int64_t vocab) {
+  if (items.size() != outputs.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("Forward: ", items.size(), " items but ",
+                                                   outputs.size(), " outputs"));
+  }
+  for (size_t i = 0; i < items.size(); ++i) {
+    const ForwardItem& item = items[i];
+    if (item.state == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat("Forward: item ", i, " has no state"));
+    }
+    if (!item.targets.empty() && item.targets.size() != item.tokens.size()) {
+      return absl::InvalidArgumentError(absl::StrCat("Forward: item ", i, " has ",
+                                                     item.tokens.size(), " tokens but ",
+                                                     item.targets.size(), " targets"));
+    }
+    if (item.tokens.empty() && (item.want_last_logprobs || item.want_all_logits)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("Forward: item ", i, " asks for log-probs but feeds no token"));
+    }
+    for (int32_t id : item.tokens) {
+      if (id < 0 || id >= vocab) {
+        return absl::InvalidArgumentError(absl::StrCat("Forward: item ", i, " has token id ", id,
+                                                       " outside the vocabulary [0, ", vocab,
+                                                       ")"));
+      }
+    }
+    for (int32_t id : item.targets) {
+      if (id < -1 || id >= vocab) {
+        return absl::InvalidArgumentError(absl::StrCat("Forward: item ", i, " has target id ", id,
+                                                       " outside the vocabulary [0, ", vocab,
+                                                       ")"));
+      }
+    }
+    if (item.top_k < 0) {
+      return absl::InvalidArgumentError(absl::StrCat("Forward: item ", i, " has top_k < 0"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace hgeval::cpu

@@ -1,0 +1,60 @@
+// CPU building blocks shared by every model family (fp32). Matrix products go through
+// OpenBLAS; the elementwise work is plain loops the compiler vectorises.
+#ifndef HGEVAL_ENGINE_CPU_OPS_H_
+#define HGEVAL_ENGINE_CPU_OPS_H_
+
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "absl/status/status.h"
+
+#include "absl/types/span.h"
+#include "engine/loader/checkpoint.h"
+#include "engine/model/model.h"
+
+namespace hgeval::cpu {
+
+// y[M,N] = x[M,K] · W[N,K]ᵀ (nn.Linear layout), overwriting y. Models call it once per
+// item (never over rows of several items), so an item's results cannot depend on its
+// batch companions.
+void Linear(const float* x, int64_t m, int64_t k, const HostTensor& weight, float* y);
+// Same, adding into y (y += x·Wᵀ).
+void LinearAccumulate(const float* x, int64_t m, int64_t k, const HostTensor& weight, float* y);
+
+// out[r] = x[r] * rsqrt(mean(x[r]²) + eps) * weight, for each of `rows` rows of width n.
+// `weight` may be null (no affine). out may alias x.
+void RmsNorm(const float* x, int64_t rows, int64_t n, const float* weight, float eps, float* out);
+
+inline float Sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
+inline float Silu(float x) { return x / (1.0f + std::exp(-x)); }
+// log(sigmoid(x)) without overflow.
+inline float LogSigmoid(float x) {
+  return x >= 0 ? -std::log1p(std::exp(-x)) : x - std::log1p(std::exp(x));
+}
+inline float Softplus(float x) { return x > 20.0f ? x : std::log1p(std::exp(x)); }
+
+// GatedMLP / SwiGLU: out[M,D] = down(silu(gate(x)) * up(x)).
+void GatedMlp(const float* x, int64_t m, const HostTensor& gate, const HostTensor& up,
+              const HostTensor& down, float* out);
+
+// The LM head for the scored positions of one item: `hidden` holds the final-norm output
+// for every fed position ([T, D]); logits are computed only at positions with
+// targets[t] >= 0 (and the last position when item.want_last_logprobs; every position
+// when item.want_all_logits), in row blocks, and turned into log-probabilities
+// (log-sum-exp accumulated in double). Sizes and fills `out`.
+void ScoreHead(const float* hidden, int64_t d, const HostTensor& lm_head, const ForwardItem& item,
+               ForwardOutput* out);
+
+// Runs fn(i) for i in [0, n) on the shared CPU worker pool (blocking).
+void ParallelFor(int64_t n, const std::function<void(int64_t)>& fn);
+
+// Validates items for a model with `vocab` entries: state present, token and target ids
+// in range, target length equal to tokens length. Errors are InvalidArgument.
+absl::Status ValidateItems(absl::Span<const ForwardItem> items, absl::Span<ForwardOutput> outputs,
+                           int64_t vocab);
+
+}  // namespace hgeval::cpu
+
+#endif  // HGEVAL_ENGINE_CPU_OPS_H_

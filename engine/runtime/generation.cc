@@ -1,0 +1,193 @@
+#include "engine/runtime/generation.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "absl/strings/str_cat.h"
+#include "engine/util/status_macros.h"
+
+namespace hgeval {
+
+Sampler::Sampler(const SamplingParams& params) : params_(params), rng_(params.seed) {}
+
+int32_t Sampler::Sample(absl::Span<const float> logprobs) {
+  const int32_t n = static_cast<int32_t>(logprobs.size());
+  if (params_.temperature <= 0.0f) {
+    return static_cast<int32_t>(std::max_element(logprobs.begin(), logprobs.end()) -
+                                logprobs.begin());  // first maximum: lowest id on ties
+  }
+  // Softmax of logprobs / T (log-probs and logits differ by a constant per row).
+  const float max_lp = *std::max_element(logprobs.begin(), logprobs.end());
+  std::vector<double> probs(n);
+  double total = 0.0;
+  for (int32_t i = 0; i < n; ++i) {
+    probs[i] = std::exp((static_cast<double>(logprobs[i]) - max_lp) / params_.temperature);
+    total += probs[i];
+  }
+  std::vector<int32_t> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  int32_t kept = n;
+  if (params_.top_p < 1.0f) {
+    std::stable_sort(order.begin(), order.end(),
+                     [&](int32_t a, int32_t b) { return probs[a] > probs[b]; });
+    double mass = 0.0;
+    for (int32_t j = 0; j < n; ++j) {
+      mass += probs[order[j]] / total;
+      if (mass >= params_.top_p) {
+        kept = j + 1;
+        break;
+      }
+    }
+  }
+  double kept_total = 0.0;
+  for (int32_t j = 0; j < kept; ++j) kept_total += probs[order[j]];
+  // 53 random bits -> uniform in [0, 1): identical on every platform for a seed.
+  const double u = static_cast<double>(rng_() >> 11) * (1.0 / 9007199254740992.0) * kept_total;
+  double acc = 0.0;
+  for (int32_t j = 0; j < kept; ++j) {
+    acc += probs[order[j]];
+    if (u < acc) return order[j];
+  }
+  return order[kept - 1];
+}
+
+struct DecodeBatch::Live {
+  std::unique_ptr<SequenceState> state;
+  std::vector<int32_t> feed;  // tokens to feed at the next step
+  Sampler sampler;
+  GenerateRequest request;
+  GenerateResult result;
+  bool finished = false;
+
+  Live(const GenerateRequest& r) : sampler(r.sampling), request(r) {}
+};
+
+DecodeBatch::DecodeBatch(Model* model, const Tokenizer* tokenizer)
+    : model_(model), tokenizer_(tokenizer) {}
+
+absl::StatusOr<int64_t> DecodeBatch::Add(const GenerateRequest& request) {
+  if (request.prompt.empty()) {
+    return absl::InvalidArgumentError("generate: the prompt must hold at least one token");
+  }
+  if (request.max_new_tokens < 0) {
+    return absl::InvalidArgumentError("generate: max_new_tokens must be >= 0");
+  }
+  if (!request.stop_strings.empty() && tokenizer_ == nullptr) {
+    return absl::InvalidArgumentError("generate: stop strings need a tokenizer");
+  }
+  if (request.sampling.temperature < 0.0f || !(request.sampling.top_p > 0.0f) ||
+      request.sampling.top_p > 1.0f) {
+    return absl::InvalidArgumentError("generate: temperature must be >= 0 and top_p in (0, 1]");
+  }
+  auto live = std::make_unique<Live>(request);
+  live->state = request.start != nullptr ? request.start->Clone() : model_->NewState();
+  live->feed = request.prompt;
+  live->finished = request.max_new_tokens == 0;
+  const int64_t id = next_id_++;
+  live_[id] = std::move(live);
+  return id;
+}
+
+void DecodeBatch::Cancel(int64_t id) {
+  auto it = live_.find(id);
+  if (it == live_.end() || it->second->finished) return;
+  it->second->finished = true;
+  it->second->result.finish_reason = FinishReason::kCancelled;
+}
+
+absl::StatusOr<std::vector<int64_t>> DecodeBatch::Step() {
+  std::vector<int64_t> ids;
+  for (const auto& [id, live] : live_) {
+    if (!live->finished) ids.push_back(id);
+  }
+  std::sort(ids.begin(), ids.end());
+  if (ids.empty()) return ids;
+  std::vector<ForwardItem> items(ids.size());
+  for (size_t j = 0; j < ids.size(); ++j) {
+    Live& live = *live_[ids[j]];
+    items[j].tokens = live.feed;
+    items[j].state = live.state.get();
+    items[j].want_last_logprobs = true;
+  }
+  std::vector<ForwardOutput> outputs(items.size());
+  HG_RETURN_IF_ERROR(model_->Forward(items, absl::MakeSpan(outputs)));
+  for (size_t j = 0; j < ids.size(); ++j) {
+    Live& live = *live_[ids[j]];
+    const int32_t token = live.sampler.Sample(outputs[j].last_logprobs);
+    const auto& stops = live.request.stop_tokens;
+    if (std::find(stops.begin(), stops.end(), token) != stops.end()) {
+      live.finished = true;
+      live.result.finish_reason = FinishReason::kStopToken;
+    } else {
+      live.result.tokens.push_back(token);
+      live.feed.assign(1, token);
+      if (!live.request.stop_strings.empty()) {
+        HG_ASSIGN_OR_RETURN(std::string text, tokenizer_->Decode(live.result.tokens));
+        size_t cut = std::string::npos;
+        for (const std::string& stop : live.request.stop_strings) {
+          if (stop.empty()) continue;
+          cut = std::min(cut, text.find(stop));
+        }
+        if (cut != std::string::npos) {
+          live.finished = true;
+          live.result.finish_reason = FinishReason::kStopString;
+        }
+      }
+      if (!live.finished &&
+          static_cast<int>(live.result.tokens.size()) >= live.request.max_new_tokens) {
+        live.finished = true;
+        live.result.finish_reason = FinishReason::kLength;
+      }
+    }
+    if (live.finished && tokenizer_ != nullptr) {
+      HG_ASSIGN_OR_RETURN(live.result.text, tokenizer_->Decode(live.result.tokens));
+      for (const std::string& stop : live.request.stop_strings) {
+        if (stop.empty()) continue;
+        const size_t at = live.result.text.find(stop);
+        if (at != std::string::npos) live.result.text.resize(at);
+      }
+    }
+  }
+  return ids;
+}
+
+const GenerateResult& DecodeBatch::result(int64_t id) const { return live_.at(id)->result; }
+
+bool DecodeBatch::finished(int64_t id) const {
+  auto it = live_.find(id);
+  return it == live_.end() || it->second->finished;
+}
+
+GenerateResult DecodeBatch::Take(int64_t id) {
+  auto it = live_.find(id);
+  if (it == live_.end()) return {};
+  GenerateResult result = std::move(it->second->result);
+  if (tokenizer_ != nullptr && result.finish_reason == FinishReason::kCancelled) {
+    auto text = tokenizer_->Decode(result.tokens);
+    if (text.ok()) result.text = *std::move(text);
+  }
+  live_.erase(it);
+  return result;
+}
+
+absl::StatusOr<std::vector<GenerateResult>> Generate(Model& model, const Tokenizer* tokenizer,
+                                                     absl::Span<const GenerateRequest> requests) {
+  DecodeBatch batch(&model, tokenizer);
+  std::vector<int64_t> ids;
+  ids.reserve(requests.size());
+  for (const GenerateRequest& request : requests) {
+    HG_ASSIGN_OR_RETURN(int64_t id, batch.Add(request));
+    ids.push_back(id);
+  }
+  for (;;) {
+    HG_ASSIGN_OR_RETURN(std::vector<int64_t> stepped, batch.Step());
+    if (stepped.empty()) break;
+  }
+  std::vector<GenerateResult> results;
+  results.reserve(ids.size());
+  for (int64_t id : ids) results.push_back(batch.Take(id));
+  return results;
+}
+
+}  // namespace hgeval

@@ -1,0 +1,55 @@
+#include "metrics/multiple_choice.h"
+
+#include <cmath>
+#include <vector>
+
+namespace hgeval::metrics {
+
+int64_t ArgmaxFirst(absl::Span<const double> values) {
+  int64_t best = -1;
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (std::isnan(values[i])) return static_cast<int64_t>(i);
+    if (best < 0 || values[i] > values[best]) best = static_cast<int64_t>(i);
+  }
+  return best;
+}
+
+int64_t CodePointLength(std::string_view utf8) {
+  int64_t count = 0;
+  size_t i = 0;
+  while (i < utf8.size()) {
+    const unsigned char c = static_cast<unsigned char>(utf8[i]);
+    size_t len = 1;
+    if (c >= 0xF0 && c < 0xF8) {
+      len = 4;
+    } else if (c >= 0xE0) {
+      len = c < 0xF0 ? 3 : 1;
+    } else if (c >= 0xC2) {
+      len = 2;
+    }
+    // A truncated or malformed sequence counts byte by byte.
+    bool ok = i + len <= utf8.size();
+    for (size_t k = 1; ok && k < len; ++k) {
+      ok = (static_cast<unsigned char>(utf8[i + k]) & 0xC0) == 0x80;
+    }
+    i += ok ? len : 1;
+    ++count;
+  }
+  return count;
+}
+
+double Acc(absl::Span<const double> loglikelihoods, int64_t gold) {
+  return ArgmaxFirst(loglikelihoods) == gold ? 1.0 : 0.0;
+}
+
+double AccNorm(absl::Span<const double> loglikelihoods,
+               absl::Span<const std::string> choices, int64_t gold) {
+  std::vector<double> normalized(loglikelihoods.size());
+  for (size_t i = 0; i < loglikelihoods.size(); ++i) {
+    const double len = i < choices.size() ? static_cast<double>(CodePointLength(choices[i])) : 0;
+    normalized[i] = loglikelihoods[i] / len;
+  }
+  return ArgmaxFirst(normalized) == gold ? 1.0 : 0.0;
+}
+
+}  // namespace hgeval::metrics

@@ -1,0 +1,32 @@
+// CPython's random.Random (MT19937 with CPython's integer seeding, random() and
+// choices()), reproduced bit for bit so that lm-eval's bootstrap stderr, which seeds
+// random.Random(i) per chunk, gives the same numbers here.
+#ifndef HGEVAL_METRICS_PYTHON_RANDOM_H_
+#define HGEVAL_METRICS_PYTHON_RANDOM_H_
+
+#include <array>
+#include <cstdint>
+
+namespace hgeval::metrics {
+
+class PythonRandom {
+ public:
+  // random.Random(); seed(seed) with a non-negative int (init_by_array on its 32-bit
+  // little-endian words).
+  explicit PythonRandom(uint64_t seed);
+
+  uint32_t NextUint32();  // genrand_uint32
+  // random.random(): 53-bit float in [0, 1).
+  double Random();
+  // One index of random.choices(population of size n): floor(random() * n).
+  int64_t ChoiceIndex(int64_t n);
+
+ private:
+  static constexpr int kN = 624;
+  std::array<uint32_t, kN> mt_{};
+  int index_ = kN;
+};
+
+}  // namespace hgeval::metrics
+
+#endif  // HGEVAL_METRICS_PYTHON_RANDOM_H_

@@ -1,0 +1,70 @@
+#include "metrics/text_counts.h"
+
+namespace hgeval::metrics {
+namespace {
+
+// Decodes one UTF-8 sequence at utf8[*i], advancing *i; malformed bytes decode as
+// themselves (never whitespace above 0x7F, so they only split runs).
+char32_t NextCodePoint(std::string_view utf8, size_t* i) {
+  const unsigned char c = static_cast<unsigned char>(utf8[*i]);
+  size_t len = 1;
+  char32_t cp = c;
+  if (c >= 0xF0 && c < 0xF8) {
+    len = 4;
+    cp = c & 0x07;
+  } else if (c >= 0xE0 && c < 0xF0) {
+    len = 3;
+    cp = c & 0x0F;
+  } else if (c >= 0xC2 && c < 0xE0) {
+    len = 2;
+    cp = c & 0x1F;
+  }
+  if (len == 1 || *i + len > utf8.size()) {
+    ++*i;
+    return c < 0x80 ? c : 0xFFFD;
+  }
+  for (size_t k = 1; k < len; ++k) {
+    const unsigned char cc = static_cast<unsigned char>(utf8[*i + k]);
+    if ((cc & 0xC0) != 0x80) {
+      ++*i;
+      return 0xFFFD;
+    }
+    cp = (cp << 6) | (cc & 0x3F);
+  }
+  *i += len;
+  return cp;
+}
+
+}  // namespace
+
+bool IsPythonWhitespace(char32_t c) {
+  if (c >= 0x09 && c <= 0x0D) return true;
+  if (c >= 0x1C && c <= 0x20) return true;
+  switch (c) {
+    case 0x85:
+    case 0xA0:
+    case 0x1680:
+    case 0x2028:
+    case 0x2029:
+    case 0x202F:
+    case 0x205F:
+    case 0x3000:
+      return true;
+    default:
+      return c >= 0x2000 && c <= 0x200A;
+  }
+}
+
+int64_t PythonWhitespaceSplitCount(std::string_view utf8) {
+  int64_t runs = 0;
+  bool in_run = false;
+  size_t i = 0;
+  while (i < utf8.size()) {
+    const bool space = IsPythonWhitespace(NextCodePoint(utf8, &i));
+    if (space && !in_run) ++runs;
+    in_run = space;
+  }
+  return runs + 1;
+}
+
+}  // namespace hgeval::metrics

@@ -1,0 +1,24 @@
+// Word and byte counts used by the wikitext perplexities (lm-eval
+// tasks/wikitext/preprocess_wikitext.py process_results), on the original page text.
+#ifndef HGEVAL_METRICS_TEXT_COUNTS_H_
+#define HGEVAL_METRICS_TEXT_COUNTS_H_
+
+#include <cstdint>
+#include <string_view>
+
+namespace hgeval::metrics {
+
+// Python str.isspace() for one code point (what re's \s matches in a str pattern).
+bool IsPythonWhitespace(char32_t code_point);
+
+// len(re.split(r"\s+", text)): maximal runs of Unicode whitespace + 1.
+int64_t PythonWhitespaceSplitCount(std::string_view utf8);
+
+// len(text.encode("utf-8")).
+inline int64_t Utf8ByteCount(std::string_view utf8) {
+  return static_cast<int64_t>(utf8.size());
+}
+
+}  // namespace hgeval::metrics
+
+#endif  // HGEVAL_METRICS_TEXT_COUNTS_H_

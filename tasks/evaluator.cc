@@ -1,0 +1,390 @@
+#include "tasks/evaluator.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <ctime>
+#include <limits>
+#include <map>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "engine/util/status_macros.h"
+#include "metrics/aggregation.h"
+#include "metrics/multiple_choice.h"
+#include "tasks/registry.h"
+
+namespace hgeval::tasks {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+double Seconds(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// Aggregated value and stderr (NaN: "N/A") of one metric, as lm-eval computes them.
+std::pair<double, double> Aggregate(const MetricSpec& spec,
+                                    const std::vector<double>& values,
+                                    const std::vector<double>& weights,
+                                    int64_t bootstrap_iters) {
+  switch (spec.aggregation) {
+    case Aggregation::kMean: {
+      const double stderr_value = (bootstrap_iters > 0 && values.size() > 1)
+                                      ? metrics::MeanStderr(values)
+                                      : kNaN;
+      return {metrics::Mean(values), stderr_value};
+    }
+    case Aggregation::kPerplexity: {
+      const double stderr_value = (bootstrap_iters > 0 && values.size() > 1)
+                                      ? metrics::PerplexityStderr(values, bootstrap_iters)
+                                      : kNaN;
+      return {metrics::Perplexity(values), stderr_value};
+    }
+    case Aggregation::kWeightedPerplexity:
+      return {metrics::WeightedPerplexity(values, weights), kNaN};
+    case Aggregation::kBitsPerByte:
+      return {metrics::BitsPerByte(values, weights), kNaN};
+  }
+  return {kNaN, kNaN};
+}
+
+nlohmann::json NumberOrNull(double v) { return std::isfinite(v) ? nlohmann::json(v) : nullptr; }
+
+}  // namespace
+
+int64_t EffectiveDocCount(int64_t n, double limit) {
+  if (limit <= 0) return n;
+  if (limit < 1.0) return std::min<int64_t>(n, static_cast<int64_t>(std::ceil(n * limit)));
+  return std::min<int64_t>(n, static_cast<int64_t>(limit));
+}
+
+absl::StatusOr<TaskReport> RunTask(LanguageModel& model, const Task& task,
+                                   const EvaluatorOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  TaskReport report;
+  report.name = task.name();
+  report.version = task.version();
+  report.config = task.config();
+  report.metrics = task.metrics();
+
+  HG_ASSIGN_OR_RETURN(std::vector<Doc> docs, task.LoadDocs(options.data_dir));
+  report.n_original = static_cast<int64_t>(docs.size());
+  report.n_effective = EffectiveDocCount(report.n_original, options.limit);
+  docs.resize(static_cast<size_t>(report.n_effective));
+
+  // Requests of every doc, flattened; offsets[i] is doc i's first request.
+  std::vector<Request> requests;
+  std::vector<size_t> offsets;
+  for (const Doc& doc : docs) {
+    offsets.push_back(requests.size());
+    HG_ASSIGN_OR_RETURN(std::vector<Request> doc_requests, task.Requests(doc));
+    for (auto& r : doc_requests) requests.push_back(std::move(r));
+  }
+  offsets.push_back(requests.size());
+  report.n_requests = static_cast<int64_t>(requests.size());
+
+  // One model call per request type, in request order.
+  std::vector<Response> responses(requests.size());
+  const int64_t total = report.n_requests;
+  int64_t finished_before = 0;
+  model.ResetStats();
+  for (RequestType type : {RequestType::kLoglikelihood, RequestType::kLoglikelihoodRolling,
+                           RequestType::kGenerateUntil}) {
+    std::vector<size_t> indices;
+    for (size_t i = 0; i < requests.size(); ++i) {
+      if (requests[i].type == type) indices.push_back(i);
+    }
+    if (indices.empty()) continue;
+    CallOptions call;
+    call.cancelled = options.cancelled;
+    if (options.progress) {
+      const std::string name = report.name;
+      call.progress = [&options, name, finished_before, total](int64_t done, int64_t) {
+        options.progress(name, finished_before + done, total);
+      };
+    }
+    if (type == RequestType::kLoglikelihood) {
+      std::vector<LoglikelihoodRequest> batch;
+      for (size_t i : indices) batch.push_back({requests[i].context, requests[i].continuation});
+      HG_ASSIGN_OR_RETURN(auto results, model.Loglikelihood(batch, call));
+      for (size_t k = 0; k < indices.size(); ++k) {
+        responses[indices[k]].logprob = results[k].logprob;
+        responses[indices[k]].is_greedy = results[k].is_greedy;
+        responses[indices[k]].n_tokens = results[k].n_tokens;
+      }
+    } else if (type == RequestType::kLoglikelihoodRolling) {
+      std::vector<RollingRequest> batch;
+      for (size_t i : indices) batch.push_back({requests[i].context});
+      HG_ASSIGN_OR_RETURN(auto results, model.LoglikelihoodRolling(batch, call));
+      for (size_t k = 0; k < indices.size(); ++k) {
+        responses[indices[k]].logprob = results[k].logprob;
+        responses[indices[k]].n_tokens = results[k].n_tokens;
+      }
+    } else {
+      std::vector<GenerateUntilRequest> batch;
+      for (size_t i : indices) {
+        batch.push_back({requests[i].context, requests[i].until, requests[i].max_gen_toks});
+      }
+      HG_ASSIGN_OR_RETURN(auto results, model.GenerateUntil(batch, call));
+      for (size_t k = 0; k < indices.size(); ++k) {
+        responses[indices[k]].text = results[k].text;
+        responses[indices[k]].n_tokens = results[k].n_tokens;
+      }
+    }
+    finished_before += static_cast<int64_t>(indices.size());
+  }
+  report.stats = model.stats();
+
+  // Per-doc metrics, then aggregation.
+  std::map<std::string, std::pair<std::vector<double>, std::vector<double>>> samples;
+  for (size_t d = 0; d < docs.size(); ++d) {
+    absl::Span<const Response> doc_responses(responses.data() + offsets[d],
+                                             offsets[d + 1] - offsets[d]);
+    HG_ASSIGN_OR_RETURN(DocMetrics doc_metrics, task.Process(docs[d], doc_responses));
+    for (const auto& [metric, sample] : doc_metrics) {
+      samples[metric].first.push_back(sample.value);
+      samples[metric].second.push_back(sample.weight);
+    }
+    if (options.log_samples) {
+      nlohmann::json record;
+      record["task"] = report.name;
+      record["doc_id"] = d;
+      record["doc"] = docs[d];
+      record["target"] = task.Target(docs[d]);
+      nlohmann::json arguments = nlohmann::json::array();
+      nlohmann::json resps = nlohmann::json::array();
+      for (size_t r = offsets[d]; r < offsets[d + 1]; ++r) {
+        const Request& request = requests[r];
+        const Response& response = responses[r];
+        switch (request.type) {
+          case RequestType::kLoglikelihood:
+            arguments.push_back({request.context, request.continuation});
+            resps.push_back({response.logprob, response.is_greedy});
+            break;
+          case RequestType::kLoglikelihoodRolling:
+            arguments.push_back({request.context});
+            resps.push_back(response.logprob);
+            break;
+          case RequestType::kGenerateUntil:
+            arguments.push_back(
+                {request.context,
+                 {{"until", request.until}, {"max_gen_toks", request.max_gen_toks}}});
+            resps.push_back(response.text);
+            break;
+        }
+      }
+      record["arguments"] = arguments;
+      record["resps"] = resps;
+      record["filtered_resps"] = resps;
+      for (const auto& [metric, sample] : doc_metrics) {
+        const bool weighted =
+            std::any_of(report.metrics.begin(), report.metrics.end(), [&](const MetricSpec& m) {
+              return m.name == metric && (m.aggregation == Aggregation::kWeightedPerplexity ||
+                                          m.aggregation == Aggregation::kBitsPerByte);
+            });
+        if (weighted) {
+          record[metric] = {sample.value, sample.weight};
+        } else {
+          record[metric] = sample.value;
+        }
+      }
+      report.samples.push_back(std::move(record));
+    }
+  }
+  for (const MetricSpec& spec : report.metrics) {
+    const auto& [values, weights] = samples[spec.name];
+    auto [value, stderr_value] = Aggregate(spec, values, weights, options.bootstrap_iters);
+    report.values.push_back(value);
+    report.stderrs.push_back(stderr_value);
+  }
+  report.seconds = Seconds(start);
+  return report;
+}
+
+absl::StatusOr<EvaluationReport> RunTasks(LanguageModel& model,
+                                          const std::vector<std::string>& task_names,
+                                          const EvaluatorOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  EvaluationReport report;
+  report.model = model.info();
+  report.options = options;
+  for (const std::string& name : task_names) {
+    HG_ASSIGN_OR_RETURN(std::unique_ptr<Task> task, CreateTask(name));
+    HG_ASSIGN_OR_RETURN(TaskReport task_report, RunTask(model, *task, options));
+    report.tasks.push_back(std::move(task_report));
+  }
+  report.total_seconds = Seconds(start);
+  return report;
+}
+
+nlohmann::json ResultsJson(const EvaluationReport& report) {
+  nlohmann::json out;
+  out["results"] = nlohmann::json::object();
+  out["group_subtasks"] = nlohmann::json::object();
+  out["configs"] = nlohmann::json::object();
+  out["versions"] = nlohmann::json::object();
+  out["n-shot"] = nlohmann::json::object();
+  out["higher_is_better"] = nlohmann::json::object();
+  out["n-samples"] = nlohmann::json::object();
+  nlohmann::json work = nlohmann::json::object();
+  for (const TaskReport& task : report.tasks) {
+    nlohmann::json result;
+    result["alias"] = task.name;
+    nlohmann::json higher;
+    for (size_t m = 0; m < task.metrics.size(); ++m) {
+      const std::string& metric = task.metrics[m].name;
+      result[metric + ",none"] = NumberOrNull(task.values[m]);
+      result[metric + "_stderr,none"] =
+          std::isfinite(task.stderrs[m]) ? nlohmann::json(task.stderrs[m]) : "N/A";
+      higher[metric] = task.metrics[m].higher_is_better;
+    }
+    out["results"][task.name] = result;
+    out["group_subtasks"][task.name] = nlohmann::json::array();
+    nlohmann::json config = task.config;
+    config["task"] = task.name;
+    config["num_fewshot"] = 0;
+    config["metadata"] = {{"version", task.version}};
+    out["configs"][task.name] = config;
+    out["versions"][task.name] = task.version;
+    out["n-shot"][task.name] = 0;
+    out["higher_is_better"][task.name] = higher;
+    out["n-samples"][task.name] = {{"original", task.n_original},
+                                   {"effective", task.n_effective}};
+    work[task.name] = {{"requests", task.n_requests},
+                       {"tokens_fed", task.stats.tokens_fed},
+                       {"tokens_scored", task.stats.tokens_scored},
+                       {"tokens_generated", task.stats.tokens_generated},
+                       {"seconds", task.seconds}};
+  }
+  const LanguageModelInfo& m = report.model;
+  nlohmann::json config;
+  config["model"] = m.model;
+  config["model_args"] = absl::StrCat("pretrained=", m.model, ",tokenizer=", m.tokenizer,
+                                      ",max_length=", m.max_length);
+  config["model_hash"] = m.model_hash;
+  config["model_family"] = m.family;
+  config["tokenizer"] = m.tokenizer;
+  config["tokenizer_hash"] = m.tokenizer_hash;
+  config["bos_regime"] = m.bos_regime;
+  config["max_length"] = m.max_length;
+  config["prefix_token_id"] = m.prefix_token_id;
+  config["dtype"] = m.dtype;
+  config["backend"] = m.backend;
+  config["device"] = m.backend;
+  config["context_reuse"] = m.context_reuse;
+  config["rolling_mode"] = m.rolling_mode;
+  config["batch_size"] = "auto";
+  config["batch_sizes"] = nlohmann::json::array();
+  config["use_cache"] = nullptr;
+  config["limit"] = report.options.limit > 0 ? nlohmann::json(report.options.limit)
+                                              : nlohmann::json(nullptr);
+  config["bootstrap_iters"] = report.options.bootstrap_iters;
+  config["gen_kwargs"] = nullptr;
+  config["random_seed"] = 0;
+  config["numpy_seed"] = 1234;
+  config["torch_seed"] = 1234;
+  config["fewshot_seed"] = 1234;
+  out["config"] = config;
+  out["max_length"] = m.max_length;
+  out["date"] = static_cast<double>(std::time(nullptr));
+  out["total_evaluation_time_seconds"] = absl::StrFormat("%.6f", report.total_seconds);
+  out["hgeval"] = {{"tasks", work}, {"harness", "hgeval (lm-eval v0.4.x semantics)"}};
+  return out;
+}
+
+namespace {
+
+int64_t DisplayWidth(const std::string& s) { return metrics::CodePointLength(s); }
+
+std::string Pad(const std::string& s, int64_t width, char align) {
+  const int64_t extra = std::max<int64_t>(0, width - DisplayWidth(s));
+  if (align == 'r') return std::string(extra, ' ') + s;
+  if (align == 'c') return std::string(extra / 2, ' ') + s + std::string(extra - extra / 2, ' ');
+  return s + std::string(extra, ' ');
+}
+
+}  // namespace
+
+std::string ResultsTable(const nlohmann::json& results) {
+  const std::vector<std::string> headers = {"Tasks", "Version", "Filter", "n-shot", "Metric",
+                                            "",      "Value",   "",       "Stderr"};
+  const std::string align = "lrlrllrlr";
+  std::vector<std::vector<std::string>> rows;
+  if (!results.contains("results")) return "";
+  for (const auto& [task, entries] : results["results"].items()) {
+    std::string name = entries.value("alias", task);
+    std::string version = "    N/A";
+    if (results.contains("versions") && results["versions"].contains(task)) {
+      version = absl::StrFormat("%g", results["versions"][task].get<double>());
+    }
+    std::string shots = "0";
+    if (results.contains("n-shot") && results["n-shot"].contains(task)) {
+      shots = absl::StrCat(results["n-shot"][task].get<int64_t>());
+    }
+    // Metric keys sorted, as lm-eval's make_table sorts dic.items().
+    std::vector<std::string> keys;
+    for (const auto& [key, value] : entries.items()) {
+      if (key != "alias") keys.push_back(key);
+    }
+    std::sort(keys.begin(), keys.end());
+    for (const std::string& key : keys) {
+      const size_t comma = key.find(',');
+      const std::string metric = key.substr(0, comma);
+      const std::string filter = comma == std::string::npos ? "" : key.substr(comma + 1);
+      if (metric.size() >= 7 && metric.compare(metric.size() - 7, 7, "_stderr") == 0) continue;
+      std::string arrow;
+      if (results.contains("higher_is_better") && results["higher_is_better"].contains(task) &&
+          results["higher_is_better"][task].contains(metric)) {
+        arrow = results["higher_is_better"][task][metric].get<bool>() ? "↑" : "↓";
+      }
+      const auto& value = entries[key];
+      std::string value_text =
+          value.is_number() ? absl::StrFormat("%.4f", value.get<double>()) : value.dump();
+      const std::string stderr_key = metric + "_stderr," + filter;
+      std::string pm, stderr_text;
+      if (entries.contains(stderr_key)) {
+        pm = "±";
+        const auto& se = entries[stderr_key];
+        stderr_text = se.is_number() ? absl::StrFormat("%.4f", se.get<double>()) : "   N/A";
+      }
+      rows.push_back({name, version, filter, shots, metric, arrow, value_text, pm, stderr_text});
+      name.clear();
+      version.clear();
+    }
+  }
+  std::vector<int64_t> widths(headers.size(), 3);
+  for (size_t c = 0; c < headers.size(); ++c) {
+    widths[c] = std::max<int64_t>(widths[c], DisplayWidth(headers[c]));
+    for (const auto& row : rows) widths[c] = std::max<int64_t>(widths[c], DisplayWidth(row[c]));
+  }
+  std::string out = "|";
+  for (size_t c = 0; c < headers.size(); ++c) out += Pad(headers[c], widths[c], 'c') + "|";
+  out += "\n|";
+  for (size_t c = 0; c < headers.size(); ++c) {
+    out += align[c] == 'r' ? std::string(widths[c] - 1, '-') + ":" : std::string(widths[c], '-');
+    out += "|";
+  }
+  out += "\n";
+  for (const auto& row : rows) {
+    out += "|";
+    for (size_t c = 0; c < headers.size(); ++c) out += Pad(row[c], widths[c], align[c]) + "|";
+    out += "\n";
+  }
+  return out;
+}
+
+std::string SamplesJsonl(const EvaluationReport& report) {
+  std::string out;
+  for (const TaskReport& task : report.tasks) {
+    for (const auto& sample : task.samples) {
+      out += sample.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+      out += "\n";
+    }
+  }
+  return out;
+}
+
+}  // namespace hgeval::tasks

@@ -1,0 +1,86 @@
+#include "tasks/registry.h"
+
+#include <algorithm>
+#include <map>
+#include <mutex>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+
+namespace hgeval::tasks {
+namespace {
+
+struct Registry {
+  std::mutex mu;
+  std::map<std::string, TaskFactory> factories;
+};
+
+Registry& GlobalRegistry() {
+  static Registry* registry = new Registry();
+  return *registry;
+}
+
+const std::vector<std::string>& CommonsenseTasks() {
+  static const std::vector<std::string>* names = new std::vector<std::string>{
+      "piqa", "hellaswag", "winogrande", "arc_easy", "arc_challenge", "openbookqa", "boolq",
+      "social_iqa"};
+  return *names;
+}
+
+}  // namespace
+
+bool RegisterTask(const std::string& name, TaskFactory factory) {
+  Registry& registry = GlobalRegistry();
+  std::lock_guard<std::mutex> lock(registry.mu);
+  return registry.factories.emplace(name, std::move(factory)).second;
+}
+
+absl::StatusOr<std::unique_ptr<Task>> CreateTask(const std::string& name) {
+  Registry& registry = GlobalRegistry();
+  std::lock_guard<std::mutex> lock(registry.mu);
+  auto it = registry.factories.find(name);
+  if (it == registry.factories.end()) {
+    std::vector<std::string> known;
+    for (const auto& [known_name, factory] : registry.factories) known.push_back(known_name);
+    return absl::NotFoundError("unknown task \"" + name +
+                               "\"; known tasks: " + absl::StrJoin(known, ", "));
+  }
+  return it->second();
+}
+
+std::vector<std::string> RegisteredTaskNames() {
+  Registry& registry = GlobalRegistry();
+  std::lock_guard<std::mutex> lock(registry.mu);
+  std::vector<std::string> names;
+  for (const auto& [name, factory] : registry.factories) names.push_back(name);
+  return names;
+}
+
+absl::StatusOr<std::vector<std::string>> ExpandTaskList(const std::string& list) {
+  std::vector<std::string> out;
+  auto add = [&out](const std::string& name) {
+    if (std::find(out.begin(), out.end(), name) == out.end()) out.push_back(name);
+  };
+  for (absl::string_view piece : absl::StrSplit(list, ',', absl::SkipWhitespace())) {
+    std::string name(absl::StripAsciiWhitespace(piece));
+    if (name == "commonsense") {
+      for (const auto& member : CommonsenseTasks()) add(member);
+    } else if (name == "lm_eval_suite") {
+      for (const auto& member : CommonsenseTasks()) add(member);
+      for (const char* member : {"lambada_openai", "lambada_standard", "wikitext"}) add(member);
+    } else {
+      add(name);
+    }
+  }
+  if (out.empty()) return absl::InvalidArgumentError("no task names given");
+  for (const auto& name : out) {
+    auto task = CreateTask(name);
+    if (!task.ok()) return task.status();
+  }
+  return out;
+}
+
+}  // namespace hgeval::tasks

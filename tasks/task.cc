@@ -1,0 +1,17 @@
+#include "tasks/task.h"
+
+namespace hgeval::tasks {
+
+const char* RequestTypeName(RequestType type) {
+  switch (type) {
+    case RequestType::kLoglikelihood:
+      return "loglikelihood";
+    case RequestType::kLoglikelihoodRolling:
+      return "loglikelihood_rolling";
+    case RequestType::kGenerateUntil:
+      return "generate_until";
+  }
+  return "unknown";
+}
+
+}  // namespace hgeval::tasks

@@ -1,0 +1,88 @@
+// The task plugin contract: a task loads its dataset docs, turns each doc into requests
+// (loglikelihood, loglikelihood_rolling, generate_until), turns the responses into per-doc
+// metric samples, and names how each metric aggregates. Tasks are found by their
+// lm-evaluation-harness name in the registry (tasks/registry.h).
+#ifndef HGEVAL_TASKS_TASK_H_
+#define HGEVAL_TASKS_TASK_H_
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "nlohmann/json.hpp"
+
+namespace hgeval::tasks {
+
+// A dataset record, as the task's loader produced it (also written to --log-samples).
+using Doc = nlohmann::json;
+
+enum class RequestType { kLoglikelihood, kLoglikelihoodRolling, kGenerateUntil };
+const char* RequestTypeName(RequestType type);  // lm-eval's names
+
+struct Request {
+  RequestType type = RequestType::kLoglikelihood;
+  std::string context;       // loglikelihood / generate_until context; rolling: the text
+  std::string continuation;  // loglikelihood only
+  std::vector<std::string> until;  // generate_until only
+  int max_gen_toks = 256;          // generate_until only
+};
+
+struct Response {
+  double logprob = 0.0;
+  bool is_greedy = false;
+  int64_t n_tokens = 0;
+  std::string text;  // generate_until
+};
+
+// How per-doc samples of a metric combine into the task's number.
+enum class Aggregation {
+  kMean,                // mean of values; stderr = sample stddev / sqrt(n)
+  kPerplexity,          // exp(-mean(values)); stderr bootstrapped
+  kWeightedPerplexity,  // exp(-sum(value) / sum(weight)); stderr "N/A"
+  kBitsPerByte,         // -(sum(value) / sum(weight)) / ln 2; stderr "N/A"
+};
+
+struct MetricSpec {
+  std::string name;  // "acc", "acc_norm", "perplexity", "word_perplexity", ...
+  Aggregation aggregation = Aggregation::kMean;
+  bool higher_is_better = true;
+};
+
+// One doc's contribution to one metric: value (and the weight, for weighted
+// aggregations: words or bytes).
+struct MetricSample {
+  double value = 0.0;
+  double weight = 1.0;
+};
+
+using DocMetrics = std::vector<std::pair<std::string, MetricSample>>;
+
+class Task {
+ public:
+  virtual ~Task() = default;
+
+  virtual std::string name() const = 0;     // lm-eval task name
+  virtual double version() const = 0;       // lm-eval task version
+  virtual RequestType output_type() const = 0;
+  // Task description for the results' "configs" (dataset, split, templates, ...).
+  virtual nlohmann::json config() const = 0;
+  virtual std::vector<MetricSpec> metrics() const = 0;
+
+  // Every doc of the evaluation split, in dataset order. `data_dir` is the repository's
+  // data/ folder (or a user's copy with the same layout).
+  virtual absl::StatusOr<std::vector<Doc>> LoadDocs(const std::string& data_dir) const = 0;
+  // The doc's requests, in the order Process expects their responses.
+  virtual absl::StatusOr<std::vector<Request>> Requests(const Doc& doc) const = 0;
+  // Per-doc metric samples from the responses (one per request, same order).
+  virtual absl::StatusOr<DocMetrics> Process(const Doc& doc,
+                                             absl::Span<const Response> responses) const = 0;
+  // For --log-samples: the gold target as lm-eval logs it (index or string).
+  virtual nlohmann::json Target(const Doc& doc) const { return nullptr; }
+};
+
+}  // namespace hgeval::tasks
+
+#endif  // HGEVAL_TASKS_TASK_H_
