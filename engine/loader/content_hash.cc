@@ -48,6 +48,7 @@ void ContentHasher::ConsumeBlock(const uint8_t* block) {
 }
 
 void ContentHasher::Update(const void* data, size_t size) {
+  if (size == 0) return;  // `data` may be null then
   const auto* bytes = static_cast<const uint8_t*>(data);
   total_size_ += size;
   if (pending_size_ > 0) {

@@ -61,7 +61,7 @@ bool ConvertToFloat(DType dtype, const uint8_t* bytes, size_t count, float* out,
                     size_t* bad_index) {
   switch (dtype) {
     case DType::kF32:
-      std::memcpy(out, bytes, count * sizeof(float));
+      if (count > 0) std::memcpy(out, bytes, count * sizeof(float));  // empty: bytes may be null
       break;
     case DType::kBF16:
       for (size_t i = 0; i < count; ++i) {

@@ -38,12 +38,19 @@ class Tokenizer {
   virtual std::string_view kind() const = 0;
   // Hex digest identifying the vocabulary and rules (the result store's tokenizer key).
   virtual std::string ContentHash() const = 0;
+  // Whether `id` is a special/control token (skipped by Decode when skip_special).
+  virtual bool IsSpecial(int32_t id) const { return id == bos_id() || id == eos_id(); }
 };
 
 // Loads tokenizer.json, tokenizer.model, *.tiktoken or tok*.bin by file name; for a
 // folder, prefers tokenizer.json (with tokenizer_config.json beside it), then
 // tokenizer.model, then a single *.tiktoken or tok*.bin.
 absl::StatusOr<std::unique_ptr<Tokenizer>> LoadTokenizer(const std::string& path);
+
+// Builds an HF tokenizer from the contents of tokenizer.json and, optionally, of the
+// tokenizer_config.json beside it (empty: none). Malformed input is InvalidArgument.
+absl::StatusOr<std::unique_ptr<Tokenizer>> LoadHfTokenizerFromJson(
+    std::string_view tokenizer_json, std::string_view tokenizer_config_json = "");
 
 // Streaming decode that never emits a split UTF-8 sequence: feed ids one at a time and
 // get back the complete text that became available.
@@ -56,9 +63,18 @@ class StreamingDecoder {
   absl::StatusOr<std::string> Finish();
 
  private:
+  // Decodes ids_[begin, end).
+  absl::StatusOr<std::string> DecodeRange(size_t begin, size_t end) const;
+
   const Tokenizer* tokenizer_;
+  // ids_ holds the ids from the current context window on (older ones are dropped).
   std::vector<int32_t> ids_;
-  size_t emitted_bytes_ = 0;
+  size_t emitted_bytes_ = 0;  // total bytes returned so far
+  // Window [prefix_offset_, read_offset_) was already emitted and is decoded again as
+  // context, so that rules that depend on the previous token (leading-space stripping,
+  // byte-fallback runs) give the same text as decoding everything at once.
+  size_t prefix_offset_ = 0;
+  size_t read_offset_ = 0;
 };
 
 }  // namespace hgeval

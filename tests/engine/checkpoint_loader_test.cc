@@ -250,6 +250,13 @@ TEST(CheckpointLoaderTest, MemoryCheckpoint) {
   EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
   auto wrong_shape = checkpoint->ReadFloat("w", {4});
   EXPECT_EQ(wrong_shape.status().code(), absl::StatusCode::kInvalidArgument);
+  // Zero-element tensors (their storage pointer may be null) read and hash fine.
+  auto with_empty = MakeMemoryCheckpoint(kTinyConfig, {{"e", MakeTensor({0, 3}, {})}});
+  auto empty = with_empty->ReadFloat("e", {0, 3});
+  ASSERT_TRUE(empty.ok()) << empty.status();
+  EXPECT_EQ(empty->numel(), 0);
+  EXPECT_EQ(with_empty->RawBytes("e")->size(), 0u);
+  EXPECT_EQ(with_empty->ContentHash().size(), 32u);
 }
 
 TEST(CheckpointLoaderTest, ContentHashIsStableAndSensitive) {

@@ -1,0 +1,112 @@
+// The model skeleton shared by fla's HGRN2, HGRN and GLA checkpoints (specs/models.md §1):
+// embeddings; per layer attn_norm -> token mixer -> fused add+norm (mlp_norm) -> GatedMLP
+// -> add; final norm; lm_head. Each family supplies only its token mixer. Also the pieces
+// other recurrent families reuse: the per-sequence recurrent state and ShortConvolution.
+#ifndef HGEVAL_ENGINE_CPU_FLA_BLOCK_H_
+#define HGEVAL_ENGINE_CPU_FLA_BLOCK_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "engine/loader/checkpoint.h"
+#include "engine/loader/weight_reader.h"
+#include "engine/model/config.h"
+#include "engine/model/model.h"
+
+namespace hgeval::cpu {
+
+// One layer's recurrent state for one sequence, fp32 like fla's recurrent_state (measured
+// on the golden fixtures, whose references run the scans in float64: fp32 state keeps
+// every logit within 1e-5, the same as a double state, at half the snapshot memory).
+struct MixerState {
+  std::vector<float> recurrent;
+  // One window per short convolution: the last (kernel - 1) inputs, [kernel-1, channels]
+  // row-major, oldest first (zeros at the start of a sequence).
+  std::vector<std::vector<float>> conv;
+
+  size_t bytes() const;
+};
+
+// A sequence's state in a recurrent model: position plus one MixerState per layer.
+// Fixed size; Clone is a plain deep copy.
+class RecurrentSequenceState final : public SequenceState {
+ public:
+  RecurrentSequenceState(const void* owner, std::vector<MixerState> layers)
+      : owner_(owner), layers_(std::move(layers)) {}
+
+  int64_t position() const override { return position_; }
+  std::unique_ptr<SequenceState> Clone() const override {
+    return std::make_unique<RecurrentSequenceState>(*this);
+  }
+  size_t bytes() const override;
+
+  // The model that created the state (Forward rejects states of another model).
+  const void* owner() const { return owner_; }
+  MixerState& layer(int64_t l) { return layers_[static_cast<size_t>(l)]; }
+  void Advance(int64_t tokens) { position_ += tokens; }
+
+ private:
+  const void* owner_;
+  int64_t position_ = 0;
+  std::vector<MixerState> layers_;
+};
+
+// fla ShortConvolution: a depthwise causal Conv1d over time, weight [C, 1, K], optional
+// bias [C], optional silu. The window of the last K-1 inputs carries across calls.
+class ShortConv {
+ public:
+  // Reads `<prefix>.weight` (and `<prefix>.bias` when present).
+  static absl::StatusOr<ShortConv> Read(const Checkpoint& checkpoint, const std::string& prefix,
+                                        int64_t channels, int64_t kernel, bool silu);
+
+  int64_t channels() const { return channels_; }
+  int64_t kernel() const { return kernel_; }
+  int64_t num_parameters() const;
+  // A zero window for a new sequence.
+  std::vector<float> NewWindow() const;
+  // x: [T, C], replaced by the convolution's output; `window` is advanced past x.
+  void Apply(float* x, int64_t t_len, std::vector<float>* window) const;
+
+ private:
+  int64_t channels_ = 0;
+  int64_t kernel_ = 0;
+  bool silu_ = false;
+  std::vector<float> weight_;  // [C, K]
+  std::vector<float> bias_;    // [C] or empty
+};
+
+// A token mixer (the "attn" sublayer of an fla block) over one sequence.
+class TokenMixer {
+ public:
+  virtual ~TokenMixer() = default;
+  virtual MixerState NewState() const = 0;
+  // x: [T, D] (the attn_norm output); out: [T, D]. Advances `state` past the T tokens.
+  virtual void Forward(const float* x, int64_t t_len, MixerState* state, float* out) const = 0;
+  virtual int64_t num_parameters() const = 0;
+};
+
+// fla's per-layer lower bounds (HGRN, HGRN2; specs/models.md §2.3): P = softmax over the
+// layer axis of `model.lower_bounds` [L, D] per channel, LB = cumsum(P) - P[0]. Row l is
+// layer l's bound (row 0 is all zeros). Computed in double, returned as float.
+absl::StatusOr<std::vector<std::vector<float>>> ReadLowerBounds(const Checkpoint& checkpoint,
+                                                                int64_t layers, int64_t hidden);
+
+// Builds an fla-skeleton model around `mixers` (one per layer): reads the embeddings, the
+// block norms and MLPs (split or legacy fused), the final norm and lm_head (tied or not).
+// `extra_parameters` counts family weights held outside the mixers (lower bounds).
+absl::StatusOr<std::unique_ptr<Model>> BuildFlaModel(
+    const Checkpoint& checkpoint, const ModelConfig& config,
+    std::vector<std::unique_ptr<TokenMixer>> mixers, int64_t extra_parameters);
+
+// Reads a float tensor with an exact expected shape.
+absl::StatusOr<HostTensor> ReadTensor(const Checkpoint& checkpoint, const std::string& name,
+                                      std::vector<int64_t> shape);
+
+}  // namespace hgeval::cpu
+
+#endif  // HGEVAL_ENGINE_CPU_FLA_BLOCK_H_

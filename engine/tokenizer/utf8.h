@@ -1,0 +1,44 @@
+// UTF-8 helpers shared by the tokenizers: validation, code point iteration, lossy repair.
+#ifndef HGEVAL_ENGINE_TOKENIZER_UTF8_H_
+#define HGEVAL_ENGINE_TOKENIZER_UTF8_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace hgeval::utf8 {
+
+// Length of the well-formed UTF-8 sequence starting at text[pos], or 0 when the bytes there
+// are not one (truncated, overlong, surrogate, > U+10FFFF, stray continuation byte).
+size_t SequenceLength(std::string_view text, size_t pos);
+
+// Whether the whole text is well-formed UTF-8.
+bool IsValid(std::string_view text);
+
+// Byte offset of the first ill-formed sequence, or npos when the text is valid.
+size_t FirstInvalidOffset(std::string_view text);
+
+// Decodes the well-formed sequence at text[pos] (SequenceLength(text, pos) > 0 required).
+char32_t DecodeAt(std::string_view text, size_t pos);
+
+// Appends the UTF-8 encoding of code point cp.
+void Append(char32_t cp, std::string* out);
+std::string Encode(char32_t cp);
+
+// Replaces every maximal ill-formed subpart with U+FFFD (the Unicode/WHATWG policy that
+// Rust's String::from_utf8_lossy and Python's errors="replace" both follow).
+std::string ToValidLossy(std::string_view bytes);
+
+// Number of bytes at the end of `text` that form an incomplete (but so far well-formed)
+// UTF-8 sequence prefix; 0 when the text ends on a sequence boundary.
+size_t IncompleteTailLength(std::string_view text);
+
+// Unicode White_Space property (what \s means in Oniguruma, fancy-regex and Rust regex).
+bool IsWhiteSpace(char32_t cp);
+
+inline constexpr std::string_view kReplacementChar = "\xEF\xBF\xBD";
+
+}  // namespace hgeval::utf8
+
+#endif  // HGEVAL_ENGINE_TOKENIZER_UTF8_H_

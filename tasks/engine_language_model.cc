@@ -1,0 +1,574 @@
+#include "tasks/engine_language_model.h"
+
+#include <algorithm>
+#include <functional>
+#include <numeric>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/match.h"
+#include "absl/strings/string_view.h"
+#include "engine/util/status_macros.h"
+#include "metrics/text_counts.h"
+
+namespace hgeval::tasks {
+namespace {
+
+// Bytes of trailing Python whitespace (what len(s) - len(s.rstrip()) counts, in bytes).
+size_t TrailingWhitespaceBytes(std::string_view s) {
+  size_t end = s.size();
+  while (end > 0) {
+    // Step back over one UTF-8 sequence.
+    size_t begin = end - 1;
+    while (begin > 0 && (static_cast<unsigned char>(s[begin]) & 0xC0) == 0x80 &&
+           end - begin < 4) {
+      --begin;
+    }
+    const std::string_view seq = s.substr(begin, end - begin);
+    char32_t cp = 0;
+    const unsigned char c0 = static_cast<unsigned char>(seq[0]);
+    if (seq.size() == 1) {
+      cp = c0;
+    } else if (seq.size() == 2 && (c0 & 0xE0) == 0xC0) {
+      cp = ((c0 & 0x1F) << 6) | (seq[1] & 0x3F);
+    } else if (seq.size() == 3 && (c0 & 0xF0) == 0xE0) {
+      cp = ((c0 & 0x0F) << 12) | ((seq[1] & 0x3F) << 6) | (seq[2] & 0x3F);
+    } else {
+      break;  // 4-byte sequences are never whitespace
+    }
+    if (!metrics::IsPythonWhitespace(cp)) break;
+    end = begin;
+  }
+  return s.size() - end;
+}
+
+bool IsPrefixOf(absl::Span<const int32_t> prefix, absl::Span<const int32_t> tokens) {
+  return prefix.size() <= tokens.size() &&
+         std::equal(prefix.begin(), prefix.end(), tokens.begin());
+}
+
+// A shared prefix run once: tokens fed after the parent's state.
+struct PrefixNode {
+  int parent = -1;  // -1: the empty state
+  int level = 0;
+  std::vector<int32_t> tokens;
+  std::unique_ptr<SequenceState> state;
+};
+
+// A request scored from a node's state (or from scratch): fed = context[depth:] ++
+// continuation[:-1].
+struct Leaf {
+  size_t request = 0;
+  int node = -1;
+  size_t depth = 0;
+};
+
+size_t CommonPrefix(const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
+  size_t n = std::min(a.size(), b.size());
+  size_t i = 0;
+  while (i < n && a[i] == b[i]) ++i;
+  return i;
+}
+
+// Builds the prefix tree of `members` (indices into requests, sorted by context), all of
+// which share context[0:depth] and whose state at `depth` is node `parent`.
+void BuildPrefixTree(absl::Span<const TokenizedRequest> requests, std::vector<size_t> members,
+                     size_t depth, int parent, std::vector<PrefixNode>* nodes,
+                     std::vector<Leaf>* leaves) {
+  std::vector<size_t> rest;
+  for (size_t m : members) {
+    if (requests[m].context.size() - 1 == depth) {
+      leaves->push_back({m, parent, depth});
+    } else {
+      rest.push_back(m);
+    }
+  }
+  if (rest.empty()) return;
+  if (rest.size() == 1) {
+    leaves->push_back({rest[0], parent, depth});
+    return;
+  }
+  // Sorted lexicographically, so the common prefix of the range is that of its ends.
+  size_t end = CommonPrefix(requests[rest.front()].context, requests[rest.back()].context);
+  for (size_t m : rest) end = std::min(end, requests[m].context.size() - 1);
+  if (end > depth) {
+    PrefixNode node;
+    node.parent = parent;
+    node.level = parent < 0 ? 0 : (*nodes)[parent].level + 1;
+    const auto& ctx = requests[rest.front()].context;
+    node.tokens.assign(ctx.begin() + depth, ctx.begin() + end);
+    nodes->push_back(std::move(node));
+    BuildPrefixTree(requests, std::move(rest), end, static_cast<int>(nodes->size()) - 1, nodes,
+                    leaves);
+    return;
+  }
+  // Diverging at `depth`: one subtree per next token.
+  size_t i = 0;
+  while (i < rest.size()) {
+    size_t j = i + 1;
+    const int32_t token = requests[rest[i]].context[depth];
+    while (j < rest.size() && requests[rest[j]].context[depth] == token) ++j;
+    if (j - i == 1) {
+      leaves->push_back({rest[i], parent, depth});
+    } else {
+      BuildPrefixTree(requests, std::vector<size_t>(rest.begin() + i, rest.begin() + j), depth,
+                      parent, nodes, leaves);
+    }
+    i = j;
+  }
+}
+
+int32_t ArgmaxLowest(absl::Span<const float> values) {
+  int32_t best = 0;
+  for (size_t i = 1; i < values.size(); ++i) {
+    if (values[i] > values[best]) best = static_cast<int32_t>(i);
+  }
+  return best;
+}
+
+}  // namespace
+
+std::string_view BosRegimeName(BosRegime regime) {
+  return regime == BosRegime::kNone ? "none" : "tokenizer";
+}
+
+absl::StatusOr<BosRegime> ParseBosRegime(std::string_view name) {
+  if (name == "none") return BosRegime::kNone;
+  if (name == "tokenizer") return BosRegime::kTokenizer;
+  return absl::InvalidArgumentError(
+      absl::StrCat("BOS regime must be \"none\" or \"tokenizer\", got \"", std::string(name), "\""));
+}
+
+std::vector<RollingWindow> MakeRollingWindows(absl::Span<const int32_t> tokens,
+                                              int32_t prefix_token, int64_t max_length) {
+  std::vector<RollingWindow> windows;
+  const int64_t n = static_cast<int64_t>(tokens.size());
+  if (n == 0 || max_length <= 0) return windows;
+  const int64_t first = std::min(max_length, n);
+  RollingWindow w0;
+  w0.context = {prefix_token};
+  w0.continuation.assign(tokens.begin(), tokens.begin() + first);
+  windows.push_back(std::move(w0));
+  int64_t predicted = first;
+  while (predicted < n) {
+    const int64_t length = std::min(n - predicted, max_length);
+    const int64_t end = predicted + length;
+    // lm-eval: input = T[end - L - 1 : end - 1]; context = its first L - length + 1 tokens.
+    const int64_t context_start = std::max<int64_t>(0, end - max_length - 1);
+    RollingWindow w;
+    w.context.assign(tokens.begin() + context_start, tokens.begin() + predicted);
+    w.continuation.assign(tokens.begin() + predicted, tokens.begin() + end);
+    windows.push_back(std::move(w));
+    predicted = end;
+  }
+  return windows;
+}
+
+EngineLanguageModel::EngineLanguageModel(Model* model, const Tokenizer* tokenizer,
+                                         EngineLanguageModelOptions options)
+    : model_(model), tokenizer_(tokenizer), options_(std::move(options)) {
+  if (options_.max_length > 0) {
+    max_length_ = options_.max_length;
+  } else if (model_->config().max_position_embeddings > 0) {
+    max_length_ = model_->config().max_position_embeddings;
+  } else if (model_->info().max_context > 0) {
+    max_length_ = model_->info().max_context;
+  } else {
+    max_length_ = 2048;
+  }
+  if (options_.prefix_token_id >= 0) {
+    prefix_token_id_ = options_.prefix_token_id;
+  } else if (tokenizer_->bos_id() >= 0) {
+    prefix_token_id_ = tokenizer_->bos_id();
+  } else {
+    prefix_token_id_ = tokenizer_->eos_id();
+  }
+}
+
+LanguageModelInfo EngineLanguageModel::info() const {
+  LanguageModelInfo info;
+  info.model = options_.model_name;
+  info.model_hash = options_.model_hash;
+  info.family = std::string(ModelFamilyName(model_->config().family));
+  info.tokenizer = options_.tokenizer_name;
+  info.tokenizer_hash = tokenizer_->ContentHash();
+  info.bos_regime = std::string(BosRegimeName(options_.bos_regime));
+  info.max_length = max_length_;
+  info.prefix_token_id = prefix_token_id_;
+  info.dtype = model_->info().dtype;
+  info.backend = model_->info().backend;
+  info.context_reuse = options_.context_reuse;
+  info.rolling_mode = options_.windowless_rolling ? "windowless" : "windows";
+  return info;
+}
+
+absl::StatusOr<std::vector<int32_t>> EngineLanguageModel::Encode(std::string_view text) const {
+  bool add_special = options_.bos_regime == BosRegime::kTokenizer;
+  if (add_special && tokenizer_->bos_id() >= 0) {
+    // lm-eval (has_bos_prefix): text that already starts with the BOS text gets none.
+    const std::string bos_text = tokenizer_->IdToPiece(tokenizer_->bos_id());
+    if (!bos_text.empty() && text.substr(0, bos_text.size()) == bos_text) add_special = false;
+  }
+  return tokenizer_->Encode(text, add_special);
+}
+
+absl::StatusOr<TokenizedRequest> EngineLanguageModel::Tokenize(
+    const LoglikelihoodRequest& request) const {
+  std::string context = request.context;
+  std::string continuation = request.continuation;
+  TokenizedRequest out;
+  if (context.empty()) {
+    HG_ASSIGN_OR_RETURN(out.continuation, tokenizer_->Encode(continuation, false));
+    if (!out.continuation.empty() && out.continuation[0] == prefix_token_id_) {
+      out.context = {out.continuation[0]};
+      out.continuation.erase(out.continuation.begin());
+    } else {
+      out.context = {prefix_token_id_};
+    }
+  } else {
+    const size_t n_spaces = TrailingWhitespaceBytes(context);
+    if (n_spaces > 0) {
+      continuation = context.substr(context.size() - n_spaces) + continuation;
+      context.resize(context.size() - n_spaces);
+    }
+    HG_ASSIGN_OR_RETURN(std::vector<int32_t> whole, Encode(context + continuation));
+    HG_ASSIGN_OR_RETURN(out.context, Encode(context));
+    if (out.context.size() > whole.size()) {
+      return absl::InternalError("context encodes longer than context + continuation");
+    }
+    out.continuation.assign(whole.begin() + out.context.size(), whole.end());
+    // A whitespace-only context encodes to nothing without special tokens; lm-eval
+    // would assert. Condition on the prefix token instead.
+    if (out.context.empty()) out.context = {prefix_token_id_};
+  }
+  if (out.continuation.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "continuation encodes to no tokens (context \"", request.context.substr(0, 80),
+        "\", continuation \"", request.continuation.substr(0, 80), "\")"));
+  }
+  if (static_cast<int64_t>(out.continuation.size()) > max_length_) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("continuation of ", out.continuation.size(),
+                     " tokens is longer than max_length ", max_length_));
+  }
+  // Left truncation: keep the last max_length + 1 tokens of context ++ continuation.
+  const int64_t total = static_cast<int64_t>(out.context.size() + out.continuation.size());
+  const int64_t drop = total - (max_length_ + 1);
+  if (drop > 0) out.context.erase(out.context.begin(), out.context.begin() + drop);
+  return out;
+}
+
+namespace {
+
+// Runs items through Model::Forward in packed batches of at most max_batch_tokens
+// (a longer item runs alone). `after_batch(first, last)` sees each finished range.
+absl::Status ForwardPacked(Model& model, absl::Span<const ForwardItem> items,
+                           absl::Span<ForwardOutput> outputs, int64_t max_batch_tokens,
+                           const CallOptions& call,
+                           const std::function<void(size_t, size_t)>& after_batch) {
+  size_t first = 0;
+  while (first < items.size()) {
+    if (call.cancelled && call.cancelled()) return absl::CancelledError("cancelled");
+    size_t last = first;
+    int64_t tokens = 0;
+    while (last < items.size()) {
+      const int64_t n = static_cast<int64_t>(items[last].tokens.size());
+      if (last > first && tokens + n > max_batch_tokens) break;
+      tokens += n;
+      ++last;
+    }
+    HG_RETURN_IF_ERROR(model.Forward(items.subspan(first, last - first),
+                                     outputs.subspan(first, last - first)));
+    if (after_batch) after_batch(first, last);
+    first = last;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<LoglikelihoodResult>> EngineLanguageModel::ScoreTokens(
+    absl::Span<const TokenizedRequest> requests, const CallOptions& call) {
+  std::vector<LoglikelihoodResult> results(requests.size());
+  for (const auto& r : requests) {
+    if (r.context.empty() || r.continuation.empty()) {
+      return absl::InvalidArgumentError("token request with an empty context or continuation");
+    }
+  }
+  stats_.requests += static_cast<int64_t>(requests.size());
+  // With reuse, requests are sorted by tokens (so shared prefixes are adjacent) and
+  // identical ones are scored once (lm-eval's logits cache does the same).
+  std::vector<size_t> order(requests.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::vector<size_t> unique;
+  std::vector<size_t> alias(requests.size());
+  if (options_.context_reuse) {
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+      if (requests[a].context != requests[b].context) {
+        return requests[a].context < requests[b].context;
+      }
+      return requests[a].continuation < requests[b].continuation;
+    });
+    for (size_t i : order) {
+      if (!unique.empty() && requests[unique.back()].context == requests[i].context &&
+          requests[unique.back()].continuation == requests[i].continuation) {
+        alias[i] = unique.back();
+      } else {
+        unique.push_back(i);
+        alias[i] = i;
+      }
+    }
+  } else {
+    unique = order;
+    alias = order;
+  }
+  std::vector<int64_t> copies(requests.size(), 0);
+  for (size_t i = 0; i < requests.size(); ++i) ++copies[alias[i]];
+
+  int64_t done = 0;
+  const int64_t total = static_cast<int64_t>(requests.size());
+  auto fed_tokens = [&](size_t i) {
+    return static_cast<int64_t>(requests[i].context.size() + requests[i].continuation.size() -
+                                1);
+  };
+
+  // Rounds bound the states held at once; a round ends only between different contexts,
+  // so requests sharing a whole context stay together.
+  size_t begin = 0;
+  while (begin < unique.size()) {
+    size_t end = begin;
+    int64_t round_tokens = 0;
+    while (end < unique.size()) {
+      if (end > begin && round_tokens >= options_.round_tokens &&
+          requests[unique[end]].context != requests[unique[end - 1]].context) {
+        break;
+      }
+      round_tokens += fed_tokens(unique[end]);
+      ++end;
+    }
+    std::vector<size_t> members(unique.begin() + begin, unique.begin() + end);
+    begin = end;
+
+    std::vector<PrefixNode> nodes;
+    std::vector<Leaf> leaves;
+    if (options_.context_reuse) {
+      BuildPrefixTree(requests, std::move(members), 0, -1, &nodes, &leaves);
+    } else {
+      for (size_t m : members) leaves.push_back({m, -1, 0});
+    }
+
+    // Shared prefixes, level by level (a node's parent is always on the level before).
+    int max_level = -1;
+    for (const auto& node : nodes) max_level = std::max(max_level, node.level);
+    for (int level = 0; level <= max_level; ++level) {
+      std::vector<int> level_nodes;
+      std::vector<ForwardItem> items;
+      for (size_t k = 0; k < nodes.size(); ++k) {
+        if (nodes[k].level != level) continue;
+        PrefixNode& node = nodes[k];
+        node.state = node.parent < 0 ? model_->NewState() : nodes[node.parent].state->Clone();
+        ForwardItem item;
+        item.tokens = node.tokens;
+        item.state = node.state.get();
+        items.push_back(item);
+        level_nodes.push_back(static_cast<int>(k));
+        stats_.tokens_fed += static_cast<int64_t>(node.tokens.size());
+      }
+      std::vector<ForwardOutput> outputs(items.size());
+      HG_RETURN_IF_ERROR(ForwardPacked(*model_, items, absl::MakeSpan(outputs),
+                                       options_.max_batch_tokens, call, nullptr));
+    }
+
+    // Leaves: fed = context[depth:] ++ continuation[:-1]; the continuation is scored.
+    const size_t batch_leaves = 256;
+    for (size_t lb = 0; lb < leaves.size(); lb += batch_leaves) {
+      const size_t le = std::min(leaves.size(), lb + batch_leaves);
+      std::vector<std::vector<int32_t>> fed(le - lb), targets(le - lb);
+      std::vector<std::unique_ptr<SequenceState>> states(le - lb);
+      std::vector<ForwardItem> items(le - lb);
+      for (size_t k = lb; k < le; ++k) {
+        const Leaf& leaf = leaves[k];
+        const TokenizedRequest& r = requests[leaf.request];
+        auto& f = fed[k - lb];
+        auto& t = targets[k - lb];
+        f.assign(r.context.begin() + leaf.depth, r.context.end());
+        f.insert(f.end(), r.continuation.begin(), r.continuation.end() - 1);
+        t.assign(f.size(), -1);
+        std::copy(r.continuation.begin(), r.continuation.end(),
+                  t.end() - r.continuation.size());
+        states[k - lb] = leaf.node < 0 ? model_->NewState() : nodes[leaf.node].state->Clone();
+        items[k - lb].tokens = f;
+        items[k - lb].targets = t;
+        items[k - lb].state = states[k - lb].get();
+        stats_.tokens_fed += static_cast<int64_t>(f.size());
+        stats_.tokens_scored += static_cast<int64_t>(r.continuation.size());
+      }
+      std::vector<ForwardOutput> outputs(items.size());
+      auto after = [&](size_t first, size_t last) {
+        for (size_t k = first; k < last; ++k) {
+          const Leaf& leaf = leaves[lb + k];
+          const size_t n_cont = requests[leaf.request].continuation.size();
+          const ForwardOutput& out = outputs[k];
+          LoglikelihoodResult& result = results[leaf.request];
+          result.logprob = 0.0;
+          result.is_greedy = true;
+          result.n_tokens = static_cast<int64_t>(n_cont);
+          for (size_t p = fed[k].size() - n_cont; p < fed[k].size(); ++p) {
+            result.logprob += static_cast<double>(out.logprob[p]);
+            if (!out.is_greedy[p]) result.is_greedy = false;
+          }
+          states[k].reset();
+          done += copies[leaf.request];
+        }
+        if (call.progress) call.progress(done, total);
+      };
+      HG_RETURN_IF_ERROR(ForwardPacked(*model_, items, absl::MakeSpan(outputs),
+                                       options_.max_batch_tokens, call, after));
+    }
+  }
+  for (size_t i = 0; i < requests.size(); ++i) {
+    if (alias[i] != i) results[i] = results[alias[i]];
+  }
+  return results;
+}
+
+absl::StatusOr<std::vector<LoglikelihoodResult>> EngineLanguageModel::Loglikelihood(
+    absl::Span<const LoglikelihoodRequest> requests, const CallOptions& call) {
+  std::vector<TokenizedRequest> tokenized;
+  tokenized.reserve(requests.size());
+  for (const auto& request : requests) {
+    HG_ASSIGN_OR_RETURN(TokenizedRequest t, Tokenize(request));
+    tokenized.push_back(std::move(t));
+  }
+  return ScoreTokens(tokenized, call);
+}
+
+absl::StatusOr<std::vector<RollingResult>> EngineLanguageModel::LoglikelihoodRolling(
+    absl::Span<const RollingRequest> requests, const CallOptions& call) {
+  std::vector<TokenizedRequest> windows;
+  std::vector<size_t> owner;
+  std::vector<RollingResult> results(requests.size());
+  for (size_t i = 0; i < requests.size(); ++i) {
+    HG_ASSIGN_OR_RETURN(std::vector<int32_t> tokens, Encode(requests[i].text));
+    results[i].n_tokens = static_cast<int64_t>(tokens.size());
+    if (tokens.empty()) continue;
+    if (options_.windowless_rolling) {
+      if (model_->info().max_context > 0 &&
+          static_cast<int64_t>(tokens.size()) > model_->info().max_context) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("windowless rolling needs ", tokens.size(),
+                         " positions; the model accepts ", model_->info().max_context));
+      }
+      windows.push_back({{prefix_token_id_}, std::move(tokens)});
+      owner.push_back(i);
+      continue;
+    }
+    for (auto& w : MakeRollingWindows(tokens, prefix_token_id_, max_length_)) {
+      windows.push_back({std::move(w.context), std::move(w.continuation)});
+      owner.push_back(i);
+    }
+  }
+  CallOptions window_call = call;
+  if (call.progress) {
+    // Report texts finished rather than windows.
+    window_call.progress = [&call, &requests](int64_t done, int64_t total) {
+      call.progress(total == 0 ? 0 : done * static_cast<int64_t>(requests.size()) / total,
+                    static_cast<int64_t>(requests.size()));
+    };
+  }
+  HG_ASSIGN_OR_RETURN(auto window_results, ScoreTokens(windows, window_call));
+  // Python sums the windows of a text in order.
+  for (size_t w = 0; w < windows.size(); ++w) results[owner[w]].logprob += window_results[w].logprob;
+  return results;
+}
+
+absl::StatusOr<std::vector<GenerateUntilResult>> EngineLanguageModel::GenerateUntil(
+    absl::Span<const GenerateUntilRequest> requests, const CallOptions& call) {
+  std::vector<GenerateUntilResult> results(requests.size());
+  const int32_t eos = tokenizer_->eos_id();
+  std::string eos_text;
+  if (eos >= 0) {
+    HG_ASSIGN_OR_RETURN(eos_text, tokenizer_->Decode(std::vector<int32_t>{eos}, false));
+  }
+  struct Live {
+    size_t request;
+    std::unique_ptr<SequenceState> state;
+    std::vector<int32_t> feed;
+    std::vector<int32_t> generated;
+    std::vector<std::string> until;
+    int max_new = 256;
+    bool finished = false;
+  };
+  std::vector<Live> live(requests.size());
+  for (size_t i = 0; i < requests.size(); ++i) {
+    Live& l = live[i];
+    l.request = i;
+    l.max_new = requests[i].max_gen_toks;
+    l.until = requests[i].until;
+    if (!eos_text.empty()) l.until.push_back(eos_text);
+    HG_ASSIGN_OR_RETURN(l.feed, Encode(requests[i].context));
+    const int64_t keep = max_length_ - l.max_new;
+    if (keep > 0 && static_cast<int64_t>(l.feed.size()) > keep) {
+      l.feed.erase(l.feed.begin(), l.feed.end() - keep);
+    }
+    if (l.feed.empty()) l.feed = {prefix_token_id_};
+    l.state = model_->NewState();
+    stats_.requests += 1;
+    if (l.max_new <= 0) l.finished = true;
+  }
+  int64_t done = 0;
+  for (const auto& l : live) done += l.finished ? 1 : 0;
+  while (true) {
+    std::vector<ForwardItem> items;
+    std::vector<size_t> index;
+    for (size_t i = 0; i < live.size(); ++i) {
+      if (live[i].finished) continue;
+      ForwardItem item;
+      item.tokens = live[i].feed;
+      item.state = live[i].state.get();
+      item.want_last_logprobs = true;
+      items.push_back(item);
+      index.push_back(i);
+      stats_.tokens_fed += static_cast<int64_t>(live[i].feed.size());
+    }
+    if (items.empty()) break;
+    std::vector<ForwardOutput> outputs(items.size());
+    HG_RETURN_IF_ERROR(ForwardPacked(*model_, items, absl::MakeSpan(outputs),
+                                     options_.max_batch_tokens, call, nullptr));
+    for (size_t k = 0; k < index.size(); ++k) {
+      Live& l = live[index[k]];
+      const int32_t token = ArgmaxLowest(outputs[k].last_logprobs);
+      bool stop = token == eos;
+      if (!stop) {
+        l.generated.push_back(token);
+        stats_.tokens_generated += 1;
+        l.feed = {token};
+        HG_ASSIGN_OR_RETURN(std::string text, tokenizer_->Decode(l.generated, true));
+        for (const auto& s : l.until) {
+          if (!s.empty() && text.find(s) != std::string::npos) stop = true;
+        }
+        if (static_cast<int>(l.generated.size()) >= l.max_new) stop = true;
+      }
+      if (stop) {
+        l.finished = true;
+        l.state.reset();
+        ++done;
+      }
+    }
+    if (call.progress) call.progress(done, static_cast<int64_t>(requests.size()));
+  }
+  for (auto& l : live) {
+    GenerateUntilResult& result = results[l.request];
+    HG_ASSIGN_OR_RETURN(result.text, tokenizer_->Decode(l.generated, true));
+    for (const auto& s : l.until) {
+      if (s.empty()) continue;
+      const size_t at = result.text.find(s);
+      if (at != std::string::npos) result.text.resize(at);
+    }
+    result.n_tokens = static_cast<int64_t>(l.generated.size());
+  }
+  return results;
+}
+
+}  // namespace hgeval::tasks
