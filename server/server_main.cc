@@ -39,7 +39,7 @@ ABSL_FLAG(std::string, config, "",
           "\"dtype\"?}], \"roots\": [...], \"default_tokenizer\"?}. Relative paths are relative "
           "to the config file.");
 ABSL_FLAG(std::vector<std::string>, model, {},
-          "Models as NAME=PATH (comma-separated list; PATH is a Hugging Face folder, a llama2.c "
+          "Models as NAME=PATH (comma-separated list, one flag; PATH is a Hugging Face folder, a llama2.c "
           ".bin file or a folder holding one). Tokenizer: found beside the model, else "
           "--tokenizer.");
 ABSL_FLAG(std::vector<std::string>, model_root, {},
@@ -164,6 +164,7 @@ int Run() {
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   std::shared_ptr<grpc::ServerCredentials> credentials;
+  bool tls = false;
   const std::string cert = absl::GetFlag(FLAGS_tls_cert), key = absl::GetFlag(FLAGS_tls_key);
   if (!cert.empty() || !key.empty()) {
     absl::StatusOr<std::string> cert_pem = ReadFile(cert), key_pem = ReadFile(key);
@@ -174,6 +175,7 @@ int Run() {
     grpc::SslServerCredentialsOptions ssl;
     ssl.pem_key_cert_pairs.push_back({*key_pem, *cert_pem});
     credentials = grpc::SslServerCredentials(ssl);
+    tls = true;
   } else {
     credentials = grpc::InsecureServerCredentials();
   }
@@ -203,7 +205,7 @@ int Run() {
   }
   LogInfo("listening", {{"address", absl::GetFlag(FLAGS_listen)},
                         {"port", absl::StrCat(port)},
-                        {"tls", credentials == grpc::InsecureServerCredentials() ? "off" : "on"},
+                        {"tls", tls ? "on" : "off"},
                         {"auth", auth.enabled() ? "bearer" : "off"},
                         {"store", absl::GetFlag(FLAGS_store)}});
   std::signal(SIGTERM, OnSignal);
