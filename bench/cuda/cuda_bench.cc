@@ -1,0 +1,497 @@
+// Benchmarks the CUDA backend on random-weight 1.3B models (HGRN2 and LLaMA shapes from
+// issue 6): scoring throughput, long-sequence prefill time and peak memory, greedy decode
+// throughput. Writes JSON and prints a table beside the PyTorch peers measured on an H200.
+//
+// Random weights are for timing only: the program refuses to run without
+// --random_weights, and nothing it builds is ever saved or used for evaluation.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "engine/cuda/cuda_model.h"
+#include "engine/cuda/cuda_models.h"
+#include "engine/cuda/gemm.h"
+#include "engine/cuda/kernels.h"
+#include "engine/loader/checkpoint.h"
+#include "engine/model/config.h"
+#include "nlohmann/json.hpp"
+
+ABSL_FLAG(bool, random_weights, false,
+          "required: acknowledge that the models get random weights (timing only)");
+ABSL_FLAG(std::string, models, "hgrn2,llama", "comma-separated: hgrn2, llama");
+ABSL_FLAG(std::string, dtype, "bf16", "fp32 or bf16");
+ABSL_FLAG(std::string, out, "", "JSON output path (default bench/results/<gpu>-<date>.json)");
+ABSL_FLAG(int, layers, 24, "layers (24 for the 1.3B shapes; fewer for a quick look)");
+ABSL_FLAG(int, repeats, 3, "timed repetitions per measurement (median reported)");
+ABSL_FLAG(int, decode_steps, 64, "decode steps timed");
+ABSL_FLAG(bool, skip_64k, false, "skip the 64K prefill");
+ABSL_FLAG(bool, micro, true, "also time the main kernels alone (GEMM shapes, chunkwise GLA)");
+
+namespace hgeval {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double Seconds(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+// Uniform in [-a, a] with a = sqrt(3 / fan_in) (variance 1 / fan_in), many threads.
+void FillRandom(std::vector<float>& data, float amplitude, uint64_t seed) {
+  const unsigned nthreads = std::max(1u, std::min(16u, std::thread::hardware_concurrency()));
+  std::vector<std::thread> threads;
+  const size_t per = (data.size() + nthreads - 1) / nthreads;
+  for (unsigned t = 0; t < nthreads; ++t) {
+    threads.emplace_back([&, t] {
+      uint64_t x = seed * 0x9E3779B97F4A7C15ull + t * 0xBF58476D1CE4E5B9ull + 1;
+      const size_t end = std::min(data.size(), (t + 1) * per);
+      for (size_t i = t * per; i < end; ++i) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        const float u = static_cast<float>(x >> 40) * (1.0f / 16777216.0f);  // [0, 1)
+        data[i] = (2.0f * u - 1.0f) * amplitude;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+}
+
+HostTensor Matrix(int64_t rows, int64_t cols, uint64_t seed) {
+  HostTensor t;
+  t.shape = {rows, cols};
+  t.data.resize(rows * cols);
+  FillRandom(t.data, std::sqrt(3.0f / cols), seed);
+  return t;
+}
+HostTensor Ones(int64_t n) {
+  HostTensor t;
+  t.shape = {n};
+  t.data.assign(n, 1.0f);
+  return t;
+}
+
+nlohmann::json ConfigFor(const std::string& family, int layers) {
+  if (family == "hgrn2") {
+    return {{"model_type", "hgrn2"},   {"hidden_size", 2048}, {"num_hidden_layers", layers},
+            {"expand_ratio", 128},     {"vocab_size", 32000}, {"norm_eps", 1e-6},
+            {"use_lower_bound", true}, {"hidden_ratio", 4}};
+  }
+  return {{"model_type", "llama"},          {"hidden_size", 2048},
+          {"num_hidden_layers", layers},    {"num_attention_heads", 16},
+          {"num_key_value_heads", 16},      {"intermediate_size", 5632},
+          {"vocab_size", 32000},            {"rms_norm_eps", 1e-6},
+          {"max_position_embeddings", 65536}};
+}
+
+std::map<std::string, HostTensor> RandomWeights(const std::string& family,
+                                                const ModelConfig& c) {
+  std::map<std::string, HostTensor> w;
+  const int64_t D = c.hidden_size, V = c.vocab_size, I = c.intermediate_size;
+  uint64_t seed = 1;
+  const bool llama = family == "llama";
+  w[llama ? "model.embed_tokens.weight" : "model.embeddings.weight"] = Matrix(V, D, seed++);
+  w["lm_head.weight"] = Matrix(V, D, seed++);
+  w["model.norm.weight"] = Ones(D);
+  if (!llama) {
+    HostTensor lb = Matrix(c.num_layers, D, seed++);
+    w["model.lower_bounds"] = std::move(lb);
+  }
+  for (int64_t l = 0; l < c.num_layers; ++l) {
+    const std::string p = absl::StrCat("model.layers.", l, ".");
+    w[p + (llama ? "input_layernorm.weight" : "attn_norm.weight")] = Ones(D);
+    w[p + (llama ? "post_attention_layernorm.weight" : "mlp_norm.weight")] = Ones(D);
+    w[p + "mlp.gate_proj.weight"] = Matrix(I, D, seed++);
+    w[p + "mlp.up_proj.weight"] = Matrix(I, D, seed++);
+    w[p + "mlp.down_proj.weight"] = Matrix(D, I, seed++);
+    if (llama) {
+      for (const char* n : {"q_proj", "k_proj", "v_proj", "o_proj"}) {
+        w[p + "self_attn." + n + ".weight"] = Matrix(D, D, seed++);
+      }
+    } else {
+      for (const char* n : {"q_proj", "f_proj", "i_proj", "o_proj"}) {
+        w[p + "attn." + n + ".weight"] = Matrix(D, D, seed++);
+      }
+      w[p + "attn.g_norm.weight"] = Ones(D);
+    }
+  }
+  return w;
+}
+
+std::vector<int32_t> RandomTokens(std::mt19937& rng, int n, int vocab) {
+  std::uniform_int_distribution<int> d(3, vocab - 1);
+  std::vector<int32_t> out(n);
+  for (auto& t : out) t = d(rng);
+  return out;
+}
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// Scoring: batch x len tokens, every position scored (next-token targets).
+double ScoreTokPerSec(Model& m, int batch, int len, int repeats, std::mt19937& rng) {
+  const int vocab = static_cast<int>(m.info().vocab_size);
+  std::vector<std::vector<int32_t>> toks(batch), tg(batch);
+  for (int b = 0; b < batch; ++b) {
+    toks[b] = RandomTokens(rng, len, vocab);
+    tg[b] = RandomTokens(rng, len, vocab);
+  }
+  std::vector<double> times;
+  for (int r = 0; r < repeats + 1; ++r) {
+    std::vector<std::unique_ptr<SequenceState>> states;
+    std::vector<ForwardItem> items(batch);
+    for (int b = 0; b < batch; ++b) {
+      states.push_back(m.NewState());
+      items[b].tokens = toks[b];
+      items[b].targets = tg[b];
+      items[b].state = states[b].get();
+    }
+    std::vector<ForwardOutput> outs(batch);
+    const auto t0 = Clock::now();
+    auto st = m.Forward(items, absl::MakeSpan(outs));
+    const auto t1 = Clock::now();
+    if (!st.ok()) {
+      std::fprintf(stderr, "score failed: %s\n", std::string(st.message()).c_str());
+      return 0;
+    }
+    if (r > 0) times.push_back(Seconds(t0, t1));
+  }
+  return static_cast<double>(batch) * len / Median(times);
+}
+
+struct PrefillResult {
+  double ms = 0;
+  double peak_gib = 0;
+};
+
+PrefillResult Prefill(cuda::CudaModel& m, int len, int repeats, std::mt19937& rng) {
+  const auto toks = RandomTokens(rng, len, static_cast<int>(m.info().vocab_size));
+  std::vector<double> times;
+  PrefillResult res;
+  for (int r = 0; r < repeats + 1; ++r) {
+    m.ResetPeakDeviceBytes();
+    auto state = m.NewState();
+    ForwardItem item;
+    item.tokens = toks;
+    item.state = state.get();
+    item.want_last_logprobs = true;
+    std::vector<ForwardOutput> outs(1);
+    const auto t0 = Clock::now();
+    auto st = m.Forward(absl::MakeConstSpan(&item, 1), absl::MakeSpan(outs));
+    const auto t1 = Clock::now();
+    if (!st.ok()) {
+      std::fprintf(stderr, "prefill failed: %s\n", std::string(st.message()).c_str());
+      return res;
+    }
+    if (r > 0) times.push_back(Seconds(t0, t1));
+    res.peak_gib = std::max(res.peak_gib, m.peak_device_bytes() / double(1ull << 30));
+  }
+  res.ms = Median(times) * 1e3;
+  return res;
+}
+
+// Greedy decode after a 512-token prompt: tok/s over `steps` one-token steps.
+double DecodeTokPerSec(Model& m, int batch, int steps, std::mt19937& rng) {
+  const int vocab = static_cast<int>(m.info().vocab_size);
+  std::vector<std::unique_ptr<SequenceState>> states;
+  std::vector<int32_t> next(batch);
+  for (int b = 0; b < batch; ++b) {
+    states.push_back(m.NewState());
+    const auto prompt = RandomTokens(rng, 512, vocab);
+    ForwardItem item;
+    item.tokens = prompt;
+    item.state = states[b].get();
+    item.want_last_logprobs = true;
+    std::vector<ForwardOutput> outs(1);
+    if (!m.Forward(absl::MakeConstSpan(&item, 1), absl::MakeSpan(outs)).ok()) return 0;
+    next[b] = static_cast<int32_t>(
+        std::max_element(outs[0].last_logprobs.begin(), outs[0].last_logprobs.end()) -
+        outs[0].last_logprobs.begin());
+  }
+  std::vector<int32_t> zero(batch, 0);
+  auto step = [&]() -> bool {
+    std::vector<ForwardItem> items(batch);
+    for (int b = 0; b < batch; ++b) {
+      items[b].tokens = absl::MakeConstSpan(&next[b], 1);
+      items[b].targets = absl::MakeConstSpan(&zero[b], 1);  // any target: we read argmax
+      items[b].state = states[b].get();
+    }
+    std::vector<ForwardOutput> outs(batch);
+    if (!m.Forward(items, absl::MakeSpan(outs)).ok()) return false;
+    for (int b = 0; b < batch; ++b) next[b] = outs[b].argmax[0];
+    return true;
+  };
+  for (int i = 0; i < 3; ++i) {
+    if (!step()) return 0;  // warm-up (and graph capture)
+  }
+  const auto t0 = Clock::now();
+  for (int i = 0; i < steps; ++i) {
+    if (!step()) return 0;
+  }
+  const auto t1 = Clock::now();
+  return static_cast<double>(batch) * steps / Seconds(t0, t1);
+}
+
+
+// Kernel micro-benchmarks on random data: what each piece costs alone.
+class EventTimer {
+ public:
+  explicit EventTimer(cudaStream_t s) : s_(s) {
+    cudaEventCreate(&a_);
+    cudaEventCreate(&b_);
+  }
+  ~EventTimer() {
+    cudaEventDestroy(a_);
+    cudaEventDestroy(b_);
+  }
+  template <typename F>
+  double Ms(F&& f, int reps) {
+    f();  // warm-up
+    cudaEventRecord(a_, s_);
+    for (int i = 0; i < reps; ++i) f();
+    cudaEventRecord(b_, s_);
+    cudaEventSynchronize(b_);
+    float ms = 0;
+    cudaEventElapsedTime(&ms, a_, b_);
+    return ms / reps;
+  }
+
+ private:
+  cudaStream_t s_;
+  cudaEvent_t a_, b_;
+};
+
+void* DeviceRandom(size_t bytes, float amplitude, bool bf16, bool negative = false) {
+  void* p = nullptr;
+  cudaMalloc(&p, bytes);
+  const size_t n = bf16 ? bytes / 2 : bytes / 4;
+  std::vector<float> host(n);
+  FillRandom(host, amplitude, n);
+  if (negative) {
+    for (float& x : host) x = -std::fabs(x);
+  }
+  if (bf16) {
+    std::vector<uint16_t> h16(n);
+    for (size_t i = 0; i < n; ++i) {
+      uint32_t u;
+      std::memcpy(&u, &host[i], 4);
+      h16[i] = static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+    }
+    cudaMemcpy(p, h16.data(), bytes, cudaMemcpyHostToDevice);
+  } else {
+    cudaMemcpy(p, host.data(), bytes, cudaMemcpyHostToDevice);
+  }
+  return p;
+}
+
+nlohmann::json Micro(cuda::CudaModel& model) {
+  nlohmann::json out;
+  cuda::DeviceContext* ctx = model.context();
+  EventTimer timer(ctx->stream());
+  struct Shape {
+    int64_t m, n, k;
+    bool out_f32;
+  };
+  for (const Shape sh : {Shape{2048, 6144, 2048, true}, Shape{2048, 11264, 2048, false},
+                         Shape{2048, 2048, 5632, true}, Shape{2048, 2048, 2048, true},
+                         Shape{2048, 32000, 2048, true}, Shape{64, 6144, 2048, true},
+                         Shape{64, 11264, 2048, false}, Shape{64, 32000, 2048, true}}) {
+    void* a = DeviceRandom(sh.m * sh.k * 2, 1.0f, true);
+    void* w = DeviceRandom(sh.n * sh.k * 2, 0.02f, true);
+    void* c = nullptr;
+    cudaMalloc(&c, sh.m * sh.n * 4);
+    const double ms = timer.Ms(
+        [&] {
+          (void)cuda::GemmNT(ctx->cublas(), sh.m, sh.n, sh.k, {a, cuda::Act::kBF16, sh.k},
+                             {w, cuda::Act::kBF16, sh.k}, c,
+                             sh.out_f32 ? cuda::Act::kF32 : cuda::Act::kBF16, sh.n);
+        },
+        20);
+    const double tflops = 2.0 * sh.m * sh.n * sh.k / (ms * 1e-3) / 1e12;
+    const double gbs = (sh.n * sh.k * 2.0) / (ms * 1e-3) / 1e9;
+    const std::string key = absl::StrCat("gemm_bf16_", sh.m, "x", sh.n, "x", sh.k);
+    out[key] = {{"ms", ms}, {"tflops", tflops}, {"weight_gb_s", gbs}};
+    std::fprintf(stderr, "[micro] %-28s %8.3f ms %7.1f TFLOP/s %7.0f GB/s(weights)\n",
+                 key.c_str(), ms, tflops, gbs);
+    cudaFree(a);
+    cudaFree(w);
+    cudaFree(c);
+  }
+  {
+    const int T = 16384, H = 16, K = 128, V = 128;
+    const size_t n = static_cast<size_t>(T) * H * K;
+    float* q = static_cast<float*>(DeviceRandom(n * 4, 1.0f, false));
+    float* k = static_cast<float*>(DeviceRandom(n * 4, 1.0f, false));
+    float* g = static_cast<float*>(DeviceRandom(n * 4, 0.1f, false, true));
+    float* v = static_cast<float*>(DeviceRandom(n * 4, 1.0f, false));
+    float* o = static_cast<float*>(DeviceRandom(n * 4, 1.0f, false));
+    float* st = static_cast<float*>(DeviceRandom(H * K * V * 4, 1.0f, false));
+    float* cs = static_cast<float*>(DeviceRandom(static_cast<size_t>(T / 64) * H * K * V * 4, 1.0f, false));
+    cudaStream_t s = ctx->stream();
+    const double cum = timer.Ms([&] { cuda::ChunkLocalCumsum(g, T, H, K, s); }, 1);
+    cudaMemcpy(g, g, 0, cudaMemcpyDeviceToDevice);
+    const double states = timer.Ms([&] { cuda::ChunkGlaStates(k, g, v, T, H, K, V, st, cs, s); }, 10);
+    const double outk = timer.Ms(
+        [&] { cuda::ChunkGlaOutput(q, k, g, v, cs, T, H, K, V, 0.088f, o, s); }, 10);
+    out["chunk_gla_16k_h16_k128"] = {{"cumsum_ms", cum}, {"states_ms", states}, {"output_ms", outk}};
+    std::fprintf(stderr, "[micro] chunk GLA 16K tokens, 16 heads, K=V=128, one layer: cumsum %.3f ms, states %.3f ms, output %.3f ms\n",
+                 cum, states, outk);
+    for (void* p : {static_cast<void*>(q), static_cast<void*>(k), static_cast<void*>(g),
+                    static_cast<void*>(v), static_cast<void*>(o), static_cast<void*>(st),
+                    static_cast<void*>(cs)}) {
+      cudaFree(p);
+    }
+  }
+  return out;
+}
+
+struct Peer {
+  double score_8x2048, score_32x512, prefill16k_ms, prefill16k_gib, prefill64k_ms,
+      prefill64k_gib, decode1, decode32;
+};
+
+}  // namespace
+}  // namespace hgeval
+
+int main(int argc, char** argv) {
+  using namespace hgeval;
+  absl::ParseCommandLine(argc, argv);
+  if (!absl::GetFlag(FLAGS_random_weights)) {
+    std::fprintf(stderr,
+                 "cuda_bench builds random-weight models for timing only; pass "
+                 "--random_weights to acknowledge.\n");
+    return 2;
+  }
+  if (cuda::DeviceCount() == 0) {
+    std::fprintf(stderr, "cuda_bench: no CUDA GPU visible\n");
+    return 1;
+  }
+  const std::map<std::string, Peer> peers = {
+      {"hgrn2", {167358, 166302, 100.6, 3.51, 424.3, 6.32, 18.6, 527}},
+      {"llama", {139978, 145057, 151.9, 3.35, 1137, 5.67, 13.7, 490}}};
+  const int repeats = absl::GetFlag(FLAGS_repeats);
+  nlohmann::json report;
+  std::string gpu;
+  std::mt19937 rng(7);
+  for (const std::string& family :
+       std::vector<std::string>(absl::StrSplit(absl::GetFlag(FLAGS_models), ','))) {
+    const nlohmann::json cfg_json = ConfigFor(family, absl::GetFlag(FLAGS_layers));
+    auto config = ParseModelConfig(cfg_json);
+    if (!config.ok()) {
+      std::fprintf(stderr, "%s\n", std::string(config.status().message()).c_str());
+      return 1;
+    }
+    const auto tb = std::chrono::steady_clock::now();
+    std::unique_ptr<cuda::CudaModel> model;
+    {
+      auto ckpt = MakeMemoryCheckpoint(cfg_json, RandomWeights(family, *config));
+      auto built = cuda::CudaModel::Build(
+          *ckpt, *config, 0,
+          absl::GetFlag(FLAGS_dtype) == "fp32" ? cuda::Act::kF32 : cuda::Act::kBF16);
+      if (!built.ok()) {
+        std::fprintf(stderr, "build failed: %s\n", std::string(built.status().message()).c_str());
+        return 1;
+      }
+      model = std::move(*built);
+    }
+    gpu = model->device_name();
+    std::fprintf(stderr, "[%s] built in %.1f s, %.2f GiB on device, %lld params\n",
+                 family.c_str(), Seconds(tb, std::chrono::steady_clock::now()),
+                 model->device_bytes_in_use() / double(1ull << 30),
+                 static_cast<long long>(model->info().num_parameters));
+    nlohmann::json r;
+    r["params"] = model->info().num_parameters;
+    r["score_8x2048_tok_s"] = ScoreTokPerSec(*model, 8, 2048, repeats, rng);
+    std::fprintf(stderr, "[%s] score 8x2048: %.0f tok/s\n", family.c_str(),
+                 r["score_8x2048_tok_s"].get<double>());
+    r["score_32x512_tok_s"] = ScoreTokPerSec(*model, 32, 512, repeats, rng);
+    std::fprintf(stderr, "[%s] score 32x512: %.0f tok/s\n", family.c_str(),
+                 r["score_32x512_tok_s"].get<double>());
+    const auto p16 = Prefill(*model, 16384, repeats, rng);
+    r["prefill_16k_ms"] = p16.ms;
+    r["prefill_16k_peak_gib"] = p16.peak_gib;
+    std::fprintf(stderr, "[%s] prefill 16K: %.1f ms, %.2f GiB\n", family.c_str(), p16.ms,
+                 p16.peak_gib);
+    if (!absl::GetFlag(FLAGS_skip_64k)) {
+      const auto p64 = Prefill(*model, 65536, family == "llama" ? 1 : repeats, rng);
+      r["prefill_64k_ms"] = p64.ms;
+      r["prefill_64k_peak_gib"] = p64.peak_gib;
+      std::fprintf(stderr, "[%s] prefill 64K: %.1f ms, %.2f GiB\n", family.c_str(), p64.ms,
+                   p64.peak_gib);
+    }
+    const int steps = absl::GetFlag(FLAGS_decode_steps);
+    r["decode_b1_tok_s"] = DecodeTokPerSec(*model, 1, steps, rng);
+    r["decode_b32_tok_s"] = DecodeTokPerSec(*model, 32, steps, rng);
+    std::fprintf(stderr, "[%s] decode: %.0f tok/s (b1), %.0f tok/s (b32)\n", family.c_str(),
+                 r["decode_b1_tok_s"].get<double>(), r["decode_b32_tok_s"].get<double>());
+    if (absl::GetFlag(FLAGS_micro) && family == "hgrn2") r["micro"] = Micro(*model);
+    report["models"][family] = r;
+  }
+  char date[32];
+  const std::time_t now = std::time(nullptr);
+  std::strftime(date, sizeof(date), "%Y-%m-%d", std::gmtime(&now));
+  report["gpu"] = gpu;
+  report["date"] = date;
+  report["dtype"] = absl::GetFlag(FLAGS_dtype);
+  report["layers"] = absl::GetFlag(FLAGS_layers);
+  report["weights"] = "random (timing only)";
+  for (const auto& [fam, p] : peers) {
+    report["peers_h200_pytorch"][fam] = {
+        {"score_8x2048_tok_s", p.score_8x2048}, {"score_32x512_tok_s", p.score_32x512},
+        {"prefill_16k_ms", p.prefill16k_ms},    {"prefill_16k_peak_gib", p.prefill16k_gib},
+        {"prefill_64k_ms", p.prefill64k_ms},    {"prefill_64k_peak_gib", p.prefill64k_gib},
+        {"decode_b1_tok_s", p.decode1},         {"decode_b32_tok_s", p.decode32}};
+  }
+  std::string out = absl::GetFlag(FLAGS_out);
+  if (out.empty()) {
+    std::string g = gpu;
+    for (char& ch : g) {
+      if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '-';
+    }
+    out = absl::StrCat("bench/results/", g, "-", date, ".json");
+  }
+  std::ofstream(out) << report.dump(2) << "\n";
+
+  std::printf("\nGPU: %s, dtype %s, random weights. Peers: PyTorch on one H200 (issue 6).\n",
+              gpu.c_str(), absl::GetFlag(FLAGS_dtype).c_str());
+  std::printf("%-34s %14s %14s %14s %14s\n", "", "hgeval HGRN2", "fla HGRN2", "hgeval LLaMA",
+              "HF LLaMA");
+  auto row = [&](const char* name, const char* key, const char* fmt) {
+    std::printf("%-34s", name);
+    for (const char* fam : {"hgrn2", "llama"}) {
+      char a[32] = "-", b[32] = "-";
+      if (report["models"].contains(fam) && report["models"][fam].contains(key)) {
+        std::snprintf(a, sizeof(a), fmt, report["models"][fam][key].get<double>());
+      }
+      std::snprintf(b, sizeof(b), fmt, report["peers_h200_pytorch"][fam][key].get<double>());
+      std::printf(" %14s %14s", a, b);
+    }
+    std::printf("\n");
+  };
+  row("scoring 8x2048 (tok/s)", "score_8x2048_tok_s", "%.0f");
+  row("scoring 32x512 (tok/s)", "score_32x512_tok_s", "%.0f");
+  row("prefill 16K (ms)", "prefill_16k_ms", "%.1f");
+  row("prefill 16K peak (GiB)", "prefill_16k_peak_gib", "%.2f");
+  row("prefill 64K (ms)", "prefill_64k_ms", "%.1f");
+  row("prefill 64K peak (GiB)", "prefill_64k_peak_gib", "%.2f");
+  row("greedy decode b1 (tok/s)", "decode_b1_tok_s", "%.0f");
+  row("greedy decode b32 (tok/s)", "decode_b32_tok_s", "%.0f");
+  std::printf("JSON: %s\n", out.c_str());
+  return 0;
+}

@@ -1,0 +1,127 @@
+// Device basics for the CUDA backend: error conversion, a caching pool of plain
+// cudaMalloc blocks, owned buffers, and a per-model context (device, stream, cuBLAS).
+#ifndef HGEVAL_ENGINE_CUDA_DEVICE_H_
+#define HGEVAL_ENGINE_CUDA_DEVICE_H_
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace hgeval::cuda {
+
+absl::Status CudaStatus(cudaError_t err, const char* what);
+absl::Status CublasStatus(cublasStatus_t st, const char* what);
+
+#define HG_CUDA_RETURN(expr)                                                    \
+  do {                                                                          \
+    const cudaError_t hg_cuda_err_ = (expr);                                    \
+    if (hg_cuda_err_ != cudaSuccess) return ::hgeval::cuda::CudaStatus(hg_cuda_err_, #expr); \
+  } while (0)
+
+#define HG_CUBLAS_RETURN(expr)                                                  \
+  do {                                                                          \
+    const cublasStatus_t hg_cublas_st_ = (expr);                                \
+    if (hg_cublas_st_ != CUBLAS_STATUS_SUCCESS)                                 \
+      return ::hgeval::cuda::CublasStatus(hg_cublas_st_, #expr);                \
+  } while (0)
+
+// Caches freed blocks by rounded size, so states and scratch are recycled without
+// cudaMalloc/cudaFree on the hot path. Thread-safe. Tracks bytes held and the peak.
+class DevicePool {
+ public:
+  explicit DevicePool(int device) : device_(device) {}
+  ~DevicePool();
+  DevicePool(const DevicePool&) = delete;
+  DevicePool& operator=(const DevicePool&) = delete;
+
+  absl::StatusOr<void*> Allocate(size_t bytes);
+  void Free(void* ptr);
+  // Returns cached blocks to the driver.
+  void Trim();
+  size_t bytes_in_use() const;
+  size_t peak_bytes_in_use() const;
+  void ResetPeak();
+
+ private:
+  static size_t RoundSize(size_t bytes);
+  int device_;
+  mutable std::mutex mu_;
+  std::multimap<size_t, void*> free_;  // rounded size -> block
+  std::map<void*, size_t> live_;
+  size_t in_use_ = 0;
+  size_t peak_ = 0;
+};
+
+// An owned allocation from a pool (or empty).
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  ~DeviceBuffer() { Reset(); }
+  DeviceBuffer(DeviceBuffer&& other) noexcept { *this = std::move(other); }
+  DeviceBuffer& operator=(DeviceBuffer&& other) noexcept;
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+
+  static absl::StatusOr<DeviceBuffer> Make(DevicePool* pool, size_t bytes);
+  void Reset();
+  void* get() const { return ptr_; }
+  template <typename T>
+  T* as() const {
+    return static_cast<T*>(ptr_);
+  }
+  size_t size() const { return bytes_; }
+
+ private:
+  DevicePool* pool_ = nullptr;
+  void* ptr_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+// Sets the calling thread's device for the scope.
+class DeviceGuard {
+ public:
+  explicit DeviceGuard(int device);
+  ~DeviceGuard();
+
+ private:
+  int previous_ = 0;
+};
+
+// Number of visible CUDA devices; 0 (not an error) without a driver or GPU.
+int VisibleDeviceCount();
+
+// Per-model device context: one stream, one cuBLAS handle bound to it with a fixed
+// workspace (so cuBLAS calls can be captured into graphs), and the pool.
+class DeviceContext {
+ public:
+  static absl::StatusOr<std::unique_ptr<DeviceContext>> Create(int device);
+  ~DeviceContext();
+  int device() const { return device_; }
+  cudaStream_t stream() const { return stream_; }
+  cublasHandle_t cublas() const { return cublas_; }
+  DevicePool* pool() { return pool_.get(); }
+  std::string name() const { return name_; }
+
+ private:
+  DeviceContext() = default;
+  int device_ = 0;
+  cudaStream_t stream_ = nullptr;
+  cublasHandle_t cublas_ = nullptr;
+  std::unique_ptr<DevicePool> pool_;
+  DeviceBuffer workspace_;
+  std::string name_;
+};
+
+}  // namespace hgeval::cuda
+
+#endif  // HGEVAL_ENGINE_CUDA_DEVICE_H_

@@ -1,0 +1,159 @@
+// Host-side launchers for the CUDA backend's kernels (implemented in kernels_*.cu).
+// Activations are fp32 or bf16 (`Act`); recurrent states and accumulations are always
+// fp32. Every launcher enqueues on `stream` and returns the launch error, if any.
+//
+// Row conventions: a "rows" buffer holds `num_seqs * seq_len` rows; row r belongs to
+// sequence r / seq_len. The sequence path passes one sequence of T rows; the decode path
+// passes many sequences of one row each. Per-sequence state lives at
+// `state_ptrs[seq] + layer_offset` (floats); a null pointer marks a padding row, which
+// kernels skip.
+#ifndef HGEVAL_ENGINE_CUDA_KERNELS_H_
+#define HGEVAL_ENGINE_CUDA_KERNELS_H_
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+namespace hgeval::cuda {
+
+enum class Act { kF32, kBF16 };
+
+inline size_t ActSize(Act act) { return act == Act::kF32 ? 4 : 2; }
+
+// ---- kernels_common.cu -----------------------------------------------------------
+
+// h[r, :] = float(table[ids[r], :]).
+cudaError_t EmbedRows(const void* table, Act table_act, const int32_t* ids, int rows, int dim,
+                      float* h, cudaStream_t stream);
+
+// If delta: h += delta (fp32). Then out = RMSNorm(h) * w, fp32 maths, stored as out_act.
+cudaError_t AddRmsNorm(float* h, const float* delta, const float* w, float eps, int rows,
+                       int dim, void* out, Act out_act, cudaStream_t stream);
+
+// Per row and per group of `group` channels: y = RMSNorm(x) * w[c % group]
+// (* swish(gate) when gate != null); fp32 maths, stored as out_act.
+cudaError_t RmsNormGated(const float* x, int64_t x_ld, const float* gate, int64_t gate_ld,
+                         const float* w, float eps, int rows, int width, int group, void* out,
+                         Act out_act, int64_t out_ld, cudaStream_t stream);
+
+// out[r, c] = silu(gu[r, c]) * gu[r, inter + c]; gu is [rows, 2*inter] of `act`.
+cudaError_t SwiGlu(const void* gu, int rows, int inter, void* out, Act act, cudaStream_t stream);
+
+// x[r, c] += bias[c] on an fp32 [rows, width] buffer with leading dimension ld.
+cudaError_t AddBias(float* x, int64_t ld, const float* bias, int rows, int width,
+                    cudaStream_t stream);
+
+// dst[i, :] = src[idx[i], :], `act` elements of width dim.
+cudaError_t GatherRows(const void* src, const int32_t* idx, int n, int dim, void* dst, Act act,
+                       cudaStream_t stream);
+
+// Per row: lse = logsumexp(logits[r]); logprob[r] = logits[r][target[r]] - lse (0 if
+// target < 0); argmax[r] = the lowest index of the maximum. When `normalize`, logits[r]
+// is overwritten with log_softmax. Deterministic per row.
+cudaError_t LogSoftmaxGather(float* logits, int rows, int vocab, const int32_t* targets,
+                             float* logprob, int32_t* argmax, bool normalize,
+                             cudaStream_t stream);
+
+// ---- kernels_gates.cu -------------------------------------------------------------
+
+// HGRN2 gates from the fused projection qfi [rows, 3*D] (fp32: q | f | i):
+// q = swish(q); k = (1-lb)*sigmoid(-f); g = log(lb + (1-lb)*sigmoid(f)) (lb = 0 when
+// lower_bound is null); v = i. Outputs are fp32 [rows, D].
+cudaError_t Hgrn2Gates(const float* qfi, int rows, int dim, const float* lower_bound, float* q,
+                       float* k, float* g, float* v, cudaStream_t stream);
+
+// GLA gates. proj [rows, proj_ld] fp32 holds q (Dk) | k (Dk/G) | v (Dv/G) | out gate (Dv)
+// at the given column offsets; gk [rows, Dk/G] fp32 is gk_proj's output (bias included).
+// Writes q, k, g ([rows, H, dk]) and v ([rows, H, dv]), repeating kv heads for GQA, with
+// g = logsigmoid(gk) / normalizer, clamped below at clamp_min when has_clamp.
+cudaError_t GlaGates(const float* proj, int64_t proj_ld, int64_t k_off, int64_t v_off,
+                     const float* gk, int rows, int heads, int kv_heads, int dk, int dv,
+                     float normalizer, bool has_clamp, float clamp_min, float* q, float* k,
+                     float* g, float* v, cudaStream_t stream);
+
+// HGRN1 gates from ifg [rows, 3*E] fp32 (i | f | g): f' = logsigmoid(f), or
+// log(lb + (1-lb) sigmoid(f)) when lower_bound; i' = silu(i) * (1 - exp(f')).
+// Writes i' and f' into the i and f slots in place.
+cudaError_t HgrnGates(float* ifg, int rows, int width, const float* lower_bound,
+                      cudaStream_t stream);
+
+// ---- kernels_scan.cu --------------------------------------------------------------
+
+// Chunk size of the chunkwise GLA form.
+constexpr int kGlaChunk = 64;
+
+// In place: g (fp32 [T, H, K]) becomes its inclusive cumulative sum inside each chunk of
+// kGlaChunk tokens.
+cudaError_t ChunkLocalCumsum(float* g, int tokens, int heads, int dk, cudaStream_t stream);
+
+// Chunk states of one sequence. state [H, K, V] fp32 is the state before token 0 and
+// receives the state after the last token. chunk_states [ceil(T/C), H, K, V] receives the
+// state before each chunk. G is the chunk-local cumsum of the log decay.
+cudaError_t ChunkGlaStates(const float* k, const float* G, const float* v, int tokens,
+                           int heads, int dk, int dv, float* state, float* chunk_states,
+                           cudaStream_t stream);
+
+// o [T, H, V] fp32 = scale * (inter-chunk term from chunk_states + intra-chunk term).
+cudaError_t ChunkGlaOutput(const float* q, const float* k, const float* G, const float* v,
+                           const float* chunk_states, int tokens, int heads, int dk, int dv,
+                           float scale, float* o, cudaStream_t stream);
+
+// One recurrent step per row (decode): S = diag(exp g) S + k v^T; o = scale S^T q.
+// Row r uses state_ptrs[r] + layer_offset ([H, K, V]); null rows are skipped.
+cudaError_t RecurrentGlaStep(const float* q, const float* k, const float* g, const float* v,
+                             int rows, int heads, int dk, int dv, float scale,
+                             float* const* state_ptrs, int64_t layer_offset, float* o,
+                             cudaStream_t stream);
+
+// HGRN1 scan: h_t = exp(f_t) h_{t-1} + i_t; o_t = h_t. ifg as left by HgrnGates
+// ([rows, 3E]); state [E] per sequence; o fp32 [rows, E].
+cudaError_t HgrnScan(const float* ifg, int num_seqs, int seq_len, int width,
+                     float* const* state_ptrs, int64_t layer_offset, float* o,
+                     cudaStream_t stream);
+
+// Mamba causal depthwise conv + bias + silu over the x half of xz ([rows, 2E] fp32).
+// The conv state per sequence holds the previous (Kc-1) inputs of each channel:
+// [E, Kc-1] at state_ptrs[seq] + layer_offset. out: [rows, E] of `act`.
+cudaError_t MambaConv(const float* xz, int num_seqs, int seq_len, int inner, int kconv,
+                      const float* conv_w, const float* conv_b, float* const* state_ptrs,
+                      int64_t layer_offset, void* out, Act act, cudaStream_t stream);
+
+// Mamba selective scan. x [rows, E] (fp32), dt_raw [rows, E] fp32 (dt_proj without
+// bias), xdbc [rows, xdbc_ld] (fp32) holding B at column bc_off and C at bc_off + N,
+// z = xz[:, E:2E] (fp32). State [E, N] at state_ptrs[seq] + layer_offset. y: [rows, E].
+cudaError_t MambaScan(const float* x, const float* dt_raw, const float* dt_bias, const float* xdbc,
+                      int64_t xdbc_ld, int bc_off, const float* xz, const float* a_neg,
+                      const float* d_skip, int num_seqs, int seq_len, int inner, int nstate,
+                      float* const* state_ptrs, int64_t layer_offset, void* y, Act act,
+                      cudaStream_t stream);
+
+// ---- kernels_attention.cu -----------------------------------------------------------
+
+// RoPE (rotate_half) in place on the q and k heads of qkv [rows, (H + 2*Hkv) * hd]
+// (`act`), using positions[r]; angles in double, rotation in fp32.
+cudaError_t ApplyRope(void* qkv, Act act, int rows, int heads, int kv_heads, int head_dim,
+                      const int64_t* positions, double theta, cudaStream_t stream);
+
+// Writes the k and v heads of qkv rows into the per-sequence KV caches. Cache of sequence
+// s: cache_ptrs[s], layout [L][2][cap[s]][Hkv][hd] of `act`; row r goes to position
+// positions[r] of layer `layer`.
+cudaError_t KvWrite(const void* qkv, Act act, int num_seqs, int seq_len, int heads,
+                    int kv_heads, int head_dim, void* const* cache_ptrs, const int64_t* caps,
+                    const int64_t* positions, int layer, cudaStream_t stream);
+
+// Causal softmax over score tiles: scores [nh, tq, tk] fp32 (already scaled), query i of
+// the tile sits at position q_pos0 + i, key j at position j. Writes probabilities of
+// `act` to probs [nh, tq, tk] (masked entries 0).
+cudaError_t CausalSoftmax(const float* scores, int nh, int tq, int tk, int64_t q_pos0,
+                          void* probs, Act act, cudaStream_t stream);
+
+// Decode attention: one query row per sequence (row r = sequence r) at positions[r],
+// attending to cache positions [0, positions[r]]. q from qkv; o [rows, H*hd] of `act`.
+cudaError_t DecodeAttention(const void* qkv, Act act, int rows, int heads, int kv_heads,
+                            int head_dim, void* const* cache_ptrs, const int64_t* caps,
+                            const int64_t* positions, int layer, float scale, void* o,
+                            cudaStream_t stream);
+
+}  // namespace hgeval::cuda
+
+#endif  // HGEVAL_ENGINE_CUDA_KERNELS_H_

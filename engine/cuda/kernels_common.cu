@@ -1,0 +1,295 @@
+// Row-wise kernels: embedding, norms, SwiGLU, gate maths, log-softmax-and-gather.
+#include "engine/cuda/kernel_util.cuh"
+
+namespace hgeval::cuda {
+namespace {
+
+template <typename T>
+__global__ void EmbedKernel(const T* table, const int32_t* ids, int dim, float* h) {
+  const int r = blockIdx.x;
+  const T* src = table + static_cast<int64_t>(ids[r]) * dim;
+  float* dst = h + static_cast<int64_t>(r) * dim;
+  for (int c = threadIdx.x; c < dim; c += blockDim.x) dst[c] = ToF(src[c]);
+}
+
+template <typename T>
+__global__ void AddRmsNormKernel(float* h, const float* delta, const float* w, float eps,
+                                 int dim, T* out) {
+  __shared__ float scratch[32];
+  const int64_t base = static_cast<int64_t>(blockIdx.x) * dim;
+  float ss = 0.0f;
+  for (int c = threadIdx.x; c < dim; c += blockDim.x) {
+    float v = h[base + c];
+    if (delta) {
+      v += delta[base + c];
+      h[base + c] = v;
+    }
+    ss += v * v;
+  }
+  const float rstd = rsqrtf(BlockSum(ss, scratch) / dim + eps);
+  for (int c = threadIdx.x; c < dim; c += blockDim.x) {
+    out[base + c] = FromF<T>(h[base + c] * rstd * w[c]);
+  }
+}
+
+// Grid (rows, groups).
+template <typename T>
+__global__ void RmsNormGatedKernel(const float* x, int64_t x_ld, const float* gate,
+                                   int64_t gate_ld, const float* w, float eps, int group,
+                                   T* out, int64_t out_ld) {
+  __shared__ float scratch[32];
+  const int r = blockIdx.x;
+  const int c0 = blockIdx.y * group;
+  const float* xr = x + r * x_ld + c0;
+  float ss = 0.0f;
+  for (int c = threadIdx.x; c < group; c += blockDim.x) ss += xr[c] * xr[c];
+  const float rstd = rsqrtf(BlockSum(ss, scratch) / group + eps);
+  for (int c = threadIdx.x; c < group; c += blockDim.x) {
+    float y = xr[c] * rstd * w[c];
+    if (gate) y *= Silu(gate[r * gate_ld + c0 + c]);
+    out[r * out_ld + c0 + c] = FromF<T>(y);
+  }
+}
+
+template <typename T>
+__global__ void SwiGluKernel(const T* gu, int64_t total, int inter, T* out) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t r = i / inter, c = i % inter;
+    const float g = ToF(gu[r * 2 * inter + c]);
+    const float u = ToF(gu[r * 2 * inter + inter + c]);
+    out[i] = FromF<T>(Silu(g) * u);
+  }
+}
+
+__global__ void AddBiasKernel(float* x, int64_t ld, const float* bias, int width) {
+  float* row = x + blockIdx.x * ld;
+  for (int c = threadIdx.x; c < width; c += blockDim.x) row[c] += bias[c];
+}
+
+template <typename T>
+__global__ void GatherRowsKernel(const T* src, const int32_t* idx, int dim, T* dst) {
+  const T* s = src + static_cast<int64_t>(idx[blockIdx.x]) * dim;
+  T* d = dst + static_cast<int64_t>(blockIdx.x) * dim;
+  for (int c = threadIdx.x; c < dim; c += blockDim.x) d[c] = s[c];
+}
+
+constexpr int kSoftmaxThreads = 512;
+
+__global__ void LogSoftmaxGatherKernel(float* logits, int vocab, const int32_t* targets,
+                                       float* logprob, int32_t* argmax, bool normalize) {
+  __shared__ float scratch[32];
+  __shared__ float best_val[kSoftmaxThreads / 32];
+  __shared__ int best_idx[kSoftmaxThreads / 32];
+  float* row = logits + static_cast<int64_t>(blockIdx.x) * vocab;
+  // Max with the lowest index on ties.
+  float bv = -INFINITY;
+  int bi = 0x7fffffff;
+  for (int c = threadIdx.x; c < vocab; c += blockDim.x) {
+    const float v = row[c];
+    if (v > bv) {  // strided ascending: the first max seen per thread has the lowest index
+      bv = v;
+      bi = c;
+    }
+  }
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) {
+    const float ov = __shfl_xor_sync(0xffffffffu, bv, o);
+    const int oi = __shfl_xor_sync(0xffffffffu, bi, o);
+    if (ov > bv || (ov == bv && oi < bi)) {
+      bv = ov;
+      bi = oi;
+    }
+  }
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  if (lane == 0) {
+    best_val[warp] = bv;
+    best_idx[warp] = bi;
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    for (int w = 1; w < static_cast<int>(blockDim.x >> 5); ++w) {
+      if (best_val[w] > best_val[0] || (best_val[w] == best_val[0] && best_idx[w] < best_idx[0])) {
+        best_val[0] = best_val[w];
+        best_idx[0] = best_idx[w];
+      }
+    }
+  }
+  __syncthreads();
+  const float mx = best_val[0];
+  float s = 0.0f;
+  for (int c = threadIdx.x; c < vocab; c += blockDim.x) s += expf(row[c] - mx);
+  const float lse = mx + logf(BlockSum(s, scratch));
+  const int target = targets ? targets[blockIdx.x] : -1;
+  if (threadIdx.x == 0) {
+    logprob[blockIdx.x] = target >= 0 && target < vocab ? row[target] - lse : 0.0f;
+    argmax[blockIdx.x] = best_idx[0];
+  }
+  if (normalize) {
+    __syncthreads();
+    for (int c = threadIdx.x; c < vocab; c += blockDim.x) row[c] -= lse;
+  }
+}
+
+// ---- gates ----
+
+__global__ void Hgrn2GatesKernel(const float* qfi, int64_t total, int dim,
+                                 const float* lower_bound, float* q, float* k, float* g,
+                                 float* v) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t r = i / dim, c = i % dim;
+    const float* row = qfi + r * 3 * dim;
+    const float qv = row[c], f = row[dim + c];
+    q[i] = Silu(qv);
+    if (lower_bound) {
+      const float lb = lower_bound[c];
+      k[i] = (1.0f - lb) * Sigmoid(-f);
+      g[i] = logf(lb + (1.0f - lb) * Sigmoid(f));
+    } else {
+      k[i] = Sigmoid(-f);
+      g[i] = LogSigmoid(f);
+    }
+    v[i] = row[2 * dim + c];
+  }
+}
+
+// One thread per (row, head, channel up to max(dk, dv)).
+__global__ void GlaGatesKernel(const float* proj, int64_t proj_ld, int64_t k_off, int64_t v_off,
+                               const float* gk, int heads, int kv_heads, int dk, int dv,
+                               float normalizer, bool has_clamp, float clamp_min, float* q,
+                               float* k, float* g, float* v) {
+  const int r = blockIdx.x, h = blockIdx.y;
+  const int group = heads / kv_heads;
+  const int hk = h / group;
+  const float* row = proj + static_cast<int64_t>(r) * proj_ld;
+  const int64_t kdim_kv = static_cast<int64_t>(kv_heads) * dk;
+  for (int c = threadIdx.x; c < dk; c += blockDim.x) {
+    const int64_t o = (static_cast<int64_t>(r) * heads + h) * dk + c;
+    q[o] = row[static_cast<int64_t>(h) * dk + c];
+    k[o] = row[k_off + static_cast<int64_t>(hk) * dk + c];
+    float gv = LogSigmoid(gk[static_cast<int64_t>(r) * kdim_kv + hk * dk + c]) / normalizer;
+    if (has_clamp) gv = fmaxf(gv, clamp_min);
+    g[o] = gv;
+  }
+  for (int c = threadIdx.x; c < dv; c += blockDim.x) {
+    v[(static_cast<int64_t>(r) * heads + h) * dv + c] =
+        row[v_off + static_cast<int64_t>(hk) * dv + c];
+  }
+}
+
+__global__ void HgrnGatesKernel(float* ifg, int64_t total, int width, const float* lower_bound) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t r = i / width, c = i % width;
+    float* row = ifg + r * 3 * width;
+    const float f = row[width + c];
+    float logf_gate, one_minus;
+    if (lower_bound) {
+      const float lb = lower_bound[c];
+      logf_gate = logf(lb + (1.0f - lb) * Sigmoid(f));
+      one_minus = (1.0f - lb) * Sigmoid(-f);
+    } else {
+      logf_gate = LogSigmoid(f);
+      one_minus = Sigmoid(-f);
+    }
+    row[c] = Silu(row[c]) * one_minus;
+    row[width + c] = logf_gate;
+  }
+}
+
+int GridFor(int64_t total, int threads) {
+  const int64_t blocks = (total + threads - 1) / threads;
+  return static_cast<int>(blocks < 65535 * 8 ? (blocks > 0 ? blocks : 1) : 65535 * 8);
+}
+
+}  // namespace
+
+cudaError_t EmbedRows(const void* table, Act table_act, const int32_t* ids, int rows, int dim,
+                      float* h, cudaStream_t stream) {
+  if (rows == 0) return cudaSuccess;
+  HG_DISPATCH_ACT(table_act, EmbedKernel<T><<<rows, 256, 0, stream>>>(
+                                 static_cast<const T*>(table), ids, dim, h));
+  return cudaGetLastError();
+}
+
+cudaError_t AddRmsNorm(float* h, const float* delta, const float* w, float eps, int rows,
+                       int dim, void* out, Act out_act, cudaStream_t stream) {
+  if (rows == 0) return cudaSuccess;
+  HG_DISPATCH_ACT(out_act, AddRmsNormKernel<T><<<rows, 256, 0, stream>>>(
+                               h, delta, w, eps, dim, static_cast<T*>(out)));
+  return cudaGetLastError();
+}
+
+cudaError_t RmsNormGated(const float* x, int64_t x_ld, const float* gate, int64_t gate_ld,
+                         const float* w, float eps, int rows, int width, int group, void* out,
+                         Act out_act, int64_t out_ld, cudaStream_t stream) {
+  if (rows == 0) return cudaSuccess;
+  dim3 grid(rows, width / group);
+  HG_DISPATCH_ACT(out_act, RmsNormGatedKernel<T><<<grid, 256, 0, stream>>>(
+                               x, x_ld, gate, gate_ld, w, eps, group, static_cast<T*>(out),
+                               out_ld));
+  return cudaGetLastError();
+}
+
+cudaError_t SwiGlu(const void* gu, int rows, int inter, void* out, Act act, cudaStream_t stream) {
+  const int64_t total = static_cast<int64_t>(rows) * inter;
+  if (total == 0) return cudaSuccess;
+  HG_DISPATCH_ACT(act, SwiGluKernel<T><<<GridFor(total, 256), 256, 0, stream>>>(
+                           static_cast<const T*>(gu), total, inter, static_cast<T*>(out)));
+  return cudaGetLastError();
+}
+
+cudaError_t AddBias(float* x, int64_t ld, const float* bias, int rows, int width,
+                    cudaStream_t stream) {
+  if (rows == 0) return cudaSuccess;
+  AddBiasKernel<<<rows, 256, 0, stream>>>(x, ld, bias, width);
+  return cudaGetLastError();
+}
+
+cudaError_t GatherRows(const void* src, const int32_t* idx, int n, int dim, void* dst, Act act,
+                       cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  HG_DISPATCH_ACT(act, GatherRowsKernel<T><<<n, 256, 0, stream>>>(
+                           static_cast<const T*>(src), idx, dim, static_cast<T*>(dst)));
+  return cudaGetLastError();
+}
+
+cudaError_t LogSoftmaxGather(float* logits, int rows, int vocab, const int32_t* targets,
+                             float* logprob, int32_t* argmax, bool normalize,
+                             cudaStream_t stream) {
+  if (rows == 0) return cudaSuccess;
+  LogSoftmaxGatherKernel<<<rows, kSoftmaxThreads, 0, stream>>>(logits, vocab, targets, logprob,
+                                                                argmax, normalize);
+  return cudaGetLastError();
+}
+
+cudaError_t Hgrn2Gates(const float* qfi, int rows, int dim, const float* lower_bound, float* q,
+                       float* k, float* g, float* v, cudaStream_t stream) {
+  const int64_t total = static_cast<int64_t>(rows) * dim;
+  if (total == 0) return cudaSuccess;
+  Hgrn2GatesKernel<<<GridFor(total, 256), 256, 0, stream>>>(qfi, total, dim, lower_bound, q, k,
+                                                             g, v);
+  return cudaGetLastError();
+}
+
+cudaError_t GlaGates(const float* proj, int64_t proj_ld, int64_t k_off, int64_t v_off,
+                     const float* gk, int rows, int heads, int kv_heads, int dk, int dv,
+                     float normalizer, bool has_clamp, float clamp_min, float* q, float* k,
+                     float* g, float* v, cudaStream_t stream) {
+  if (rows == 0) return cudaSuccess;
+  dim3 grid(rows, heads);
+  GlaGatesKernel<<<grid, 128, 0, stream>>>(proj, proj_ld, k_off, v_off, gk, heads, kv_heads, dk,
+                                           dv, normalizer, has_clamp, clamp_min, q, k, g, v);
+  return cudaGetLastError();
+}
+
+cudaError_t HgrnGates(float* ifg, int rows, int width, const float* lower_bound,
+                      cudaStream_t stream) {
+  const int64_t total = static_cast<int64_t>(rows) * width;
+  if (total == 0) return cudaSuccess;
+  HgrnGatesKernel<<<GridFor(total, 256), 256, 0, stream>>>(ifg, total, width, lower_bound);
+  return cudaGetLastError();
+}
+
+}  // namespace hgeval::cuda
