@@ -186,7 +186,8 @@ absl::StatusOr<v1::GenerateResponse> Client::Generate(
   grpc::ClientContext own;
   if (context == nullptr) context = &own;
   Prepare(*context);
-  auto reader = servers_[0].models->Generate(context, request);
+  const size_t server = next_server_++ % servers_.size();
+  auto reader = servers_[server].models->Generate(context, request);
   v1::GenerateResponse chunk, whole;
   while (reader->Read(&chunk)) {
     if (on_chunk) on_chunk(chunk);

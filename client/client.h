@@ -4,6 +4,7 @@
 #ifndef HGEVAL_CLIENT_CLIENT_H_
 #define HGEVAL_CLIENT_CLIENT_H_
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -55,7 +56,7 @@ class Client {
       const hgeval::v1::LoglikelihoodRequest& request);
   absl::StatusOr<hgeval::v1::LoglikelihoodRollingResponse> LoglikelihoodRolling(
       const hgeval::v1::LoglikelihoodRollingRequest& request);
-  // Streams the generation; `on_chunk` sees every message. Returns the concatenated
+  // Streams the generation (servers taken in turn); `on_chunk` sees every message. Returns the concatenated
   // result (text and token ids of all messages, finish fields of the last). `context`
   // may be given to cancel from another thread.
   absl::StatusOr<hgeval::v1::GenerateResponse> Generate(
@@ -93,6 +94,7 @@ class Client {
 
   ClientOptions options_;
   std::vector<Server> servers_;
+  std::atomic<size_t> next_server_{0};  // round-robin for Generate
 };
 
 bool IsFinal(hgeval::v1::JobState state);

@@ -15,7 +15,9 @@
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "client/client.h"
+#include "client/remote_language_model.h"
 #include "client/results_table.h"
+#include "tasks/evaluator.h"
 #include "google/protobuf/util/json_util.h"
 #include "nlohmann/json.hpp"
 
@@ -54,6 +56,10 @@ ABSL_FLAG(int, num_fewshot, 0, "run: few-shot examples.");
 ABSL_FLAG(bool, progress, true, "run/watch: progress bar with ETA on stderr.");
 ABSL_FLAG(double, reconnect_for, 600,
           "run/watch: keep re-watching a job this many seconds after the connection drops.");
+ABSL_FLAG(bool, local, false,
+          "run: evaluate the tasks in this client, sharding model requests over every "
+          "--server (the default when several servers are given; one server: a server job).");
+ABSL_FLAG(std::string, data_dir, "data", "run --local: the task datasets (the repository's data/).");
 ABSL_FLAG(double, wait, 0, "health: wait up to this many seconds for SERVING.");
 
 namespace hgeval::client {
@@ -284,7 +290,52 @@ int PrintFinalJob(const v1::Job& job) {
   return 0;
 }
 
+// Tasks evaluated here, model requests sharded over all servers.
+int RunLocal(Client& client) {
+  RemoteLanguageModelOptions lm_options;
+  lm_options.model = absl::GetFlag(FLAGS_model);
+  lm_options.bos_mode = Bos();
+  lm_options.max_length = absl::GetFlag(FLAGS_max_length);
+  absl::StatusOr<std::unique_ptr<RemoteLanguageModel>> lm =
+      RemoteLanguageModel::Create(&client, lm_options);
+  if (!lm.ok()) return Fail(lm.status());
+  tasks::EvaluatorOptions options;
+  options.limit = absl::GetFlag(FLAGS_limit);
+  options.data_dir = absl::GetFlag(FLAGS_data_dir);
+  options.log_samples = absl::GetFlag(FLAGS_log_samples);
+  const absl::Time start = absl::Now();
+  const bool progress = absl::GetFlag(FLAGS_progress);
+  options.progress = [&](const std::string& task, int64_t done, int64_t total) {
+    if (!progress) return;
+    v1::Job view;
+    view.set_requests_done(done);
+    view.set_requests_total(total);
+    view.set_current_task(task);
+    std::fprintf(stderr, "\r%s\033[K",
+                 FormatProgress(view, absl::ToDoubleSeconds(absl::Now() - start)).c_str());
+  };
+  std::fprintf(stderr, "evaluating in the client, sharding over %zu server(s)\n",
+               client.num_servers());
+  absl::StatusOr<tasks::EvaluationReport> report =
+      tasks::RunTasks(**lm, absl::GetFlag(FLAGS_tasks), options);
+  if (progress) std::fprintf(stderr, "\n");
+  if (!report.ok()) return Fail(report.status());
+  try {
+    nlohmann::json results = tasks::ResultsJson(*report);
+    if (!absl::GetFlag(FLAGS_output).empty()) {
+      std::ofstream out(absl::GetFlag(FLAGS_output));
+      out << results.dump(2) << "\n";
+      std::fprintf(stderr, "results written to %s\n", absl::GetFlag(FLAGS_output).c_str());
+    }
+    std::printf("%s", tasks::ResultsTable(results).c_str());
+  } catch (const nlohmann::json::exception& e) {
+    return Fail(absl::InternalError(e.what()));
+  }
+  return 0;
+}
+
 int Run(Client& client) {
+  if (client.num_servers() > 1 || absl::GetFlag(FLAGS_local)) return RunLocal(client);
   v1::SubmitJobRequest request;
   request.set_model(absl::GetFlag(FLAGS_model));
   for (const std::string& t : absl::GetFlag(FLAGS_tasks)) request.add_tasks(t);

@@ -68,6 +68,18 @@ std::string ResolveRelative(const fs::path& base, const std::string& p) {
 
 }  // namespace
 
+int64_t LmEvalMaxLength(const LoadedModel& model, int64_t requested) {
+  int64_t max_length = 2048;
+  if (requested > 0) {
+    max_length = requested;
+  } else if (model.model->config().max_position_embeddings > 0) {
+    max_length = model.model->config().max_position_embeddings;
+  } else if (model.info.max_context > 0) {
+    max_length = model.info.max_context;
+  }
+  return std::min(max_length, model.max_sequence_tokens);
+}
+
 bool IsValidModelName(const std::string& name) {
   if (name.empty() || name.size() > 128 || name == "." || name == "..") return false;
   if (absl::StrContains(name, "..")) return false;

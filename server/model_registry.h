@@ -55,6 +55,10 @@ struct LoadedModel {
   std::unique_ptr<ModelScheduler> scheduler;
 };
 
+// lm-eval's max_length: `requested` if > 0, else config max_position_embeddings, else the
+// model's own context limit, else 2048; capped at the model's max_sequence_tokens.
+int64_t LmEvalMaxLength(const LoadedModel& model, int64_t requested);
+
 // Parses the JSON config: {"models": [{"name", "path", "tokenizer"?, "device"?,
 // "dtype"?}], "roots": [...], "default_tokenizer"?: ...}. Relative paths are relative to
 // the config file's folder.

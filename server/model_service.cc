@@ -43,6 +43,7 @@ void FillModelInfo(const LoadedModel& model, v1::ModelInfo* info) {
   info->set_tokenizer_hash(model.tokenizer_hash);
   info->set_tokenizer_kind(std::string(model.tokenizer->kind()));
   info->set_loaded(true);
+  info->set_lm_eval_max_length(LmEvalMaxLength(model, 0));
 }
 
 grpc::Status ModelServiceImpl::Admit(grpc::ServerContext* context) const {

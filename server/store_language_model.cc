@@ -12,14 +12,7 @@ namespace v1 = ::hgeval::v1;
 StoreLanguageModel::StoreLanguageModel(LoadedModel* model, Executor* executor,
                                        StoreLanguageModelOptions options)
     : model_(model), executor_(executor), options_(std::move(options)) {
-  if (options_.max_length > 0) {
-    max_length_ = options_.max_length;
-  } else if (model_->model->config().max_position_embeddings > 0) {
-    max_length_ = model_->model->config().max_position_embeddings;
-  } else if (model_->info.max_context > 0) {
-    max_length_ = model_->info.max_context;
-  }
-  max_length_ = std::min(max_length_, model_->max_sequence_tokens);
+  max_length_ = LmEvalMaxLength(*model_, options_.max_length);
 }
 
 CallControl StoreLanguageModel::Control(const tasks::CallOptions& options) const {

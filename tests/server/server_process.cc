@@ -44,11 +44,11 @@ ServerProcess::~ServerProcess() {
 }
 
 absl::Status ServerProcess::Start(const std::string& work_dir, const std::vector<std::string>& args,
-                                  absl::Duration timeout) {
+                                  absl::Duration timeout, const std::string& listen) {
   const int n = next_log++;
   const std::string port_file = absl::StrCat(work_dir, "/port-", n);
   log_path_ = absl::StrCat(work_dir, "/server-", n, ".log");
-  std::vector<std::string> argv = {ServerBinary(), "--listen=127.0.0.1:0",
+  std::vector<std::string> argv = {ServerBinary(), "--listen=" + listen,
                                    "--port_file=" + port_file};
   argv.insert(argv.end(), args.begin(), args.end());
   pid_ = fork();

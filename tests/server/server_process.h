@@ -26,8 +26,10 @@ class ServerProcess {
   // Starts hgeval-server with `args` plus --listen=127.0.0.1:0 and a port file in
   // `work_dir`; waits until the port is known (not for SERVING). Logs go to
   // work_dir/server-N.log.
+  // `listen` replaces the free-port default (e.g. to restart on the same port).
   absl::Status Start(const std::string& work_dir, const std::vector<std::string>& args,
-                     absl::Duration timeout = absl::Seconds(30));
+                     absl::Duration timeout = absl::Seconds(30),
+                     const std::string& listen = "127.0.0.1:0");
   // host:port
   const std::string& address() const { return address_; }
   pid_t pid() const { return pid_; }
