@@ -500,6 +500,35 @@ TEST(ServiceAuthTest, MissingOrWrongTokenIsUnauthenticated) {
                "missing bearer token");
 }
 
+TEST(ServiceTlsTest, ServesOverTlsWithTheGivenCertificate) {
+  const std::string dir = testing::MakeTempDir("tls-e2e");
+  std::string ignored;
+  const int rc = testing::RunCommand(
+      {"/usr/bin/openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout",
+       dir + "/key.pem", "-out", dir + "/cert.pem", "-days", "1", "-subj", "/CN=localhost",
+       "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"},
+      &ignored);
+  if (rc != 0) GTEST_SKIP() << "no openssl command to make a test certificate";
+  ServerProcess server;
+  std::vector<std::string> args = GoldenArgs(dir);
+  args.push_back("--tls_cert=" + dir + "/cert.pem");
+  args.push_back("--tls_key=" + dir + "/key.pem");
+  ASSERT_TRUE(server.Start(dir, args).ok());
+  client::ClientOptions options;
+  options.servers = {server.address()};
+  options.tls = true;
+  std::ifstream cert(dir + "/cert.pem");
+  options.tls_ca_pem.assign(std::istreambuf_iterator<char>(cert), {});
+  auto tls = *client::Client::Connect(options);
+  ASSERT_TRUE(tls->WaitServing(absl::Seconds(30)).ok());
+  auto models = tls->ListModels();
+  ASSERT_TRUE(models.ok()) << models.status();
+  EXPECT_EQ(models->models(0).name(), "hgrn2");
+  options.tls = false;
+  options.timeout = absl::Seconds(2);
+  EXPECT_FALSE((*client::Client::Connect(options))->ListModels().ok());  // plaintext refused
+}
+
 TEST(ServiceHealthTest, NotServingDuringStartAndShutdown) {
   const std::string dir = testing::MakeTempDir("health-e2e");
   ServerProcess server;
