@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "engine/cpu/llama_linear.h"
 #include "engine/cpu/ops.h"
 #include "engine/util/status_macros.h"
 
@@ -165,7 +166,8 @@ class FlaModel final : public Model {
       // Fused add+norm: the residual becomes a + h; the MLP sees its norm.
       for (size_t j = 0; j < h.size(); ++j) h[j] += a[j];
       RmsNorm(h.data(), t_len, d, block.mlp_norm.data.data(), eps, x.data());
-      GatedMlp(x.data(), t_len, block.mlp.gate, block.mlp.up, block.mlp.down, a.data());
+      RowInvariantGatedMlp(x.data(), t_len, block.mlp.gate, block.mlp.up, block.mlp.down,
+                           a.data());
       for (size_t j = 0; j < h.size(); ++j) h[j] += a[j];
     }
     RmsNorm(h.data(), t_len, d, norm_.data.data(), eps, x.data());

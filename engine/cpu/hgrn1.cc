@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "engine/cpu/cpu_models.h"
 #include "engine/cpu/fla_block.h"
+#include "engine/cpu/llama_linear.h"
 #include "engine/cpu/ops.h"
 #include "engine/util/status_macros.h"
 
@@ -62,8 +63,8 @@ class HgrnMixer final : public TokenMixer {
     const int64_t d = d_, e = e_;
     const size_t n = static_cast<size_t>(t_len * e);
     std::vector<float> i(n), f(n), g(n), o(n);
-    Linear(x, t_len, d, i_proj_, i.data());
-    Linear(x, t_len, d, f_proj_, f.data());
+    RowInvariantLinear(x, t_len, d, i_proj_, i.data());
+    RowInvariantLinear(x, t_len, d, f_proj_, f.data());
     if (!convs_.empty()) {
       convs_[0].Apply(i.data(), t_len, &state->conv[0]);
       convs_[1].Apply(f.data(), t_len, &state->conv[1]);
@@ -88,10 +89,10 @@ class HgrnMixer final : public TokenMixer {
       }
     }
     // FusedRMSNormGated over all E channels: RMSNorm(o)·w·swish(g_proj(x)), eps = norm_eps.
-    Linear(x, t_len, d, g_proj_, g.data());
+    RowInvariantLinear(x, t_len, d, g_proj_, g.data());
     RmsNorm(o.data(), t_len, e, g_norm_.data.data(), eps_, o.data());
     for (size_t j = 0; j < n; ++j) o[j] *= Silu(g[j]);
-    Linear(o.data(), t_len, e, o_proj_, out);
+    RowInvariantLinear(o.data(), t_len, e, o_proj_, out);
   }
 
  private:

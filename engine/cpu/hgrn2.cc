@@ -10,6 +10,7 @@
 #include "engine/cpu/cpu_models.h"
 #include "engine/cpu/fla_block.h"
 #include "engine/cpu/linear_attention.h"
+#include "engine/cpu/llama_linear.h"
 #include "engine/cpu/ops.h"
 #include "engine/util/status_macros.h"
 
@@ -71,9 +72,9 @@ class Hgrn2Mixer final : public TokenMixer {
     const int64_t d = d_;
     const size_t n = static_cast<size_t>(t_len * d);
     std::vector<float> q(n), f(n), i(n), o(n);
-    Linear(x, t_len, d, q_proj_, q.data());
-    Linear(x, t_len, d, f_proj_, f.data());
-    Linear(x, t_len, d, i_proj_, i.data());
+    RowInvariantLinear(x, t_len, d, q_proj_, q.data());
+    RowInvariantLinear(x, t_len, d, f_proj_, f.data());
+    RowInvariantLinear(x, t_len, d, i_proj_, i.data());
     if (!convs_.empty()) {
       convs_[0].Apply(q.data(), t_len, &state->conv[0]);
       convs_[1].Apply(f.data(), t_len, &state->conv[1]);
@@ -101,7 +102,7 @@ class Hgrn2Mixer final : public TokenMixer {
                          state->recurrent.data(), o.data());
     // g_norm: ONE RMSNorm over all D channels (not per head), then o_proj.
     RmsNorm(o.data(), t_len, d, g_norm_.data.data(), kGNormEps, o.data());
-    Linear(o.data(), t_len, d, o_proj_, out);
+    RowInvariantLinear(o.data(), t_len, d, o_proj_, out);
   }
 
  private:
