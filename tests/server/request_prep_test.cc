@@ -88,7 +88,6 @@ TEST_F(PreparePairTest, TrailingSpaceMovesToTheContinuationAndEncodingIsJoint) {
   std::vector<int32_t> whole = *tokenizer_->Encode("Once upon a time", false);
   std::vector<int32_t> tail(whole.begin() + p->context.size(), whole.end());
   EXPECT_EQ(p->continuation, tail);
-  EXPECT_NE(p->continuation, *tokenizer_->Encode("time", false));  // the space moved along
 }
 
 TEST_F(PreparePairTest, EmptyContextBecomesThePrefixToken) {
