@@ -214,7 +214,8 @@ absl::StatusOr<std::vector<int32_t>> EngineLanguageModel::Encode(std::string_vie
 }
 
 absl::StatusOr<TokenizedRequest> EngineLanguageModel::Tokenize(
-    const LoglikelihoodRequest& request) const {
+    const LoglikelihoodRequest& request, bool* truncated) const {
+  if (truncated != nullptr) *truncated = false;
   std::string context = request.context;
   std::string continuation = request.continuation;
   TokenizedRequest out;
@@ -247,10 +248,20 @@ absl::StatusOr<TokenizedRequest> EngineLanguageModel::Tokenize(
         "continuation encodes to no tokens (context \"", request.context.substr(0, 80),
         "\", continuation \"", request.continuation.substr(0, 80), "\")"));
   }
+  if (static_cast<int64_t>(out.continuation.size()) > max_length_ &&
+      options_.truncate_long_continuations) {
+    const size_t excess = out.continuation.size() - static_cast<size_t>(max_length_);
+    out.context.insert(out.context.end(), out.continuation.begin(),
+                       out.continuation.begin() + excess);
+    out.continuation.erase(out.continuation.begin(), out.continuation.begin() + excess);
+    if (truncated != nullptr) *truncated = true;
+  }
   if (static_cast<int64_t>(out.continuation.size()) > max_length_) {
     return absl::InvalidArgumentError(
         absl::StrCat("continuation of ", out.continuation.size(),
-                     " tokens is longer than max_length ", max_length_));
+                     " tokens is longer than max_length ", max_length_,
+                     " (lm-eval asserts here too; hgeval-eval --truncate-long-continuations "
+                     "scores its last max_length tokens)"));
   }
   // Left truncation: keep the last max_length + 1 tokens of context ++ continuation.
   const int64_t total = static_cast<int64_t>(out.context.size() + out.continuation.size());
@@ -367,13 +378,14 @@ absl::StatusOr<std::vector<LoglikelihoodResult>> EngineLanguageModel::ScoreToken
       for (size_t k = 0; k < nodes.size(); ++k) {
         if (nodes[k].level != level) continue;
         PrefixNode& node = nodes[k];
+        stats_.tokens_fed += static_cast<int64_t>(node.tokens.size());
+        if (options_.count_only) continue;
         node.state = node.parent < 0 ? model_->NewState() : nodes[node.parent].state->Clone();
         ForwardItem item;
         item.tokens = node.tokens;
         item.state = node.state.get();
         items.push_back(item);
         level_nodes.push_back(static_cast<int>(k));
-        stats_.tokens_fed += static_cast<int64_t>(node.tokens.size());
       }
       std::vector<ForwardOutput> outputs(items.size());
       HG_RETURN_IF_ERROR(ForwardPacked(*model_, items, absl::MakeSpan(outputs),
@@ -390,6 +402,14 @@ absl::StatusOr<std::vector<LoglikelihoodResult>> EngineLanguageModel::ScoreToken
       for (size_t k = lb; k < le; ++k) {
         const Leaf& leaf = leaves[k];
         const TokenizedRequest& r = requests[leaf.request];
+        if (options_.count_only) {
+          stats_.tokens_fed += static_cast<int64_t>(r.context.size() - leaf.depth +
+                                                    r.continuation.size() - 1);
+          stats_.tokens_scored += static_cast<int64_t>(r.continuation.size());
+          results[leaf.request].n_tokens = static_cast<int64_t>(r.continuation.size());
+          done += copies[leaf.request];
+          continue;
+        }
         auto& f = fed[k - lb];
         auto& t = targets[k - lb];
         f.assign(r.context.begin() + leaf.depth, r.context.end());
@@ -403,6 +423,10 @@ absl::StatusOr<std::vector<LoglikelihoodResult>> EngineLanguageModel::ScoreToken
         items[k - lb].state = states[k - lb].get();
         stats_.tokens_fed += static_cast<int64_t>(f.size());
         stats_.tokens_scored += static_cast<int64_t>(r.continuation.size());
+      }
+      if (options_.count_only) {
+        if (call.progress) call.progress(done, total);
+        continue;
       }
       std::vector<ForwardOutput> outputs(items.size());
       auto after = [&](size_t first, size_t last) {
@@ -438,7 +462,9 @@ absl::StatusOr<std::vector<LoglikelihoodResult>> EngineLanguageModel::Loglikelih
   std::vector<TokenizedRequest> tokenized;
   tokenized.reserve(requests.size());
   for (const auto& request : requests) {
-    HG_ASSIGN_OR_RETURN(TokenizedRequest t, Tokenize(request));
+    bool truncated = false;
+    HG_ASSIGN_OR_RETURN(TokenizedRequest t, Tokenize(request, &truncated));
+    if (truncated) ++stats_.truncated_requests;
     tokenized.push_back(std::move(t));
   }
   return ScoreTokens(tokenized, call);

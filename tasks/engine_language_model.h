@@ -40,6 +40,12 @@ struct EngineLanguageModelOptions {
   bool windowless_rolling = false;
   // Upper bound on tokens per Model::Forward call.
   int64_t max_batch_tokens = 4096;
+  // A continuation longer than max_length is an error, as lm-eval asserts. When true,
+  // its leading tokens move into the context instead, so only its last max_length tokens
+  // are scored (a departure from lm-eval, counted in stats().truncated_requests).
+  bool truncate_long_continuations = false;
+  // Count tokens without running the model (results are zeros): what a run would feed.
+  bool count_only = false;
   // Requests handled per round of prefill + scoring (bounds the states held at once).
   int64_t round_tokens = 65536;
   // Recorded in info().
@@ -86,7 +92,8 @@ class EngineLanguageModel : public LanguageModel {
 
   // lm-eval's tokenization of one (context, continuation) pair: trailing-space move,
   // joint encoding, empty-context prefix token, left truncation to max_length + 1.
-  absl::StatusOr<TokenizedRequest> Tokenize(const LoglikelihoodRequest& request) const;
+  absl::StatusOr<TokenizedRequest> Tokenize(const LoglikelihoodRequest& request,
+                                            bool* truncated = nullptr) const;
   // Encodes request text under the BOS regime (lm-eval tok_encode).
   absl::StatusOr<std::vector<int32_t>> Encode(std::string_view text) const;
 

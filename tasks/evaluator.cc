@@ -61,8 +61,10 @@ int64_t EffectiveDocCount(int64_t n, double limit) {
   return std::min<int64_t>(n, static_cast<int64_t>(limit));
 }
 
-absl::StatusOr<TaskReport> RunTask(LanguageModel& model, const Task& task,
-                                   const EvaluatorOptions& options) {
+namespace {
+
+absl::StatusOr<TaskReport> RunTaskUnguarded(LanguageModel& model, const Task& task,
+                                            const EvaluatorOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   TaskReport report;
   report.name = task.name();
@@ -204,6 +206,19 @@ absl::StatusOr<TaskReport> RunTask(LanguageModel& model, const Task& task,
   return report;
 }
 
+}  // namespace
+
+// Task code reads docs with nlohmann::json, which throws on malformed data: the
+// exceptions stop here and become statuses.
+absl::StatusOr<TaskReport> RunTask(LanguageModel& model, const Task& task,
+                                   const EvaluatorOptions& options) {
+  try {
+    return RunTaskUnguarded(model, task, options);
+  } catch (const std::exception& e) {
+    return absl::DataLossError(absl::StrCat("task ", task.name(), ": ", e.what()));
+  }
+}
+
 absl::StatusOr<EvaluationReport> RunTasks(LanguageModel& model,
                                           const std::vector<std::string>& task_names,
                                           const EvaluatorOptions& options) {
@@ -257,6 +272,7 @@ nlohmann::json ResultsJson(const EvaluationReport& report) {
                        {"tokens_fed", task.stats.tokens_fed},
                        {"tokens_scored", task.stats.tokens_scored},
                        {"tokens_generated", task.stats.tokens_generated},
+                       {"truncated_requests", task.stats.truncated_requests},
                        {"seconds", task.seconds}};
   }
   const LanguageModelInfo& m = report.model;

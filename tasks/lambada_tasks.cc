@@ -20,7 +20,7 @@ class LambadaTask : public Task {
   RequestType output_type() const override { return RequestType::kLoglikelihood; }
   nlohmann::json config() const override {
     return {{"dataset_path", openai_ ? "EleutherAI/lambada_openai" : "cimec/lambada"},
-            {"dataset_name", openai_ ? "default" : nullptr},
+            {"dataset_name", openai_ ? nlohmann::json("default") : nlohmann::json(nullptr)},
             {"test_split", "test"},
             {"output_type", "loglikelihood"},
             {"doc_to_text", "{{text.split(' ')[:-1]|join(' ')}}"},

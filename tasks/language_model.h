@@ -78,6 +78,9 @@ struct LanguageModelStats {
   int64_t tokens_fed = 0;    // tokens run through Model::Forward (prefills + scoring)
   int64_t tokens_scored = 0;  // continuation tokens whose log-prob was taken
   int64_t tokens_generated = 0;
+  // Requests whose continuation was longer than max_length and was cut (only when the
+  // model was asked to, see EngineLanguageModelOptions::truncate_long_continuations).
+  int64_t truncated_requests = 0;
 };
 
 class LanguageModel {

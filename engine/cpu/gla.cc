@@ -11,6 +11,7 @@
 #include "engine/cpu/cpu_models.h"
 #include "engine/cpu/fla_block.h"
 #include "engine/cpu/linear_attention.h"
+#include "engine/cpu/llama_linear.h"
 #include "engine/cpu/ops.h"
 #include "engine/util/status_macros.h"
 
@@ -32,16 +33,15 @@ absl::StatusOr<std::function<float(float)>> FeatureMap(const std::string& name) 
   if (name == "logsigmoid") {
     return std::function<float(float)>([](float x) { return LogSigmoid(x); });
   }
-  return absl::UnimplementedError(
-      absl::StrCat("GLA: feature_map '", name, "' is not supported (relu, sigmoid, silu, swish, "
-                   "logsigmoid)"));
+  return absl::UnimplementedError(absl::StrCat("GLA: feature_map '", name,
+                                               "' is not supported (relu, sigmoid, silu, swish, "
+                                               "logsigmoid)"));
 }
 
 class GlaMixer final : public TokenMixer {
  public:
   static absl::StatusOr<std::unique_ptr<GlaMixer>> Read(const Checkpoint& checkpoint,
-                                                        const ModelConfig& config,
-                                                        int64_t layer) {
+                                                        const ModelConfig& config, int64_t layer) {
     auto mixer = std::unique_ptr<GlaMixer>(new GlaMixer());
     const int64_t d = config.hidden_size;
     const int64_t key_dim = static_cast<int64_t>(d * config.expand_k);
@@ -72,7 +72,8 @@ class GlaMixer final : public TokenMixer {
                                                   {key_dim / group, kGateLowRankDim}));
     HG_ASSIGN_OR_RETURN(mixer->gk_bias_,
                         ReadTensor(checkpoint, p + "gk_proj.1.bias", {key_dim / group}));
-    HG_ASSIGN_OR_RETURN(mixer->o_proj_, ReadTensor(checkpoint, p + "o_proj.weight", {d, value_dim}));
+    HG_ASSIGN_OR_RETURN(mixer->o_proj_,
+                        ReadTensor(checkpoint, p + "o_proj.weight", {d, value_dim}));
     const int64_t dv = value_dim / heads;
     mixer->output_gate_ = config.use_output_gate;
     if (config.use_output_gate) {
@@ -82,9 +83,9 @@ class GlaMixer final : public TokenMixer {
     // fuse_norm with a swish gate stores the norm as g_norm_swish_gate; otherwise g_norm.
     // Both are a per-head RMSNorm over dv with one weight shared by the heads.
     const std::string fused = p + "g_norm_swish_gate.weight";
-    HG_ASSIGN_OR_RETURN(mixer->g_norm_,
-                        ReadTensor(checkpoint, checkpoint.Has(fused) ? fused : p + "g_norm.weight",
-                                   {dv}));
+    HG_ASSIGN_OR_RETURN(
+        mixer->g_norm_,
+        ReadTensor(checkpoint, checkpoint.Has(fused) ? fused : p + "g_norm.weight", {dv}));
     if (config.use_short_conv) {
       // q, k and v convs, each followed by silu.
       const int64_t widths[3] = {key_dim, key_dim / group, value_dim / group};
@@ -125,23 +126,23 @@ class GlaMixer final : public TokenMixer {
     std::vector<float> v(static_cast<size_t>(t_len * v_width));
     std::vector<float> gk(static_cast<size_t>(t_len * k_width));
     std::vector<float> low(static_cast<size_t>(t_len * kGateLowRankDim));
-    Linear(x, t_len, d, q_proj_, q.data());
-    Linear(x, t_len, d, k_proj_, k.data());
-    Linear(x, t_len, d, v_proj_, v.data());
+    RowInvariantLinear(x, t_len, d, q_proj_, q.data());
+    RowInvariantLinear(x, t_len, d, k_proj_, k.data());
+    RowInvariantLinear(x, t_len, d, v_proj_, v.data());
     if (!convs_.empty()) {
       convs_[0].Apply(q.data(), t_len, &state->conv[0]);
       convs_[1].Apply(k.data(), t_len, &state->conv[1]);
       convs_[2].Apply(v.data(), t_len, &state->conv[2]);
     }
     // gk = logsigmoid(gk_proj(x)) / 16, optionally clamped from below.
-    Linear(x, t_len, d, gk_down_, low.data());
+    RowInvariantLinear(x, t_len, d, gk_down_, low.data());
+    RowInvariantLinear(low.data(), t_len, kGateLowRankDim, gk_up_, gk.data());
     for (int64_t t = 0; t < t_len; ++t) {
-      std::copy(gk_bias_.data.begin(), gk_bias_.data.end(), gk.begin() + t * k_width);
-    }
-    LinearAccumulate(low.data(), t_len, kGateLowRankDim, gk_up_, gk.data());
-    for (auto& value : gk) {
-      value = LogSigmoid(value) / kGateLogitNormalizer;
-      if (clamp_min_.has_value()) value = std::max(value, static_cast<float>(*clamp_min_));
+      for (int64_t c = 0; c < k_width; ++c) {
+        float& value = gk[t * k_width + c];
+        value = LogSigmoid(value + gk_bias_.data[c]) / kGateLogitNormalizer;
+        if (clamp_min_.has_value()) value = std::max(value, static_cast<float>(*clamp_min_));
+      }
     }
     if (feature_map_) {
       for (auto& value : q) value = feature_map_(value);
@@ -154,10 +155,10 @@ class GlaMixer final : public TokenMixer {
     RmsNorm(o.data(), t_len * heads, dv, g_norm_.data.data(), eps_, o.data());
     if (output_gate_) {
       std::vector<float> g(o.size());
-      Linear(x, t_len, d, g_proj_, g.data());
+      RowInvariantLinear(x, t_len, d, g_proj_, g.data());
       for (size_t j = 0; j < o.size(); ++j) o[j] *= Silu(g[j]);
     }
-    Linear(o.data(), t_len, heads * dv, o_proj_, out);
+    RowInvariantLinear(o.data(), t_len, heads * dv, o_proj_, out);
   }
 
   void set_eps(float eps) { eps_ = eps; }

@@ -42,6 +42,16 @@ bool NestingWithin(std::string_view text, int max_depth) {
   return true;
 }
 
+// Messages quote header text; a hostile header may hold megabytes in one value.
+std::string Clip(std::string text) {
+  constexpr size_t kMaxQuoted = 200;
+  if (text.size() > kMaxQuoted) {
+    text.resize(kMaxQuoted);
+    text += "...";
+  }
+  return text;
+}
+
 // A JSON value that must be a non-negative integer that fits int64.
 bool AsNonNegativeInt(const nlohmann::json& value, uint64_t* out) {
   if (value.is_number_unsigned()) {
@@ -118,7 +128,7 @@ absl::StatusOr<std::vector<SafetensorsTensor>> ParseSafetensors(
     header = nlohmann::json::parse(header_text.begin(), header_text.end(), on_event);
   } catch (const nlohmann::json::exception& e) {
     return absl::InvalidArgumentError(
-        absl::StrCat(where, ": header is not valid JSON: ", e.what()));
+        absl::StrCat(where, ": header is not valid JSON: ", Clip(e.what())));
   }
   if (!header.is_object()) {
     return absl::InvalidArgumentError(
@@ -126,7 +136,7 @@ absl::StatusOr<std::vector<SafetensorsTensor>> ParseSafetensors(
   }
   if (!duplicate_name.empty()) {
     return absl::InvalidArgumentError(
-        absl::StrCat(where, ": tensor '", duplicate_name, "' is listed twice in the header"));
+        absl::StrCat(where, ": tensor '", Clip(duplicate_name), "' is listed twice in the header"));
   }
 
   std::vector<SafetensorsTensor> tensors;
@@ -138,7 +148,7 @@ absl::StatusOr<std::vector<SafetensorsTensor>> ParseSafetensors(
   for (auto it = header.begin(); it != header.end(); ++it) {
     const std::string& name = it.key();
     if (name == "__metadata__") continue;
-    const std::string what = absl::StrCat(where, ": tensor '", name, "'");
+    const std::string what = absl::StrCat(where, ": tensor '", Clip(name), "'");
     const nlohmann::json& entry = it.value();
     if (name.empty()) {
       return absl::InvalidArgumentError(absl::StrCat(where, ": a tensor has an empty name"));
@@ -159,7 +169,7 @@ absl::StatusOr<std::vector<SafetensorsTensor>> ParseSafetensors(
     if (!dtype_it->is_string() ||
         !ParseDTypeName(dtype_it->get_ref<const std::string&>(), &tensor.info.dtype)) {
       return absl::InvalidArgumentError(
-          absl::StrCat(what, ": unsupported dtype ", dtype_it->dump(),
+          absl::StrCat(what, ": unsupported dtype ", Clip(dtype_it->dump()),
                        " (supported: F32, BF16, F16, F64, I64, I32, I8, U8, BOOL)"));
     }
     if (!shape_it->is_array()) {
@@ -172,7 +182,7 @@ absl::StatusOr<std::vector<SafetensorsTensor>> ParseSafetensors(
     for (const nlohmann::json& dim_json : *shape_it) {
       uint64_t dim = 0;
       if (!AsNonNegativeInt(dim_json, &dim)) {
-        return absl::InvalidArgumentError(absl::StrCat(what, ": shape ", shape_it->dump(),
+        return absl::InvalidArgumentError(absl::StrCat(what, ": shape ", Clip(shape_it->dump()),
                                                        " has a dimension that is not a "
                                                        "non-negative integer"));
       }
@@ -190,8 +200,8 @@ absl::StatusOr<std::vector<SafetensorsTensor>> ParseSafetensors(
     }
     uint64_t begin = 0, end = 0;
     if (!AsNonNegativeInt((*offsets_it)[0], &begin) || !AsNonNegativeInt((*offsets_it)[1], &end)) {
-      return absl::InvalidArgumentError(absl::StrCat(what, ": data_offsets ", offsets_it->dump(),
-                                                     " are not non-negative integers"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          what, ": data_offsets ", Clip(offsets_it->dump()), " are not non-negative integers"));
     }
     if (end < begin) {
       return absl::InvalidArgumentError(
@@ -221,9 +231,9 @@ absl::StatusOr<std::vector<SafetensorsTensor>> ParseSafetensors(
     if (range.begin == range.end) continue;
     if (previous != nullptr && range.begin < previous->end) {
       return absl::InvalidArgumentError(absl::StrCat(
-          where, ": tensor '", tensors[range.index].info.name, "' (bytes [", range.begin, ", ",
-          range.end, ")) overlaps tensor '", tensors[previous->index].info.name, "' (bytes [",
-          previous->begin, ", ", previous->end, "))"));
+          where, ": tensor '", Clip(tensors[range.index].info.name), "' (bytes [", range.begin,
+          ", ", range.end, ")) overlaps tensor '", Clip(tensors[previous->index].info.name),
+          "' (bytes [", previous->begin, ", ", previous->end, "))"));
     }
     previous = &range;
   }

@@ -22,6 +22,7 @@ void MergePairs(std::vector<int32_t>* symbols, Lookup&& lookup) {
     int pos;  // index of the left node; nodes keep their index, so order is left to right
     int32_t left;
     int32_t right;
+    int32_t merged;
   };
   struct Later {
     bool operator()(const Candidate& a, const Candidate& b) const {
@@ -45,7 +46,7 @@ void MergePairs(std::vector<int32_t>* symbols, Lookup&& lookup) {
     Priority priority;
     int32_t merged;
     if (lookup(ids[pos], ids[right], &priority, &merged)) {
-      queue.push(Candidate{priority, pos, ids[pos], ids[right]});
+      queue.push(Candidate{priority, pos, ids[pos], ids[right], merged});
     }
   };
   for (int i = 0; i + 1 < n; ++i) consider(i);
@@ -55,11 +56,10 @@ void MergePairs(std::vector<int32_t>* symbols, Lookup&& lookup) {
     const int pos = top.pos;
     if (!alive[pos] || ids[pos] != top.left) continue;
     const int right = next[pos];
+    // Stale entries (a side was merged since) no longer match the current ids; a pair
+    // that still matches merges as recorded (lookup is a function of the pair).
     if (right < 0 || ids[right] != top.right) continue;
-    Priority priority;
-    int32_t merged;
-    if (!lookup(top.left, top.right, &priority, &merged)) continue;
-    ids[pos] = merged;
+    ids[pos] = top.merged;
     alive[right] = 0;
     next[pos] = next[right];
     if (next[right] >= 0) prev[next[right]] = pos;

@@ -129,7 +129,7 @@ class Llama2cTokenizer final : public Tokenizer {
         prev = id;
         continue;
       }
-      std::string_view piece = pieces_[id];
+      std::string_view piece = DisplayPiece(id);
       if (prev == kBos && !piece.empty() && piece[0] == ' ') piece.remove_prefix(1);
       if (byte_piece_[id] >= 0) {
         bytes.push_back(static_cast<char>(byte_piece_[id]));
@@ -147,14 +147,23 @@ class Llama2cTokenizer final : public Tokenizer {
   bool adds_bos() const override { return true; }
   std::string IdToPiece(int32_t id) const override {
     if (id < 0 || id >= vocab_size()) return "";
-    return pieces_[id];
+    return std::string(DisplayPiece(id));
   }
   std::string_view kind() const override { return "llama2c"; }
   std::string ContentHash() const override { return hash_; }
   bool IsSpecial(int32_t id) const override { return id == kBos || id == kEos; }
 
  private:
-  std::vector<std::string> pieces_;
+  // The exporter wrote BOS/EOS as "\n<s>\n" / "\n</s>\n" (run.c prints them that way);
+  // outside the merge loop they are shown as SentencePiece names them.
+  std::string_view DisplayPiece(int32_t id) const {
+    const std::string& piece = pieces_[id];
+    if (piece == "\n<s>\n") return "<s>";
+    if (piece == "\n</s>\n") return "</s>";
+    return piece;
+  }
+
+  std::vector<std::string> pieces_;  // as stored in the file (used for merging)
   std::vector<float> scores_;
   std::string hash_;
   absl::flat_hash_map<std::string, int32_t> lookup_;

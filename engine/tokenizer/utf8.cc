@@ -80,6 +80,8 @@ size_t FirstInvalidOffset(std::string_view text) {
 bool IsValid(std::string_view text) { return FirstInvalidOffset(text) == std::string_view::npos; }
 
 char32_t DecodeAt(std::string_view text, size_t pos) {
+  const size_t length = SequenceLength(text, pos);
+  if (length == 0) return 0xFFFD;
   const auto b0 = static_cast<unsigned char>(text[pos]);
   if (b0 < 0x80) return b0;
   auto cont = [&](size_t i) { return static_cast<char32_t>(text[pos + i] & 0x3F); };

@@ -19,7 +19,8 @@ bool IsValid(std::string_view text);
 // Byte offset of the first ill-formed sequence, or npos when the text is valid.
 size_t FirstInvalidOffset(std::string_view text);
 
-// Decodes the well-formed sequence at text[pos] (SequenceLength(text, pos) > 0 required).
+// Decodes the sequence at text[pos]; U+FFFD when it is not well-formed (or pos is past the
+// end), so callers never read out of bounds.
 char32_t DecodeAt(std::string_view text, size_t pos);
 
 // Appends the UTF-8 encoding of code point cp.

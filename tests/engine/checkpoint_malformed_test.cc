@@ -112,6 +112,15 @@ TEST(CheckpointMalformedTest, UnknownDtype) {
                            kEightBytes));
   ExpectOpenFails(
       dir, {absl::StatusCode::kInvalidArgument, {dir + "/model.safetensors", "'w'", "F8_E4M3"}});
+  // A megabyte-long dtype is quoted clipped, not whole.
+  const std::string long_dtype =
+      Folder("longdtype", Safetensors(R"({"w": {"dtype": ")" + std::string(1 << 20, 'X') +
+                                          R"(", "shape": [8], "data_offsets": [0, 8]}})",
+                                      kEightBytes));
+  auto status = OpenCheckpoint(long_dtype).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("'w'"), std::string::npos);
+  EXPECT_LT(status.message().size(), 1000u);
 }
 
 TEST(CheckpointMalformedTest, NegativeOrNonIntegerShape) {

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -50,6 +51,9 @@ TEST(Llama2cTokenizerTest, FirstSentenceOfStoriesRoundTrips) {
   ASSERT_TRUE(ids.ok()) << ids.status();
   ASSERT_FALSE(ids->empty());
   EXPECT_EQ(ids->front(), 1);
+  // From a line-by-line Python port of run.c's encode() (its O(n^2) merge loop).
+  EXPECT_EQ(*ids, (std::vector<int32_t>{1, 403, 407, 261, 378, 432, 383, 286, 261, 376, 298, 315,
+                                        421, 395, 317, 426}));
   // Merging happened: far fewer tokens than bytes.
   EXPECT_LT(ids->size(), sentence.size() / 2);
   for (const int32_t id : *ids) EXPECT_LT(id, 512);
@@ -84,6 +88,11 @@ TEST(Llama2cTokenizerTest, WholeStoryRoundTripsAndUnknownCharsUseBytes) {
   EXPECT_EQ(*tok->Encode("é", false), (std::vector<int32_t>{410, 485}));
   EXPECT_TRUE(tok->Encode("", true).ok());
   EXPECT_EQ(*tok->Encode("", true), std::vector<int32_t>{1});
+  // BOS/EOS are stored as "\n<s>\n" / "\n</s>\n" in the file but shown by their names.
+  EXPECT_EQ(tok->IdToPiece(1), "<s>");
+  EXPECT_EQ(tok->IdToPiece(2), "</s>");
+  EXPECT_EQ(*tok->Decode({1, 410, 485, 2}, /*skip_special=*/false), "<s>é</s>");
+  EXPECT_EQ(*tok->Decode({1, 410, 485, 2}), "é");
 }
 
 TEST(LoadTokenizerTest, FolderDispatch) {
@@ -256,6 +265,29 @@ TEST(TokenizerTest, InvalidTokenizerJsonIsInvalidArgument) {
   }
 }
 
+TEST(TokenizerTest, FuzzSeedCorpusLoadsAndRoundTrips) {
+  // The seeds must stay valid tokenizers, or the fuzzer starts from nothing but errors.
+  for (const char* name : {"sp_bpe.json", "sp_bpe_array_merges.json", "byte_level.json",
+                           "sequence_components.json", "no_decoder.json"}) {
+    const std::string json = ReadText(std::string("tests/fuzz/corpus/tokenizer_json/") + name);
+    auto tok = LoadHfTokenizerFromJson(json);
+    ASSERT_TRUE(tok.ok()) << name << ": " << tok.status();
+  }
+  auto sp = LoadHfTokenizerFromJson(ReadText("tests/fuzz/corpus/tokenizer_json/sp_bpe.json"));
+  ASSERT_TRUE(sp.ok());
+  auto ids = (*sp)->Encode("Hello world!", true);
+  ASSERT_TRUE(ids.ok());
+  // ▁Hello ▁w or l d <0x21>
+  EXPECT_EQ(*ids, (std::vector<int32_t>{1, 23, 21, 22, 12, 16, 4}));
+  EXPECT_EQ(*(*sp)->Decode(*ids), "Hello world!");
+  auto bytes =
+      LoadHfTokenizerFromJson(ReadText("tests/fuzz/corpus/tokenizer_json/byte_level.json"));
+  ASSERT_TRUE(bytes.ok());
+  // Merges: "l l" (0), "H e" (1), "Ġ w" (2); no "He ll" merge.
+  EXPECT_EQ(*(*bytes)->Encode("Hello wo", false), (std::vector<int32_t>{7, 6, 3, 10, 3}));
+  EXPECT_EQ(*(*bytes)->Decode({7, 6, 3, 10, 3}), "Hello wo");
+}
+
 TEST(StreamingDecoderTest, ByteFallbackTokensWaitForTheWholeCharacter) {
   auto tok = Load(kMistral);
   ASSERT_NE(tok, nullptr);
@@ -318,6 +350,41 @@ TEST(TokenizerTest, ContentHashIsStableAndDistinct) {
   EXPECT_EQ(a->ContentHash().size(), 64u);
   EXPECT_NE(a->ContentHash(), c->ContentHash());
   EXPECT_NE(a->ContentHash(), d->ContentHash());
+}
+
+TEST(TokenizerTest, ConcurrentEncodeAgreesWithSerialEncode) {
+  // Encode is const and shared across request threads; the word caches are the only
+  // shared mutable state.
+  std::vector<std::string> texts;
+  {
+    std::ifstream in(testing::SourcePath("tests/golden/tokenizers/gpt2.tokenizer_json.jsonl"));
+    std::string line;
+    while (std::getline(in, line)) {
+      const size_t start = line.find("\"text\": \"") + 9;
+      texts.push_back(line.substr(start, line.find("\", \"ids\"") - start));  // raw JSON text
+    }
+  }
+  ASSERT_GT(texts.size(), 400u);
+  for (const char* path : {kMistral, kGpt2, kCl100k, kMistralModel}) {
+    auto tok = Load(path);
+    ASSERT_NE(tok, nullptr);
+    std::vector<std::vector<int32_t>> serial;
+    for (const std::string& t : texts) serial.push_back(*tok->Encode(t, true));
+    auto fresh = Load(path);  // empty caches, filled concurrently
+    std::vector<int> mismatches(4, 0);
+    std::vector<std::thread> threads;
+    for (int w = 0; w < 4; ++w) {
+      threads.emplace_back([&, w] {
+        for (size_t i = 0; i < texts.size(); ++i) {
+          const size_t k = (i * 7 + w * 101) % texts.size();
+          auto ids = fresh->Encode(texts[k], true);
+          if (!ids.ok() || *ids != serial[k]) ++mismatches[w];
+        }
+      });
+    }
+    for (auto& t : threads) t.join();
+    for (int w = 0; w < 4; ++w) EXPECT_EQ(mismatches[w], 0) << path << " thread " << w;
+  }
 }
 
 TEST(Sha256Test, KnownVectors) {

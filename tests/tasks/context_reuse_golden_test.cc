@@ -1,10 +1,10 @@
 // Shared-context reuse gives the same per-request log-likelihoods as scoring every
 // request from scratch, for every task's real requests, on real models: the golden HGRN2
-// (with the tok512 tokenizer) [and LLaMA / stories260K where built]. Also checks that
+// (with the tok512 tokenizer), the golden LLaMA and stories260K. Also checks that
 // reuse feeds fewer tokens for the multiple-choice tasks.
 //
-// Tolerance: 1e-5 per request, as the issue asks, or 1e-6 per scored token when that is
-// larger. The CPU HGRN2 kernels are not row-invariant (a token's numbers depend slightly
+// Tolerance: LLaMA / stories260K: exact equality. HGRN2: 1e-5 per request, as the issue
+// asks, or 1e-6 per scored token when that is larger. The CPU HGRN2 kernels are not row-invariant (a token's numbers depend slightly
 // on how the sequence is split across Forward calls; the engine's own fork test allows
 // 1e-6 per token), and the random golden model's per-token losses are ~10 nats, so a
 // 60-token continuation can drift by ~1.4e-5 in total.
@@ -31,7 +31,11 @@ std::string CaseName(const ::testing::TestParamInfo<Case>& info) {
   return info.param.model + "_" + info.param.task;
 }
 
-double Tolerance(int64_t scored_tokens) {
+// LLaMA's CPU products are row-invariant, so its forks are bit-identical to scratch.
+bool RowInvariant(const std::string& model) { return model != "hgrn2"; }
+
+double Tolerance(const std::string& model, int64_t scored_tokens) {
+  if (RowInvariant(model)) return 0.0;
   return std::max(1e-5, 1e-6 * static_cast<double>(scored_tokens));
 }
 
@@ -71,7 +75,7 @@ TEST_P(ContextReuseTest, SameLoglikelihoodsAsFromScratch) {
     auto b = scratch.LoglikelihoodRolling(batch);
     ASSERT_TRUE(a.ok() && b.ok());
     for (size_t i = 0; i < batch.size(); ++i) {
-      EXPECT_NEAR((*a)[i].logprob, (*b)[i].logprob, Tolerance((*b)[i].n_tokens));
+      EXPECT_NEAR((*a)[i].logprob, (*b)[i].logprob, Tolerance(c.model, (*b)[i].n_tokens));
       EXPECT_EQ((*a)[i].n_tokens, (*b)[i].n_tokens);
     }
     return;
@@ -83,7 +87,7 @@ TEST_P(ContextReuseTest, SameLoglikelihoodsAsFromScratch) {
   ASSERT_TRUE(a.ok()) << a.status();
   ASSERT_TRUE(b.ok()) << b.status();
   for (size_t i = 0; i < batch.size(); ++i) {
-    EXPECT_NEAR((*a)[i].logprob, (*b)[i].logprob, Tolerance((*b)[i].n_tokens))
+    EXPECT_NEAR((*a)[i].logprob, (*b)[i].logprob, Tolerance(c.model, (*b)[i].n_tokens))
         << "request " << i;
     EXPECT_EQ((*a)[i].is_greedy, (*b)[i].is_greedy) << "request " << i;
     EXPECT_EQ((*a)[i].n_tokens, (*b)[i].n_tokens);
@@ -98,10 +102,8 @@ TEST_P(ContextReuseTest, SameLoglikelihoodsAsFromScratch) {
 std::vector<Case> Cases() {
   std::vector<Case> cases;
   std::vector<std::string> models = {"hgrn2"};
-#ifdef HGEVAL_TASKS_TEST_LLAMA
   models.push_back("llama");
   models.push_back("stories260K");
-#endif
   for (const auto& model : models) {
     for (const char* task : {"piqa", "hellaswag", "winogrande", "arc_easy", "arc_challenge",
                              "openbookqa", "boolq", "social_iqa", "lambada_openai",

@@ -38,12 +38,10 @@ inline absl::StatusOr<LoadedModel> LoadFixtureModel(const std::string& which) {
       HG_ASSIGN_OR_RETURN(out.model, cpu::BuildHgrn2(*out.checkpoint, config));
       break;
     }
-#ifdef HGEVAL_TASKS_TEST_LLAMA
     case ModelFamily::kLlama: {
       HG_ASSIGN_OR_RETURN(out.model, cpu::BuildLlama(*out.checkpoint, config));
       break;
     }
-#endif
     default:
       return absl::UnimplementedError("fixture family not built here: " + which);
   }

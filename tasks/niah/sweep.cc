@@ -1,0 +1,208 @@
+#include "tasks/niah/sweep.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "engine/runtime/scoring.h"
+#include "engine/util/status_macros.h"
+#include "metrics/niah_scoring.h"
+#include "tasks/niah/haystack.h"
+
+namespace hgeval::niah {
+namespace {
+
+// Tokens fed back while decoding: every emitted token but the last, which ends the
+// sequence without being fed (a sampled stop token is never fed either).
+int64_t DecodeTokensFed(const GenerateResult& r) {
+  const int64_t emitted = static_cast<int64_t>(r.tokens.size());
+  if (r.finish_reason == FinishReason::kStopToken) return emitted;
+  return std::max<int64_t>(0, emitted - 1);
+}
+
+void ScoreCell(const NiahOptions& options, const NiahTexts& texts, NiahCellResult& cell) {
+  cell.rouge1_score =
+      metrics::NiahRouge1Score(texts.expected_answer, cell.generated, options.rouge_use_stemmer);
+  cell.key_phrase_score = metrics::NiahKeyPhraseScore(texts.key_phrases, cell.generated);
+  cell.score =
+      options.scorer == NiahScorer::kRouge1 ? cell.rouge1_score : cell.key_phrase_score;
+  cell.success = cell.score >= options.metric_options.threshold;
+}
+
+}  // namespace
+
+absl::StatusOr<NiahScorer> ParseNiahScorer(std::string_view name) {
+  if (name == "rouge1") return NiahScorer::kRouge1;
+  if (name == "keyphrase") return NiahScorer::kKeyPhrase;
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown NIAH scorer '", std::string(name), "' (rouge1, keyphrase)"));
+}
+
+std::string_view NiahScorerName(NiahScorer scorer) {
+  return scorer == NiahScorer::kRouge1 ? "rouge1" : "keyphrase";
+}
+
+std::vector<int64_t> SelectNiahCells(int64_t total, int64_t max_cells) {
+  std::vector<int64_t> cells;
+  if (max_cells <= 0 || max_cells >= total) {
+    cells.resize(total);
+    std::iota(cells.begin(), cells.end(), 0);
+    return cells;
+  }
+  for (int64_t i = 0; i < max_cells; ++i) {
+    // Evenly spaced over the length-major order, first and last cell included.
+    const int64_t index =
+        max_cells == 1 ? 0 : static_cast<int64_t>(std::llround(
+                                 static_cast<double>(i) * (total - 1) / (max_cells - 1)));
+    if (cells.empty() || cells.back() != index) cells.push_back(index);
+  }
+  return cells;
+}
+
+absl::StatusOr<NiahResult> RunNiahSweep(Model& model, const Tokenizer& tokenizer,
+                                        const NiahOptions& options,
+                                        const NiahProgress& progress) {
+  HG_RETURN_IF_ERROR(ValidateNiahGrid(options.grid));
+  if (options.max_batch < 1) return absl::InvalidArgumentError("NIAH max_batch must be >= 1");
+  if (options.max_new_tokens < 1) {
+    return absl::InvalidArgumentError("NIAH max_new_tokens must be >= 1");
+  }
+  NiahResult result;
+  result.options = options;
+  if (!result.options.texts.has_value()) result.options.texts = DefaultNiahTexts(options.mode);
+  const NiahTexts& texts = *result.options.texts;
+  result.tokenizer_kind = std::string(tokenizer.kind());
+
+  // Haystack and layouts.
+  HG_ASSIGN_OR_RETURN(std::vector<Essay> essays, ReadHaystackEssays(options.essays_dir));
+  HG_ASSIGN_OR_RETURN(std::vector<int32_t> haystack,
+                      BuildHaystackTokens(tokenizer, essays, options.grid.lengths.back()));
+  HG_ASSIGN_OR_RETURN(NiahContextBuilder builder,
+                      NiahContextBuilder::Create(tokenizer, haystack, texts,
+                                                 options.buffer_tokens));
+  result.stats.haystack_tokens = static_cast<int64_t>(haystack.size());
+  const int64_t num_lengths = static_cast<int64_t>(options.grid.lengths.size());
+  const int64_t num_depths = static_cast<int64_t>(options.grid.depths.size());
+  result.cells.resize(num_lengths * num_depths);
+  for (int64_t l = 0; l < num_lengths; ++l) {
+    for (int64_t d = 0; d < num_depths; ++d) {
+      NiahCellResult& cell = result.cells[l * num_depths + d];
+      HG_ASSIGN_OR_RETURN(cell.layout,
+                          builder.Layout(options.grid.lengths[l], options.grid.depths[d]));
+      cell.prompt_tokens = builder.prefix_offset() + cell.layout.context_tokens +
+                           static_cast<int64_t>(builder.needle_tokens().size() +
+                                                builder.suffix_tokens().size());
+    }
+  }
+
+  // Cells to run, ordered by insertion point so one pass over the haystack serves all.
+  std::vector<int64_t> order = SelectNiahCells(num_lengths * num_depths, options.max_cells);
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+    return result.cells[a].layout.insertion_point < result.cells[b].layout.insertion_point;
+  });
+  result.stats.cells_total = num_lengths * num_depths;
+  for (int64_t index : order) result.stats.naive_prefill_tokens += result.cells[index].prompt_tokens;
+
+  GenerateRequest request_template;
+  request_template.max_new_tokens = options.max_new_tokens;
+  request_template.stop_strings = options.stop_strings;
+  if (options.stop_at_eos) {
+    for (int32_t eos : {tokenizer.eos_id(), model.info().eos_token_id}) {
+      if (eos >= 0 && std::find(request_template.stop_tokens.begin(),
+                                request_template.stop_tokens.end(),
+                                eos) == request_template.stop_tokens.end()) {
+        request_template.stop_tokens.push_back(eos);
+      }
+    }
+  }
+
+  const auto started = std::chrono::steady_clock::now();
+  const std::vector<int32_t>& prefix_source = builder.bos_and_haystack();
+  std::unique_ptr<SequenceState> state;  // prefix reuse: the haystack fed so far
+  int64_t state_position = 0;
+  for (size_t begin = 0; begin < order.size(); begin += options.max_batch) {
+    const size_t end = std::min(order.size(), begin + options.max_batch);
+    std::vector<GenerateRequest> requests;
+    std::vector<std::unique_ptr<SequenceState>> snapshots;
+    if (options.prefix_reuse) {
+      // Distinct prefix lengths of this batch, ascending (order is sorted by ip).
+      std::vector<int64_t> positions;
+      for (size_t i = begin; i < end; ++i) {
+        const int64_t p = builder.prefix_offset() + result.cells[order[i]].layout.insertion_point;
+        if (positions.empty() || positions.back() != p) positions.push_back(p);
+      }
+      std::vector<int64_t> relative;
+      for (int64_t p : positions) relative.push_back(p - state_position);
+      const absl::Span<const int32_t> tokens = absl::MakeConstSpan(prefix_source)
+                                                   .subspan(state_position,
+                                                            positions.back() - state_position);
+      HG_ASSIGN_OR_RETURN(snapshots, PrefillWithSnapshots(model, tokens, relative, state.get()));
+      result.stats.prefill_tokens_fed += static_cast<int64_t>(tokens.size());
+      result.stats.snapshots += static_cast<int64_t>(snapshots.size());
+      for (size_t i = begin; i < end; ++i) {
+        const NiahCellResult& cell = result.cells[order[i]];
+        const int64_t p = builder.prefix_offset() + cell.layout.insertion_point;
+        const size_t s = std::lower_bound(positions.begin(), positions.end(), p) -
+                         positions.begin();
+        GenerateRequest request = request_template;
+        request.start = snapshots[s].get();
+        request.prompt = builder.RestTokens(cell.layout);
+        result.stats.prefill_tokens_fed += static_cast<int64_t>(request.prompt.size());
+        requests.push_back(std::move(request));
+      }
+    } else {
+      for (size_t i = begin; i < end; ++i) {
+        GenerateRequest request = request_template;
+        request.prompt = builder.PromptTokens(result.cells[order[i]].layout);
+        result.stats.prefill_tokens_fed += static_cast<int64_t>(request.prompt.size());
+        requests.push_back(std::move(request));
+      }
+    }
+    HG_ASSIGN_OR_RETURN(std::vector<GenerateResult> generated,
+                        Generate(model, &tokenizer, requests));
+    for (size_t i = begin; i < end; ++i) {
+      NiahCellResult& cell = result.cells[order[i]];
+      GenerateResult& g = generated[i - begin];
+      result.stats.decode_tokens_fed += DecodeTokensFed(g);
+      cell.ran = true;
+      cell.generated = std::move(g.text);
+      cell.generated_tokens = std::move(g.tokens);
+      cell.finish_reason = g.finish_reason;
+      ScoreCell(options, texts, cell);
+    }
+    if (options.prefix_reuse) {
+      // Continue the haystack from the deepest snapshot of this batch.
+      state_position = builder.prefix_offset() +
+                       result.cells[order[end - 1]].layout.insertion_point;
+      state = std::move(snapshots.back());
+    }
+    result.stats.cells_run += static_cast<int64_t>(end - begin);
+    if (progress) progress(result.stats.cells_run, static_cast<int64_t>(order.size()));
+  }
+  result.stats.wall_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+
+  // Grid and metrics.
+  result.grid.lengths = options.grid.lengths;
+  result.grid.depths = options.grid.depths;
+  result.grid.scores.assign(num_lengths, std::vector<double>(num_depths));
+  for (int64_t l = 0; l < num_lengths; ++l) {
+    for (int64_t d = 0; d < num_depths; ++d) {
+      const NiahCellResult& cell = result.cells[l * num_depths + d];
+      result.grid.scores[l][d] =
+          cell.ran ? cell.score : std::numeric_limits<double>::quiet_NaN();
+    }
+  }
+  HG_ASSIGN_OR_RETURN(result.metrics,
+                      metrics::ComputeNiahMetrics(result.grid, options.metric_options));
+  return result;
+}
+
+}  // namespace hgeval::niah

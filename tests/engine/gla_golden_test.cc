@@ -1,0 +1,12 @@
+// gla (fla) against the upstream reference fixtures in tests/golden/gla: logits, tail
+// log-probs and greedy tokens, on the fp32 checkpoint and its BF16 and legacy rewrites.
+#include "gtest/gtest.h"
+#include "tests/engine/golden_model_check.h"
+
+namespace hgeval {
+namespace {
+
+TEST(GlaGoldenTest, MatchesReferenceAndRewrites) { testing::RunGoldenModelChecks("gla"); }
+
+}  // namespace
+}  // namespace hgeval

@@ -1,0 +1,343 @@
+// Shared checks of a model against the reference fixtures in tests/golden/<model>/
+// (expected.safetensors computed by the upstream implementation; see tests/golden/README.md),
+// and the checkpoint rewrites (BF16, fla's legacy fused-MLP form) the golden tests repeat
+// them on. Header-only so each *_golden_test.cc stays one self-contained executable.
+#ifndef HGEVAL_TESTS_ENGINE_GOLDEN_MODEL_CHECK_H_
+#define HGEVAL_TESTS_ENGINE_GOLDEN_MODEL_CHECK_H_
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "engine/loader/checkpoint.h"
+#include "engine/model/load_model.h"
+#include "engine/model/model.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "tests/support/paths.h"
+
+namespace hgeval::testing {
+
+struct GoldenCase {
+  std::vector<int32_t> ids;
+  std::vector<float> logits;  // [T, vocab]
+  double tail_logprob = 0.0;
+};
+
+struct GoldenExpectations {
+  std::vector<GoldenCase> cases;  // T = 1, 7, 64, 65, 300
+  std::vector<int32_t> greedy_prompt;
+  std::vector<int32_t> greedy_output;
+};
+
+// Opens a folder holding only `file` (a safetensors file) through the loader: the loader
+// opens folders with config.json + model.safetensors, so the file is copied into a
+// temporary folder under that name next to an empty config.
+inline absl::StatusOr<std::unique_ptr<Checkpoint>> OpenSafetensorsFile(const std::string& file) {
+  const std::string dir = MakeTempDir("safetensors");
+  std::error_code error;
+  std::filesystem::copy_file(file, dir + "/model.safetensors", error);
+  if (error) return absl::InternalError(absl::StrCat("copy ", file, ": ", error.message()));
+  std::ofstream(dir + "/config.json") << "{}\n";
+  return OpenCheckpoint(dir);
+}
+
+inline absl::StatusOr<std::vector<int32_t>> ReadIds(const Checkpoint& file,
+                                                    const std::string& name) {
+  auto info = file.Info(name);
+  if (!info.ok()) return info.status();
+  if (info->dtype != DType::kI64) {
+    return absl::InvalidArgumentError(absl::StrCat(name, " is not I64"));
+  }
+  auto bytes = file.RawBytes(name);
+  if (!bytes.ok()) return bytes.status();
+  std::vector<int32_t> ids(bytes->size() / sizeof(int64_t));
+  for (size_t i = 0; i < ids.size(); ++i) {
+    int64_t value;
+    std::memcpy(&value, bytes->data() + i * sizeof(int64_t), sizeof(value));
+    ids[i] = static_cast<int32_t>(value);
+  }
+  return ids;
+}
+
+inline absl::StatusOr<GoldenExpectations> ReadGoldenExpectations(const std::string& model_dir) {
+  auto file = OpenSafetensorsFile(model_dir + "/expected.safetensors");
+  if (!file.ok()) return file.status();
+  GoldenExpectations expected;
+  for (int j = 0; (*file)->Has(absl::StrCat("input_ids.", j)); ++j) {
+    GoldenCase c;
+    auto ids = ReadIds(**file, absl::StrCat("input_ids.", j));
+    if (!ids.ok()) return ids.status();
+    c.ids = *ids;
+    auto logits = (*file)->ReadFloat(absl::StrCat("logits.", j), {});
+    if (!logits.ok()) return logits.status();
+    c.logits = logits->data;
+    auto tail = (*file)->ReadFloat(absl::StrCat("tail_logprob.", j), {1});
+    if (!tail.ok()) return tail.status();
+    c.tail_logprob = tail->data[0];
+    expected.cases.push_back(std::move(c));
+  }
+  auto prompt = ReadIds(**file, "greedy.prompt");
+  if (!prompt.ok()) return prompt.status();
+  auto output = ReadIds(**file, "greedy.output");
+  if (!output.ok()) return output.status();
+  expected.greedy_prompt = *prompt;
+  expected.greedy_output = *output;
+  return expected;
+}
+
+// The raw logits of every position of `ids` fed to a fresh state.
+inline std::vector<float> AllLogits(Model& model, const std::vector<int32_t>& ids) {
+  auto state = model.NewState();
+  ForwardItem item;
+  item.tokens = ids;
+  item.state = state.get();
+  item.want_all_logits = true;
+  std::vector<ForwardOutput> out(1);
+  const absl::Status status = model.Forward({&item, 1}, absl::MakeSpan(out));
+  EXPECT_TRUE(status.ok()) << status;
+  return out[0].logits;
+}
+
+// Σ_t log p(ids[t+1] | ids[..t]) through the scoring path (targets), summed in double.
+inline double TailLogprob(Model& model, const std::vector<int32_t>& ids) {
+  std::vector<int32_t> targets(ids.size(), -1);
+  for (size_t t = 0; t + 1 < ids.size(); ++t) targets[t] = ids[t + 1];
+  auto state = model.NewState();
+  ForwardItem item;
+  item.tokens = ids;
+  item.targets = targets;
+  item.state = state.get();
+  std::vector<ForwardOutput> out(1);
+  const absl::Status status = model.Forward({&item, 1}, absl::MakeSpan(out));
+  EXPECT_TRUE(status.ok()) << status;
+  double sum = 0.0;
+  for (size_t t = 0; t + 1 < ids.size(); ++t) sum += out[0].logprob[t];
+  return sum;
+}
+
+inline double MaxAbsDiff(const std::vector<float>& a, const std::vector<float>& b) {
+  if (a.size() != b.size()) return INFINITY;
+  double worst = 0.0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    worst = std::max(worst, std::abs(static_cast<double>(a[i]) - b[i]));
+  }
+  return worst;
+}
+
+// Every logits.J within `logit_tol` (max |Δ|) and tail_logprob.J within `tail_tol` plus
+// `tail_tol_per_token` for each of its T-1 terms.
+inline void ExpectMatchesReference(Model& model, const GoldenExpectations& expected,
+                                   double logit_tol, double tail_tol, double tail_tol_per_token,
+                                   const std::string& what) {
+  ASSERT_EQ(expected.cases.size(), 5u);
+  for (const GoldenCase& c : expected.cases) {
+    const std::vector<float> logits = AllLogits(model, c.ids);
+    const double diff = MaxAbsDiff(logits, c.logits);
+    EXPECT_LE(diff, logit_tol) << what << ": logits for T=" << c.ids.size();
+    const double tail = TailLogprob(model, c.ids);
+    const double tail_bound = tail_tol + tail_tol_per_token * (c.ids.size() - 1);
+    EXPECT_NEAR(tail, c.tail_logprob, tail_bound)
+        << what << ": tail_logprob for T=" << c.ids.size();
+    std::printf("[%s] T=%zu max|dlogit|=%.3g |dtail|=%.3g\n", what.c_str(), c.ids.size(), diff,
+                std::abs(tail - c.tail_logprob));
+  }
+}
+
+// 16 greedy steps from greedy.prompt, continuing the state one token at a time; then the
+// whole sequence re-scored from scratch must call every generated token greedy.
+inline void ExpectGreedyMatchesReference(Model& model, const GoldenExpectations& expected,
+                                         const std::string& what) {
+  auto state = model.NewState();
+  std::vector<int32_t> fed = expected.greedy_prompt;
+  std::vector<int32_t> generated;
+  std::vector<int32_t> step = expected.greedy_prompt;
+  for (size_t n = 0; n < expected.greedy_output.size(); ++n) {
+    ForwardItem item;
+    item.tokens = step;
+    item.state = state.get();
+    item.want_last_logprobs = true;
+    std::vector<ForwardOutput> out(1);
+    const absl::Status status = model.Forward({&item, 1}, absl::MakeSpan(out));
+    ASSERT_TRUE(status.ok()) << status;
+    const auto& lp = out[0].last_logprobs;
+    const int32_t next = static_cast<int32_t>(std::max_element(lp.begin(), lp.end()) - lp.begin());
+    generated.push_back(next);
+    fed.push_back(next);
+    step = {next};
+  }
+  EXPECT_EQ(generated, expected.greedy_output) << what;
+
+  std::vector<int32_t> targets(fed.size(), -1);
+  for (size_t t = expected.greedy_prompt.size() - 1; t + 1 < fed.size(); ++t) {
+    targets[t] = fed[t + 1];
+  }
+  auto fresh = model.NewState();
+  ForwardItem item;
+  item.tokens = fed;
+  item.targets = targets;
+  item.state = fresh.get();
+  std::vector<ForwardOutput> out(1);
+  ASSERT_TRUE(model.Forward({&item, 1}, absl::MakeSpan(out)).ok());
+  for (size_t t = expected.greedy_prompt.size() - 1; t + 1 < fed.size(); ++t) {
+    EXPECT_EQ(out[0].argmax[t], fed[t + 1]) << what << ": recomputed greedy step at " << t;
+  }
+}
+
+inline std::unique_ptr<Model> BuildOrDie(const Checkpoint& checkpoint) {
+  auto model = BuildModel(checkpoint, LoadOptions{});
+  EXPECT_TRUE(model.ok()) << model.status();
+  return model.ok() ? std::move(*model) : nullptr;
+}
+
+// Every tensor of `checkpoint` as float.
+inline std::map<std::string, HostTensor> ReadAllTensors(const Checkpoint& checkpoint) {
+  std::map<std::string, HostTensor> tensors;
+  for (const std::string& name : checkpoint.TensorNames()) {
+    auto tensor = checkpoint.ReadFloat(name, {});
+    EXPECT_TRUE(tensor.ok()) << tensor.status();
+    if (tensor.ok()) tensors[name] = std::move(*tensor);
+  }
+  return tensors;
+}
+
+// Writes config.json + model.safetensors into a fresh folder and returns it.
+inline std::string WriteCheckpointFolder(const nlohmann::json& config,
+                                         const std::map<std::string, HostTensor>& tensors,
+                                         DType dtype, const std::string& tag) {
+  const std::string dir = MakeTempDir(tag);
+  std::ofstream(dir + "/config.json") << config.dump(2) << "\n";
+  const absl::Status status = WriteSafetensors(dir + "/model.safetensors", tensors, dtype);
+  EXPECT_TRUE(status.ok()) << status;
+  return dir;
+}
+
+// fla's checkpoints before b48ca31d: mlp.gate_proj [2I, D] = concat(gate, up) and no
+// up_proj; configs before 6d0aa569 spell norm_eps as rms_norm_eps.
+inline std::string WriteLegacyFusedMlpCheckpoint(const Checkpoint& checkpoint) {
+  std::map<std::string, HostTensor> tensors = ReadAllTensors(checkpoint);
+  int fused = 0;
+  for (auto it = tensors.begin(); it != tensors.end();) {
+    if (absl::EndsWith(it->first, ".mlp.up_proj.weight")) {
+      const std::string prefix =
+          it->first.substr(0, it->first.size() - std::string("up_proj.weight").size());
+      HostTensor& gate = tensors.at(prefix + "gate_proj.weight");
+      gate.shape[0] *= 2;
+      gate.data.insert(gate.data.end(), it->second.data.begin(), it->second.data.end());
+      it = tensors.erase(it);
+      ++fused;
+    } else {
+      ++it;
+    }
+  }
+  EXPECT_GT(fused, 0);
+  nlohmann::json config = checkpoint.config();
+  EXPECT_TRUE(config.contains("norm_eps"));
+  config["rms_norm_eps"] = config["norm_eps"];
+  config.erase("norm_eps");
+  return WriteCheckpointFolder(config, tensors, DType::kF32, "legacy");
+}
+
+// The whole golden check of one fla/HF model folder: reference logits, tail log-probs and
+// greedy tokens on the fp32 checkpoint, on its legacy fused-MLP rewrite (same tolerance:
+// the same numbers), and on a BF16 rewrite.
+//
+// BF16: rounding every weight to bf16 (8 significant bits, relative change <= u = 2^-8)
+// changes the model, so the reference logits no longer apply exactly. The exact check is
+// that the BF16 checkpoint gives bitwise the same logits as an F32 checkpoint holding the
+// same bf16-rounded values (the loader must widen bf16 exactly), and that those values are
+// the round-to-nearest bf16 of the originals. Against the reference we only bound the
+// effect of the rounding. To first order, rounding one weight tensor moves a logit z by
+// about u·|z|; every tensor of these small checkpoints lies on every logit's path, so with
+// N tensors the coherent worst case is |Δz| <= N·u·max|z_ref| (N = 31 to 34 here: 0.3 to
+// 0.6 for logits of magnitude ~4.8). Measured drift: 0.04 (hgrn2), 0.085 (hgrn), 0.135 (gla).
+// A log-softmax entry moves by at most 2·max|Δz|, so each tail term gets 2× that bound.
+// Greedy tokens are not required to survive the rounding.
+inline void RunGoldenModelChecks(const std::string& model) {
+  const std::string dir = SourcePath("tests/golden/" + model);
+  auto expected = ReadGoldenExpectations(dir);
+  ASSERT_TRUE(expected.ok()) << expected.status();
+  auto checkpoint = OpenCheckpoint(dir);
+  ASSERT_TRUE(checkpoint.ok()) << checkpoint.status();
+  {
+    auto m = BuildOrDie(**checkpoint);
+    ASSERT_NE(m, nullptr);
+    // tests/golden/report.json holds the upstream parameter count of each fixture.
+    std::ifstream report_file(SourcePath("tests/golden/report.json"));
+    const nlohmann::json report = nlohmann::json::parse(report_file, nullptr, false);
+    ASSERT_TRUE(report.is_object() && report.contains(model)) << "report.json";
+    EXPECT_EQ(m->info().num_parameters, report[model]["params"].get<int64_t>());
+    ExpectMatchesReference(*m, *expected, 1e-4, 1e-3, 0.0, model + " fp32");
+    ExpectGreedyMatchesReference(*m, *expected, model + " fp32");
+  }
+  {
+    auto legacy = OpenCheckpoint(WriteLegacyFusedMlpCheckpoint(**checkpoint));
+    ASSERT_TRUE(legacy.ok()) << legacy.status();
+    auto m = BuildOrDie(**legacy);
+    ASSERT_NE(m, nullptr);
+    ExpectMatchesReference(*m, *expected, 1e-4, 1e-3, 0.0, model + " legacy fused MLP");
+    ExpectGreedyMatchesReference(*m, *expected, model + " legacy fused MLP");
+  }
+  {
+    const std::map<std::string, HostTensor> original = ReadAllTensors(**checkpoint);
+    auto bf16 = OpenCheckpoint(
+        WriteCheckpointFolder((*checkpoint)->config(), original, DType::kBF16, "bf16"));
+    ASSERT_TRUE(bf16.ok()) << bf16.status();
+    for (const std::string& name : (*bf16)->TensorNames()) {
+      auto info = (*bf16)->Info(name);
+      ASSERT_TRUE(info.ok());
+      EXPECT_EQ(info->dtype, DType::kBF16) << name;
+    }
+    const std::map<std::string, HostTensor> rounded = ReadAllTensors(**bf16);
+    ASSERT_EQ(rounded.size(), original.size());
+    int64_t changed = 0;
+    for (const auto& [name, tensor] : original) {
+      const HostTensor& r = rounded.at(name);
+      ASSERT_EQ(r.shape, tensor.shape) << name;
+      for (size_t i = 0; i < tensor.data.size(); ++i) {
+        // Round to nearest: within half a bf16 ulp (<= 2^-8 relative), and exactly bf16.
+        ASSERT_LE(std::abs(r.data[i] - tensor.data[i]), std::abs(tensor.data[i]) * 0x1p-8f)
+            << name << "[" << i << "]";
+        uint32_t bits;
+        std::memcpy(&bits, &r.data[i], sizeof(bits));
+        ASSERT_EQ(bits & 0xffffu, 0u) << name << "[" << i << "] is not a bf16 value";
+        changed += r.data[i] != tensor.data[i];
+      }
+    }
+    EXPECT_GT(changed, 0);
+    auto widened = OpenCheckpoint(
+        WriteCheckpointFolder((*checkpoint)->config(), rounded, DType::kF32, "bf16w"));
+    ASSERT_TRUE(widened.ok()) << widened.status();
+    auto m_bf16 = BuildOrDie(**bf16);
+    auto m_f32 = BuildOrDie(**widened);
+    ASSERT_NE(m_bf16, nullptr);
+    ASSERT_NE(m_f32, nullptr);
+    for (const GoldenCase& c : expected->cases) {
+      EXPECT_EQ(AllLogits(*m_bf16, c.ids), AllLogits(*m_f32, c.ids))
+          << model << " bf16 vs f32-of-bf16 logits for T=" << c.ids.size();
+    }
+    double max_logit = 0.0;
+    for (const GoldenCase& c : expected->cases) {
+      for (float z : c.logits) max_logit = std::max(max_logit, std::abs(static_cast<double>(z)));
+    }
+    const double num_tensors = static_cast<double>(original.size());
+    const double bf16_logit_tol = num_tensors * 0x1p-8 * max_logit;
+    std::printf("[%s bf16] logit bound %.3g\n", model.c_str(), bf16_logit_tol);
+    ExpectMatchesReference(*m_bf16, *expected, bf16_logit_tol, 0.0, 2.0 * bf16_logit_tol,
+                           model + " bf16");
+  }
+}
+
+}  // namespace hgeval::testing
+
+#endif  // HGEVAL_TESTS_ENGINE_GOLDEN_MODEL_CHECK_H_
