@@ -1,34 +1,19 @@
 // The runtime layer (Score, PrefillWithSnapshots, Generate) on real golden checkpoints:
-// it must add nothing to and lose nothing from what Model::Forward computes.
-#include <cstring>
-#include <filesystem>
+// it must add nothing to and lose nothing from what the model computes.
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "engine/loader/checkpoint.h"
 #include "engine/model/load_model.h"
 #include "engine/runtime/generation.h"
 #include "engine/runtime/scoring.h"
 #include "gtest/gtest.h"
+#include "tests/engine/golden_model_check.h"
 #include "tests/support/paths.h"
 
 namespace hgeval {
 namespace {
-
-std::vector<int32_t> ReadIds(const Checkpoint& expected, const std::string& name) {
-  auto info = expected.Info(name);
-  EXPECT_TRUE(info.ok()) << info.status();
-  auto bytes = expected.RawBytes(name);
-  EXPECT_TRUE(bytes.ok()) << bytes.status();
-  std::vector<int32_t> ids(bytes->size() / sizeof(int64_t));
-  for (size_t i = 0; i < ids.size(); ++i) {
-    int64_t v;
-    std::memcpy(&v, bytes->data() + i * sizeof(int64_t), sizeof(v));
-    ids[i] = static_cast<int32_t>(v);
-  }
-  return ids;
-}
 
 class RuntimeGoldenTest : public ::testing::TestWithParam<std::string> {
  protected:
@@ -37,88 +22,93 @@ class RuntimeGoldenTest : public ::testing::TestWithParam<std::string> {
     auto model = LoadModel(dir, LoadOptions{});
     ASSERT_TRUE(model.ok()) << model.status();
     model_ = *std::move(model);
-    dir_ = dir;
+    auto expected = testing::ReadGoldenExpectations(dir);
+    ASSERT_TRUE(expected.ok()) << expected.status();
+    expected_ = *std::move(expected);
+    longest_ = expected_.cases.back().ids;
+    ASSERT_EQ(longest_.size(), 300u);
   }
   std::unique_ptr<Model> model_;
-  std::string dir_;
+  testing::GoldenExpectations expected_;
+  std::vector<int32_t> longest_;
 };
 
-// Reads tensors of expected.safetensors by writing a temporary folder that names it.
-std::unique_ptr<Checkpoint> OpenExpected(const std::string& dir) {
-  const std::string tmp = testing::MakeTempDir("expected");
-  std::filesystem::copy_file(dir + "/config.json", tmp + "/config.json");
-  std::filesystem::create_symlink(dir + "/expected.safetensors", tmp + "/model.safetensors");
-  auto ckpt = OpenCheckpoint(tmp);
-  EXPECT_TRUE(ckpt.ok()) << ckpt.status();
-  return ckpt.ok() ? *std::move(ckpt) : nullptr;
-}
-
 TEST_P(RuntimeGoldenTest, ScoreEqualsTailLogprobOfTheReference) {
-  auto expected = OpenExpected(dir_);
-  ASSERT_NE(expected, nullptr);
-  const std::vector<int32_t> ids = ReadIds(*expected, "input_ids.300");
-  auto tail = expected->ReadFloat("tail_logprob.300", {});
-  ASSERT_TRUE(tail.ok()) << tail.status();
-  ScoreRequest request;
-  request.context = {ids[0]};
-  request.continuation.assign(ids.begin() + 1, ids.end());
-  auto results = Score(*model_, absl::MakeConstSpan(&request, 1));
-  ASSERT_TRUE(results.ok()) << results.status();
-  EXPECT_NEAR((*results)[0].logprob, tail->data[0], 1e-3);
-  EXPECT_EQ((*results)[0].token_logprobs.size(), ids.size() - 1);
+  for (const auto& c : expected_.cases) {
+    if (c.ids.size() < 2) continue;
+    ScoreRequest request;
+    request.context = {c.ids[0]};
+    request.continuation.assign(c.ids.begin() + 1, c.ids.end());
+    auto results = Score(*model_, absl::MakeConstSpan(&request, 1));
+    ASSERT_TRUE(results.ok()) << results.status();
+    EXPECT_NEAR((*results)[0].logprob, c.tail_logprob, 1e-3) << "T=" << c.ids.size();
+    EXPECT_EQ((*results)[0].token_logprobs.size(), c.ids.size() - 1);
+  }
 }
 
-TEST_P(RuntimeGoldenTest, SnapshotsContinueLikeOneLongRun) {
-  auto expected = OpenExpected(dir_);
-  ASSERT_NE(expected, nullptr);
-  const std::vector<int32_t> ids = ReadIds(*expected, "input_ids.300");
-  const std::vector<int64_t> cuts = {1, 64, 65, 200};
-  auto snapshots = PrefillWithSnapshots(*model_, ids, cuts);
-  ASSERT_TRUE(snapshots.ok()) << snapshots.status();
+TEST_P(RuntimeGoldenTest, BranchesFromSnapshotsEqualOneLongRun) {
   ScoreRequest whole;
-  whole.context = {ids[0]};
-  whole.continuation.assign(ids.begin() + 1, ids.end());
+  whole.context = {longest_[0]};
+  whole.continuation.assign(longest_.begin() + 1, longest_.end());
   auto reference = Score(*model_, absl::MakeConstSpan(&whole, 1));
   ASSERT_TRUE(reference.ok()) << reference.status();
-  for (size_t c = 0; c < cuts.size(); ++c) {
-    // Fork after cut-1 tokens: context = the cut's last token, then the rest.
-    auto fork_base = PrefillWithSnapshots(*model_, ids, std::vector<int64_t>{cuts[c] - 1});
-    ASSERT_TRUE(fork_base.ok());
-    ScoreRequest branch;
-    branch.start = (*fork_base)[0].get();
-    branch.context = {ids[cuts[c] - 1]};
-    branch.continuation.assign(ids.begin() + cuts[c], ids.end());
-    auto scored = Score(*model_, absl::MakeConstSpan(&branch, 1));
-    ASSERT_TRUE(scored.ok()) << scored.status();
-    for (size_t j = 0; j < branch.continuation.size(); ++j) {
-      EXPECT_NEAR(scored->at(0).token_logprobs[j],
-                  reference->at(0).token_logprobs[cuts[c] - 1 + j], 1e-5)
-          << "cut " << cuts[c] << " token " << j;
-    }
-    EXPECT_EQ((*snapshots)[c]->position(), cuts[c]);
+  // Fork after cut-1 tokens; the branch's context is the cut's last token.
+  const std::vector<int64_t> prefixes = {0, 63, 64, 199};
+  auto snapshots = PrefillWithSnapshots(*model_, longest_, prefixes);
+  ASSERT_TRUE(snapshots.ok()) << snapshots.status();
+  std::vector<ScoreRequest> branches(prefixes.size());
+  for (size_t c = 0; c < prefixes.size(); ++c) {
+    EXPECT_EQ((*snapshots)[c]->position(), prefixes[c]);
+    branches[c].start = (*snapshots)[c].get();
+    branches[c].context = {longest_[prefixes[c]]};
+    branches[c].continuation.assign(longest_.begin() + prefixes[c] + 1, longest_.end());
   }
+  // All branches in one packed call.
+  auto scored = Score(*model_, branches);
+  ASSERT_TRUE(scored.ok()) << scored.status();
+  for (size_t c = 0; c < prefixes.size(); ++c) {
+    for (size_t j = 0; j < branches[c].continuation.size(); ++j) {
+      ASSERT_NEAR((*scored)[c].token_logprobs[j],
+                  (*reference)[0].token_logprobs[prefixes[c] + j], 1e-6)
+          << "prefix " << prefixes[c] << " token " << j;
+    }
+  }
+  // Snapshots are not consumed by scoring: the same branch again gives the same numbers.
+  auto again = Score(*model_, absl::MakeConstSpan(&branches[2], 1));
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ((*again)[0].token_logprobs, (*scored)[2].token_logprobs);
 }
 
 TEST_P(RuntimeGoldenTest, GreedyGenerationReproducesTheReference) {
-  auto expected = OpenExpected(dir_);
-  ASSERT_NE(expected, nullptr);
   GenerateRequest request;
-  request.prompt = ReadIds(*expected, "greedy.prompt");
-  const std::vector<int32_t> want = ReadIds(*expected, "greedy.output");
-  request.max_new_tokens = static_cast<int>(want.size());
-  // Two copies decoded together with a sampled third: batching must not change them.
+  request.prompt = expected_.greedy_prompt;
+  request.max_new_tokens = static_cast<int>(expected_.greedy_output.size());
+  // Two greedy copies decoded together with a sampled one: batching must not change them.
   GenerateRequest sampled = request;
   sampled.sampling = {.temperature = 0.8f, .top_p = 0.9f, .seed = 5};
-  std::vector<GenerateRequest> requests = {request, sampled, request};
+  const std::vector<GenerateRequest> requests = {request, sampled, request};
   auto results = Generate(*model_, nullptr, requests);
   ASSERT_TRUE(results.ok()) << results.status();
-  EXPECT_EQ((*results)[0].tokens, want);
-  EXPECT_EQ((*results)[2].tokens, want);
+  EXPECT_EQ((*results)[0].tokens, expected_.greedy_output);
+  EXPECT_EQ((*results)[2].tokens, expected_.greedy_output);
   EXPECT_EQ((*results)[0].finish_reason, FinishReason::kLength);
-  // The sampled one is reproducible from its seed.
+  // The sampled one is reproducible from its seed, alone.
   auto again = Generate(*model_, nullptr, absl::MakeConstSpan(&sampled, 1));
   ASSERT_TRUE(again.ok());
   EXPECT_EQ((*again)[0].tokens, (*results)[1].tokens);
+}
+
+TEST_P(RuntimeGoldenTest, GenerationStopsAtAStopToken) {
+  GenerateRequest request;
+  request.prompt = expected_.greedy_prompt;
+  request.max_new_tokens = 16;
+  request.stop_tokens = {expected_.greedy_output[3]};
+  auto results = Generate(*model_, nullptr, absl::MakeConstSpan(&request, 1));
+  ASSERT_TRUE(results.ok()) << results.status();
+  const auto& want = expected_.greedy_output;
+  const auto first_stop = std::find(want.begin(), want.end(), want[3]) - want.begin();
+  EXPECT_EQ((*results)[0].finish_reason, FinishReason::kStopToken);
+  EXPECT_EQ((*results)[0].tokens, std::vector<int32_t>(want.begin(), want.begin() + first_stop));
 }
 
 TEST_P(RuntimeGoldenTest, RejectsEmptyContinuationAndOutOfRangeIds) {
@@ -130,6 +120,9 @@ TEST_P(RuntimeGoldenTest, RejectsEmptyContinuationAndOutOfRangeIds) {
   bad.context = {1};
   bad.continuation = {static_cast<int32_t>(model_->info().vocab_size)};
   EXPECT_EQ(Score(*model_, absl::MakeConstSpan(&bad, 1)).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  GenerateRequest no_prompt;
+  EXPECT_EQ(Generate(*model_, nullptr, absl::MakeConstSpan(&no_prompt, 1)).status().code(),
             absl::StatusCode::kInvalidArgument);
 }
 
