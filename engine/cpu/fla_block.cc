@@ -5,7 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "engine/cpu/llama_linear.h"
+#include "engine/cpu/row_invariant_linear.h"
 #include "engine/cpu/ops.h"
 #include "engine/util/status_macros.h"
 
@@ -79,13 +79,15 @@ void ShortConv::Apply(float* x, int64_t t_len, std::vector<float>* window) const
 
 absl::StatusOr<std::vector<std::vector<float>>> ReadLowerBounds(const Checkpoint& checkpoint,
                                                                 int64_t layers, int64_t hidden) {
-  HG_ASSIGN_OR_RETURN(HostTensor raw, ReadTensor(checkpoint, "model.lower_bounds", {layers, hidden}));
+  HG_ASSIGN_OR_RETURN(HostTensor raw,
+                      ReadTensor(checkpoint, "model.lower_bounds", {layers, hidden}));
   std::vector<std::vector<float>> bounds(static_cast<size_t>(layers),
                                          std::vector<float>(static_cast<size_t>(hidden)));
   std::vector<double> p(static_cast<size_t>(layers));
   for (int64_t c = 0; c < hidden; ++c) {
     double max_value = raw.data[c];
-    for (int64_t l = 1; l < layers; ++l) max_value = std::max<double>(max_value, raw.data[l * hidden + c]);
+    for (int64_t l = 1; l < layers; ++l)
+      max_value = std::max<double>(max_value, raw.data[l * hidden + c]);
     double sum = 0.0;
     for (int64_t l = 0; l < layers; ++l) {
       p[l] = std::exp(static_cast<double>(raw.data[l * hidden + c]) - max_value);
@@ -166,8 +168,7 @@ class FlaModel final : public Model {
       // Fused add+norm: the residual becomes a + h; the MLP sees its norm.
       for (size_t j = 0; j < h.size(); ++j) h[j] += a[j];
       RmsNorm(h.data(), t_len, d, block.mlp_norm.data.data(), eps, x.data());
-      RowInvariantGatedMlp(x.data(), t_len, block.mlp.gate, block.mlp.up, block.mlp.down,
-                           a.data());
+      RowInvariantGatedMlp(x.data(), t_len, block.mlp.gate, block.mlp.up, block.mlp.down, a.data());
       for (size_t j = 0; j < h.size(); ++j) h[j] += a[j];
     }
     RmsNorm(h.data(), t_len, d, norm_.data.data(), eps, x.data());

@@ -5,6 +5,8 @@
 #ifndef HGEVAL_ENGINE_CPU_FLA_BLOCK_H_
 #define HGEVAL_ENGINE_CPU_FLA_BLOCK_H_
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -95,6 +97,22 @@ class TokenMixer {
 // layer l's bound (row 0 is all zeros). Computed in double, returned as float.
 absl::StatusOr<std::vector<std::vector<float>>> ReadLowerBounds(const Checkpoint& checkpoint,
                                                                 int64_t layers, int64_t hidden);
+
+// HGRN / HGRN2's forget gate for the pre-activation f and the layer's bound lb (0: none),
+// in double: log_gate = log(lb + (1 - lb)·σ(f)) (fla: logaddexp(log lb, log1p(-lb) +
+// logsigmoid(f)); logsigmoid(f) when lb = 0) and one_minus_gate = 1 - gate = (1 - lb)·σ(-f),
+// computed without cancellation when the gate is near 1.
+struct ForgetGate {
+  double log_gate;
+  double one_minus_gate;
+};
+inline ForgetGate LowerBoundedForgetGate(double f, double lb) {
+  const double e = std::exp(-std::abs(f));  // in (0, 1]: no overflow
+  const double sig = f >= 0 ? 1.0 / (1.0 + e) : e / (1.0 + e);
+  const double sig_neg = f >= 0 ? e / (1.0 + e) : 1.0 / (1.0 + e);
+  const double log_sig = std::min(f, 0.0) - std::log1p(e);
+  return {lb == 0.0 ? log_sig : std::log(lb + (1.0 - lb) * sig), (1.0 - lb) * sig_neg};
+}
 
 // Builds an fla-skeleton model around `mixers` (one per layer): reads the embeddings, the
 // block norms and MLPs (split or legacy fused), the final norm and lm_head (tied or not).

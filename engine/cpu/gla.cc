@@ -11,7 +11,7 @@
 #include "engine/cpu/cpu_models.h"
 #include "engine/cpu/fla_block.h"
 #include "engine/cpu/linear_attention.h"
-#include "engine/cpu/llama_linear.h"
+#include "engine/cpu/row_invariant_linear.h"
 #include "engine/cpu/ops.h"
 #include "engine/util/status_macros.h"
 
@@ -33,16 +33,15 @@ absl::StatusOr<std::function<float(float)>> FeatureMap(const std::string& name) 
   if (name == "logsigmoid") {
     return std::function<float(float)>([](float x) { return LogSigmoid(x); });
   }
-  return absl::UnimplementedError(
-      absl::StrCat("GLA: feature_map '", name, "' is not supported (relu, sigmoid, silu, swish, "
-                   "logsigmoid)"));
+  return absl::UnimplementedError(absl::StrCat("GLA: feature_map '", name,
+                                               "' is not supported (relu, sigmoid, silu, swish, "
+                                               "logsigmoid)"));
 }
 
 class GlaMixer final : public TokenMixer {
  public:
   static absl::StatusOr<std::unique_ptr<GlaMixer>> Read(const Checkpoint& checkpoint,
-                                                        const ModelConfig& config,
-                                                        int64_t layer) {
+                                                        const ModelConfig& config, int64_t layer) {
     auto mixer = std::unique_ptr<GlaMixer>(new GlaMixer());
     const int64_t d = config.hidden_size;
     const int64_t key_dim = static_cast<int64_t>(d * config.expand_k);
@@ -73,7 +72,8 @@ class GlaMixer final : public TokenMixer {
                                                   {key_dim / group, kGateLowRankDim}));
     HG_ASSIGN_OR_RETURN(mixer->gk_bias_,
                         ReadTensor(checkpoint, p + "gk_proj.1.bias", {key_dim / group}));
-    HG_ASSIGN_OR_RETURN(mixer->o_proj_, ReadTensor(checkpoint, p + "o_proj.weight", {d, value_dim}));
+    HG_ASSIGN_OR_RETURN(mixer->o_proj_,
+                        ReadTensor(checkpoint, p + "o_proj.weight", {d, value_dim}));
     const int64_t dv = value_dim / heads;
     mixer->output_gate_ = config.use_output_gate;
     if (config.use_output_gate) {
@@ -83,9 +83,9 @@ class GlaMixer final : public TokenMixer {
     // fuse_norm with a swish gate stores the norm as g_norm_swish_gate; otherwise g_norm.
     // Both are a per-head RMSNorm over dv with one weight shared by the heads.
     const std::string fused = p + "g_norm_swish_gate.weight";
-    HG_ASSIGN_OR_RETURN(mixer->g_norm_,
-                        ReadTensor(checkpoint, checkpoint.Has(fused) ? fused : p + "g_norm.weight",
-                                   {dv}));
+    HG_ASSIGN_OR_RETURN(
+        mixer->g_norm_,
+        ReadTensor(checkpoint, checkpoint.Has(fused) ? fused : p + "g_norm.weight", {dv}));
     if (config.use_short_conv) {
       // q, k and v convs, each followed by silu.
       const int64_t widths[3] = {key_dim, key_dim / group, value_dim / group};

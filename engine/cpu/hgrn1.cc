@@ -9,7 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "engine/cpu/cpu_models.h"
 #include "engine/cpu/fla_block.h"
-#include "engine/cpu/llama_linear.h"
+#include "engine/cpu/row_invariant_linear.h"
 #include "engine/cpu/ops.h"
 #include "engine/util/status_macros.h"
 
@@ -53,8 +53,8 @@ class HgrnMixer final : public TokenMixer {
   }
 
   int64_t num_parameters() const override {
-    int64_t n = i_proj_.numel() + f_proj_.numel() + g_proj_.numel() + g_norm_.numel() +
-                o_proj_.numel();
+    int64_t n =
+        i_proj_.numel() + f_proj_.numel() + g_proj_.numel() + g_norm_.numel() + o_proj_.numel();
     for (const auto& conv : convs_) n += conv.num_parameters();
     return n;
   }
@@ -75,15 +75,10 @@ class HgrnMixer final : public TokenMixer {
     for (int64_t t = 0; t < t_len; ++t) {
       for (int64_t c = 0; c < e; ++c) {
         const size_t idx = static_cast<size_t>(t * e + c);
-        const double fv = f[idx];
-        const double lb = lower_bound_.empty() ? 0.0 : lower_bound_[c];
-        const double log_sig = fv >= 0 ? -std::log1p(std::exp(-fv)) : fv - std::log1p(std::exp(fv));
-        const double sig_neg = 1.0 / (1.0 + std::exp(fv));
-        const double sig = 1.0 / (1.0 + std::exp(-fv));
-        const float log_gate =
-            static_cast<float>(lb == 0.0 ? log_sig : std::log(lb + (1.0 - lb) * sig));
-        // 1 - exp(f) = (1 - lb)·σ(-f), without cancellation.
-        const float input = Silu(i[idx]) * static_cast<float>((1.0 - lb) * sig_neg);
+        const ForgetGate gate =
+            LowerBoundedForgetGate(f[idx], lower_bound_.empty() ? 0.0 : lower_bound_[c]);
+        const float log_gate = static_cast<float>(gate.log_gate);
+        const float input = Silu(i[idx]) * static_cast<float>(gate.one_minus_gate);
         h[c] = std::exp(log_gate) * h[c] + input;
         o[idx] = h[c];
       }
@@ -118,8 +113,7 @@ absl::StatusOr<std::unique_ptr<Model>> BuildHgrn(const Checkpoint& checkpoint,
   std::vector<std::vector<float>> bounds;
   int64_t extra = 0;
   if (config.use_lower_bound) {
-    HG_ASSIGN_OR_RETURN(bounds,
-                        ReadLowerBounds(checkpoint, config.num_layers, config.hidden_size));
+    HG_ASSIGN_OR_RETURN(bounds, ReadLowerBounds(checkpoint, config.num_layers, config.hidden_size));
     extra = config.num_layers * config.hidden_size;
   }
   std::vector<std::unique_ptr<TokenMixer>> mixers;

@@ -10,7 +10,7 @@
 #include "engine/cpu/cpu_models.h"
 #include "engine/cpu/fla_block.h"
 #include "engine/cpu/linear_attention.h"
-#include "engine/cpu/llama_linear.h"
+#include "engine/cpu/row_invariant_linear.h"
 #include "engine/cpu/ops.h"
 #include "engine/util/status_macros.h"
 
@@ -62,8 +62,8 @@ class Hgrn2Mixer final : public TokenMixer {
   }
 
   int64_t num_parameters() const override {
-    int64_t n = q_proj_.numel() + f_proj_.numel() + i_proj_.numel() + g_norm_.numel() +
-                o_proj_.numel();
+    int64_t n =
+        q_proj_.numel() + f_proj_.numel() + i_proj_.numel() + g_norm_.numel() + o_proj_.numel();
     for (const auto& conv : convs_) n += conv.num_parameters();
     return n;
   }
@@ -81,21 +81,15 @@ class Hgrn2Mixer final : public TokenMixer {
       convs_[2].Apply(i.data(), t_len, &state->conv[2]);
     }
     for (auto& value : q) value = Silu(value);
-    // Forget gate in double: gate = lb + (1 - lb)·σ(f) (= exp of fla's
-    // logaddexp(log lb, log1p(-lb) + logsigmoid(f))), g = log(gate), k = 1 - gate computed
-    // as (1 - lb)·σ(-f) to keep its precision when the gate is near 1. f now holds g.
+    // Forget gate (in double): g = log(lb + (1 - lb)·σ(f)), k = 1 - exp(g). f now holds g.
     std::vector<float> k(n);
     for (int64_t t = 0; t < t_len; ++t) {
       for (int64_t c = 0; c < d; ++c) {
         const size_t idx = static_cast<size_t>(t * d + c);
-        const double fv = f[idx];
-        const double lb = lower_bound_.empty() ? 0.0 : lower_bound_[c];
-        const double sig = 1.0 / (1.0 + std::exp(-fv));
-        const double sig_neg = 1.0 / (1.0 + std::exp(fv));
-        const double log_sig = fv >= 0 ? -std::log1p(std::exp(-fv)) : fv - std::log1p(std::exp(fv));
-        const double g = lb == 0.0 ? log_sig : std::log(lb + (1.0 - lb) * sig);
-        f[idx] = static_cast<float>(g);
-        k[idx] = static_cast<float>((1.0 - lb) * sig_neg);
+        const ForgetGate gate =
+            LowerBoundedForgetGate(f[idx], lower_bound_.empty() ? 0.0 : lower_bound_[c]);
+        f[idx] = static_cast<float>(gate.log_gate);
+        k[idx] = static_cast<float>(gate.one_minus_gate);
       }
     }
     GatedLinearAttention(shape_, q.data(), k.data(), i.data(), f.data(), t_len,
@@ -124,15 +118,14 @@ absl::StatusOr<std::unique_ptr<Model>> BuildHgrn2(const Checkpoint& checkpoint,
   }
   if (config.num_heads <= 0 || config.expand_ratio <= 0 ||
       config.num_heads * config.expand_ratio != config.hidden_size) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("HGRN2: num_heads ", config.num_heads, " x expand_ratio ",
-                     config.expand_ratio, " must equal hidden_size ", config.hidden_size));
+    return absl::InvalidArgumentError(absl::StrCat("HGRN2: num_heads ", config.num_heads,
+                                                   " x expand_ratio ", config.expand_ratio,
+                                                   " must equal hidden_size ", config.hidden_size));
   }
   std::vector<std::vector<float>> bounds;
   int64_t extra = 0;
   if (config.use_lower_bound) {
-    HG_ASSIGN_OR_RETURN(bounds,
-                        ReadLowerBounds(checkpoint, config.num_layers, config.hidden_size));
+    HG_ASSIGN_OR_RETURN(bounds, ReadLowerBounds(checkpoint, config.num_layers, config.hidden_size));
     extra = config.num_layers * config.hidden_size;
   }
   std::vector<std::unique_ptr<TokenMixer>> mixers;

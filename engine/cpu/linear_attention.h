@@ -11,11 +11,11 @@
 namespace hgeval::cpu {
 
 struct LinearAttentionShape {
-  int64_t heads = 0;     // query heads H
-  int64_t kv_heads = 0;  // H % kv_heads == 0; kv head j serves query heads [jG, (j+1)G)
-  int64_t key_dim = 0;   // dk per head
-  int64_t value_dim = 0; // dv per head
-  double scale = 1.0;    // multiplies the output (fla's default is dk^-0.5)
+  int64_t heads = 0;      // query heads H
+  int64_t kv_heads = 0;   // H % kv_heads == 0; kv head j serves query heads [jG, (j+1)G)
+  int64_t key_dim = 0;    // dk per head
+  int64_t value_dim = 0;  // dv per head
+  double scale = 1.0;     // multiplies the output (fla's default is dk^-0.5)
 
   // Floats of recurrent state per sequence. Heads that share a kv head share k, v and the
   // decay, so their states are equal: one state per kv head suffices.

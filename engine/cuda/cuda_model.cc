@@ -120,6 +120,14 @@ absl::Status CudaModel::LlamaPrefillAttention(int layer, int rows, int64_t pos0,
   const int64_t cap = seq->kv_cap_;
   const void* kl = Offset(seq->kv_.get(), (layer * 2) * cap * kvw, act_);
   const void* vl = Offset(seq->kv_.get(), (layer * 2 + 1) * cap * kvw, act_);
+  if (act_ == Act::kBF16 && (hd == 32 || hd == 64 || hd == 128)) {
+    // Tensor-core flash attention: no score matrix in memory.
+    HG_LAUNCH(FlashPrefillAttention(qkv_.get(), rows, static_cast<int>(H), static_cast<int>(Hkv),
+                                    static_cast<int>(hd), kl, vl, pos0, mixer_scale_,
+                                    att_o_.get(), ctx_->stream()));
+    return absl::OkStatus();
+  }
+  // fp32 (exactness) path: score tiles through cuBLAS in plain fp32.
   const int64_t es = static_cast<int64_t>(ActSize(act_));
   constexpr int64_t kBudget = 256ll << 20;
   const int64_t tk_max = pos0 + rows;
@@ -184,10 +192,15 @@ absl::Status CudaModel::EnqueueMixer(int layer, int num_seqs, int seq_len, int64
       HG_RETURN_IF_ERROR(GemmNT(cb, rows, proj_width_, D_, Mat(x_.get(), act_, D_),
                                 Mat(w.w_in.get(), act_, D_), proj_.get(), Act::kF32,
                                 proj_width_));
-      HG_LAUNCH(Hgrn2Gates(proj_.as<float>(), rows, static_cast<int>(D_),
-                           w.lower_bound.as<float>(), q_.as<float>(), k_.as<float>(),
-                           g_.as<float>(), v_.as<float>(), s));
-      HG_RETURN_IF_ERROR(gla_recurrence());
+      if (decode) {
+        HG_LAUNCH(Hgrn2DecodeStep(proj_.as<float>(), w.lower_bound.as<float>(), rows, H, dk,
+                                  mixer_scale_, sptrs, layer * per_layer, o_.as<float>(), s));
+      } else {
+        HG_LAUNCH(Hgrn2Gates(proj_.as<float>(), rows, static_cast<int>(D_),
+                             w.lower_bound.as<float>(), q_.as<float>(), k_.as<float>(),
+                             g_.as<float>(), v_.as<float>(), s));
+        HG_RETURN_IF_ERROR(gla_recurrence());
+      }
       // g_norm runs through fla's rms_norm_linear with its default eps 1e-5.
       HG_LAUNCH(RmsNormGated(o_.as<float>(), D_, nullptr, 0, w.g_norm.as<float>(), 1e-5f, rows,
                              static_cast<int>(D_), static_cast<int>(D_), onorm_.get(), act_, D_,
@@ -239,7 +252,7 @@ absl::Status CudaModel::EnqueueMixer(int layer, int num_seqs, int seq_len, int64
       if (decode) {
         HG_LAUNCH(DecodeAttention(qkv_.get(), act_, rows, H, Hkv, dk, kv_ptrs_.as<void*>(),
                                   kv_caps_.as<int64_t>(), positions_.as<int64_t>(), layer,
-                                  mixer_scale_, att_o_.get(), s));
+                                  mixer_scale_, attn_partial_.as<float>(), att_o_.get(), s));
       } else {
         HG_RETURN_IF_ERROR(LlamaPrefillAttention(layer, rows, pos0, seq));
       }

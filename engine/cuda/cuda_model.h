@@ -30,7 +30,7 @@
 namespace hgeval::cuda {
 
 constexpr int kSegmentRows = 4096;
-constexpr int kDecodeRows = 64;
+constexpr int kDecodeRows = 32;
 constexpr int kLogitRows = 256;
 
 class CudaModel;
@@ -138,7 +138,7 @@ class CudaModel : public Model {
 
   // Scratch (fixed at build so graphs stay valid).
   DeviceBuffer h_, x_, delta_, proj_, q_, k_, g_, v_, o_, onorm_, gu_, mlp_, chunk_states_;
-  DeviceBuffer gk_, qkv_, att_o_, xc_, xdbc_, dt_, y_;
+  DeviceBuffer gk_, qkv_, att_o_, attn_partial_, xc_, xdbc_, dt_, y_;
   DeviceBuffer logits_, logit_x_, lp_, am_;
   DeviceBuffer ids_, positions_, targets_, row_idx_;
   DeviceBuffer state_ptrs_, kv_ptrs_, kv_caps_;

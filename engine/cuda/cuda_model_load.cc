@@ -379,6 +379,7 @@ absl::Status CudaModel::AllocateScratch() {
   if (fam == ModelFamily::kLlama) {
     HG_RETURN_IF_ERROR(act(&qkv_, R * (heads_ + 2 * kv_heads_) * dk_));
     HG_RETURN_IF_ERROR(act(&att_o_, R * heads_ * dk_));
+    HG_RETURN_IF_ERROR(f32(&attn_partial_, DecodeAttentionScratchFloats(kDecodeRows, heads_, dk_)));
   }
   if (fam == ModelFamily::kMamba) {
     HG_RETURN_IF_ERROR(f32(&xc_, R * mix_width_));

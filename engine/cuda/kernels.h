@@ -105,6 +105,12 @@ cudaError_t RecurrentGlaStep(const float* q, const float* k, const float* g, con
                              float* const* state_ptrs, int64_t layer_offset, float* o,
                              cudaStream_t stream);
 
+// HGRN2 decode: the one-step recurrence with the gate maths fused in, straight from the
+// fused projection qfi [rows, 3D] (q | f | i), K = V = head_dim.
+cudaError_t Hgrn2DecodeStep(const float* qfi, const float* lower_bound, int rows, int heads,
+                            int head_dim, float scale, float* const* state_ptrs,
+                            int64_t layer_offset, float* o, cudaStream_t stream);
+
 // HGRN1 scan: h_t = exp(f_t) h_{t-1} + i_t; o_t = h_t. ifg as left by HgrnGates
 // ([rows, 3E]); state [E] per sequence; o fp32 [rows, E].
 cudaError_t HgrnScan(const float* ifg, int num_seqs, int seq_len, int width,
@@ -147,12 +153,26 @@ cudaError_t KvWrite(const void* qkv, Act act, int num_seqs, int seq_len, int hea
 cudaError_t CausalSoftmax(const float* scores, int nh, int tq, int tk, int64_t q_pos0,
                           void* probs, Act act, cudaStream_t stream);
 
+// Flash-style causal prefill attention on tensor cores (bf16 only; head_dim 32, 64 or
+// 128, else cudaErrorNotSupported): query row i of qkv sits at position pos0 + i and
+// attends to keys [0, pos0 + i] of one sequence's cache planes k_plane / v_plane
+// ([cap][Hkv][hd]). Online softmax in fp32; o [rows, H*hd] bf16.
+cudaError_t FlashPrefillAttention(const void* qkv, int rows, int heads, int kv_heads,
+                                  int head_dim, const void* k_plane, const void* v_plane,
+                                  int64_t pos0, float scale, void* o, cudaStream_t stream);
+
 // Decode attention: one query row per sequence (row r = sequence r) at positions[r],
 // attending to cache positions [0, positions[r]]. q from qkv; o [rows, H*hd] of `act`.
+// Keys are split in kDecodeSplits fixed shares (parallelism at batch 1); `partial` is
+// scratch of DecodeAttentionScratchFloats(rows, heads, head_dim) floats.
+constexpr int kDecodeSplits = 8;
+inline int64_t DecodeAttentionScratchFloats(int64_t rows, int64_t heads, int64_t head_dim) {
+  return rows * heads * kDecodeSplits * (head_dim + 2);
+}
 cudaError_t DecodeAttention(const void* qkv, Act act, int rows, int heads, int kv_heads,
                             int head_dim, void* const* cache_ptrs, const int64_t* caps,
-                            const int64_t* positions, int layer, float scale, void* o,
-                            cudaStream_t stream);
+                            const int64_t* positions, int layer, float scale, float* partial,
+                            void* o, cudaStream_t stream);
 
 }  // namespace hgeval::cuda
 

@@ -68,25 +68,30 @@ __global__ void CausalSoftmaxKernel(const float* scores, int tq, int tk, int64_t
   }
 }
 
-constexpr int kAttnWarps = 8;
+constexpr int kAttnWarps = 4;
 constexpr int kMaxHeadDim = 256;
 constexpr int kDimPerLane = kMaxHeadDim / 32;
 
-// Grid (rows, H), kAttnWarps warps. Warp w takes keys w, w + kAttnWarps, ...; lanes split
-// the head dimension. Each warp keeps an online softmax; the warps merge at the end in a
-// fixed order.
+// Split-key decode attention, pass 1. Grid (rows, H, kDecodeSplits), kAttnWarps warps.
+// Split z takes a fixed share of the row's keys; warp w takes keys w, w + kAttnWarps, ...
+// of the share; lanes split the head dimension. Writes the split's (max, sum, unnormalised
+// output) to `part` ([rows][H][splits][hd + 2]). The split count is fixed, so a row's
+// arithmetic never depends on the batch.
 template <typename T>
 __global__ void __launch_bounds__(kAttnWarps * 32) DecodeAttentionKernel(
     const T* qkv, int heads, int kv_heads, int head_dim, void* const* cache_ptrs,
-    const int64_t* caps, const int64_t* positions, int layer, float scale, T* o) {
+    const int64_t* caps, const int64_t* positions, int layer, float scale, float* part) {
   __shared__ float sm[kAttnWarps], sl[kAttnWarps];
   __shared__ float sacc[kAttnWarps][kMaxHeadDim];
-  const int r = blockIdx.x, h = blockIdx.y;
+  const int r = blockIdx.x, h = blockIdx.y, z = blockIdx.z;
   const T* cache = static_cast<const T*>(cache_ptrs[r]);
   if (cache == nullptr) return;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int64_t cap = caps[r];
   const int64_t nkeys = positions[r] + 1;
+  const int64_t share = (nkeys + kDecodeSplits - 1) / kDecodeSplits;
+  const int64_t js = z * share;
+  const int64_t je = js + share < nkeys ? js + share : nkeys;
   const int hk = h / (heads / kv_heads);
   const int width = kv_heads * head_dim;
   const T* kbase = cache + static_cast<int64_t>(layer) * 2 * cap * width + hk * head_dim;
@@ -101,7 +106,7 @@ __global__ void __launch_bounds__(kAttnWarps * 32) DecodeAttentionKernel(
     acc[u] = 0.0f;
   }
   float m = -INFINITY, l = 0.0f;
-  for (int64_t j = warp; j < nkeys; j += kAttnWarps) {
+  for (int64_t j = js + warp; j < je; j += kAttnWarps) {
     const T* kr = kbase + j * width;
     const T* vr = vbase + j * width;
     float dot = 0.0f;
@@ -133,14 +138,265 @@ __global__ void __launch_bounds__(kAttnWarps * 32) DecodeAttentionKernel(
   __syncthreads();
   float mx = sm[0];
   for (int w = 1; w < kAttnWarps; ++w) mx = fmaxf(mx, sm[w]);
+  float* out = part + ((static_cast<int64_t>(r) * heads + h) * kDecodeSplits + z) * (head_dim + 2);
+  const bool empty = mx == -INFINITY;
+  if (threadIdx.x == 0) {
+    float den = 0.0f;
+    if (!empty) {
+      for (int w = 0; w < kAttnWarps; ++w) den += sl[w] * __expf(sm[w] - mx);
+    }
+    out[0] = mx;
+    out[1] = den;
+  }
+  for (int d = threadIdx.x; d < head_dim; d += blockDim.x) {
+    float num = 0.0f;
+    if (!empty) {
+      for (int w = 0; w < kAttnWarps; ++w) num += sacc[w][d] * __expf(sm[w] - mx);
+    }
+    out[2 + d] = num;
+  }
+}
+
+// Pass 2: merge the splits in a fixed order. Grid (rows, H).
+template <typename T>
+__global__ void DecodeCombineKernel(int heads, int head_dim, void* const* cache_ptrs,
+                                    const float* part, T* o) {
+  const int r = blockIdx.x, h = blockIdx.y;
+  if (cache_ptrs[r] == nullptr) return;
+  const float* in = part + (static_cast<int64_t>(r) * heads + h) * kDecodeSplits * (head_dim + 2);
+  float mx = -INFINITY;
+  for (int z = 0; z < kDecodeSplits; ++z) mx = fmaxf(mx, in[z * (head_dim + 2)]);
   float den = 0.0f;
-  for (int w = 0; w < kAttnWarps; ++w) den += sl[w] * __expf(sm[w] - mx);
+  for (int z = 0; z < kDecodeSplits; ++z) {
+    const float mz = in[z * (head_dim + 2)];
+    if (mz != -INFINITY) den += in[z * (head_dim + 2) + 1] * __expf(mz - mx);
+  }
   T* orow = o + static_cast<int64_t>(r) * heads * head_dim + h * head_dim;
   for (int d = threadIdx.x; d < head_dim; d += blockDim.x) {
     float num = 0.0f;
-    for (int w = 0; w < kAttnWarps; ++w) num += sacc[w][d] * __expf(sm[w] - mx);
+    for (int z = 0; z < kDecodeSplits; ++z) {
+      const float mz = in[z * (head_dim + 2)];
+      if (mz != -INFINITY) num += in[z * (head_dim + 2) + 2 + d] * __expf(mz - mx);
+    }
     orow[d] = FromF<T>(num / den);
   }
+}
+
+// ---- flash prefill (bf16, mma.sync m16n8k16) -----------------------------------------
+
+constexpr int kFlashRows = 128;  // queries per block (8 warps x 16)
+constexpr int kFlashThreads = kFlashRows * 2;
+constexpr int kFlashKeys = 64;   // keys per tile
+
+__device__ __forceinline__ uint32_t Pack2(float lo, float hi) {
+  __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+  return *reinterpret_cast<uint32_t*>(&v);
+}
+
+__device__ __forceinline__ void Mma16816(float* c, const uint32_t* a, uint32_t b0, uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+      "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// Grid (ceil(rows / 128), H), 256 threads. smem: Q [128][HD+8], K [64][HD+8], V^T [HD][64+8].
+template <int HD>
+__global__ void __launch_bounds__(kFlashThreads) FlashPrefillKernel(const bf16* qkv, int rows, int heads,
+                                                          int kv_heads, const bf16* kp,
+                                                          const bf16* vp, int64_t pos0,
+                                                          float scale, bf16* o) {
+  constexpr int kQS = HD + 8, kVS = kFlashKeys + 8;
+  extern __shared__ __align__(16) unsigned char flash_smem[];
+  bf16* sq = reinterpret_cast<bf16*>(flash_smem);
+  bf16* sk = sq + kFlashRows * kQS;
+  bf16* svt = sk + kFlashKeys * kQS;
+  const int tile = blockIdx.x, h = blockIdx.y;
+  const int hk = h / (heads / kv_heads);
+  const int q0 = tile * kFlashRows;
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int g = lane >> 2, tq = lane & 3;
+  const int64_t qstride = static_cast<int64_t>(heads + 2 * kv_heads) * HD;
+  const int64_t kvstride = static_cast<int64_t>(kv_heads) * HD;
+
+  // Q tile -> smem (16-byte vectors).
+  for (int idx = tid; idx < kFlashRows * HD / 8; idx += blockDim.x) {
+    const int r = idx / (HD / 8), c8 = (idx % (HD / 8)) * 8;
+    uint4 val = make_uint4(0, 0, 0, 0);
+    if (q0 + r < rows) {
+      val = *reinterpret_cast<const uint4*>(qkv + (q0 + r) * qstride + h * HD + c8);
+    }
+    *reinterpret_cast<uint4*>(sq + r * kQS + c8) = val;
+  }
+  __syncthreads();
+  // This warp's Q fragments (rows 16*warp + g and + 8).
+  uint32_t qa[HD / 16][4];
+  const int wr = warp * 16;
+#pragma unroll
+  for (int ks = 0; ks < HD / 16; ++ks) {
+    const bf16* r0 = sq + (wr + g) * kQS + ks * 16 + 2 * tq;
+    const bf16* r1 = sq + (wr + g + 8) * kQS + ks * 16 + 2 * tq;
+    qa[ks][0] = *reinterpret_cast<const uint32_t*>(r0);
+    qa[ks][1] = *reinterpret_cast<const uint32_t*>(r1);
+    qa[ks][2] = *reinterpret_cast<const uint32_t*>(r0 + 8);
+    qa[ks][3] = *reinterpret_cast<const uint32_t*>(r1 + 8);
+  }
+  float acc[HD / 8][4];
+#pragma unroll
+  for (int nt = 0; nt < HD / 8; ++nt) {
+#pragma unroll
+    for (int x = 0; x < 4; ++x) acc[nt][x] = 0.0f;
+  }
+  float m_row[2] = {-INFINITY, -INFINITY}, l_row[2] = {0.0f, 0.0f};
+  const int64_t qpos[2] = {pos0 + q0 + wr + g, pos0 + q0 + wr + g + 8};
+  const int64_t last_key = pos0 + min(q0 + kFlashRows, rows) - 1;
+  const int ntiles = static_cast<int>(last_key / kFlashKeys) + 1;
+
+  // K/V tiles are prefetched into registers one tile ahead, so their global loads overlap
+  // the tensor-core work on the current tile.
+  constexpr int kLoads = kFlashKeys * HD / 8 / kFlashThreads;  // 16-byte vectors per thread
+  static_assert(kLoads >= 1, "head_dim too small for the flash tile");
+  uint4 kreg[kLoads], vreg[kLoads];
+  auto prefetch = [&](int kt) {
+    const int64_t k0 = static_cast<int64_t>(kt) * kFlashKeys;
+#pragma unroll
+    for (int x = 0; x < kLoads; ++x) {
+      const int idx = tid + x * kFlashThreads;
+      const int rk = idx / (HD / 8), ck = (idx % (HD / 8)) * 8;  // K: row-major walk
+      const int rv = idx % kFlashKeys, cv = (idx / kFlashKeys) * 8;  // V: key-fastest walk
+      kreg[x] = k0 + rk <= last_key
+                    ? *reinterpret_cast<const uint4*>(kp + (k0 + rk) * kvstride + hk * HD + ck)
+                    : make_uint4(0, 0, 0, 0);
+      vreg[x] = k0 + rv <= last_key
+                    ? *reinterpret_cast<const uint4*>(vp + (k0 + rv) * kvstride + hk * HD + cv)
+                    : make_uint4(0, 0, 0, 0);
+    }
+  };
+  prefetch(0);
+  for (int kt = 0; kt < ntiles; ++kt) {
+    const int64_t k0 = static_cast<int64_t>(kt) * kFlashKeys;
+    __syncthreads();  // previous tile's smem reads are done
+#pragma unroll
+    for (int x = 0; x < kLoads; ++x) {
+      const int idx = tid + x * kFlashThreads;
+      const int rk = idx / (HD / 8), ck = (idx % (HD / 8)) * 8;
+      const int rv = idx % kFlashKeys, cv = (idx / kFlashKeys) * 8;
+      *reinterpret_cast<uint4*>(sk + rk * kQS + ck) = kreg[x];
+      const bf16* ve = reinterpret_cast<const bf16*>(&vreg[x]);
+#pragma unroll
+      for (int e = 0; e < 8; ++e) svt[(cv + e) * kVS + rv] = ve[e];
+    }
+    __syncthreads();
+    if (kt + 1 < ntiles) prefetch(kt + 1);
+    // S = Q K^T for this warp's 16 rows x 64 keys.
+    float sc[kFlashKeys / 8][4];
+#pragma unroll
+    for (int nt = 0; nt < kFlashKeys / 8; ++nt) {
+#pragma unroll
+      for (int x = 0; x < 4; ++x) sc[nt][x] = 0.0f;
+#pragma unroll
+      for (int ks = 0; ks < HD / 16; ++ks) {
+        const bf16* kr = sk + (nt * 8 + g) * kQS + ks * 16 + 2 * tq;
+        Mma16816(sc[nt], qa[ks], *reinterpret_cast<const uint32_t*>(kr),
+                 *reinterpret_cast<const uint32_t*>(kr + 8));
+      }
+    }
+    // Scale, causal mask, online softmax (rows g and g+8; quad-reduce over tq).
+    float tile_max[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+    for (int nt = 0; nt < kFlashKeys / 8; ++nt) {
+#pragma unroll
+      for (int x = 0; x < 4; ++x) {
+        const int rr = x >> 1;
+        const int64_t key = k0 + nt * 8 + 2 * tq + (x & 1);
+        float v = sc[nt][x] * scale;
+        if (key > qpos[rr]) v = -INFINITY;
+        sc[nt][x] = v;
+        tile_max[rr] = fmaxf(tile_max[rr], v);
+      }
+    }
+    float corr[2];
+#pragma unroll
+    for (int rr = 0; rr < 2; ++rr) {
+      tile_max[rr] = fmaxf(tile_max[rr], __shfl_xor_sync(0xffffffffu, tile_max[rr], 1));
+      tile_max[rr] = fmaxf(tile_max[rr], __shfl_xor_sync(0xffffffffu, tile_max[rr], 2));
+      const float new_m = fmaxf(m_row[rr], tile_max[rr]);
+      const float safe_m = new_m == -INFINITY ? 0.0f : new_m;
+      corr[rr] = __expf(m_row[rr] - safe_m);
+      m_row[rr] = new_m;
+      tile_max[rr] = safe_m;
+    }
+    float rsum[2] = {0.0f, 0.0f};
+#pragma unroll
+    for (int nt = 0; nt < kFlashKeys / 8; ++nt) {
+#pragma unroll
+      for (int x = 0; x < 4; ++x) {
+        const int rr = x >> 1;
+        const float p = __expf(sc[nt][x] - tile_max[rr]);
+        sc[nt][x] = p;
+        rsum[rr] += p;
+      }
+    }
+#pragma unroll
+    for (int rr = 0; rr < 2; ++rr) {
+      rsum[rr] += __shfl_xor_sync(0xffffffffu, rsum[rr], 1);
+      rsum[rr] += __shfl_xor_sync(0xffffffffu, rsum[rr], 2);
+      l_row[rr] = l_row[rr] * corr[rr] + rsum[rr];
+    }
+#pragma unroll
+    for (int nt = 0; nt < HD / 8; ++nt) {
+      acc[nt][0] *= corr[0];
+      acc[nt][1] *= corr[0];
+      acc[nt][2] *= corr[1];
+      acc[nt][3] *= corr[1];
+    }
+    // O += P V: P (bf16) from the S accumulators, V^T from smem.
+#pragma unroll
+    for (int kk = 0; kk < kFlashKeys / 16; ++kk) {
+      uint32_t pa[4];
+      pa[0] = Pack2(sc[2 * kk][0], sc[2 * kk][1]);
+      pa[1] = Pack2(sc[2 * kk][2], sc[2 * kk][3]);
+      pa[2] = Pack2(sc[2 * kk + 1][0], sc[2 * kk + 1][1]);
+      pa[3] = Pack2(sc[2 * kk + 1][2], sc[2 * kk + 1][3]);
+#pragma unroll
+      for (int nt = 0; nt < HD / 8; ++nt) {
+        const bf16* vr = svt + (nt * 8 + g) * kVS + kk * 16 + 2 * tq;
+        Mma16816(acc[nt], pa, *reinterpret_cast<const uint32_t*>(vr),
+                 *reinterpret_cast<const uint32_t*>(vr + 8));
+      }
+    }
+  }
+  // Normalise and store.
+#pragma unroll
+  for (int rr = 0; rr < 2; ++rr) {
+    const int row = q0 + wr + g + 8 * rr;
+    if (row >= rows) continue;
+    const float inv = 1.0f / l_row[rr];
+    bf16* orow = o + static_cast<int64_t>(row) * heads * HD + h * HD;
+#pragma unroll
+    for (int nt = 0; nt < HD / 8; ++nt) {
+      *reinterpret_cast<uint32_t*>(orow + nt * 8 + 2 * tq) =
+          Pack2(acc[nt][2 * rr] * inv, acc[nt][2 * rr + 1] * inv);
+    }
+  }
+}
+
+template <int HD>
+cudaError_t LaunchFlash(const void* qkv, int rows, int heads, int kv_heads, const void* kp,
+                        const void* vp, int64_t pos0, float scale, void* o,
+                        cudaStream_t stream) {
+  const size_t smem =
+      sizeof(bf16) * ((kFlashRows + kFlashKeys) * (HD + 8) + HD * (kFlashKeys + 8));
+  cudaError_t err = cudaFuncSetAttribute(FlashPrefillKernel<HD>,
+                                         cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         static_cast<int>(smem));
+  if (err != cudaSuccess) return err;
+  dim3 grid(CeilDiv(rows, kFlashRows), heads);
+  FlashPrefillKernel<HD><<<grid, kFlashThreads, smem, stream>>>(
+      static_cast<const bf16*>(qkv), rows, heads, kv_heads, static_cast<const bf16*>(kp),
+      static_cast<const bf16*>(vp), pos0, scale, static_cast<bf16*>(o));
+  return cudaGetLastError();
 }
 
 }  // namespace
@@ -175,15 +431,34 @@ cudaError_t CausalSoftmax(const float* scores, int nh, int tq, int tk, int64_t q
 
 cudaError_t DecodeAttention(const void* qkv, Act act, int rows, int heads, int kv_heads,
                             int head_dim, void* const* cache_ptrs, const int64_t* caps,
-                            const int64_t* positions, int layer, float scale, void* o,
-                            cudaStream_t stream) {
+                            const int64_t* positions, int layer, float scale, float* partial,
+                            void* o, cudaStream_t stream) {
   if (rows == 0) return cudaSuccess;
   if (head_dim > kMaxHeadDim) return cudaErrorInvalidValue;
-  dim3 grid(rows, heads);
+  dim3 grid(rows, heads, kDecodeSplits);
   HG_DISPATCH_ACT(act, DecodeAttentionKernel<T><<<grid, kAttnWarps * 32, 0, stream>>>(
                            static_cast<const T*>(qkv), heads, kv_heads, head_dim, cache_ptrs,
-                           caps, positions, layer, scale, static_cast<T*>(o)));
+                           caps, positions, layer, scale, partial));
+  cudaError_t err = cudaGetLastError();
+  if (err != cudaSuccess) return err;
+  dim3 grid2(rows, heads);
+  HG_DISPATCH_ACT(act, DecodeCombineKernel<T><<<grid2, 128, 0, stream>>>(
+                           heads, head_dim, cache_ptrs, partial, static_cast<T*>(o)));
   return cudaGetLastError();
 }
 
+}  // namespace hgeval::cuda
+
+namespace hgeval::cuda {
+cudaError_t FlashPrefillAttention(const void* qkv, int rows, int heads, int kv_heads,
+                                  int head_dim, const void* k_plane, const void* v_plane,
+                                  int64_t pos0, float scale, void* o, cudaStream_t stream) {
+  if (rows == 0) return cudaSuccess;
+  switch (head_dim) {
+    case 32: return LaunchFlash<32>(qkv, rows, heads, kv_heads, k_plane, v_plane, pos0, scale, o, stream);
+    case 64: return LaunchFlash<64>(qkv, rows, heads, kv_heads, k_plane, v_plane, pos0, scale, o, stream);
+    case 128: return LaunchFlash<128>(qkv, rows, heads, kv_heads, k_plane, v_plane, pos0, scale, o, stream);
+    default: return cudaErrorNotSupported;
+  }
+}
 }  // namespace hgeval::cuda

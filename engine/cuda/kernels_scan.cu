@@ -30,6 +30,7 @@ constexpr int kLocalVT = 64;  // value columns per block of the local-state kern
 // Phase 1, parallel over (chunk, head, value tile): the chunk's own contribution
 // U_c = sum_j (k_j * exp(G_last - G_j)) v_j^T, written to u [chunks, H, K, V].
 // 256 threads: 16 value groups of 4 columns x 16 key-row groups.
+template <int kRows>
 __global__ void __launch_bounds__(256) ChunkLocalStateKernel(const float* k, const float* G,
                                                              const float* v, int tokens,
                                                              int heads, int dk, int dv,
@@ -42,6 +43,7 @@ __global__ void __launch_bounds__(256) ChunkLocalStateKernel(const float* k, con
   const int n = min(kC, tokens - t0);
   const int tid = threadIdx.x;
   const int64_t glast_off = (static_cast<int64_t>(t0 + n - 1) * heads + h) * dk;
+#pragma unroll 4
   for (int idx = tid; idx < kC * dk; idx += blockDim.x) {
     const int j = idx / dk, kk = idx - (idx / dk) * dk;
     float val = 0.0f;
@@ -59,7 +61,6 @@ __global__ void __launch_bounds__(256) ChunkLocalStateKernel(const float* k, con
   }
   __syncthreads();
   const int tv = tid % 16, tk = tid / 16;
-  constexpr int kRows = kMaxDk / 16;
   float acc[kRows][4];
 #pragma unroll
   for (int m = 0; m < kRows; ++m) {
@@ -97,132 +98,220 @@ __global__ void __launch_bounds__(256) ChunkLocalStateKernel(const float* k, con
 // Phase 2, sequential over chunks but parallel over every state element (h, k, v):
 // S_{c+1} = exp(G_last,c) S_c + U_c. In place, u[c] becomes S_c (the state before chunk
 // c); `state` holds S_0 and receives the final state.
-__global__ void ChunkStateScanKernel(const float* G, int tokens, int heads, int dk, int dv,
-                                     float* state, float* u) {
+__global__ void ChunkStateScanKernel(const float* __restrict__ G, int tokens, int heads,
+                                     int dk, int dv, float* __restrict__ state,
+                                     float* __restrict__ u) {
   const int64_t per_chunk = static_cast<int64_t>(heads) * dk * dv;
   const int64_t e = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
   if (e >= per_chunk) return;
   const int64_t hk = e / dv;  // h * dk + k
   const int chunks = CeilDiv(tokens, kC);
-  float s = state[e];
-  for (int c = 0; c < chunks; ++c) {
+  auto decay_of = [&](int c) {
     const int last = min(c * kC + kC, tokens) - 1;
-    const float decay = __expf(G[static_cast<int64_t>(last) * heads * dk + hk]);
-    float* p = u + c * per_chunk + e;
-    const float local = *p;
-    *p = s;
-    s = fmaf(decay, s, local);
+    return __expf(G[static_cast<int64_t>(last) * heads * dk + hk]);
+  };
+  constexpr int kAhead = 4;  // loads in flight ahead of the dependent chain
+  float local[kAhead], dec[kAhead];
+#pragma unroll
+  for (int x = 0; x < kAhead; ++x) {
+    local[x] = x < chunks ? u[x * per_chunk + e] : 0.0f;
+    dec[x] = x < chunks ? decay_of(x) : 0.0f;
+  }
+  float s = state[e];
+  for (int c0 = 0; c0 < chunks; c0 += kAhead) {
+#pragma unroll
+    for (int x = 0; x < kAhead; ++x) {
+      const int c = c0 + x;
+      if (c < chunks) {
+        const float cur = local[x], d = dec[x];
+        if (c + kAhead < chunks) {
+          local[x] = u[(c + kAhead) * per_chunk + e];
+          dec[x] = decay_of(c + kAhead);
+        }
+        u[c * per_chunk + e] = s;
+        s = fmaf(d, s, cur);
+      }
+    }
   }
   state[e] = s;
 }
 
-constexpr int kSlice = 32;
-constexpr int kSlicePad = kSlice + 1;
+constexpr int kSlice = 16;     // key slice of the intra-chunk matrix
+constexpr int kRowPad = kC + 4;  // transposed smem rows: [k][chunk row], 16-byte aligned
 
-// Grid (chunks, H), 256 threads.
+__device__ __forceinline__ float4 Ld4(const float* p) {
+  return *reinterpret_cast<const float4*>(p);
+}
+__device__ __forceinline__ float Get(const float4& v, int i) {
+  return i == 0 ? v.x : (i == 1 ? v.y : (i == 2 ? v.z : v.w));
+}
+
+// Grid (chunks, H), 256 threads as a 16 x 16 grid of 4 x 4 register tiles.
 __global__ void __launch_bounds__(256) ChunkOutputKernel(const float* q, const float* k,
                                                          const float* G, const float* v,
                                                          const float* chunk_states, int tokens,
                                                          int heads, int dk, int dv,
                                                          float scale, float* o) {
   extern __shared__ float smem[];
-  float* A = smem;                     // [kC][kC + 1]
-  float* sq = A + kC * (kC + 1);       // [kC][kSlicePad]
-  float* sk = sq + kC * kSlicePad;
-  float* sg = sk + kC * kSlicePad;
-  float* qe = sg + kC * kSlicePad;     // [kC][dk]
+  float* at = smem;                      // A transposed: at[j][i], [kC][kRowPad]
+  float* sq = at + kC * kRowPad;         // slices, transposed: [kSlice][kRowPad]
+  float* sk = sq + kSlice * kRowPad;
+  float* sg = sk + kSlice * kRowPad;
+  float* qe = sg + kSlice * kRowPad;     // q * exp(G), transposed: [dk][kRowPad]
   const int c = blockIdx.x, h = blockIdx.y;
   const int t0 = c * kC;
   const int n = min(kC, tokens - t0);
   const int tid = threadIdx.x;
+  const int tx = tid % 16, ty = tid / 16;
+  const int i0 = 4 * ty, j0 = 4 * tx;
 
-  // Intra-chunk matrix A[i][j] = sum_k q_ik k_jk exp(G_ik - G_jk), j <= i.
-  {
-    const int i = tid / 4, jset = tid % 4;
-    float acc[16];
+  // Intra-chunk matrix A[i][j] = sum_k q_ik k_jk exp(G_ik - G_jk) for j <= i: exact
+  // per-element exponents (never overflow where used; masked entries are selected away).
+  // Only the 136 lower-triangle 4x4 tiles are computed, by threads 0..135 (whole warps
+  // above that stay idle instead of diverging).
+  for (int idx = tid; idx < kC * kRowPad; idx += blockDim.x) at[idx] = 0.0f;
+  const bool tri = tid < 136;
+  int aty = 0;
+  while ((aty + 1) * (aty + 2) / 2 <= tid) ++aty;
+  const int atx = tid - aty * (aty + 1) / 2;
+  const int ai0 = 4 * aty, aj0 = 4 * atx;
+  float a[4][4];
 #pragma unroll
-    for (int m = 0; m < 16; ++m) acc[m] = 0.0f;
-    for (int ks = 0; ks < dk; ks += kSlice) {
-      for (int idx = tid; idx < kC * kSlice; idx += blockDim.x) {
-        const int j = idx / kSlice, kk = idx % kSlice;
-        float qv = 0.0f, kv = 0.0f, gv = 0.0f;
-        if (j < n && ks + kk < dk) {
-          const int64_t off = (static_cast<int64_t>(t0 + j) * heads + h) * dk + ks + kk;
-          qv = q[off];
-          kv = k[off];
-          gv = G[off];
-        }
-        sq[j * kSlicePad + kk] = qv;
-        sk[j * kSlicePad + kk] = kv;
-        sg[j * kSlicePad + kk] = gv;
+  for (int r = 0; r < 4; ++r) {
+#pragma unroll
+    for (int x = 0; x < 4; ++x) a[r][x] = 0.0f;
+  }
+  for (int ks = 0; ks < dk; ks += kSlice) {
+#pragma unroll 4
+    for (int idx = tid; idx < kC * kSlice; idx += blockDim.x) {
+      const int row = idx / kSlice, kk = idx % kSlice;
+      float qv = 0.0f, kv = 0.0f, gv = 0.0f;
+      if (row < n && ks + kk < dk) {
+        const int64_t off = (static_cast<int64_t>(t0 + row) * heads + h) * dk + ks + kk;
+        qv = q[off];
+        kv = k[off];
+        gv = G[off];
       }
-      __syncthreads();
+      sq[kk * kRowPad + row] = qv;
+      sk[kk * kRowPad + row] = kv;
+      sg[kk * kRowPad + row] = gv;
+    }
+    __syncthreads();
+    if (tri) {
       const int kend = min(kSlice, dk - ks);
       for (int kk = 0; kk < kend; ++kk) {
-        const float qv = sq[i * kSlicePad + kk], gi = sg[i * kSlicePad + kk];
+        const float4 qi = Ld4(sq + kk * kRowPad + ai0), gi = Ld4(sg + kk * kRowPad + ai0);
+        const float4 kj = Ld4(sk + kk * kRowPad + aj0), gj = Ld4(sg + kk * kRowPad + aj0);
 #pragma unroll
-        for (int m = 0; m < 16; ++m) {
-          const int j = jset + 4 * m;
-          if (j <= i) {
-            acc[m] = fmaf(qv * sk[j * kSlicePad + kk], __expf(gi - sg[j * kSlicePad + kk]), acc[m]);
+        for (int r = 0; r < 4; ++r) {
+#pragma unroll
+          for (int x = 0; x < 4; ++x) {
+            a[r][x] = fmaf(Get(qi, r) * Get(kj, x), __expf(Get(gi, r) - Get(gj, x)), a[r][x]);
           }
         }
       }
-      __syncthreads();
     }
+    __syncthreads();
+  }
+  if (tri) {
 #pragma unroll
-    for (int m = 0; m < 16; ++m) {
-      const int j = jset + 4 * m;
-      A[i * (kC + 1) + j] = j <= i ? acc[m] : 0.0f;
+    for (int r = 0; r < 4; ++r) {
+#pragma unroll
+      for (int x = 0; x < 4; ++x) {
+        const int i = ai0 + r, j = aj0 + x;
+        at[j * kRowPad + i] = (j <= i && i < n) ? a[r][x] : 0.0f;
+      }
     }
   }
-  // q scaled by its decay since the chunk start.
+#pragma unroll 4
   for (int idx = tid; idx < kC * dk; idx += blockDim.x) {
-    const int i = idx / dk, kk = idx % dk;
+    const int row = idx / dk, kk = idx % dk;
     float val = 0.0f;
-    if (i < n) {
-      const int64_t off = (static_cast<int64_t>(t0 + i) * heads + h) * dk + kk;
+    if (row < n) {
+      const int64_t off = (static_cast<int64_t>(t0 + row) * heads + h) * dk + kk;
       val = q[off] * __expf(G[off]);
     }
-    qe[idx] = val;
+    qe[kk * kRowPad + row] = val;
   }
   __syncthreads();
 
-  const int rg = tid / 64, cl = tid % 64;
   const float* S = chunk_states + (static_cast<int64_t>(c) * heads + h) * dk * dv;
-  for (int vb = 0; vb < dv; vb += 64) {
-    const int vcol = vb + cl;
-    if (vcol >= dv) continue;
-    float acc[16];
-#pragma unroll
-    for (int r = 0; r < 16; ++r) acc[r] = 0.0f;
-    for (int kk = 0; kk < dk; ++kk) {
-      const float sv = S[static_cast<int64_t>(kk) * dv + vcol];
-#pragma unroll
-      for (int r = 0; r < 16; ++r) acc[r] = fmaf(qe[(rg * 16 + r) * dk + kk], sv, acc[r]);
+  // Staging area for 32 rows x 64 columns of S or v (reuses the slice buffers, dead now):
+  // every global read is a coalesced block load, every inner-loop read an LDS.128.
+  float* stage = sq;
+  constexpr int kStageRows = 32;
+  auto load_stage = [&](const float* base, int64_t row_stride, int row0, int nrows, int vb) {
+    for (int idx = tid; idx < kStageRows * 64; idx += blockDim.x) {
+      const int r = idx / 64, cc = idx % 64;
+      float val = 0.0f;
+      if (row0 + r < nrows && vb + cc < dv) val = base[(row0 + r) * row_stride + vb + cc];
+      stage[r * 64 + cc] = val;
     }
-    for (int j = 0; j < n; ++j) {
-      const float vv = v[(static_cast<int64_t>(t0 + j) * heads + h) * dv + vcol];
+  };
+  const int jend = min(n, i0 + 4);  // rows i0..i0+3 only see j <= i
+  for (int vb = 0; vb < dv; vb += 64) {
+    const int v0 = vb + j0;
+    float acc[4][4];
 #pragma unroll
-      for (int r = 0; r < 16; ++r) {
-        const int i = rg * 16 + r;
-        if (j <= i) acc[r] = fmaf(A[i * (kC + 1) + j], vv, acc[r]);
+    for (int r = 0; r < 4; ++r) {
+#pragma unroll
+      for (int x = 0; x < 4; ++x) acc[r][x] = 0.0f;
+    }
+    for (int kb = 0; kb < dk; kb += kStageRows) {
+      __syncthreads();
+      load_stage(S, dv, kb, dk, vb);
+      __syncthreads();
+      const int kend = min(kStageRows, dk - kb);
+#pragma unroll 4
+      for (int kk = 0; kk < kend; ++kk) {
+        const float4 qv = Ld4(qe + (kb + kk) * kRowPad + i0);
+        const float4 sv = Ld4(stage + kk * 64 + j0);
+#pragma unroll
+        for (int r = 0; r < 4; ++r) {
+#pragma unroll
+          for (int x = 0; x < 4; ++x) acc[r][x] = fmaf(Get(qv, r), Get(sv, x), acc[r][x]);
+        }
+      }
+    }
+    const float* vbase = v + (static_cast<int64_t>(t0) * heads + h) * dv;
+    for (int jb = 0; jb < n; jb += kStageRows) {
+      __syncthreads();
+      load_stage(vbase, static_cast<int64_t>(heads) * dv, jb, n, vb);
+      __syncthreads();
+      const int jstop = min(kStageRows, jend - jb);
+#pragma unroll 4
+      for (int jj = 0; jj < jstop; ++jj) {
+        const float4 av = Ld4(at + (jb + jj) * kRowPad + i0);
+        const float4 vv = Ld4(stage + jj * 64 + j0);
+#pragma unroll
+        for (int r = 0; r < 4; ++r) {
+#pragma unroll
+          for (int x = 0; x < 4; ++x) acc[r][x] = fmaf(Get(av, r), Get(vv, x), acc[r][x]);
+        }
       }
     }
 #pragma unroll
-    for (int r = 0; r < 16; ++r) {
-      const int i = rg * 16 + r;
-      if (i < n) o[(static_cast<int64_t>(t0 + i) * heads + h) * dv + vcol] = scale * acc[r];
+    for (int r = 0; r < 4; ++r) {
+      const int i = i0 + r;
+      if (i >= n) continue;
+      float* orow = o + (static_cast<int64_t>(t0 + i) * heads + h) * dv + v0;
+#pragma unroll
+      for (int x = 0; x < 4; ++x) {
+        if (v0 + x < dv) orow[x] = scale * acc[r][x];
+      }
     }
   }
 }
 
 // Grid (rows, H). Threads: vthreads value columns x kgroups key-row groups; the key
 // groups' partial outputs are summed in a fixed order.
+// When `hgrn2_proj` is set (HGRN2 decode), q, k, the decay and v are computed here from
+// the fused projection row [q | f | i] (gate maths in fp32) instead of read from q/k/g/v.
 __global__ void RecurrentStepKernel(const float* q, const float* k, const float* g,
                                     const float* v, int heads, int dk, int dv, float scale,
                                     float* const* state_ptrs, int64_t layer_offset, float* o,
-                                    int kgroups) {
+                                    int kgroups, const float* hgrn2_proj,
+                                    const float* lower_bound) {
   extern __shared__ float smem[];
   float* sq = smem;
   float* sk = sq + dk;
@@ -233,10 +322,21 @@ __global__ void RecurrentStepKernel(const float* q, const float* k, const float*
   if (base == nullptr) return;
   float* S = base + layer_offset + static_cast<int64_t>(h) * dk * dv;
   const int64_t qoff = (static_cast<int64_t>(r) * heads + h) * dk;
+  const int dim = heads * dk;
+  const float* prow = hgrn2_proj ? hgrn2_proj + static_cast<int64_t>(r) * 3 * dim : nullptr;
   for (int kk = threadIdx.x; kk < dk; kk += blockDim.x) {
-    sq[kk] = q[qoff + kk];
-    sk[kk] = k[qoff + kk];
-    sd[kk] = expf(g[qoff + kk]);
+    if (prow) {
+      const int c = h * dk + kk;
+      const float f = prow[dim + c];
+      const float lb = lower_bound ? lower_bound[c] : 0.0f;
+      sq[kk] = Silu(prow[c]);
+      sk[kk] = (1.0f - lb) * Sigmoid(-f);
+      sd[kk] = lb + (1.0f - lb) * Sigmoid(f);
+    } else {
+      sq[kk] = q[qoff + kk];
+      sk[kk] = k[qoff + kk];
+      sd[kk] = expf(g[qoff + kk]);
+    }
   }
   __syncthreads();
   const int vthreads = blockDim.x / kgroups;
@@ -246,13 +346,26 @@ __global__ void RecurrentStepKernel(const float* q, const float* k, const float*
     const int vcol = vb + tv;
     float acc = 0.0f;
     if (vcol < dv) {
-      const float vv = v[voff + vcol];
-#pragma unroll 4
-      for (int kk = kg; kk < dk; kk += kgroups) {
-        float* p = S + static_cast<int64_t>(kk) * dv + vcol;
-        const float s = fmaf(*p, sd[kk], sk[kk] * vv);
-        *p = s;
-        acc = fmaf(s, sq[kk], acc);
+      const float vv = prow ? prow[2 * dim + h * dv + vcol] : v[voff + vcol];
+      // Batches of 8 state loads in flight before their stores (the stores would
+      // otherwise serialise the next loads).
+      constexpr int kBatch = 8;
+      for (int kb = kg; kb < dk; kb += kBatch * kgroups) {
+        float sv[kBatch];
+#pragma unroll
+        for (int x = 0; x < kBatch; ++x) {
+          const int kk = kb + x * kgroups;
+          sv[x] = kk < dk ? S[static_cast<int64_t>(kk) * dv + vcol] : 0.0f;
+        }
+#pragma unroll
+        for (int x = 0; x < kBatch; ++x) {
+          const int kk = kb + x * kgroups;
+          if (kk < dk) {
+            const float s = fmaf(sv[x], sd[kk], sk[kk] * vv);
+            S[static_cast<int64_t>(kk) * dv + vcol] = s;
+            acc = fmaf(s, sq[kk], acc);
+          }
+        }
       }
     }
     part[kg * vthreads + tv] = acc;
@@ -266,8 +379,9 @@ __global__ void RecurrentStepKernel(const float* q, const float* k, const float*
   }
 }
 
-__global__ void HgrnScanKernel(const float* ifg, int seq_len, int width,
-                               float* const* state_ptrs, int64_t layer_offset, float* o) {
+__global__ void HgrnScanKernel(const float* __restrict__ ifg, int seq_len, int width,
+                               float* const* state_ptrs, int64_t layer_offset,
+                               float* __restrict__ o) {
   const int s = blockIdx.y;
   const int c = blockIdx.x * blockDim.x + threadIdx.x;
   float* base = state_ptrs[s];
@@ -374,7 +488,7 @@ __global__ void MambaScanKernel(const float* x, const float* dt_raw, const float
 
 size_t LocalStateSmem(int dk) { return sizeof(float) * (kC * dk + kC * kLocalVT); }
 size_t OutputSmem(int dk) {
-  return sizeof(float) * (kC * (kC + 1) + 3 * kC * kSlicePad + kC * dk);
+  return sizeof(float) * kRowPad * (kC + 3 * kSlice + dk);
 }
 
 }  // namespace
@@ -393,14 +507,27 @@ cudaError_t ChunkGlaStates(const float* k, const float* G, const float* v, int t
   if (tokens == 0) return cudaSuccess;
   if (dk > kMaxDk) return cudaErrorInvalidValue;
   const size_t smem = LocalStateSmem(dk);
-  cudaError_t err = cudaFuncSetAttribute(ChunkLocalStateKernel,
-                                         cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         static_cast<int>(smem));
-  if (err != cudaSuccess) return err;
   dim3 grid(CeilDiv(tokens, kC), heads, CeilDiv(dv, kLocalVT));
-  ChunkLocalStateKernel<<<grid, 256, smem, stream>>>(k, G, v, tokens, heads, dk, dv,
-                                                     chunk_states);
-  err = cudaGetLastError();
+  // Key rows per thread (dk / 16, rounded up to a power of two) fixed at compile time.
+  auto launch = [&](auto kernel) -> cudaError_t {
+    cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         static_cast<int>(smem));
+    if (e != cudaSuccess) return e;
+    kernel<<<grid, 256, smem, stream>>>(k, G, v, tokens, heads, dk, dv, chunk_states);
+    return cudaGetLastError();
+  };
+  cudaError_t err;
+  if (dk <= 16) {
+    err = launch(ChunkLocalStateKernel<1>);
+  } else if (dk <= 32) {
+    err = launch(ChunkLocalStateKernel<2>);
+  } else if (dk <= 64) {
+    err = launch(ChunkLocalStateKernel<4>);
+  } else if (dk <= 128) {
+    err = launch(ChunkLocalStateKernel<8>);
+  } else {
+    err = launch(ChunkLocalStateKernel<16>);
+  }
   if (err != cudaSuccess) return err;
   const int64_t elems = static_cast<int64_t>(heads) * dk * dv;
   ChunkStateScanKernel<<<CeilDiv(elems, 256), 256, 0, stream>>>(G, tokens, heads, dk, dv, state,
@@ -434,7 +561,22 @@ cudaError_t RecurrentGlaStep(const float* q, const float* k, const float* g, con
   const int kgroups = std::max(1, std::min(8, 512 / vthreads));
   const size_t smem = sizeof(float) * (3 * dk + kgroups * vthreads);
   RecurrentStepKernel<<<grid, vthreads * kgroups, smem, stream>>>(
-      q, k, g, v, heads, dk, dv, scale, state_ptrs, layer_offset, o, kgroups);
+      q, k, g, v, heads, dk, dv, scale, state_ptrs, layer_offset, o, kgroups, nullptr, nullptr);
+  return cudaGetLastError();
+}
+
+cudaError_t Hgrn2DecodeStep(const float* qfi, const float* lower_bound, int rows, int heads,
+                            int head_dim, float scale, float* const* state_ptrs,
+                            int64_t layer_offset, float* o, cudaStream_t stream) {
+  if (rows == 0) return cudaSuccess;
+  dim3 grid(rows, heads);
+  const int dv = head_dim;
+  const int vthreads = ((std::min(dv, 512) + 31) / 32) * 32;
+  const int kgroups = std::max(1, std::min(8, 512 / vthreads));
+  const size_t smem = sizeof(float) * (3 * head_dim + kgroups * vthreads);
+  RecurrentStepKernel<<<grid, vthreads * kgroups, smem, stream>>>(
+      nullptr, nullptr, nullptr, nullptr, heads, head_dim, dv, scale, state_ptrs, layer_offset,
+      o, kgroups, qfi, lower_bound);
   return cudaGetLastError();
 }
 

@@ -16,6 +16,7 @@
 namespace hgeval::testing {
 
 inline std::vector<std::string> EngineTestModels() {
+  // clang-format off
   return {
       "tests/golden/hgrn2",
       "tests/golden/hgrn",
@@ -24,6 +25,7 @@ inline std::vector<std::string> EngineTestModels() {
       "tests/golden/mamba",
       "data/models/stories260K/stories260K.bin",
   };
+  // clang-format on
 }
 
 // A gtest parameter name for a model path ("tests/golden/hgrn2" -> "tests_golden_hgrn2").

@@ -48,8 +48,9 @@ TEST(ShortConvTest, MatchesCausalConvFormulaAndCarriesItsWindow) {
           double acc = bias ? tensors["c.bias"].data[c] : 0.0;
           for (int64_t j = 0; j < kKernel; ++j) {
             const int64_t src = t - (kKernel - 1) + j;
-            if (src >= 0) acc += double{tensors["c.weight"].data[c * kKernel + j]} *
-                                 x.data[src * kChannels + c];
+            if (src >= 0)
+              acc +=
+                  double{tensors["c.weight"].data[c * kKernel + j]} * x.data[src * kChannels + c];
           }
           expected[t * kChannels + c] =
               static_cast<float>(silu ? acc / (1.0 + std::exp(-acc)) : acc);
@@ -111,8 +112,7 @@ std::vector<int32_t> Tokens(int n) {
 
 TEST(ShortConvTest, IdentityKernelReproducesThePlainModel) {
   std::mt19937 rng(5);
-  for (const auto& [model, convs] :
-       std::vector<std::pair<std::string, std::vector<std::string>>>{
+  for (const auto& [model, convs] : std::vector<std::pair<std::string, std::vector<std::string>>>{
            {"hgrn2", {"q", "f", "i"}}, {"hgrn", {"i", "f"}}}) {
     auto plain_checkpoint = OpenCheckpoint(testing::SourcePath("tests/golden/" + model));
     ASSERT_TRUE(plain_checkpoint.ok());
@@ -130,8 +130,7 @@ TEST(ShortConvTest, IdentityKernelReproducesThePlainModel) {
 
 TEST(ShortConvTest, ConvWindowCarriesAcrossForwardCalls) {
   std::mt19937 rng(9);
-  for (const auto& [model, convs] :
-       std::vector<std::pair<std::string, std::vector<std::string>>>{
+  for (const auto& [model, convs] : std::vector<std::pair<std::string, std::vector<std::string>>>{
            {"hgrn2", {"q", "f", "i"}}, {"hgrn", {"i", "f"}}, {"gla", {"q", "k", "v"}}}) {
     SCOPED_TRACE(model);
     auto checkpoint = WithShortConv(model, convs, /*identity=*/false, &rng);

@@ -6,9 +6,7 @@
 namespace hgeval {
 namespace {
 
-TEST(GlaGoldenTest, MatchesReferenceAndRewrites) {
-  testing::RunGoldenModelChecks("gla");
-}
+TEST(GlaGoldenTest, MatchesReferenceAndRewrites) { testing::RunGoldenModelChecks("gla"); }
 
 }  // namespace
 }  // namespace hgeval

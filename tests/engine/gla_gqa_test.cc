@@ -37,9 +37,11 @@ TEST(GlaGqaTest, GroupedHeadsEqualRepeatedHeads) {
   std::map<std::string, HostTensor> grouped = base, repeated = base;
   for (int64_t l = 0; l < base_config["num_hidden_layers"].get<int64_t>(); ++l) {
     const std::string p = "model.layers." + std::to_string(l) + ".attn.";
-    for (const auto& [name, width] : std::vector<std::pair<std::string, int64_t>>{
-             {"k_proj.weight", dk}, {"v_proj.weight", dv}, {"gk_proj.1.weight", dk},
-             {"gk_proj.1.bias", dk}}) {
+    for (const auto& [name, width] :
+         std::vector<std::pair<std::string, int64_t>>{{"k_proj.weight", dk},
+                                                      {"v_proj.weight", dv},
+                                                      {"gk_proj.1.weight", dk},
+                                                      {"gk_proj.1.bias", dk}}) {
       // Two kv heads (the golden's heads 0 and 1); the plain model repeats them 0,0,1,1.
       grouped[p + name] = Rows(base.at(p + name), {0, 1}, width);
       repeated[p + name] = Rows(base.at(p + name), {0, 0, 1, 1}, width);
@@ -61,9 +63,11 @@ TEST(GlaGqaTest, GroupedHeadsEqualRepeatedHeads) {
   std::map<std::string, HostTensor> swapped = repeated;
   for (int64_t l = 0; l < base_config["num_hidden_layers"].get<int64_t>(); ++l) {
     const std::string p = "model.layers." + std::to_string(l) + ".attn.";
-    for (const auto& [name, width] : std::vector<std::pair<std::string, int64_t>>{
-             {"k_proj.weight", dk}, {"v_proj.weight", dv}, {"gk_proj.1.weight", dk},
-             {"gk_proj.1.bias", dk}}) {
+    for (const auto& [name, width] :
+         std::vector<std::pair<std::string, int64_t>>{{"k_proj.weight", dk},
+                                                      {"v_proj.weight", dv},
+                                                      {"gk_proj.1.weight", dk},
+                                                      {"gk_proj.1.bias", dk}}) {
       swapped[p + name] = Rows(base.at(p + name), {0, 1, 0, 1}, width);
     }
   }

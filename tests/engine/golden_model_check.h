@@ -147,7 +147,8 @@ inline void ExpectMatchesReference(Model& model, const GoldenExpectations& expec
     EXPECT_LE(diff, logit_tol) << what << ": logits for T=" << c.ids.size();
     const double tail = TailLogprob(model, c.ids);
     const double tail_bound = tail_tol + tail_tol_per_token * (c.ids.size() - 1);
-    EXPECT_NEAR(tail, c.tail_logprob, tail_bound) << what << ": tail_logprob for T=" << c.ids.size();
+    EXPECT_NEAR(tail, c.tail_logprob, tail_bound)
+        << what << ": tail_logprob for T=" << c.ids.size();
     std::printf("[%s] T=%zu max|dlogit|=%.3g |dtail|=%.3g\n", what.c_str(), c.ids.size(), diff,
                 std::abs(tail - c.tail_logprob));
   }
@@ -289,8 +290,8 @@ inline void RunGoldenModelChecks(const std::string& model) {
   }
   {
     const std::map<std::string, HostTensor> original = ReadAllTensors(**checkpoint);
-    auto bf16 =
-        OpenCheckpoint(WriteCheckpointFolder((*checkpoint)->config(), original, DType::kBF16, "bf16"));
+    auto bf16 = OpenCheckpoint(
+        WriteCheckpointFolder((*checkpoint)->config(), original, DType::kBF16, "bf16"));
     ASSERT_TRUE(bf16.ok()) << bf16.status();
     for (const std::string& name : (*bf16)->TensorNames()) {
       auto info = (*bf16)->Info(name);
@@ -314,8 +315,8 @@ inline void RunGoldenModelChecks(const std::string& model) {
       }
     }
     EXPECT_GT(changed, 0);
-    auto widened =
-        OpenCheckpoint(WriteCheckpointFolder((*checkpoint)->config(), rounded, DType::kF32, "bf16w"));
+    auto widened = OpenCheckpoint(
+        WriteCheckpointFolder((*checkpoint)->config(), rounded, DType::kF32, "bf16w"));
     ASSERT_TRUE(widened.ok()) << widened.status();
     auto m_bf16 = BuildOrDie(**bf16);
     auto m_f32 = BuildOrDie(**widened);

@@ -6,9 +6,7 @@
 namespace hgeval {
 namespace {
 
-TEST(Hgrn2GoldenTest, MatchesReferenceAndRewrites) {
-  testing::RunGoldenModelChecks("hgrn2");
-}
+TEST(Hgrn2GoldenTest, MatchesReferenceAndRewrites) { testing::RunGoldenModelChecks("hgrn2"); }
 
 }  // namespace
 }  // namespace hgeval

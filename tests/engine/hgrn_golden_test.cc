@@ -6,9 +6,7 @@
 namespace hgeval {
 namespace {
 
-TEST(HgrnGoldenTest, MatchesReferenceAndRewrites) {
-  testing::RunGoldenModelChecks("hgrn");
-}
+TEST(HgrnGoldenTest, MatchesReferenceAndRewrites) { testing::RunGoldenModelChecks("hgrn"); }
 
 }  // namespace
 }  // namespace hgeval

@@ -67,8 +67,7 @@ TEST_P(ModelForkTest, ForkAfterContextEqualsScratch) {
     const ForwardOutput prefill = RunOne(*model, prefix.get(), ctx, {}, /*want_last=*/true);
     ASSERT_EQ(prefix->position(), context);
     ASSERT_EQ(prefill.last_logprobs.size(), static_cast<size_t>(vocab));
-    EXPECT_NEAR(prefill.last_logprobs[cont[0]], scratch_first.logprob[context - 1],
-                kForkTolerance);
+    EXPECT_NEAR(prefill.last_logprobs[cont[0]], scratch_first.logprob[context - 1], kForkTolerance);
 
     // Two forks continue independently and leave the snapshot untouched.
     const std::vector<int32_t> fed(cont.begin(), cont.end() - 1);
