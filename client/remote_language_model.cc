@@ -129,6 +129,13 @@ absl::StatusOr<std::vector<tasks::LoglikelihoodResult>> RemoteLanguageModel::Log
 
 absl::StatusOr<std::vector<tasks::RollingResult>> RemoteLanguageModel::LoglikelihoodRolling(
     absl::Span<const tasks::RollingRequest> requests, const tasks::CallOptions& options) {
+  for (const tasks::RollingRequest& r : requests) {
+    if (r.windowless) {
+      return absl::UnimplementedError(
+          "windowless rolling log-likelihood is not in the wire contract; run the task as a "
+          "server job (one --server) instead");
+    }
+  }
   std::vector<tasks::RollingResult> out;
   const size_t block = 4 * std::max<size_t>(1, client_->num_servers());
   for (size_t start = 0; start < requests.size(); start += block) {

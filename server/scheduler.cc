@@ -22,7 +22,7 @@ ModelScheduler::ModelScheduler(std::string name, Model* model, const Tokenizer* 
       model_(model),
       tokenizer_(tokenizer),
       options_(options),
-      decode_(*new DecodeBatch(model, tokenizer)) {
+      decode_(model, tokenizer) {
   thread_ = std::thread([this] { Loop(); });
 }
 

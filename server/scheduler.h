@@ -113,10 +113,8 @@ class ModelScheduler {
   int64_t generations_ ABSL_GUARDED_BY(mu_) = 0;  // queued + live
   SchedulerStats stats_ ABSL_GUARDED_BY(mu_);
 
-  // Used by the scheduler thread only. Deliberately never deleted: DecodeBatch has no
-  // out-of-line destructor and its Live type is incomplete outside generation.cc, so no
-  // other file can destroy one (schedulers live as long as the process anyway).
-  DecodeBatch& decode_;
+  // Used by the scheduler thread only.
+  DecodeBatch decode_;
   std::vector<LiveGeneration> live_;
 
   std::thread thread_;

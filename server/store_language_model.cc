@@ -103,7 +103,11 @@ absl::StatusOr<std::vector<tasks::RollingResult>> StoreLanguageModel::Loglikelih
   for (const tasks::RollingRequest& r : requests) {
     absl::StatusOr<std::vector<int32_t>> ids = model_->tokenizer->Encode(r.text, false);
     if (!ids.ok()) return ids.status();
-    std::vector<TokenPair> w = RollingWindows(*ids, prefix, max_length_);
+    // Windowless: one pass over the whole text carrying the state (recurrent models).
+    std::vector<TokenPair> w =
+        r.windowless ? (ids->empty() ? std::vector<TokenPair>{}
+                                     : std::vector<TokenPair>{TokenPair{{prefix}, *ids}})
+                     : RollingWindows(*ids, prefix, max_length_);
     first.push_back(windows.size());
     count.push_back(w.size());
     for (TokenPair& p : w) windows.push_back(std::move(p));
