@@ -27,12 +27,10 @@
 #include "tasks/niah/haystack.h"
 #include "tasks/niah/sweep.h"
 
-ABSL_FLAG(std::string, model, "tests/golden/hgrn2",
-          "Model folder or llama2.c .bin");
+ABSL_FLAG(std::string, model, "tests/golden/hgrn2", "Model folder or llama2.c .bin");
 ABSL_FLAG(std::string, tokenizer, "data/models/stories260K/tok512.bin",
           "Tokenizer (the golden models use the 512-token llama2.c vocabulary)");
-ABSL_FLAG(std::string, essays, "data/niah/PaulGrahamEssays",
-          "Haystack folder");
+ABSL_FLAG(std::string, essays, "data/niah/PaulGrahamEssays", "Haystack folder");
 ABSL_FLAG(std::string, preset, "paper", "Grid preset (paper, quick)");
 ABSL_FLAG(std::string, mode, "easy", "easy or standard");
 ABSL_FLAG(int64_t, max_cells, 40, "Cells run per sweep (0 = the whole grid)");
@@ -73,10 +71,10 @@ absl::Status Run() {
   HG_ASSIGN_OR_RETURN(std::vector<Essay> essays, ReadHaystackEssays(options.essays_dir));
   HG_ASSIGN_OR_RETURN(std::vector<int32_t> haystack,
                       BuildHaystackTokens(*tokenizer, essays, options.grid.lengths.back()));
-  HG_ASSIGN_OR_RETURN(NiahContextBuilder builder,
-                      NiahContextBuilder::Create(*tokenizer, haystack,
-                                                 DefaultNiahTexts(options.mode),
-                                                 options.buffer_tokens));
+  HG_ASSIGN_OR_RETURN(
+      NiahContextBuilder builder,
+      NiahContextBuilder::Create(*tokenizer, haystack, DefaultNiahTexts(options.mode),
+                                 options.buffer_tokens));
   int64_t grid_naive = 0, grid_rest = 0, grid_max_prefix = 0, grid_cells = 0;
   for (int64_t length : options.grid.lengths) {
     for (double depth : options.grid.depths) {
@@ -107,14 +105,14 @@ absl::Status Run() {
   }
 
   // t = a * prefill + b * decode, from the two runs (same decode work).
-  const double dp = static_cast<double>(naive.stats.prefill_tokens_fed -
-                                        reuse.stats.prefill_tokens_fed);
+  const double dp =
+      static_cast<double>(naive.stats.prefill_tokens_fed - reuse.stats.prefill_tokens_fed);
   const double a = dp > 0 ? (naive.stats.wall_seconds - reuse.stats.wall_seconds) / dp : 0.0;
   const double decode = static_cast<double>(reuse.stats.decode_tokens_fed);
   const double b =
-      decode > 0 ? std::max(0.0, reuse.stats.wall_seconds - a * reuse.stats.prefill_tokens_fed) /
-                       decode
-                 : 0.0;
+      decode > 0
+          ? std::max(0.0, reuse.stats.wall_seconds - a * reuse.stats.prefill_tokens_fed) / decode
+          : 0.0;
   const double grid_decode = decode * grid_cells / std::max<int64_t>(1, reuse.stats.cells_run);
   const bool whole_grid = reuse.stats.cells_run == grid_cells;
   const double est_reuse_s =
@@ -136,9 +134,8 @@ absl::Status Run() {
         {"prefix_reuse", StatsJson(reuse.stats)},
         {"naive", StatsJson(naive.stats)},
         {"identical_tokens", identical},
-        {"prefill_token_reduction",
-         static_cast<double>(naive.stats.prefill_tokens_fed) /
-             std::max<int64_t>(1, reuse.stats.prefill_tokens_fed)},
+        {"prefill_token_reduction", static_cast<double>(naive.stats.prefill_tokens_fed) /
+                                        std::max<int64_t>(1, reuse.stats.prefill_tokens_fed)},
         {"time_reduction", naive.stats.wall_seconds / std::max(1e-9, reuse.stats.wall_seconds)}}},
       {"whole_grid",
        {{"exact_token_counts", true},
@@ -159,8 +156,9 @@ absl::Status Run() {
     out << text << "\n";
     if (!out) return absl::InternalError("cannot write " + absl::GetFlag(FLAGS_out));
   }
-  return identical ? absl::OkStatus()
-                   : absl::InternalError("prefix reuse and naive sweeps generated different tokens");
+  return identical
+             ? absl::OkStatus()
+             : absl::InternalError("prefix reuse and naive sweeps generated different tokens");
 }
 
 }  // namespace

@@ -53,8 +53,7 @@ absl::StatusOr<NiahMetrics> ComputeNiahMetrics(const NiahGridScores& grid,
   for (size_t l = 0; l < num_lengths; ++l) {
     if (grid.scores[l].size() != num_depths) {
       return absl::InvalidArgumentError(absl::StrFormat(
-          "NIAH grid column %d has %d scores for %d depths", l, grid.scores[l].size(),
-          num_depths));
+          "NIAH grid column %d has %d scores for %d depths", l, grid.scores[l].size(), num_depths));
     }
     if (l > 0 && grid.lengths[l] <= grid.lengths[l - 1]) {
       return absl::InvalidArgumentError("NIAH grid lengths must be strictly ascending");
@@ -86,8 +85,7 @@ absl::StatusOr<NiahMetrics> ComputeNiahMetrics(const NiahGridScores& grid,
   m.average_accuracy = m.acc_up_to_length.back();
 
   const std::vector<double> depth_weights = GeometricWeights(num_depths, options.depth_alpha);
-  const std::vector<double> length_weights =
-      GeometricWeights(num_lengths, options.length_alpha);
+  const std::vector<double> length_weights = GeometricWeights(num_lengths, options.length_alpha);
   double weight_sum = 0, weighted_success = 0, penalised_success = 0;
   for (size_t l = 0; l < num_lengths; ++l) {
     for (size_t d = 0; d < num_depths; ++d) {

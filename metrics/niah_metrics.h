@@ -41,12 +41,12 @@ struct NiahNamedAccuracy {
 };
 
 struct NiahMetrics {
-  std::vector<double> acc_at_length;      // per grid column, fraction in [0, 1]
-  std::vector<double> acc_up_to_length;   // per grid column: columns 0..l
-  std::vector<double> column_penalty;     // p_c per grid column
+  std::vector<double> acc_at_length;     // per grid column, fraction in [0, 1]
+  std::vector<double> acc_up_to_length;  // per grid column: columns 0..l
+  std::vector<double> column_penalty;    // p_c per grid column
   // One per report length within [lengths.front(), lengths.back()].
   std::vector<NiahNamedAccuracy> named;
-  double average_accuracy = 0.0;          // all cells
+  double average_accuracy = 0.0;  // all cells
   double weighted_average_accuracy = 0.0;
   double niah_score = 0.0;
 };

@@ -13,8 +13,7 @@ double NiahRouge1Score(std::string_view expected_answer, std::string_view genera
   return 10.0 * RougeN(expected_answer, generated, 1, use_stemmer).fmeasure;
 }
 
-double NiahKeyPhraseScore(const std::vector<std::string>& key_phrases,
-                          std::string_view generated) {
+double NiahKeyPhraseScore(const std::vector<std::string>& key_phrases, std::string_view generated) {
   if (key_phrases.empty()) return 0.0;
   // Surrounding spaces make the substring test match whole tokens only.
   std::string haystack = " ";

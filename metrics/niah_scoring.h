@@ -17,8 +17,7 @@ double NiahRouge1Score(std::string_view expected_answer, std::string_view genera
                        bool use_stemmer = true);
 
 // 0 when `key_phrases` is empty.
-double NiahKeyPhraseScore(const std::vector<std::string>& key_phrases,
-                          std::string_view generated);
+double NiahKeyPhraseScore(const std::vector<std::string>& key_phrases, std::string_view generated);
 
 }  // namespace hgeval::metrics
 

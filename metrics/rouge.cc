@@ -21,8 +21,7 @@ RougeScore FromCounts(double overlap, double target_count, double prediction_cou
   return s;
 }
 
-std::map<std::vector<std::string>, int> CountNgrams(const std::vector<std::string>& tokens,
-                                                   int n) {
+std::map<std::vector<std::string>, int> CountNgrams(const std::vector<std::string>& tokens, int n) {
   std::map<std::vector<std::string>, int> counts;
   if (n <= 0) return counts;
   for (size_t i = 0; i + n <= tokens.size(); ++i) {
@@ -101,15 +100,13 @@ RougeScore RougeLOnTokens(const std::vector<std::string>& target,
                     static_cast<double>(prediction.size()));
 }
 
-RougeScore RougeN(std::string_view target, std::string_view prediction, int n,
-                  bool use_stemmer) {
-  return RougeNOnTokens(RougeTokenize(target, use_stemmer),
-                        RougeTokenize(prediction, use_stemmer), n);
+RougeScore RougeN(std::string_view target, std::string_view prediction, int n, bool use_stemmer) {
+  return RougeNOnTokens(RougeTokenize(target, use_stemmer), RougeTokenize(prediction, use_stemmer),
+                        n);
 }
 
 RougeScore RougeL(std::string_view target, std::string_view prediction, bool use_stemmer) {
-  return RougeLOnTokens(RougeTokenize(target, use_stemmer),
-                        RougeTokenize(prediction, use_stemmer));
+  return RougeLOnTokens(RougeTokenize(target, use_stemmer), RougeTokenize(prediction, use_stemmer));
 }
 
 }  // namespace hgeval::metrics

@@ -32,8 +32,7 @@ RougeScore RougeLOnTokens(const std::vector<std::string>& target,
                           const std::vector<std::string>& prediction);
 
 // Text entry points (tokenize both sides, then score).
-RougeScore RougeN(std::string_view target, std::string_view prediction, int n,
-                  bool use_stemmer);
+RougeScore RougeN(std::string_view target, std::string_view prediction, int n, bool use_stemmer);
 RougeScore RougeL(std::string_view target, std::string_view prediction, bool use_stemmer);
 
 }  // namespace hgeval::metrics

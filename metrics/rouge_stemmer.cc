@@ -89,8 +89,8 @@ bool MeasureAboveOne(std::string_view stem) { return Measure(stem) > 1; }
 
 std::string Step1a(const std::string& w) {
   if (EndsWith(w, "ies") && w.size() == 4) return w.substr(0, 1) + "ie";  // dies -> die
-  return ApplyFirstMatchingRule(w, {{"sses", "ss", {}}, {"ies", "i", {}}, {"ss", "ss", {}},
-                                    {"s", "", {}}});
+  return ApplyFirstMatchingRule(
+      w, {{"sses", "ss", {}}, {"ies", "i", {}}, {"ss", "ss", {}}, {"s", "", {}}});
 }
 
 std::string Step1b(const std::string& w) {
@@ -125,10 +125,9 @@ std::string Step1b(const std::string& w) {
 }
 
 std::string Step1c(const std::string& w) {
-  return ApplyFirstMatchingRule(
-      w, {{"y", "i", [](std::string_view s) {
-             return s.size() > 1 && IsConsonant(s, s.size() - 1);
-           }}});
+  return ApplyFirstMatchingRule(w, {{"y", "i", [](std::string_view s) {
+                                       return s.size() > 1 && IsConsonant(s, s.size() - 1);
+                                     }}});
 }
 
 std::string Step2(const std::string& w) {
@@ -176,29 +175,29 @@ std::string Step3(const std::string& w) {
 }
 
 std::string Step4(const std::string& w) {
-  return ApplyFirstMatchingRule(
-      w, {{"al", "", MeasureAboveOne},
-          {"ance", "", MeasureAboveOne},
-          {"ence", "", MeasureAboveOne},
-          {"er", "", MeasureAboveOne},
-          {"ic", "", MeasureAboveOne},
-          {"able", "", MeasureAboveOne},
-          {"ible", "", MeasureAboveOne},
-          {"ant", "", MeasureAboveOne},
-          {"ement", "", MeasureAboveOne},
-          {"ment", "", MeasureAboveOne},
-          {"ent", "", MeasureAboveOne},
-          {"ion", "",
-           [](std::string_view s) {
-             return Measure(s) > 1 && !s.empty() && (s.back() == 's' || s.back() == 't');
-           }},
-          {"ou", "", MeasureAboveOne},
-          {"ism", "", MeasureAboveOne},
-          {"ate", "", MeasureAboveOne},
-          {"iti", "", MeasureAboveOne},
-          {"ous", "", MeasureAboveOne},
-          {"ive", "", MeasureAboveOne},
-          {"ize", "", MeasureAboveOne}});
+  return ApplyFirstMatchingRule(w, {{"al", "", MeasureAboveOne},
+                                    {"ance", "", MeasureAboveOne},
+                                    {"ence", "", MeasureAboveOne},
+                                    {"er", "", MeasureAboveOne},
+                                    {"ic", "", MeasureAboveOne},
+                                    {"able", "", MeasureAboveOne},
+                                    {"ible", "", MeasureAboveOne},
+                                    {"ant", "", MeasureAboveOne},
+                                    {"ement", "", MeasureAboveOne},
+                                    {"ment", "", MeasureAboveOne},
+                                    {"ent", "", MeasureAboveOne},
+                                    {"ion", "",
+                                     [](std::string_view s) {
+                                       return Measure(s) > 1 && !s.empty() &&
+                                              (s.back() == 's' || s.back() == 't');
+                                     }},
+                                    {"ou", "", MeasureAboveOne},
+                                    {"ism", "", MeasureAboveOne},
+                                    {"ate", "", MeasureAboveOne},
+                                    {"iti", "", MeasureAboveOne},
+                                    {"ous", "", MeasureAboveOne},
+                                    {"ive", "", MeasureAboveOne},
+                                    {"ize", "", MeasureAboveOne}});
 }
 
 std::string Step5a(const std::string& w) {
@@ -220,11 +219,11 @@ std::string Step5b(const std::string& w) {
 
 std::string PorterStem(std::string_view word) {
   static const std::pair<std::string_view, std::string_view> kIrregular[] = {
-      {"sky", "sky"},         {"skies", "sky"},       {"dying", "die"},
-      {"lying", "lie"},       {"tying", "tie"},       {"news", "news"},
-      {"innings", "inning"},  {"inning", "inning"},   {"outings", "outing"},
-      {"outing", "outing"},   {"cannings", "canning"}, {"canning", "canning"},
-      {"howe", "howe"},       {"proceed", "proceed"}, {"exceed", "exceed"},
+      {"sky", "sky"},        {"skies", "sky"},        {"dying", "die"},
+      {"lying", "lie"},      {"tying", "tie"},        {"news", "news"},
+      {"innings", "inning"}, {"inning", "inning"},    {"outings", "outing"},
+      {"outing", "outing"},  {"cannings", "canning"}, {"canning", "canning"},
+      {"howe", "howe"},      {"proceed", "proceed"},  {"exceed", "exceed"},
       {"succeed", "succeed"}};
   for (const auto& [form, stem] : kIrregular) {
     if (word == form) return std::string(stem);

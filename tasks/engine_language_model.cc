@@ -479,7 +479,7 @@ absl::StatusOr<std::vector<RollingResult>> EngineLanguageModel::LoglikelihoodRol
     HG_ASSIGN_OR_RETURN(std::vector<int32_t> tokens, Encode(requests[i].text));
     results[i].n_tokens = static_cast<int64_t>(tokens.size());
     if (tokens.empty()) continue;
-    if (options_.windowless_rolling) {
+    if (options_.windowless_rolling || requests[i].windowless) {
       if (model_->info().max_context > 0 &&
           static_cast<int64_t>(tokens.size()) > model_->info().max_context) {
         return absl::InvalidArgumentError(

@@ -119,7 +119,7 @@ absl::StatusOr<TaskReport> RunTaskUnguarded(LanguageModel& model, const Task& ta
       }
     } else if (type == RequestType::kLoglikelihoodRolling) {
       std::vector<RollingRequest> batch;
-      for (size_t i : indices) batch.push_back({requests[i].context});
+      for (size_t i : indices) batch.push_back({requests[i].context, requests[i].windowless});
       HG_ASSIGN_OR_RETURN(auto results, model.LoglikelihoodRolling(batch, call));
       for (size_t k = 0; k < indices.size(); ++k) {
         responses[indices[k]].logprob = results[k].logprob;

@@ -30,6 +30,9 @@ struct LoglikelihoodResult {
 // log p(text), conditioned on the prefix token only (lm-eval rolling windows).
 struct RollingRequest {
   std::string text;
+  // Score the whole text in one pass carrying the state (recurrent models; hgeval's
+  // windowless perplexity) instead of lm-eval's max_length windows.
+  bool windowless = false;
 };
 
 struct RollingResult {

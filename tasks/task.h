@@ -28,6 +28,7 @@ struct Request {
   std::string continuation;  // loglikelihood only
   std::vector<std::string> until;  // generate_until only
   int max_gen_toks = 256;          // generate_until only
+  bool windowless = false;         // loglikelihood_rolling only: one pass, no windows
 };
 
 struct Response {

@@ -53,9 +53,13 @@ std::vector<std::string> SplitWikitextPages(const std::string& raw) {
 
 namespace {
 
+// windowless: hgeval's variant for recurrent models, one pass per article carrying the
+// state (reported as the separate task "wikitext_windowless"; lm-eval's form is
+// "wikitext").
 class WikitextTask : public Task {
  public:
-  std::string name() const override { return "wikitext"; }
+  explicit WikitextTask(bool windowless) : windowless_(windowless) {}
+  std::string name() const override { return windowless_ ? "wikitext_windowless" : "wikitext"; }
   double version() const override { return 2.0; }
   RequestType output_type() const override { return RequestType::kLoglikelihoodRolling; }
   nlohmann::json config() const override {
@@ -66,7 +70,10 @@ class WikitextTask : public Task {
             {"doc_to_text", ""},
             {"doc_to_target", "preprocess_wikitext.wikitext_detokenizer"},
             {"process_results", "preprocess_wikitext.process_results"},
-            {"data_files", "wikitext/wiki.test.raw.gz (split into pages)"}};
+            {"data_files", "wikitext/wiki.test.raw.gz (split into pages)"},
+            {"rolling", windowless_ ? "windowless: one pass per article, state carried "
+                                      "(hgeval; recurrent models)"
+                                    : "lm-eval max_length windows"}};
   }
   std::vector<MetricSpec> metrics() const override {
     return {{"word_perplexity", Aggregation::kWeightedPerplexity, false},
@@ -83,6 +90,7 @@ class WikitextTask : public Task {
     Request r;
     r.type = RequestType::kLoglikelihoodRolling;
     r.context = WikitextDetokenize(doc.at("page").get<std::string>());
+    r.windowless = windowless_;
     return std::vector<Request>{r};
   }
   absl::StatusOr<DocMetrics> Process(const Doc& doc,
@@ -96,9 +104,14 @@ class WikitextTask : public Task {
                       {"byte_perplexity", {ll, bytes}},
                       {"bits_per_byte", {ll, bytes}}};
   }
+
+ private:
+  bool windowless_;
 };
 
-HGEVAL_REGISTER_TASK("wikitext", [] { return std::make_unique<WikitextTask>(); });
+HGEVAL_REGISTER_TASK("wikitext", [] { return std::make_unique<WikitextTask>(false); });
+HGEVAL_REGISTER_TASK("wikitext_windowless",
+                     [] { return std::make_unique<WikitextTask>(true); });
 
 }  // namespace
 }  // namespace hgeval::tasks

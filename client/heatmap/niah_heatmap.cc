@@ -71,8 +71,7 @@ Rgb ScoreColor(double score, double min_score, double max_score) {
   return Rgb{Mix(kMid.r, kHigh.r, u), Mix(kMid.g, kHigh.g, u), Mix(kMid.b, kHigh.b, u)};
 }
 
-HeatmapLayout ComputeHeatmapLayout(int num_lengths, int num_depths,
-                                   const HeatmapOptions& options) {
+HeatmapLayout ComputeHeatmapLayout(int num_lengths, int num_depths, const HeatmapOptions& options) {
   HeatmapLayout layout;
   layout.left = kLeftMargin;
   layout.top = kTopMargin;
@@ -85,16 +84,15 @@ HeatmapLayout ComputeHeatmapLayout(int num_lengths, int num_depths,
 
 std::string NiahMetricsSubtitle(const metrics::NiahMetrics& m) {
   std::string s = absl::StrFormat("weighted avg acc %.3f | NIAH score %.3f | avg acc %.3f",
-                                  m.weighted_average_accuracy, m.niah_score,
-                                  m.average_accuracy);
+                                  m.weighted_average_accuracy, m.niah_score, m.average_accuracy);
   for (const metrics::NiahNamedAccuracy& named : m.named) {
     absl::StrAppendFormat(&s, " | acc@%d %.3f", named.length, named.acc_at);
   }
   return s;
 }
 
-absl::Status WriteNiahHeatmapPng(const metrics::NiahGridScores& grid,
-                                 const HeatmapOptions& options, const std::string& path) {
+absl::Status WriteNiahHeatmapPng(const metrics::NiahGridScores& grid, const HeatmapOptions& options,
+                                 const std::string& path) {
   const int num_lengths = static_cast<int>(grid.lengths.size());
   const int num_depths = static_cast<int>(grid.depths.size());
   if (num_lengths == 0 || num_depths == 0 ||
@@ -108,9 +106,9 @@ absl::Status WriteNiahHeatmapPng(const metrics::NiahGridScores& grid,
   }
   if (options.width < kLeftMargin + kRightMargin + num_lengths ||
       options.height < kTopMargin + kBottomMargin + num_depths) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "heatmap: %dx%d pixels is too small for %d x %d cells", options.width,
-        options.height, num_lengths, num_depths));
+    return absl::InvalidArgumentError(
+        absl::StrFormat("heatmap: %dx%d pixels is too small for %d x %d cells", options.width,
+                        options.height, num_lengths, num_depths));
   }
 
   std::unique_ptr<cairo_surface_t, SurfaceDeleter> surface(
@@ -134,9 +132,8 @@ absl::Status WriteNiahHeatmapPng(const metrics::NiahGridScores& grid,
       } else {
         SetColor(cr, ScoreColor(score, options.min_score, options.max_score));
       }
-      cairo_rectangle(cr, layout.left + l * layout.cell_width,
-                      layout.top + d * layout.cell_height, layout.cell_width,
-                      layout.cell_height);
+      cairo_rectangle(cr, layout.left + l * layout.cell_width, layout.top + d * layout.cell_height,
+                      layout.cell_width, layout.cell_height);
       cairo_fill(cr);
     }
   }
@@ -241,8 +238,8 @@ absl::Status WriteNiahHeatmapPng(const metrics::NiahGridScores& grid,
   }
   const cairo_status_t written = cairo_surface_write_to_png(surface.get(), path.c_str());
   if (written != CAIRO_STATUS_SUCCESS) {
-    return absl::InternalError(absl::StrCat("heatmap: cannot write ", path, ": ",
-                                            cairo_status_to_string(written)));
+    return absl::InternalError(
+        absl::StrCat("heatmap: cannot write ", path, ": ", cairo_status_to_string(written)));
   }
   return absl::OkStatus();
 }

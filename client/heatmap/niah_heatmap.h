@@ -14,10 +14,10 @@
 namespace hgeval::heatmap {
 
 struct HeatmapOptions {
-  std::string title;     // e.g. "Needle In A HayStack - easy mode - stories260K"
-  std::string subtitle;  // e.g. the metrics line (NiahMetricsSubtitle)
+  std::string title;            // e.g. "Needle In A HayStack - easy mode - stories260K"
+  std::string subtitle;         // e.g. the metrics line (NiahMetricsSubtitle)
   int64_t training_length = 0;  // > 0: dashed vertical line at this token count
-  double min_score = 0.0;        // colour scale range
+  double min_score = 0.0;       // colour scale range
   double max_score = 10.0;
   int width = 1400;
   int height = 700;
@@ -37,15 +37,14 @@ Rgb ScoreColor(double score, double min_score, double max_score);
 struct HeatmapLayout {
   double left = 0, top = 0, cell_width = 0, cell_height = 0;
 };
-HeatmapLayout ComputeHeatmapLayout(int num_lengths, int num_depths,
-                                   const HeatmapOptions& options);
+HeatmapLayout ComputeHeatmapLayout(int num_lengths, int num_depths, const HeatmapOptions& options);
 
 // "weighted acc 0.523 | NIAH score 0.401 | avg acc 0.612 | acc@2000 0.80 | ..."
 std::string NiahMetricsSubtitle(const metrics::NiahMetrics& metrics);
 
 // Draws grid.scores (NaN cells are left grey) and writes the PNG.
-absl::Status WriteNiahHeatmapPng(const metrics::NiahGridScores& grid,
-                                 const HeatmapOptions& options, const std::string& path);
+absl::Status WriteNiahHeatmapPng(const metrics::NiahGridScores& grid, const HeatmapOptions& options,
+                                 const std::string& path);
 
 }  // namespace hgeval::heatmap
 

@@ -43,10 +43,11 @@ std::string FoxPromptSuffix(std::string_view retrieval_question) {
 
 NiahTexts DefaultNiahTexts(NiahMode mode) {
   NiahTexts texts;
-  texts.needle = mode == NiahMode::kEasy
-                     ? absl::StrCat("\nWhat is the best thing to do in San Francisco? Answer: ",
-                                    kAnswerSentence, "\n")
-                     : absl::StrCat("\n", kAnswerSentence, "\n");
+  texts.needle =
+      mode == NiahMode::kEasy
+          ? absl::StrCat(
+                "\nWhat is the best thing to do in San Francisco? Answer: ", kAnswerSentence, "\n")
+          : absl::StrCat("\n", kAnswerSentence, "\n");
   texts.retrieval_question = kQuestion;
   texts.prompt_suffix = FoxPromptSuffix(kQuestion);
   texts.expected_answer = "eat a sandwich and sit in Dolores Park on a sunny day.";
@@ -54,9 +55,10 @@ NiahTexts DefaultNiahTexts(NiahMode mode) {
   return texts;
 }
 
-absl::StatusOr<NiahContextBuilder> NiahContextBuilder::Create(
-    const Tokenizer& tokenizer, absl::Span<const int32_t> haystack, const NiahTexts& texts,
-    int64_t buffer_tokens) {
+absl::StatusOr<NiahContextBuilder> NiahContextBuilder::Create(const Tokenizer& tokenizer,
+                                                              absl::Span<const int32_t> haystack,
+                                                              const NiahTexts& texts,
+                                                              int64_t buffer_tokens) {
   if (buffer_tokens < 0) return absl::InvalidArgumentError("NIAH buffer must be >= 0");
   NiahContextBuilder b;
   b.buffer_tokens_ = buffer_tokens;
@@ -76,8 +78,8 @@ absl::StatusOr<NiahContextBuilder> NiahContextBuilder::Create(
       continue;
     }
     std::string_view text = *piece;
-    while (!text.empty() && (text.front() == ' ' || text.front() == '\t' ||
-                             text.front() == '\n' || text.front() == '\r')) {
+    while (!text.empty() && (text.front() == ' ' || text.front() == '\t' || text.front() == '\n' ||
+                             text.front() == '\r')) {
       text.remove_prefix(1);
     }
     b.sentence_end_[token] = text == ".";
@@ -102,8 +104,8 @@ absl::StatusOr<NiahCellLayout> NiahContextBuilder::Layout(int64_t length, double
   if (n + needle_size > length - buffer_tokens_) n = length - buffer_tokens_ - needle_size;
   if (n < 0) {
     return absl::InvalidArgumentError(absl::StrFormat(
-        "NIAH length %d leaves no room for the %d-token needle after the %d-token buffer",
-        length, needle_size, buffer_tokens_));
+        "NIAH length %d leaves no room for the %d-token needle after the %d-token buffer", length,
+        needle_size, buffer_tokens_));
   }
   layout.context_tokens = n;
   if (depth == 100) {

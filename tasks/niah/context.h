@@ -64,11 +64,11 @@ std::string FoxPromptSuffix(std::string_view retrieval_question);
 
 // Where the needle goes in one cell.
 struct NiahCellLayout {
-  int64_t length = 0;              // L
-  double depth = 0;                // D
-  int64_t context_tokens = 0;      // n: haystack tokens in the prompt
-  int64_t target_insertion = 0;    // int(n * D / 100) before the back-off (n at D = 100)
-  int64_t insertion_point = 0;     // ip: haystack tokens before the needle
+  int64_t length = 0;            // L
+  double depth = 0;              // D
+  int64_t context_tokens = 0;    // n: haystack tokens in the prompt
+  int64_t target_insertion = 0;  // int(n * D / 100) before the back-off (n at D = 100)
+  int64_t insertion_point = 0;   // ip: haystack tokens before the needle
 };
 
 class NiahContextBuilder {
@@ -96,8 +96,9 @@ class NiahContextBuilder {
   int64_t prefix_offset() const { return bos_.size(); }
   const std::vector<int32_t>& needle_tokens() const { return needle_; }
   const std::vector<int32_t>& suffix_tokens() const { return suffix_; }
-  int64_t haystack_size() const { return static_cast<int64_t>(bos_and_haystack_.size()) -
-                                         prefix_offset(); }
+  int64_t haystack_size() const {
+    return static_cast<int64_t>(bos_and_haystack_.size()) - prefix_offset();
+  }
 
  private:
   NiahContextBuilder() = default;

@@ -41,8 +41,8 @@ NiahGrid FromLinspace(double min_length, double max_length, int num_lengths, int
 // Comma-separated fields with surrounding whitespace removed; empty fields dropped.
 std::vector<std::string> SplitList(std::string_view text) {
   std::vector<std::string> parts;
-  for (absl::string_view part : absl::StrSplit(absl::string_view(text.data(), text.size()),
-                                              ',', absl::SkipWhitespace())) {
+  for (absl::string_view part :
+       absl::StrSplit(absl::string_view(text.data(), text.size()), ',', absl::SkipWhitespace())) {
     absl::string_view stripped = absl::StripAsciiWhitespace(part);
     parts.emplace_back(stripped.data(), stripped.size());
   }

@@ -23,8 +23,7 @@ absl::StatusOr<std::vector<Essay>> ReadHaystackEssays(const std::string& dir) {
     }
   }
   if (error) {
-    return absl::NotFoundError(
-        absl::StrCat("NIAH haystack folder ", dir, ": ", error.message()));
+    return absl::NotFoundError(absl::StrCat("NIAH haystack folder ", dir, ": ", error.message()));
   }
   if (names.empty()) {
     return absl::NotFoundError(absl::StrCat("NIAH haystack folder ", dir, " has no .txt file"));
@@ -50,8 +49,7 @@ absl::StatusOr<std::vector<int32_t>> BuildHaystackTokens(const Tokenizer& tokeni
   std::string text;
   for (;;) {
     text += one_pass;
-    HG_ASSIGN_OR_RETURN(std::vector<int32_t> tokens,
-                        tokenizer.Encode(text, /*add_special=*/false));
+    HG_ASSIGN_OR_RETURN(std::vector<int32_t> tokens, tokenizer.Encode(text, /*add_special=*/false));
     if (static_cast<int64_t>(tokens.size()) >= min_tokens) return tokens;
     if (tokens.empty()) return absl::InvalidArgumentError("NIAH haystack encodes to nothing");
   }

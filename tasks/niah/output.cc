@@ -102,43 +102,42 @@ std::string NiahResultToJson(const NiahResult& r) {
     }
     cells.push_back(std::move(cell));
   }
-  Json doc{
-      {"task", "niah"},
-      {"mode", NiahModeName(o.mode)},
-      {"model", o.model_name},
-      {"training_length", o.training_length},
-      {"tokenizer", r.tokenizer_kind},
-      {"settings",
-       {{"buffer_tokens", o.buffer_tokens},
-        {"max_new_tokens", o.max_new_tokens},
-        {"stop_strings", o.stop_strings},
-        {"stop_at_eos", o.stop_at_eos},
-        {"decoding", "greedy"},
-        {"scorer", NiahScorerName(o.scorer)},
-        {"rouge_use_stemmer", o.rouge_use_stemmer},
-        {"prefix_reuse", o.prefix_reuse},
-        {"max_batch", o.max_batch},
-        {"max_cells", o.max_cells},
-        {"needle", texts.needle},
-        {"retrieval_question", texts.retrieval_question},
-        {"prompt_suffix", texts.prompt_suffix},
-        {"expected_answer", texts.expected_answer},
-        {"key_phrases", texts.key_phrases},
-        {"haystack", "Paul Graham essays, sorted file names, repeated"},
-        {"sentence_end_rule",
-         "token decoding alone to \".\" after leading whitespace is removed"}}},
-      {"grid", {{"lengths", r.grid.lengths}, {"depths", r.grid.depths}, {"scores", scores}}},
-      {"metrics", MetricsToJson(r.metrics, o.metric_options)},
-      {"stats",
-       {{"cells_total", r.stats.cells_total},
-        {"cells_run", r.stats.cells_run},
-        {"haystack_tokens", r.stats.haystack_tokens},
-        {"prefill_tokens_fed", r.stats.prefill_tokens_fed},
-        {"decode_tokens_fed", r.stats.decode_tokens_fed},
-        {"naive_prefill_tokens", r.stats.naive_prefill_tokens},
-        {"snapshots", r.stats.snapshots},
-        {"wall_seconds", r.stats.wall_seconds}}},
-      {"cells", cells}};
+  Json doc{{"task", "niah"},
+           {"mode", NiahModeName(o.mode)},
+           {"model", o.model_name},
+           {"training_length", o.training_length},
+           {"tokenizer", r.tokenizer_kind},
+           {"settings",
+            {{"buffer_tokens", o.buffer_tokens},
+             {"max_new_tokens", o.max_new_tokens},
+             {"stop_strings", o.stop_strings},
+             {"stop_at_eos", o.stop_at_eos},
+             {"decoding", "greedy"},
+             {"scorer", NiahScorerName(o.scorer)},
+             {"rouge_use_stemmer", o.rouge_use_stemmer},
+             {"prefix_reuse", o.prefix_reuse},
+             {"max_batch", o.max_batch},
+             {"max_cells", o.max_cells},
+             {"needle", texts.needle},
+             {"retrieval_question", texts.retrieval_question},
+             {"prompt_suffix", texts.prompt_suffix},
+             {"expected_answer", texts.expected_answer},
+             {"key_phrases", texts.key_phrases},
+             {"haystack", "Paul Graham essays, sorted file names, repeated"},
+             {"sentence_end_rule",
+              "token decoding alone to \".\" after leading whitespace is removed"}}},
+           {"grid", {{"lengths", r.grid.lengths}, {"depths", r.grid.depths}, {"scores", scores}}},
+           {"metrics", MetricsToJson(r.metrics, o.metric_options)},
+           {"stats",
+            {{"cells_total", r.stats.cells_total},
+             {"cells_run", r.stats.cells_run},
+             {"haystack_tokens", r.stats.haystack_tokens},
+             {"prefill_tokens_fed", r.stats.prefill_tokens_fed},
+             {"decode_tokens_fed", r.stats.decode_tokens_fed},
+             {"naive_prefill_tokens", r.stats.naive_prefill_tokens},
+             {"snapshots", r.stats.snapshots},
+             {"wall_seconds", r.stats.wall_seconds}}},
+           {"cells", cells}};
   return doc.dump(2, ' ', /*ensure_ascii=*/false, Json::error_handler_t::replace);
 }
 
@@ -149,9 +148,9 @@ std::string NiahResultToCsv(const NiahResult& r) {
   for (const NiahCellResult& c : r.cells) {
     if (!c.ran) continue;
     absl::StrAppend(&csv, c.layout.length, ",", FormatNumber(c.layout.depth), ",",
-                    FormatNumber(c.score), ",", c.success ? 1 : 0, ",", CsvQuote(c.generated),
-                    ",", FormatNumber(c.rouge1_score), ",", FormatNumber(c.key_phrase_score),
-                    ",", c.prompt_tokens, ",", c.layout.insertion_point, "\n");
+                    FormatNumber(c.score), ",", c.success ? 1 : 0, ",", CsvQuote(c.generated), ",",
+                    FormatNumber(c.rouge1_score), ",", FormatNumber(c.key_phrase_score), ",",
+                    c.prompt_tokens, ",", c.layout.insertion_point, "\n");
   }
   return csv;
 }
@@ -184,8 +183,7 @@ absl::StatusOr<NiahHeatmapInput> ParseNiahResultsJson(std::string_view json_text
     for (const Json& column : grid.at("scores")) {
       std::vector<double> scores;
       for (const Json& s : column) {
-        scores.push_back(s.is_null() ? std::numeric_limits<double>::quiet_NaN()
-                                     : s.get<double>());
+        scores.push_back(s.is_null() ? std::numeric_limits<double>::quiet_NaN() : s.get<double>());
       }
       input.grid.scores.push_back(std::move(scores));
     }

@@ -32,8 +32,7 @@ void ScoreCell(const NiahOptions& options, const NiahTexts& texts, NiahCellResul
   cell.rouge1_score =
       metrics::NiahRouge1Score(texts.expected_answer, cell.generated, options.rouge_use_stemmer);
   cell.key_phrase_score = metrics::NiahKeyPhraseScore(texts.key_phrases, cell.generated);
-  cell.score =
-      options.scorer == NiahScorer::kRouge1 ? cell.rouge1_score : cell.key_phrase_score;
+  cell.score = options.scorer == NiahScorer::kRouge1 ? cell.rouge1_score : cell.key_phrase_score;
   cell.success = cell.score >= options.metric_options.threshold;
 }
 
@@ -60,8 +59,9 @@ std::vector<int64_t> SelectNiahCells(int64_t total, int64_t max_cells) {
   for (int64_t i = 0; i < max_cells; ++i) {
     // Evenly spaced over the length-major order, first and last cell included.
     const int64_t index =
-        max_cells == 1 ? 0 : static_cast<int64_t>(std::llround(
-                                 static_cast<double>(i) * (total - 1) / (max_cells - 1)));
+        max_cells == 1 ? 0
+                       : static_cast<int64_t>(
+                             std::llround(static_cast<double>(i) * (total - 1) / (max_cells - 1)));
     if (cells.empty() || cells.back() != index) cells.push_back(index);
   }
   return cells;
@@ -80,18 +80,16 @@ absl::Status RecomputeNiahGrid(NiahResult& result) {
   for (size_t l = 0; l < num_lengths; ++l) {
     for (size_t d = 0; d < num_depths; ++d) {
       const NiahCellResult& cell = result.cells[l * num_depths + d];
-      result.grid.scores[l][d] =
-          cell.ran ? cell.score : std::numeric_limits<double>::quiet_NaN();
+      result.grid.scores[l][d] = cell.ran ? cell.score : std::numeric_limits<double>::quiet_NaN();
     }
   }
-  HG_ASSIGN_OR_RETURN(result.metrics, metrics::ComputeNiahMetrics(
-                                          result.grid, result.options.metric_options));
+  HG_ASSIGN_OR_RETURN(result.metrics,
+                      metrics::ComputeNiahMetrics(result.grid, result.options.metric_options));
   return absl::OkStatus();
 }
 
 absl::StatusOr<NiahResult> RunNiahSweep(Model& model, const Tokenizer& tokenizer,
-                                        const NiahOptions& options,
-                                        const NiahProgress& progress,
+                                        const NiahOptions& options, const NiahProgress& progress,
                                         const NiahCellCallback& on_cell) {
   HG_RETURN_IF_ERROR(ValidateNiahGrid(options.grid));
   if (options.max_batch < 1) return absl::InvalidArgumentError("NIAH max_batch must be >= 1");
@@ -108,9 +106,9 @@ absl::StatusOr<NiahResult> RunNiahSweep(Model& model, const Tokenizer& tokenizer
   HG_ASSIGN_OR_RETURN(std::vector<Essay> essays, ReadHaystackEssays(options.essays_dir));
   HG_ASSIGN_OR_RETURN(std::vector<int32_t> haystack,
                       BuildHaystackTokens(tokenizer, essays, options.grid.lengths.back()));
-  HG_ASSIGN_OR_RETURN(NiahContextBuilder builder,
-                      NiahContextBuilder::Create(tokenizer, haystack, texts,
-                                                 options.buffer_tokens));
+  HG_ASSIGN_OR_RETURN(
+      NiahContextBuilder builder,
+      NiahContextBuilder::Create(tokenizer, haystack, texts, options.buffer_tokens));
   result.stats.haystack_tokens = static_cast<int64_t>(haystack.size());
   const int64_t num_lengths = static_cast<int64_t>(options.grid.lengths.size());
   const int64_t num_depths = static_cast<int64_t>(options.grid.depths.size());
@@ -120,35 +118,48 @@ absl::StatusOr<NiahResult> RunNiahSweep(Model& model, const Tokenizer& tokenizer
       NiahCellResult& cell = result.cells[l * num_depths + d];
       HG_ASSIGN_OR_RETURN(cell.layout,
                           builder.Layout(options.grid.lengths[l], options.grid.depths[d]));
-      cell.prompt_tokens = builder.prefix_offset() + cell.layout.context_tokens +
-                           static_cast<int64_t>(builder.needle_tokens().size() +
-                                                builder.suffix_tokens().size());
+      cell.prompt_tokens =
+          builder.prefix_offset() + cell.layout.context_tokens +
+          static_cast<int64_t>(builder.needle_tokens().size() + builder.suffix_tokens().size());
+    }
+  }
+
+  // Fail before running anything when a prompt plus its answer cannot fit the model.
+  const int64_t max_context = model.info().max_context;
+  if (max_context > 0) {
+    for (const NiahCellResult& cell : result.cells) {
+      if (cell.prompt_tokens + options.max_new_tokens > max_context) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "NIAH length ", cell.layout.length, ": a ", cell.prompt_tokens, "-token prompt plus ",
+            options.max_new_tokens, " new tokens exceeds the model's maximum context of ",
+            max_context, " tokens"));
+      }
     }
   }
 
   // Cells to run, ordered by insertion point so one pass over the haystack serves all.
   std::vector<int64_t> order = SelectNiahCells(num_lengths * num_depths, options.max_cells);
   if (!options.skip_cells.empty()) {
-    const absl::flat_hash_set<int64_t> skip(options.skip_cells.begin(),
-                                            options.skip_cells.end());
-    order.erase(std::remove_if(order.begin(), order.end(),
-                               [&](int64_t i) { return skip.contains(i); }),
-                order.end());
+    const absl::flat_hash_set<int64_t> skip(options.skip_cells.begin(), options.skip_cells.end());
+    order.erase(
+        std::remove_if(order.begin(), order.end(), [&](int64_t i) { return skip.contains(i); }),
+        order.end());
   }
   std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
     return result.cells[a].layout.insertion_point < result.cells[b].layout.insertion_point;
   });
   result.stats.cells_total = num_lengths * num_depths;
-  for (int64_t index : order) result.stats.naive_prefill_tokens += result.cells[index].prompt_tokens;
+  for (int64_t index : order)
+    result.stats.naive_prefill_tokens += result.cells[index].prompt_tokens;
 
   GenerateRequest request_template;
   request_template.max_new_tokens = options.max_new_tokens;
   request_template.stop_strings = options.stop_strings;
   if (options.stop_at_eos) {
     for (int32_t eos : {tokenizer.eos_id(), model.info().eos_token_id}) {
-      if (eos >= 0 && std::find(request_template.stop_tokens.begin(),
-                                request_template.stop_tokens.end(),
-                                eos) == request_template.stop_tokens.end()) {
+      if (eos >= 0 &&
+          std::find(request_template.stop_tokens.begin(), request_template.stop_tokens.end(),
+                    eos) == request_template.stop_tokens.end()) {
         request_template.stop_tokens.push_back(eos);
       }
     }
@@ -171,17 +182,17 @@ absl::StatusOr<NiahResult> RunNiahSweep(Model& model, const Tokenizer& tokenizer
       }
       std::vector<int64_t> relative;
       for (int64_t p : positions) relative.push_back(p - state_position);
-      const absl::Span<const int32_t> tokens = absl::MakeConstSpan(prefix_source)
-                                                   .subspan(state_position,
-                                                            positions.back() - state_position);
+      const absl::Span<const int32_t> tokens =
+          absl::MakeConstSpan(prefix_source)
+              .subspan(state_position, positions.back() - state_position);
       HG_ASSIGN_OR_RETURN(snapshots, PrefillWithSnapshots(model, tokens, relative, state.get()));
       result.stats.prefill_tokens_fed += static_cast<int64_t>(tokens.size());
       result.stats.snapshots += static_cast<int64_t>(snapshots.size());
       for (size_t i = begin; i < end; ++i) {
         const NiahCellResult& cell = result.cells[order[i]];
         const int64_t p = builder.prefix_offset() + cell.layout.insertion_point;
-        const size_t s = std::lower_bound(positions.begin(), positions.end(), p) -
-                         positions.begin();
+        const size_t s =
+            std::lower_bound(positions.begin(), positions.end(), p) - positions.begin();
         GenerateRequest request = request_template;
         request.start = snapshots[s].get();
         request.prompt = builder.RestTokens(cell.layout);
@@ -211,8 +222,8 @@ absl::StatusOr<NiahResult> RunNiahSweep(Model& model, const Tokenizer& tokenizer
     }
     if (options.prefix_reuse) {
       // Continue the haystack from the deepest snapshot of this batch.
-      state_position = builder.prefix_offset() +
-                       result.cells[order[end - 1]].layout.insertion_point;
+      state_position =
+          builder.prefix_offset() + result.cells[order[end - 1]].layout.insertion_point;
       state = std::move(snapshots.back());
     }
     result.stats.cells_run += static_cast<int64_t>(end - begin);

@@ -45,12 +45,12 @@ struct NiahOptions {
   bool stop_at_eos = true;
   // Scoring: the cell score in [0, 10] is the chosen scorer's; both are recorded.
   NiahScorer scorer = NiahScorer::kRouge1;
-  bool rouge_use_stemmer = true;  // as the LLM-free ROUGE NIAH scorer does
+  bool rouge_use_stemmer = true;              // as the LLM-free ROUGE NIAH scorer does
   metrics::NiahMetricOptions metric_options;  // threshold (default 5), alphas, report lengths
   // Execution.
   bool prefix_reuse = true;
-  int max_batch = 8;       // cells decoded together (and snapshots held at once)
-  int64_t max_cells = 0;   // > 0: run only this many cells, evenly spread over the grid
+  int max_batch = 8;      // cells decoded together (and snapshots held at once)
+  int64_t max_cells = 0;  // > 0: run only this many cells, evenly spread over the grid
   // Length-major cell indices not to run (a resumed job's finished cells: the caller puts
   // their saved results into NiahResult::cells and calls RecomputeNiahGrid).
   std::vector<int64_t> skip_cells;
@@ -75,12 +75,12 @@ struct NiahCellResult {
 struct NiahSweepStats {
   int64_t cells_total = 0;
   int64_t cells_run = 0;
-  int64_t haystack_tokens = 0;         // tokens of the encoded haystack
-  int64_t prefill_tokens_fed = 0;      // prompt tokens fed to the model
-  int64_t decode_tokens_fed = 0;       // generated tokens fed back
-  int64_t naive_prefill_tokens = 0;    // sum of the prompts of the cells run
-  int64_t snapshots = 0;               // snapshots taken (prefix reuse)
-  double wall_seconds = 0.0;           // model time (prefill + decode)
+  int64_t haystack_tokens = 0;       // tokens of the encoded haystack
+  int64_t prefill_tokens_fed = 0;    // prompt tokens fed to the model
+  int64_t decode_tokens_fed = 0;     // generated tokens fed back
+  int64_t naive_prefill_tokens = 0;  // sum of the prompts of the cells run
+  int64_t snapshots = 0;             // snapshots taken (prefix reuse)
+  double wall_seconds = 0.0;         // model time (prefill + decode)
 };
 
 struct NiahResult {

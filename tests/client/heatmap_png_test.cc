@@ -1,6 +1,4 @@
 // The NIAH heatmap PNG: size, cell colours for known scores, the colour scale.
-#include "client/heatmap/niah_heatmap.h"
-
 #include <cairo.h>
 
 #include <cmath>
@@ -8,6 +6,7 @@
 #include <limits>
 #include <string>
 
+#include "client/heatmap/niah_heatmap.h"
 #include "gtest/gtest.h"
 #include "metrics/niah_metrics.h"
 #include "tests/support/paths.h"
@@ -32,8 +31,8 @@ TEST(HeatmapColorTest, ThreeColourScale) {
 Rgb PixelAt(cairo_surface_t* image, double x, double y) {
   const int stride = cairo_image_surface_get_stride(image);
   const unsigned char* data = cairo_image_surface_get_data(image);
-  const uint32_t pixel = *reinterpret_cast<const uint32_t*>(
-      data + static_cast<int>(y) * stride + static_cast<int>(x) * 4);
+  const uint32_t pixel = *reinterpret_cast<const uint32_t*>(data + static_cast<int>(y) * stride +
+                                                            static_cast<int>(x) * 4);
   return Rgb{static_cast<uint8_t>((pixel >> 16) & 0xFF), static_cast<uint8_t>((pixel >> 8) & 0xFF),
              static_cast<uint8_t>(pixel & 0xFF)};
 }

@@ -12,9 +12,9 @@ namespace {
 TEST(NiahPenaltyTest, HandComputedColumns) {
   EXPECT_DOUBLE_EQ(ColumnPenalty({true, true, true}), 1.0);
   EXPECT_DOUBLE_EQ(ColumnPenalty({false, false, false}), 0.0);
-  EXPECT_DOUBLE_EQ(ColumnPenalty({true, false, true}), 0.5);                      // n = 3
+  EXPECT_DOUBLE_EQ(ColumnPenalty({true, false, true}), 0.5);                         // n = 3
   EXPECT_DOUBLE_EQ(ColumnPenalty({true, true, false, false}), std::pow(2.0, -0.5));  // 2
-  EXPECT_DOUBLE_EQ(ColumnPenalty({false, true, false, true, false}), 0.25);       // n = 5
+  EXPECT_DOUBLE_EQ(ColumnPenalty({false, true, false, true, false}), 0.25);          // n = 5
 }
 
 TEST(NiahPenaltyTest, CountsRuns) {

@@ -12,8 +12,9 @@ namespace {
 constexpr char kAnswer[] = "eat a sandwich and sit in Dolores Park on a sunny day.";
 
 TEST(NiahScoringTest, Rouge1IsTenTimesFMeasure) {
-  EXPECT_DOUBLE_EQ(NiahRouge1Score(kAnswer, " eat a sandwich and sit in Dolores Park on a "
-                                            "sunny day."),
+  EXPECT_DOUBLE_EQ(NiahRouge1Score(kAnswer,
+                                   " eat a sandwich and sit in Dolores Park on a "
+                                   "sunny day."),
                    10.0);
   // Full needle sentence (21 tokens) against the 12-token answer: P = 1, R = 12/21,
   // F = 24/33.

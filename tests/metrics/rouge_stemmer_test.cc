@@ -1,10 +1,11 @@
 // Porter stemmer (NLTK_EXTENSIONS mode, what rouge_score's use_stemmer=True runs).
+#include "metrics/rouge_stemmer.h"
+
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "metrics/rouge_stemmer.h"
 
 namespace hgeval::metrics {
 namespace {

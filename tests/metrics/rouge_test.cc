@@ -21,8 +21,7 @@ TEST(RougeTokenizeTest, LowercasesAndSplitsOnNonAlphanumerics) {
 TEST(RougeTokenizeTest, NonAsciiCharactersSeparateTokens) {
   EXPECT_EQ(RougeTokenize("caf\xC3\xA9 na\xC3\xAFve", false), (Tokens{"caf", "na", "ve"}));
   // U+0130 lower-cases to "i" + U+0307 in Python; the Kelvin sign to "k".
-  EXPECT_EQ(RougeTokenize("\xC4\xB0stanbul 5\xE2\x84\xAA", false),
-            (Tokens{"i", "stanbul", "5k"}));
+  EXPECT_EQ(RougeTokenize("\xC4\xB0stanbul 5\xE2\x84\xAA", false), (Tokens{"i", "stanbul", "5k"}));
 }
 
 TEST(RougeTokenizeTest, StemsOnlyTokensLongerThanThreeCharacters) {

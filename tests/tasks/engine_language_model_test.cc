@@ -181,6 +181,10 @@ TEST_F(EngineLanguageModelTest, RollingSumsLmEvalWindows) {
   EXPECT_NEAR((*one_window)[0].logprob, (*carried)[0].logprob, 1e-5);
   EXPECT_NE((*one_window)[0].logprob, (*results)[0].logprob);
   EXPECT_EQ(windowless.info().rolling_mode, "windowless");
+  // The same per request, on a model that otherwise uses windows.
+  auto per_request = lm.LoglikelihoodRolling({{text, /*windowless=*/true}});
+  ASSERT_TRUE(per_request.ok());
+  EXPECT_EQ((*per_request)[0].logprob, (*carried)[0].logprob);
 }
 
 TEST_F(EngineLanguageModelTest, GenerateUntilIsGreedyAndCutsAtTheStop) {

@@ -1,8 +1,6 @@
 // NIAH context construction with real tokenizers (Mistral-7B, Llama-2; llama2.c tok512
 // for the small models): haystack order, every prompt's token count, the needle position
 // after the sentence-end back-off, depths 0 and 100.
-#include "tasks/niah/context.h"
-
 #include <algorithm>
 #include <cstdint>
 #include <map>
@@ -10,8 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "gtest/gtest.h"
 #include "engine/tokenizer/tokenizer.h"
+#include "gtest/gtest.h"
+#include "tasks/niah/context.h"
 #include "tasks/niah/grid.h"
 #include "tasks/niah/haystack.h"
 #include "tests/support/paths.h"
@@ -61,8 +60,9 @@ class NiahContextTest : public ::testing::TestWithParam<TokenizerCase> {
     if (it == cache->end()) {
       auto tokens = BuildHaystackTokens(*tokenizer_, Essays(), 16000);
       EXPECT_TRUE(tokens.ok()) << tokens.status();
-      it = cache->emplace(GetParam().name, tokens.ok() ? *std::move(tokens)
-                                                       : std::vector<int32_t>{}).first;
+      it =
+          cache->emplace(GetParam().name, tokens.ok() ? *std::move(tokens) : std::vector<int32_t>{})
+              .first;
     }
     return it->second;
   }
@@ -179,8 +179,8 @@ TEST_P(NiahContextTest, MidDepthNeedleFollowsASentenceEnd) {
 TEST_P(NiahContextTest, DepthZeroAndHundredPutTheNeedleAtTheEnds) {
   const std::vector<int32_t>* haystack = &Haystack();
   ASSERT_GE(haystack->size(), 16000u);
-  auto builder = NiahContextBuilder::Create(*tokenizer_, *haystack,
-                                            DefaultNiahTexts(NiahMode::kEasy), 200);
+  auto builder =
+      NiahContextBuilder::Create(*tokenizer_, *haystack, DefaultNiahTexts(NiahMode::kEasy), 200);
   ASSERT_TRUE(builder.ok());
   auto first = builder->Layout(2000, 0);
   auto last = builder->Layout(2000, 100);
@@ -210,8 +210,8 @@ TEST_P(NiahContextTest, DepthZeroAndHundredPutTheNeedleAtTheEnds) {
 TEST_P(NiahContextTest, SentenceEndRule) {
   const std::vector<int32_t>* haystack = &Haystack();
   ASSERT_GE(haystack->size(), 16000u);
-  auto builder = NiahContextBuilder::Create(*tokenizer_, *haystack,
-                                            DefaultNiahTexts(NiahMode::kEasy), 200);
+  auto builder =
+      NiahContextBuilder::Create(*tokenizer_, *haystack, DefaultNiahTexts(NiahMode::kEasy), 200);
   ASSERT_TRUE(builder.ok());
   int ends = 0;
   for (int64_t i = 0; i < 20000; ++i) {

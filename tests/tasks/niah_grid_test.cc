@@ -1,10 +1,9 @@
 // NIAH grid presets and list parsing.
-#include "tasks/niah/grid.h"
-
 #include <cstdint>
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "tasks/niah/grid.h"
 
 namespace hgeval::niah {
 namespace {
@@ -14,15 +13,13 @@ TEST(NiahGridTest, PaperPresetIsKamradtsDefaultGrid) {
   ASSERT_TRUE(grid.ok());
   // numpy: np.round(np.linspace(1000, 16000, 35)), np.round(np.linspace(0, 100, 35)).
   EXPECT_EQ(grid->lengths,
-            (std::vector<int64_t>{1000,  1441,  1882,  2324,  2765,  3206,  3647,
-                                  4088,  4529,  4971,  5412,  5853,  6294,  6735,
-                                  7176,  7618,  8059,  8500,  8941,  9382,  9824,
-                                  10265, 10706, 11147, 11588, 12029, 12471, 12912,
-                                  13353, 13794, 14235, 14676, 15118, 15559, 16000}));
-  EXPECT_EQ(grid->depths,
-            (std::vector<double>{0,  3,  6,  9,  12, 15, 18, 21, 24, 26, 29, 32,
-                                 35, 38, 41, 44, 47, 50, 53, 56, 59, 62, 65, 68,
-                                 71, 74, 76, 79, 82, 85, 88, 91, 94, 97, 100}));
+            (std::vector<int64_t>{1000,  1441,  1882,  2324,  2765,  3206,  3647,  4088,  4529,
+                                  4971,  5412,  5853,  6294,  6735,  7176,  7618,  8059,  8500,
+                                  8941,  9382,  9824,  10265, 10706, 11147, 11588, 12029, 12471,
+                                  12912, 13353, 13794, 14235, 14676, 15118, 15559, 16000}));
+  EXPECT_EQ(grid->depths, (std::vector<double>{0,  3,  6,  9,  12, 15, 18, 21, 24, 26, 29, 32,
+                                               35, 38, 41, 44, 47, 50, 53, 56, 59, 62, 65, 68,
+                                               71, 74, 76, 79, 82, 85, 88, 91, 94, 97, 100}));
 }
 
 TEST(NiahGridTest, QuickPreset) {

@@ -1,6 +1,4 @@
 // NIAH results JSON / CSV writers and the JSON reader used to draw heatmaps.
-#include "tasks/niah/output.h"
-
 #include <cmath>
 #include <fstream>
 #include <limits>
@@ -8,6 +6,7 @@
 #include <string>
 
 #include "gtest/gtest.h"
+#include "tasks/niah/output.h"
 #include "tasks/niah/sweep.h"
 #include "tests/support/paths.h"
 

@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "gtest/gtest.h"
 #include "engine/model/load_model.h"
 #include "engine/tokenizer/tokenizer.h"
+#include "gtest/gtest.h"
 #include "tasks/niah/context.h"
 #include "tasks/niah/haystack.h"
 #include "tasks/niah/sweep.h"
@@ -114,8 +114,8 @@ TEST_P(NiahPrefixReuseTest, ShortContinuationsFromSnapshotsMatchNaive) {
   ASSERT_TRUE(naive.ok()) << naive.status();
   std::set<std::vector<int32_t>> distinct;
   for (size_t i = 0; i < reuse->cells.size(); ++i) {
-    SCOPED_TRACE(::testing::Message() << "L=" << reuse->cells[i].layout.length
-                                      << " D=" << reuse->cells[i].layout.depth);
+    SCOPED_TRACE(::testing::Message()
+                 << "L=" << reuse->cells[i].layout.length << " D=" << reuse->cells[i].layout.depth);
     EXPECT_EQ(reuse->cells[i].generated_tokens, naive->cells[i].generated_tokens);
     distinct.insert(naive->cells[i].generated_tokens);
   }
@@ -123,8 +123,7 @@ TEST_P(NiahPrefixReuseTest, ShortContinuationsFromSnapshotsMatchNaive) {
   EXPECT_GE(distinct.size(), 10u);
 }
 
-INSTANTIATE_TEST_SUITE_P(GoldenModels, NiahPrefixReuseTest,
-                         ::testing::Values("hgrn2", "llama"),
+INSTANTIATE_TEST_SUITE_P(GoldenModels, NiahPrefixReuseTest, ::testing::Values("hgrn2", "llama"),
                          [](const ::testing::TestParamInfo<const char*>& info) {
                            return std::string(info.param);
                          });
@@ -166,6 +165,24 @@ TEST(NiahSweepTest, ResumeSkipsFinishedCellsAndMergesToTheSameGrid) {
   for (size_t i = 0; i < full->cells.size(); ++i) {
     EXPECT_EQ(resumed->cells[i].generated_tokens, full->cells[i].generated_tokens) << i;
   }
+}
+
+TEST(NiahSweepTest, PromptsLongerThanTheModelsContextFailBeforeRunning) {
+  auto model = LoadModel(SourcePath("tests/golden/llama"), LoadOptions{});
+  ASSERT_TRUE(model.ok()) << model.status();
+  ASSERT_EQ((*model)->info().max_context, 1024);
+  auto tokenizer = LoadTokenizer(SourcePath("data/models/stories260K/tok512.bin"));
+  ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
+  NiahOptions options;
+  options.grid = NiahGrid{{400, 1200}, {50}};
+  options.essays_dir = SourcePath("data/niah/PaulGrahamEssays");
+  int64_t cells_reported = 0;
+  auto result = RunNiahSweep(**model, **tokenizer, options, {},
+                             [&](int64_t, const NiahCellResult&) { ++cells_reported; });
+  ASSERT_FALSE(result.ok());
+  EXPECT_NE(result.status().message().find("maximum context of 1024"), std::string::npos)
+      << result.status();
+  EXPECT_EQ(cells_reported, 0);
 }
 
 TEST(NiahSweepTest, MaxCellsSpreadsOverTheGrid) {

@@ -141,6 +141,14 @@ TEST(WikitextTest, SixtyTwoArticlesAndTheFirstOnesCounts) {
 " = Robert Boulter =\n\nRobert Boulter is an English film, television and theatre actor. He had a guest-starring role on the television series The Bill in 2000. This was followed by a starring role in the play Herons written by Simon Stephens, which was performed in 2001 at the Royal Court Theatre. He had a guest role in the television series Judge John Deed in 2002. In 2004 Boulter landed a role as \"Craig\" in the episode \"Teddy's Story\" of the television series The Long Firm; he starred alongside actors Mark Strong and Derek Jacobi. He was cast in the 2005 theatre productions of the Philip Ridle"));
   EXPECT_EQ(text.substr(text.size() - 200), std::string(
 "and there and look like you know what you 're doing.\" Boulter starred in the 2011 film Mercenaries directed by Paris Leonti.\n\n== Filmography ==\n\n\n=== Film ===\n\n\n=== Television ===\n\n\n=== Theatre ===\n\n\n"));
+  EXPECT_FALSE((*requests)[0].windowless);
+  // hgeval's windowless variant: same text, one pass per article.
+  auto windowless = CreateTask("wikitext_windowless");
+  ASSERT_TRUE(windowless.ok());
+  auto w_requests = (*windowless)->Requests(docs[0]);
+  ASSERT_TRUE(w_requests.ok());
+  EXPECT_EQ((*w_requests)[0].context, text);
+  EXPECT_TRUE((*w_requests)[0].windowless);
   // Totals over the 62 pages.
   int64_t words = 0, bytes = 0;
   for (const auto& doc : docs) {

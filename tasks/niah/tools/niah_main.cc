@@ -30,8 +30,7 @@
 #endif
 
 ABSL_FLAG(std::string, model, "", "Model: Hugging Face folder or llama2.c .bin");
-ABSL_FLAG(std::string, tokenizer, "",
-          "Tokenizer file or folder (default: the model folder)");
+ABSL_FLAG(std::string, tokenizer, "", "Tokenizer file or folder (default: the model folder)");
 ABSL_FLAG(std::string, model_name, "", "Name in the title and JSON (default: file name)");
 ABSL_FLAG(std::string, mode, "easy", "easy (question + answer in the needle) or standard");
 ABSL_FLAG(std::string, preset, "quick", "Grid preset: paper (35x35, 1K-16K) or quick (6x6)");
@@ -93,13 +92,12 @@ absl::Status Run() {
   if (!absl::GetFlag(FLAGS_depths).empty()) {
     HG_ASSIGN_OR_RETURN(options.grid.depths, ParseDepthList(absl::GetFlag(FLAGS_depths)));
   }
-  options.essays_dir = absl::GetFlag(FLAGS_essays).empty() ? DefaultEssaysDir()
-                                                           : absl::GetFlag(FLAGS_essays);
+  options.essays_dir =
+      absl::GetFlag(FLAGS_essays).empty() ? DefaultEssaysDir() : absl::GetFlag(FLAGS_essays);
   options.buffer_tokens = absl::GetFlag(FLAGS_buffer);
   options.max_new_tokens = absl::GetFlag(FLAGS_max_new_tokens);
   options.stop_strings.clear();
-  for (absl::string_view s :
-       absl::StrSplit(absl::GetFlag(FLAGS_stop), ',', absl::SkipEmpty())) {
+  for (absl::string_view s : absl::StrSplit(absl::GetFlag(FLAGS_stop), ',', absl::SkipEmpty())) {
     options.stop_strings.push_back(Unescape(std::string(s)));
   }
   options.stop_at_eos = absl::GetFlag(FLAGS_stop_at_eos);
@@ -132,8 +130,7 @@ absl::Status Run() {
                options.grid.lengths.size(), options.grid.depths.size(),
                options.prefix_reuse ? "on" : "off");
   HG_ASSIGN_OR_RETURN(
-      NiahResult result,
-      RunNiahSweep(*model, *tokenizer, options, [](int64_t done, int64_t total) {
+      NiahResult result, RunNiahSweep(*model, *tokenizer, options, [](int64_t done, int64_t total) {
         const int width = 40;
         const int filled = total > 0 ? static_cast<int>(width * done / total) : width;
         std::fprintf(stderr, "\r[%s%s] %lld/%lld cells", std::string(filled, '#').c_str(),
@@ -146,8 +143,7 @@ absl::Status Run() {
   HG_RETURN_IF_ERROR(WriteNiahOutputs(result, out));
 #ifdef HGEVAL_HAVE_HEATMAP
   heatmap::HeatmapOptions heatmap_options;
-  heatmap_options.title =
-      NiahHeatmapTitle(options.model_name, NiahModeName(options.mode));
+  heatmap_options.title = NiahHeatmapTitle(options.model_name, NiahModeName(options.mode));
   heatmap_options.subtitle = heatmap::NiahMetricsSubtitle(result.metrics);
   heatmap_options.training_length = options.training_length;
   HG_RETURN_IF_ERROR(heatmap::WriteNiahHeatmapPng(
