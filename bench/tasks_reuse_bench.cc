@@ -20,7 +20,8 @@
 namespace hgeval::tasks {
 namespace {
 
-constexpr char kUsage[] = R"(tasks_reuse_bench: tokens fed with / without shared-context reuse, suite wall time.
+constexpr char kUsage[] =
+    R"(tasks_reuse_bench: tokens fed with / without shared-context reuse, suite wall time.
 
   --model PATH          checkpoint folder or llama2.c .bin (required)
   --tokenizer PATH      tokenizer (default: the model folder's)
@@ -86,13 +87,15 @@ int Run(int argc, char** argv) {
     std::fprintf(stderr, "tasks_reuse_bench: %s\n", s.ToString().c_str());
     return 1;
   };
-  auto tasks = ExpandTaskList(args->Get(
-      "tasks", "piqa,hellaswag,winogrande,arc_easy,arc_challenge,openbookqa,boolq,social_iqa,"
-               "lambada_openai"));
+  auto tasks = ExpandTaskList(
+      args->Get("tasks",
+                "piqa,hellaswag,winogrande,arc_easy,arc_challenge,openbookqa,boolq,social_iqa,"
+                "lambada_openai"));
   if (!tasks.ok()) return fail(tasks.status());
   int64_t max_length = 0, threads = 0, batch_tokens = 4096;
   double limit = 0;
-  if ((!args->Get("max-length").empty() && !absl::SimpleAtoi(args->Get("max-length"), &max_length)) ||
+  if ((!args->Get("max-length").empty() &&
+       !absl::SimpleAtoi(args->Get("max-length"), &max_length)) ||
       (!args->Get("threads").empty() && !absl::SimpleAtoi(args->Get("threads"), &threads)) ||
       (!args->Get("max-batch-tokens").empty() &&
        !absl::SimpleAtoi(args->Get("max-batch-tokens"), &batch_tokens)) ||
@@ -101,9 +104,9 @@ int Run(int argc, char** argv) {
   }
   auto bos = ParseBosRegime(args->Get("bos", "tokenizer"));
   if (!bos.ok()) return fail(bos.status());
-  auto opened = OpenModelAndTokenizer(args->Get("model"), args->Get("tokenizer"),
-                                      args->Get("device", "cpu"), args->Get("dtype", "fp32"),
-                                      static_cast<int>(threads));
+  auto opened =
+      OpenModelAndTokenizer(args->Get("model"), args->Get("tokenizer"), args->Get("device", "cpu"),
+                            args->Get("dtype", "fp32"), static_cast<int>(threads));
   if (!opened.ok()) return fail(opened.status());
 
   EngineLanguageModelOptions options;
@@ -127,11 +130,11 @@ int Run(int argc, char** argv) {
   out["tasks"] = nlohmann::json::object();
   options.count_only = true;
   options.context_reuse = true;
-  auto reuse_count = RunSuite(opened->model.get(), opened->tokenizer.get(), options, *tasks,
-                              eval_options);
+  auto reuse_count =
+      RunSuite(opened->model.get(), opened->tokenizer.get(), options, *tasks, eval_options);
   options.context_reuse = false;
-  auto scratch_count = RunSuite(opened->model.get(), opened->tokenizer.get(), options, *tasks,
-                                eval_options);
+  auto scratch_count =
+      RunSuite(opened->model.get(), opened->tokenizer.get(), options, *tasks, eval_options);
   if (!reuse_count.ok()) return fail(reuse_count.status());
   if (!scratch_count.ok()) return fail(scratch_count.status());
   for (const std::string& task : *tasks) {
@@ -148,13 +151,13 @@ int Run(int argc, char** argv) {
                  task.c_str(), static_cast<long long>(with), static_cast<long long>(without),
                  without > 0 ? 100.0 * (1.0 - double(with) / double(without)) : 0.0);
   }
-  out["total"] = {{"tokens_fed_with_reuse", reuse_count->tokens_fed},
-                  {"tokens_fed_without_reuse", scratch_count->tokens_fed},
-                  {"tokens_scored", reuse_count->tokens_scored},
-                  {"reduction", scratch_count->tokens_fed > 0
-                                    ? 1.0 - double(reuse_count->tokens_fed) /
-                                                double(scratch_count->tokens_fed)
-                                    : 0.0}};
+  out["total"] = {
+      {"tokens_fed_with_reuse", reuse_count->tokens_fed},
+      {"tokens_fed_without_reuse", scratch_count->tokens_fed},
+      {"tokens_scored", reuse_count->tokens_scored},
+      {"reduction", scratch_count->tokens_fed > 0
+                        ? 1.0 - double(reuse_count->tokens_fed) / double(scratch_count->tokens_fed)
+                        : 0.0}};
 
   if (!args->Has("count-only")) {
     eval_options.bootstrap_iters = 100000;
@@ -163,8 +166,8 @@ int Run(int argc, char** argv) {
       if (!reuse && !args->Has("run-scratch")) continue;
       options.context_reuse = reuse;
       std::fprintf(stderr, "running the suite %s reuse...\n", reuse ? "with" : "without");
-      auto run = RunSuite(opened->model.get(), opened->tokenizer.get(), options, *tasks,
-                          eval_options);
+      auto run =
+          RunSuite(opened->model.get(), opened->tokenizer.get(), options, *tasks, eval_options);
       if (!run.ok()) return fail(run.status());
       out[reuse ? "suite_with_reuse" : "suite_without_reuse"] = {
           {"wall_seconds", run->seconds},

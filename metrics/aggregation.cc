@@ -67,8 +67,8 @@ double BootstrapStderr(const std::function<double(absl::Span<const double>)>& f,
 }
 
 double PerplexityStderr(absl::Span<const double> loglikelihoods, int64_t iters) {
-  return BootstrapStderr([](absl::Span<const double> s) { return Perplexity(s); },
-                         loglikelihoods, iters);
+  return BootstrapStderr([](absl::Span<const double> s) { return Perplexity(s); }, loglikelihoods,
+                         iters);
 }
 
 }  // namespace hgeval::metrics

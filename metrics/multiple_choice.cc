@@ -42,8 +42,8 @@ double Acc(absl::Span<const double> loglikelihoods, int64_t gold) {
   return ArgmaxFirst(loglikelihoods) == gold ? 1.0 : 0.0;
 }
 
-double AccNorm(absl::Span<const double> loglikelihoods,
-               absl::Span<const std::string> choices, int64_t gold) {
+double AccNorm(absl::Span<const double> loglikelihoods, absl::Span<const std::string> choices,
+               int64_t gold) {
   std::vector<double> normalized(loglikelihoods.size());
   for (size_t i = 0; i < loglikelihoods.size(); ++i) {
     const double len = i < choices.size() ? static_cast<double>(CodePointLength(choices[i])) : 0;

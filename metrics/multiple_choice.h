@@ -21,8 +21,8 @@ int64_t CodePointLength(std::string_view utf8);
 // 1.0 when argmax(loglikelihoods) == gold, else 0.0.
 double Acc(absl::Span<const double> loglikelihoods, int64_t gold);
 // 1.0 when argmax(ll_i / len(choice_i)) == gold (len in code points, no delimiter).
-double AccNorm(absl::Span<const double> loglikelihoods,
-               absl::Span<const std::string> choices, int64_t gold);
+double AccNorm(absl::Span<const double> loglikelihoods, absl::Span<const std::string> choices,
+               int64_t gold);
 
 }  // namespace hgeval::metrics
 

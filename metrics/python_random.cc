@@ -37,8 +37,8 @@ PythonRandom::PythonRandom(uint64_t seed) {
     if (j >= key.size()) j = 0;
   }
   for (int k = kN - 1; k > 0; --k) {
-    mt_[i] = (mt_[i] ^ ((mt_[i - 1] ^ (mt_[i - 1] >> 30)) * 1566083941U)) -
-             static_cast<uint32_t>(i);
+    mt_[i] =
+        (mt_[i] ^ ((mt_[i - 1] ^ (mt_[i - 1] >> 30)) * 1566083941U)) - static_cast<uint32_t>(i);
     ++i;
     if (i >= kN) {
       mt_[0] = mt_[kN - 1];

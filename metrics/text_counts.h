@@ -15,9 +15,7 @@ bool IsPythonWhitespace(char32_t code_point);
 int64_t PythonWhitespaceSplitCount(std::string_view utf8);
 
 // len(text.encode("utf-8")).
-inline int64_t Utf8ByteCount(std::string_view utf8) {
-  return static_cast<int64_t>(utf8.size());
-}
+inline int64_t Utf8ByteCount(std::string_view utf8) { return static_cast<int64_t>(utf8.size()); }
 
 }  // namespace hgeval::metrics
 

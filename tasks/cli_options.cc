@@ -11,8 +11,7 @@
 
 namespace hgeval::tasks {
 
-absl::StatusOr<ParsedArgs> ParseArgs(int argc, char** argv,
-                                     const std::set<std::string>& value_keys,
+absl::StatusOr<ParsedArgs> ParseArgs(int argc, char** argv, const std::set<std::string>& value_keys,
                                      const std::set<std::string>& flag_keys) {
   ParsedArgs out;
   for (int i = 1; i < argc; ++i) {
@@ -39,7 +38,8 @@ absl::StatusOr<ParsedArgs> ParseArgs(int argc, char** argv,
       out.flags.insert(key);
     } else if (value_keys.count(key)) {
       if (!has_value) {
-        if (i + 1 >= argc) return absl::InvalidArgumentError(absl::StrCat("--", key, " needs a value"));
+        if (i + 1 >= argc)
+          return absl::InvalidArgumentError(absl::StrCat("--", key, " needs a value"));
         value = argv[++i];
       }
       out.values[key] = value;

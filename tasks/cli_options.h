@@ -29,8 +29,7 @@ struct ParsedArgs {
 };
 
 // `value_keys` take a value; `flag_keys` do not. Unknown options are errors.
-absl::StatusOr<ParsedArgs> ParseArgs(int argc, char** argv,
-                                     const std::set<std::string>& value_keys,
+absl::StatusOr<ParsedArgs> ParseArgs(int argc, char** argv, const std::set<std::string>& value_keys,
                                      const std::set<std::string>& flag_keys);
 
 // The repository's data/ folder: $HGEVAL_DATA_DIR, else the compiled-in source folder's

@@ -37,8 +37,8 @@ absl::StatusOr<std::vector<Doc>> LoadJsonl(const std::string& path) {
 }
 
 // Attaches one label line per doc as `field` (as an int or the raw string).
-absl::Status AttachLabels(std::vector<Doc>* docs, const std::string& labels_path,
-                          const char* field, bool as_int) {
+absl::Status AttachLabels(std::vector<Doc>* docs, const std::string& labels_path, const char* field,
+                          bool as_int) {
   HG_ASSIGN_OR_RETURN(std::string text, ReadDataFileOrGz(labels_path));
   std::vector<std::string> labels;
   for (auto& line : SplitLines(text)) {
@@ -46,8 +46,8 @@ absl::Status AttachLabels(std::vector<Doc>* docs, const std::string& labels_path
     if (!line.empty()) labels.push_back(line);
   }
   if (labels.size() != docs->size()) {
-    return absl::DataLossError(absl::StrCat(labels_path, " has ", labels.size(),
-                                            " labels for ", docs->size(), " docs"));
+    return absl::DataLossError(
+        absl::StrCat(labels_path, " has ", labels.size(), " labels for ", docs->size(), " docs"));
   }
   for (size_t i = 0; i < docs->size(); ++i) {
     if (as_int) {
@@ -127,8 +127,8 @@ class HellaswagTask : public MultipleChoiceTask {
         HG_ASSIGN_OR_RETURN(std::string ctx_b, Field(doc, "ctx_b"));
         HG_ASSIGN_OR_RETURN(std::string label, Field(doc, "activity_label"));
         Doc processed = doc;
-        processed["query"] = HellaswagPreprocess(label + ": " + ctx_a + " " +
-                                                 PyCapitalizeAscii(ctx_b));
+        processed["query"] =
+            HellaswagPreprocess(label + ": " + ctx_a + " " + PyCapitalizeAscii(ctx_b));
         std::vector<std::string> choices;
         for (const auto& ending : doc.at("endings")) {
           choices.push_back(HellaswagPreprocess(ending.get<std::string>()));
@@ -235,8 +235,8 @@ class OpenBookQaTask : public MultipleChoiceTask {
   absl::StatusOr<int64_t> DocToTarget(const Doc& doc) const override {
     HG_ASSIGN_OR_RETURN(std::string key, Field(doc, "answerKey"));
     size_t start = 0;
-    while (start < key.size() && (key[start] == ' ' || key[start] == '\t' ||
-                                  key[start] == '\n' || key[start] == '\r')) {
+    while (start < key.size() &&
+           (key[start] == ' ' || key[start] == '\t' || key[start] == '\n' || key[start] == '\r')) {
       ++start;
     }
     return IndexOf(doc.at("choices").at("label").get<std::vector<std::string>>(),

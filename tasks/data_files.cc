@@ -1,8 +1,7 @@
 #include "tasks/data_files.h"
 
-#include <zlib.h>
-
 #include <sys/stat.h>
+#include <zlib.h>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"

@@ -6,8 +6,8 @@
 #include <utility>
 
 #include "absl/status/status.h"
-#include "absl/strings/str_cat.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "engine/util/status_macros.h"
 #include "metrics/text_counts.h"
@@ -21,8 +21,7 @@ size_t TrailingWhitespaceBytes(std::string_view s) {
   while (end > 0) {
     // Step back over one UTF-8 sequence.
     size_t begin = end - 1;
-    while (begin > 0 && (static_cast<unsigned char>(s[begin]) & 0xC0) == 0x80 &&
-           end - begin < 4) {
+    while (begin > 0 && (static_cast<unsigned char>(s[begin]) & 0xC0) == 0x80 && end - begin < 4) {
       --begin;
     }
     const std::string_view seq = s.substr(begin, end - begin);
@@ -44,8 +43,7 @@ size_t TrailingWhitespaceBytes(std::string_view s) {
 }
 
 bool IsPrefixOf(absl::Span<const int32_t> prefix, absl::Span<const int32_t> tokens) {
-  return prefix.size() <= tokens.size() &&
-         std::equal(prefix.begin(), prefix.end(), tokens.begin());
+  return prefix.size() <= tokens.size() && std::equal(prefix.begin(), prefix.end(), tokens.begin());
 }
 
 // A shared prefix run once: tokens fed after the parent's state.
@@ -136,8 +134,8 @@ std::string_view BosRegimeName(BosRegime regime) {
 absl::StatusOr<BosRegime> ParseBosRegime(std::string_view name) {
   if (name == "none") return BosRegime::kNone;
   if (name == "tokenizer") return BosRegime::kTokenizer;
-  return absl::InvalidArgumentError(
-      absl::StrCat("BOS regime must be \"none\" or \"tokenizer\", got \"", std::string(name), "\""));
+  return absl::InvalidArgumentError(absl::StrCat(
+      "BOS regime must be \"none\" or \"tokenizer\", got \"", std::string(name), "\""));
 }
 
 std::vector<RollingWindow> MakeRollingWindows(absl::Span<const int32_t> tokens,
@@ -213,8 +211,8 @@ absl::StatusOr<std::vector<int32_t>> EngineLanguageModel::Encode(std::string_vie
   return tokenizer_->Encode(text, add_special);
 }
 
-absl::StatusOr<TokenizedRequest> EngineLanguageModel::Tokenize(
-    const LoglikelihoodRequest& request, bool* truncated) const {
+absl::StatusOr<TokenizedRequest> EngineLanguageModel::Tokenize(const LoglikelihoodRequest& request,
+                                                               bool* truncated) const {
   if (truncated != nullptr) *truncated = false;
   std::string context = request.context;
   std::string continuation = request.continuation;
@@ -244,9 +242,9 @@ absl::StatusOr<TokenizedRequest> EngineLanguageModel::Tokenize(
     if (out.context.empty()) out.context = {prefix_token_id_};
   }
   if (out.continuation.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "continuation encodes to no tokens (context \"", request.context.substr(0, 80),
-        "\", continuation \"", request.continuation.substr(0, 80), "\")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("continuation encodes to no tokens (context \"", request.context.substr(0, 80),
+                     "\", continuation \"", request.continuation.substr(0, 80), "\")"));
   }
   if (static_cast<int64_t>(out.continuation.size()) > max_length_ &&
       options_.truncate_long_continuations) {
@@ -289,8 +287,8 @@ absl::Status ForwardPacked(Model& model, absl::Span<const ForwardItem> items,
       tokens += n;
       ++last;
     }
-    HG_RETURN_IF_ERROR(model.Forward(items.subspan(first, last - first),
-                                     outputs.subspan(first, last - first)));
+    HG_RETURN_IF_ERROR(
+        model.Forward(items.subspan(first, last - first), outputs.subspan(first, last - first)));
     if (after_batch) after_batch(first, last);
     first = last;
   }
@@ -340,8 +338,7 @@ absl::StatusOr<std::vector<LoglikelihoodResult>> EngineLanguageModel::ScoreToken
   int64_t done = 0;
   const int64_t total = static_cast<int64_t>(requests.size());
   auto fed_tokens = [&](size_t i) {
-    return static_cast<int64_t>(requests[i].context.size() + requests[i].continuation.size() -
-                                1);
+    return static_cast<int64_t>(requests[i].context.size() + requests[i].continuation.size() - 1);
   };
 
   // Rounds bound the states held at once; a round ends only between different contexts,
@@ -403,8 +400,8 @@ absl::StatusOr<std::vector<LoglikelihoodResult>> EngineLanguageModel::ScoreToken
         const Leaf& leaf = leaves[k];
         const TokenizedRequest& r = requests[leaf.request];
         if (options_.count_only) {
-          stats_.tokens_fed += static_cast<int64_t>(r.context.size() - leaf.depth +
-                                                    r.continuation.size() - 1);
+          stats_.tokens_fed +=
+              static_cast<int64_t>(r.context.size() - leaf.depth + r.continuation.size() - 1);
           stats_.tokens_scored += static_cast<int64_t>(r.continuation.size());
           results[leaf.request].n_tokens = static_cast<int64_t>(r.continuation.size());
           done += copies[leaf.request];
@@ -415,8 +412,7 @@ absl::StatusOr<std::vector<LoglikelihoodResult>> EngineLanguageModel::ScoreToken
         f.assign(r.context.begin() + leaf.depth, r.context.end());
         f.insert(f.end(), r.continuation.begin(), r.continuation.end() - 1);
         t.assign(f.size(), -1);
-        std::copy(r.continuation.begin(), r.continuation.end(),
-                  t.end() - r.continuation.size());
+        std::copy(r.continuation.begin(), r.continuation.end(), t.end() - r.continuation.size());
         states[k - lb] = leaf.node < 0 ? model_->NewState() : nodes[leaf.node].state->Clone();
         items[k - lb].tokens = f;
         items[k - lb].targets = t;
@@ -482,9 +478,9 @@ absl::StatusOr<std::vector<RollingResult>> EngineLanguageModel::LoglikelihoodRol
     if (options_.windowless_rolling || requests[i].windowless) {
       if (model_->info().max_context > 0 &&
           static_cast<int64_t>(tokens.size()) > model_->info().max_context) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("windowless rolling needs ", tokens.size(),
-                         " positions; the model accepts ", model_->info().max_context));
+        return absl::InvalidArgumentError(absl::StrCat("windowless rolling needs ", tokens.size(),
+                                                       " positions; the model accepts ",
+                                                       model_->info().max_context));
       }
       windows.push_back({{prefix_token_id_}, std::move(tokens)});
       owner.push_back(i);
@@ -505,7 +501,8 @@ absl::StatusOr<std::vector<RollingResult>> EngineLanguageModel::LoglikelihoodRol
   }
   HG_ASSIGN_OR_RETURN(auto window_results, ScoreTokens(windows, window_call));
   // Python sums the windows of a text in order.
-  for (size_t w = 0; w < windows.size(); ++w) results[owner[w]].logprob += window_results[w].logprob;
+  for (size_t w = 0; w < windows.size(); ++w)
+    results[owner[w]].logprob += window_results[w].logprob;
   return results;
 }
 

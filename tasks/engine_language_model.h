@@ -74,17 +74,14 @@ std::vector<RollingWindow> MakeRollingWindows(absl::Span<const int32_t> tokens,
 class EngineLanguageModel : public LanguageModel {
  public:
   // Neither pointer is owned; both must outlive this object.
-  EngineLanguageModel(Model* model, const Tokenizer* tokenizer,
-                      EngineLanguageModelOptions options);
+  EngineLanguageModel(Model* model, const Tokenizer* tokenizer, EngineLanguageModelOptions options);
 
   absl::StatusOr<std::vector<LoglikelihoodResult>> Loglikelihood(
-      absl::Span<const LoglikelihoodRequest> requests,
-      const CallOptions& options = {}) override;
+      absl::Span<const LoglikelihoodRequest> requests, const CallOptions& options = {}) override;
   absl::StatusOr<std::vector<RollingResult>> LoglikelihoodRolling(
       absl::Span<const RollingRequest> requests, const CallOptions& options = {}) override;
   absl::StatusOr<std::vector<GenerateUntilResult>> GenerateUntil(
-      absl::Span<const GenerateUntilRequest> requests,
-      const CallOptions& options = {}) override;
+      absl::Span<const GenerateUntilRequest> requests, const CallOptions& options = {}) override;
 
   LanguageModelInfo info() const override;
   LanguageModelStats stats() const override { return stats_; }

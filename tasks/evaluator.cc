@@ -26,15 +26,12 @@ double Seconds(std::chrono::steady_clock::time_point start) {
 }
 
 // Aggregated value and stderr (NaN: "N/A") of one metric, as lm-eval computes them.
-std::pair<double, double> Aggregate(const MetricSpec& spec,
-                                    const std::vector<double>& values,
-                                    const std::vector<double>& weights,
-                                    int64_t bootstrap_iters) {
+std::pair<double, double> Aggregate(const MetricSpec& spec, const std::vector<double>& values,
+                                    const std::vector<double>& weights, int64_t bootstrap_iters) {
   switch (spec.aggregation) {
     case Aggregation::kMean: {
-      const double stderr_value = (bootstrap_iters > 0 && values.size() > 1)
-                                      ? metrics::MeanStderr(values)
-                                      : kNaN;
+      const double stderr_value =
+          (bootstrap_iters > 0 && values.size() > 1) ? metrics::MeanStderr(values) : kNaN;
       return {metrics::Mean(values), stderr_value};
     }
     case Aggregation::kPerplexity: {
@@ -266,8 +263,7 @@ nlohmann::json ResultsJson(const EvaluationReport& report) {
     out["versions"][task.name] = task.version;
     out["n-shot"][task.name] = 0;
     out["higher_is_better"][task.name] = higher;
-    out["n-samples"][task.name] = {{"original", task.n_original},
-                                   {"effective", task.n_effective}};
+    out["n-samples"][task.name] = {{"original", task.n_original}, {"effective", task.n_effective}};
     work[task.name] = {{"requests", task.n_requests},
                        {"tokens_fed", task.stats.tokens_fed},
                        {"tokens_scored", task.stats.tokens_scored},
@@ -295,8 +291,8 @@ nlohmann::json ResultsJson(const EvaluationReport& report) {
   config["batch_size"] = "auto";
   config["batch_sizes"] = nlohmann::json::array();
   config["use_cache"] = nullptr;
-  config["limit"] = report.options.limit > 0 ? nlohmann::json(report.options.limit)
-                                              : nlohmann::json(nullptr);
+  config["limit"] =
+      report.options.limit > 0 ? nlohmann::json(report.options.limit) : nlohmann::json(nullptr);
   config["bootstrap_iters"] = report.options.bootstrap_iters;
   config["gen_kwargs"] = nullptr;
   config["random_seed"] = 0;

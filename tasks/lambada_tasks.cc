@@ -29,8 +29,7 @@ class LambadaTask : public Task {
                                    : "lambada_standard/lambada_test_plain_text.txt.gz"}};
   }
   std::vector<MetricSpec> metrics() const override {
-    return {{"perplexity", Aggregation::kPerplexity, false},
-            {"acc", Aggregation::kMean, true}};
+    return {{"perplexity", Aggregation::kPerplexity, false}, {"acc", Aggregation::kMean, true}};
   }
   absl::StatusOr<std::vector<Doc>> LoadDocs(const std::string& data_dir) const override {
     if (openai_) {

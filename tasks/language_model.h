@@ -22,7 +22,7 @@ struct LoglikelihoodRequest {
 };
 
 struct LoglikelihoodResult {
-  double logprob = 0.0;   // sum over the continuation tokens
+  double logprob = 0.0;    // sum over the continuation tokens
   bool is_greedy = false;  // every continuation token is the argmax
   int64_t n_tokens = 0;    // continuation tokens scored
 };
@@ -78,7 +78,7 @@ struct LanguageModelInfo {
 // Counters since construction (or the last ResetStats): what the model was asked to do.
 struct LanguageModelStats {
   int64_t requests = 0;
-  int64_t tokens_fed = 0;    // tokens run through Model::Forward (prefills + scoring)
+  int64_t tokens_fed = 0;     // tokens run through Model::Forward (prefills + scoring)
   int64_t tokens_scored = 0;  // continuation tokens whose log-prob was taken
   int64_t tokens_generated = 0;
   // Requests whose continuation was longer than max_length and was cut (only when the

@@ -27,13 +27,13 @@ absl::StatusOr<std::vector<Request>> MultipleChoiceTask::Requests(const Doc& doc
   return requests;
 }
 
-absl::StatusOr<DocMetrics> MultipleChoiceTask::Process(
-    const Doc& doc, absl::Span<const Response> responses) const {
+absl::StatusOr<DocMetrics> MultipleChoiceTask::Process(const Doc& doc,
+                                                       absl::Span<const Response> responses) const {
   HG_ASSIGN_OR_RETURN(std::vector<std::string> choices, DocToChoice(doc));
   HG_ASSIGN_OR_RETURN(int64_t gold, DocToTarget(doc));
   if (responses.size() != choices.size()) {
-    return absl::InternalError(absl::StrCat(name(), ": ", responses.size(),
-                                            " responses for ", choices.size(), " choices"));
+    return absl::InternalError(absl::StrCat(name(), ": ", responses.size(), " responses for ",
+                                            choices.size(), " choices"));
   }
   std::vector<double> lls;
   for (const Response& r : responses) lls.push_back(r.logprob);

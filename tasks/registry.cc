@@ -24,9 +24,9 @@ Registry& GlobalRegistry() {
 }
 
 const std::vector<std::string>& CommonsenseTasks() {
-  static const std::vector<std::string>* names = new std::vector<std::string>{
-      "piqa", "hellaswag", "winogrande", "arc_easy", "arc_challenge", "openbookqa", "boolq",
-      "social_iqa"};
+  static const std::vector<std::string>* names =
+      new std::vector<std::string>{"piqa",          "hellaswag",  "winogrande", "arc_easy",
+                                   "arc_challenge", "openbookqa", "boolq",      "social_iqa"};
   return *names;
 }
 

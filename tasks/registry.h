@@ -32,7 +32,7 @@ absl::StatusOr<std::vector<std::string>> ExpandTaskList(const std::string& list)
 #define HGEVAL_TASK_CONCAT_INNER(a, b) a##b
 #define HGEVAL_TASK_CONCAT(a, b) HGEVAL_TASK_CONCAT_INNER(a, b)
 // HGEVAL_REGISTER_TASK("name", [] { return std::make_unique<MyTask>(); });
-#define HGEVAL_REGISTER_TASK(name, factory)                                     \
+#define HGEVAL_REGISTER_TASK(name, factory)                                 \
   static const bool HGEVAL_TASK_CONCAT(hgeval_task_registered_, __LINE__) = \
       ::hgeval::tasks::RegisterTask(name, factory)
 

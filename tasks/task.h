@@ -24,8 +24,8 @@ const char* RequestTypeName(RequestType type);  // lm-eval's names
 
 struct Request {
   RequestType type = RequestType::kLoglikelihood;
-  std::string context;       // loglikelihood / generate_until context; rolling: the text
-  std::string continuation;  // loglikelihood only
+  std::string context;             // loglikelihood / generate_until context; rolling: the text
+  std::string continuation;        // loglikelihood only
   std::vector<std::string> until;  // generate_until only
   int max_gen_toks = 256;          // generate_until only
   bool windowless = false;         // loglikelihood_rolling only: one pass, no windows
@@ -65,8 +65,8 @@ class Task {
  public:
   virtual ~Task() = default;
 
-  virtual std::string name() const = 0;     // lm-eval task name
-  virtual double version() const = 0;       // lm-eval task version
+  virtual std::string name() const = 0;  // lm-eval task name
+  virtual double version() const = 0;    // lm-eval task version
   virtual RequestType output_type() const = 0;
   // Task description for the results' "configs" (dataset, split, templates, ...).
   virtual nlohmann::json config() const = 0;

@@ -38,8 +38,8 @@ std::vector<std::string> SplitWikitextPages(const std::string& raw) {
   std::vector<std::string> current;
   for (const std::string& line : lines) {
     const std::string rline = PyStrip(PyReplace(PyReplace(line, "= = =", "==="), "= =", "=="));
-    const bool heading = rline.size() >= 2 && rline.compare(0, 2, "= ") == 0 &&
-                         rline.size() >= 2 && rline.compare(rline.size() - 2, 2, " =") == 0;
+    const bool heading = rline.size() >= 2 && rline.compare(0, 2, "= ") == 0 && rline.size() >= 2 &&
+                         rline.compare(rline.size() - 2, 2, " =") == 0;
     if (heading) {
       std::string page = join(current);
       if (!PyStrip(page).empty()) pages.push_back(std::move(page));
@@ -110,8 +110,7 @@ class WikitextTask : public Task {
 };
 
 HGEVAL_REGISTER_TASK("wikitext", [] { return std::make_unique<WikitextTask>(false); });
-HGEVAL_REGISTER_TASK("wikitext_windowless",
-                     [] { return std::make_unique<WikitextTask>(true); });
+HGEVAL_REGISTER_TASK("wikitext_windowless", [] { return std::make_unique<WikitextTask>(true); });
 
 }  // namespace
 }  // namespace hgeval::tasks

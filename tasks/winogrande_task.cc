@@ -1,6 +1,8 @@
 // winogrande (lm-eval tasks/winogrande): partial evaluation. The two contexts are the
 // sentence up to the blank with each option filled in; the shared continuation is the
 // rest of the sentence after the blank; acc = argmax of its log-likelihood.
+#include "tasks/winogrande_task.h"
+
 #include <memory>
 
 #include "absl/status/status.h"
@@ -10,7 +12,6 @@
 #include "tasks/registry.h"
 #include "tasks/task.h"
 #include "tasks/text_preprocess.h"
-#include "tasks/winogrande_task.h"
 
 namespace hgeval::tasks {
 
@@ -49,9 +50,7 @@ class WinograndeTask : public Task {
             {"target_delimiter", " "},
             {"data_files", "winogrande/winogrande_xl_validation.jsonl"}};
   }
-  std::vector<MetricSpec> metrics() const override {
-    return {{"acc", Aggregation::kMean, true}};
-  }
+  std::vector<MetricSpec> metrics() const override { return {{"acc", Aggregation::kMean, true}}; }
   absl::StatusOr<std::vector<Doc>> LoadDocs(const std::string& data_dir) const override {
     const std::string path = data_dir + "/winogrande/winogrande_xl_validation.jsonl";
     HG_ASSIGN_OR_RETURN(std::string text, ReadDataFileOrGz(path));

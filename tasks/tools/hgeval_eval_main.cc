@@ -19,7 +19,8 @@
 namespace hgeval::tasks {
 namespace {
 
-constexpr char kUsage[] = R"(hgeval-eval: lm-evaluation-harness tasks (v0.4.x semantics), in-process.
+constexpr char kUsage[] =
+    R"(hgeval-eval: lm-evaluation-harness tasks (v0.4.x semantics), in-process.
 
 Usage: hgeval-eval --model PATH --tasks NAMES [options]
 
@@ -127,18 +128,17 @@ int Run(int argc, char** argv) {
                  std::chrono::duration<double>(now - start).count());
   };
 
-  auto opened = OpenModelAndTokenizer(args->Get("model"), args->Get("tokenizer"),
-                                      args->Get("device", "cpu"), args->Get("dtype", "fp32"),
-                                      static_cast<int>(*threads));
+  auto opened =
+      OpenModelAndTokenizer(args->Get("model"), args->Get("tokenizer"), args->Get("device", "cpu"),
+                            args->Get("dtype", "fp32"), static_cast<int>(*threads));
   if (!opened.ok()) return fail(opened.status());
   lm_options.model_hash = opened->checkpoint->ContentHash();
   EngineLanguageModel lm(opened->model.get(), opened->tokenizer.get(), lm_options);
   if (!quiet) {
     std::fprintf(stderr, "model %s (%s, %s %s), max_length %lld, bos %s, reuse %s\n",
-                 lm_options.model_name.c_str(), lm.info().family.c_str(),
-                 lm.info().backend.c_str(), lm.info().dtype.c_str(),
-                 static_cast<long long>(lm.max_length()), lm.info().bos_regime.c_str(),
-                 lm_options.context_reuse ? "on" : "off");
+                 lm_options.model_name.c_str(), lm.info().family.c_str(), lm.info().backend.c_str(),
+                 lm.info().dtype.c_str(), static_cast<long long>(lm.max_length()),
+                 lm.info().bos_regime.c_str(), lm_options.context_reuse ? "on" : "off");
   }
   auto report = RunTasks(lm, *task_names, eval_options);
   if (!report.ok()) return fail(report.status());
@@ -146,9 +146,9 @@ int Run(int argc, char** argv) {
   const nlohmann::json results = ResultsJson(*report);
   const std::string table = ResultsTable(results);
   const std::string header =
-      lm_options.model_name + " (bos=" + lm.info().bos_regime + ",max_length=" +
-      std::to_string(lm.max_length()) + "), limit: " +
-      (eval_options.limit > 0 ? absl::StrFormat("%g", eval_options.limit) : "None") +
+      lm_options.model_name + " (bos=" + lm.info().bos_regime +
+      ",max_length=" + std::to_string(lm.max_length()) +
+      "), limit: " + (eval_options.limit > 0 ? absl::StrFormat("%g", eval_options.limit) : "None") +
       ", num_fewshot: 0, batch_size: auto\n";
   std::fputs(header.c_str(), stdout);
   std::fputs(table.c_str(), stdout);

@@ -39,8 +39,8 @@ TEST(AccNormTest, CodePointsNotBytes) {
   const std::vector<std::string> choices = {"\xC3\xA9", "ab"};
   EXPECT_EQ(AccNorm(std::vector<double>{-2, -3}, choices, 1), 1.0);
   EXPECT_EQ(CodePointLength("\xC3\xA9"), 1);
-  EXPECT_EQ(CodePointLength("a\xE2\x80\x94z"), 3);          // em dash
-  EXPECT_EQ(CodePointLength("\xF0\x9F\x98\x80"), 1);        // emoji
+  EXPECT_EQ(CodePointLength("a\xE2\x80\x94z"), 3);    // em dash
+  EXPECT_EQ(CodePointLength("\xF0\x9F\x98\x80"), 1);  // emoji
   EXPECT_EQ(CodePointLength(""), 0);
 }
 

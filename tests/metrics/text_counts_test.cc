@@ -16,17 +16,23 @@ TEST(WordCountTest, WhitespaceRunsPlusOne) {
 }
 
 TEST(WordCountTest, UnicodeWhitespace) {
-  EXPECT_EQ(PythonWhitespaceSplitCount("a\xC2\xA0" "b"), 2);        // NBSP
-  EXPECT_EQ(PythonWhitespaceSplitCount("a\xE3\x80\x80" "b"), 2);    // ideographic space
-  EXPECT_EQ(PythonWhitespaceSplitCount("a\xE2\x80\x8B" "b"), 1);    // ZWSP is not \s
-  EXPECT_EQ(PythonWhitespaceSplitCount("a\x1C" "b"), 2);            // file separator
+  EXPECT_EQ(PythonWhitespaceSplitCount("a\xC2\xA0"
+                                       "b"),
+            2);  // NBSP
+  EXPECT_EQ(PythonWhitespaceSplitCount("a\xE3\x80\x80"
+                                       "b"),
+            2);  // ideographic space
+  EXPECT_EQ(PythonWhitespaceSplitCount("a\xE2\x80\x8B"
+                                       "b"),
+            1);  // ZWSP is not \s
+  EXPECT_EQ(PythonWhitespaceSplitCount("a\x1C"
+                                       "b"),
+            2);  // file separator
   EXPECT_TRUE(IsPythonWhitespace(0x85));
   EXPECT_FALSE(IsPythonWhitespace(0x200B));
 }
 
-TEST(ByteCountTest, Utf8Bytes) {
-  EXPECT_EQ(Utf8ByteCount("\xC3\xA9t\xC3\xA9"), 5);
-}
+TEST(ByteCountTest, Utf8Bytes) { EXPECT_EQ(Utf8ByteCount("\xC3\xA9t\xC3\xA9"), 5); }
 
 }  // namespace
 }  // namespace hgeval::metrics

@@ -155,7 +155,8 @@ TEST_F(EngineLanguageModelTest, LoglikelihoodMatchesADirectForwardPass) {
 }
 
 TEST_F(EngineLanguageModelTest, RollingSumsLmEvalWindows) {
-  const std::string text = "Lily and Ben went to the park. They played on the swings and ate ice cream.";
+  const std::string text =
+      "Lily and Ben went to the park. They played on the swings and ate ice cream.";
   auto lm = Make(BosRegime::kNone, 6);
   auto tokens = tokenizer_->Encode(text, false);
   ASSERT_TRUE(tokens.ok());

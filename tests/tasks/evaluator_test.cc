@@ -122,8 +122,8 @@ TEST_F(EvaluatorTest, MultipleChoiceResultsMatchRecomputedScores) {
   EXPECT_EQ(first["doc_id"], 0);
   EXPECT_EQ(first["task"], "piqa");
   EXPECT_EQ(first["arguments"].size(), 2u);
-  EXPECT_EQ(first["arguments"][0][0], "Question: " + (*docs)[0]["goal"].get<std::string>() +
-                                          "\nAnswer:");
+  EXPECT_EQ(first["arguments"][0][0],
+            "Question: " + (*docs)[0]["goal"].get<std::string>() + "\nAnswer:");
   EXPECT_EQ(first["target"], (*docs)[0]["label"]);
 }
 

@@ -36,8 +36,8 @@ std::string ReadAll(const std::string& path) {
 std::string BaseCommand() {
   using hgeval::testing::SourcePath;
   return Tool() + " --model " + SourcePath("data/models/stories260K/stories260K.bin") +
-         " --tokenizer " + SourcePath("data/models/stories260K/tok512.bin") +
-         " --data-dir " + SourcePath("data") + " --quiet";
+         " --tokenizer " + SourcePath("data/models/stories260K/tok512.bin") + " --data-dir " +
+         SourcePath("data") + " --quiet";
 }
 
 TEST(HgevalEvalTest, HelpAndErrors) {
@@ -57,10 +57,9 @@ TEST(HgevalEvalTest, RunsTasksAndWritesLmEvalOutputs) {
   std::string table;
   const std::string common = BaseCommand() + " --tasks arc_easy,lambada_openai --limit 4" +
                              " --bos none --bootstrap-iters 1000";
-  ASSERT_EQ(RunCommand(common + " --output " + dir + "/r.json --log-samples " + dir +
-                           "/s.jsonl",
-                       &table),
-            0);
+  ASSERT_EQ(
+      RunCommand(common + " --output " + dir + "/r.json --log-samples " + dir + "/s.jsonl", &table),
+      0);
   EXPECT_NE(table.find("|arc_easy      |      1|none  |     0|acc"), std::string::npos) << table;
   EXPECT_NE(table.find("perplexity"), std::string::npos);
   const auto results = nlohmann::json::parse(ReadAll(dir + "/r.json"));

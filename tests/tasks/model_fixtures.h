@@ -27,8 +27,8 @@ struct LoadedModel {
 inline absl::StatusOr<LoadedModel> LoadFixtureModel(const std::string& which) {
   LoadedModel out;
   if (which == "stories260K") {
-    HG_ASSIGN_OR_RETURN(out.checkpoint,
-                        OpenLlama2cCheckpoint(SourcePath("data/models/stories260K/stories260K.bin")));
+    HG_ASSIGN_OR_RETURN(out.checkpoint, OpenLlama2cCheckpoint(
+                                            SourcePath("data/models/stories260K/stories260K.bin")));
   } else {
     HG_ASSIGN_OR_RETURN(out.checkpoint, OpenCheckpoint(SourcePath("tests/golden/" + which)));
   }

@@ -26,8 +26,9 @@ std::vector<Doc> LoadOrDie(const std::string& name) {
 
 TEST(HellaswagTest, PreprocessFollowsLmEvalSteps) {
   // strip; " [title]" -> ". "; delete [..] (non-greedy); one pass of "  " -> " ".
-  EXPECT_EQ(HellaswagPreprocess("Home: How to  cook [title] Boil water. [step] Stir  it  [header] Done"),
-            "Home: How to cook. Boil water. Stir it  Done");
+  EXPECT_EQ(
+      HellaswagPreprocess("Home: How to  cook [title] Boil water. [step] Stir  it  [header] Done"),
+      "Home: How to cook. Boil water. Stir it  Done");
   // '.' does not match a newline, so "[b\nc]" stays; three spaces become two.
   EXPECT_EQ(HellaswagPreprocess("  A [b\nc] d [e] f   g "), "A [b\nc] d f  g");
   EXPECT_EQ(PyCapitalizeAscii("the lady IS"), "The lady is");
@@ -45,8 +46,9 @@ TEST(HellaswagTest, RealDocsWithCapitalisedCtxB) {
   EXPECT_EQ((*requests)[0].continuation, " is using wrap to wrap a pair of skis.");
   EXPECT_EQ((*requests)[3].continuation, " starts pulling up roofing on a roof.");
   EXPECT_EQ((*task)->Target(docs[0]), 3);
-  EXPECT_EQ(docs[1]["query"],
-            "Clean and jerk: A lady walks to a barbell. She bends down and grabs the pole. The lady");
+  EXPECT_EQ(
+      docs[1]["query"],
+      "Clean and jerk: A lady walks to a barbell. She bends down and grabs the pole. The lady");
   EXPECT_EQ(docs[1]["choices"][0], "swings and lands in her arms.");
   EXPECT_EQ(docs[2]["query"],
             "Canoeing: Two women in a child are shown in a canoe while a man pulls the canoe "
@@ -67,8 +69,10 @@ TEST(HellaswagTest, RawUpstreamFormIsProcessedExactly) {
   ASSERT_EQ(system(("mkdir -p " + dir + "/hellaswag").c_str()), 0);
   FILE* f = fopen((dir + "/hellaswag/hellaswag_val.jsonl").c_str(), "w");
   ASSERT_NE(f, nullptr);
-  fputs(R"({"activity_label": "Home and Garden", "ctx_a": "[header] How to clean a rug [title] Vacuum it.", "ctx_b": "then BRUSH it", "endings": ["[step] Rinse  well.", " Dry it. "], "label": "1"})"
-        "\n", f);
+  fputs(
+      R"({"activity_label": "Home and Garden", "ctx_a": "[header] How to clean a rug [title] Vacuum it.", "ctx_b": "then BRUSH it", "endings": ["[step] Rinse  well.", " Dry it. "], "label": "1"})"
+      "\n",
+      f);
   fclose(f);
   auto task = CreateTask("hellaswag");
   ASSERT_TRUE(task.ok());
@@ -93,8 +97,8 @@ TEST(WinograndeTest, PartialContextsAndSharedTarget) {
   EXPECT_EQ(parts->target, "always got the easier cases.");
   EXPECT_EQ(parts->gold, 1);
   // A target that begins with punctuation still gets the " " delimiter.
-  Doc punct = {{"sentence", "I gave it to _."}, {"option1", "him"}, {"option2", "her"},
-               {"answer", "1"}};
+  Doc punct = {
+      {"sentence", "I gave it to _."}, {"option1", "him"}, {"option2", "her"}, {"answer", "1"}};
   auto task = CreateTask("winogrande");
   ASSERT_TRUE(task.ok());
   auto requests = (*task)->Requests(punct);
@@ -113,7 +117,9 @@ TEST(WikitextTest, DetokenizerRules) {
   EXPECT_EQ(WikitextDetokenize("the dogs ' toys"), "the dogs' toys");
   EXPECT_EQ(WikitextDetokenize("it 's"), "it's");
   EXPECT_EQ(WikitextDetokenize("a N b"), "a 1 b");
-  EXPECT_EQ(WikitextDetokenize("5 \xC2\xB0 C"), "5\xC2\xB0" "C");
+  EXPECT_EQ(WikitextDetokenize("5 \xC2\xB0 C"),
+            "5\xC2\xB0"
+            "C");
   EXPECT_EQ(WikitextDetokenize(" \n x"), "\nx");
   EXPECT_EQ(WikitextDetokenize("/' 5/"), "/'[0-9]/");
   EXPECT_EQ(WikitextDetokenize("' a ' b '"), "'a' b '");
@@ -137,10 +143,20 @@ TEST(WikitextTest, SixtyTwoArticlesAndTheFirstOnesCounts) {
   EXPECT_EQ((*requests)[0].type, RequestType::kLoglikelihoodRolling);
   const std::string& text = (*requests)[0].context;
   EXPECT_EQ(text.size(), 5423u);
-  EXPECT_EQ(text.substr(0, 600), std::string(
-" = Robert Boulter =\n\nRobert Boulter is an English film, television and theatre actor. He had a guest-starring role on the television series The Bill in 2000. This was followed by a starring role in the play Herons written by Simon Stephens, which was performed in 2001 at the Royal Court Theatre. He had a guest role in the television series Judge John Deed in 2002. In 2004 Boulter landed a role as \"Craig\" in the episode \"Teddy's Story\" of the television series The Long Firm; he starred alongside actors Mark Strong and Derek Jacobi. He was cast in the 2005 theatre productions of the Philip Ridle"));
-  EXPECT_EQ(text.substr(text.size() - 200), std::string(
-"and there and look like you know what you 're doing.\" Boulter starred in the 2011 film Mercenaries directed by Paris Leonti.\n\n== Filmography ==\n\n\n=== Film ===\n\n\n=== Television ===\n\n\n=== Theatre ===\n\n\n"));
+  EXPECT_EQ(
+      text.substr(0, 600),
+      std::string(" = Robert Boulter =\n\nRobert Boulter is an English film, television and "
+                  "theatre actor. He had a guest-starring role on the television series The Bill "
+                  "in 2000. This was followed by a starring role in the play Herons written by "
+                  "Simon Stephens, which was performed in 2001 at the Royal Court Theatre. He had "
+                  "a guest role in the television series Judge John Deed in 2002. In 2004 Boulter "
+                  "landed a role as \"Craig\" in the episode \"Teddy's Story\" of the television "
+                  "series The Long Firm; he starred alongside actors Mark Strong and Derek Jacobi. "
+                  "He was cast in the 2005 theatre productions of the Philip Ridle"));
+  EXPECT_EQ(text.substr(text.size() - 200),
+            std::string("and there and look like you know what you 're doing.\" Boulter starred in "
+                        "the 2011 film Mercenaries directed by Paris Leonti.\n\n== Filmography "
+                        "==\n\n\n=== Film ===\n\n\n=== Television ===\n\n\n=== Theatre ===\n\n\n"));
   EXPECT_FALSE((*requests)[0].windowless);
   // hgeval's windowless variant: same text, one pass per article.
   auto windowless = CreateTask("wikitext_windowless");
