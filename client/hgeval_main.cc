@@ -239,6 +239,7 @@ int Generate(Client& client) {
     std::fflush(stdout);
   });
   std::printf("\n");
+  std::fflush(stdout);
   if (!r.ok()) return Fail(r.status());
   std::fprintf(stderr, "[%d prompt tokens, %d generated, %s%s]\n", r->prompt_tokens(),
                r->generated_tokens(), v1::FinishReason_Name(r->finish_reason()).c_str(),
