@@ -5,7 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "engine/cpu/llama_linear.h"
+#include "engine/cpu/row_invariant_linear.h"
 #include "engine/cpu/ops.h"
 #include "engine/util/status_macros.h"
 

@@ -9,7 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "engine/cpu/cpu_models.h"
 #include "engine/cpu/fla_block.h"
-#include "engine/cpu/llama_linear.h"
+#include "engine/cpu/row_invariant_linear.h"
 #include "engine/cpu/ops.h"
 #include "engine/util/status_macros.h"
 

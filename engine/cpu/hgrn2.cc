@@ -10,7 +10,7 @@
 #include "engine/cpu/cpu_models.h"
 #include "engine/cpu/fla_block.h"
 #include "engine/cpu/linear_attention.h"
-#include "engine/cpu/llama_linear.h"
+#include "engine/cpu/row_invariant_linear.h"
 #include "engine/cpu/ops.h"
 #include "engine/util/status_macros.h"
 

@@ -1,7 +1,5 @@
 #include "engine/cpu/ops.h"
 
-#include <cblas.h>
-
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -11,6 +9,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "engine/cpu/row_invariant_linear.h"
 
 namespace hgeval::cpu {
 namespace {
@@ -94,22 +93,17 @@ WorkerPool& Pool() {
   return *pool;
 }
 
-void Gemm(const float* x, int64_t m, int64_t k, const HostTensor& weight, float* y, float beta) {
-  const int64_t n = weight.shape.empty() ? 0 : weight.shape[0];
-  if (m == 0 || n == 0) return;
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(m), static_cast<int>(n),
-              static_cast<int>(k), 1.0f, x, static_cast<int>(k), weight.data.data(),
-              static_cast<int>(k), beta, y, static_cast<int>(n));
-}
-
 }  // namespace
 
 void Linear(const float* x, int64_t m, int64_t k, const HostTensor& weight, float* y) {
-  Gemm(x, m, k, weight, y, 0.0f);
+  RowInvariantLinear(x, m, k, weight, y);
 }
 
 void LinearAccumulate(const float* x, int64_t m, int64_t k, const HostTensor& weight, float* y) {
-  Gemm(x, m, k, weight, y, 1.0f);
+  const int64_t n = weight.shape.empty() ? 0 : weight.shape[0];
+  std::vector<float> product(static_cast<size_t>(m * n));
+  RowInvariantLinear(x, m, k, weight, product.data());
+  for (size_t i = 0; i < product.size(); ++i) y[i] += product[i];
 }
 
 void RmsNorm(const float* x, int64_t rows, int64_t n, const float* weight, float eps, float* out) {
@@ -129,13 +123,7 @@ void RmsNorm(const float* x, int64_t rows, int64_t n, const float* weight, float
 
 void GatedMlp(const float* x, int64_t m, const HostTensor& gate, const HostTensor& up,
               const HostTensor& down, float* out) {
-  const int64_t inter = gate.shape[0];
-  const int64_t d = gate.shape[1];
-  std::vector<float> g(static_cast<size_t>(m * inter)), u(static_cast<size_t>(m * inter));
-  Linear(x, m, d, gate, g.data());
-  Linear(x, m, d, up, u.data());
-  for (size_t i = 0; i < g.size(); ++i) g[i] = Silu(g[i]) * u[i];
-  Linear(g.data(), m, inter, down, out);
+  RowInvariantGatedMlp(x, m, gate, up, down, out);
 }
 
 void ScoreHead(const float* hidden, int64_t d, const HostTensor& lm_head, const ForwardItem& item,
@@ -165,7 +153,6 @@ void ScoreHead(const float* hidden, int64_t d, const HostTensor& lm_head, const 
     for (int64_t r = 0; r < nb; ++r) {
       std::copy_n(hidden + rows[b0 + r] * d, d, x.data() + r * d);
     }
-    // Blocks hold rows of this item only, so batch companions cannot change them.
     Linear(x.data(), nb, d, lm_head, logits.data());
     for (int64_t r = 0; r < nb; ++r) {
       const int64_t t = rows[b0 + r];

@@ -1,5 +1,6 @@
-// CPU building blocks shared by every model family (fp32). Matrix products go through
-// OpenBLAS; the elementwise work is plain loops the compiler vectorises.
+// CPU building blocks shared by every model family (fp32). Matrix products are
+// row-invariant (row_invariant_linear.h): a row's result never depends on how many rows
+// share the call, so a fork equals scratch bitwise and batches cannot leak into results.
 #ifndef HGEVAL_ENGINE_CPU_OPS_H_
 #define HGEVAL_ENGINE_CPU_OPS_H_
 
@@ -16,9 +17,7 @@
 
 namespace hgeval::cpu {
 
-// y[M,N] = x[M,K] · W[N,K]ᵀ (nn.Linear layout), overwriting y. Models call it once per
-// item (never over rows of several items), so an item's results cannot depend on its
-// batch companions.
+// y[M,N] = x[M,K] · W[N,K]ᵀ (nn.Linear layout), overwriting y.
 void Linear(const float* x, int64_t m, int64_t k, const HostTensor& weight, float* y);
 // Same, adding into y (y += x·Wᵀ).
 void LinearAccumulate(const float* x, int64_t m, int64_t k, const HostTensor& weight, float* y);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstddef>
 #include <cstring>
 #include <numeric>
 
@@ -166,7 +167,7 @@ absl::Status CudaModel::EnqueueMixer(int layer, int num_seqs, int seq_len, int64
   cudaStream_t s = ctx_->stream();
   cublasHandle_t cb = ctx_->cublas();
   const int64_t per_layer = RecurrentFloatsPerLayer();
-  float* const* sptrs = state_ptrs_.as<float*>();
+  float* const* sptrs = cur_.state_ptrs;
   const int H = static_cast<int>(heads_), dk = static_cast<int>(dk_), dv = static_cast<int>(dv_);
   const float eps = static_cast<float>(config_.norm_eps);
 
@@ -245,13 +246,13 @@ absl::Status CudaModel::EnqueueMixer(int layer, int num_seqs, int seq_len, int64
       const int64_t W = (heads_ + 2 * kv_heads_) * dk_;
       HG_RETURN_IF_ERROR(GemmNT(cb, rows, W, D_, Mat(x_.get(), act_, D_),
                                 Mat(w.w_in.get(), act_, D_), qkv_.get(), act_, W));
-      HG_LAUNCH(ApplyRope(qkv_.get(), act_, rows, H, Hkv, dk, positions_.as<int64_t>(),
+      HG_LAUNCH(ApplyRope(qkv_.get(), act_, rows, H, Hkv, dk, cur_.positions,
                           config_.rope_theta, s));
-      HG_LAUNCH(KvWrite(qkv_.get(), act_, num_seqs, seq_len, H, Hkv, dk, kv_ptrs_.as<void*>(),
-                        kv_caps_.as<int64_t>(), positions_.as<int64_t>(), layer, s));
+      HG_LAUNCH(KvWrite(qkv_.get(), act_, num_seqs, seq_len, H, Hkv, dk, cur_.kv_ptrs,
+                        cur_.caps, cur_.positions, layer, s));
       if (decode) {
-        HG_LAUNCH(DecodeAttention(qkv_.get(), act_, rows, H, Hkv, dk, kv_ptrs_.as<void*>(),
-                                  kv_caps_.as<int64_t>(), positions_.as<int64_t>(), layer,
+        HG_LAUNCH(DecodeAttention(qkv_.get(), act_, rows, H, Hkv, dk, cur_.kv_ptrs,
+                                  cur_.caps, cur_.positions, layer,
                                   mixer_scale_, attn_partial_.as<float>(), att_o_.get(), s));
       } else {
         HG_RETURN_IF_ERROR(LlamaPrefillAttention(layer, rows, pos0, seq));
@@ -308,7 +309,7 @@ absl::Status CudaModel::EnqueueLayers(int num_seqs, int seq_len, int64_t pos0,
   cudaStream_t s = ctx_->stream();
   const float eps = static_cast<float>(config_.norm_eps);
   const int d = static_cast<int>(D_);
-  HG_LAUNCH(EmbedRows(embed_.get(), act_, ids_.as<int32_t>(), rows, d, h_.as<float>(), s));
+  HG_LAUNCH(EmbedRows(embed_.get(), act_, cur_.ids, rows, d, h_.as<float>(), s));
   for (int l = 0; l < L_; ++l) {
     const LayerWeights& w = layers_[l];
     HG_LAUNCH(AddRmsNorm(h_.as<float>(), l == 0 ? nullptr : delta_.as<float>(),
@@ -386,6 +387,8 @@ absl::Status CudaModel::RunSequence(const ForwardItem& item, ForwardOutput* out)
     stage.state_ptrs[0] = st->recurrent_.get();
     stage.kv_ptrs[0] = st->kv_.get();
     stage.caps[0] = st->kv_cap_;
+    cur_ = {ids_.as<int32_t>(), positions_.as<int64_t>(), state_ptrs_.as<float*>(),
+            kv_ptrs_.as<void*>(), kv_caps_.as<int64_t>()};
     HG_CUDA_RETURN(cudaMemcpyAsync(ids_.get(), stage.ids, n * sizeof(int32_t),
                                    cudaMemcpyHostToDevice, s));
     HG_CUDA_RETURN(cudaMemcpyAsync(positions_.get(), stage.positions, n * sizeof(int64_t),
@@ -460,9 +463,9 @@ absl::Status CudaModel::EnqueueDecodeStep() {
   HG_RETURN_IF_ERROR(EnqueueLayers(kDecodeRows, 1, 0, nullptr));
   HG_RETURN_IF_ERROR(GemmNT(ctx_->cublas(), kDecodeRows, V_, D_, Mat(x_.get(), act_, D_),
                             Mat(lm_head_.get(), act_, D_), logits_.get(), Act::kF32, V_));
+  DecodeIo* io = decode_io_.as<DecodeIo>();
   HG_LAUNCH(LogSoftmaxGather(logits_.as<float>(), kDecodeRows, static_cast<int>(V_),
-                             targets_.as<int32_t>(), lp_.as<float>(), am_.as<int32_t>(), true,
-                             ctx_->stream()));
+                             io->targets, io->lp, io->am, true, ctx_->stream()));
   return absl::OkStatus();
 }
 
@@ -497,18 +500,19 @@ absl::Status CudaModel::RunDecodeGroup(absl::Span<const ForwardItem* const> item
       stage.targets[r] = -1;
     }
   }
-  HG_CUDA_RETURN(cudaMemcpyAsync(ids_.get(), stage.ids, kDecodeRows * sizeof(int32_t),
-                                 cudaMemcpyHostToDevice, s));
-  HG_CUDA_RETURN(cudaMemcpyAsync(positions_.get(), stage.positions, kDecodeRows * sizeof(int64_t),
-                                 cudaMemcpyHostToDevice, s));
-  HG_CUDA_RETURN(cudaMemcpyAsync(state_ptrs_.get(), stage.state_ptrs, kDecodeRows * sizeof(void*),
-                                 cudaMemcpyHostToDevice, s));
-  HG_CUDA_RETURN(cudaMemcpyAsync(kv_ptrs_.get(), stage.kv_ptrs, kDecodeRows * sizeof(void*),
-                                 cudaMemcpyHostToDevice, s));
-  HG_CUDA_RETURN(cudaMemcpyAsync(kv_caps_.get(), stage.caps, kDecodeRows * sizeof(int64_t),
-                                 cudaMemcpyHostToDevice, s));
-  HG_CUDA_RETURN(cudaMemcpyAsync(targets_.get(), stage.targets, kDecodeRows * sizeof(int32_t),
-                                 cudaMemcpyHostToDevice, s));
+  // One packed upload per step (pinned -> device).
+  DecodeIo* hio = static_cast<DecodeIo*>(host_io_);
+  for (int r = 0; r < kDecodeRows; ++r) {
+    hio->ids[r] = stage.ids[r];
+    hio->targets[r] = stage.targets[r];
+    hio->positions[r] = stage.positions[r];
+    hio->state_ptrs[r] = static_cast<float*>(stage.state_ptrs[r]);
+    hio->kv_ptrs[r] = stage.kv_ptrs[r];
+    hio->caps[r] = stage.caps[r];
+  }
+  DecodeIo* dio = decode_io_.as<DecodeIo>();
+  cur_ = {dio->ids, dio->positions, dio->state_ptrs, dio->kv_ptrs, dio->caps};
+  HG_CUDA_RETURN(cudaMemcpyAsync(dio, hio, offsetof(DecodeIo, lp), cudaMemcpyHostToDevice, s));
 
   if (graphs_enabled_ && decode_graph_ == nullptr && decode_steps_ > 0) {
     // Capture after one eager step, so cuBLAS has set itself up outside the capture.
@@ -534,11 +538,13 @@ absl::Status CudaModel::RunDecodeGroup(absl::Span<const ForwardItem* const> item
     HG_RETURN_IF_ERROR(EnqueueDecodeStep());
   }
   ++decode_steps_;
-  HG_CUDA_RETURN(cudaMemcpyAsync(stage.lp, lp_.get(), kDecodeRows * sizeof(float),
-                                 cudaMemcpyDeviceToHost, s));
-  HG_CUDA_RETURN(cudaMemcpyAsync(stage.am, am_.get(), kDecodeRows * sizeof(int32_t),
+  HG_CUDA_RETURN(cudaMemcpyAsync(hio->lp, dio->lp, sizeof(DecodeIo) - offsetof(DecodeIo, lp),
                                  cudaMemcpyDeviceToHost, s));
   HG_CUDA_RETURN(cudaStreamSynchronize(s));
+  for (int r = 0; r < kDecodeRows; ++r) {
+    stage.lp[r] = hio->lp[r];
+    stage.am[r] = hio->am[r];
+  }
   std::vector<float> row_buf;
   for (int r = 0; r < n; ++r) {
     const ForwardItem& it = *items[r];

@@ -35,6 +35,28 @@ constexpr int kLogitRows = 256;
 
 class CudaModel;
 
+// Per-step inputs and outputs of the decode path, uploaded / read back in one copy each.
+struct DecodeIo {
+  int64_t positions[kDecodeRows];
+  float* state_ptrs[kDecodeRows];
+  void* kv_ptrs[kDecodeRows];
+  int64_t caps[kDecodeRows];
+  int32_t ids[kDecodeRows];
+  int32_t targets[kDecodeRows];
+  // Outputs (from here on: device -> host).
+  float lp[kDecodeRows];
+  int32_t am[kDecodeRows];
+};
+
+// Device inputs the layer kernels read (the sequence path's buffers or the decode block).
+struct RowInputs {
+  const int32_t* ids = nullptr;
+  const int64_t* positions = nullptr;
+  float* const* state_ptrs = nullptr;
+  void* const* kv_ptrs = nullptr;
+  const int64_t* caps = nullptr;
+};
+
 class CudaSequenceState : public SequenceState {
  public:
   CudaSequenceState(const CudaModel* owner, std::shared_ptr<DeviceContext> ctx)
@@ -48,6 +70,28 @@ class CudaSequenceState : public SequenceState {
 
  private:
   friend class CudaModel;
+
+// Per-step inputs and outputs of the decode path, uploaded / read back in one copy each.
+struct DecodeIo {
+  int64_t positions[kDecodeRows];
+  float* state_ptrs[kDecodeRows];
+  void* kv_ptrs[kDecodeRows];
+  int64_t caps[kDecodeRows];
+  int32_t ids[kDecodeRows];
+  int32_t targets[kDecodeRows];
+  // Outputs (from here on: device -> host).
+  float lp[kDecodeRows];
+  int32_t am[kDecodeRows];
+};
+
+// Device inputs the layer kernels read (the sequence path's buffers or the decode block).
+struct RowInputs {
+  const int32_t* ids = nullptr;
+  const int64_t* positions = nullptr;
+  float* const* state_ptrs = nullptr;
+  void* const* kv_ptrs = nullptr;
+  const int64_t* caps = nullptr;
+};
   const CudaModel* owner_;
   std::shared_ptr<DeviceContext> ctx_;  // keeps the pool alive while the state lives
   int64_t position_ = 0;
@@ -144,6 +188,10 @@ class CudaModel : public Model {
   DeviceBuffer state_ptrs_, kv_ptrs_, kv_caps_;
   // Grown on demand (sequence path only).
   DeviceBuffer scores_, probs_;
+
+  DeviceBuffer decode_io_;
+  void* host_io_ = nullptr;
+  RowInputs cur_;
 
   // Pinned host staging.
   void* host_stage_ = nullptr;

@@ -403,6 +403,8 @@ absl::Status CudaModel::AllocateScratch() {
   host_stage_bytes_ = R * (sizeof(int32_t) + sizeof(int64_t)) + 4 * lr * 8 +
                       3 * kDecodeRows * sizeof(void*);
   HG_CUDA_RETURN(cudaMallocHost(&host_stage_, host_stage_bytes_));
+  HG_ASSIGN_OR_RETURN(decode_io_, Alloc(sizeof(DecodeIo)));
+  HG_CUDA_RETURN(cudaMallocHost(&host_io_, sizeof(DecodeIo)));
   return absl::OkStatus();
 }
 
@@ -435,6 +437,7 @@ CudaModel::~CudaModel() {
   cudaStreamSynchronize(ctx_->stream());
   if (decode_graph_) cudaGraphExecDestroy(decode_graph_);
   if (host_stage_) cudaFreeHost(host_stage_);
+  if (host_io_) cudaFreeHost(host_io_);
 }
 
 }  // namespace hgeval::cuda

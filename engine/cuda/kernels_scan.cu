@@ -137,6 +137,8 @@ __global__ void ChunkStateScanKernel(const float* __restrict__ G, int tokens, in
 }
 
 constexpr int kSlice = 16;     // key slice of the intra-chunk matrix
+constexpr int kThreads = 256;  // ChunkOutputKernel's block size
+constexpr int kSliceLoads = kC * kSlice / kThreads;
 constexpr int kRowPad = kC + 4;  // transposed smem rows: [k][chunk row], 16-byte aligned
 
 __device__ __forceinline__ float4 Ld4(const float* p) {
@@ -181,22 +183,36 @@ __global__ void __launch_bounds__(256) ChunkOutputKernel(const float* q, const f
 #pragma unroll
     for (int x = 0; x < 4; ++x) a[r][x] = 0.0f;
   }
-  for (int ks = 0; ks < dk; ks += kSlice) {
-#pragma unroll 4
-    for (int idx = tid; idx < kC * kSlice; idx += blockDim.x) {
+  // Software pipeline: the next key slice is loaded into registers while this one is
+  // used, so global-load latency overlaps the exponent/FMA work (the kernel is latency
+  // bound: ~3 blocks per SM). Same arithmetic in the same order as without it.
+  float pq[kSliceLoads], pk[kSliceLoads], pg[kSliceLoads];
+  auto fetch_slice = [&](int ks) {
+#pragma unroll
+    for (int x = 0; x < kSliceLoads; ++x) {
+      const int idx = tid + x * kThreads;
       const int row = idx / kSlice, kk = idx % kSlice;
-      float qv = 0.0f, kv = 0.0f, gv = 0.0f;
+      pq[x] = pk[x] = pg[x] = 0.0f;
       if (row < n && ks + kk < dk) {
         const int64_t off = (static_cast<int64_t>(t0 + row) * heads + h) * dk + ks + kk;
-        qv = q[off];
-        kv = k[off];
-        gv = G[off];
+        pq[x] = q[off];
+        pk[x] = k[off];
+        pg[x] = G[off];
       }
-      sq[kk * kRowPad + row] = qv;
-      sk[kk * kRowPad + row] = kv;
-      sg[kk * kRowPad + row] = gv;
+    }
+  };
+  fetch_slice(0);
+  for (int ks = 0; ks < dk; ks += kSlice) {
+#pragma unroll
+    for (int x = 0; x < kSliceLoads; ++x) {
+      const int idx = tid + x * kThreads;
+      const int row = idx / kSlice, kk = idx % kSlice;
+      sq[kk * kRowPad + row] = pq[x];
+      sk[kk * kRowPad + row] = pk[x];
+      sg[kk * kRowPad + row] = pg[x];
     }
     __syncthreads();
+    if (ks + kSlice < dk) fetch_slice(ks + kSlice);
     if (tri) {
       const int kend = min(kSlice, dk - ks);
       for (int kk = 0; kk < kend; ++kk) {
@@ -223,7 +239,7 @@ __global__ void __launch_bounds__(256) ChunkOutputKernel(const float* q, const f
       }
     }
   }
-#pragma unroll 4
+#pragma unroll 8
   for (int idx = tid; idx < kC * dk; idx += blockDim.x) {
     const int row = idx / dk, kk = idx % dk;
     float val = 0.0f;
@@ -236,31 +252,52 @@ __global__ void __launch_bounds__(256) ChunkOutputKernel(const float* q, const f
   __syncthreads();
 
   const float* S = chunk_states + (static_cast<int64_t>(c) * heads + h) * dk * dv;
+  const float* vbase = v + (static_cast<int64_t>(t0) * heads + h) * dv;
   // Staging area for 32 rows x 64 columns of S or v (reuses the slice buffers, dead now):
   // every global read is a coalesced block load, every inner-loop read an LDS.128.
+  // Per 64 value columns: the S stages (rows of S), then the v stages (chunk rows);
+  // stage st+1 is fetched into registers while stage st is used (software pipeline).
   float* stage = sq;
   constexpr int kStageRows = 32;
-  auto load_stage = [&](const float* base, int64_t row_stride, int row0, int nrows, int vb) {
-    for (int idx = tid; idx < kStageRows * 64; idx += blockDim.x) {
+  constexpr int kStageLoads = kStageRows * 64 / kThreads;
+  const int s_stages = CeilDiv(dk, kStageRows), v_stages = CeilDiv(n, kStageRows);
+  const int per_block = s_stages + v_stages;
+  const int total = CeilDiv(dv, 64) * per_block;
+  float pre[kStageLoads];
+  auto fetch_stage = [&](int st) {
+    const int vb = (st / per_block) * 64, sidx = st % per_block;
+    const bool is_s = sidx < s_stages;
+    const float* base = is_s ? S : vbase;
+    const int64_t row_stride = is_s ? static_cast<int64_t>(dv) : static_cast<int64_t>(heads) * dv;
+    const int row0 = (is_s ? sidx : sidx - s_stages) * kStageRows;
+    const int nrows = is_s ? dk : n;
+#pragma unroll
+    for (int x = 0; x < kStageLoads; ++x) {
+      const int idx = tid + x * kThreads;
       const int r = idx / 64, cc = idx % 64;
-      float val = 0.0f;
-      if (row0 + r < nrows && vb + cc < dv) val = base[(row0 + r) * row_stride + vb + cc];
-      stage[r * 64 + cc] = val;
+      pre[x] = (row0 + r < nrows && vb + cc < dv) ? base[(row0 + r) * row_stride + vb + cc]
+                                                  : 0.0f;
     }
   };
   const int jend = min(n, i0 + 4);  // rows i0..i0+3 only see j <= i
-  for (int vb = 0; vb < dv; vb += 64) {
-    const int v0 = vb + j0;
-    float acc[4][4];
+  float acc[4][4];
+  fetch_stage(0);
+  for (int st = 0; st < total; ++st) {
+    const int vb = (st / per_block) * 64, sidx = st % per_block;
+    if (sidx == 0) {
 #pragma unroll
-    for (int r = 0; r < 4; ++r) {
+      for (int r = 0; r < 4; ++r) {
 #pragma unroll
-      for (int x = 0; x < 4; ++x) acc[r][x] = 0.0f;
+        for (int x = 0; x < 4; ++x) acc[r][x] = 0.0f;
+      }
     }
-    for (int kb = 0; kb < dk; kb += kStageRows) {
-      __syncthreads();
-      load_stage(S, dv, kb, dk, vb);
-      __syncthreads();
+    __syncthreads();  // the previous stage's readers are done
+#pragma unroll
+    for (int x = 0; x < kStageLoads; ++x) stage[tid + x * kThreads] = pre[x];
+    __syncthreads();
+    if (st + 1 < total) fetch_stage(st + 1);
+    if (sidx < s_stages) {
+      const int kb = sidx * kStageRows;
       const int kend = min(kStageRows, dk - kb);
 #pragma unroll 4
       for (int kk = 0; kk < kend; ++kk) {
@@ -272,12 +309,8 @@ __global__ void __launch_bounds__(256) ChunkOutputKernel(const float* q, const f
           for (int x = 0; x < 4; ++x) acc[r][x] = fmaf(Get(qv, r), Get(sv, x), acc[r][x]);
         }
       }
-    }
-    const float* vbase = v + (static_cast<int64_t>(t0) * heads + h) * dv;
-    for (int jb = 0; jb < n; jb += kStageRows) {
-      __syncthreads();
-      load_stage(vbase, static_cast<int64_t>(heads) * dv, jb, n, vb);
-      __syncthreads();
+    } else {
+      const int jb = (sidx - s_stages) * kStageRows;
       const int jstop = min(kStageRows, jend - jb);
 #pragma unroll 4
       for (int jj = 0; jj < jstop; ++jj) {
@@ -290,14 +323,17 @@ __global__ void __launch_bounds__(256) ChunkOutputKernel(const float* q, const f
         }
       }
     }
+    if (sidx == per_block - 1) {
+      const int v0 = vb + j0;
 #pragma unroll
-    for (int r = 0; r < 4; ++r) {
-      const int i = i0 + r;
-      if (i >= n) continue;
-      float* orow = o + (static_cast<int64_t>(t0 + i) * heads + h) * dv + v0;
+      for (int r = 0; r < 4; ++r) {
+        const int i = i0 + r;
+        if (i >= n) continue;
+        float* orow = o + (static_cast<int64_t>(t0 + i) * heads + h) * dv + v0;
 #pragma unroll
-      for (int x = 0; x < 4; ++x) {
-        if (v0 + x < dv) orow[x] = scale * acc[r][x];
+        for (int x = 0; x < 4; ++x) {
+          if (v0 + x < dv) orow[x] = scale * acc[r][x];
+        }
       }
     }
   }

@@ -66,6 +66,8 @@ struct DecodeBatch::Live {
 DecodeBatch::DecodeBatch(Model* model, const Tokenizer* tokenizer)
     : model_(model), tokenizer_(tokenizer) {}
 
+DecodeBatch::~DecodeBatch() = default;
+
 absl::StatusOr<int64_t> DecodeBatch::Add(const GenerateRequest& request) {
   if (request.prompt.empty()) {
     return absl::InvalidArgumentError("generate: the prompt must hold at least one token");

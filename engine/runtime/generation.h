@@ -58,6 +58,9 @@ class DecodeBatch {
  public:
   // `tokenizer` may be null when no request uses stop strings.
   DecodeBatch(Model* model, const Tokenizer* tokenizer);
+  ~DecodeBatch();
+  DecodeBatch(const DecodeBatch&) = delete;
+  DecodeBatch& operator=(const DecodeBatch&) = delete;
 
   // Returns the sequence id.
   absl::StatusOr<int64_t> Add(const GenerateRequest& request);

@@ -341,10 +341,7 @@ absl::Status GenerateCommand(const CliFlags& flags) {
   StreamingDecoder decoder(tokenizer.get());
   for (int32_t id : request.prompt) HG_RETURN_IF_ERROR(decoder.Push(id).status());
   std::string text;
-  // Not destroyed on purpose: generation.h declares no out-of-line ~DecodeBatch, so its
-  // implicit destructor (which needs the private Live type) cannot be instantiated here.
-  // The process ends right after this command.
-  DecodeBatch& batch = *new DecodeBatch(model.get(), tokenizer.get());
+  DecodeBatch batch(model.get(), tokenizer.get());
   HG_ASSIGN_OR_RETURN(int64_t id, batch.Add(request));
   const auto start = std::chrono::steady_clock::now();
   size_t emitted = 0;

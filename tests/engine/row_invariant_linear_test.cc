@@ -1,6 +1,6 @@
 // RowInvariantLinear: every output row is bitwise the same whatever the number of rows in
 // the call and wherever the row sits in it, and the products are accurate.
-#include "engine/cpu/llama_linear.h"
+#include "engine/cpu/row_invariant_linear.h"
 
 #include <cmath>
 #include <cstring>

@@ -4,9 +4,9 @@
 // one-row decode step: that breaks "fork equals scratch" (≤ 1e-6 on log-probs that reach
 // -20, i.e. ~1 ulp). Here each output element is a fixed 8-lane dot product in the same
 // order in every tile shape, so a row's result depends only on that row and the weights.
-// Used by the LLaMA and Mamba CPU models for every product inside the network.
-#ifndef HGEVAL_ENGINE_CPU_LLAMA_LINEAR_H_
-#define HGEVAL_ENGINE_CPU_LLAMA_LINEAR_H_
+// Every CPU model product goes through it (cpu::Linear in ops.h calls it).
+#ifndef HGEVAL_ENGINE_CPU_ROW_INVARIANT_LINEAR_H_
+#define HGEVAL_ENGINE_CPU_ROW_INVARIANT_LINEAR_H_
 
 #include <cstdint>
 
@@ -23,4 +23,4 @@ void RowInvariantGatedMlp(const float* x, int64_t m, const HostTensor& gate, con
 
 }  // namespace hgeval::cpu
 
-#endif  // HGEVAL_ENGINE_CPU_LLAMA_LINEAR_H_
+#endif  // HGEVAL_ENGINE_CPU_ROW_INVARIANT_LINEAR_H_

@@ -1,4 +1,4 @@
-#include "engine/cpu/llama_linear.h"
+#include "engine/cpu/row_invariant_linear.h"
 
 #include <algorithm>
 #include <cstring>

@@ -1,0 +1,283 @@
+#include "client/client.h"
+
+#include <algorithm>
+#include <future>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+
+namespace hgeval::client {
+namespace v1 = ::hgeval::v1;
+
+absl::Status FromGrpc(const grpc::Status& status) {
+  if (status.ok()) return absl::OkStatus();
+  return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
+}
+
+bool IsFinal(v1::JobState state) {
+  return state == v1::JOB_STATE_SUCCEEDED || state == v1::JOB_STATE_FAILED ||
+         state == v1::JOB_STATE_CANCELLED;
+}
+
+absl::StatusOr<std::unique_ptr<Client>> Client::Connect(const ClientOptions& options) {
+  if (options.servers.empty()) return absl::InvalidArgumentError("no server given");
+  std::unique_ptr<Client> client(new Client(options));
+  std::shared_ptr<grpc::ChannelCredentials> credentials;
+  if (options.tls) {
+    grpc::SslCredentialsOptions ssl;
+    ssl.pem_root_certs = options.tls_ca_pem;
+    credentials = grpc::SslCredentials(ssl);
+  } else {
+    credentials = grpc::InsecureChannelCredentials();
+  }
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(256 << 20);
+  args.SetMaxSendMessageSize(256 << 20);
+  for (const std::string& address : options.servers) {
+    Server server;
+    server.channel = grpc::CreateCustomChannel(address, credentials, args);
+    server.models = v1::ModelService::NewStub(server.channel);
+    server.jobs = v1::JobService::NewStub(server.channel);
+    server.health = grpc::health::v1::Health::NewStub(server.channel);
+    client->servers_.push_back(std::move(server));
+  }
+  return client;
+}
+
+void Client::Prepare(grpc::ClientContext& context, bool with_deadline) const {
+  if (!options_.token.empty()) context.AddMetadata("authorization", "Bearer " + options_.token);
+  if (with_deadline && options_.timeout > absl::ZeroDuration()) {
+    context.set_deadline(absl::ToChronoTime(absl::Now() + options_.timeout));
+  }
+}
+
+absl::StatusOr<std::string> Client::Health(size_t server, const std::string& service) {
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(5)));
+  grpc::health::v1::HealthCheckRequest request;
+  request.set_service(service);
+  grpc::health::v1::HealthCheckResponse response;
+  grpc::Status status = servers_[server].health->Check(&context, request, &response);
+  if (!status.ok()) return FromGrpc(status);
+  return grpc::health::v1::HealthCheckResponse::ServingStatus_Name(response.status());
+}
+
+absl::Status Client::WaitServing(absl::Duration timeout) {
+  const absl::Time end = absl::Now() + timeout;
+  for (size_t i = 0; i < servers_.size(); ++i) {
+    for (;;) {
+      absl::StatusOr<std::string> h = Health(i);
+      if (h.ok() && *h == "SERVING") break;
+      if (absl::Now() > end) {
+        return absl::DeadlineExceededError(absl::StrCat(
+            options_.servers[i], " is not SERVING after ", absl::FormatDuration(timeout), " (",
+            h.ok() ? *h : h.status().ToString(), ")"));
+      }
+      absl::SleepFor(absl::Milliseconds(100));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<v1::ListModelsResponse> Client::ListModels(size_t server) {
+  grpc::ClientContext context;
+  Prepare(context);
+  v1::ListModelsResponse response;
+  grpc::Status status = servers_[server].models->ListModels(&context, {}, &response);
+  if (!status.ok()) return FromGrpc(status);
+  return response;
+}
+
+absl::StatusOr<v1::TokenizeResponse> Client::Tokenize(const v1::TokenizeRequest& request) {
+  grpc::ClientContext context;
+  Prepare(context);
+  v1::TokenizeResponse response;
+  grpc::Status status = servers_[0].models->Tokenize(&context, request, &response);
+  if (!status.ok()) return FromGrpc(status);
+  return response;
+}
+
+absl::StatusOr<v1::LoglikelihoodResponse> Client::Loglikelihood(
+    const v1::LoglikelihoodRequest& request) {
+  const int64_t n = request.pairs_size();
+  int64_t shard = options_.shard_pairs > 0
+                      ? options_.shard_pairs
+                      : (n + static_cast<int64_t>(servers_.size()) - 1) /
+                            static_cast<int64_t>(servers_.size());
+  shard = std::max<int64_t>(shard, 1);
+  if (n <= shard) {
+    grpc::ClientContext context;
+    Prepare(context);
+    v1::LoglikelihoodResponse response;
+    grpc::Status status = servers_[0].models->Loglikelihood(&context, request, &response);
+    if (!status.ok()) return FromGrpc(status);
+    return response;
+  }
+  const int64_t shards = (n + shard - 1) / shard;
+  std::vector<std::future<absl::StatusOr<v1::LoglikelihoodResponse>>> futures;
+  for (int64_t s = 0; s < shards; ++s) {
+    v1::LoglikelihoodRequest part = request;
+    part.clear_pairs();
+    for (int64_t i = s * shard; i < std::min(n, (s + 1) * shard); ++i) {
+      *part.add_pairs() = request.pairs(static_cast<int>(i));
+    }
+    const size_t server = static_cast<size_t>(s) % servers_.size();
+    futures.push_back(std::async(std::launch::async, [this, part = std::move(part), server]()
+                                     -> absl::StatusOr<v1::LoglikelihoodResponse> {
+      grpc::ClientContext context;
+      Prepare(context);
+      v1::LoglikelihoodResponse response;
+      grpc::Status status = servers_[server].models->Loglikelihood(&context, part, &response);
+      if (!status.ok()) return FromGrpc(status);
+      return response;
+    }));
+  }
+  v1::LoglikelihoodResponse merged;
+  absl::Status first_error;
+  for (auto& f : futures) {
+    absl::StatusOr<v1::LoglikelihoodResponse> part = f.get();
+    if (!part.ok()) {
+      if (first_error.ok()) first_error = part.status();
+      continue;
+    }
+    for (auto& r : *part->mutable_results()) *merged.add_results() = std::move(r);
+  }
+  if (!first_error.ok()) return first_error;
+  return merged;
+}
+
+absl::StatusOr<v1::LoglikelihoodRollingResponse> Client::LoglikelihoodRolling(
+    const v1::LoglikelihoodRollingRequest& request) {
+  const int n = request.inputs_size();
+  const size_t servers = std::min<size_t>(servers_.size(), std::max(n, 1));
+  std::vector<std::future<absl::StatusOr<v1::LoglikelihoodRollingResponse>>> futures;
+  const int per = (n + static_cast<int>(servers) - 1) / static_cast<int>(servers);
+  for (size_t s = 0; s < servers; ++s) {
+    v1::LoglikelihoodRollingRequest part = request;
+    part.clear_inputs();
+    for (int i = static_cast<int>(s) * per; i < std::min(n, static_cast<int>(s + 1) * per); ++i) {
+      *part.add_inputs() = request.inputs(i);
+    }
+    if (part.inputs_size() == 0 && n > 0) continue;
+    futures.push_back(std::async(std::launch::async, [this, part = std::move(part), s]()
+                                     -> absl::StatusOr<v1::LoglikelihoodRollingResponse> {
+      grpc::ClientContext context;
+      Prepare(context);
+      v1::LoglikelihoodRollingResponse response;
+      grpc::Status status = servers_[s].models->LoglikelihoodRolling(&context, part, &response);
+      if (!status.ok()) return FromGrpc(status);
+      return response;
+    }));
+  }
+  v1::LoglikelihoodRollingResponse merged;
+  for (auto& f : futures) {
+    absl::StatusOr<v1::LoglikelihoodRollingResponse> part = f.get();
+    if (!part.ok()) return part.status();
+    for (auto& r : *part->mutable_results()) *merged.add_results() = std::move(r);
+  }
+  return merged;
+}
+
+absl::StatusOr<v1::GenerateResponse> Client::Generate(
+    const v1::GenerateRequest& request,
+    const std::function<void(const v1::GenerateResponse&)>& on_chunk,
+    grpc::ClientContext* context) {
+  grpc::ClientContext own;
+  if (context == nullptr) context = &own;
+  Prepare(*context);
+  const size_t server = next_server_++ % servers_.size();
+  auto reader = servers_[server].models->Generate(context, request);
+  v1::GenerateResponse chunk, whole;
+  while (reader->Read(&chunk)) {
+    if (on_chunk) on_chunk(chunk);
+    whole.mutable_text()->append(chunk.text());
+    for (int32_t id : chunk.token_ids()) whole.add_token_ids(id);
+    if (chunk.finished()) {
+      whole.set_finished(true);
+      whole.set_finish_reason(chunk.finish_reason());
+      whole.set_prompt_tokens(chunk.prompt_tokens());
+      whole.set_generated_tokens(chunk.generated_tokens());
+      whole.set_cached(chunk.cached());
+    }
+  }
+  grpc::Status status = reader->Finish();
+  if (!status.ok()) return FromGrpc(status);
+  return whole;
+}
+
+absl::StatusOr<std::string> Client::SubmitJob(const v1::SubmitJobRequest& request, size_t server) {
+  grpc::ClientContext context;
+  Prepare(context);
+  v1::SubmitJobResponse response;
+  grpc::Status status = servers_[server].jobs->SubmitJob(&context, request, &response);
+  if (!status.ok()) return FromGrpc(status);
+  return response.job_id();
+}
+
+absl::StatusOr<v1::Job> Client::GetJob(const std::string& id, size_t server) {
+  grpc::ClientContext context;
+  Prepare(context);
+  v1::GetJobRequest request;
+  request.set_job_id(id);
+  v1::Job job;
+  grpc::Status status = servers_[server].jobs->GetJob(&context, request, &job);
+  if (!status.ok()) return FromGrpc(status);
+  return job;
+}
+
+absl::StatusOr<v1::ListJobsResponse> Client::ListJobs(int limit, size_t server) {
+  grpc::ClientContext context;
+  Prepare(context);
+  v1::ListJobsRequest request;
+  request.set_limit(limit);
+  v1::ListJobsResponse response;
+  grpc::Status status = servers_[server].jobs->ListJobs(&context, request, &response);
+  if (!status.ok()) return FromGrpc(status);
+  return response;
+}
+
+absl::StatusOr<v1::Job> Client::CancelJob(const std::string& id, size_t server) {
+  grpc::ClientContext context;
+  Prepare(context);
+  v1::CancelJobRequest request;
+  request.set_job_id(id);
+  v1::Job job;
+  grpc::Status status = servers_[server].jobs->CancelJob(&context, request, &job);
+  if (!status.ok()) return FromGrpc(status);
+  return job;
+}
+
+absl::StatusOr<v1::Job> Client::WatchJob(const std::string& id,
+                                         const std::function<void(const v1::Job&)>& on_update,
+                                         absl::Duration reconnect_for, size_t server) {
+  absl::Time last_contact = absl::Now();
+  v1::Job last;
+  for (;;) {
+    grpc::ClientContext context;
+    Prepare(context, /*with_deadline=*/false);
+    v1::WatchJobRequest request;
+    request.set_job_id(id);
+    auto reader = servers_[server].jobs->WatchJob(&context, request);
+    v1::Job job;
+    while (reader->Read(&job)) {
+      last_contact = absl::Now();
+      last = job;
+      if (on_update) on_update(job);
+    }
+    grpc::Status status = reader->Finish();
+    if (IsFinal(last.state()) && last.id() == id) return last;
+    const grpc::StatusCode code = status.error_code();
+    if (code == grpc::StatusCode::NOT_FOUND || code == grpc::StatusCode::UNAUTHENTICATED ||
+        code == grpc::StatusCode::INVALID_ARGUMENT || code == grpc::StatusCode::PERMISSION_DENIED) {
+      return FromGrpc(status);
+    }
+    if (absl::Now() - last_contact > reconnect_for) {
+      return absl::UnavailableError(absl::StrCat("lost the server while watching job ", id, " (",
+                                                 status.error_message(), ")"));
+    }
+    absl::SleepFor(absl::Milliseconds(500));
+  }
+}
+
+}  // namespace hgeval::client

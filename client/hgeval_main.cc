@@ -1,0 +1,422 @@
+// hgeval: command-line client for hgeval-server. Run `hgeval --help`.
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "absl/time/clock.h"
+#include "client/client.h"
+#include "client/remote_language_model.h"
+#include "client/results_table.h"
+#include "tasks/evaluator.h"
+#include "google/protobuf/util/json_util.h"
+#include "nlohmann/json.hpp"
+
+ABSL_FLAG(std::vector<std::string>, server, {"127.0.0.1:50051"},
+          "Server address(es) host:port, comma-separated. Model calls are sharded over all.");
+ABSL_FLAG(std::string, token, "", "Bearer token (also $HGEVAL_AUTH_TOKEN, --token_file).");
+ABSL_FLAG(std::string, token_file, "", "File holding the bearer token.");
+ABSL_FLAG(bool, tls, false, "Use TLS.");
+ABSL_FLAG(std::string, tls_ca, "", "PEM root certificate(s) for TLS (default: system roots).");
+ABSL_FLAG(double, timeout, 0, "Per-call deadline in seconds (0: none).");
+ABSL_FLAG(std::string, model, "", "Model name (see `hgeval models`).");
+// score / generate / tokenize
+ABSL_FLAG(std::string, context, "", "score: the context text.");
+ABSL_FLAG(std::string, continuation, "", "score: the continuation text.");
+ABSL_FLAG(std::string, input, "",
+          "score: JSON lines file of {\"context\", \"continuation\"} (or \"context_ids\", "
+          "\"continuation_ids\"); rolling: JSON lines of {\"text\"}.");
+ABSL_FLAG(std::string, text, "", "tokenize / rolling: the text.");
+ABSL_FLAG(bool, token_logprobs, false, "score/rolling: print per-token log-probabilities.");
+ABSL_FLAG(int, top_k, 0, "score: top-k alternatives per continuation token.");
+ABSL_FLAG(bool, truncate, false, "score: left-truncate over-long pairs as lm-eval does.");
+ABSL_FLAG(std::string, bos, "none", "BOS regime for text: none (lm-eval <=0.4.9.1) or tokenizer.");
+ABSL_FLAG(int, max_length, 0, "score/rolling/run: sequence limit (0: the model's).");
+ABSL_FLAG(std::string, prompt, "", "generate: the prompt text.");
+ABSL_FLAG(int, max_tokens, 64, "generate: most tokens to generate.");
+ABSL_FLAG(std::vector<std::string>, until, {}, "generate: stop strings (comma-separated).");
+ABSL_FLAG(double, temperature, 0, "generate: 0 = greedy; > 0 samples.");
+ABSL_FLAG(double, top_p, 1, "generate: nucleus mass.");
+ABSL_FLAG(uint64_t, seed, 0, "generate: sampling seed.");
+// run / jobs
+ABSL_FLAG(std::vector<std::string>, tasks, {}, "run: lm-eval task names, comma-separated.");
+ABSL_FLAG(int, limit, 0, "run: documents per task (0: all).");
+ABSL_FLAG(std::string, output, "", "run: write the results JSON here.");
+ABSL_FLAG(bool, log_samples, false, "run: keep per-sample records in the results.");
+ABSL_FLAG(int, num_fewshot, 0, "run: few-shot examples.");
+ABSL_FLAG(bool, progress, true, "run/watch: progress bar with ETA on stderr.");
+ABSL_FLAG(double, reconnect_for, 600,
+          "run/watch: keep re-watching a job this many seconds after the connection drops.");
+ABSL_FLAG(bool, local, false,
+          "run: evaluate the tasks in this client, sharding model requests over every "
+          "--server (the default when several servers are given; one server: a server job).");
+ABSL_FLAG(std::string, data_dir, "data", "run --local: the task datasets (the repository's data/).");
+ABSL_FLAG(double, wait, 0, "health: wait up to this many seconds for SERVING.");
+
+namespace hgeval::client {
+namespace {
+namespace v1 = ::hgeval::v1;
+
+constexpr char kUsage[] =
+    "hgeval: client for hgeval-server.\n"
+    "Usage: hgeval <command> [flags]\n"
+    "Commands:\n"
+    "  models                      list the server's models\n"
+    "  health [--wait S]           print SERVING / NOT_SERVING (exit 0 only when SERVING)\n"
+    "  tokenize --model M --text T\n"
+    "  score --model M --context C --continuation X   (or --input pairs.jsonl)\n"
+    "  rolling --model M --text T                     (or --input texts.jsonl)\n"
+    "  generate --model M --prompt P [--max_tokens N --until a,b --temperature T --top_p P "
+    "--seed S]\n"
+    "  run --model M --tasks a,b [--limit N] [--output results.json]   submit a job, show\n"
+    "      progress, print the results table (re-watches after dropped connections)\n"
+    "  jobs [--limit N]            list jobs\n"
+    "  job ID | watch ID | cancel ID\n"
+    "Flags:";
+
+int Fail(const absl::Status& status) {
+  std::fprintf(stderr, "hgeval: %s: %s\n", absl::StatusCodeToString(status.code()).c_str(),
+               std::string(status.message()).c_str());
+  return 1;
+}
+
+std::string ToJson(const google::protobuf::Message& message) {
+  std::string out;
+  google::protobuf::util::JsonPrintOptions options;
+  options.preserve_proto_field_names = true;
+  options.always_print_primitive_fields = true;
+  (void)google::protobuf::util::MessageToJsonString(message, &out, options);
+  return out;
+}
+
+v1::BosMode Bos() {
+  return absl::GetFlag(FLAGS_bos) == "tokenizer" ? v1::BOS_MODE_TOKENIZER : v1::BOS_MODE_NONE;
+}
+
+int Models(Client& client) {
+  absl::StatusOr<v1::ListModelsResponse> models = client.ListModels();
+  if (!models.ok()) return Fail(models.status());
+  for (const v1::ModelInfo& m : models->models()) {
+    if (m.loaded()) {
+      std::printf("%s\t%s\tvocab=%lld\tmax_seq=%lld\tparams=%lld\t%s\t%s\thash=%s\n",
+                  m.name().c_str(), m.family().c_str(), static_cast<long long>(m.vocab_size()),
+                  static_cast<long long>(m.max_sequence_tokens()),
+                  static_cast<long long>(m.num_parameters()), m.backend().c_str(),
+                  m.dtype().c_str(), m.model_hash().substr(0, 12).c_str());
+    } else {
+      std::printf("%s\t(not loaded)\n", m.name().c_str());
+    }
+  }
+  return 0;
+}
+
+int Health(Client& client) {
+  const double wait = absl::GetFlag(FLAGS_wait);
+  if (wait > 0) {
+    absl::Status s = client.WaitServing(absl::Seconds(wait));
+    if (!s.ok()) return Fail(s);
+  }
+  int rc = 0;
+  for (size_t i = 0; i < client.num_servers(); ++i) {
+    absl::StatusOr<std::string> h = client.Health(i);
+    std::printf("%s\t%s\n", client.options().servers[i].c_str(),
+                h.ok() ? h->c_str() : h.status().ToString().c_str());
+    if (!h.ok() || *h != "SERVING") rc = 1;
+  }
+  return rc;
+}
+
+int Tokenize(Client& client) {
+  v1::TokenizeRequest request;
+  request.set_model(absl::GetFlag(FLAGS_model));
+  request.set_text(absl::GetFlag(FLAGS_text));
+  request.set_add_special(Bos() == v1::BOS_MODE_TOKENIZER);
+  request.set_return_pieces(true);
+  absl::StatusOr<v1::TokenizeResponse> r = client.Tokenize(request);
+  if (!r.ok()) return Fail(r.status());
+  std::printf("%s\n", ToJson(*r).c_str());
+  return 0;
+}
+
+absl::StatusOr<std::vector<nlohmann::json>> ReadJsonLines(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path));
+  std::vector<nlohmann::json> lines;
+  std::string line;
+  try {
+    while (std::getline(in, line)) {
+      if (absl::StripAsciiWhitespace(line).empty()) continue;
+      lines.push_back(nlohmann::json::parse(line));
+    }
+  } catch (const nlohmann::json::exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": ", e.what()));
+  }
+  return lines;
+}
+
+int Score(Client& client) {
+  v1::LoglikelihoodRequest request;
+  request.set_model(absl::GetFlag(FLAGS_model));
+  request.set_bos_mode(Bos());
+  request.set_return_token_logprobs(absl::GetFlag(FLAGS_token_logprobs));
+  request.set_top_k(absl::GetFlag(FLAGS_top_k));
+  request.set_truncate(absl::GetFlag(FLAGS_truncate));
+  request.set_max_length(absl::GetFlag(FLAGS_max_length));
+  if (!absl::GetFlag(FLAGS_input).empty()) {
+    absl::StatusOr<std::vector<nlohmann::json>> lines = ReadJsonLines(absl::GetFlag(FLAGS_input));
+    if (!lines.ok()) return Fail(lines.status());
+    try {
+      for (const nlohmann::json& j : *lines) {
+        v1::LoglikelihoodPair* pair = request.add_pairs();
+        if (j.contains("context")) pair->set_context(j.at("context").get<std::string>());
+        if (j.contains("continuation")) {
+          pair->set_continuation(j.at("continuation").get<std::string>());
+        }
+        if (j.contains("context_ids")) {
+          for (int id : j.at("context_ids")) pair->add_context_ids(id);
+        }
+        if (j.contains("continuation_ids")) {
+          for (int id : j.at("continuation_ids")) pair->add_continuation_ids(id);
+        }
+      }
+    } catch (const nlohmann::json::exception& e) {
+      return Fail(absl::InvalidArgumentError(e.what()));
+    }
+  } else {
+    v1::LoglikelihoodPair* pair = request.add_pairs();
+    pair->set_context(absl::GetFlag(FLAGS_context));
+    pair->set_continuation(absl::GetFlag(FLAGS_continuation));
+  }
+  absl::StatusOr<v1::LoglikelihoodResponse> r = client.Loglikelihood(request);
+  if (!r.ok()) return Fail(r.status());
+  for (const v1::LoglikelihoodResult& result : r->results()) {
+    std::printf("%s\n", ToJson(result).c_str());
+  }
+  return 0;
+}
+
+int Rolling(Client& client) {
+  v1::LoglikelihoodRollingRequest request;
+  request.set_model(absl::GetFlag(FLAGS_model));
+  request.set_max_length(absl::GetFlag(FLAGS_max_length));
+  request.set_return_token_logprobs(absl::GetFlag(FLAGS_token_logprobs));
+  if (!absl::GetFlag(FLAGS_input).empty()) {
+    absl::StatusOr<std::vector<nlohmann::json>> lines = ReadJsonLines(absl::GetFlag(FLAGS_input));
+    if (!lines.ok()) return Fail(lines.status());
+    for (const nlohmann::json& j : *lines) {
+      request.add_inputs()->set_text(j.value("text", std::string()));
+    }
+  } else {
+    request.add_inputs()->set_text(absl::GetFlag(FLAGS_text));
+  }
+  absl::StatusOr<v1::LoglikelihoodRollingResponse> r = client.LoglikelihoodRolling(request);
+  if (!r.ok()) return Fail(r.status());
+  for (const auto& result : r->results()) std::printf("%s\n", ToJson(result).c_str());
+  return 0;
+}
+
+int Generate(Client& client) {
+  v1::GenerateRequest request;
+  request.set_model(absl::GetFlag(FLAGS_model));
+  request.set_prompt(absl::GetFlag(FLAGS_prompt));
+  request.set_bos_mode(Bos());
+  request.set_max_tokens(absl::GetFlag(FLAGS_max_tokens));
+  for (const std::string& u : absl::GetFlag(FLAGS_until)) request.add_until(u);
+  request.set_temperature(static_cast<float>(absl::GetFlag(FLAGS_temperature)));
+  request.set_top_p(static_cast<float>(absl::GetFlag(FLAGS_top_p)));
+  request.set_seed(absl::GetFlag(FLAGS_seed));
+  absl::StatusOr<v1::GenerateResponse> r = client.Generate(request, [](const v1::GenerateResponse& c) {
+    std::fwrite(c.text().data(), 1, c.text().size(), stdout);
+    std::fflush(stdout);
+  });
+  std::printf("\n");
+  std::fflush(stdout);
+  if (!r.ok()) return Fail(r.status());
+  std::fprintf(stderr, "[%d prompt tokens, %d generated, %s%s]\n", r->prompt_tokens(),
+               r->generated_tokens(), v1::FinishReason_Name(r->finish_reason()).c_str(),
+               r->cached() ? ", from the store" : "");
+  return 0;
+}
+
+// Watches with a progress bar on stderr; returns the final job.
+absl::StatusOr<v1::Job> WatchWithProgress(Client& client, const std::string& id) {
+  const bool progress = absl::GetFlag(FLAGS_progress);
+  absl::Time running_since = absl::InfinitePast();
+  int64_t done_at_start = 0;
+  std::string previous_task;
+  absl::StatusOr<v1::Job> job = client.WatchJob(
+      id,
+      [&](const v1::Job& j) {
+        if (!progress) return;
+        if (j.state() == v1::JOB_STATE_RUNNING && running_since == absl::InfinitePast()) {
+          running_since = absl::Now();
+          done_at_start = j.requests_cached();
+        }
+        const double elapsed =
+            running_since == absl::InfinitePast() ? 0 : absl::ToDoubleSeconds(absl::Now() - running_since);
+        std::fprintf(stderr, "\r%s\033[K", FormatProgress(j, elapsed).c_str());
+        (void)done_at_start;
+        std::fflush(stderr);
+      },
+      absl::Seconds(absl::GetFlag(FLAGS_reconnect_for)));
+  if (progress) std::fprintf(stderr, "\n");
+  return job;
+}
+
+int PrintFinalJob(const v1::Job& job) {
+  if (!absl::GetFlag(FLAGS_output).empty() && !job.results_json().empty()) {
+    std::ofstream out(absl::GetFlag(FLAGS_output));
+    out << job.results_json() << "\n";
+    if (!out) return Fail(absl::InternalError("cannot write " + absl::GetFlag(FLAGS_output)));
+    std::fprintf(stderr, "results written to %s\n", absl::GetFlag(FLAGS_output).c_str());
+  }
+  std::printf("job %s: %s (model %s, %lld requests, %lld from the store)\n", job.id().c_str(),
+              v1::JobState_Name(job.state()).c_str(), job.model().c_str(),
+              static_cast<long long>(job.requests_done()),
+              static_cast<long long>(job.requests_cached()));
+  if (!job.results().empty()) std::printf("%s", FormatResultsTable(job).c_str());
+  if (job.state() != v1::JOB_STATE_SUCCEEDED) {
+    if (!job.error().empty()) std::fprintf(stderr, "error: %s\n", job.error().c_str());
+    return 1;
+  }
+  return 0;
+}
+
+// Tasks evaluated here, model requests sharded over all servers.
+int RunLocal(Client& client) {
+  RemoteLanguageModelOptions lm_options;
+  lm_options.model = absl::GetFlag(FLAGS_model);
+  lm_options.bos_mode = Bos();
+  lm_options.max_length = absl::GetFlag(FLAGS_max_length);
+  absl::StatusOr<std::unique_ptr<RemoteLanguageModel>> lm =
+      RemoteLanguageModel::Create(&client, lm_options);
+  if (!lm.ok()) return Fail(lm.status());
+  tasks::EvaluatorOptions options;
+  options.limit = absl::GetFlag(FLAGS_limit);
+  options.data_dir = absl::GetFlag(FLAGS_data_dir);
+  options.log_samples = absl::GetFlag(FLAGS_log_samples);
+  const absl::Time start = absl::Now();
+  const bool progress = absl::GetFlag(FLAGS_progress);
+  options.progress = [&](const std::string& task, int64_t done, int64_t total) {
+    if (!progress) return;
+    v1::Job view;
+    view.set_requests_done(done);
+    view.set_requests_total(total);
+    view.set_current_task(task);
+    std::fprintf(stderr, "\r%s\033[K",
+                 FormatProgress(view, absl::ToDoubleSeconds(absl::Now() - start)).c_str());
+  };
+  std::fprintf(stderr, "evaluating in the client, sharding over %zu server(s)\n",
+               client.num_servers());
+  absl::StatusOr<tasks::EvaluationReport> report =
+      tasks::RunTasks(**lm, absl::GetFlag(FLAGS_tasks), options);
+  if (progress) std::fprintf(stderr, "\n");
+  if (!report.ok()) return Fail(report.status());
+  try {
+    nlohmann::json results = tasks::ResultsJson(*report);
+    if (!absl::GetFlag(FLAGS_output).empty()) {
+      std::ofstream out(absl::GetFlag(FLAGS_output));
+      out << results.dump(2) << "\n";
+      std::fprintf(stderr, "results written to %s\n", absl::GetFlag(FLAGS_output).c_str());
+    }
+    std::printf("%s", tasks::ResultsTable(results).c_str());
+  } catch (const nlohmann::json::exception& e) {
+    return Fail(absl::InternalError(e.what()));
+  }
+  return 0;
+}
+
+int Run(Client& client) {
+  if (client.num_servers() > 1 || absl::GetFlag(FLAGS_local)) return RunLocal(client);
+  v1::SubmitJobRequest request;
+  request.set_model(absl::GetFlag(FLAGS_model));
+  for (const std::string& t : absl::GetFlag(FLAGS_tasks)) request.add_tasks(t);
+  request.set_limit(absl::GetFlag(FLAGS_limit));
+  request.mutable_options()->set_bos_mode(Bos());
+  request.mutable_options()->set_max_length(absl::GetFlag(FLAGS_max_length));
+  request.mutable_options()->set_log_samples(absl::GetFlag(FLAGS_log_samples));
+  request.mutable_options()->set_num_fewshot(absl::GetFlag(FLAGS_num_fewshot));
+  absl::StatusOr<std::string> id = client.SubmitJob(request);
+  if (!id.ok()) return Fail(id.status());
+  std::fprintf(stderr, "submitted job %s\n", id->c_str());
+  absl::StatusOr<v1::Job> job = WatchWithProgress(client, *id);
+  if (!job.ok()) return Fail(job.status());
+  return PrintFinalJob(*job);
+}
+
+int Jobs(Client& client) {
+  absl::StatusOr<v1::ListJobsResponse> jobs = client.ListJobs(absl::GetFlag(FLAGS_limit));
+  if (!jobs.ok()) return Fail(jobs.status());
+  for (const v1::Job& job : jobs->jobs()) {
+    std::printf("%s\t%s\t%s\t%s\tlimit=%d\t%lld/%lld\n", job.id().c_str(),
+                v1::JobState_Name(job.state()).c_str(), job.model().c_str(),
+                absl::StrJoin(job.tasks(), ",").c_str(), job.limit(),
+                static_cast<long long>(job.requests_done()),
+                static_cast<long long>(job.requests_total()));
+  }
+  return 0;
+}
+
+int Main(const std::vector<char*>& args) {
+  if (args.size() < 2) {
+    std::fprintf(stderr, "%s\n", kUsage);
+    return 2;
+  }
+  const std::string command = args[1];
+  ClientOptions options;
+  options.servers = absl::GetFlag(FLAGS_server);
+  if (const char* env = std::getenv("HGEVAL_AUTH_TOKEN"); env != nullptr) options.token = env;
+  if (!absl::GetFlag(FLAGS_token_file).empty()) {
+    std::ifstream in(absl::GetFlag(FLAGS_token_file));
+    std::string token((std::istreambuf_iterator<char>(in)), {});
+    options.token = std::string(absl::StripAsciiWhitespace(token));
+  }
+  if (!absl::GetFlag(FLAGS_token).empty()) options.token = absl::GetFlag(FLAGS_token);
+  options.tls = absl::GetFlag(FLAGS_tls);
+  if (!absl::GetFlag(FLAGS_tls_ca).empty()) {
+    std::ifstream in(absl::GetFlag(FLAGS_tls_ca));
+    options.tls_ca_pem.assign((std::istreambuf_iterator<char>(in)), {});
+  }
+  options.timeout = absl::Seconds(absl::GetFlag(FLAGS_timeout));
+  absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect(options);
+  if (!client.ok()) return Fail(client.status());
+  Client& c = **client;
+  if (command == "models") return Models(c);
+  if (command == "health") return Health(c);
+  if (command == "tokenize") return Tokenize(c);
+  if (command == "score") return Score(c);
+  if (command == "rolling") return Rolling(c);
+  if (command == "generate") return Generate(c);
+  if (command == "run") return Run(c);
+  if (command == "jobs") return Jobs(c);
+  if ((command == "job" || command == "watch" || command == "cancel") && args.size() >= 3) {
+    const std::string id = args[2];
+    absl::StatusOr<v1::Job> job = command == "job"      ? c.GetJob(id)
+                                  : command == "cancel" ? c.CancelJob(id)
+                                                        : WatchWithProgress(c, id);
+    if (!job.ok()) return Fail(job.status());
+    if (command == "watch") return PrintFinalJob(*job);
+    std::printf("%s\n", ToJson(*job).c_str());
+    return 0;
+  }
+  std::fprintf(stderr, "hgeval: unknown command '%s'\n%s\n", command.c_str(), kUsage);
+  return 2;
+}
+
+}  // namespace
+}  // namespace hgeval::client
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(hgeval::client::kUsage);
+  std::vector<char*> args = absl::ParseCommandLine(argc, argv);
+  return hgeval::client::Main(args);
+}

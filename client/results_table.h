@@ -1,0 +1,19 @@
+// The results table printed by `hgeval run`: one row per (task, metric) in lm-eval's
+// make_table columns, from the job's per-task results.
+#ifndef HGEVAL_CLIENT_RESULTS_TABLE_H_
+#define HGEVAL_CLIENT_RESULTS_TABLE_H_
+
+#include <string>
+
+#include "hgeval/v1/jobs.pb.h"
+
+namespace hgeval::client {
+
+std::string FormatResultsTable(const hgeval::v1::Job& job);
+
+// A progress line: bar, percent, counts, ETA. `elapsed_s` since the job started running.
+std::string FormatProgress(const hgeval::v1::Job& job, double elapsed_s, int width = 30);
+
+}  // namespace hgeval::client
+
+#endif  // HGEVAL_CLIENT_RESULTS_TABLE_H_

@@ -1,0 +1,27 @@
+// Optional bearer-token authentication: calls must carry metadata
+// `authorization: Bearer <token>`. The comparison is constant-time (SHA-256 of both
+// sides, compared with CRYPTO_memcmp) so timing reveals nothing about the token.
+#ifndef HGEVAL_SERVER_AUTH_H_
+#define HGEVAL_SERVER_AUTH_H_
+
+#include <string>
+
+#include <grpcpp/server_context.h>
+
+namespace hgeval::server {
+
+class BearerAuth {
+ public:
+  // An empty token disables authentication.
+  explicit BearerAuth(std::string token);
+  bool enabled() const { return !expected_digest_.empty(); }
+  // OK, or UNAUTHENTICATED saying whether the token was missing or wrong.
+  grpc::Status Check(const grpc::ServerContext& context) const;
+
+ private:
+  std::string expected_digest_;  // raw SHA-256 of the expected header value
+};
+
+}  // namespace hgeval::server
+
+#endif  // HGEVAL_SERVER_AUTH_H_

@@ -1,0 +1,108 @@
+#include "server/executor.h"
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+
+namespace hgeval::server {
+
+absl::Status WaitDone(absl::Mutex& mu, const bool& done, const CallControl& control) {
+  absl::MutexLock lock(&mu);
+  for (;;) {
+    if (mu.AwaitWithTimeout(absl::Condition(&done), absl::Milliseconds(10))) {
+      return absl::OkStatus();
+    }
+    if (control.cancelled && control.cancelled()) {
+      return absl::CancelledError("cancelled by the client");
+    }
+    if (absl::Now() > control.deadline) {
+      return absl::DeadlineExceededError("deadline exceeded");
+    }
+  }
+}
+
+absl::StatusOr<ScoreOutcome> Executor::ScorePairs(LoadedModel& model,
+                                                  const std::vector<TokenPair>& pairs, int top_k,
+                                                  bool use_store, const CallControl& control) {
+  ScoreOutcome outcome;
+  outcome.results.resize(pairs.size());
+  std::vector<StoreKey> keys(pairs.size());
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    keys[i] = StoreKey{model.model_hash, model.tokenizer_hash, "loglikelihood",
+                       ScoreDigest(pairs[i], top_k)};
+  }
+  std::vector<bool> have(pairs.size(), false);
+  if (use_store && store_ != nullptr) {
+    absl::StatusOr<std::vector<std::optional<std::string>>> stored = store_->GetMany(keys);
+    if (!stored.ok()) return stored.status();
+    for (size_t i = 0; i < pairs.size(); ++i) {
+      if ((*stored)[i].has_value() && outcome.results[i].ParseFromString(*(*stored)[i])) {
+        outcome.results[i].set_cached(true);
+        have[i] = true;
+        ++outcome.cached;
+      }
+    }
+  }
+  // Distinct missing pairs, first occurrence computes.
+  absl::flat_hash_map<std::string, size_t> first_of;
+  std::vector<size_t> compute_index;
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    if (have[i]) continue;
+    if (first_of.emplace(keys[i].request_digest, i).second) compute_index.push_back(i);
+  }
+  if (!compute_index.empty()) {
+    auto work = std::make_shared<ScoreWork>();
+    work->deadline = control.deadline;
+    work->requests.reserve(compute_index.size());
+    for (size_t i : compute_index) {
+      ScoreRequest r;
+      r.context = pairs[i].context;
+      r.continuation = pairs[i].continuation;
+      r.top_k = top_k;
+      work->requests.push_back(std::move(r));
+    }
+    if (absl::Status s = model.scheduler->Submit(work); !s.ok()) return s;
+    if (absl::Status s = WaitDone(work->mu, work->done, control); !s.ok()) {
+      work->cancelled = true;
+      return s;
+    }
+    absl::MutexLock lock(&work->mu);
+    if (!work->status.ok()) return work->status;
+    std::vector<std::pair<StoreKey, std::string>> to_store;
+    to_store.reserve(compute_index.size());
+    for (size_t k = 0; k < compute_index.size(); ++k) {
+      const size_t i = compute_index[k];
+      const ScoreResult& r = work->results[k];
+      hgeval::v1::LoglikelihoodResult& out = outcome.results[i];
+      out.set_logprob(r.logprob);
+      out.set_is_greedy(r.is_greedy);
+      out.set_context_tokens(static_cast<int32_t>(pairs[i].context.size()));
+      out.set_continuation_tokens(static_cast<int32_t>(pairs[i].continuation.size()));
+      for (float lp : r.token_logprobs) out.add_token_logprobs(lp);
+      for (const auto& alternatives : r.top_k) {
+        hgeval::v1::TopTokens* t = out.add_top_k();
+        for (const TokenLogprob& a : alternatives) {
+          t->add_ids(a.token);
+          t->add_logprobs(a.logprob);
+        }
+      }
+      if (store_ != nullptr) to_store.emplace_back(keys[i], out.SerializeAsString());
+    }
+    outcome.computed = static_cast<int64_t>(compute_index.size());
+    if (store_ != nullptr) {
+      if (absl::Status s = store_->PutMany(to_store); !s.ok()) return s;
+    }
+  }
+  // Duplicates copy their first occurrence.
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    if (have[i]) continue;
+    const size_t first = first_of.at(keys[i].request_digest);
+    if (first != i) outcome.results[i] = outcome.results[first];
+  }
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    outcome.results[i].clear_continuation_ids();
+    for (int32_t id : pairs[i].continuation) outcome.results[i].add_continuation_ids(id);
+  }
+  return outcome;
+}
+
+}  // namespace hgeval::server

@@ -1,0 +1,54 @@
+// Runs model work for RPC handlers and jobs: answers what the result store already
+// holds, sends only the missing (deduplicated) requests to the model's scheduler, waits
+// (honouring cancellation and deadlines) and writes the new results to the store.
+#ifndef HGEVAL_SERVER_EXECUTOR_H_
+#define HGEVAL_SERVER_EXECUTOR_H_
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "hgeval/v1/models.pb.h"
+#include "server/model_registry.h"
+#include "server/request_prep.h"
+#include "server/result_store.h"
+
+namespace hgeval::server {
+
+// How a caller's wait is cut short.
+struct CallControl {
+  std::function<bool()> cancelled;  // polled while waiting; may be empty
+  absl::Time deadline = absl::InfiniteFuture();
+};
+
+struct ScoreOutcome {
+  // One per input pair; token_logprobs and top_k always filled.
+  std::vector<hgeval::v1::LoglikelihoodResult> results;
+  int64_t cached = 0;    // answered from the store
+  int64_t computed = 0;  // distinct pairs computed now
+};
+
+class Executor {
+ public:
+  // `store` may be null (no caching).
+  explicit Executor(ResultStore* store) : store_(store) {}
+
+  absl::StatusOr<ScoreOutcome> ScorePairs(LoadedModel& model, const std::vector<TokenPair>& pairs,
+                                          int top_k, bool use_store, const CallControl& control);
+
+  ResultStore* store() const { return store_; }
+
+ private:
+  ResultStore* store_;
+};
+
+// Waits until `done` under `mu`, polling control.cancelled every few milliseconds.
+// Returns CANCELLED / DEADLINE_EXCEEDED when cut short (done stays false).
+absl::Status WaitDone(absl::Mutex& mu, const bool& done, const CallControl& control);
+
+}  // namespace hgeval::server
+
+#endif  // HGEVAL_SERVER_EXECUTOR_H_

@@ -1,0 +1,46 @@
+// Runs one evaluation job's tasks through the tasks library (tasks/evaluator.h) on a
+// LanguageModel backed by the result store: stored requests are answered from SQLite,
+// only the missing ones are computed (through the model's scheduler, so job traffic
+// batches with client traffic) and written back at once. A job restarted after a crash
+// therefore recomputes nothing already stored.
+#ifndef HGEVAL_SERVER_JOB_RUNNER_H_
+#define HGEVAL_SERVER_JOB_RUNNER_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "hgeval/v1/jobs.pb.h"
+#include "server/executor.h"
+#include "server/model_registry.h"
+
+namespace hgeval::server {
+
+struct JobProgress {
+  std::string current_task;
+  int64_t requests_total = 0;
+  int64_t requests_done = 0;
+  int64_t requests_cached = 0;
+};
+
+struct JobContext {
+  LoadedModel* model = nullptr;
+  Executor* executor = nullptr;
+  std::string data_dir;
+  std::function<void(const JobProgress&)> progress;
+  std::function<void(const hgeval::v1::TaskResult&)> task_done;
+  std::function<bool()> cancelled;
+};
+
+// Whether this build can run tasks, and the known task names.
+bool JobsSupported();
+// NOT_FOUND naming the first unknown task.
+absl::Status ValidateTasks(const std::vector<std::string>& tasks);
+// Runs the job; returns the results JSON (lm-eval layout) as text.
+absl::StatusOr<std::string> RunJobTasks(const hgeval::v1::Job& job, JobContext& context);
+
+}  // namespace hgeval::server
+
+#endif  // HGEVAL_SERVER_JOB_RUNNER_H_

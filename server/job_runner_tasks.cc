@@ -1,0 +1,92 @@
+// Job runner on the tasks library: each task runs through the evaluator on a
+// StoreLanguageModel; per-task results are published as each task finishes.
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
+#include "server/job_runner.h"
+#include "server/store_language_model.h"
+#include "tasks/evaluator.h"
+#include "tasks/registry.h"
+
+namespace hgeval::server {
+namespace v1 = ::hgeval::v1;
+
+bool JobsSupported() { return true; }
+
+absl::Status ValidateTasks(const std::vector<std::string>& names) {
+  for (const std::string& name : names) {
+    absl::StatusOr<std::unique_ptr<tasks::Task>> task = tasks::CreateTask(name);
+    if (!task.ok()) {
+      return absl::NotFoundError(absl::StrCat("unknown task '", name, "' (known: ",
+                                              absl::StrJoin(tasks::RegisteredTaskNames(), ", "),
+                                              ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> RunJobTasks(const v1::Job& job, JobContext& context) {
+  StoreLanguageModelOptions lm_options;
+  lm_options.add_special = job.options().bos_mode() == v1::BOS_MODE_TOKENIZER;
+  lm_options.max_length = job.options().max_length();
+  lm_options.cancelled = context.cancelled;
+  StoreLanguageModel lm(context.model, context.executor, lm_options);
+
+  tasks::EvaluationReport report;
+  report.model = lm.info();
+  report.options.limit = job.limit();
+  report.options.data_dir = context.data_dir;
+  report.options.log_samples = job.options().log_samples();
+  report.options.cancelled = context.cancelled;
+  JobProgress progress;
+  int64_t finished_total = 0;
+  report.options.progress = [&](const std::string& task, int64_t done, int64_t total) {
+    progress.current_task = task;
+    progress.requests_total = finished_total + total;
+    progress.requests_done = finished_total + done;
+    progress.requests_cached = lm.cached();
+    if (context.progress) context.progress(progress);
+  };
+  const absl::Time start = absl::Now();
+  for (const std::string& name : job.tasks()) {
+    absl::StatusOr<std::unique_ptr<tasks::Task>> task = tasks::CreateTask(name);
+    if (!task.ok()) return task.status();
+    progress.current_task = name;
+    if (context.progress) context.progress(progress);
+    absl::StatusOr<tasks::TaskReport> task_report = tasks::RunTask(lm, **task, report.options);
+    if (!task_report.ok()) return task_report.status();
+    finished_total += task_report->n_requests;
+    progress.requests_total = finished_total;
+    progress.requests_done = finished_total;
+    progress.requests_cached = lm.cached();
+    if (context.progress) context.progress(progress);
+    v1::TaskResult result;
+    result.set_task(name);
+    result.set_samples(task_report->n_effective);
+    result.set_version(absl::StrCat(task_report->version));
+    for (size_t m = 0; m < task_report->metrics.size(); ++m) {
+      const std::string& metric = task_report->metrics[m].name;
+      (*result.mutable_metrics())[absl::StrCat(metric, ",none")] = task_report->values[m];
+      if (m < task_report->stderrs.size() && std::isfinite(task_report->stderrs[m])) {
+        (*result.mutable_metrics())[absl::StrCat(metric, "_stderr,none")] =
+            task_report->stderrs[m];
+      }
+    }
+    if (context.task_done) context.task_done(result);
+    report.tasks.push_back(*std::move(task_report));
+  }
+  report.total_seconds = absl::ToDoubleSeconds(absl::Now() - start);
+  try {
+    nlohmann::json json = tasks::ResultsJson(report);
+    json["hgeval_job"] = {{"id", job.id()},
+                          {"requests_cached", lm.cached()},
+                          {"requests_computed", lm.computed()}};
+    return json.dump(2);
+  } catch (const nlohmann::json::exception& e) {
+    return absl::InternalError(absl::StrCat("writing results: ", e.what()));
+  }
+}
+
+}  // namespace hgeval::server

@@ -1,0 +1,67 @@
+#include "server/job_service.h"
+
+#include "server/model_service.h"
+
+namespace hgeval::server {
+namespace v1 = ::hgeval::v1;
+
+grpc::Status JobServiceImpl::Admit(grpc::ServerContext* context) const {
+  if (grpc::Status s = auth_->Check(*context); !s.ok()) return s;
+  if (!ready_) {
+    return grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                        "the server is not serving (starting or stopping)");
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status JobServiceImpl::SubmitJob(grpc::ServerContext* context,
+                                       const v1::SubmitJobRequest* request,
+                                       v1::SubmitJobResponse* response) {
+  if (grpc::Status s = Admit(context); !s.ok()) return s;
+  absl::StatusOr<std::string> id = jobs_->Submit(*request);
+  if (!id.ok()) return ToGrpcStatus(id.status());
+  response->set_job_id(*id);
+  return grpc::Status::OK;
+}
+
+grpc::Status JobServiceImpl::WatchJob(grpc::ServerContext* context,
+                                      const v1::WatchJobRequest* request,
+                                      grpc::ServerWriter<v1::Job>* writer) {
+  if (grpc::Status s = Admit(context); !s.ok()) return s;
+  return ToGrpcStatus(jobs_->Watch(
+      request->job_id(), [writer](const v1::Job& job) { return writer->Write(job); },
+      [context] { return context->IsCancelled(); }));
+}
+
+grpc::Status JobServiceImpl::GetJob(grpc::ServerContext* context, const v1::GetJobRequest* request,
+                                    v1::Job* response) {
+  if (grpc::Status s = Admit(context); !s.ok()) return s;
+  absl::StatusOr<v1::Job> job = jobs_->Get(request->job_id());
+  if (!job.ok()) return ToGrpcStatus(job.status());
+  *response = *std::move(job);
+  return grpc::Status::OK;
+}
+
+grpc::Status JobServiceImpl::ListJobs(grpc::ServerContext* context,
+                                      const v1::ListJobsRequest* request,
+                                      v1::ListJobsResponse* response) {
+  if (grpc::Status s = Admit(context); !s.ok()) return s;
+  absl::StatusOr<std::vector<v1::Job>> jobs = jobs_->List(request->limit());
+  if (!jobs.ok()) return ToGrpcStatus(jobs.status());
+  for (v1::Job& job : *jobs) {
+    job.clear_results_json();  // listings stay small; GetJob has it
+    *response->add_jobs() = std::move(job);
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status JobServiceImpl::CancelJob(grpc::ServerContext* context,
+                                       const v1::CancelJobRequest* request, v1::Job* response) {
+  if (grpc::Status s = Admit(context); !s.ok()) return s;
+  absl::StatusOr<v1::Job> job = jobs_->Cancel(request->job_id());
+  if (!job.ok()) return ToGrpcStatus(job.status());
+  *response = *std::move(job);
+  return grpc::Status::OK;
+}
+
+}  // namespace hgeval::server

@@ -1,0 +1,40 @@
+// hgeval.v1.JobService on top of the JobManager.
+#ifndef HGEVAL_SERVER_JOB_SERVICE_H_
+#define HGEVAL_SERVER_JOB_SERVICE_H_
+
+#include <atomic>
+
+#include "hgeval/v1/jobs.grpc.pb.h"
+#include "server/auth.h"
+#include "server/job_manager.h"
+
+namespace hgeval::server {
+
+class JobServiceImpl final : public hgeval::v1::JobService::Service {
+ public:
+  JobServiceImpl(JobManager* jobs, const BearerAuth* auth) : jobs_(jobs), auth_(auth) {}
+
+  grpc::Status SubmitJob(grpc::ServerContext* context, const hgeval::v1::SubmitJobRequest* request,
+                         hgeval::v1::SubmitJobResponse* response) override;
+  grpc::Status WatchJob(grpc::ServerContext* context, const hgeval::v1::WatchJobRequest* request,
+                        grpc::ServerWriter<hgeval::v1::Job>* writer) override;
+  grpc::Status GetJob(grpc::ServerContext* context, const hgeval::v1::GetJobRequest* request,
+                      hgeval::v1::Job* response) override;
+  grpc::Status ListJobs(grpc::ServerContext* context, const hgeval::v1::ListJobsRequest* request,
+                        hgeval::v1::ListJobsResponse* response) override;
+  grpc::Status CancelJob(grpc::ServerContext* context, const hgeval::v1::CancelJobRequest* request,
+                         hgeval::v1::Job* response) override;
+
+  void set_ready(bool ready) { ready_ = ready; }
+
+ private:
+  grpc::Status Admit(grpc::ServerContext* context) const;
+
+  JobManager* jobs_;
+  const BearerAuth* auth_;
+  std::atomic<bool> ready_{false};
+};
+
+}  // namespace hgeval::server
+
+#endif  // HGEVAL_SERVER_JOB_SERVICE_H_

@@ -1,0 +1,268 @@
+#include "server/model_registry.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "nlohmann/json.hpp"
+#include "server/log.h"
+#include "server/sha256.h"
+
+namespace hgeval::server {
+namespace fs = std::filesystem;
+namespace {
+
+bool IsModelBin(const fs::path& p) {
+  const std::string name = p.filename().string();
+  return p.extension() == ".bin" && !absl::StartsWith(name, "tok");
+}
+
+// The file LoadModel takes and the files whose bytes define the weights.
+struct ModelFiles {
+  std::string load_path;
+  std::vector<std::string> hashed;
+};
+
+absl::StatusOr<ModelFiles> FindModelFiles(const std::string& path) {
+  std::error_code ec;
+  ModelFiles files;
+  if (fs::is_regular_file(path, ec)) {
+    files.load_path = path;
+    files.hashed = {path};
+    return files;
+  }
+  if (!fs::is_directory(path, ec)) return absl::NotFoundError(absl::StrCat(path, " not found"));
+  if (fs::exists(fs::path(path) / "config.json", ec)) {
+    files.load_path = path;
+    for (const auto& entry : fs::directory_iterator(path, ec)) {
+      const std::string name = entry.path().filename().string();
+      if (name == "config.json" || absl::EndsWith(name, ".safetensors") ||
+          absl::EndsWith(name, ".safetensors.index.json")) {
+        files.hashed.push_back(entry.path().string());
+      }
+    }
+    std::sort(files.hashed.begin(), files.hashed.end());
+    return files;
+  }
+  std::vector<std::string> bins;
+  for (const auto& entry : fs::directory_iterator(path, ec)) {
+    if (entry.is_regular_file() && IsModelBin(entry.path())) bins.push_back(entry.path().string());
+  }
+  if (bins.size() != 1) {
+    return absl::NotFoundError(absl::StrCat(
+        path, " holds neither config.json nor exactly one llama2.c model .bin file"));
+  }
+  files.load_path = bins[0];
+  files.hashed = {bins[0]};
+  return files;
+}
+
+std::string ResolveRelative(const fs::path& base, const std::string& p) {
+  if (p.empty() || fs::path(p).is_absolute()) return p;
+  return (base / p).lexically_normal().string();
+}
+
+}  // namespace
+
+int64_t LmEvalMaxLength(const LoadedModel& model, int64_t requested) {
+  int64_t max_length = 2048;
+  if (requested > 0) {
+    max_length = requested;
+  } else if (model.model->config().max_position_embeddings > 0) {
+    max_length = model.model->config().max_position_embeddings;
+  } else if (model.info.max_context > 0) {
+    max_length = model.info.max_context;
+  }
+  return std::min(max_length, model.max_sequence_tokens);
+}
+
+bool IsValidModelName(const std::string& name) {
+  if (name.empty() || name.size() > 128 || name == "." || name == "..") return false;
+  if (absl::StrContains(name, "..")) return false;
+  for (char c : name) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '.' || c == '_' || c == '-';
+    if (!ok) return false;
+  }
+  return name[0] != '.' && name[0] != '-';
+}
+
+absl::Status ParseRegistryConfig(const std::string& config_path, RegistryOptions& options) {
+  std::ifstream in(config_path);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot read config ", config_path));
+  const fs::path base = fs::absolute(config_path).parent_path();
+  try {
+    nlohmann::json config = nlohmann::json::parse(in);
+    if (config.contains("roots")) {
+      for (const auto& root : config.at("roots")) {
+        options.roots.push_back(ResolveRelative(base, root.get<std::string>()));
+      }
+    }
+    if (config.contains("default_tokenizer")) {
+      options.default_tokenizer =
+          ResolveRelative(base, config.at("default_tokenizer").get<std::string>());
+    }
+    if (config.contains("models")) {
+      for (const auto& m : config.at("models")) {
+        ModelSpec spec;
+        spec.name = m.at("name").get<std::string>();
+        if (!IsValidModelName(spec.name)) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("config ", config_path, ": invalid model name '", spec.name, "'"));
+        }
+        spec.path = ResolveRelative(base, m.at("path").get<std::string>());
+        spec.tokenizer = ResolveRelative(base, m.value("tokenizer", std::string()));
+        spec.device = m.value("device", std::string("cpu"));
+        spec.dtype = m.value("dtype", std::string("fp32"));
+        options.models.push_back(std::move(spec));
+      }
+    }
+  } catch (const nlohmann::json::exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat("config ", config_path, ": ", e.what()));
+  }
+  return absl::OkStatus();
+}
+
+ModelRegistry::ModelRegistry(RegistryOptions options) : options_(std::move(options)) {}
+
+ModelRegistry::~ModelRegistry() { StopSchedulers(); }
+
+std::vector<ModelSpec> ModelRegistry::List() const {
+  std::vector<ModelSpec> specs = options_.models;
+  std::set<std::string> seen;
+  for (const ModelSpec& s : specs) seen.insert(s.name);
+  for (const std::string& root : options_.roots) {
+    std::error_code ec;
+    std::vector<std::string> names;
+    for (const auto& entry : fs::directory_iterator(root, ec)) {
+      const std::string name = entry.path().filename().string();
+      if (entry.is_directory() && IsValidModelName(name)) names.push_back(name);
+    }
+    std::sort(names.begin(), names.end());
+    for (const std::string& name : names) {
+      if (!seen.insert(name).second) continue;
+      absl::StatusOr<ModelSpec> spec = Resolve(name);
+      if (spec.ok()) specs.push_back(*spec);
+    }
+  }
+  return specs;
+}
+
+absl::StatusOr<ModelSpec> ModelRegistry::Resolve(const std::string& name) const {
+  if (!IsValidModelName(name)) {
+    return absl::NotFoundError(absl::StrCat("unknown model '", name,
+                                            "' (names use only letters, digits, '.', '_', '-')"));
+  }
+  for (const ModelSpec& spec : options_.models) {
+    if (spec.name == name) return spec;
+  }
+  for (const std::string& root : options_.roots) {
+    std::error_code ec;
+    const fs::path canonical_root = fs::canonical(root, ec);
+    if (ec) continue;
+    const fs::path candidate = fs::weakly_canonical(canonical_root / name, ec);
+    if (ec || !fs::is_directory(candidate, ec)) continue;
+    // Symlinks must not lead outside the root.
+    const std::string root_prefix = canonical_root.string() + "/";
+    if (!absl::StartsWith(candidate.string(), root_prefix)) continue;
+    if (!FindModelFiles(candidate.string()).ok()) continue;
+    ModelSpec spec;
+    spec.name = name;
+    spec.path = candidate.string();
+    return spec;
+  }
+  return absl::NotFoundError(absl::StrCat("unknown model '", name, "'"));
+}
+
+absl::StatusOr<std::unique_ptr<LoadedModel>> ModelRegistry::Load(const ModelSpec& spec) const {
+  const absl::Time start = absl::Now();
+  absl::StatusOr<ModelFiles> files = FindModelFiles(spec.path);
+  if (!files.ok()) return files.status();
+  auto loaded = std::make_unique<LoadedModel>();
+  loaded->spec = spec;
+  LoadOptions load_options;
+  load_options.device = spec.device;
+  load_options.dtype = spec.dtype;
+  load_options.threads = options_.threads;
+  absl::StatusOr<std::unique_ptr<Model>> model = LoadModel(files->load_path, load_options);
+  if (!model.ok()) {
+    return absl::Status(model.status().code(), absl::StrCat("loading model '", spec.name,
+                                                            "': ", model.status().message()));
+  }
+  loaded->model = *std::move(model);
+  std::string tokenizer_path = spec.tokenizer;
+  if (tokenizer_path.empty()) {
+    tokenizer_path = fs::is_directory(spec.path) ? spec.path : fs::path(spec.path).parent_path().string();
+  }
+  absl::StatusOr<std::unique_ptr<Tokenizer>> tokenizer = LoadTokenizer(tokenizer_path);
+  if (!tokenizer.ok() && spec.tokenizer.empty() && !options_.default_tokenizer.empty()) {
+    tokenizer_path = options_.default_tokenizer;
+    tokenizer = LoadTokenizer(tokenizer_path);
+  }
+  if (!tokenizer.ok()) {
+    return absl::Status(tokenizer.status().code(),
+                        absl::StrCat("loading the tokenizer of model '", spec.name, "' from ",
+                                     tokenizer_path, ": ", tokenizer.status().message()));
+  }
+  loaded->tokenizer = *std::move(tokenizer);
+  absl::StatusOr<std::string> hash = Sha256OfFiles(files->hashed);
+  if (!hash.ok()) return hash.status();
+  loaded->model_hash = *hash;
+  loaded->tokenizer_hash = loaded->tokenizer->ContentHash();
+  loaded->info = loaded->model->info();
+  loaded->max_sequence_tokens = loaded->info.max_context > 0
+                                    ? std::min(loaded->info.max_context,
+                                               options_.max_sequence_tokens)
+                                    : options_.max_sequence_tokens;
+  if (loaded->tokenizer->vocab_size() > loaded->info.vocab_size) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "model '", spec.name, "': tokenizer vocabulary (", loaded->tokenizer->vocab_size(),
+        ") is larger than the model's (", loaded->info.vocab_size, ")"));
+  }
+  loaded->scheduler = std::make_unique<ModelScheduler>(spec.name, loaded->model.get(),
+                                                       loaded->tokenizer.get(), options_.scheduler);
+  LogInfo("model_loaded", {{"model", spec.name},
+                           {"path", files->load_path},
+                           {"tokenizer", tokenizer_path},
+                           {"family", std::string(ModelFamilyName(loaded->info.family))},
+                           {"backend", loaded->info.backend},
+                           {"model_hash", loaded->model_hash.substr(0, 16)},
+                           {"seconds", absl::StrCat(absl::ToDoubleSeconds(absl::Now() - start))}});
+  return loaded;
+}
+
+absl::StatusOr<LoadedModel*> ModelRegistry::Get(const std::string& name) {
+  if (LoadedModel* m = GetIfLoaded(name)) return m;
+  absl::StatusOr<ModelSpec> spec = Resolve(name);
+  if (!spec.ok()) return spec.status();
+  absl::MutexLock load_lock(&load_mu_);
+  if (LoadedModel* m = GetIfLoaded(name)) return m;
+  absl::StatusOr<std::unique_ptr<LoadedModel>> loaded = Load(*spec);
+  if (!loaded.ok()) {
+    LogError("model_load_failed", {{"model", name}, {"error", loaded.status().ToString()}});
+    return loaded.status();
+  }
+  absl::MutexLock lock(&mu_);
+  LoadedModel* raw = loaded->get();
+  loaded_[name] = *std::move(loaded);
+  return raw;
+}
+
+LoadedModel* ModelRegistry::GetIfLoaded(const std::string& name) const {
+  absl::MutexLock lock(&mu_);
+  auto it = loaded_.find(name);
+  return it == loaded_.end() ? nullptr : it->second.get();
+}
+
+void ModelRegistry::StopSchedulers() {
+  absl::MutexLock lock(&mu_);
+  for (auto& [name, model] : loaded_) {
+    if (model->scheduler) model->scheduler->Stop();
+  }
+}
+
+}  // namespace hgeval::server

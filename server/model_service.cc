@@ -1,0 +1,491 @@
+#include "server/model_service.h"
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "server/log.h"
+#include "server/request_prep.h"
+
+namespace hgeval::server {
+namespace v1 = ::hgeval::v1;
+
+grpc::Status ToGrpcStatus(const absl::Status& status) {
+  if (status.ok()) return grpc::Status::OK;
+  return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
+                      std::string(status.message()));
+}
+
+CallControl ControlFor(grpc::ServerContext* context) {
+  CallControl control;
+  control.cancelled = [context] { return context->IsCancelled(); };
+  const auto deadline = context->deadline();
+  if (deadline != std::chrono::system_clock::time_point::max()) {
+    control.deadline = absl::FromChrono(deadline);
+  }
+  return control;
+}
+
+void FillModelInfo(const LoadedModel& model, v1::ModelInfo* info) {
+  info->set_name(model.spec.name);
+  info->set_family(std::string(ModelFamilyName(model.info.family)));
+  info->set_vocab_size(model.info.vocab_size);
+  info->set_max_sequence_tokens(model.max_sequence_tokens);
+  info->set_bos_token_id(model.tokenizer->bos_id());
+  info->set_eos_token_id(model.tokenizer->eos_id());
+  info->set_num_parameters(model.info.num_parameters);
+  info->set_backend(model.info.backend);
+  info->set_dtype(model.info.dtype);
+  info->set_model_hash(model.model_hash);
+  info->set_tokenizer_hash(model.tokenizer_hash);
+  info->set_tokenizer_kind(std::string(model.tokenizer->kind()));
+  info->set_loaded(true);
+  info->set_lm_eval_max_length(LmEvalMaxLength(model, 0));
+}
+
+grpc::Status ModelServiceImpl::Admit(grpc::ServerContext* context) const {
+  if (grpc::Status s = auth_->Check(*context); !s.ok()) return s;
+  if (!ready_) {
+    return grpc::Status(grpc::StatusCode::UNAVAILABLE, "the server is not serving (starting or stopping)");
+  }
+  return grpc::Status::OK;
+}
+
+absl::StatusOr<LoadedModel*> ModelServiceImpl::FindModel(const std::string& name) {
+  if (name.empty()) return absl::InvalidArgumentError("model is required");
+  return registry_->Get(name);
+}
+
+grpc::Status ModelServiceImpl::ListModels(grpc::ServerContext* context,
+                                          const v1::ListModelsRequest*,
+                                          v1::ListModelsResponse* response) {
+  if (grpc::Status s = Admit(context); !s.ok()) return s;
+  for (const ModelSpec& spec : registry_->List()) {
+    v1::ModelInfo* info = response->add_models();
+    if (LoadedModel* loaded = registry_->GetIfLoaded(spec.name)) {
+      FillModelInfo(*loaded, info);
+    } else {
+      info->set_name(spec.name);
+      info->set_loaded(false);
+    }
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status ModelServiceImpl::Tokenize(grpc::ServerContext* context,
+                                        const v1::TokenizeRequest* request,
+                                        v1::TokenizeResponse* response) {
+  if (grpc::Status s = Admit(context); !s.ok()) return s;
+  if (static_cast<int64_t>(request->text().size()) > limits_.max_request_tokens * 16) {
+    return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                        absl::StrCat("text of ", request->text().size(),
+                                     " bytes exceeds this server's limit of ",
+                                     limits_.max_request_tokens * 16, " bytes"));
+  }
+  absl::StatusOr<LoadedModel*> model = FindModel(request->model());
+  if (!model.ok()) return ToGrpcStatus(model.status());
+  if (absl::Status s = ValidateUtf8(request->text(), "text"); !s.ok()) return ToGrpcStatus(s);
+  absl::StatusOr<std::vector<int32_t>> ids =
+      (*model)->tokenizer->Encode(request->text(), request->add_special());
+  if (!ids.ok()) return ToGrpcStatus(ids.status());
+  for (int32_t id : *ids) {
+    response->add_ids(id);
+    if (request->return_pieces()) response->add_pieces((*model)->tokenizer->IdToPiece(id));
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status ModelServiceImpl::Loglikelihood(grpc::ServerContext* context,
+                                             const v1::LoglikelihoodRequest* request,
+                                             v1::LoglikelihoodResponse* response) {
+  if (grpc::Status s = Admit(context); !s.ok()) return s;
+  const absl::Time start = absl::Now();
+  if (request->pairs_size() == 0) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "pairs is empty");
+  }
+  if (request->pairs_size() > limits_.max_request_pairs) {
+    return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                        absl::StrCat("request has ", request->pairs_size(),
+                                     " pairs; this server accepts at most ",
+                                     limits_.max_request_pairs, " per call"));
+  }
+  if (request->top_k() < 0 || request->top_k() > limits_.max_top_k) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        absl::StrCat("top_k must be in [0, ", limits_.max_top_k, "]"));
+  }
+  if (request->max_length() < 0) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "max_length must be >= 0");
+  }
+  absl::StatusOr<LoadedModel*> model = FindModel(request->model());
+  if (!model.ok()) return ToGrpcStatus(model.status());
+  PairLimits limits;
+  limits.vocab_size = (*model)->info.vocab_size;
+  limits.max_length = (*model)->max_sequence_tokens;
+  if (request->max_length() > 0) limits.max_length = std::min<int64_t>(limits.max_length, request->max_length());
+  limits.truncate = request->truncate();
+  limits.model_name = request->model();
+  const bool add_special = request->bos_mode() == v1::BOS_MODE_TOKENIZER;
+  std::vector<TokenPair> pairs;
+  pairs.reserve(request->pairs_size());
+  int64_t tokens = 0;
+  for (int i = 0; i < request->pairs_size(); ++i) {
+    absl::StatusOr<TokenPair> pair =
+        PreparePair(request->pairs(i), i, *(*model)->tokenizer, add_special, limits);
+    if (!pair.ok()) return ToGrpcStatus(pair.status());
+    tokens += static_cast<int64_t>(pair->context.size() + pair->continuation.size());
+    pairs.push_back(*std::move(pair));
+  }
+  if (tokens > limits_.max_request_tokens) {
+    return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                        absl::StrCat("request has ", tokens,
+                                     " tokens; this server accepts at most ",
+                                     limits_.max_request_tokens, " per call"));
+  }
+  absl::StatusOr<ScoreOutcome> outcome = executor_->ScorePairs(
+      **model, pairs, request->top_k(), !request->no_cache(), ControlFor(context));
+  if (!outcome.ok()) {
+    LogInfo("loglikelihood_failed", {{"model", request->model()},
+                                     {"pairs", absl::StrCat(pairs.size())},
+                                     {"code", absl::StatusCodeToString(outcome.status().code())}});
+    return ToGrpcStatus(outcome.status());
+  }
+  for (v1::LoglikelihoodResult& r : outcome->results) {
+    if (!request->return_token_logprobs()) r.clear_token_logprobs();
+    if (request->top_k() == 0) r.clear_top_k();
+    *response->add_results() = std::move(r);
+  }
+  LogInfo("loglikelihood", {{"model", request->model()},
+                            {"peer", context->peer()},
+                            {"pairs", absl::StrCat(pairs.size())},
+                            {"tokens", absl::StrCat(tokens)},
+                            {"cached", absl::StrCat(outcome->cached)},
+                            {"computed", absl::StrCat(outcome->computed)},
+                            {"ms", absl::StrCat(absl::ToInt64Milliseconds(absl::Now() - start))}});
+  return grpc::Status::OK;
+}
+
+grpc::Status ModelServiceImpl::LoglikelihoodRolling(
+    grpc::ServerContext* context, const v1::LoglikelihoodRollingRequest* request,
+    v1::LoglikelihoodRollingResponse* response) {
+  if (grpc::Status s = Admit(context); !s.ok()) return s;
+  const absl::Time start = absl::Now();
+  if (request->inputs_size() == 0) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "inputs is empty");
+  }
+  if (request->inputs_size() > limits_.max_request_pairs) {
+    return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                        absl::StrCat("request has ", request->inputs_size(),
+                                     " inputs; this server accepts at most ",
+                                     limits_.max_request_pairs, " per call"));
+  }
+  if (request->max_length() < 0) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "max_length must be >= 0");
+  }
+  absl::StatusOr<LoadedModel*> model = FindModel(request->model());
+  if (!model.ok()) return ToGrpcStatus(model.status());
+  const Tokenizer& tokenizer = *(*model)->tokenizer;
+  int64_t max_length = (*model)->max_sequence_tokens;
+  if (request->max_length() > 0) max_length = std::min<int64_t>(max_length, request->max_length());
+  const int32_t prefix = PrefixToken(tokenizer);
+  std::vector<TokenPair> windows;
+  std::vector<size_t> first_window, window_count;
+  int64_t tokens = 0;
+  for (int i = 0; i < request->inputs_size(); ++i) {
+    const v1::RollingInput& input = request->inputs(i);
+    const std::string where = absl::StrCat("inputs[", i, "]");
+    std::vector<int32_t> ids;
+    if (!input.text().empty() && input.ids_size() > 0) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                          absl::StrCat(where, " gives both text and ids; use one form"));
+    }
+    if (input.ids_size() > 0) {
+      if (absl::Status s = ValidateIds(input.ids(), (*model)->info.vocab_size, where + ".ids");
+          !s.ok()) {
+        return ToGrpcStatus(s);
+      }
+      ids.assign(input.ids().begin(), input.ids().end());
+    } else {
+      if (input.text().empty()) {
+        return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, absl::StrCat(where, " is empty"));
+      }
+      if (absl::Status s = ValidateUtf8(input.text(), where + ".text"); !s.ok()) {
+        return ToGrpcStatus(s);
+      }
+      absl::StatusOr<std::vector<int32_t>> encoded = tokenizer.Encode(input.text(), false);
+      if (!encoded.ok()) return ToGrpcStatus(encoded.status());
+      ids = *std::move(encoded);
+    }
+    if (ids.empty()) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                          absl::StrCat(where, " encodes to no tokens"));
+    }
+    if (prefix < 0) {
+      return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                          "the tokenizer has no BOS/EOS token to condition the first window on");
+    }
+    tokens += static_cast<int64_t>(ids.size());
+    if (tokens > limits_.max_request_tokens) {
+      return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                          absl::StrCat("request has more than ", limits_.max_request_tokens,
+                                       " tokens; this server accepts at most ",
+                                       limits_.max_request_tokens, " per call"));
+    }
+    std::vector<TokenPair> w = RollingWindows(ids, prefix, max_length);
+    first_window.push_back(windows.size());
+    window_count.push_back(w.size());
+    for (TokenPair& p : w) windows.push_back(std::move(p));
+  }
+  absl::StatusOr<ScoreOutcome> outcome = executor_->ScorePairs(
+      **model, windows, /*top_k=*/0, !request->no_cache(), ControlFor(context));
+  if (!outcome.ok()) return ToGrpcStatus(outcome.status());
+  for (size_t i = 0; i < first_window.size(); ++i) {
+    v1::LoglikelihoodRollingResult* r = response->add_results();
+    double logprob = 0;
+    int32_t n = 0;
+    bool cached = true;
+    for (size_t w = first_window[i]; w < first_window[i] + window_count[i]; ++w) {
+      const v1::LoglikelihoodResult& wr = outcome->results[w];
+      logprob += wr.logprob();
+      n += wr.continuation_tokens();
+      cached = cached && wr.cached();
+      if (request->return_token_logprobs()) {
+        for (float lp : wr.token_logprobs()) r->add_token_logprobs(lp);
+      }
+    }
+    r->set_logprob(logprob);
+    r->set_tokens(n);
+    r->set_windows(static_cast<int32_t>(window_count[i]));
+    r->set_cached(cached);
+  }
+  LogInfo("loglikelihood_rolling",
+          {{"model", request->model()},
+           {"inputs", absl::StrCat(request->inputs_size())},
+           {"windows", absl::StrCat(windows.size())},
+           {"tokens", absl::StrCat(tokens)},
+           {"cached", absl::StrCat(outcome->cached)},
+           {"ms", absl::StrCat(absl::ToInt64Milliseconds(absl::Now() - start))}});
+  return grpc::Status::OK;
+}
+
+namespace {
+
+v1::FinishReason ToWire(FinishReason reason) {
+  switch (reason) {
+    case FinishReason::kLength: return v1::FINISH_REASON_LENGTH;
+    case FinishReason::kStopToken: return v1::FINISH_REASON_STOP_TOKEN;
+    case FinishReason::kStopString: return v1::FINISH_REASON_STOP_STRING;
+    case FinishReason::kCancelled: return v1::FINISH_REASON_UNSPECIFIED;
+  }
+  return v1::FINISH_REASON_UNSPECIFIED;
+}
+
+// Length of the longest suffix of `text` that is a proper prefix of a stop string: text
+// that may still turn out to be part of a stop string is held back.
+size_t HeldBack(std::string_view text, const std::vector<std::string>& until) {
+  size_t held = 0;
+  for (const std::string& stop : until) {
+    for (size_t k = std::min(stop.size() - 1, text.size()); k > held; --k) {
+      if (text.substr(text.size() - k) == std::string_view(stop).substr(0, k)) {
+        held = k;
+        break;
+      }
+    }
+  }
+  return held;
+}
+
+// The text cut before the first stop string.
+std::string CutAtStop(std::string text, const std::vector<std::string>& until) {
+  size_t cut = text.size();
+  for (const std::string& stop : until) {
+    const size_t pos = text.find(stop);
+    if (pos != std::string::npos) cut = std::min(cut, pos);
+  }
+  text.resize(cut);
+  return text;
+}
+
+}  // namespace
+
+grpc::Status ModelServiceImpl::Generate(grpc::ServerContext* context,
+                                        const v1::GenerateRequest* request,
+                                        grpc::ServerWriter<v1::GenerateResponse>* writer) {
+  if (grpc::Status s = Admit(context); !s.ok()) return s;
+  const absl::Time start = absl::Now();
+  const bool has_text = !request->prompt().empty();
+  const bool has_ids = request->prompt_ids_size() > 0;
+  if (has_text && has_ids) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "give either prompt (text) or prompt_ids, not both");
+  }
+  if (!has_text && !has_ids) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "the prompt is empty");
+  }
+  if (request->max_tokens() < 1 || request->max_tokens() > limits_.max_generate_tokens) {
+    return grpc::Status(
+        request->max_tokens() < 1 ? grpc::StatusCode::INVALID_ARGUMENT
+                                  : grpc::StatusCode::RESOURCE_EXHAUSTED,
+        absl::StrCat("max_tokens is ", request->max_tokens(), "; it must be in [1, ",
+                     limits_.max_generate_tokens, "]"));
+  }
+  if (!(request->temperature() >= 0.0f)) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "temperature must be >= 0");
+  }
+  if (!(request->top_p() >= 0.0f && request->top_p() <= 1.0f)) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "top_p must be in [0, 1]");
+  }
+  std::vector<std::string> until;
+  for (int i = 0; i < request->until_size(); ++i) {
+    if (request->until(i).empty()) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                          absl::StrCat("until[", i, "] is empty"));
+    }
+    if (absl::Status s = ValidateUtf8(request->until(i), absl::StrCat("until[", i, "]")); !s.ok()) {
+      return ToGrpcStatus(s);
+    }
+    until.push_back(request->until(i));
+  }
+  absl::StatusOr<LoadedModel*> model = FindModel(request->model());
+  if (!model.ok()) return ToGrpcStatus(model.status());
+  const Tokenizer& tokenizer = *(*model)->tokenizer;
+  std::vector<int32_t> prompt;
+  if (has_ids) {
+    if (absl::Status s = ValidateIds(request->prompt_ids(), (*model)->info.vocab_size, "prompt_ids");
+        !s.ok()) {
+      return ToGrpcStatus(s);
+    }
+    prompt.assign(request->prompt_ids().begin(), request->prompt_ids().end());
+  } else {
+    if (absl::Status s = ValidateUtf8(request->prompt(), "prompt"); !s.ok()) return ToGrpcStatus(s);
+    absl::StatusOr<std::vector<int32_t>> ids =
+        tokenizer.Encode(request->prompt(), request->bos_mode() == v1::BOS_MODE_TOKENIZER);
+    if (!ids.ok()) return ToGrpcStatus(ids.status());
+    prompt = *std::move(ids);
+    if (prompt.empty()) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "the prompt encodes to no tokens");
+    }
+  }
+  const int64_t limit = (*model)->max_sequence_tokens;
+  if (static_cast<int64_t>(prompt.size()) + request->max_tokens() > limit) {
+    return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                        absl::StrCat("prompt (", prompt.size(), " tokens) + max_tokens (",
+                                     request->max_tokens(), ") exceeds model '", request->model(),
+                                     "' limit of ", limit, " tokens per sequence"));
+  }
+  const bool greedy = request->temperature() == 0.0f;
+  const float top_p = greedy || request->top_p() == 0.0f ? 1.0f : request->top_p();
+  const uint64_t seed = greedy ? 0 : request->seed();
+  const StoreKey key{(*model)->model_hash, (*model)->tokenizer_hash, "generate",
+                     GenerateDigest(prompt, request->max_tokens(), until, request->temperature(),
+                                    top_p, seed, request->ignore_eos())};
+  ResultStore* store = executor_->store();
+  if (store != nullptr && !request->no_cache()) {
+    absl::StatusOr<std::vector<std::optional<std::string>>> stored = store->GetMany({key});
+    if (!stored.ok()) return ToGrpcStatus(stored.status());
+    v1::GenerateResponse cached;
+    if ((*stored)[0].has_value() && cached.ParseFromString(*(*stored)[0])) {
+      cached.set_cached(true);
+      writer->Write(cached);
+      return grpc::Status::OK;
+    }
+  }
+  auto work = std::make_shared<GenerateWork>();
+  work->request.prompt = prompt;
+  work->request.max_new_tokens = request->max_tokens();
+  work->request.sampling.temperature = request->temperature();
+  work->request.sampling.top_p = top_p;
+  work->request.sampling.seed = seed;
+  if (!request->ignore_eos() && tokenizer.eos_id() >= 0) {
+    work->request.stop_tokens.push_back(tokenizer.eos_id());
+  }
+  work->request.stop_strings = until;
+  const CallControl control = ControlFor(context);
+  work->deadline = control.deadline;
+  if (absl::Status s = (*model)->scheduler->Submit(work); !s.ok()) return ToGrpcStatus(s);
+
+  StreamingDecoder decoder(&tokenizer);
+  std::string text;     // decoded so far
+  size_t emitted = 0;   // bytes of `text` sent
+  size_t consumed = 0;  // tokens decoded
+  size_t sent_ids = 0;  // tokens sent as ids
+  std::vector<int32_t> all_tokens;
+  for (;;) {
+    std::vector<int32_t> fresh;
+    bool done = false;
+    {
+      absl::MutexLock lock(&work->mu);
+      auto ready = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(work->mu) {
+        return work->done || work->tokens.size() > consumed;
+      };
+      work->mu.AwaitWithTimeout(absl::Condition(&ready), absl::Milliseconds(10));
+      fresh.assign(work->tokens.begin() + static_cast<std::ptrdiff_t>(consumed),
+                   work->tokens.end());
+      done = work->done;
+    }
+    if (context->IsCancelled()) {
+      work->cancelled = true;
+      LogInfo("generate_cancelled", {{"model", request->model()},
+                                     {"tokens", absl::StrCat(consumed)}});
+      return grpc::Status(grpc::StatusCode::CANCELLED, "generation cancelled by the client");
+    }
+    if (absl::Now() > control.deadline) {
+      work->cancelled = true;
+      return grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "deadline exceeded during generation");
+    }
+    consumed += fresh.size();
+    for (int32_t id : fresh) {
+      all_tokens.push_back(id);
+      absl::StatusOr<std::string> piece = decoder.Push(id);
+      if (piece.ok()) text += *piece;
+    }
+    if (done) break;
+    if (fresh.empty()) continue;
+    // Text that may still become part of a stop string is held back; its ids go out.
+    const size_t safe = text.size() - std::min(text.size(), HeldBack(text, until));
+    v1::GenerateResponse chunk;
+    if (safe > emitted) {
+      chunk.set_text(text.substr(emitted, safe - emitted));
+      emitted = safe;
+    }
+    for (; sent_ids < all_tokens.size(); ++sent_ids) chunk.add_token_ids(all_tokens[sent_ids]);
+    if (!writer->Write(chunk)) {
+      work->cancelled = true;
+      return grpc::Status(grpc::StatusCode::CANCELLED, "the client went away");
+    }
+  }
+  GenerateResult result;
+  {
+    absl::MutexLock lock(&work->mu);
+    if (!work->status.ok()) return ToGrpcStatus(work->status);
+    result = work->result;
+  }
+  if (absl::StatusOr<std::string> rest = decoder.Finish(); rest.ok()) text += *rest;
+  const std::string final_text = CutAtStop(text, until);
+  v1::GenerateResponse last;
+  if (final_text.size() > emitted) last.set_text(final_text.substr(emitted));
+  for (; sent_ids < all_tokens.size(); ++sent_ids) last.add_token_ids(all_tokens[sent_ids]);
+  last.set_finished(true);
+  last.set_finish_reason(ToWire(result.finish_reason));
+  last.set_prompt_tokens(static_cast<int32_t>(prompt.size()));
+  last.set_generated_tokens(static_cast<int32_t>(all_tokens.size()));
+  if (store != nullptr) {
+    v1::GenerateResponse whole = last;
+    whole.set_text(final_text);
+    whole.clear_token_ids();
+    for (int32_t id : all_tokens) whole.add_token_ids(id);
+    if (absl::Status s = store->PutMany({{key, whole.SerializeAsString()}}); !s.ok()) {
+      LogWarning("store_write_failed", {{"error", s.ToString()}});
+    }
+  }
+  writer->Write(last);
+  LogInfo("generate", {{"model", request->model()},
+                       {"prompt_tokens", absl::StrCat(prompt.size())},
+                       {"generated_tokens", absl::StrCat(all_tokens.size())},
+                       {"ms", absl::StrCat(absl::ToInt64Milliseconds(absl::Now() - start))}});
+  return grpc::Status::OK;
+}
+
+}  // namespace hgeval::server

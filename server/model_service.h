@@ -1,0 +1,68 @@
+// hgeval.v1.ModelService: validates requests, runs them through the Executor (result
+// store + the model's scheduler) and maps every failure to the wire contract's codes.
+#ifndef HGEVAL_SERVER_MODEL_SERVICE_H_
+#define HGEVAL_SERVER_MODEL_SERVICE_H_
+
+#include <atomic>
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "hgeval/v1/models.grpc.pb.h"
+#include "server/auth.h"
+#include "server/executor.h"
+#include "server/model_registry.h"
+
+namespace hgeval::server {
+
+struct ServiceLimits {
+  int64_t max_request_pairs = 4096;     // pairs (or rolling inputs) per call
+  int64_t max_request_tokens = 1 << 20;  // tokens per call, summed over pairs
+  int64_t max_generate_tokens = 2048;   // max_tokens of one generation
+  int32_t max_top_k = 100;
+};
+
+grpc::Status ToGrpcStatus(const absl::Status& status);
+
+class ModelServiceImpl final : public hgeval::v1::ModelService::Service {
+ public:
+  ModelServiceImpl(ModelRegistry* registry, Executor* executor, const BearerAuth* auth,
+                   ServiceLimits limits)
+      : registry_(registry), executor_(executor), auth_(auth), limits_(limits) {}
+
+  grpc::Status ListModels(grpc::ServerContext* context,
+                          const hgeval::v1::ListModelsRequest* request,
+                          hgeval::v1::ListModelsResponse* response) override;
+  grpc::Status Tokenize(grpc::ServerContext* context, const hgeval::v1::TokenizeRequest* request,
+                        hgeval::v1::TokenizeResponse* response) override;
+  grpc::Status Loglikelihood(grpc::ServerContext* context,
+                             const hgeval::v1::LoglikelihoodRequest* request,
+                             hgeval::v1::LoglikelihoodResponse* response) override;
+  grpc::Status LoglikelihoodRolling(grpc::ServerContext* context,
+                                    const hgeval::v1::LoglikelihoodRollingRequest* request,
+                                    hgeval::v1::LoglikelihoodRollingResponse* response) override;
+  grpc::Status Generate(grpc::ServerContext* context, const hgeval::v1::GenerateRequest* request,
+                        grpc::ServerWriter<hgeval::v1::GenerateResponse>* writer) override;
+
+  // While not ready, every call fails with UNAVAILABLE (start-up and shutdown).
+  void set_ready(bool ready) { ready_ = ready; }
+
+ private:
+  grpc::Status Admit(grpc::ServerContext* context) const;
+  absl::StatusOr<LoadedModel*> FindModel(const std::string& name);
+
+  ModelRegistry* registry_;
+  Executor* executor_;
+  const BearerAuth* auth_;
+  const ServiceLimits limits_;
+  std::atomic<bool> ready_{false};
+};
+
+// Fills the wire description of a loaded model.
+void FillModelInfo(const LoadedModel& model, hgeval::v1::ModelInfo* info);
+
+// CallControl for an RPC: cancelled when the client cancels; the call's deadline.
+CallControl ControlFor(grpc::ServerContext* context);
+
+}  // namespace hgeval::server
+
+#endif  // HGEVAL_SERVER_MODEL_SERVICE_H_

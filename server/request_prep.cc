@@ -1,0 +1,224 @@
+#include "server/request_prep.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "server/sha256.h"
+
+namespace hgeval::server {
+namespace {
+
+// Python str.rstrip() whitespace for the ASCII range.
+bool IsSpace(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v' ||
+         c == '\x1c' || c == '\x1d' || c == '\x1e' || c == '\x1f';
+}
+
+// Byte offset of the first invalid UTF-8 sequence, or -1.
+int64_t FirstInvalidUtf8(std::string_view s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    size_t len;
+    uint32_t cp;
+    if (c < 0x80) {
+      ++i;
+      continue;
+    } else if ((c & 0xE0) == 0xC0) {
+      len = 2;
+      cp = c & 0x1F;
+    } else if ((c & 0xF0) == 0xE0) {
+      len = 3;
+      cp = c & 0x0F;
+    } else if ((c & 0xF8) == 0xF0) {
+      len = 4;
+      cp = c & 0x07;
+    } else {
+      return static_cast<int64_t>(i);
+    }
+    if (i + len > s.size()) return static_cast<int64_t>(i);
+    for (size_t k = 1; k < len; ++k) {
+      const unsigned char cc = static_cast<unsigned char>(s[i + k]);
+      if ((cc & 0xC0) != 0x80) return static_cast<int64_t>(i);
+      cp = (cp << 6) | (cc & 0x3F);
+    }
+    const bool overlong = (len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) ||
+                          (len == 4 && cp < 0x10000);
+    if (overlong || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
+      return static_cast<int64_t>(i);
+    }
+    i += len;
+  }
+  return -1;
+}
+
+void AppendIds(std::string& out, absl::Span<const int32_t> ids) {
+  absl::StrAppend(&out, ids.size(), ":", absl::StrJoin(ids, ","), ";");
+}
+
+}  // namespace
+
+absl::Status ValidateUtf8(std::string_view text, const std::string& what) {
+  const int64_t bad = FirstInvalidUtf8(text);
+  if (bad < 0) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat(what, " is not valid UTF-8 (invalid byte sequence at offset ", bad, ")"));
+}
+
+absl::Status ValidateIds(absl::Span<const int32_t> ids, int64_t vocab_size, const std::string& what) {
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (ids[i] < 0 || ids[i] >= vocab_size) {
+      return absl::InvalidArgumentError(absl::StrCat(what, "[", i, "] = ", ids[i],
+                                                     " is outside the vocabulary (size ",
+                                                     vocab_size, ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+int32_t PrefixToken(const Tokenizer& tokenizer) {
+  return tokenizer.bos_id() >= 0 ? tokenizer.bos_id() : tokenizer.eos_id();
+}
+
+absl::StatusOr<TokenPair> PreparePair(const hgeval::v1::LoglikelihoodPair& pair, int index,
+                                      const Tokenizer& tokenizer, bool add_special,
+                                      const PairLimits& limits) {
+  const std::string where = absl::StrCat("pairs[", index, "]");
+  const bool has_text = !pair.context().empty() || !pair.continuation().empty();
+  const bool has_ids = pair.context_ids_size() > 0 || pair.continuation_ids_size() > 0;
+  if (has_text && has_ids) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        where, " gives both text (context/continuation) and token ids "
+               "(context_ids/continuation_ids); use one form"));
+  }
+  TokenPair out;
+  if (has_ids) {
+    if (pair.continuation_ids_size() == 0) {
+      return absl::InvalidArgumentError(absl::StrCat(where, " has an empty continuation"));
+    }
+    if (absl::Status s = ValidateIds(pair.context_ids(), limits.vocab_size,
+                                     absl::StrCat(where, ".context_ids"));
+        !s.ok()) {
+      return s;
+    }
+    if (absl::Status s = ValidateIds(pair.continuation_ids(), limits.vocab_size,
+                                     absl::StrCat(where, ".continuation_ids"));
+        !s.ok()) {
+      return s;
+    }
+    out.context.assign(pair.context_ids().begin(), pair.context_ids().end());
+    out.continuation.assign(pair.continuation_ids().begin(), pair.continuation_ids().end());
+  } else {
+    if (pair.continuation().empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(where, " has an empty continuation"));
+    }
+    if (absl::Status s = ValidateUtf8(pair.context(), absl::StrCat(where, ".context")); !s.ok()) {
+      return s;
+    }
+    if (absl::Status s = ValidateUtf8(pair.continuation(), absl::StrCat(where, ".continuation"));
+        !s.ok()) {
+      return s;
+    }
+    std::string context = pair.context();
+    std::string continuation = pair.continuation();
+    if (context.empty()) {
+      absl::StatusOr<std::vector<int32_t>> cont = tokenizer.Encode(continuation, false);
+      if (!cont.ok()) return cont.status();
+      out.continuation = *std::move(cont);
+    } else {
+      size_t end = context.size();
+      while (end > 0 && IsSpace(context[end - 1])) --end;
+      continuation = context.substr(end) + continuation;
+      context.resize(end);
+      absl::StatusOr<std::vector<int32_t>> whole =
+          tokenizer.Encode(context + continuation, add_special);
+      if (!whole.ok()) return whole.status();
+      absl::StatusOr<std::vector<int32_t>> ctx = tokenizer.Encode(context, add_special);
+      if (!ctx.ok()) return ctx.status();
+      const size_t n = std::min(ctx->size(), whole->size());
+      out.context = *std::move(ctx);
+      out.continuation.assign(whole->begin() + static_cast<std::ptrdiff_t>(n), whole->end());
+    }
+    if (out.continuation.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ": the continuation encodes to no tokens"));
+    }
+  }
+  if (out.context.empty()) {
+    const int32_t prefix = PrefixToken(tokenizer);
+    if (prefix < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          where, " has an empty context and the tokenizer has no BOS/EOS prefix token"));
+    }
+    out.context.push_back(prefix);
+  }
+  const int64_t total = static_cast<int64_t>(out.context.size() + out.continuation.size());
+  if (total - 1 > limits.max_length) {
+    const int64_t cont = static_cast<int64_t>(out.continuation.size());
+    if (!limits.truncate || cont > limits.max_length) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          where, " feeds ", total - 1, " tokens (context ", out.context.size(),
+          " + continuation ", cont, " - 1); model '", limits.model_name, "' accepts at most ",
+          limits.max_length, " tokens per sequence",
+          limits.truncate ? " and the continuation alone is longer"
+                          : " (set truncate to cut the context from the left)"));
+    }
+    // lm-eval: (context + continuation)[-(max_length + 1):], continuation kept whole.
+    const int64_t keep_context = limits.max_length + 1 - cont;
+    out.context.erase(out.context.begin(),
+                      out.context.end() - static_cast<std::ptrdiff_t>(keep_context));
+  }
+  return out;
+}
+
+std::vector<TokenPair> RollingWindows(absl::Span<const int32_t> tokens, int32_t prefix_token,
+                                      int64_t max_length) {
+  std::vector<TokenPair> windows;
+  const int64_t n = static_cast<int64_t>(tokens.size());
+  if (n == 0 || max_length < 1) return windows;
+  // First window: prefix token, then up to max_length predicted tokens.
+  const int64_t first = std::min(max_length, n);
+  TokenPair w0;
+  w0.context = {prefix_token};
+  w0.continuation.assign(tokens.begin(), tokens.begin() + first);
+  windows.push_back(std::move(w0));
+  int64_t predicted = first;
+  while (predicted < n) {
+    const int64_t pred_len = std::min(n - predicted, max_length);
+    const int64_t end = predicted + pred_len;
+    // Window input tokens[end - max_length - 1, end - 1), targets tokens[end - pred_len,
+    // end); disjoint: context = input minus the part that overlaps the targets.
+    const int64_t input_start = end - max_length - 1;
+    const int64_t context_end = (end - 1) - (pred_len - 1);
+    TokenPair w;
+    w.context.assign(tokens.begin() + input_start, tokens.begin() + context_end);
+    w.continuation.assign(tokens.begin() + (end - pred_len), tokens.begin() + end);
+    windows.push_back(std::move(w));
+    predicted += pred_len;
+  }
+  return windows;
+}
+
+std::string ScoreDigest(const TokenPair& pair, int top_k) {
+  std::string canonical = absl::StrCat("score/v1;top_k=", top_k, ";ctx=");
+  AppendIds(canonical, pair.context);
+  canonical.append("cont=");
+  AppendIds(canonical, pair.continuation);
+  return Sha256Hex(canonical);
+}
+
+std::string GenerateDigest(absl::Span<const int32_t> prompt, int max_tokens,
+                           const std::vector<std::string>& until, float temperature,
+                           float top_p, uint64_t seed, bool ignore_eos) {
+  std::string canonical =
+      absl::StrCat("generate/v1;max_tokens=", max_tokens, ";temperature=", temperature,
+                   ";top_p=", top_p, ";seed=", seed, ";ignore_eos=", ignore_eos, ";prompt=");
+  AppendIds(canonical, prompt);
+  canonical.append("until=");
+  for (const std::string& u : until) absl::StrAppend(&canonical, u.size(), ":", u, ";");
+  // temperature 0 is greedy: seed and top_p do not matter.
+  return Sha256Hex(canonical);
+}
+
+}  // namespace hgeval::server

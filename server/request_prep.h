@@ -1,0 +1,63 @@
+// Turns wire requests into validated token sequences (lm-eval request semantics) and
+// canonical result-store keys. Every rejection is a Status with the code the wire
+// contract names and a message that says which pair/field and why.
+#ifndef HGEVAL_SERVER_REQUEST_PREP_H_
+#define HGEVAL_SERVER_REQUEST_PREP_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "engine/tokenizer/tokenizer.h"
+#include "hgeval/v1/models.pb.h"
+
+namespace hgeval::server {
+
+// A pair as the model sees it: fed tokens are context ++ continuation[:-1].
+struct TokenPair {
+  std::vector<int32_t> context;
+  std::vector<int32_t> continuation;
+};
+
+// What a pair is checked against.
+struct PairLimits {
+  int64_t vocab_size = 0;
+  // Most tokens fed (context + continuation - 1).
+  int64_t max_length = 0;
+  bool truncate = false;
+  std::string model_name;  // for messages
+};
+
+// INVALID_ARGUMENT naming `what` and the byte offset when `text` is not UTF-8.
+absl::Status ValidateUtf8(std::string_view text, const std::string& what);
+// INVALID_ARGUMENT when an id is outside [0, vocab_size).
+absl::Status ValidateIds(absl::Span<const int32_t> ids, int64_t vocab_size, const std::string& what);
+
+// The token used as the context of an empty context: BOS, else EOS.
+int32_t PrefixToken(const Tokenizer& tokenizer);
+
+// lm-eval's pair tokenization for text (trailing-space move, joint encoding, empty
+// context -> prefix token) or the ids as given, then the length check / truncation.
+absl::StatusOr<TokenPair> PreparePair(const hgeval::v1::LoglikelihoodPair& pair, int index,
+                                      const Tokenizer& tokenizer, bool add_special,
+                                      const PairLimits& limits);
+
+// lm-eval get_rolling_token_windows + make_disjoint_window (context_len 1): each window
+// predicts at most max_length tokens; together they predict every token once.
+std::vector<TokenPair> RollingWindows(absl::Span<const int32_t> tokens, int32_t prefix_token,
+                                      int64_t max_length);
+
+// SHA-256 of the canonical form of a scoring request (token ids and top_k): the store key.
+std::string ScoreDigest(const TokenPair& pair, int top_k);
+
+// SHA-256 of the canonical form of a generation request.
+std::string GenerateDigest(absl::Span<const int32_t> prompt, int max_tokens,
+                           const std::vector<std::string>& until, float temperature,
+                           float top_p, uint64_t seed, bool ignore_eos);
+
+}  // namespace hgeval::server
+
+#endif  // HGEVAL_SERVER_REQUEST_PREP_H_

@@ -1,0 +1,276 @@
+#include "server/scheduler.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "server/log.h"
+
+namespace hgeval::server {
+
+int64_t ScoreWork::tokens() const {
+  int64_t n = 0;
+  for (const ScoreRequest& r : requests) {
+    n += static_cast<int64_t>(r.context.size() + r.continuation.size());
+  }
+  return n;
+}
+
+ModelScheduler::ModelScheduler(std::string name, Model* model, const Tokenizer* tokenizer,
+                               SchedulerOptions options)
+    : name_(std::move(name)),
+      model_(model),
+      tokenizer_(tokenizer),
+      options_(options),
+      decode_(model, tokenizer) {
+  thread_ = std::thread([this] { Loop(); });
+}
+
+ModelScheduler::~ModelScheduler() { Stop(); }
+
+absl::Status ModelScheduler::Submit(std::shared_ptr<ScoreWork> work) {
+  absl::MutexLock lock(&mu_);
+  if (stopping_) return absl::UnavailableError("the server is shutting down");
+  const int64_t n = static_cast<int64_t>(work->requests.size());
+  if (queued_requests_ > 0 && queued_requests_ + n > options_.max_queued_requests) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "model '", name_, "' has ", queued_requests_, " scoring requests queued (limit ",
+        options_.max_queued_requests, "); retry later"));
+  }
+  queued_requests_ += n;
+  score_queue_.push_back(std::move(work));
+  return absl::OkStatus();
+}
+
+absl::Status ModelScheduler::Submit(std::shared_ptr<GenerateWork> work) {
+  absl::MutexLock lock(&mu_);
+  if (stopping_) return absl::UnavailableError("the server is shutting down");
+  if (generations_ >= options_.max_generations) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("model '", name_, "' has ", generations_, " generations running (limit ",
+                     options_.max_generations, "); retry later"));
+  }
+  ++generations_;
+  generate_queue_.push_back(std::move(work));
+  return absl::OkStatus();
+}
+
+void ModelScheduler::Stop() {
+  {
+    absl::MutexLock lock(&mu_);
+    if (stopping_ && !thread_.joinable()) return;
+    stopping_ = true;
+  }
+  if (thread_.joinable()) thread_.join();
+}
+
+SchedulerStats ModelScheduler::stats() const {
+  absl::MutexLock lock(&mu_);
+  return stats_;
+}
+
+void ModelScheduler::Loop() {
+  for (;;) {
+    std::vector<std::shared_ptr<ScoreWork>> score_round;
+    std::vector<std::shared_ptr<GenerateWork>> joining;
+    bool stopping = false;
+    {
+      absl::MutexLock lock(&mu_);
+      auto has_work = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return stopping_ || !score_queue_.empty() || !generate_queue_.empty() ||
+               !live_.empty();
+      };
+      mu_.Await(absl::Condition(&has_work));
+      stopping = stopping_;
+      int64_t round_tokens = 0;
+      while (!score_queue_.empty()) {
+        const int64_t t = score_queue_.front()->tokens();
+        if (!score_round.empty() && round_tokens + t > options_.max_batch_tokens) break;
+        round_tokens += t;
+        queued_requests_ -= static_cast<int64_t>(score_queue_.front()->requests.size());
+        score_round.push_back(std::move(score_queue_.front()));
+        score_queue_.pop_front();
+      }
+      while (!generate_queue_.empty()) {
+        joining.push_back(std::move(generate_queue_.front()));
+        generate_queue_.pop_front();
+      }
+      if (stopping) {
+        // Drain everything: nothing more runs.
+        while (!score_queue_.empty()) {
+          score_round.push_back(std::move(score_queue_.front()));
+          score_queue_.pop_front();
+        }
+        queued_requests_ = 0;
+      }
+    }
+    if (stopping) {
+      const absl::Status unavailable = absl::UnavailableError("the server is shutting down");
+      for (auto& work : score_round) {
+        absl::MutexLock lock(&work->mu);
+        work->status = unavailable;
+        work->done = true;
+      }
+      for (auto& work : joining) {
+        absl::MutexLock lock(&work->mu);
+        work->status = unavailable;
+        work->done = true;
+      }
+      for (LiveGeneration& live : live_) Finish(live, unavailable);
+      live_.clear();
+      return;
+    }
+    const absl::Time now = absl::Now();
+    for (auto& work : joining) {
+      absl::Status status;
+      if (work->cancelled) {
+        status = absl::CancelledError("generation cancelled by the client");
+      } else if (now > work->deadline) {
+        status = absl::DeadlineExceededError("deadline passed before the generation started");
+      } else {
+        absl::StatusOr<int64_t> id = decode_.Add(work->request);
+        if (id.ok()) {
+          live_.push_back(LiveGeneration{work, *id, 0});
+          continue;
+        }
+        status = id.status();
+      }
+      {
+        absl::MutexLock lock(&mu_);
+        --generations_;
+      }
+      absl::MutexLock lock(&work->mu);
+      work->status = status;
+      work->done = true;
+    }
+    if (!score_round.empty()) RunScoreRound(std::move(score_round));
+    if (!live_.empty()) RunDecodeStep();
+  }
+}
+
+void ModelScheduler::RunScoreRound(std::vector<std::shared_ptr<ScoreWork>> works) {
+  const absl::Time now = absl::Now();
+  std::vector<std::shared_ptr<ScoreWork>> running;
+  for (auto& work : works) {
+    absl::Status status;
+    if (work->cancelled) {
+      status = absl::CancelledError("request cancelled by the client");
+    } else if (now > work->deadline) {
+      status = absl::DeadlineExceededError("deadline passed before the request was scored");
+    } else {
+      running.push_back(work);
+      continue;
+    }
+    absl::MutexLock lock(&work->mu);
+    work->status = status;
+    work->done = true;
+  }
+  if (running.empty()) return;
+  std::vector<ScoreRequest> batch;
+  int64_t tokens = 0;
+  for (auto& work : running) {
+    for (const ScoreRequest& r : work->requests) batch.push_back(r);
+    tokens += work->tokens();
+  }
+  ScoreOptions options;
+  options.max_batch_tokens = options_.max_batch_tokens;
+  absl::StatusOr<std::vector<ScoreResult>> results = Score(*model_, batch, options);
+  if (!results.ok() && running.size() > 1) {
+    // Isolate the failing call: score each on its own so one bad call fails alone.
+    LogWarning("score_round_failed", {{"model", name_}, {"error", results.status().ToString()}});
+    for (auto& work : running) {
+      absl::StatusOr<std::vector<ScoreResult>> own = Score(*model_, work->requests, options);
+      absl::MutexLock lock(&work->mu);
+      if (own.ok()) {
+        work->results = *std::move(own);
+      } else {
+        work->status = own.status();
+      }
+      work->done = true;
+    }
+  } else {
+    size_t offset = 0;
+    for (auto& work : running) {
+      absl::MutexLock lock(&work->mu);
+      if (results.ok()) {
+        work->results.assign(std::make_move_iterator(results->begin() + offset),
+                             std::make_move_iterator(results->begin() + offset +
+                                                     work->requests.size()));
+        offset += work->requests.size();
+      } else {
+        work->status = results.status();
+      }
+      work->done = true;
+    }
+  }
+  absl::MutexLock lock(&mu_);
+  stats_.score_rounds++;
+  stats_.scored_requests += static_cast<int64_t>(batch.size());
+  stats_.tokens_fed += tokens;
+  stats_.max_score_round_works =
+      std::max<int64_t>(stats_.max_score_round_works, static_cast<int64_t>(running.size()));
+}
+
+void ModelScheduler::Finish(LiveGeneration& live, absl::Status status) {
+  GenerateResult result;
+  if (decode_.finished(live.id)) result = decode_.Take(live.id);
+  absl::MutexLock lock(&live.work->mu);
+  for (size_t i = live.work->tokens.size(); i < result.tokens.size(); ++i) {
+    live.work->tokens.push_back(result.tokens[i]);
+  }
+  live.work->result = std::move(result);
+  live.work->status = std::move(status);
+  live.work->done = true;
+}
+
+void ModelScheduler::RunDecodeStep() {
+  const absl::Time now = absl::Now();
+  // Cancelled or expired sequences leave the batch before the step.
+  for (LiveGeneration& live : live_) {
+    if (live.work->cancelled || now > live.work->deadline) decode_.Cancel(live.id);
+  }
+  const int64_t batch_size = static_cast<int64_t>(decode_.size());
+  absl::StatusOr<std::vector<int64_t>> stepped = decode_.Step();
+  int64_t new_tokens = 0;
+  std::vector<LiveGeneration> still_live;
+  for (LiveGeneration& live : live_) {
+    if (!stepped.ok()) {
+      Finish(live, stepped.status());
+      continue;
+    }
+    if (live.work->cancelled) {
+      Finish(live, absl::CancelledError("generation cancelled by the client"));
+      continue;
+    }
+    if (now > live.work->deadline) {
+      Finish(live, absl::DeadlineExceededError("deadline passed during generation"));
+      continue;
+    }
+    if (decode_.finished(live.id)) {
+      const size_t before = live.delivered;
+      Finish(live, absl::OkStatus());
+      absl::MutexLock lock(&live.work->mu);
+      new_tokens += static_cast<int64_t>(live.work->tokens.size() - before);
+      continue;
+    }
+    const GenerateResult& partial = decode_.result(live.id);
+    if (partial.tokens.size() > live.delivered) {
+      absl::MutexLock lock(&live.work->mu);
+      for (size_t i = live.delivered; i < partial.tokens.size(); ++i) {
+        live.work->tokens.push_back(partial.tokens[i]);
+      }
+      new_tokens += static_cast<int64_t>(partial.tokens.size() - live.delivered);
+      live.delivered = partial.tokens.size();
+    }
+    still_live.push_back(std::move(live));
+  }
+  const int64_t finished = static_cast<int64_t>(live_.size() - still_live.size());
+  live_ = std::move(still_live);
+  absl::MutexLock lock(&mu_);
+  generations_ -= finished;
+  stats_.decode_steps++;
+  stats_.generated_tokens += new_tokens;
+  stats_.max_live_generations = std::max(stats_.max_live_generations, batch_size);
+}
+
+}  // namespace hgeval::server

@@ -1,0 +1,125 @@
+// One scheduler thread per model: merges the work of every client into packed batches.
+// Scoring work from many calls is packed into Score() calls (and so into Model::Forward
+// calls of bounded token count); generations live in one DecodeBatch that new sequences
+// join between decode steps (continuous batching). Scoring batches and decode steps
+// alternate so neither starves. Queues are bounded: Submit fails with
+// RESOURCE_EXHAUSTED when full (backpressure). Work whose caller cancelled or whose
+// deadline passed is dropped before it runs; a cancelled generation leaves the batch at
+// the next step without disturbing the other sequences.
+#ifndef HGEVAL_SERVER_SCHEDULER_H_
+#define HGEVAL_SERVER_SCHEDULER_H_
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "engine/model/model.h"
+#include "engine/runtime/generation.h"
+#include "engine/runtime/scoring.h"
+#include "engine/tokenizer/tokenizer.h"
+
+namespace hgeval::server {
+
+// Scoring work of one call. The caller waits on `mu` for `done`.
+struct ScoreWork {
+  std::vector<ScoreRequest> requests;
+  absl::Time deadline = absl::InfiniteFuture();
+  std::atomic<bool> cancelled{false};
+
+  absl::Mutex mu;
+  bool done ABSL_GUARDED_BY(mu) = false;
+  absl::Status status ABSL_GUARDED_BY(mu);
+  std::vector<ScoreResult> results ABSL_GUARDED_BY(mu);
+
+  int64_t tokens() const;
+};
+
+// One generation. The scheduler appends tokens as they are produced.
+struct GenerateWork {
+  GenerateRequest request;
+  absl::Time deadline = absl::InfiniteFuture();
+  std::atomic<bool> cancelled{false};
+
+  absl::Mutex mu;
+  std::vector<int32_t> tokens ABSL_GUARDED_BY(mu);  // generated so far
+  bool done ABSL_GUARDED_BY(mu) = false;
+  absl::Status status ABSL_GUARDED_BY(mu);
+  GenerateResult result ABSL_GUARDED_BY(mu);  // when done
+};
+
+struct SchedulerOptions {
+  // Most tokens fed per scoring round (and per Model::Forward call).
+  int64_t max_batch_tokens = 8192;
+  // Bound on queued scoring requests (pairs/windows) not yet started.
+  int64_t max_queued_requests = 16384;
+  // Bound on generations queued or running.
+  int64_t max_generations = 256;
+};
+
+struct SchedulerStats {
+  int64_t score_rounds = 0;
+  int64_t scored_requests = 0;
+  int64_t tokens_fed = 0;
+  int64_t decode_steps = 0;
+  int64_t generated_tokens = 0;
+  int64_t max_live_generations = 0;  // largest decode batch seen
+  int64_t max_score_round_works = 0;  // most calls merged into one scoring round
+};
+
+class ModelScheduler {
+ public:
+  // Neither pointer is owned. Starts the thread.
+  ModelScheduler(std::string name, Model* model, const Tokenizer* tokenizer,
+                 SchedulerOptions options);
+  ~ModelScheduler();  // Stop()s
+
+  absl::Status Submit(std::shared_ptr<ScoreWork> work);
+  absl::Status Submit(std::shared_ptr<GenerateWork> work);
+  // Fails queued and running work with UNAVAILABLE and joins the thread.
+  void Stop();
+
+  SchedulerStats stats() const;
+
+ private:
+  struct LiveGeneration {
+    std::shared_ptr<GenerateWork> work;
+    int64_t id = 0;
+    size_t delivered = 0;
+  };
+
+  void Loop();
+  void RunScoreRound(std::vector<std::shared_ptr<ScoreWork>> works);
+  void RunDecodeStep();
+  void Finish(LiveGeneration& live, absl::Status status);
+
+  const std::string name_;
+  Model* const model_;
+  const Tokenizer* const tokenizer_;
+  const SchedulerOptions options_;
+
+  mutable absl::Mutex mu_;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::deque<std::shared_ptr<ScoreWork>> score_queue_ ABSL_GUARDED_BY(mu_);
+  int64_t queued_requests_ ABSL_GUARDED_BY(mu_) = 0;
+  std::deque<std::shared_ptr<GenerateWork>> generate_queue_ ABSL_GUARDED_BY(mu_);
+  int64_t generations_ ABSL_GUARDED_BY(mu_) = 0;  // queued + live
+  SchedulerStats stats_ ABSL_GUARDED_BY(mu_);
+
+  // Used by the scheduler thread only.
+  DecodeBatch decode_;
+  std::vector<LiveGeneration> live_;
+
+  std::thread thread_;
+};
+
+}  // namespace hgeval::server
+
+#endif  // HGEVAL_SERVER_SCHEDULER_H_

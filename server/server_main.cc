@@ -1,0 +1,263 @@
+// hgeval-server: the gRPC service (hgeval.v1.ModelService, hgeval.v1.JobService,
+// grpc.health.v1.Health, server reflection). See docs/service.md and --help.
+#include <csignal>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/health_check_service_interface.h>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "server/auth.h"
+#include "server/executor.h"
+#include "server/job_manager.h"
+#include "server/job_runner.h"
+#include "server/job_service.h"
+#include "server/log.h"
+#include "server/model_registry.h"
+#include "server/model_service.h"
+#include "server/result_store.h"
+
+ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
+          "Address to listen on (host:port). Port 0 picks a free port (see --port_file).");
+ABSL_FLAG(std::string, port_file, "",
+          "Write the bound port number to this file once listening (useful with port 0).");
+ABSL_FLAG(std::string, config, "",
+          "JSON model config: {\"models\": [{\"name\", \"path\", \"tokenizer\"?, \"device\"?, "
+          "\"dtype\"?}], \"roots\": [...], \"default_tokenizer\"?}. Relative paths are relative "
+          "to the config file.");
+ABSL_FLAG(std::vector<std::string>, model, {},
+          "Models as NAME=PATH (comma-separated list, one flag; PATH is a Hugging Face folder, a llama2.c "
+          ".bin file or a folder holding one). Tokenizer: found beside the model, else "
+          "--tokenizer.");
+ABSL_FLAG(std::vector<std::string>, model_root, {},
+          "Folders whose sub-folders are models named by the sub-folder (comma-separated). "
+          "Client-given names resolve only inside these roots.");
+ABSL_FLAG(std::string, tokenizer, "",
+          "Tokenizer (file or folder) for models whose folder has none.");
+ABSL_FLAG(std::vector<std::string>, preload, {},
+          "Models to load before reporting SERVING (comma-separated; 'all' for every model). "
+          "Others load on first use.");
+ABSL_FLAG(std::string, device, "cpu", "Device for --model/--model_root models: cpu, cuda, cuda:N.");
+ABSL_FLAG(std::string, dtype, "fp32", "Arithmetic dtype for CUDA models: fp32 or bf16.");
+ABSL_FLAG(int, threads, 0, "CPU threads per model (0: all cores).");
+ABSL_FLAG(std::string, store, "hgeval-store.sqlite",
+          "SQLite result store (results and jobs). ':memory:' keeps nothing across restarts.");
+ABSL_FLAG(std::string, auth_token_file, "",
+          "File holding the bearer token clients must send (metadata 'authorization: Bearer "
+          "<token>'). Also $HGEVAL_AUTH_TOKEN. Empty: no authentication.");
+ABSL_FLAG(std::string, tls_cert, "", "PEM server certificate chain: serve TLS (with --tls_key).");
+ABSL_FLAG(std::string, tls_key, "", "PEM private key for --tls_cert.");
+ABSL_FLAG(int64_t, max_request_pairs, 4096,
+          "Most pairs (or rolling inputs) per call; more is RESOURCE_EXHAUSTED.");
+ABSL_FLAG(int64_t, max_request_tokens, 1 << 20,
+          "Most tokens per call summed over its pairs; more is RESOURCE_EXHAUSTED.");
+ABSL_FLAG(int64_t, max_sequence_tokens, 32768,
+          "Longest sequence for models without their own limit (recurrent models); models with "
+          "a limit use the smaller of the two.");
+ABSL_FLAG(int64_t, max_generate_tokens, 2048, "Largest max_tokens of a generation.");
+ABSL_FLAG(int64_t, max_batch_tokens, 8192,
+          "Tokens per scoring round / Model::Forward call (the packed batch size).");
+ABSL_FLAG(int64_t, max_queued_requests, 16384,
+          "Scoring requests queued per model before calls fail with RESOURCE_EXHAUSTED.");
+ABSL_FLAG(int64_t, max_generations, 256,
+          "Generations queued or running per model before RESOURCE_EXHAUSTED.");
+ABSL_FLAG(int64_t, max_message_bytes, 64 << 20, "Largest request message in bytes.");
+ABSL_FLAG(std::string, data_dir, "",
+          "Task datasets for jobs (the repository's data/ folder). Default: ./data.");
+ABSL_FLAG(int, job_workers, 1, "Jobs run at the same time.");
+ABSL_FLAG(int, startup_delay_ms, 0,
+          "Keep reporting NOT_SERVING this long after the port opens (load-balancer warm-up; "
+          "also lets tests observe start-up).");
+ABSL_FLAG(int, shutdown_grace_ms, 1000,
+          "On SIGTERM/SIGINT: report NOT_SERVING, wait this long for in-flight calls, then stop.");
+ABSL_FLAG(bool, log, true, "Structured logs (one key=value line per event) on stderr.");
+
+namespace hgeval::server {
+namespace {
+
+std::atomic<int> g_signal{0};
+void OnSignal(int sig) { g_signal = sig; }
+
+absl::StatusOr<std::string> ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path));
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+int Run() {
+  SetLoggingEnabled(absl::GetFlag(FLAGS_log));
+  RegistryOptions registry_options;
+  if (!absl::GetFlag(FLAGS_config).empty()) {
+    if (absl::Status s = ParseRegistryConfig(absl::GetFlag(FLAGS_config), registry_options);
+        !s.ok()) {
+      LogError("config_invalid", {{"error", s.ToString()}});
+      return 2;
+    }
+  }
+  for (const std::string& m : absl::GetFlag(FLAGS_model)) {
+    std::pair<std::string, std::string> kv = absl::StrSplit(m, absl::MaxSplits('=', 1));
+    if (!IsValidModelName(kv.first) || kv.second.empty()) {
+      LogError("flag_invalid", {{"flag", "model"}, {"value", m}});
+      return 2;
+    }
+    ModelSpec spec;
+    spec.name = kv.first;
+    spec.path = kv.second;
+    spec.device = absl::GetFlag(FLAGS_device);
+    spec.dtype = absl::GetFlag(FLAGS_dtype);
+    registry_options.models.push_back(spec);
+  }
+  for (const std::string& root : absl::GetFlag(FLAGS_model_root)) registry_options.roots.push_back(root);
+  if (!absl::GetFlag(FLAGS_tokenizer).empty()) {
+    registry_options.default_tokenizer = absl::GetFlag(FLAGS_tokenizer);
+  }
+  registry_options.max_sequence_tokens = absl::GetFlag(FLAGS_max_sequence_tokens);
+  registry_options.threads = absl::GetFlag(FLAGS_threads);
+  registry_options.scheduler.max_batch_tokens = absl::GetFlag(FLAGS_max_batch_tokens);
+  registry_options.scheduler.max_queued_requests = absl::GetFlag(FLAGS_max_queued_requests);
+  registry_options.scheduler.max_generations = absl::GetFlag(FLAGS_max_generations);
+
+  std::string token;
+  if (const char* env = std::getenv("HGEVAL_AUTH_TOKEN"); env != nullptr) token = env;
+  if (!absl::GetFlag(FLAGS_auth_token_file).empty()) {
+    absl::StatusOr<std::string> t = ReadFile(absl::GetFlag(FLAGS_auth_token_file));
+    if (!t.ok()) {
+      LogError("auth_token_unreadable", {{"error", t.status().ToString()}});
+      return 2;
+    }
+    token = std::string(absl::StripAsciiWhitespace(*t));
+  }
+  BearerAuth auth(token);
+
+  absl::StatusOr<std::unique_ptr<ResultStore>> store = ResultStore::Open(absl::GetFlag(FLAGS_store));
+  if (!store.ok()) {
+    LogError("store_open_failed", {{"error", store.status().ToString()}});
+    return 2;
+  }
+  ModelRegistry registry(registry_options);
+  Executor executor(store->get());
+  ServiceLimits limits;
+  limits.max_request_pairs = absl::GetFlag(FLAGS_max_request_pairs);
+  limits.max_request_tokens = absl::GetFlag(FLAGS_max_request_tokens);
+  limits.max_generate_tokens = absl::GetFlag(FLAGS_max_generate_tokens);
+  ModelServiceImpl model_service(&registry, &executor, &auth, limits);
+  JobManagerOptions job_options;
+  job_options.data_dir = absl::GetFlag(FLAGS_data_dir).empty() ? "data" : absl::GetFlag(FLAGS_data_dir);
+  job_options.workers = absl::GetFlag(FLAGS_job_workers);
+  JobManager jobs(store->get(), &registry, &executor, job_options);
+  JobServiceImpl job_service(&jobs, &auth);
+
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  std::shared_ptr<grpc::ServerCredentials> credentials;
+  bool tls = false;
+  const std::string cert = absl::GetFlag(FLAGS_tls_cert), key = absl::GetFlag(FLAGS_tls_key);
+  if (!cert.empty() || !key.empty()) {
+    absl::StatusOr<std::string> cert_pem = ReadFile(cert), key_pem = ReadFile(key);
+    if (!cert_pem.ok() || !key_pem.ok()) {
+      LogError("tls_files_unreadable", {{"cert", cert}, {"key", key}});
+      return 2;
+    }
+    grpc::SslServerCredentialsOptions ssl;
+    ssl.pem_key_cert_pairs.push_back({*key_pem, *cert_pem});
+    credentials = grpc::SslServerCredentials(ssl);
+    tls = true;
+  } else {
+    credentials = grpc::InsecureServerCredentials();
+  }
+  int port = 0;
+  builder.AddListeningPort(absl::GetFlag(FLAGS_listen), credentials, &port);
+  builder.SetMaxReceiveMessageSize(static_cast<int>(absl::GetFlag(FLAGS_max_message_bytes)));
+  builder.SetMaxSendMessageSize(static_cast<int>(absl::GetFlag(FLAGS_max_message_bytes)));
+  builder.RegisterService(&model_service);
+  builder.RegisterService(&job_service);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (server == nullptr || port == 0) {
+    LogError("listen_failed", {{"address", absl::GetFlag(FLAGS_listen)}});
+    return 1;
+  }
+  grpc::HealthCheckServiceInterface* health = server->GetHealthCheckService();
+  auto set_health = [health](bool serving) {
+    if (health == nullptr) return;
+    health->SetServingStatus(serving);
+    health->SetServingStatus("hgeval.v1.ModelService", serving);
+    health->SetServingStatus("hgeval.v1.JobService", serving);
+  };
+  set_health(false);
+  if (!absl::GetFlag(FLAGS_port_file).empty()) {
+    const std::string tmp = absl::GetFlag(FLAGS_port_file) + ".tmp";
+    std::ofstream(tmp) << port << "\n";
+    std::rename(tmp.c_str(), absl::GetFlag(FLAGS_port_file).c_str());
+  }
+  LogInfo("listening", {{"address", absl::GetFlag(FLAGS_listen)},
+                        {"port", absl::StrCat(port)},
+                        {"tls", tls ? "on" : "off"},
+                        {"auth", auth.enabled() ? "bearer" : "off"},
+                        {"store", absl::GetFlag(FLAGS_store)}});
+  std::signal(SIGTERM, OnSignal);
+  std::signal(SIGINT, OnSignal);
+
+  // Start-up: preload, resume jobs, then SERVING.
+  const absl::Time start = absl::Now();
+  std::vector<std::string> preload = absl::GetFlag(FLAGS_preload);
+  if (preload.size() == 1 && preload[0] == "all") {
+    preload.clear();
+    for (const ModelSpec& spec : registry.List()) preload.push_back(spec.name);
+  }
+  for (const std::string& name : preload) {
+    if (absl::StatusOr<LoadedModel*> m = registry.Get(name); !m.ok()) {
+      LogError("preload_failed", {{"model", name}, {"error", m.status().ToString()}});
+      server->Shutdown();
+      return 1;
+    }
+  }
+  const absl::Duration delay = absl::Milliseconds(absl::GetFlag(FLAGS_startup_delay_ms));
+  while (absl::Now() - start < delay && g_signal == 0) absl::SleepFor(absl::Milliseconds(10));
+  model_service.set_ready(true);
+  job_service.set_ready(true);
+  if (absl::Status s = jobs.Start(); !s.ok()) {
+    LogError("jobs_start_failed", {{"error", s.ToString()}});
+  }
+  set_health(true);
+  LogInfo("serving", {{"models", absl::StrCat(registry.List().size())},
+                      {"jobs", JobsSupported() ? "on" : "off"}});
+
+  while (g_signal == 0) absl::SleepFor(absl::Milliseconds(50));
+  LogInfo("shutting_down", {{"signal", absl::StrCat(g_signal.load())}});
+  set_health(false);
+  absl::SleepFor(absl::Milliseconds(absl::GetFlag(FLAGS_shutdown_grace_ms)));
+  model_service.set_ready(false);
+  job_service.set_ready(false);
+  jobs.Stop();
+  registry.StopSchedulers();
+  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  LogInfo("stopped");
+  return 0;
+}
+
+}  // namespace
+}  // namespace hgeval::server
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "hgeval-server: serves language models over gRPC (hgeval.v1.ModelService, "
+      "hgeval.v1.JobService, grpc.health.v1.Health, reflection).\n"
+      "Example: hgeval-server --model_root=data/models --listen=127.0.0.1:50051\n"
+      "Flags:");
+  absl::ParseCommandLine(argc, argv);
+  return hgeval::server::Run();
+}

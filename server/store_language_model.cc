@@ -1,0 +1,251 @@
+#include "server/store_language_model.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "server/request_prep.h"
+
+namespace hgeval::server {
+namespace v1 = ::hgeval::v1;
+
+StoreLanguageModel::StoreLanguageModel(LoadedModel* model, Executor* executor,
+                                       StoreLanguageModelOptions options)
+    : model_(model), executor_(executor), options_(std::move(options)) {
+  max_length_ = LmEvalMaxLength(*model_, options_.max_length);
+}
+
+CallControl StoreLanguageModel::Control(const tasks::CallOptions& options) const {
+  CallControl control;
+  auto job_cancelled = options_.cancelled;
+  auto call_cancelled = options.cancelled;
+  control.cancelled = [job_cancelled, call_cancelled] {
+    return (job_cancelled && job_cancelled()) || (call_cancelled && call_cancelled());
+  };
+  return control;
+}
+
+absl::StatusOr<std::vector<v1::LoglikelihoodResult>> StoreLanguageModel::ScoreChunked(
+    const std::vector<TokenPair>& pairs, const tasks::CallOptions& options,
+    const std::function<void(int64_t)>& done) {
+  std::vector<v1::LoglikelihoodResult> results;
+  results.reserve(pairs.size());
+  const CallControl control = Control(options);
+  const size_t chunk = static_cast<size_t>(std::max<int64_t>(1, options_.chunk_requests));
+  for (size_t start = 0; start < pairs.size(); start += chunk) {
+    const std::vector<TokenPair> part(pairs.begin() + start,
+                                      pairs.begin() + std::min(pairs.size(), start + chunk));
+    absl::StatusOr<ScoreOutcome> outcome;
+    for (;;) {
+      outcome = executor_->ScorePairs(*model_, part, 0, /*use_store=*/true, control);
+      // A full queue is backpressure, not failure: wait and retry.
+      if (outcome.status().code() != absl::StatusCode::kResourceExhausted) break;
+      if (control.cancelled()) return absl::CancelledError("job cancelled");
+      absl::SleepFor(absl::Milliseconds(50));
+    }
+    if (!outcome.ok()) return outcome.status();
+    cached_ += outcome->cached;
+    computed_ += outcome->computed;
+    for (auto& r : outcome->results) {
+      stats_.tokens_scored += r.continuation_tokens();
+      if (!r.cached()) stats_.tokens_fed += r.context_tokens() + r.continuation_tokens() - 1;
+      results.push_back(std::move(r));
+    }
+    if (done) done(static_cast<int64_t>(part.size()));
+  }
+  return results;
+}
+
+absl::StatusOr<std::vector<tasks::LoglikelihoodResult>> StoreLanguageModel::Loglikelihood(
+    absl::Span<const tasks::LoglikelihoodRequest> requests, const tasks::CallOptions& options) {
+  PairLimits limits;
+  limits.vocab_size = model_->info.vocab_size;
+  limits.max_length = max_length_;
+  limits.truncate = true;
+  limits.model_name = model_->spec.name;
+  std::vector<TokenPair> pairs;
+  pairs.reserve(requests.size());
+  for (size_t i = 0; i < requests.size(); ++i) {
+    v1::LoglikelihoodPair pair;
+    pair.set_context(requests[i].context);
+    pair.set_continuation(requests[i].continuation);
+    absl::StatusOr<TokenPair> p = PreparePair(pair, static_cast<int>(i), *model_->tokenizer,
+                                              options_.add_special, limits);
+    if (!p.ok()) return p.status();
+    pairs.push_back(*std::move(p));
+  }
+  int64_t done = 0;
+  const int64_t total = static_cast<int64_t>(pairs.size());
+  absl::StatusOr<std::vector<v1::LoglikelihoodResult>> scored =
+      ScoreChunked(pairs, options, [&](int64_t n) {
+        done += n;
+        if (options.progress) options.progress(done, total);
+      });
+  if (!scored.ok()) return scored.status();
+  std::vector<tasks::LoglikelihoodResult> out(scored->size());
+  for (size_t i = 0; i < out.size(); ++i) {
+    out[i].logprob = (*scored)[i].logprob();
+    out[i].is_greedy = (*scored)[i].is_greedy();
+    out[i].n_tokens = (*scored)[i].continuation_tokens();
+  }
+  stats_.requests += static_cast<int64_t>(requests.size());
+  return out;
+}
+
+absl::StatusOr<std::vector<tasks::RollingResult>> StoreLanguageModel::LoglikelihoodRolling(
+    absl::Span<const tasks::RollingRequest> requests, const tasks::CallOptions& options) {
+  const int32_t prefix = PrefixToken(*model_->tokenizer);
+  if (prefix < 0) {
+    return absl::FailedPreconditionError("the tokenizer has no BOS/EOS prefix token");
+  }
+  std::vector<TokenPair> windows;
+  std::vector<size_t> first, count;
+  for (const tasks::RollingRequest& r : requests) {
+    absl::StatusOr<std::vector<int32_t>> ids = model_->tokenizer->Encode(r.text, false);
+    if (!ids.ok()) return ids.status();
+    // Windowless: one pass over the whole text carrying the state (recurrent models).
+    std::vector<TokenPair> w =
+        r.windowless ? (ids->empty() ? std::vector<TokenPair>{}
+                                     : std::vector<TokenPair>{TokenPair{{prefix}, *ids}})
+                     : RollingWindows(*ids, prefix, max_length_);
+    first.push_back(windows.size());
+    count.push_back(w.size());
+    for (TokenPair& p : w) windows.push_back(std::move(p));
+  }
+  // Progress counts requests (texts), finished when their last window is.
+  int64_t windows_done = 0;
+  const int64_t total = static_cast<int64_t>(requests.size());
+  absl::StatusOr<std::vector<v1::LoglikelihoodResult>> scored =
+      ScoreChunked(windows, options, [&](int64_t n) {
+        windows_done += n;
+        int64_t texts_done = 0;
+        for (size_t i = 0; i < first.size(); ++i) {
+          if (static_cast<int64_t>(first[i] + count[i]) <= windows_done) ++texts_done;
+        }
+        if (options.progress) options.progress(texts_done, total);
+      });
+  if (!scored.ok()) return scored.status();
+  std::vector<tasks::RollingResult> out(requests.size());
+  for (size_t i = 0; i < requests.size(); ++i) {
+    for (size_t w = first[i]; w < first[i] + count[i]; ++w) {
+      out[i].logprob += (*scored)[w].logprob();
+      out[i].n_tokens += (*scored)[w].continuation_tokens();
+    }
+  }
+  stats_.requests += static_cast<int64_t>(requests.size());
+  return out;
+}
+
+absl::StatusOr<std::vector<tasks::GenerateUntilResult>> StoreLanguageModel::GenerateUntil(
+    absl::Span<const tasks::GenerateUntilRequest> requests, const tasks::CallOptions& options) {
+  const CallControl control = Control(options);
+  const Tokenizer& tokenizer = *model_->tokenizer;
+  ResultStore* store = executor_->store();
+  std::vector<tasks::GenerateUntilResult> out(requests.size());
+  const size_t chunk = 64;
+  int64_t done = 0;
+  for (size_t start = 0; start < requests.size(); start += chunk) {
+    const size_t end = std::min(requests.size(), start + chunk);
+    std::vector<StoreKey> keys;
+    std::vector<std::shared_ptr<GenerateWork>> works(end - start);
+    for (size_t i = start; i < end; ++i) {
+      const tasks::GenerateUntilRequest& r = requests[i];
+      absl::StatusOr<std::vector<int32_t>> prompt = tokenizer.Encode(r.context, options_.add_special);
+      if (!prompt.ok()) return prompt.status();
+      // lm-eval: keep the last max_length - max_gen_toks context tokens.
+      const int64_t keep = std::max<int64_t>(1, max_length_ - r.max_gen_toks);
+      if (static_cast<int64_t>(prompt->size()) > keep) {
+        prompt->erase(prompt->begin(), prompt->end() - keep);
+      }
+      if (prompt->empty()) prompt->push_back(PrefixToken(tokenizer));
+      keys.push_back(StoreKey{model_->model_hash, model_->tokenizer_hash, "generate",
+                              GenerateDigest(*prompt, r.max_gen_toks, r.until, 0.0f, 1.0f, 0,
+                                             false)});
+      auto work = std::make_shared<GenerateWork>();
+      work->request.prompt = *std::move(prompt);
+      work->request.max_new_tokens = r.max_gen_toks;
+      if (tokenizer.eos_id() >= 0) work->request.stop_tokens.push_back(tokenizer.eos_id());
+      work->request.stop_strings = r.until;
+      works[i - start] = std::move(work);
+    }
+    std::vector<std::optional<std::string>> stored(keys.size());
+    if (store != nullptr) {
+      absl::StatusOr<std::vector<std::optional<std::string>>> got = store->GetMany(keys);
+      if (!got.ok()) return got.status();
+      stored = *std::move(got);
+    }
+    for (size_t k = 0; k < works.size(); ++k) {
+      v1::GenerateResponse cached;
+      if (stored[k].has_value() && cached.ParseFromString(*stored[k])) {
+        out[start + k].text = cached.text();
+        out[start + k].n_tokens = cached.generated_tokens();
+        works[k] = nullptr;
+        ++cached_;
+        continue;
+      }
+      for (;;) {
+        absl::Status s = model_->scheduler->Submit(works[k]);
+        if (s.ok()) break;
+        if (s.code() != absl::StatusCode::kResourceExhausted) return s;
+        if (control.cancelled()) return absl::CancelledError("job cancelled");
+        absl::SleepFor(absl::Milliseconds(50));
+      }
+    }
+    std::vector<std::pair<StoreKey, std::string>> to_store;
+    for (size_t k = 0; k < works.size(); ++k) {
+      if (works[k] == nullptr) continue;
+      if (absl::Status s = WaitDone(works[k]->mu, works[k]->done, control); !s.ok()) {
+        for (auto& w : works) {
+          if (w) w->cancelled = true;
+        }
+        return s;
+      }
+      absl::MutexLock lock(&works[k]->mu);
+      if (!works[k]->status.ok()) return works[k]->status;
+      absl::StatusOr<std::string> text = tokenizer.Decode(works[k]->result.tokens);
+      if (!text.ok()) return text.status();
+      std::string cut = *text;
+      for (const std::string& u : requests[start + k].until) {
+        const size_t at = cut.find(u);
+        if (!u.empty() && at != std::string::npos) cut.resize(at);
+      }
+      out[start + k].text = cut;
+      out[start + k].n_tokens = static_cast<int64_t>(works[k]->result.tokens.size());
+      stats_.tokens_generated += out[start + k].n_tokens;
+      ++computed_;
+      v1::GenerateResponse whole;
+      whole.set_text(cut);
+      for (int32_t id : works[k]->result.tokens) whole.add_token_ids(id);
+      whole.set_finished(true);
+      whole.set_prompt_tokens(static_cast<int32_t>(works[k]->request.prompt.size()));
+      whole.set_generated_tokens(static_cast<int32_t>(works[k]->result.tokens.size()));
+      to_store.emplace_back(keys[k], whole.SerializeAsString());
+    }
+    if (store != nullptr) {
+      if (absl::Status s = store->PutMany(to_store); !s.ok()) return s;
+    }
+    done += static_cast<int64_t>(end - start);
+    if (options.progress) options.progress(done, static_cast<int64_t>(requests.size()));
+  }
+  stats_.requests += static_cast<int64_t>(requests.size());
+  return out;
+}
+
+tasks::LanguageModelInfo StoreLanguageModel::info() const {
+  tasks::LanguageModelInfo info;
+  info.model = model_->spec.name;
+  info.model_hash = model_->model_hash;
+  info.family = std::string(ModelFamilyName(model_->info.family));
+  info.tokenizer = std::string(model_->tokenizer->kind());
+  info.tokenizer_hash = model_->tokenizer_hash;
+  info.bos_regime = options_.add_special ? "tokenizer" : "none";
+  info.max_length = max_length_;
+  info.prefix_token_id = PrefixToken(*model_->tokenizer);
+  info.dtype = model_->info.dtype;
+  info.backend = model_->info.backend;
+  info.context_reuse = false;
+  info.rolling_mode = "windows";
+  return info;
+}
+
+}  // namespace hgeval::server

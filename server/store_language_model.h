@@ -1,0 +1,67 @@
+// tasks::LanguageModel for server jobs: lm-eval request semantics (the same request
+// preparation as the ModelService RPCs), answers from the result store where it can and
+// sends only missing requests to the model's scheduler, in chunks whose results are
+// stored as soon as they are computed (a killed job loses at most one chunk).
+#ifndef HGEVAL_SERVER_STORE_LANGUAGE_MODEL_H_
+#define HGEVAL_SERVER_STORE_LANGUAGE_MODEL_H_
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "server/executor.h"
+#include "server/model_registry.h"
+#include "tasks/language_model.h"
+
+namespace hgeval::server {
+
+struct StoreLanguageModelOptions {
+  bool add_special = false;   // BOS regime "tokenizer" (true) or "none"
+  int64_t max_length = 0;     // 0: lm-eval's rule (max_position_embeddings, max_context, 2048)
+  int64_t chunk_requests = 256;  // requests per scheduler submission / store write
+  std::function<bool()> cancelled;  // the job's cancellation
+};
+
+class StoreLanguageModel : public tasks::LanguageModel {
+ public:
+  StoreLanguageModel(LoadedModel* model, Executor* executor, StoreLanguageModelOptions options);
+
+  absl::StatusOr<std::vector<tasks::LoglikelihoodResult>> Loglikelihood(
+      absl::Span<const tasks::LoglikelihoodRequest> requests,
+      const tasks::CallOptions& options = {}) override;
+  absl::StatusOr<std::vector<tasks::RollingResult>> LoglikelihoodRolling(
+      absl::Span<const tasks::RollingRequest> requests,
+      const tasks::CallOptions& options = {}) override;
+  absl::StatusOr<std::vector<tasks::GenerateUntilResult>> GenerateUntil(
+      absl::Span<const tasks::GenerateUntilRequest> requests,
+      const tasks::CallOptions& options = {}) override;
+
+  tasks::LanguageModelInfo info() const override;
+  tasks::LanguageModelStats stats() const override { return stats_; }
+  void ResetStats() override { stats_ = {}; }
+
+  int64_t max_length() const { return max_length_; }
+  // Requests answered from the store / computed, since construction.
+  int64_t cached() const { return cached_; }
+  int64_t computed() const { return computed_; }
+
+ private:
+  // Scores pairs in chunks; `done(n)` after each chunk.
+  absl::StatusOr<std::vector<hgeval::v1::LoglikelihoodResult>> ScoreChunked(
+      const std::vector<TokenPair>& pairs, const tasks::CallOptions& options,
+      const std::function<void(int64_t)>& done);
+  CallControl Control(const tasks::CallOptions& options) const;
+
+  LoadedModel* model_;
+  Executor* executor_;
+  StoreLanguageModelOptions options_;
+  int64_t max_length_ = 2048;
+  tasks::LanguageModelStats stats_;
+  std::atomic<int64_t> cached_{0};
+  std::atomic<int64_t> computed_{0};
+};
+
+}  // namespace hgeval::server
+
+#endif  // HGEVAL_SERVER_STORE_LANGUAGE_MODEL_H_

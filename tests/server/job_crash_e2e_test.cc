@@ -1,0 +1,136 @@
+// Crash resilience: a job of >= 2,000 requests, the server killed with SIGKILL mid-job and
+// restarted on the same store and port. The job completes, the watching client rides
+// through the restart, the store shows no request computed twice, and the results equal
+// an uninterrupted run's.
+#include <signal.h>
+
+#include <thread>
+
+#include "absl/strings/numbers.h"
+#include "absl/time/clock.h"
+#include "client/client.h"
+#include "gtest/gtest.h"
+#include "server/result_store.h"
+#include "tests/server/server_process.h"
+#include "tests/support/paths.h"
+
+namespace hgeval {
+namespace {
+
+using testing::ServerProcess;
+using testing::SourcePath;
+namespace v1 = ::hgeval::v1;
+
+constexpr int kLimit = 1000;  // piqa: 2 requests per doc -> 2,000 requests
+
+std::vector<std::string> Args(const std::string& store) {
+  return {"--model=hgrn2=" + SourcePath("tests/golden/hgrn2"),
+          "--tokenizer=" + SourcePath("data/models/stories260K/tok512.bin"),
+          "--data_dir=" + SourcePath("data"), "--store=" + store, "--shutdown_grace_ms=0"};
+}
+
+v1::SubmitJobRequest Job() {
+  v1::SubmitJobRequest request;
+  request.set_model("hgrn2");
+  request.add_tasks("piqa");
+  request.set_limit(kLimit);
+  return request;
+}
+
+std::unique_ptr<client::Client> Connect(const std::string& address) {
+  client::ClientOptions options;
+  options.servers = {address};
+  return *client::Client::Connect(options);
+}
+
+TEST(JobCrashTest, KilledMidJobResumesWithoutRecomputingAndMatchesAnUninterruptedRun) {
+  const std::string dir = testing::MakeTempDir("job-crash");
+  // Uninterrupted reference run.
+  v1::Job reference;
+  {
+    ServerProcess server;
+    ASSERT_TRUE(server.Start(dir, Args(dir + "/reference.sqlite")).ok());
+    auto client = Connect(server.address());
+    ASSERT_TRUE(client->WaitServing(absl::Seconds(30)).ok());
+    auto id = client->SubmitJob(Job());
+    ASSERT_TRUE(id.ok()) << id.status();
+    auto job = client->WatchJob(*id, nullptr);
+    ASSERT_TRUE(job.ok()) << job.status();
+    ASSERT_EQ(job->state(), v1::JOB_STATE_SUCCEEDED) << job->error();
+    reference = *job;
+    server.Stop(SIGTERM);
+  }
+  ASSERT_GE(reference.requests_total(), 2000);
+
+  // The same job on a fresh store, killed part-way.
+  const std::string store = dir + "/crash.sqlite";
+  ServerProcess server;
+  ASSERT_TRUE(server.Start(dir, Args(store)).ok());
+  const std::string address = server.address();
+  auto client = Connect(address);
+  ASSERT_TRUE(client->WaitServing(absl::Seconds(30)).ok());
+  auto id = client->SubmitJob(Job());
+  ASSERT_TRUE(id.ok()) << id.status();
+  // A watcher that must survive the crash by re-watching.
+  absl::StatusOr<v1::Job> watched;
+  std::thread watcher([&] { watched = Connect(address)->WatchJob(*id, nullptr, absl::Seconds(60)); });
+  int64_t done_before_kill = 0;
+  for (;;) {
+    auto job = client->GetJob(*id);
+    ASSERT_TRUE(job.ok()) << job.status();
+    ASSERT_NE(job->state(), v1::JOB_STATE_SUCCEEDED) << "the job finished before the kill";
+    if (job->requests_done() >= 600) {
+      done_before_kill = job->requests_done();
+      break;
+    }
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  EXPECT_EQ(server.Stop(SIGKILL), -SIGKILL);
+  int64_t stored_at_kill = 0;
+  {
+    auto s = server::ResultStore::Open(store);
+    ASSERT_TRUE(s.ok());
+    stored_at_kill = (*s)->Stats()->results;
+  }
+  EXPECT_GT(stored_at_kill, 0);
+  const std::string port = address.substr(address.rfind(':') + 1);
+  ServerProcess restarted;
+  ASSERT_TRUE(restarted.Start(dir, Args(store), absl::Seconds(30), "127.0.0.1:" + port).ok());
+  watcher.join();
+  ASSERT_TRUE(watched.ok()) << watched.status();
+  EXPECT_EQ(watched->state(), v1::JOB_STATE_SUCCEEDED) << watched->error();
+  auto final_job = client->GetJob(*id);
+  ASSERT_TRUE(final_job.ok()) << final_job.status();
+  ASSERT_EQ(final_job->state(), v1::JOB_STATE_SUCCEEDED) << final_job->error();
+  // Everything stored before the kill was answered from the store after it.
+  EXPECT_GE(final_job->requests_cached(), stored_at_kill);
+  EXPECT_EQ(final_job->requests_done(), reference.requests_done());
+  // The same numbers as the uninterrupted run.
+  ASSERT_EQ(final_job->results_size(), reference.results_size());
+  for (int t = 0; t < reference.results_size(); ++t) {
+    EXPECT_EQ(final_job->results(t).task(), reference.results(t).task());
+    EXPECT_EQ(final_job->results(t).samples(), reference.results(t).samples());
+    ASSERT_EQ(final_job->results(t).metrics_size(), reference.results(t).metrics_size());
+    for (const auto& [name, value] : reference.results(t).metrics()) {
+      ASSERT_TRUE(final_job->results(t).metrics().contains(name)) << name;
+      EXPECT_EQ(final_job->results(t).metrics().at(name), value) << name;
+    }
+  }
+  restarted.Stop(SIGTERM);
+  // No request computed twice; every request of the job is in the store once.
+  auto s = server::ResultStore::Open(store);
+  ASSERT_TRUE(s.ok());
+  auto stats = (*s)->Stats();
+  ASSERT_TRUE(stats.ok());
+  EXPECT_EQ(stats->max_compute_count, 1);
+  EXPECT_EQ(stats->computations, stats->results);
+  auto reference_store = server::ResultStore::Open(dir + "/reference.sqlite");
+  EXPECT_EQ(stats->results, (*reference_store)->Stats()->results);
+  std::printf("requests %lld, done before kill %lld, stored at kill %lld, distinct %lld\n",
+              static_cast<long long>(final_job->requests_done()),
+              static_cast<long long>(done_before_kill), static_cast<long long>(stored_at_kill),
+              static_cast<long long>(stats->results));
+}
+
+}  // namespace
+}  // namespace hgeval

@@ -1,0 +1,78 @@
+// Model names resolve only inside configured roots.
+#include "server/model_registry.h"
+
+#include <filesystem>
+#include <fstream>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/support/paths.h"
+
+namespace hgeval::server {
+namespace {
+namespace fs = std::filesystem;
+
+TEST(ModelNameTest, Validation) {
+  EXPECT_TRUE(IsValidModelName("stories260K"));
+  EXPECT_TRUE(IsValidModelName("hgrn2-1.3b_v2"));
+  for (const char* bad : {"", ".", "..", "../x", "a/b", "a\\b", "..hidden", ".x", "-x", "a b",
+                          "a..b", "/abs"}) {
+    EXPECT_FALSE(IsValidModelName(bad)) << bad;
+  }
+}
+
+class RegistryTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = hgeval::testing::MakeTempDir("registry");
+    root_ = dir_ + "/models";
+    fs::create_directories(root_ + "/good");
+    std::ofstream(root_ + "/good/model.bin") << "x";
+    // A model outside the root, and a symlink inside the root pointing at it.
+    fs::create_directories(dir_ + "/outside/secret");
+    std::ofstream(dir_ + "/outside/secret/model.bin") << "x";
+    fs::create_directory_symlink(dir_ + "/outside/secret", root_ + "/escape");
+  }
+  std::string dir_, root_;
+};
+
+TEST_F(RegistryTest, ListsOnlyModelsInsideTheRoot) {
+  RegistryOptions options;
+  options.roots = {root_};
+  ModelRegistry registry(options);
+  std::vector<std::string> names;
+  for (const ModelSpec& s : registry.List()) names.push_back(s.name);
+  EXPECT_THAT(names, ::testing::ElementsAre("good"));
+}
+
+TEST_F(RegistryTest, TraversalAndEscapesAreNotFound) {
+  RegistryOptions options;
+  options.roots = {root_};
+  ModelRegistry registry(options);
+  for (const char* name : {"../outside/secret", "escape", "..", "nope", "good/../../outside"}) {
+    absl::StatusOr<LoadedModel*> m = registry.Get(name);
+    EXPECT_EQ(m.status().code(), absl::StatusCode::kNotFound) << name;
+    EXPECT_THAT(m.status().message(), ::testing::HasSubstr("unknown model")) << name;
+  }
+}
+
+TEST_F(RegistryTest, ConfigFileResolvesRelativePaths) {
+  const std::string config = dir_ + "/config.json";
+  std::ofstream(config) << R"({"models": [{"name": "a", "path": "models/good",
+      "tokenizer": "tok.bin"}], "roots": ["models"]})";
+  RegistryOptions options;
+  ASSERT_TRUE(ParseRegistryConfig(config, options).ok());
+  ASSERT_EQ(options.models.size(), 1u);
+  EXPECT_EQ(options.models[0].path, fs::path(dir_ + "/models/good").lexically_normal().string());
+  EXPECT_EQ(options.models[0].tokenizer, fs::path(dir_ + "/tok.bin").lexically_normal().string());
+  ASSERT_EQ(options.roots.size(), 1u);
+
+  std::ofstream(config) << R"({"models": [{"name": "../bad", "path": "x"}]})";
+  RegistryOptions bad;
+  EXPECT_EQ(ParseRegistryConfig(config, bad).code(), absl::StatusCode::kInvalidArgument);
+  std::ofstream(config) << "{not json";
+  EXPECT_EQ(ParseRegistryConfig(config, bad).code(), absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace hgeval::server

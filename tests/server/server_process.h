@@ -1,0 +1,55 @@
+// Test helper: runs a real hgeval-server process on a free loopback port.
+#ifndef HGEVAL_TESTS_SERVER_SERVER_PROCESS_H_
+#define HGEVAL_TESTS_SERVER_SERVER_PROCESS_H_
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+
+namespace hgeval::testing {
+
+// Paths of the built binaries.
+std::string ServerBinary();
+std::string ClientBinary();
+
+class ServerProcess {
+ public:
+  ServerProcess() = default;
+  ~ServerProcess();  // SIGKILLs a server still running
+  ServerProcess(const ServerProcess&) = delete;
+  ServerProcess& operator=(const ServerProcess&) = delete;
+
+  // Starts hgeval-server with `args` plus --listen=127.0.0.1:0 and a port file in
+  // `work_dir`; waits until the port is known (not for SERVING). Logs go to
+  // work_dir/server-N.log.
+  // `listen` replaces the free-port default (e.g. to restart on the same port).
+  absl::Status Start(const std::string& work_dir, const std::vector<std::string>& args,
+                     absl::Duration timeout = absl::Seconds(30),
+                     const std::string& listen = "127.0.0.1:0");
+  // host:port
+  const std::string& address() const { return address_; }
+  pid_t pid() const { return pid_; }
+  bool running() const { return pid_ > 0; }
+  // Sends `signal` and reaps the process; returns its exit status (or -signal).
+  int Stop(int signal, absl::Duration timeout = absl::Seconds(30));
+  // Resident set size now and the peak, in KiB (from /proc).
+  int64_t RssKib() const;
+  int64_t PeakRssKib() const;
+  std::string log_path() const { return log_path_; }
+
+ private:
+  pid_t pid_ = -1;
+  std::string address_;
+  std::string log_path_;
+};
+
+// Runs a command, returns its exit status; stdout into *out.
+int RunCommand(const std::vector<std::string>& argv, std::string* out);
+
+}  // namespace hgeval::testing
+
+#endif  // HGEVAL_TESTS_SERVER_SERVER_PROCESS_H_
