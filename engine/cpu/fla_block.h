@@ -121,6 +121,31 @@ absl::StatusOr<std::unique_ptr<Model>> BuildFlaModel(
     const Checkpoint& checkpoint, const ModelConfig& config,
     std::vector<std::unique_ptr<TokenMixer>> mixers, int64_t extra_parameters);
 
+// HGRN and HGRN2: reads the lower bounds (when config.use_lower_bound) and one mixer per
+// layer through `read_mixer(layer, bound)`, where layer 0 gets no bound (an empty
+// vector), then builds the fla-skeleton model around them.
+template <typename ReadMixer>
+absl::StatusOr<std::unique_ptr<Model>> BuildLowerBoundedFlaModel(const Checkpoint& checkpoint,
+                                                                 const ModelConfig& config,
+                                                                 ReadMixer read_mixer) {
+  std::vector<std::vector<float>> bounds;
+  int64_t extra = 0;
+  if (config.use_lower_bound) {
+    auto read = ReadLowerBounds(checkpoint, config.num_layers, config.hidden_size);
+    if (!read.ok()) return read.status();
+    bounds = *std::move(read);
+    extra = config.num_layers * config.hidden_size;
+  }
+  std::vector<std::unique_ptr<TokenMixer>> mixers;
+  for (int64_t l = 0; l < config.num_layers; ++l) {
+    std::vector<float> bound = (bounds.empty() || l == 0) ? std::vector<float>() : bounds[l];
+    auto mixer = read_mixer(l, std::move(bound));
+    if (!mixer.ok()) return mixer.status();
+    mixers.push_back(*std::move(mixer));
+  }
+  return BuildFlaModel(checkpoint, config, std::move(mixers), extra);
+}
+
 // Reads a float tensor with an exact expected shape.
 absl::StatusOr<HostTensor> ReadTensor(const Checkpoint& checkpoint, const std::string& name,
                                       std::vector<int64_t> shape);

@@ -110,19 +110,12 @@ absl::StatusOr<std::unique_ptr<Model>> BuildHgrn(const Checkpoint& checkpoint,
   if (config.use_lower_bound && config.expand_ratio != 1) {
     return absl::InvalidArgumentError("HGRN: lower bounds need expand_ratio 1");
   }
-  std::vector<std::vector<float>> bounds;
-  int64_t extra = 0;
-  if (config.use_lower_bound) {
-    HG_ASSIGN_OR_RETURN(bounds, ReadLowerBounds(checkpoint, config.num_layers, config.hidden_size));
-    extra = config.num_layers * config.hidden_size;
-  }
-  std::vector<std::unique_ptr<TokenMixer>> mixers;
-  for (int64_t l = 0; l < config.num_layers; ++l) {
-    std::vector<float> bound = (bounds.empty() || l == 0) ? std::vector<float>() : bounds[l];
-    HG_ASSIGN_OR_RETURN(auto mixer, HgrnMixer::Read(checkpoint, config, l, std::move(bound)));
-    mixers.push_back(std::move(mixer));
-  }
-  return BuildFlaModel(checkpoint, config, std::move(mixers), extra);
+  return BuildLowerBoundedFlaModel(
+      checkpoint, config,
+      [&](int64_t layer, std::vector<float> bound)
+          -> absl::StatusOr<std::unique_ptr<TokenMixer>> {
+        return HgrnMixer::Read(checkpoint, config, layer, std::move(bound));
+      });
 }
 
 }  // namespace hgeval::cpu
