@@ -353,28 +353,6 @@ absl::Status ParseDecoder(const json& node, std::vector<DecoderStep>* steps, int
   return absl::OkStatus();
 }
 
-// "<0xNN>" -> byte (the tokenizers ByteFallback decoder: exactly 6 chars, hex digits).
-bool ParseByteToken(std::string_view token, uint8_t* byte) {
-  if (token.size() != 6 || token.substr(0, 3) != "<0x" || token[5] != '>') return false;
-  int value = 0;
-  for (int i = 3; i < 5; ++i) {
-    const char c = token[i];
-    int digit;
-    if (c >= '0' && c <= '9') {
-      digit = c - '0';
-    } else if (c >= 'A' && c <= 'F') {
-      digit = c - 'A' + 10;
-    } else if (c >= 'a' && c <= 'f') {
-      digit = c - 'a' + 10;
-    } else {
-      return false;
-    }
-    value = value * 16 + digit;
-  }
-  *byte = static_cast<uint8_t>(value);
-  return true;
-}
-
 void RunDecoder(const DecoderStep& step, std::vector<std::string>* tokens) {
   switch (step.kind) {
     case DecoderStep::Kind::kReplace:
@@ -396,7 +374,7 @@ void RunDecoder(const DecoderStep& step, std::vector<std::string>* tokens) {
       };
       for (std::string& t : *tokens) {
         uint8_t b;
-        if (ParseByteToken(t, &b)) {
+        if (utf8::ParseByteFallbackPiece(t, &b)) {
           bytes.push_back(static_cast<char>(b));
           ++byte_count;
         } else {

@@ -26,28 +26,6 @@ constexpr int32_t kBos = 1;
 constexpr int32_t kEos = 2;
 constexpr int32_t kByteOffset = 3;  // run.c: byte b falls back to token b + 3
 
-// Parses "<0xNN>" (as run.c's sscanf "<0x%02hhX>" accepts it: two hex digits).
-bool ParseBytePiece(std::string_view piece, unsigned char* byte) {
-  if (piece.size() != 6 || piece.substr(0, 3) != "<0x" || piece[5] != '>') return false;
-  int value = 0;
-  for (int i = 3; i < 5; ++i) {
-    const char c = piece[i];
-    int digit;
-    if (c >= '0' && c <= '9') {
-      digit = c - '0';
-    } else if (c >= 'A' && c <= 'F') {
-      digit = c - 'A' + 10;
-    } else if (c >= 'a' && c <= 'f') {
-      digit = c - 'a' + 10;
-    } else {
-      return false;
-    }
-    value = value * 16 + digit;
-  }
-  *byte = static_cast<unsigned char>(value);
-  return true;
-}
-
 class Llama2cTokenizer final : public Tokenizer {
  public:
   Llama2cTokenizer(std::vector<std::string> pieces, std::vector<float> scores, std::string hash)
@@ -60,7 +38,7 @@ class Llama2cTokenizer final : public Tokenizer {
     byte_piece_.resize(pieces_.size(), -1);
     for (int32_t id = 0; id < static_cast<int32_t>(pieces_.size()); ++id) {
       unsigned char b;
-      if (ParseBytePiece(pieces_[id], &b)) byte_piece_[id] = b;
+      if (utf8::ParseByteFallbackPiece(pieces_[id], &b)) byte_piece_[id] = b;
     }
   }
 

@@ -162,4 +162,25 @@ bool IsWhiteSpace(char32_t cp) {
   }
 }
 
+bool ParseByteFallbackPiece(std::string_view piece, uint8_t* byte) {
+  if (piece.size() != 6 || piece.substr(0, 3) != "<0x" || piece[5] != '>') return false;
+  int value = 0;
+  for (int i = 3; i < 5; ++i) {
+    const char c = piece[i];
+    int digit;
+    if (c >= '0' && c <= '9') {
+      digit = c - '0';
+    } else if (c >= 'A' && c <= 'F') {
+      digit = c - 'A' + 10;
+    } else if (c >= 'a' && c <= 'f') {
+      digit = c - 'a' + 10;
+    } else {
+      return false;
+    }
+    value = value * 16 + digit;
+  }
+  *byte = static_cast<uint8_t>(value);
+  return true;
+}
+
 }  // namespace hgeval::utf8

@@ -40,6 +40,10 @@ bool IsWhiteSpace(char32_t cp);
 
 inline constexpr std::string_view kReplacementChar = "\xEF\xBF\xBD";
 
+// A byte-fallback piece "<0xNN>" (exactly 6 chars, two hex digits of either case) -> the
+// byte. HF's ByteFallback decoder and llama2.c's run.c accept the same form.
+bool ParseByteFallbackPiece(std::string_view piece, uint8_t* byte);
+
 }  // namespace hgeval::utf8
 
 #endif  // HGEVAL_ENGINE_TOKENIZER_UTF8_H_
