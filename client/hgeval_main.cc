@@ -15,6 +15,7 @@
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "client/client.h"
+#include "client/niah_command.h"
 #include "client/remote_language_model.h"
 #include "client/results_table.h"
 #include "tasks/evaluator.h"
@@ -79,6 +80,9 @@ constexpr char kUsage[] =
     "--seed S]\n"
     "  run --model M --tasks a,b [--limit N] [--output results.json]   submit a job, show\n"
     "      progress, print the results table (re-watches after dropped connections)\n"
+    "  niah --model M [--mode easy|standard --preset quick|paper --lengths a,b --depths a,b\n"
+    "      --out DIR]   Needle-in-a-Haystack sweep as a server job: progress, then\n"
+    "      DIR/niah_results.json, niah_grid.csv and niah_heatmap.png (resumable: --job ID)\n"
     "  jobs [--limit N]            list jobs\n"
     "  job ID | watch ID | cancel ID\n"
     "Flags:";
@@ -359,7 +363,7 @@ int Jobs(Client& client) {
   for (const v1::Job& job : jobs->jobs()) {
     std::printf("%s\t%s\t%s\t%s\tlimit=%d\t%lld/%lld\n", job.id().c_str(),
                 v1::JobState_Name(job.state()).c_str(), job.model().c_str(),
-                absl::StrJoin(job.tasks(), ",").c_str(), job.limit(),
+                job.has_niah() ? "niah" : absl::StrJoin(job.tasks(), ",").c_str(), job.limit(),
                 static_cast<long long>(job.requests_done()),
                 static_cast<long long>(job.requests_total()));
   }
@@ -398,6 +402,7 @@ int Main(const std::vector<char*>& args) {
   if (command == "generate") return Generate(c);
   if (command == "run") return Run(c);
   if (command == "jobs") return Jobs(c);
+  if (command == "niah") return RunNiahCommand(c, WatchWithProgress);
   if ((command == "job" || command == "watch" || command == "cancel") && args.size() >= 3) {
     const std::string id = args[2];
     absl::StatusOr<v1::Job> job = command == "job"      ? c.GetJob(id)

@@ -85,9 +85,10 @@ std::string FormatProgress(const hgeval::v1::Job& job, double elapsed_s, int wid
   } else if (total > 0 && done >= total) {
     eta = "0:00:00";
   }
-  return absl::StrFormat("[%s] %3d%% %d/%d requests (%d cached)  ETA %s  %s", bar,
-                         static_cast<int>(fraction * 100), done, total, job.requests_cached(),
-                         eta, job.current_task());
+  return absl::StrFormat("[%s] %3d%% %d/%d %s (%d cached)  ETA %s  %s", bar,
+                         static_cast<int>(fraction * 100), done, total,
+                         job.has_niah() ? "cells" : "requests", job.requests_cached(), eta,
+                         job.current_task());
 }
 
 }  // namespace hgeval::client

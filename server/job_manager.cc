@@ -80,21 +80,33 @@ void JobManager::Stop() {
 
 absl::StatusOr<std::string> JobManager::Submit(const v1::SubmitJobRequest& request) {
   if (request.model().empty()) return absl::InvalidArgumentError("model is required");
-  if (request.tasks().empty()) return absl::InvalidArgumentError("tasks is empty");
+  const bool niah = request.has_niah();
+  if (niah && !request.tasks().empty()) {
+    return absl::InvalidArgumentError("a NIAH job takes no tasks (give either tasks or niah)");
+  }
+  if (!niah && request.tasks().empty()) return absl::InvalidArgumentError("tasks is empty");
   if (request.limit() < 0) return absl::InvalidArgumentError("limit must be >= 0");
   if (request.options().max_length() < 0) {
     return absl::InvalidArgumentError("options.max_length must be >= 0");
   }
   std::vector<std::string> tasks(request.tasks().begin(), request.tasks().end());
-  if (absl::Status s = ValidateTasks(tasks); !s.ok()) return s;
+  if (!niah) {
+    if (absl::Status s = ValidateTasks(tasks); !s.ok()) return s;
+  } else if (!JobsSupported()) {
+    return absl::UnimplementedError("this server was built without the tasks library");
+  }
   absl::StatusOr<LoadedModel*> model = registry_->Get(request.model());
   if (!model.ok()) return model.status();
+  if (niah) {
+    if (absl::Status s = ValidateNiahJob(request.niah(), **model); !s.ok()) return s;
+  }
   v1::Job job;
   job.set_id(NewJobId());
   job.set_model(request.model());
   *job.mutable_tasks() = request.tasks();
   job.set_limit(request.limit());
   *job.mutable_options() = request.options();
+  if (niah) *job.mutable_niah() = request.niah();
   job.set_state(v1::JOB_STATE_QUEUED);
   job.set_created_at(static_cast<int64_t>(std::time(nullptr)));
   job.set_updated_at(job.created_at());
@@ -105,7 +117,7 @@ absl::StatusOr<std::string> JobManager::Submit(const v1::SubmitJobRequest& reque
   queue_.push_back(job.id());
   LogInfo("job_submitted", {{"job", job.id()},
                             {"model", job.model()},
-                            {"tasks", absl::StrJoin(tasks, ",")},
+                            {"tasks", niah ? std::string("niah") : absl::StrJoin(tasks, ",")},
                             {"limit", absl::StrCat(job.limit())}});
   return job.id();
 }
@@ -256,6 +268,7 @@ void JobManager::RunOne(const std::string& id) {
   LogInfo("job_started", {{"job", id}, {"model", job.model()}});
   const absl::Time start = absl::Now();
   absl::StatusOr<std::string> results;
+  std::string results_csv;
   absl::StatusOr<LoadedModel*> model = registry_->Get(job.model());
   if (!model.ok()) {
     results = model.status();
@@ -280,7 +293,17 @@ void JobManager::RunOne(const std::string& id) {
       auto it = jobs_.find(id);
       return stopping_ || it == jobs_.end() || it->second.state() == v1::JOB_STATE_CANCELLED;
     };
-    results = RunJobTasks(job, context);
+    if (job.has_niah()) {
+      absl::StatusOr<NiahJobOutput> niah = RunNiahJob(job, context);
+      if (niah.ok()) {
+        results = std::move(niah->results_json);
+        results_csv = std::move(niah->results_csv);
+      } else {
+        results = niah.status();
+      }
+    } else {
+      results = RunJobTasks(job, context);
+    }
   }
   bool stopping;
   {
@@ -296,6 +319,7 @@ void JobManager::RunOne(const std::string& id) {
     if (results.ok()) {
       j.set_state(v1::JOB_STATE_SUCCEEDED);
       j.set_results_json(*results);
+      j.set_results_csv(results_csv);
       j.set_current_task("");
     } else if (j.state() != v1::JOB_STATE_CANCELLED) {
       j.set_state(v1::JOB_STATE_FAILED);

@@ -41,6 +41,20 @@ absl::Status ValidateTasks(const std::vector<std::string>& tasks);
 // Runs the job; returns the results JSON (lm-eval layout) as text.
 absl::StatusOr<std::string> RunJobTasks(const hgeval::v1::Job& job, JobContext& context);
 
+// NIAH jobs (server/niah_job.cc). InvalidArgument naming what is wrong with the spec, or
+// when the longest prompt plus its answer exceeds the model's sequence limit.
+absl::Status ValidateNiahJob(const hgeval::v1::NiahJobSpec& spec, const LoadedModel& model);
+
+struct NiahJobOutput {
+  std::string results_json;  // niah_results.json
+  std::string results_csv;   // niah_grid.csv
+};
+// Runs the sweep on the model directly (prefix reuse needs its states), serialised with
+// the scheduler's calls. Each finished cell is written to the result store at once; cells
+// already stored (a resumed or repeated sweep) are restored instead of computed.
+// Progress counts cells. context.task_done receives one result "niah" with the metrics.
+absl::StatusOr<NiahJobOutput> RunNiahJob(const hgeval::v1::Job& job, JobContext& context);
+
 }  // namespace hgeval::server
 
 #endif  // HGEVAL_SERVER_JOB_RUNNER_H_

@@ -13,4 +13,12 @@ absl::StatusOr<std::string> RunJobTasks(const hgeval::v1::Job&, JobContext&) {
   return absl::UnimplementedError("this server was built without the tasks library");
 }
 
+absl::Status ValidateNiahJob(const hgeval::v1::NiahJobSpec&, const LoadedModel&) {
+  return absl::UnimplementedError("this server was built without the tasks library");
+}
+
+absl::StatusOr<NiahJobOutput> RunNiahJob(const hgeval::v1::Job&, JobContext&) {
+  return absl::UnimplementedError("this server was built without the tasks library");
+}
+
 }  // namespace hgeval::server

@@ -10,6 +10,7 @@
 #include "absl/time/clock.h"
 #include "nlohmann/json.hpp"
 #include "server/log.h"
+#include "server/serialized_model.h"
 #include "server/sha256.h"
 
 namespace hgeval::server {
@@ -193,7 +194,8 @@ absl::StatusOr<std::unique_ptr<LoadedModel>> ModelRegistry::Load(const ModelSpec
     return absl::Status(model.status().code(), absl::StrCat("loading model '", spec.name,
                                                             "': ", model.status().message()));
   }
-  loaded->model = *std::move(model);
+  // Jobs (NIAH sweeps) feed the model besides the scheduler: serialise their calls.
+  loaded->model = std::make_unique<SerializedModel>(*std::move(model));
   std::string tokenizer_path = spec.tokenizer;
   if (tokenizer_path.empty()) {
     tokenizer_path = fs::is_directory(spec.path) ? spec.path : fs::path(spec.path).parent_path().string();

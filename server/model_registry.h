@@ -46,7 +46,7 @@ struct RegistryOptions {
 // A loaded model with its tokenizer, hashes and scheduler.
 struct LoadedModel {
   ModelSpec spec;
-  std::unique_ptr<Model> model;
+  std::unique_ptr<Model> model;  // a SerializedModel: the scheduler and jobs share it
   std::unique_ptr<Tokenizer> tokenizer;
   std::string model_hash;
   std::string tokenizer_hash;

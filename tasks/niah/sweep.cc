@@ -28,15 +28,15 @@ int64_t DecodeTokensFed(const GenerateResult& r) {
   return std::max<int64_t>(0, emitted - 1);
 }
 
-void ScoreCell(const NiahOptions& options, const NiahTexts& texts, NiahCellResult& cell) {
+}  // namespace
+
+void ScoreNiahCell(const NiahOptions& options, const NiahTexts& texts, NiahCellResult& cell) {
   cell.rouge1_score =
       metrics::NiahRouge1Score(texts.expected_answer, cell.generated, options.rouge_use_stemmer);
   cell.key_phrase_score = metrics::NiahKeyPhraseScore(texts.key_phrases, cell.generated);
   cell.score = options.scorer == NiahScorer::kRouge1 ? cell.rouge1_score : cell.key_phrase_score;
   cell.success = cell.score >= options.metric_options.threshold;
 }
-
-}  // namespace
 
 absl::StatusOr<NiahScorer> ParseNiahScorer(std::string_view name) {
   if (name == "rouge1") return NiahScorer::kRouge1;
@@ -170,6 +170,9 @@ absl::StatusOr<NiahResult> RunNiahSweep(Model& model, const Tokenizer& tokenizer
   std::unique_ptr<SequenceState> state;  // prefix reuse: the haystack fed so far
   int64_t state_position = 0;
   for (size_t begin = 0; begin < order.size(); begin += options.max_batch) {
+    if (options.cancelled && options.cancelled()) {
+      return absl::CancelledError("the NIAH sweep was cancelled");
+    }
     const size_t end = std::min(order.size(), begin + options.max_batch);
     std::vector<GenerateRequest> requests;
     std::vector<std::unique_ptr<SequenceState>> snapshots;
@@ -217,7 +220,7 @@ absl::StatusOr<NiahResult> RunNiahSweep(Model& model, const Tokenizer& tokenizer
       cell.generated = std::move(g.text);
       cell.generated_tokens = std::move(g.tokens);
       cell.finish_reason = g.finish_reason;
-      ScoreCell(options, texts, cell);
+      ScoreNiahCell(options, texts, cell);
       if (on_cell) on_cell(order[i], cell);
     }
     if (options.prefix_reuse) {

@@ -54,6 +54,8 @@ struct NiahOptions {
   // Length-major cell indices not to run (a resumed job's finished cells: the caller puts
   // their saved results into NiahResult::cells and calls RecomputeNiahGrid).
   std::vector<int64_t> skip_cells;
+  // Polled before every batch of cells; true stops the sweep with CANCELLED.
+  std::function<bool()> cancelled;
   // Labels for the outputs.
   std::string model_name;
   int64_t training_length = 0;  // 0: unknown
@@ -101,6 +103,10 @@ absl::StatusOr<NiahResult> RunNiahSweep(Model& model, const Tokenizer& tokenizer
                                         const NiahOptions& options,
                                         const NiahProgress& progress = {},
                                         const NiahCellCallback& on_cell = {});
+
+// Fills the cell's scores and success from cell.generated (what the sweep does for every
+// cell it runs; a resumed job calls it for the cells it restores).
+void ScoreNiahCell(const NiahOptions& options, const NiahTexts& texts, NiahCellResult& cell);
 
 // Rebuilds result.grid (NaN for cells not run) and result.metrics from result.cells.
 absl::Status RecomputeNiahGrid(NiahResult& result);

@@ -1,0 +1,27 @@
+// `hgeval niah`: a Needle-in-a-Haystack sweep as a server job. Submits it (or re-attaches
+// to a running one with --job), shows progress, and writes the results JSON, the grid CSV
+// and the heatmap PNG (drawn here) to --out.
+#ifndef HGEVAL_CLIENT_NIAH_COMMAND_H_
+#define HGEVAL_CLIENT_NIAH_COMMAND_H_
+
+#include <functional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "client/client.h"
+
+namespace hgeval::client {
+
+// Watches a job to its final state (with the CLI's progress bar).
+using JobWatcher =
+    std::function<absl::StatusOr<hgeval::v1::Job>(Client& client, const std::string& id)>;
+
+// The sweep the command-line flags ask for. InvalidArgument for malformed lists.
+absl::StatusOr<hgeval::v1::NiahJobSpec> NiahSpecFromFlags();
+
+// Returns the process exit code.
+int RunNiahCommand(Client& client, const JobWatcher& watch);
+
+}  // namespace hgeval::client
+
+#endif  // HGEVAL_CLIENT_NIAH_COMMAND_H_
