@@ -14,7 +14,10 @@ namespace hgeval::cpu {
 absl::StatusOr<std::unique_ptr<Model>> BuildHgrn2(const Checkpoint& ckpt, const ModelConfig& c);
 absl::StatusOr<std::unique_ptr<Model>> BuildHgrn(const Checkpoint& ckpt, const ModelConfig& c);
 absl::StatusOr<std::unique_ptr<Model>> BuildGla(const Checkpoint& ckpt, const ModelConfig& c);
-absl::StatusOr<std::unique_ptr<Model>> BuildLlama(const Checkpoint& ckpt, const ModelConfig& c);
+// max_context > 0 accepts sequences up to that many positions (LoadOptions::max_context);
+// 0 keeps c.max_position_embeddings.
+absl::StatusOr<std::unique_ptr<Model>> BuildLlama(const Checkpoint& ckpt, const ModelConfig& c,
+                                                  int64_t max_context = 0);
 absl::StatusOr<std::unique_ptr<Model>> BuildMamba(const Checkpoint& ckpt, const ModelConfig& c);
 
 }  // namespace hgeval::cpu

@@ -105,7 +105,7 @@ class LlamaModel : public Model {
         return absl::InvalidArgumentError(absl::StrCat(
             "item ", i, ": ", state->position(), " consumed + ", items[i].tokens.size(),
             " new tokens = ", end, " exceeds the model's maximum context of ", info_.max_context,
-            " tokens (max_position_embeddings)"));
+            " tokens (LoadOptions::max_context; default max_position_embeddings)"));
       }
       states[i] = state;
     }
@@ -189,7 +189,8 @@ std::string TensorName(const ModelConfig& c, const std::string& hf_name) {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<Model>> BuildLlama(const Checkpoint& ckpt, const ModelConfig& c) {
+absl::StatusOr<std::unique_ptr<Model>> BuildLlama(const Checkpoint& ckpt, const ModelConfig& c,
+                                                  int64_t max_context) {
   if (c.family != ModelFamily::kLlama) {
     return absl::InvalidArgumentError("BuildLlama: the config is not a LLaMA/transformer model");
   }
@@ -227,7 +228,7 @@ absl::StatusOr<std::unique_ptr<Model>> BuildLlama(const Checkpoint& ckpt, const 
   ModelInfo info;
   info.family = ModelFamily::kLlama;
   info.vocab_size = c.vocab_size;
-  info.max_context = c.max_position_embeddings;
+  info.max_context = max_context > 0 ? max_context : c.max_position_embeddings;
   info.bos_token_id = c.bos_token_id;
   info.eos_token_id = c.eos_token_id;
   info.num_parameters = parameters;

@@ -118,7 +118,7 @@ class CudaModel : public Model {
  public:
   static absl::StatusOr<std::unique_ptr<CudaModel>> Build(const Checkpoint& checkpoint,
                                                          const ModelConfig& config, int device,
-                                                         Act act);
+                                                         Act act, int64_t max_context = 0);
   ~CudaModel() override;
 
   const ModelInfo& info() const override { return info_; }

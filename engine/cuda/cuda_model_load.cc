@@ -410,7 +410,8 @@ absl::Status CudaModel::AllocateScratch() {
 
 absl::StatusOr<std::unique_ptr<CudaModel>> CudaModel::Build(const Checkpoint& checkpoint,
                                                             const ModelConfig& config,
-                                                            int device, Act act) {
+                                                            int device, Act act,
+                                                            int64_t max_context) {
   std::unique_ptr<CudaModel> model(new CudaModel());
   model->config_ = config;
   model->act_ = act;
@@ -419,8 +420,11 @@ absl::StatusOr<std::unique_ptr<CudaModel>> CudaModel::Build(const Checkpoint& ch
   ModelInfo& info = model->info_;
   info.family = config.family;
   info.vocab_size = config.vocab_size;
-  info.max_context =
-      config.family == ModelFamily::kLlama ? config.max_position_embeddings : 0;
+  // LLaMA: LoadOptions::max_context when set (RoPE is computed per position and the KV
+  // cache grows on demand, so nothing else bounds it); recurrent models are unbounded.
+  info.max_context = config.family != ModelFamily::kLlama ? 0
+                     : max_context > 0                    ? max_context
+                                                          : config.max_position_embeddings;
   info.bos_token_id = config.bos_token_id;
   info.eos_token_id = config.eos_token_id;
   info.backend = absl::StrCat("cuda:", device);

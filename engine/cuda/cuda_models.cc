@@ -42,7 +42,7 @@ absl::StatusOr<std::unique_ptr<Model>> BuildCudaModel(const Checkpoint& checkpoi
     return absl::FailedPreconditionError(absl::StrCat(
         "device cuda:", device, " does not exist (", count, " CUDA device(s) visible)"));
   }
-  auto model = CudaModel::Build(checkpoint, config, device, act);
+  auto model = CudaModel::Build(checkpoint, config, device, act, options.max_context);
   if (!model.ok()) return model.status();
   return std::unique_ptr<Model>(std::move(*model));
 }

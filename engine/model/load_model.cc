@@ -27,6 +27,10 @@ absl::StatusOr<std::unique_ptr<Model>> BuildModel(const Checkpoint& checkpoint,
     return absl::InvalidArgumentError(
         absl::StrCat("dtype must be fp32 or bf16, got '", options.dtype, "'"));
   }
+  if (options.max_context < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "max_context must be >= 0 (0: max_position_embeddings), got ", options.max_context));
+  }
   if (absl::StartsWith(options.device, "cuda")) {
 #if HGEVAL_HAVE_CUDA
     return cuda::BuildCudaModel(checkpoint, config, options);
@@ -46,7 +50,7 @@ absl::StatusOr<std::unique_ptr<Model>> BuildModel(const Checkpoint& checkpoint,
     case ModelFamily::kHgrn2: return cpu::BuildHgrn2(checkpoint, config);
     case ModelFamily::kHgrn: return cpu::BuildHgrn(checkpoint, config);
     case ModelFamily::kGla: return cpu::BuildGla(checkpoint, config);
-    case ModelFamily::kLlama: return cpu::BuildLlama(checkpoint, config);
+    case ModelFamily::kLlama: return cpu::BuildLlama(checkpoint, config, options.max_context);
     case ModelFamily::kMamba: return cpu::BuildMamba(checkpoint, config);
   }
   return absl::InternalError("unknown model family");

@@ -2,6 +2,7 @@
 #ifndef HGEVAL_ENGINE_MODEL_LOAD_MODEL_H_
 #define HGEVAL_ENGINE_MODEL_LOAD_MODEL_H_
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -19,6 +20,13 @@ struct LoadOptions {
   std::string dtype = "fp32";
   // CPU worker threads; 0 = hardware concurrency.
   int threads = 0;
+  // Longest sequence (positions) a LLaMA accepts. 0: the config's max_position_embeddings
+  // (its training length). > 0: up to this many positions, past the training length
+  // (RoPE is computed per position, so this is plain RoPE extrapolation; quality beyond
+  // the training length is the model's own). The model's config() keeps the checkpoint's
+  // max_position_embeddings; info().max_context reports the limit in force. Recurrent
+  // models are unbounded and ignore it.
+  int64_t max_context = 0;
 };
 
 // Builds the model from an open checkpoint (any family in ModelFamily).

@@ -52,6 +52,10 @@ void AddModelFlags(CliFlags* flags) {
   flags->AddValue("device", "cpu, cuda or cuda:N (without a usable GPU: the CPU)", "cpu");
   flags->AddValue("dtype", "fp32 or bf16 (bf16 on CUDA only; the CPU computes in fp32)", "fp32");
   flags->AddValue("threads", "CPU worker threads (0: all cores)", "0");
+  flags->AddValue("max-context",
+                  "LLaMA: accept up to this many positions, past the training length (RoPE "
+                  "extrapolation); 0: max_position_embeddings",
+                  "0");
 }
 
 void AddCommonFlags(CliFlags* flags) {
@@ -90,6 +94,7 @@ absl::StatusOr<std::unique_ptr<Model>> OpenModel(const CliFlags& flags) {
   options.dtype = flags.Value("dtype");
   HG_ASSIGN_OR_RETURN(int64_t threads, flags.Int("threads"));
   options.threads = static_cast<int>(threads);
+  HG_ASSIGN_OR_RETURN(options.max_context, flags.Int("max-context"));
   if (options.device != "cpu" && !absl::StartsWith(options.device, "cuda")) {
     return absl::InvalidArgumentError(
         absl::StrCat("--device must be cpu, cuda or cuda:N, got '", options.device, "'"));

@@ -52,7 +52,12 @@ ABSL_FLAG(bool, prefix_reuse, true, "Feed the haystack once with snapshots (else
 ABSL_FLAG(int, max_batch, 8, "Cells decoded together");
 ABSL_FLAG(int64_t, max_cells, 0, "Run only this many cells, spread over the grid (0 = all)");
 ABSL_FLAG(int64_t, training_length, -1,
-          "Dashed line on the heatmap (-1: the model's max context, 0: none)");
+          "Dashed line on the heatmap (-1: the config's max_position_embeddings, i.e. the "
+          "training length, even with --max_context; 0: none)");
+ABSL_FLAG(int64_t, max_context, 0,
+          "LLaMA: accept prompts up to this many positions (0: max_position_embeddings). "
+          "Lets a LLaMA run past its training length with RoPE extrapolation, as the "
+          "Scaling-Laws heatmaps do; recurrent models ignore it");
 ABSL_FLAG(std::string, device, "cpu", "cpu, cuda or cuda:N");
 ABSL_FLAG(std::string, dtype, "fp32", "fp32 or bf16 (CUDA)");
 ABSL_FLAG(int, threads, 0, "CPU threads (0 = all)");
@@ -117,13 +122,16 @@ absl::Status Run() {
   load.device = absl::GetFlag(FLAGS_device);
   load.dtype = absl::GetFlag(FLAGS_dtype);
   load.threads = absl::GetFlag(FLAGS_threads);
+  load.max_context = absl::GetFlag(FLAGS_max_context);
   HG_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, LoadModel(model_path, load));
   const std::string tokenizer_path =
       absl::GetFlag(FLAGS_tokenizer).empty() ? model_path : absl::GetFlag(FLAGS_tokenizer);
   HG_ASSIGN_OR_RETURN(std::unique_ptr<Tokenizer> tokenizer, LoadTokenizer(tokenizer_path));
+  // The training length, not a --max_context override: the line marks where
+  // extrapolation starts.
   options.training_length = absl::GetFlag(FLAGS_training_length) >= 0
                                 ? absl::GetFlag(FLAGS_training_length)
-                                : model->info().max_context;
+                                : model->config().max_position_embeddings;
 
   std::fprintf(stderr, "hgeval-niah: %s, %s mode, %zu x %zu cells, prefix reuse %s\n",
                options.model_name.c_str(), std::string(NiahModeName(options.mode)).c_str(),
