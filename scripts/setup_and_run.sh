@@ -2,8 +2,8 @@
 # Set-up + run: installs the Debian dependencies, builds the server and client (Release),
 # starts hgeval-server on the CPU with the bundled demo model (data/models/stories260K) on
 # a free loopback port, waits for health SERVING, runs a small real evaluation through the
-# client (lm-eval tasks with a per-task limit), prints the results table and stops the
-# server. Nothing is downloaded besides the Debian packages.
+# client (lm-eval tasks with a per-task limit), prints the results table, runs a small
+# NIAH sweep (JSON, CSV and heatmap PNG) and stops the server. Nothing is downloaded besides the Debian packages.
 #   TASKS=piqa,arc_easy LIMIT=50 BUILD_DIR=build ./scripts/setup_and_run.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -49,6 +49,10 @@ echo "== run: $TASKS, limit $LIMIT per task"
 "$CLIENT" run --server="$ADDRESS" --model=stories260K --tasks="$TASKS" --limit="$LIMIT" \
   --output="$WORK/results.json"
 echo "== results JSON: $WORK/results.json"
+# stories260K reads at most 512 tokens: a small grid that fits (the presets need more).
+echo "== niah: a 3 x 3 Needle-in-a-Haystack sweep as a server job"
+"$CLIENT" niah --server="$ADDRESS" --model=stories260K --mode=easy --lengths=300,400,500 \
+  --depths=0,50,100 --out="$WORK/niah"
 stop_server
 trap - EXIT
 echo "== server stopped"

@@ -377,7 +377,9 @@ absl::StatusOr<std::vector<LoglikelihoodResult>> EngineLanguageModel::ScoreToken
         PrefixNode& node = nodes[k];
         stats_.tokens_fed += static_cast<int64_t>(node.tokens.size());
         if (options_.count_only) continue;
-        node.state = node.parent < 0 ? model_->NewState() : nodes[node.parent].state->Clone();
+        HG_ASSIGN_OR_RETURN(node.state,
+                            StartState(*model_, node.parent < 0 ? nullptr
+                                                                : nodes[node.parent].state.get()));
         ForwardItem item;
         item.tokens = node.tokens;
         item.state = node.state.get();
@@ -413,7 +415,9 @@ absl::StatusOr<std::vector<LoglikelihoodResult>> EngineLanguageModel::ScoreToken
         f.insert(f.end(), r.continuation.begin(), r.continuation.end() - 1);
         t.assign(f.size(), -1);
         std::copy(r.continuation.begin(), r.continuation.end(), t.end() - r.continuation.size());
-        states[k - lb] = leaf.node < 0 ? model_->NewState() : nodes[leaf.node].state->Clone();
+        HG_ASSIGN_OR_RETURN(
+            states[k - lb],
+            StartState(*model_, leaf.node < 0 ? nullptr : nodes[leaf.node].state.get()));
         items[k - lb].tokens = f;
         items[k - lb].targets = t;
         items[k - lb].state = states[k - lb].get();
@@ -536,7 +540,7 @@ absl::StatusOr<std::vector<GenerateUntilResult>> EngineLanguageModel::GenerateUn
       l.feed.erase(l.feed.begin(), l.feed.end() - keep);
     }
     if (l.feed.empty()) l.feed = {prefix_token_id_};
-    l.state = model_->NewState();
+    HG_ASSIGN_OR_RETURN(l.state, StartState(*model_, nullptr));
     stats_.requests += 1;
     if (l.max_new <= 0) l.finished = true;
   }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "engine/model/config.h"
 
@@ -23,7 +24,8 @@ class SequenceState {
   virtual ~SequenceState() = default;
   // Tokens consumed so far; the position of the next token fed.
   virtual int64_t position() const = 0;
-  // A deep copy that continues independently.
+  // A deep copy that continues independently; null when the backend is out of memory
+  // (CUDA). Callers go through CloneState() below.
   virtual std::unique_ptr<SequenceState> Clone() const = 0;
   // Bytes held, for memory accounting.
   virtual size_t bytes() const = 0;
@@ -83,7 +85,8 @@ class Model {
   virtual ~Model() = default;
   virtual const ModelInfo& info() const = 0;
   virtual const ModelConfig& config() const = 0;
-  // An empty state (position 0).
+  // An empty state (position 0); null when the backend is out of memory (CUDA). Callers
+  // go through StartState() below.
   virtual std::unique_ptr<SequenceState> NewState() const = 0;
   // Runs every item, writing outputs[i] for items[i] (outputs.size() == items.size()).
   // The results of one item never depend on the other items of the batch. Not
@@ -91,6 +94,14 @@ class Model {
   virtual absl::Status Forward(absl::Span<const ForwardItem> items,
                                absl::Span<ForwardOutput> outputs) = 0;
 };
+
+// A copy of `state`, or RESOURCE_EXHAUSTED when the backend cannot hold another state.
+absl::StatusOr<std::unique_ptr<SequenceState>> CloneState(const SequenceState& state);
+
+// A copy of `start`, or the model's empty state when `start` is null; RESOURCE_EXHAUSTED
+// when the backend cannot hold another state.
+absl::StatusOr<std::unique_ptr<SequenceState>> StartState(const Model& model,
+                                                          const SequenceState* start);
 
 }  // namespace hgeval
 

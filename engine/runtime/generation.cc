@@ -83,7 +83,7 @@ absl::StatusOr<int64_t> DecodeBatch::Add(const GenerateRequest& request) {
     return absl::InvalidArgumentError("generate: temperature must be >= 0 and top_p in (0, 1]");
   }
   auto live = std::make_unique<Live>(request);
-  live->state = request.start != nullptr ? request.start->Clone() : model_->NewState();
+  HG_ASSIGN_OR_RETURN(live->state, StartState(*model_, request.start));
   live->feed = request.prompt;
   live->finished = request.max_new_tokens == 0;
   const int64_t id = next_id_++;

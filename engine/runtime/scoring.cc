@@ -9,10 +9,6 @@
 namespace hgeval {
 namespace {
 
-std::unique_ptr<SequenceState> StartState(const Model& model, const SequenceState* start) {
-  return start != nullptr ? start->Clone() : model.NewState();
-}
-
 // The fed tokens and targets of one request (see ScoreRequest).
 struct PreparedRequest {
   std::vector<int32_t> tokens;
@@ -20,13 +16,13 @@ struct PreparedRequest {
   std::unique_ptr<SequenceState> state;
 };
 
-PreparedRequest Prepare(const Model& model, const ScoreRequest& request) {
+absl::StatusOr<PreparedRequest> Prepare(const Model& model, const ScoreRequest& request) {
   PreparedRequest p;
   p.tokens = request.context;
   p.tokens.insert(p.tokens.end(), request.continuation.begin(), request.continuation.end() - 1);
   p.targets.assign(request.context.size() - 1, -1);
   p.targets.insert(p.targets.end(), request.continuation.begin(), request.continuation.end());
-  p.state = StartState(model, request.start);
+  HG_ASSIGN_OR_RETURN(p.state, StartState(model, request.start));
   return p;
 }
 
@@ -88,7 +84,10 @@ absl::StatusOr<std::vector<ScoreResult>> Score(Model& model,
     }
     std::vector<PreparedRequest> prepared;
     prepared.reserve(end - begin);
-    for (size_t i = begin; i < end; ++i) prepared.push_back(Prepare(model, requests[i]));
+    for (size_t i = begin; i < end; ++i) {
+      HG_ASSIGN_OR_RETURN(PreparedRequest p, Prepare(model, requests[i]));
+      prepared.push_back(std::move(p));
+    }
     std::vector<ForwardItem> items(prepared.size());
     for (size_t j = 0; j < prepared.size(); ++j) {
       items[j].tokens = prepared[j].tokens;
@@ -109,7 +108,7 @@ absl::StatusOr<std::vector<ScoreResult>> Score(Model& model,
 absl::StatusOr<std::unique_ptr<SequenceState>> Prefill(Model& model,
                                                        absl::Span<const int32_t> tokens,
                                                        const SequenceState* start) {
-  std::unique_ptr<SequenceState> state = StartState(model, start);
+  HG_ASSIGN_OR_RETURN(std::unique_ptr<SequenceState> state, StartState(model, start));
   HG_RETURN_IF_ERROR(Advance(model, tokens, state.get()));
   return state;
 }
@@ -119,7 +118,7 @@ absl::StatusOr<std::vector<std::unique_ptr<SequenceState>>> PrefillWithSnapshots
     const SequenceState* start) {
   std::vector<std::unique_ptr<SequenceState>> snapshots;
   snapshots.reserve(positions.size());
-  std::unique_ptr<SequenceState> state = StartState(model, start);
+  HG_ASSIGN_OR_RETURN(std::unique_ptr<SequenceState> state, StartState(model, start));
   int64_t fed = 0;
   for (int64_t position : positions) {
     if (position < fed || position > static_cast<int64_t>(tokens.size())) {
@@ -128,7 +127,8 @@ absl::StatusOr<std::vector<std::unique_ptr<SequenceState>>> PrefillWithSnapshots
     }
     HG_RETURN_IF_ERROR(Advance(model, tokens.subspan(fed, position - fed), state.get()));
     fed = position;
-    snapshots.push_back(state->Clone());
+    HG_ASSIGN_OR_RETURN(std::unique_ptr<SequenceState> snapshot, CloneState(*state));
+    snapshots.push_back(std::move(snapshot));
   }
   return snapshots;
 }

@@ -1,0 +1,31 @@
+#include "engine/model/model.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace hgeval {
+namespace {
+
+absl::Status OutOfStateMemory(const char* what) {
+  return absl::ResourceExhaustedError(
+      absl::StrCat(what,
+                   " failed: the backend is out of memory for another sequence state (fewer "
+                   "sequences at once, or shorter ones, need less)"));
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<SequenceState>> CloneState(const SequenceState& state) {
+  std::unique_ptr<SequenceState> copy = state.Clone();
+  if (copy == nullptr) return OutOfStateMemory("copying a sequence state");
+  return copy;
+}
+
+absl::StatusOr<std::unique_ptr<SequenceState>> StartState(const Model& model,
+                                                          const SequenceState* start) {
+  if (start != nullptr) return CloneState(*start);
+  std::unique_ptr<SequenceState> state = model.NewState();
+  if (state == nullptr) return OutOfStateMemory("creating a sequence state");
+  return state;
+}
+
+}  // namespace hgeval
