@@ -211,6 +211,7 @@ int Score(Client& client) {
 int Rolling(Client& client) {
   v1::LoglikelihoodRollingRequest request;
   request.set_model(absl::GetFlag(FLAGS_model));
+  request.set_bos_mode(Bos());
   request.set_max_length(absl::GetFlag(FLAGS_max_length));
   request.set_return_token_logprobs(absl::GetFlag(FLAGS_token_logprobs));
   if (!absl::GetFlag(FLAGS_input).empty()) {

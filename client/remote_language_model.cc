@@ -143,6 +143,7 @@ absl::StatusOr<std::vector<tasks::RollingResult>> RemoteLanguageModel::Loglikeli
     v1::LoglikelihoodRollingRequest request;
     request.set_model(options_.model);
     request.set_max_length(static_cast<int32_t>(options_.max_length));
+    request.set_bos_mode(options_.bos_mode);
     for (size_t i = start; i < std::min(requests.size(), start + block); ++i) {
       request.add_inputs()->set_text(requests[i].text);
     }

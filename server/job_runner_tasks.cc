@@ -80,10 +80,15 @@ absl::StatusOr<std::string> RunJobTasks(const v1::Job& job, JobContext& context)
   report.total_seconds = absl::ToDoubleSeconds(absl::Now() - start);
   try {
     nlohmann::json json = tasks::ResultsJson(report);
+    if (job.options().log_samples()) {
+      // lm-eval writes samples_<task>.jsonl; a job returns them in its results.
+      json["samples"] = nlohmann::json::object();
+      for (const tasks::TaskReport& task : report.tasks) json["samples"][task.name] = task.samples;
+    }
     json["hgeval_job"] = {{"id", job.id()},
                           {"requests_cached", lm.cached()},
                           {"requests_computed", lm.computed()}};
-    return json.dump(2);
+    return json.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
   } catch (const nlohmann::json::exception& e) {
     return absl::InternalError(absl::StrCat("writing results: ", e.what()));
   }

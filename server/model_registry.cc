@@ -119,6 +119,11 @@ absl::Status ParseRegistryConfig(const std::string& config_path, RegistryOptions
         spec.tokenizer = ResolveRelative(base, m.value("tokenizer", std::string()));
         spec.device = m.value("device", std::string("cpu"));
         spec.dtype = m.value("dtype", std::string("fp32"));
+        spec.max_context = m.value("max_context", int64_t{0});
+        if (spec.max_context < 0) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "config ", config_path, ": model '", spec.name, "': max_context must be >= 0"));
+        }
         options.models.push_back(std::move(spec));
       }
     }
@@ -171,9 +176,10 @@ absl::StatusOr<ModelSpec> ModelRegistry::Resolve(const std::string& name) const 
     const std::string root_prefix = canonical_root.string() + "/";
     if (!absl::StartsWith(candidate.string(), root_prefix)) continue;
     if (!FindModelFiles(candidate.string()).ok()) continue;
-    ModelSpec spec;
+    ModelSpec spec = options_.root_model_defaults;
     spec.name = name;
     spec.path = candidate.string();
+    spec.tokenizer.clear();
     return spec;
   }
   return absl::NotFoundError(absl::StrCat("unknown model '", name, "'"));
@@ -188,6 +194,7 @@ absl::StatusOr<std::unique_ptr<LoadedModel>> ModelRegistry::Load(const ModelSpec
   LoadOptions load_options;
   load_options.device = spec.device;
   load_options.dtype = spec.dtype;
+  load_options.max_context = spec.max_context;
   load_options.threads = options_.threads;
   absl::StatusOr<std::unique_ptr<Model>> model = LoadModel(files->load_path, load_options);
   if (!model.ok()) {

@@ -30,11 +30,16 @@ struct ModelSpec {
   std::string tokenizer;
   std::string device = "cpu";
   std::string dtype = "fp32";
+  // LLaMA: accept sequences up to this many positions, past max_position_embeddings
+  // (RoPE extrapolation; LoadOptions::max_context). 0: the config's.
+  int64_t max_context = 0;
 };
 
 struct RegistryOptions {
   std::vector<ModelSpec> models;   // explicit models (config file, --model)
   std::vector<std::string> roots;  // every sub-folder is a model named by the folder
+  // device, dtype and max_context of the roots' models.
+  ModelSpec root_model_defaults;
   // Tokenizer for models whose folder has none.
   std::string default_tokenizer;
   // Sequence limit for models without their own (recurrent models).
@@ -60,7 +65,7 @@ struct LoadedModel {
 int64_t LmEvalMaxLength(const LoadedModel& model, int64_t requested);
 
 // Parses the JSON config: {"models": [{"name", "path", "tokenizer"?, "device"?,
-// "dtype"?}], "roots": [...], "default_tokenizer"?: ...}. Relative paths are relative to
+// "dtype"?, "max_context"?}], "roots": [...], "default_tokenizer"?: ...}. Relative paths are relative to
 // the config file's folder.
 absl::Status ParseRegistryConfig(const std::string& config_path, RegistryOptions& options);
 

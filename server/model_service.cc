@@ -214,7 +214,8 @@ grpc::Status ModelServiceImpl::LoglikelihoodRolling(
       if (absl::Status s = ValidateUtf8(input.text(), where + ".text"); !s.ok()) {
         return ToGrpcStatus(s);
       }
-      absl::StatusOr<std::vector<int32_t>> encoded = tokenizer.Encode(input.text(), false);
+      absl::StatusOr<std::vector<int32_t>> encoded =
+          tokenizer.Encode(input.text(), request->bos_mode() == v1::BOS_MODE_TOKENIZER);
       if (!encoded.ok()) return ToGrpcStatus(encoded.status());
       ids = *std::move(encoded);
     }

@@ -36,7 +36,7 @@ ABSL_FLAG(std::string, port_file, "",
           "Write the bound port number to this file once listening (useful with port 0).");
 ABSL_FLAG(std::string, config, "",
           "JSON model config: {\"models\": [{\"name\", \"path\", \"tokenizer\"?, \"device\"?, "
-          "\"dtype\"?}], \"roots\": [...], \"default_tokenizer\"?}. Relative paths are relative "
+          "\"dtype\"?, \"max_context\"?}], \"roots\": [...], \"default_tokenizer\"?}. Relative paths are relative "
           "to the config file.");
 ABSL_FLAG(std::vector<std::string>, model, {},
           "Models as NAME=PATH (comma-separated list, one flag; PATH is a Hugging Face folder, a llama2.c "
@@ -52,6 +52,10 @@ ABSL_FLAG(std::vector<std::string>, preload, {},
           "Others load on first use.");
 ABSL_FLAG(std::string, device, "cpu", "Device for --model/--model_root models: cpu, cuda, cuda:N.");
 ABSL_FLAG(std::string, dtype, "fp32", "Arithmetic dtype for CUDA models: fp32 or bf16.");
+ABSL_FLAG(int64_t, max_context, 0,
+          "LLaMA --model/--model_root models: accept sequences up to this many positions, past "
+          "max_position_embeddings (RoPE extrapolation, e.g. NIAH beyond the training length; "
+          "0: the config's). lm-eval tasks keep max_position_embeddings as max_length.");
 ABSL_FLAG(int, threads, 0, "CPU threads per model (0: all cores).");
 ABSL_FLAG(std::string, store, "hgeval-store.sqlite",
           "SQLite result store (results and jobs). ':memory:' keeps nothing across restarts.");
@@ -118,8 +122,12 @@ int Run() {
     spec.path = kv.second;
     spec.device = absl::GetFlag(FLAGS_device);
     spec.dtype = absl::GetFlag(FLAGS_dtype);
+    spec.max_context = absl::GetFlag(FLAGS_max_context);
     registry_options.models.push_back(spec);
   }
+  registry_options.root_model_defaults.device = absl::GetFlag(FLAGS_device);
+  registry_options.root_model_defaults.dtype = absl::GetFlag(FLAGS_dtype);
+  registry_options.root_model_defaults.max_context = absl::GetFlag(FLAGS_max_context);
   for (const std::string& root : absl::GetFlag(FLAGS_model_root)) registry_options.roots.push_back(root);
   if (!absl::GetFlag(FLAGS_tokenizer).empty()) {
     registry_options.default_tokenizer = absl::GetFlag(FLAGS_tokenizer);

@@ -101,7 +101,9 @@ absl::StatusOr<std::vector<tasks::RollingResult>> StoreLanguageModel::Loglikelih
   std::vector<TokenPair> windows;
   std::vector<size_t> first, count;
   for (const tasks::RollingRequest& r : requests) {
-    absl::StatusOr<std::vector<int32_t>> ids = model_->tokenizer->Encode(r.text, false);
+    // lm-eval's tok_encode(text): special tokens as the regime says (spec 2.2).
+    absl::StatusOr<std::vector<int32_t>> ids =
+        model_->tokenizer->Encode(r.text, options_.add_special);
     if (!ids.ok()) return ids.status();
     // Windowless: one pass over the whole text carrying the state (recurrent models).
     std::vector<TokenPair> w =

@@ -14,13 +14,19 @@
 namespace hgeval::cpu {
 namespace {
 
+// The calling thread's ParallelFor thread limit (ScopedCpuThreads); 0 = all.
+thread_local int tls_thread_limit = 0;
+
 // A fixed pool of workers for ParallelFor. Work is split into contiguous index ranges, so
 // which thread runs an index never changes a result (each index is computed alone).
 class WorkerPool {
  public:
   WorkerPool() {
     const unsigned n = std::max(1u, std::thread::hardware_concurrency());
-    for (unsigned i = 1; i < n; ++i) threads_.emplace_back([this] { Loop(); });
+    for (unsigned i = 1; i < n; ++i) {
+      const int index = static_cast<int>(i) - 1;
+      threads_.emplace_back([this, index] { Loop(index); });
+    }
   }
   ~WorkerPool() {
     {
@@ -31,9 +37,12 @@ class WorkerPool {
     for (auto& t : threads_) t.join();
   }
 
-  void Run(int64_t n, const std::function<void(int64_t)>& fn) {
+  void Run(int64_t n, const std::function<void(int64_t)>& fn, int limit) {
     if (n <= 0) return;
-    if (threads_.empty() || n == 1) {
+    // Helpers taking part besides the caller.
+    const int helpers = limit > 0 ? std::min(limit - 1, static_cast<int>(threads_.size()))
+                                  : static_cast<int>(threads_.size());
+    if (helpers == 0 || n == 1) {
       for (int64_t i = 0; i < n; ++i) fn(i);
       return;
     }
@@ -43,7 +52,8 @@ class WorkerPool {
       fn_ = &fn;
       n_ = n;
       next_.store(0);
-      pending_ = static_cast<int>(threads_.size());
+      helpers_ = helpers;
+      pending_ = helpers;
       ++generation_;
     }
     cv_.notify_all();
@@ -61,7 +71,7 @@ class WorkerPool {
       (*fn_)(i);
     }
   }
-  void Loop() {
+  void Loop(int index) {
     uint64_t seen = 0;
     for (;;) {
       {
@@ -69,6 +79,7 @@ class WorkerPool {
         cv_.wait(lock, [&] { return stop_ || generation_ != seen; });
         if (stop_) return;
         seen = generation_;
+        if (index >= helpers_) continue;  // not part of this region
       }
       Work();
       std::lock_guard<std::mutex> lock(mu_);
@@ -84,6 +95,7 @@ class WorkerPool {
   int64_t n_ = 0;
   std::atomic<int64_t> next_{0};
   int pending_ = 0;
+  int helpers_ = 0;
   uint64_t generation_ = 0;
   bool stop_ = false;
 };
@@ -198,7 +210,15 @@ void ScoreHead(const float* hidden, int64_t d, const HostTensor& lm_head, const 
   }
 }
 
-void ParallelFor(int64_t n, const std::function<void(int64_t)>& fn) { Pool().Run(n, fn); }
+void ParallelFor(int64_t n, const std::function<void(int64_t)>& fn) {
+  Pool().Run(n, fn, tls_thread_limit);
+}
+
+ScopedCpuThreads::ScopedCpuThreads(int threads) : previous_(tls_thread_limit) {
+  tls_thread_limit = std::max(0, threads);
+}
+
+ScopedCpuThreads::~ScopedCpuThreads() { tls_thread_limit = previous_; }
 
 absl::Status ValidateItems(absl::Span<const ForwardItem> items, absl::Span<ForwardOutput> outputs,
                            int64_t vocab) {

@@ -46,8 +46,22 @@ void GatedMlp(const float* x, int64_t m, const HostTensor& gate, const HostTenso
 void ScoreHead(const float* hidden, int64_t d, const HostTensor& lm_head, const ForwardItem& item,
                ForwardOutput* out);
 
-// Runs fn(i) for i in [0, n) on the shared CPU worker pool (blocking).
+// Runs fn(i) for i in [0, n) on the shared CPU worker pool (blocking), using at most the
+// calling thread's limit of threads (ScopedCpuThreads; default all cores).
 void ParallelFor(int64_t n, const std::function<void(int64_t)>& fn);
+
+// While alive, ParallelFor calls made on this thread use at most `threads` threads (the
+// caller's included); 0 = no limit. Results never depend on the thread count.
+class ScopedCpuThreads {
+ public:
+  explicit ScopedCpuThreads(int threads);
+  ~ScopedCpuThreads();
+  ScopedCpuThreads(const ScopedCpuThreads&) = delete;
+  ScopedCpuThreads& operator=(const ScopedCpuThreads&) = delete;
+
+ private:
+  int previous_;
+};
 
 // Validates items for a model with `vocab` entries: state present, token and target ids
 // in range, target length equal to tokens length. Errors are InvalidArgument.

@@ -5,6 +5,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "engine/cpu/cpu_models.h"
+#include "engine/cpu/thread_limited_model.h"
 #include "engine/util/status_macros.h"
 #if HGEVAL_HAVE_CUDA
 #include "engine/cuda/cuda_models.h"
@@ -46,14 +47,20 @@ absl::StatusOr<std::unique_ptr<Model>> BuildModel(const Checkpoint& checkpoint,
   if (options.dtype != "fp32") {
     return absl::InvalidArgumentError("the CPU backend computes in fp32 only (--dtype fp32)");
   }
-  switch (config.family) {
-    case ModelFamily::kHgrn2: return cpu::BuildHgrn2(checkpoint, config);
-    case ModelFamily::kHgrn: return cpu::BuildHgrn(checkpoint, config);
-    case ModelFamily::kGla: return cpu::BuildGla(checkpoint, config);
-    case ModelFamily::kLlama: return cpu::BuildLlama(checkpoint, config, options.max_context);
-    case ModelFamily::kMamba: return cpu::BuildMamba(checkpoint, config);
+  if (options.threads < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("threads must be >= 0 (0: all cores), got ", options.threads));
   }
-  return absl::InternalError("unknown model family");
+  absl::StatusOr<std::unique_ptr<Model>> model = absl::InternalError("unknown model family");
+  switch (config.family) {
+    case ModelFamily::kHgrn2: model = cpu::BuildHgrn2(checkpoint, config); break;
+    case ModelFamily::kHgrn: model = cpu::BuildHgrn(checkpoint, config); break;
+    case ModelFamily::kGla: model = cpu::BuildGla(checkpoint, config); break;
+    case ModelFamily::kLlama: model = cpu::BuildLlama(checkpoint, config, options.max_context); break;
+    case ModelFamily::kMamba: model = cpu::BuildMamba(checkpoint, config); break;
+  }
+  if (!model.ok() || options.threads == 0) return model;
+  return std::make_unique<cpu::ThreadLimitedModel>(*std::move(model), options.threads);
 }
 
 absl::StatusOr<std::unique_ptr<Model>> LoadModel(const std::string& path,

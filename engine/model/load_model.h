@@ -18,7 +18,8 @@ struct LoadOptions {
   std::string device = "cpu";
   // "fp32" or "bf16" (CUDA only; the CPU backend always computes in fp32).
   std::string dtype = "fp32";
-  // CPU worker threads; 0 = hardware concurrency.
+  // CPU threads per Forward call (the process shares one pool of hardware-concurrency
+  // workers); 0 = all. Results do not depend on it.
   int threads = 0;
   // Longest sequence (positions) a LLaMA accepts. 0: the config's max_position_embeddings
   // (its training length). > 0: up to this many positions, past the training length

@@ -15,8 +15,8 @@ namespace fs = std::filesystem;
 TEST(ModelNameTest, Validation) {
   EXPECT_TRUE(IsValidModelName("stories260K"));
   EXPECT_TRUE(IsValidModelName("hgrn2-1.3b_v2"));
-  for (const char* bad : {"", ".", "..", "../x", "a/b", "a\\b", "..hidden", ".x", "-x", "a b",
-                          "a..b", "/abs"}) {
+  for (const char* bad :
+       {"", ".", "..", "../x", "a/b", "a\\b", "..hidden", ".x", "-x", "a b", "a..b", "/abs"}) {
     EXPECT_FALSE(IsValidModelName(bad)) << bad;
   }
 }
@@ -72,6 +72,65 @@ TEST_F(RegistryTest, ConfigFileResolvesRelativePaths) {
   EXPECT_EQ(ParseRegistryConfig(config, bad).code(), absl::StatusCode::kInvalidArgument);
   std::ofstream(config) << "{not json";
   EXPECT_EQ(ParseRegistryConfig(config, bad).code(), absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace hgeval::server
+
+namespace hgeval::server {
+namespace {
+
+// A root holding a copy of the golden LLaMA (max_position_embeddings 1024) as "llama".
+std::string GoldenLlamaRoot() {
+  const std::string root = hgeval::testing::MakeTempDir("registry-llama") + "/models";
+  fs::create_directories(root);
+  fs::copy(hgeval::testing::SourcePath("tests/golden/llama"), root + "/llama",
+           fs::copy_options::recursive);
+  return root;
+}
+
+const std::string kTokenizer = "data/models/stories260K/tok512.bin";
+
+TEST(RegistryLoadTest, RootModelsTakeTheServerWideLoadSettings) {
+  RegistryOptions options;
+  options.roots = {GoldenLlamaRoot()};
+  options.default_tokenizer = hgeval::testing::SourcePath(kTokenizer);
+  options.root_model_defaults.max_context = 3000;
+  ModelRegistry registry(options);
+  absl::StatusOr<LoadedModel*> model = registry.Get("llama");
+  ASSERT_TRUE(model.ok()) << model.status();
+  EXPECT_EQ((*model)->spec.max_context, 3000);
+  EXPECT_EQ((*model)->info.max_context, 3000);
+  EXPECT_EQ((*model)->max_sequence_tokens, 3000);
+  // lm-eval's max_length stays the training length.
+  EXPECT_EQ(LmEvalMaxLength(**model, 0), 1024);
+  registry.StopSchedulers();
+}
+
+TEST(RegistryLoadTest, ConfigMaxContextLetsALlamaRunPastItsTrainingLength) {
+  const std::string dir = hgeval::testing::MakeTempDir("registry-config");
+  std::ofstream(dir + "/models.json") << R"({"models": [
+      {"name": "plain", "path": ")" << hgeval::testing::SourcePath("tests/golden/llama")
+                                      << R"("},
+      {"name": "long", "path": ")" << hgeval::testing::SourcePath("tests/golden/llama")
+                                      << R"(", "max_context": 2048}]})";
+  RegistryOptions options;
+  ASSERT_TRUE(ParseRegistryConfig(dir + "/models.json", options).ok());
+  options.default_tokenizer = hgeval::testing::SourcePath(kTokenizer);
+  ModelRegistry registry(options);
+  absl::StatusOr<LoadedModel*> plain = registry.Get("plain");
+  absl::StatusOr<LoadedModel*> extended = registry.Get("long");
+  ASSERT_TRUE(plain.ok() && extended.ok());
+  EXPECT_EQ((*plain)->max_sequence_tokens, 1024);
+  EXPECT_EQ((*extended)->max_sequence_tokens, 2048);
+  registry.StopSchedulers();
+
+  std::ofstream(dir + "/bad.json")
+      << R"({"models": [{"name": "x", "path": "x", "max_context": -1}]})";
+  RegistryOptions bad;
+  const absl::Status status = ParseRegistryConfig(dir + "/bad.json", bad);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(status.message()), ::testing::HasSubstr("max_context"));
 }
 
 }  // namespace

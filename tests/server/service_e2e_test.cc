@@ -205,6 +205,22 @@ TEST_F(ServiceTest, RollingEqualsTheEngineOverLmEvalWindows) {
   auto one = Score(*model_, {ScoreRequest{nullptr, {tokenizer_->bos_id()}, text_ids}});
   EXPECT_EQ(response->results(1).logprob(), (*one)[0].logprob);
   EXPECT_EQ(response->results(1).windows(), 1);
+
+  // BOS_MODE_TOKENIZER encodes as lm-eval >= 0.4.9.2's tok_encode: BOS first, scored after
+  // the prefix token.
+  v1::LoglikelihoodRollingRequest with_bos;
+  with_bos.set_model("hgrn2");
+  with_bos.set_no_cache(true);
+  with_bos.set_bos_mode(v1::BOS_MODE_TOKENIZER);
+  with_bos.add_inputs()->set_text("Once upon a time, there was a little girl named Lily.");
+  auto bos_response = client_->LoglikelihoodRolling(with_bos);
+  ASSERT_TRUE(bos_response.ok()) << bos_response.status();
+  std::vector<int32_t> bos_ids =
+      *tokenizer_->Encode("Once upon a time, there was a little girl named Lily.", true);
+  ASSERT_EQ(bos_ids.size(), text_ids.size() + 1);
+  auto scored = Score(*model_, {ScoreRequest{nullptr, {tokenizer_->bos_id()}, bos_ids}});
+  EXPECT_EQ(bos_response->results(0).logprob(), (*scored)[0].logprob);
+  EXPECT_EQ(bos_response->results(0).tokens(), static_cast<int32_t>(bos_ids.size()));
 }
 
 TEST_F(ServiceTest, GenerateEqualsTheEngineAndStreams) {

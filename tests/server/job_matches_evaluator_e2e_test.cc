@@ -1,0 +1,140 @@
+// The server prepares lm-eval requests itself (server/request_prep, StoreLanguageModel);
+// the in-process evaluator uses the tasks library's EngineLanguageModel. Both follow
+// lm-eval's tokenization rules, so a server job must reproduce the in-process run sample
+// for sample: the same log-likelihoods (bit for bit: the CPU engine's results do not depend
+// on batching or context reuse), the same metrics, for every kind of task request.
+#include <signal.h>
+
+#include <string>
+#include <vector>
+
+#include "client/client.h"
+#include "engine/model/load_model.h"
+#include "engine/tokenizer/tokenizer.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "tasks/engine_language_model.h"
+#include "tasks/evaluator.h"
+#include "tests/server/server_process.h"
+#include "tests/support/paths.h"
+
+namespace hgeval {
+namespace {
+
+using Json = nlohmann::json;
+using testing::ServerProcess;
+using testing::SourcePath;
+namespace v1 = ::hgeval::v1;
+
+constexpr char kModel[] = "tests/golden/hgrn2";
+constexpr char kTokenizer[] = "data/models/stories260K/tok512.bin";
+
+Json InProcess(const std::vector<std::string>& task_names, int limit,
+               tasks::BosRegime bos = tasks::BosRegime::kNone) {
+  absl::StatusOr<std::unique_ptr<Model>> model = LoadModel(SourcePath(kModel), LoadOptions());
+  absl::StatusOr<std::unique_ptr<Tokenizer>> tokenizer = LoadTokenizer(SourcePath(kTokenizer));
+  EXPECT_TRUE(model.ok() && tokenizer.ok());
+  if (!model.ok() || !tokenizer.ok()) return {};
+  tasks::EngineLanguageModelOptions lm_options;
+  lm_options.bos_regime = bos;
+  tasks::EngineLanguageModel lm(model->get(), tokenizer->get(), lm_options);
+  tasks::EvaluatorOptions options;
+  options.limit = limit;
+  options.data_dir = SourcePath("data");
+  options.log_samples = true;
+  absl::StatusOr<tasks::EvaluationReport> report = tasks::RunTasks(lm, task_names, options);
+  EXPECT_TRUE(report.ok()) << report.status();
+  if (!report.ok()) return {};
+  Json out = tasks::ResultsJson(*report);
+  for (const tasks::TaskReport& task : report->tasks) out["samples"][task.name] = task.samples;
+  return out;
+}
+
+Json OnServer(client::Client& client, const std::vector<std::string>& task_names, int limit,
+              v1::BosMode bos = v1::BOS_MODE_NONE) {
+  v1::SubmitJobRequest request;
+  request.set_model("hgrn2");
+  for (const std::string& name : task_names) request.add_tasks(name);
+  request.set_limit(limit);
+  request.mutable_options()->set_log_samples(true);
+  request.mutable_options()->set_bos_mode(bos);
+  absl::StatusOr<std::string> id = client.SubmitJob(request);
+  EXPECT_TRUE(id.ok()) << id.status();
+  if (!id.ok()) return {};
+  absl::StatusOr<v1::Job> job = client.WatchJob(*id, nullptr);
+  EXPECT_TRUE(job.ok()) << job.status();
+  if (!job.ok()) return {};
+  EXPECT_EQ(job->state(), v1::JOB_STATE_SUCCEEDED) << job->error();
+  return Json::parse(job->results_json());
+}
+
+void ExpectSameRun(const Json& server, const Json& local,
+                   const std::vector<std::string>& task_names) {
+  for (const std::string& name : task_names) {
+    SCOPED_TRACE(name);
+    const Json& server_samples = server.at("samples").at(name);
+    const Json& local_samples = local.at("samples").at(name);
+    ASSERT_EQ(server_samples.size(), local_samples.size());
+    ASSERT_FALSE(local_samples.empty());
+    for (size_t i = 0; i < local_samples.size(); ++i) {
+      SCOPED_TRACE(i);
+      EXPECT_EQ(server_samples[i].at("doc_id"), local_samples[i].at("doc_id"));
+      EXPECT_EQ(server_samples[i].at("arguments"), local_samples[i].at("arguments"));
+      // Log-likelihoods (and greedy flags), exactly.
+      EXPECT_EQ(server_samples[i].at("resps"), local_samples[i].at("resps"));
+    }
+    EXPECT_EQ(server.at("results").at(name), local.at("results").at(name));
+  }
+}
+
+class JobMatchesEvaluatorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const std::string dir = testing::MakeTempDir("job-vs-evaluator");
+    ASSERT_TRUE(server_
+                    .Start(dir, {"--model=hgrn2=" + SourcePath(kModel),
+                                 "--tokenizer=" + SourcePath(kTokenizer),
+                                 "--data_dir=" + SourcePath("data"), "--store=" + dir + "/s.sqlite",
+                                 "--shutdown_grace_ms=0"})
+                    .ok());
+    client::ClientOptions options;
+    options.servers = {server_.address()};
+    client_ = *client::Client::Connect(options);
+    ASSERT_TRUE(client_->WaitServing(absl::Seconds(60)).ok());
+  }
+  void TearDown() override { server_.Stop(SIGTERM); }
+
+  ServerProcess server_;
+  std::unique_ptr<client::Client> client_;
+};
+
+TEST_F(JobMatchesEvaluatorTest, MultipleChoiceAndCompletionTasks) {
+  // Every request shape: shared contexts with short choices (arc, obqa, siqa, piqa), long
+  // endings (hellaswag), partial evaluation with the choice in the context (winogrande),
+  // yes/no (boolq), last-word completion with a perplexity (lambada).
+  const std::vector<std::string> names = {"arc_easy",   "arc_challenge", "openbookqa",
+                                          "social_iqa", "piqa",          "hellaswag",
+                                          "winogrande", "boolq",         "lambada_openai"};
+  const Json local = InProcess(names, 6);
+  const Json server = OnServer(*client_, names, 6);
+  ExpectSameRun(server, local, names);
+}
+
+TEST_F(JobMatchesEvaluatorTest, RollingPerplexity) {
+  // Rolling windows over whole documents (wikitext: word/byte perplexity, bits per byte).
+  const std::vector<std::string> names = {"wikitext"};
+  const Json local = InProcess(names, 1);
+  const Json server = OnServer(*client_, names, 1);
+  ExpectSameRun(server, local, names);
+}
+
+TEST_F(JobMatchesEvaluatorTest, TokenizerBosRegime) {
+  // BOS_MODE_TOKENIZER (lm-eval >= 0.4.9.2): BOS before every context.
+  const std::vector<std::string> names = {"arc_easy", "winogrande", "lambada_openai", "wikitext"};
+  const Json local = InProcess(names, 2, tasks::BosRegime::kTokenizer);
+  const Json server = OnServer(*client_, names, 2, v1::BOS_MODE_TOKENIZER);
+  ExpectSameRun(server, local, names);
+}
+
+}  // namespace
+}  // namespace hgeval
