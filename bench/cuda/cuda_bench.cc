@@ -22,6 +22,7 @@
 #include "absl/flags/parse.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "bench/cuda/random_checkpoint.h"
 #include "engine/cuda/cuda_model.h"
 #include "engine/cuda/cuda_models.h"
 #include "engine/cuda/gemm.h"
@@ -49,88 +50,6 @@ using Clock = std::chrono::steady_clock;
 
 double Seconds(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
-}
-
-// Uniform in [-a, a] with a = sqrt(3 / fan_in) (variance 1 / fan_in), many threads.
-void FillRandom(std::vector<float>& data, float amplitude, uint64_t seed) {
-  const unsigned nthreads = std::max(1u, std::min(16u, std::thread::hardware_concurrency()));
-  std::vector<std::thread> threads;
-  const size_t per = (data.size() + nthreads - 1) / nthreads;
-  for (unsigned t = 0; t < nthreads; ++t) {
-    threads.emplace_back([&, t] {
-      uint64_t x = seed * 0x9E3779B97F4A7C15ull + t * 0xBF58476D1CE4E5B9ull + 1;
-      const size_t end = std::min(data.size(), (t + 1) * per);
-      for (size_t i = t * per; i < end; ++i) {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        const float u = static_cast<float>(x >> 40) * (1.0f / 16777216.0f);  // [0, 1)
-        data[i] = (2.0f * u - 1.0f) * amplitude;
-      }
-    });
-  }
-  for (auto& th : threads) th.join();
-}
-
-HostTensor Matrix(int64_t rows, int64_t cols, uint64_t seed) {
-  HostTensor t;
-  t.shape = {rows, cols};
-  t.data.resize(rows * cols);
-  FillRandom(t.data, std::sqrt(3.0f / cols), seed);
-  return t;
-}
-HostTensor Ones(int64_t n) {
-  HostTensor t;
-  t.shape = {n};
-  t.data.assign(n, 1.0f);
-  return t;
-}
-
-nlohmann::json ConfigFor(const std::string& family, int layers) {
-  if (family == "hgrn2") {
-    return {{"model_type", "hgrn2"},   {"hidden_size", 2048}, {"num_hidden_layers", layers},
-            {"expand_ratio", 128},     {"vocab_size", 32000}, {"norm_eps", 1e-6},
-            {"use_lower_bound", true}, {"hidden_ratio", 4}};
-  }
-  return {{"model_type", "llama"},          {"hidden_size", 2048},
-          {"num_hidden_layers", layers},    {"num_attention_heads", 16},
-          {"num_key_value_heads", 16},      {"intermediate_size", 5632},
-          {"vocab_size", 32000},            {"rms_norm_eps", 1e-6},
-          {"max_position_embeddings", 65536}};
-}
-
-std::map<std::string, HostTensor> RandomWeights(const std::string& family,
-                                                const ModelConfig& c) {
-  std::map<std::string, HostTensor> w;
-  const int64_t D = c.hidden_size, V = c.vocab_size, I = c.intermediate_size;
-  uint64_t seed = 1;
-  const bool llama = family == "llama";
-  w[llama ? "model.embed_tokens.weight" : "model.embeddings.weight"] = Matrix(V, D, seed++);
-  w["lm_head.weight"] = Matrix(V, D, seed++);
-  w["model.norm.weight"] = Ones(D);
-  if (!llama) {
-    HostTensor lb = Matrix(c.num_layers, D, seed++);
-    w["model.lower_bounds"] = std::move(lb);
-  }
-  for (int64_t l = 0; l < c.num_layers; ++l) {
-    const std::string p = absl::StrCat("model.layers.", l, ".");
-    w[p + (llama ? "input_layernorm.weight" : "attn_norm.weight")] = Ones(D);
-    w[p + (llama ? "post_attention_layernorm.weight" : "mlp_norm.weight")] = Ones(D);
-    w[p + "mlp.gate_proj.weight"] = Matrix(I, D, seed++);
-    w[p + "mlp.up_proj.weight"] = Matrix(I, D, seed++);
-    w[p + "mlp.down_proj.weight"] = Matrix(D, I, seed++);
-    if (llama) {
-      for (const char* n : {"q_proj", "k_proj", "v_proj", "o_proj"}) {
-        w[p + "self_attn." + n + ".weight"] = Matrix(D, D, seed++);
-      }
-    } else {
-      for (const char* n : {"q_proj", "f_proj", "i_proj", "o_proj"}) {
-        w[p + "attn." + n + ".weight"] = Matrix(D, D, seed++);
-      }
-      w[p + "attn.g_norm.weight"] = Ones(D);
-    }
-  }
-  return w;
 }
 
 std::vector<int32_t> RandomTokens(std::mt19937& rng, int n, int vocab) {
@@ -283,7 +202,7 @@ void* DeviceRandom(size_t bytes, float amplitude, bool bf16, bool negative = fal
   cudaMalloc(&p, bytes);
   const size_t n = bf16 ? bytes / 2 : bytes / 4;
   std::vector<float> host(n);
-  FillRandom(host, amplitude, n);
+  bench::FillRandom(host, amplitude, n);
   if (negative) {
     for (float& x : host) x = -std::fabs(x);
   }
@@ -396,7 +315,8 @@ int main(int argc, char** argv) {
   std::mt19937 rng(7);
   for (const std::string& family :
        std::vector<std::string>(absl::StrSplit(absl::GetFlag(FLAGS_models), ','))) {
-    const nlohmann::json cfg_json = ConfigFor(family, absl::GetFlag(FLAGS_layers));
+    const nlohmann::json cfg_json =
+        bench::RandomModelConfig(family, absl::GetFlag(FLAGS_layers));
     auto config = ParseModelConfig(cfg_json);
     if (!config.ok()) {
       std::fprintf(stderr, "%s\n", std::string(config.status().message()).c_str());
@@ -405,7 +325,7 @@ int main(int argc, char** argv) {
     const auto tb = std::chrono::steady_clock::now();
     std::unique_ptr<cuda::CudaModel> model;
     {
-      auto ckpt = MakeMemoryCheckpoint(cfg_json, RandomWeights(family, *config));
+      auto ckpt = MakeMemoryCheckpoint(cfg_json, bench::RandomWeights(family, *config));
       auto built = cuda::CudaModel::Build(
           *ckpt, *config, 0,
           absl::GetFlag(FLAGS_dtype) == "fp32" ? cuda::Act::kF32 : cuda::Act::kBF16);

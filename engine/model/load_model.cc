@@ -56,7 +56,9 @@ absl::StatusOr<std::unique_ptr<Model>> BuildModel(const Checkpoint& checkpoint,
     case ModelFamily::kHgrn2: model = cpu::BuildHgrn2(checkpoint, config); break;
     case ModelFamily::kHgrn: model = cpu::BuildHgrn(checkpoint, config); break;
     case ModelFamily::kGla: model = cpu::BuildGla(checkpoint, config); break;
-    case ModelFamily::kLlama: model = cpu::BuildLlama(checkpoint, config, options.max_context); break;
+    case ModelFamily::kLlama:
+      model = cpu::BuildLlama(checkpoint, config, options.max_context);
+      break;
     case ModelFamily::kMamba: model = cpu::BuildMamba(checkpoint, config); break;
   }
   if (!model.ok() || options.threads == 0) return model;

@@ -1,0 +1,96 @@
+#include "bench/cuda/random_checkpoint.h"
+
+#include <algorithm>
+#include <cmath>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+
+namespace hgeval::bench {
+
+void FillRandom(std::vector<float>& data, float amplitude, uint64_t seed) {
+  const unsigned nthreads = std::max(1u, std::min(16u, std::thread::hardware_concurrency()));
+  std::vector<std::thread> threads;
+  const size_t per = (data.size() + nthreads - 1) / nthreads;
+  for (unsigned t = 0; t < nthreads; ++t) {
+    threads.emplace_back([&, t] {
+      uint64_t x = seed * 0x9E3779B97F4A7C15ull + t * 0xBF58476D1CE4E5B9ull + 1;
+      const size_t end = std::min(data.size(), (t + 1) * per);
+      for (size_t i = t * per; i < end; ++i) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        const float u = static_cast<float>(x >> 40) * (1.0f / 16777216.0f);  // [0, 1)
+        data[i] = (2.0f * u - 1.0f) * amplitude;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+}
+
+namespace {
+
+HostTensor Matrix(int64_t rows, int64_t cols, uint64_t seed) {
+  HostTensor t;
+  t.shape = {rows, cols};
+  t.data.resize(rows * cols);
+  FillRandom(t.data, std::sqrt(3.0f / cols), seed);
+  return t;
+}
+HostTensor Ones(int64_t n) {
+  HostTensor t;
+  t.shape = {n};
+  t.data.assign(n, 1.0f);
+  return t;
+}
+
+}  // namespace
+
+nlohmann::json RandomModelConfig(const std::string& family, int layers) {
+  if (family == "hgrn2") {
+    return {{"model_type", "hgrn2"},   {"hidden_size", 2048}, {"num_hidden_layers", layers},
+            {"expand_ratio", 128},     {"vocab_size", 32000}, {"norm_eps", 1e-6},
+            {"use_lower_bound", true}, {"hidden_ratio", 4}};
+  }
+  return {
+      {"model_type", "llama"},     {"hidden_size", 2048},       {"num_hidden_layers", layers},
+      {"num_attention_heads", 16}, {"num_key_value_heads", 16}, {"intermediate_size", 5632},
+      {"vocab_size", 32000},       {"rms_norm_eps", 1e-6},      {"max_position_embeddings", 65536}};
+}
+
+std::map<std::string, HostTensor> RandomWeights(const std::string& family, const ModelConfig& c) {
+  std::map<std::string, HostTensor> w;
+  const int64_t D = c.hidden_size, V = c.vocab_size, I = c.intermediate_size;
+  uint64_t seed = 1;
+  const bool llama = family == "llama";
+  w[llama ? "model.embed_tokens.weight" : "model.embeddings.weight"] = Matrix(V, D, seed++);
+  w["lm_head.weight"] = Matrix(V, D, seed++);
+  w["model.norm.weight"] = Ones(D);
+  if (!llama) {
+    HostTensor lb = Matrix(c.num_layers, D, seed++);
+    w["model.lower_bounds"] = std::move(lb);
+  }
+  for (int64_t l = 0; l < c.num_layers; ++l) {
+    const std::string p = absl::StrCat("model.layers.", l, ".");
+    w[p + (llama ? "input_layernorm.weight" : "attn_norm.weight")] = Ones(D);
+    w[p + (llama ? "post_attention_layernorm.weight" : "mlp_norm.weight")] = Ones(D);
+    w[p + "mlp.gate_proj.weight"] = Matrix(I, D, seed++);
+    w[p + "mlp.up_proj.weight"] = Matrix(I, D, seed++);
+    w[p + "mlp.down_proj.weight"] = Matrix(D, I, seed++);
+    if (llama) {
+      for (const char* n : {"q_proj", "k_proj", "v_proj", "o_proj"}) {
+        w[p + "self_attn." + n + ".weight"] = Matrix(D, D, seed++);
+      }
+    } else {
+      for (const char* n : {"q_proj", "f_proj", "i_proj", "o_proj"}) {
+        w[p + "attn." + n + ".weight"] = Matrix(D, D, seed++);
+      }
+      w[p + "attn.g_norm.weight"] = Ones(D);
+    }
+  }
+  return w;
+}
+
+}  // namespace hgeval::bench

@@ -1,0 +1,31 @@
+// Random-weight checkpoints of the issue-6 1.3B shapes (HGRN2 and LLaMA), shared by the
+// CUDA benchmarks. For timing only: nothing built from them is saved or evaluated.
+#ifndef HGEVAL_BENCH_CUDA_RANDOM_CHECKPOINT_H_
+#define HGEVAL_BENCH_CUDA_RANDOM_CHECKPOINT_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "engine/loader/checkpoint.h"
+#include "engine/model/config.h"
+#include "nlohmann/json.hpp"
+
+namespace hgeval::bench {
+
+// Uniform in [-a, a], deterministic for a seed (filled by several threads).
+void FillRandom(std::vector<float>& data, float amplitude, uint64_t seed);
+
+// config.json of the 1.3B shape: "hgrn2" (D 2048, expand_ratio 128, vocab 32000) or
+// "llama" (D 2048, 16 heads, MLP 5632, vocab 32000, max_position_embeddings 65536).
+nlohmann::json RandomModelConfig(const std::string& family, int layers);
+
+// Weights under the family's Hugging Face / fla names: matrices uniform with variance
+// 1 / fan_in, norm weights 1, HGRN2 lower bounds uniform. Deterministic (fixed seeds).
+std::map<std::string, HostTensor> RandomWeights(const std::string& family,
+                                                const ModelConfig& config);
+
+}  // namespace hgeval::bench
+
+#endif  // HGEVAL_BENCH_CUDA_RANDOM_CHECKPOINT_H_
