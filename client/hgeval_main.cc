@@ -68,7 +68,7 @@ namespace {
 namespace v1 = ::hgeval::v1;
 
 constexpr char kUsage[] =
-    "hgeval: client for hgeval-server.\n"
+    "client for hgeval-server.\n"
     "Usage: hgeval <command> [flags]\n"
     "Commands:\n"
     "  models                      list the server's models\n"
@@ -373,7 +373,7 @@ int Jobs(Client& client) {
 
 int Main(const std::vector<char*>& args) {
   if (args.size() < 2) {
-    std::fprintf(stderr, "%s\n", kUsage);
+    std::fprintf(stderr, "hgeval: %s\n", kUsage);
     return 2;
   }
   const std::string command = args[1];
@@ -414,7 +414,7 @@ int Main(const std::vector<char*>& args) {
     std::printf("%s\n", ToJson(*job).c_str());
     return 0;
   }
-  std::fprintf(stderr, "hgeval: unknown command '%s'\n%s\n", command.c_str(), kUsage);
+  std::fprintf(stderr, "hgeval: unknown command '%s'\nhgeval: %s\n", command.c_str(), kUsage);
   return 2;
 }
 

@@ -34,7 +34,8 @@ ABSL_FLAG(double, length_alpha, 1.01, "niah: length weight ratio of the weighted
 ABSL_FLAG(bool, prefix_reuse, true,
           "niah: feed the haystack once with state snapshots (false: every prompt whole; same "
           "results).");
-ABSL_FLAG(int, max_batch, 8, "niah: cells decoded together.");
+ABSL_FLAG(int, max_batch, 0,
+          "niah: cells decoded together (0: 32 for recurrent models on CUDA, else 8).");
 ABSL_FLAG(int64_t, max_cells, 0, "niah: run only this many cells, spread over the grid (0: all).");
 ABSL_FLAG(int64_t, training_length, -1,
           "niah: dashed heatmap line at this length (-1: the model's max_position_embeddings, 0: "

@@ -85,7 +85,7 @@ absl::StatusOr<niah::NiahOptions> NiahOptionsFromSpec(const v1::NiahJobSpec& spe
   }
   options.prefix_reuse = !spec.no_prefix_reuse();
   if (spec.max_batch() < 0 || spec.max_batch() > 256) {
-    return absl::InvalidArgumentError("niah.max_batch must be in [0, 256] (0: 8)");
+    return absl::InvalidArgumentError("niah.max_batch must be in [0, 256] (0: the default)");
   }
   if (spec.max_batch() > 0) options.max_batch = spec.max_batch();
   if (spec.max_cells() < 0) return absl::InvalidArgumentError("niah.max_cells must be >= 0");

@@ -262,7 +262,7 @@ int Run() {
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
-      "hgeval-server: serves language models over gRPC (hgeval.v1.ModelService, "
+      "serves language models over gRPC (hgeval.v1.ModelService, "
       "hgeval.v1.JobService, grpc.health.v1.Health, reflection).\n"
       "Example: hgeval-server --model_root=data/models --listen=127.0.0.1:50051\n"
       "Flags:");

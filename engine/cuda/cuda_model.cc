@@ -596,6 +596,13 @@ absl::Status CudaModel::Forward(absl::Span<const ForwardItem> items,
           absl::StrCat("Forward: item ", i, " asks for log-probabilities but feeds no tokens"));
     }
     if (it.top_k < 0) return absl::InvalidArgumentError("Forward: top_k must be >= 0");
+    const int64_t end = st->position() + static_cast<int64_t>(it.tokens.size());
+    if (info_.max_context > 0 && end > info_.max_context) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "item ", i, ": ", st->position(), " consumed + ", it.tokens.size(),
+          " new tokens = ", end, " exceeds the model's maximum context of ", info_.max_context,
+          " tokens (max_position_embeddings)"));
+    }
     for (int32_t tok : it.tokens) {
       if (tok < 0 || tok >= V_) {
         return absl::InvalidArgumentError(absl::StrCat("Forward: item ", i, " token ", tok,

@@ -49,6 +49,11 @@ std::string_view NiahScorerName(NiahScorer scorer) {
   return scorer == NiahScorer::kRouge1 ? "rouge1" : "keyphrase";
 }
 
+int DefaultNiahMaxBatch(const ModelInfo& info) {
+  const bool recurrent = info.family != ModelFamily::kLlama;
+  return recurrent && info.backend.rfind("cuda", 0) == 0 ? 32 : 8;
+}
+
 std::vector<int64_t> SelectNiahCells(int64_t total, int64_t max_cells) {
   std::vector<int64_t> cells;
   if (max_cells <= 0 || max_cells >= total) {
@@ -92,12 +97,16 @@ absl::StatusOr<NiahResult> RunNiahSweep(Model& model, const Tokenizer& tokenizer
                                         const NiahOptions& options, const NiahProgress& progress,
                                         const NiahCellCallback& on_cell) {
   HG_RETURN_IF_ERROR(ValidateNiahGrid(options.grid));
-  if (options.max_batch < 1) return absl::InvalidArgumentError("NIAH max_batch must be >= 1");
+  if (options.max_batch < 0) {
+    return absl::InvalidArgumentError("NIAH max_batch must be >= 0 (0: the default)");
+  }
   if (options.max_new_tokens < 1) {
     return absl::InvalidArgumentError("NIAH max_new_tokens must be >= 1");
   }
   NiahResult result;
   result.options = options;
+  if (result.options.max_batch == 0) result.options.max_batch = DefaultNiahMaxBatch(model.info());
+  const size_t max_batch = static_cast<size_t>(result.options.max_batch);
   if (!result.options.texts.has_value()) result.options.texts = DefaultNiahTexts(options.mode);
   const NiahTexts& texts = *result.options.texts;
   result.tokenizer_kind = std::string(tokenizer.kind());
@@ -169,11 +178,11 @@ absl::StatusOr<NiahResult> RunNiahSweep(Model& model, const Tokenizer& tokenizer
   const std::vector<int32_t>& prefix_source = builder.bos_and_haystack();
   std::unique_ptr<SequenceState> state;  // prefix reuse: the haystack fed so far
   int64_t state_position = 0;
-  for (size_t begin = 0; begin < order.size(); begin += options.max_batch) {
+  for (size_t begin = 0; begin < order.size(); begin += max_batch) {
     if (options.cancelled && options.cancelled()) {
       return absl::CancelledError("the NIAH sweep was cancelled");
     }
-    const size_t end = std::min(order.size(), begin + options.max_batch);
+    const size_t end = std::min(order.size(), begin + max_batch);
     std::vector<GenerateRequest> requests;
     std::vector<std::unique_ptr<SequenceState>> snapshots;
     if (options.prefix_reuse) {

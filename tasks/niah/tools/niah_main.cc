@@ -49,7 +49,8 @@ ABSL_FLAG(double, threshold, 5.0, "Success = score >= threshold");
 ABSL_FLAG(double, depth_alpha, 1.01, "Depth weight ratio of the weighted accuracy");
 ABSL_FLAG(double, length_alpha, 1.01, "Length weight ratio of the weighted accuracy");
 ABSL_FLAG(bool, prefix_reuse, true, "Feed the haystack once with snapshots (else per cell)");
-ABSL_FLAG(int, max_batch, 8, "Cells decoded together");
+ABSL_FLAG(int, max_batch, 0,
+          "Cells decoded together (0: 32 for recurrent models on CUDA, else 8)");
 ABSL_FLAG(int64_t, max_cells, 0, "Run only this many cells, spread over the grid (0 = all)");
 ABSL_FLAG(int64_t, training_length, -1,
           "Dashed line on the heatmap (-1: the config's max_position_embeddings, i.e. the "
