@@ -14,6 +14,7 @@
 #include "engine/util/status_macros.h"
 #include "nlohmann/json.hpp"
 #include "server/job_runner.h"
+#include "server/request_prep.h"
 #include "server/sha256.h"
 #include "tasks/niah/context.h"
 #include "tasks/niah/haystack.h"
@@ -70,6 +71,7 @@ absl::StatusOr<niah::NiahOptions> NiahOptionsFromSpec(const v1::NiahJobSpec& spe
     options.stop_strings.assign(spec.stop_strings().begin(), spec.stop_strings().end());
     for (const std::string& stop : options.stop_strings) {
       if (stop.empty()) return absl::InvalidArgumentError("niah: an empty stop string");
+      HG_RETURN_IF_ERROR(ValidateUtf8(stop, "niah.stop_strings"));
     }
   }
   options.stop_at_eos = !spec.ignore_eos();

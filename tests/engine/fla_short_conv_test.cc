@@ -83,7 +83,10 @@ std::unique_ptr<Checkpoint> WithShortConv(const std::string& model,
   auto checkpoint = OpenCheckpoint(testing::SourcePath("tests/golden/" + model));
   EXPECT_TRUE(checkpoint.ok()) << checkpoint.status();
   if (!checkpoint.ok()) return nullptr;
-  std::map<std::string, HostTensor> tensors = testing::ReadAllTensors(**checkpoint);
+  absl::StatusOr<std::map<std::string, HostTensor>> read = testing::ReadAllTensors(**checkpoint);
+  EXPECT_TRUE(read.ok()) << read.status();
+  if (!read.ok()) return nullptr;
+  std::map<std::string, HostTensor> tensors = *std::move(read);
   nlohmann::json config = (*checkpoint)->config();
   config["use_short_conv"] = true;
   config["conv_size"] = 4;

@@ -27,7 +27,9 @@ HostTensor Rows(const HostTensor& t, const std::vector<int>& heads, int64_t widt
 TEST(GlaGqaTest, GroupedHeadsEqualRepeatedHeads) {
   auto golden = OpenCheckpoint(testing::SourcePath("tests/golden/gla"));
   ASSERT_TRUE(golden.ok()) << golden.status();
-  const std::map<std::string, HostTensor> base = testing::ReadAllTensors(**golden);
+  absl::StatusOr<std::map<std::string, HostTensor>> base_or = testing::ReadAllTensors(**golden);
+  ASSERT_TRUE(base_or.ok()) << base_or.status();
+  const std::map<std::string, HostTensor>& base = *base_or;
   const nlohmann::json base_config = (*golden)->config();
   const int64_t d = base_config["hidden_size"];
   const int64_t heads = base_config["num_heads"];

@@ -1,7 +1,7 @@
 // Shared checks of a model against the reference fixtures in tests/golden/<model>/
-// (expected.safetensors computed by the upstream implementation; see tests/golden/README.md),
-// and the checkpoint rewrites (BF16, fla's legacy fused-MLP form) the golden tests repeat
-// them on. Header-only so each *_golden_test.cc stays one self-contained executable.
+// (golden_fixture.h), and the checkpoint rewrites (BF16, fla's legacy fused-MLP form) the
+// golden tests repeat them on. Header-only so each *_golden_test.cc stays one
+// self-contained executable.
 #ifndef HGEVAL_TESTS_ENGINE_GOLDEN_MODEL_CHECK_H_
 #define HGEVAL_TESTS_ENGINE_GOLDEN_MODEL_CHECK_H_
 
@@ -22,79 +22,13 @@
 #include "engine/loader/checkpoint.h"
 #include "engine/model/load_model.h"
 #include "engine/model/model.h"
+#include "engine/runtime/generation.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tests/engine/golden_fixture.h"
 #include "tests/support/paths.h"
 
 namespace hgeval::testing {
-
-struct GoldenCase {
-  std::vector<int32_t> ids;
-  std::vector<float> logits;  // [T, vocab]
-  double tail_logprob = 0.0;
-};
-
-struct GoldenExpectations {
-  std::vector<GoldenCase> cases;  // T = 1, 7, 64, 65, 300
-  std::vector<int32_t> greedy_prompt;
-  std::vector<int32_t> greedy_output;
-};
-
-// Opens a folder holding only `file` (a safetensors file) through the loader: the loader
-// opens folders with config.json + model.safetensors, so the file is copied into a
-// temporary folder under that name next to an empty config.
-inline absl::StatusOr<std::unique_ptr<Checkpoint>> OpenSafetensorsFile(const std::string& file) {
-  const std::string dir = MakeTempDir("safetensors");
-  std::error_code error;
-  std::filesystem::copy_file(file, dir + "/model.safetensors", error);
-  if (error) return absl::InternalError(absl::StrCat("copy ", file, ": ", error.message()));
-  std::ofstream(dir + "/config.json") << "{}\n";
-  return OpenCheckpoint(dir);
-}
-
-inline absl::StatusOr<std::vector<int32_t>> ReadIds(const Checkpoint& file,
-                                                    const std::string& name) {
-  auto info = file.Info(name);
-  if (!info.ok()) return info.status();
-  if (info->dtype != DType::kI64) {
-    return absl::InvalidArgumentError(absl::StrCat(name, " is not I64"));
-  }
-  auto bytes = file.RawBytes(name);
-  if (!bytes.ok()) return bytes.status();
-  std::vector<int32_t> ids(bytes->size() / sizeof(int64_t));
-  for (size_t i = 0; i < ids.size(); ++i) {
-    int64_t value;
-    std::memcpy(&value, bytes->data() + i * sizeof(int64_t), sizeof(value));
-    ids[i] = static_cast<int32_t>(value);
-  }
-  return ids;
-}
-
-inline absl::StatusOr<GoldenExpectations> ReadGoldenExpectations(const std::string& model_dir) {
-  auto file = OpenSafetensorsFile(model_dir + "/expected.safetensors");
-  if (!file.ok()) return file.status();
-  GoldenExpectations expected;
-  for (int j = 0; (*file)->Has(absl::StrCat("input_ids.", j)); ++j) {
-    GoldenCase c;
-    auto ids = ReadIds(**file, absl::StrCat("input_ids.", j));
-    if (!ids.ok()) return ids.status();
-    c.ids = *ids;
-    auto logits = (*file)->ReadFloat(absl::StrCat("logits.", j), {});
-    if (!logits.ok()) return logits.status();
-    c.logits = logits->data;
-    auto tail = (*file)->ReadFloat(absl::StrCat("tail_logprob.", j), {1});
-    if (!tail.ok()) return tail.status();
-    c.tail_logprob = tail->data[0];
-    expected.cases.push_back(std::move(c));
-  }
-  auto prompt = ReadIds(**file, "greedy.prompt");
-  if (!prompt.ok()) return prompt.status();
-  auto output = ReadIds(**file, "greedy.output");
-  if (!output.ok()) return output.status();
-  expected.greedy_prompt = *prompt;
-  expected.greedy_output = *output;
-  return expected;
-}
 
 // The raw logits of every position of `ids` fed to a fresh state.
 inline std::vector<float> AllLogits(Model& model, const std::vector<int32_t>& ids) {
@@ -126,13 +60,38 @@ inline double TailLogprob(Model& model, const std::vector<int32_t>& ids) {
   return sum;
 }
 
-inline double MaxAbsDiff(const std::vector<float>& a, const std::vector<float>& b) {
-  if (a.size() != b.size()) return INFINITY;
-  double worst = 0.0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    worst = std::max(worst, std::abs(static_cast<double>(a[i]) - b[i]));
-  }
-  return worst;
+struct CaseRun {
+  std::vector<float> logits;  // [T, vocab]
+  double tail_logprob = 0.0;  // Σ_t log p(ids[t+1] | ids[..t]), summed in double
+};
+
+// One fresh sequence through Model::Forward with every logit materialised.
+inline absl::StatusOr<CaseRun> RunCase(Model& model, const std::vector<int32_t>& ids) {
+  std::vector<int32_t> targets(ids.size(), -1);
+  for (size_t t = 0; t + 1 < ids.size(); ++t) targets[t] = ids[t + 1];
+  std::unique_ptr<SequenceState> state = model.NewState();
+  ForwardItem item;
+  item.tokens = ids;
+  item.targets = targets;
+  item.state = state.get();
+  item.want_all_logits = true;
+  std::vector<ForwardOutput> out(1);
+  HG_RETURN_IF_ERROR(model.Forward({&item, 1}, absl::MakeSpan(out)));
+  CaseRun run;
+  run.logits = std::move(out[0].logits);
+  for (size_t t = 0; t + 1 < ids.size(); ++t) run.tail_logprob += out[0].logprob[t];
+  return run;
+}
+
+// Greedy decoding through the runtime (KV cache / recurrent state, one token per step).
+inline absl::StatusOr<std::vector<int32_t>> GreedyTokens(Model& model,
+                                                         const std::vector<int32_t>& prompt,
+                                                         int steps) {
+  GenerateRequest request;
+  request.prompt = prompt;
+  request.max_new_tokens = steps;
+  HG_ASSIGN_OR_RETURN(std::vector<GenerateResult> results, Generate(model, nullptr, {&request, 1}));
+  return results[0].tokens;
 }
 
 // Every logits.J within `logit_tol` (max |Δ|) and tail_logprob.J within `tail_tol` plus
@@ -200,32 +159,11 @@ inline std::unique_ptr<Model> BuildOrDie(const Checkpoint& checkpoint) {
   return model.ok() ? std::move(*model) : nullptr;
 }
 
-// Every tensor of `checkpoint` as float.
-inline std::map<std::string, HostTensor> ReadAllTensors(const Checkpoint& checkpoint) {
-  std::map<std::string, HostTensor> tensors;
-  for (const std::string& name : checkpoint.TensorNames()) {
-    auto tensor = checkpoint.ReadFloat(name, {});
-    EXPECT_TRUE(tensor.ok()) << tensor.status();
-    if (tensor.ok()) tensors[name] = std::move(*tensor);
-  }
-  return tensors;
-}
-
-// Writes config.json + model.safetensors into a fresh folder and returns it.
-inline std::string WriteCheckpointFolder(const nlohmann::json& config,
-                                         const std::map<std::string, HostTensor>& tensors,
-                                         DType dtype, const std::string& tag) {
-  const std::string dir = MakeTempDir(tag);
-  std::ofstream(dir + "/config.json") << config.dump(2) << "\n";
-  const absl::Status status = WriteSafetensors(dir + "/model.safetensors", tensors, dtype);
-  EXPECT_TRUE(status.ok()) << status;
-  return dir;
-}
-
 // fla's checkpoints before b48ca31d: mlp.gate_proj [2I, D] = concat(gate, up) and no
 // up_proj; configs before 6d0aa569 spell norm_eps as rms_norm_eps.
-inline std::string WriteLegacyFusedMlpCheckpoint(const Checkpoint& checkpoint) {
-  std::map<std::string, HostTensor> tensors = ReadAllTensors(checkpoint);
+inline absl::StatusOr<std::string> WriteLegacyFusedMlpCheckpoint(const Checkpoint& checkpoint) {
+  using TensorMap = std::map<std::string, HostTensor>;
+  HG_ASSIGN_OR_RETURN(TensorMap tensors, ReadAllTensors(checkpoint));
   int fused = 0;
   for (auto it = tensors.begin(); it != tensors.end();) {
     if (absl::EndsWith(it->first, ".mlp.up_proj.weight")) {
@@ -245,7 +183,7 @@ inline std::string WriteLegacyFusedMlpCheckpoint(const Checkpoint& checkpoint) {
   EXPECT_TRUE(config.contains("norm_eps"));
   config["rms_norm_eps"] = config["norm_eps"];
   config.erase("norm_eps");
-  return WriteCheckpointFolder(config, tensors, DType::kF32, "legacy");
+  return WriteCheckpointFolder("legacy", config, tensors, DType::kF32);
 }
 
 // The whole golden check of one fla/HF model folder: reference logits, tail log-probs and
@@ -281,7 +219,9 @@ inline void RunGoldenModelChecks(const std::string& model) {
     ExpectGreedyMatchesReference(*m, *expected, model + " fp32");
   }
   {
-    auto legacy = OpenCheckpoint(WriteLegacyFusedMlpCheckpoint(**checkpoint));
+    absl::StatusOr<std::string> legacy_dir = WriteLegacyFusedMlpCheckpoint(**checkpoint);
+    ASSERT_TRUE(legacy_dir.ok()) << legacy_dir.status();
+    auto legacy = OpenCheckpoint(*legacy_dir);
     ASSERT_TRUE(legacy.ok()) << legacy.status();
     auto m = BuildOrDie(**legacy);
     ASSERT_NE(m, nullptr);
@@ -289,16 +229,22 @@ inline void RunGoldenModelChecks(const std::string& model) {
     ExpectGreedyMatchesReference(*m, *expected, model + " legacy fused MLP");
   }
   {
-    const std::map<std::string, HostTensor> original = ReadAllTensors(**checkpoint);
-    auto bf16 = OpenCheckpoint(
-        WriteCheckpointFolder((*checkpoint)->config(), original, DType::kBF16, "bf16"));
+    absl::StatusOr<std::map<std::string, HostTensor>> original_or = ReadAllTensors(**checkpoint);
+    ASSERT_TRUE(original_or.ok()) << original_or.status();
+    const std::map<std::string, HostTensor>& original = *original_or;
+    absl::StatusOr<std::string> bf16_dir =
+        WriteCheckpointFolder("bf16", (*checkpoint)->config(), original, DType::kBF16);
+    ASSERT_TRUE(bf16_dir.ok()) << bf16_dir.status();
+    auto bf16 = OpenCheckpoint(*bf16_dir);
     ASSERT_TRUE(bf16.ok()) << bf16.status();
     for (const std::string& name : (*bf16)->TensorNames()) {
       auto info = (*bf16)->Info(name);
       ASSERT_TRUE(info.ok());
       EXPECT_EQ(info->dtype, DType::kBF16) << name;
     }
-    const std::map<std::string, HostTensor> rounded = ReadAllTensors(**bf16);
+    absl::StatusOr<std::map<std::string, HostTensor>> rounded_or = ReadAllTensors(**bf16);
+    ASSERT_TRUE(rounded_or.ok()) << rounded_or.status();
+    const std::map<std::string, HostTensor>& rounded = *rounded_or;
     ASSERT_EQ(rounded.size(), original.size());
     int64_t changed = 0;
     for (const auto& [name, tensor] : original) {
@@ -315,8 +261,10 @@ inline void RunGoldenModelChecks(const std::string& model) {
       }
     }
     EXPECT_GT(changed, 0);
-    auto widened = OpenCheckpoint(
-        WriteCheckpointFolder((*checkpoint)->config(), rounded, DType::kF32, "bf16w"));
+    absl::StatusOr<std::string> widened_dir =
+        WriteCheckpointFolder("bf16w", (*checkpoint)->config(), rounded, DType::kF32);
+    ASSERT_TRUE(widened_dir.ok()) << widened_dir.status();
+    auto widened = OpenCheckpoint(*widened_dir);
     ASSERT_TRUE(widened.ok()) << widened.status();
     auto m_bf16 = BuildOrDie(**bf16);
     auto m_f32 = BuildOrDie(**widened);

@@ -12,7 +12,7 @@
 #include "engine/model/load_model.h"
 #include "engine/runtime/scoring.h"
 #include "gtest/gtest.h"
-#include "tests/engine/llama_mamba_golden.h"
+#include "tests/engine/golden_model_check.h"
 #include "tests/support/paths.h"
 
 namespace hgeval {
@@ -43,7 +43,7 @@ std::vector<int32_t> Tokens(int64_t n, int64_t vocab, uint64_t seed) {
 class LlamaMambaForkTest : public ::testing::TestWithParam<Case> {
  protected:
   void SetUp() override {
-    auto model = testing::LoadCpuModel(testing::SourcePath(GetParam().path));
+    auto model = LoadModel(testing::SourcePath(GetParam().path), LoadOptions());
     ASSERT_TRUE(model.ok()) << model.status();
     model_ = std::move(*model);
     vocab_ = model_->info().vocab_size;

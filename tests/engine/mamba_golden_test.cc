@@ -8,12 +8,12 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "tests/engine/llama_mamba_golden.h"
+#include "tests/engine/golden_model_check.h"
 
 namespace hgeval {
 namespace {
 
-using testing::Golden;
+using testing::GoldenExpectations;
 using testing::MaxAbsDiff;
 
 constexpr float kLogitTolerance = 1e-4f;
@@ -22,25 +22,25 @@ constexpr double kTailTolerance = 1e-3;
 std::string GoldenDir() { return testing::SourcePath("tests/golden/mamba"); }
 
 std::unique_ptr<Model> Load(const std::string& dir) {
-  auto model = testing::LoadCpuModel(dir);
+  auto model = LoadModel(dir, LoadOptions());
   EXPECT_TRUE(model.ok()) << model.status();
   return model.ok() ? std::move(*model) : nullptr;
 }
 
-const Golden& Reference() {
-  static const Golden* golden = [] {
-    auto g = testing::ReadGolden(GoldenDir());
+const GoldenExpectations& Reference() {
+  static const GoldenExpectations* golden = [] {
+    auto g = testing::ReadGoldenExpectations(GoldenDir());
     if (!g.ok()) {
       ADD_FAILURE() << g.status();
-      return new Golden();
+      return new GoldenExpectations();
     }
-    return new Golden(std::move(*g));
+    return new GoldenExpectations(std::move(*g));
   }();
   return *golden;
 }
 
 void ExpectMatchesReference(Model& model) {
-  const Golden& golden = Reference();
+  const GoldenExpectations& golden = Reference();
   ASSERT_EQ(golden.cases.size(), 5u);
   for (const auto& c : golden.cases) {
     auto run = testing::RunCase(model, c.ids);
@@ -124,7 +124,7 @@ TEST(MambaGolden, Bf16CheckpointMatchesRoundedFp32AndReference) {
   auto fp32 = Load(*rounded_dir);
   ASSERT_NE(bf16, nullptr);
   ASSERT_NE(fp32, nullptr);
-  const Golden& golden = Reference();
+  const GoldenExpectations& golden = Reference();
   ASSERT_EQ(golden.cases.size(), 5u);
   for (const auto& c : golden.cases) {
     auto a = testing::RunCase(*bf16, c.ids);

@@ -212,6 +212,9 @@ TEST_F(NiahJobTest, BadSpecsAreRejectedWithInvalidArgument) {
        absl::StatusCode::kInvalidArgument, "sequence limit of model 'hgrn2' (32768 tokens)"},
       {"max_new_tokens", [](auto& r) { r.mutable_niah()->set_max_new_tokens(0); },
        absl::StatusCode::kInvalidArgument, "max_new_tokens"},
+      {"invalid UTF-8 stop string",
+       [](auto& r) { r.mutable_niah()->add_stop_strings(std::string("\xff\xfe", 2)); },
+       absl::StatusCode::kInvalidArgument, "UTF-8"},
       {"unknown model", [](auto& r) { r.set_model("nope"); }, absl::StatusCode::kNotFound, "nope"},
   };
   for (const Case& c : cases) {
