@@ -117,14 +117,6 @@ void BuildPrefixTree(absl::Span<const TokenizedRequest> requests, std::vector<si
   }
 }
 
-int32_t ArgmaxLowest(absl::Span<const float> values) {
-  int32_t best = 0;
-  for (size_t i = 1; i < values.size(); ++i) {
-    if (values[i] > values[best]) best = static_cast<int32_t>(i);
-  }
-  return best;
-}
-
 }  // namespace
 
 std::string_view BosRegimeName(BosRegime regime) {
@@ -554,7 +546,7 @@ absl::StatusOr<std::vector<GenerateUntilResult>> EngineLanguageModel::GenerateUn
       ForwardItem item;
       item.tokens = live[i].feed;
       item.state = live[i].state.get();
-      item.want_last_logprobs = true;
+      item.want_last_argmax = true;  // greedy (lm-eval generate_until: do_sample=False)
       items.push_back(item);
       index.push_back(i);
       stats_.tokens_fed += static_cast<int64_t>(live[i].feed.size());
@@ -565,7 +557,7 @@ absl::StatusOr<std::vector<GenerateUntilResult>> EngineLanguageModel::GenerateUn
                                      options_.max_batch_tokens, call, nullptr));
     for (size_t k = 0; k < index.size(); ++k) {
       Live& l = live[index[k]];
-      const int32_t token = ArgmaxLowest(outputs[k].last_logprobs);
+      const int32_t token = outputs[k].last_argmax;
       bool stop = token == eos;
       if (!stop) {
         l.generated.push_back(token);

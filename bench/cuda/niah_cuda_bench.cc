@@ -98,8 +98,9 @@ class TimedModel : public Model {
     bool decode = true;
     int64_t tokens = 0;
     for (const ForwardItem& item : items) {
-      // A 1-token haystack segment of PrefillWithSnapshots asks for no logprobs.
-      decode = decode && item.tokens.size() == 1 && item.want_last_logprobs;
+      // A 1-token haystack segment of PrefillWithSnapshots asks for no next token.
+      decode = decode && item.tokens.size() == 1 &&
+               (item.want_last_logprobs || item.want_last_argmax);
       tokens += static_cast<int64_t>(item.tokens.size());
     }
     const auto t0 = Clock::now();

@@ -148,13 +148,14 @@ void ScoreHead(const float* hidden, int64_t d, const HostTensor& lm_head, const 
   out->top_k.clear();
   if (item.top_k > 0) out->top_k.resize(t_len);
   out->last_logprobs.clear();
+  out->last_argmax = -1;
   out->logits.clear();
   if (item.want_all_logits) out->logits.resize(static_cast<size_t>(t_len * vocab));
 
   std::vector<int64_t> rows;
   for (int64_t t = 0; t < t_len; ++t) {
     const bool scored = !item.targets.empty() && item.targets[t] >= 0;
-    const bool last = item.want_last_logprobs && t == t_len - 1;
+    const bool last = (item.want_last_logprobs || item.want_last_argmax) && t == t_len - 1;
     if (scored || last || item.want_all_logits) rows.push_back(t);
   }
   constexpr int64_t kBlock = 64;
@@ -200,6 +201,7 @@ void ScoreHead(const float* hidden, int64_t d, const HostTensor& lm_head, const 
           }
         }
       }
+      if (item.want_last_argmax && t == t_len - 1) out->last_argmax = best;
       if (item.want_last_logprobs && t == t_len - 1) {
         out->last_logprobs.resize(static_cast<size_t>(vocab));
         for (int64_t v = 0; v < vocab; ++v) {
@@ -236,7 +238,8 @@ absl::Status ValidateItems(absl::Span<const ForwardItem> items, absl::Span<Forwa
                                                      item.tokens.size(), " tokens but ",
                                                      item.targets.size(), " targets"));
     }
-    if (item.tokens.empty() && (item.want_last_logprobs || item.want_all_logits)) {
+    if (item.tokens.empty() &&
+        (item.want_last_logprobs || item.want_last_argmax || item.want_all_logits)) {
       return absl::InvalidArgumentError(
           absl::StrCat("Forward: item ", i, " asks for log-probs but feeds no token"));
     }

@@ -407,7 +407,7 @@ absl::Status CudaModel::RunSequence(const ForwardItem& item, ForwardOutput* out)
     for (int i = 0; i < n; ++i) {
       const int64_t t = s0 + i;
       const bool scored = !item.targets.empty() && item.targets[t] >= 0;
-      const bool last = item.want_last_logprobs && t == T - 1;
+      const bool last = (item.want_last_logprobs || item.want_last_argmax) && t == T - 1;
       if (scored || last) rows.push_back(i);
     }
     for (size_t c0 = 0; c0 < rows.size(); c0 += kLogitRows) {
@@ -440,6 +440,7 @@ absl::Status CudaModel::RunSequence(const ForwardItem& item, ForwardOutput* out)
         const int64_t t = s0 + rows[c0 + j];
         const int32_t target = stage.targets[j];
         const bool last = item.want_last_logprobs && t == T - 1;
+        if (item.want_last_argmax && t == T - 1) out->last_argmax = stage.am[j];
         const bool need_row = last || (item.top_k > 0 && target >= 0);
         if (need_row) {
           row_buf.resize(V_);
@@ -551,6 +552,7 @@ absl::Status CudaModel::RunDecodeGroup(absl::Span<const ForwardItem* const> item
     ForwardOutput* out = outs[r];
     static_cast<CudaSequenceState*>(it.state)->position_ += 1;
     const int32_t target = stage.targets[r];
+    if (it.want_last_argmax) out->last_argmax = stage.am[r];
     const bool need_row = it.want_last_logprobs || (it.top_k > 0 && target >= 0);
     if (need_row) {
       row_buf.resize(V_);
@@ -591,7 +593,8 @@ absl::Status CudaModel::Forward(absl::Span<const ForwardItem> items,
           absl::StrCat("Forward: item ", i, " has ", it.targets.size(), " targets for ",
                        it.tokens.size(), " tokens"));
     }
-    if (it.tokens.empty() && (it.want_last_logprobs || !it.targets.empty())) {
+    if (it.tokens.empty() &&
+        (it.want_last_logprobs || it.want_last_argmax || !it.targets.empty())) {
       return absl::InvalidArgumentError(
           absl::StrCat("Forward: item ", i, " asks for log-probabilities but feeds no tokens"));
     }
@@ -629,6 +632,7 @@ absl::Status CudaModel::Forward(absl::Span<const ForwardItem> items,
     out.top_k.clear();
     if (it.top_k > 0) out.top_k.resize(T);
     out.last_logprobs.clear();
+    out.last_argmax = -1;
     if (T == 1) {
       decode_items.push_back(&it);
       decode_outs.push_back(&out);

@@ -45,6 +45,10 @@ struct ForwardItem {
   // Fill ForwardOutput::last_logprobs: log_softmax over the vocabulary after the last
   // token (what decoding samples from).
   bool want_last_logprobs = false;
+  // Fill ForwardOutput::last_argmax: the greedy next token after the last fed token (the
+  // argmax of the logits, lowest id on ties). What greedy decoding needs, without copying
+  // a vocabulary-sized row out of the model.
+  bool want_last_argmax = false;
   // Fill ForwardOutput::top_k at scored positions with this many alternatives.
   int top_k = 0;
   // Fill ForwardOutput::logits with the raw logits of every fed position ([T, vocab]).
@@ -65,6 +69,7 @@ struct ForwardOutput {
   std::vector<int32_t> argmax;      // the greedy token (lowest id on ties)
   std::vector<std::vector<TokenLogprob>> top_k;  // empty unless top_k > 0
   std::vector<float> last_logprobs;  // [vocab] when want_last_logprobs
+  int32_t last_argmax = -1;          // when want_last_argmax
   std::vector<float> logits;         // [T * vocab] when want_all_logits
 };
 

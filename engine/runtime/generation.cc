@@ -110,13 +110,18 @@ absl::StatusOr<std::vector<int64_t>> DecodeBatch::Step() {
     Live& live = *live_[ids[j]];
     items[j].tokens = live.feed;
     items[j].state = live.state.get();
-    items[j].want_last_logprobs = true;
+    // Greedy needs only the argmax, computed inside the model (on the GPU: no
+    // vocabulary-sized row copied out per sequence and step).
+    const bool greedy = live.request.sampling.temperature <= 0.0f;
+    items[j].want_last_argmax = greedy;
+    items[j].want_last_logprobs = !greedy;
   }
   std::vector<ForwardOutput> outputs(items.size());
   HG_RETURN_IF_ERROR(model_->Forward(items, absl::MakeSpan(outputs)));
   for (size_t j = 0; j < ids.size(); ++j) {
     Live& live = *live_[ids[j]];
-    const int32_t token = live.sampler.Sample(outputs[j].last_logprobs);
+    const int32_t token = items[j].want_last_argmax ? outputs[j].last_argmax
+                                                    : live.sampler.Sample(outputs[j].last_logprobs);
     const auto& stops = live.request.stop_tokens;
     if (std::find(stops.begin(), stops.end(), token) != stops.end()) {
       live.finished = true;

@@ -19,7 +19,7 @@
 namespace hgeval {
 
 struct SamplingParams {
-  float temperature = 0.0f;  // 0: greedy (argmax, lowest id on ties)
+  float temperature = 0.0f;  // 0: greedy (argmax of the logits, lowest id on ties)
   float top_p = 1.0f;        // nucleus mass in (0, 1]
   uint64_t seed = 0;         // same seed, same tokens
 };

@@ -114,7 +114,7 @@ absl::Status RecomputeNiahGrid(NiahResult& result);
 
 // Cells per batch when NiahOptions::max_batch is 0: 32 for recurrent models on CUDA (their
 // states are small and a wider decode step costs little: the paper grid of HGRN2-1.3B on an
-// H200 takes 54.7 s at 32 against 61.7 s at 8, docs/cuda.md), else 8 (a LLaMA's KV-cache
+// H200 takes 50.8 s at 32 against 57.6 s at 8, docs/cuda.md), else 8 (a LLaMA's KV-cache
 // snapshots grow with the context: 53.9 GiB at 8 for LLaMA-1.3B at 16K; the CPU gains
 // nothing from wider batches).
 int DefaultNiahMaxBatch(const ModelInfo& info);
