@@ -262,6 +262,23 @@ TEST_F(NiahJobTest, CliWritesResultsGridAndHeatmap) {
   };
   EXPECT_EQ(be32(16), 1400u);
   EXPECT_EQ(be32(20), 700u);
+
+  // Re-attaching to the finished job (--job, as after a stopped client) writes the same
+  // results without submitting anything new.
+  const std::string job_id = json.at("hgeval_job").at("id").get<std::string>();
+  absl::StatusOr<v1::ListJobsResponse> before = client_->ListJobs(100);
+  ASSERT_TRUE(before.ok());
+  const std::string again = *dir_ + "/cli-again";
+  ASSERT_EQ(testing::RunCommand({testing::ClientBinary(), "niah", "--server=" + server_->address(),
+                                 "--job=" + job_id, "--progress=false", "--out=" + again},
+                                &stdout_text),
+            0)
+      << stdout_text;
+  std::ifstream again_in(again + "/niah_results.json");
+  EXPECT_EQ(Json::parse(again_in), json);
+  absl::StatusOr<v1::ListJobsResponse> after = client_->ListJobs(100);
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ(after->jobs_size(), before->jobs_size());
 }
 
 TEST(NiahJobCrashTest, KilledMidSweepResumesWithoutComputingAnyCellTwice) {
