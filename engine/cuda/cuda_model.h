@@ -71,27 +71,6 @@ class CudaSequenceState : public SequenceState {
  private:
   friend class CudaModel;
 
-// Per-step inputs and outputs of the decode path, uploaded / read back in one copy each.
-struct DecodeIo {
-  int64_t positions[kDecodeRows];
-  float* state_ptrs[kDecodeRows];
-  void* kv_ptrs[kDecodeRows];
-  int64_t caps[kDecodeRows];
-  int32_t ids[kDecodeRows];
-  int32_t targets[kDecodeRows];
-  // Outputs (from here on: device -> host).
-  float lp[kDecodeRows];
-  int32_t am[kDecodeRows];
-};
-
-// Device inputs the layer kernels read (the sequence path's buffers or the decode block).
-struct RowInputs {
-  const int32_t* ids = nullptr;
-  const int64_t* positions = nullptr;
-  float* const* state_ptrs = nullptr;
-  void* const* kv_ptrs = nullptr;
-  const int64_t* caps = nullptr;
-};
   const CudaModel* owner_;
   std::shared_ptr<DeviceContext> ctx_;  // keeps the pool alive while the state lives
   int64_t position_ = 0;
