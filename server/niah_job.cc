@@ -216,7 +216,6 @@ absl::StatusOr<NiahJobOutput> RunNiahJob(const v1::Job& job, JobContext& context
   options.training_length = job.niah().has_training_length()
                                 ? job.niah().training_length()
                                 : model.model->config().max_position_embeddings;
-  options.cancelled = context.cancelled;
   HG_ASSIGN_OR_RETURN(const std::string essays_digest, EssaysDigest(options.essays_dir));
 
   // Cells of this sweep already in the store.
@@ -251,20 +250,25 @@ absl::StatusOr<NiahJobOutput> RunNiahJob(const v1::Job& job, JobContext& context
   progress.requests_cached = cached;
   if (context.progress) context.progress(progress);
 
+  // A cell that cannot be stored stops the sweep before its next batch (with that error):
+  // computing on would produce cells a restart must compute again.
   absl::Status store_error;
-  HG_ASSIGN_OR_RETURN(
-      niah::NiahResult result,
-      niah::RunNiahSweep(
-          *model.model, *model.tokenizer, options,
-          [&](int64_t done, int64_t) {
-            progress.requests_done = cached + done;
-            if (context.progress) context.progress(progress);
-          },
-          [&](int64_t index, const niah::NiahCellResult& cell) {
-            if (store == nullptr || !store_error.ok()) return;
-            store_error = store->PutMany({{keys[key_of.at(index)], EncodeCell(cell)}});
-          }));
+  options.cancelled = [&] {
+    return !store_error.ok() || (context.cancelled && context.cancelled());
+  };
+  absl::StatusOr<niah::NiahResult> swept = niah::RunNiahSweep(
+      *model.model, *model.tokenizer, options,
+      [&](int64_t done, int64_t) {
+        progress.requests_done = cached + done;
+        if (context.progress) context.progress(progress);
+      },
+      [&](int64_t index, const niah::NiahCellResult& cell) {
+        if (store == nullptr || !store_error.ok()) return;
+        store_error = store->PutMany({{keys[key_of.at(index)], EncodeCell(cell)}});
+      });
   HG_RETURN_IF_ERROR(store_error);
+  if (!swept.ok()) return swept.status();
+  niah::NiahResult& result = *swept;
   for (auto& [index, text] : stored) {
     niah::NiahCellResult& cell = result.cells[index];
     HG_RETURN_IF_ERROR(DecodeCell(text, cell));
