@@ -5,8 +5,8 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "engine/cpu/row_invariant_linear.h"
 #include "engine/cpu/ops.h"
+#include "engine/cpu/row_invariant_linear.h"
 #include "engine/util/status_macros.h"
 
 namespace hgeval::cpu {
@@ -54,6 +54,19 @@ int64_t ShortConv::num_parameters() const {
 
 std::vector<float> ShortConv::NewWindow() const {
   return std::vector<float>(static_cast<size_t>((kernel_ - 1) * channels_), 0.0f);
+}
+
+MixerState NewMixerState(int64_t recurrent_floats, const std::vector<ShortConv>& convs) {
+  MixerState state;
+  state.recurrent.assign(static_cast<size_t>(recurrent_floats), 0.0f);
+  for (const ShortConv& conv : convs) state.conv.push_back(conv.NewWindow());
+  return state;
+}
+
+int64_t ShortConvParameters(const std::vector<ShortConv>& convs) {
+  int64_t n = 0;
+  for (const ShortConv& conv : convs) n += conv.num_parameters();
+  return n;
 }
 
 void ShortConv::Apply(float* x, int64_t t_len, std::vector<float>* window) const {

@@ -82,6 +82,12 @@ class ShortConv {
   std::vector<float> bias_;    // [C] or empty
 };
 
+// A mixer's state for a new sequence: `recurrent_floats` zeros and a zero window per
+// short convolution.
+MixerState NewMixerState(int64_t recurrent_floats, const std::vector<ShortConv>& convs);
+// The parameters of a mixer's short convolutions.
+int64_t ShortConvParameters(const std::vector<ShortConv>& convs);
+
 // A token mixer (the "attn" sublayer of an fla block) over one sequence.
 class TokenMixer {
  public:

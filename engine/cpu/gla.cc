@@ -11,8 +11,8 @@
 #include "engine/cpu/cpu_models.h"
 #include "engine/cpu/fla_block.h"
 #include "engine/cpu/linear_attention.h"
-#include "engine/cpu/row_invariant_linear.h"
 #include "engine/cpu/ops.h"
+#include "engine/cpu/row_invariant_linear.h"
 #include "engine/util/status_macros.h"
 
 namespace hgeval::cpu {
@@ -99,19 +99,12 @@ class GlaMixer final : public TokenMixer {
     return mixer;
   }
 
-  MixerState NewState() const override {
-    MixerState state;
-    state.recurrent.assign(static_cast<size_t>(shape_.state_size()), 0.0f);
-    for (const auto& conv : convs_) state.conv.push_back(conv.NewWindow());
-    return state;
-  }
+  MixerState NewState() const override { return NewMixerState(shape_.state_size(), convs_); }
 
   int64_t num_parameters() const override {
-    int64_t n = q_proj_.numel() + k_proj_.numel() + v_proj_.numel() + gk_down_.numel() +
-                gk_up_.numel() + gk_bias_.numel() + o_proj_.numel() + g_proj_.numel() +
-                g_norm_.numel();
-    for (const auto& conv : convs_) n += conv.num_parameters();
-    return n;
+    return ShortConvParameters(convs_) + q_proj_.numel() + k_proj_.numel() + v_proj_.numel() +
+           gk_down_.numel() + gk_up_.numel() + gk_bias_.numel() + o_proj_.numel() +
+           g_proj_.numel() + g_norm_.numel();
   }
 
   void Forward(const float* x, int64_t t_len, MixerState* state, float* out) const override {

@@ -9,8 +9,8 @@
 #include "absl/strings/str_cat.h"
 #include "engine/cpu/cpu_models.h"
 #include "engine/cpu/fla_block.h"
-#include "engine/cpu/row_invariant_linear.h"
 #include "engine/cpu/ops.h"
+#include "engine/cpu/row_invariant_linear.h"
 #include "engine/util/status_macros.h"
 
 namespace hgeval::cpu {
@@ -45,18 +45,11 @@ class HgrnMixer final : public TokenMixer {
     return mixer;
   }
 
-  MixerState NewState() const override {
-    MixerState state;
-    state.recurrent.assign(static_cast<size_t>(e_), 0.0f);
-    for (const auto& conv : convs_) state.conv.push_back(conv.NewWindow());
-    return state;
-  }
+  MixerState NewState() const override { return NewMixerState(e_, convs_); }
 
   int64_t num_parameters() const override {
-    int64_t n =
-        i_proj_.numel() + f_proj_.numel() + g_proj_.numel() + g_norm_.numel() + o_proj_.numel();
-    for (const auto& conv : convs_) n += conv.num_parameters();
-    return n;
+    return ShortConvParameters(convs_) + i_proj_.numel() + f_proj_.numel() + g_proj_.numel() +
+           g_norm_.numel() + o_proj_.numel();
   }
 
   void Forward(const float* x, int64_t t_len, MixerState* state, float* out) const override {
@@ -112,8 +105,7 @@ absl::StatusOr<std::unique_ptr<Model>> BuildHgrn(const Checkpoint& checkpoint,
   }
   return BuildLowerBoundedFlaModel(
       checkpoint, config,
-      [&](int64_t layer, std::vector<float> bound)
-          -> absl::StatusOr<std::unique_ptr<TokenMixer>> {
+      [&](int64_t layer, std::vector<float> bound) -> absl::StatusOr<std::unique_ptr<TokenMixer>> {
         return HgrnMixer::Read(checkpoint, config, layer, std::move(bound));
       });
 }

@@ -10,8 +10,8 @@
 #include "engine/cpu/cpu_models.h"
 #include "engine/cpu/fla_block.h"
 #include "engine/cpu/linear_attention.h"
-#include "engine/cpu/row_invariant_linear.h"
 #include "engine/cpu/ops.h"
+#include "engine/cpu/row_invariant_linear.h"
 #include "engine/util/status_macros.h"
 
 namespace hgeval::cpu {
@@ -54,18 +54,11 @@ class Hgrn2Mixer final : public TokenMixer {
     return mixer;
   }
 
-  MixerState NewState() const override {
-    MixerState state;
-    state.recurrent.assign(static_cast<size_t>(shape_.state_size()), 0.0f);
-    for (const auto& conv : convs_) state.conv.push_back(conv.NewWindow());
-    return state;
-  }
+  MixerState NewState() const override { return NewMixerState(shape_.state_size(), convs_); }
 
   int64_t num_parameters() const override {
-    int64_t n =
-        q_proj_.numel() + f_proj_.numel() + i_proj_.numel() + g_norm_.numel() + o_proj_.numel();
-    for (const auto& conv : convs_) n += conv.num_parameters();
-    return n;
+    return ShortConvParameters(convs_) + q_proj_.numel() + f_proj_.numel() + i_proj_.numel() +
+           g_norm_.numel() + o_proj_.numel();
   }
 
   void Forward(const float* x, int64_t t_len, MixerState* state, float* out) const override {
@@ -124,8 +117,7 @@ absl::StatusOr<std::unique_ptr<Model>> BuildHgrn2(const Checkpoint& checkpoint,
   }
   return BuildLowerBoundedFlaModel(
       checkpoint, config,
-      [&](int64_t layer, std::vector<float> bound)
-          -> absl::StatusOr<std::unique_ptr<TokenMixer>> {
+      [&](int64_t layer, std::vector<float> bound) -> absl::StatusOr<std::unique_ptr<TokenMixer>> {
         return Hgrn2Mixer::Read(checkpoint, config, layer, std::move(bound));
       });
 }
