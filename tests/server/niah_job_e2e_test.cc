@@ -69,9 +69,11 @@ v1::Job RunToEnd(client::Client& client, const v1::SubmitJobRequest& request) {
 }
 
 // The same sweep in this process, on the engine directly.
-niah::NiahResult InProcessSweep() {
-  absl::StatusOr<std::unique_ptr<Model>> model =
-      LoadModel(SourcePath("tests/golden/hgrn2"), LoadOptions());
+niah::NiahResult InProcessSweep(const std::string& model_dir = "tests/golden/hgrn2",
+                                int64_t max_context = 0) {
+  LoadOptions load;
+  load.max_context = max_context;
+  absl::StatusOr<std::unique_ptr<Model>> model = LoadModel(SourcePath(model_dir), load);
   absl::StatusOr<std::unique_ptr<Tokenizer>> tokenizer =
       LoadTokenizer(SourcePath("data/models/stories260K/tok512.bin"));
   EXPECT_TRUE(model.ok() && tokenizer.ok());
@@ -279,6 +281,30 @@ TEST_F(NiahJobTest, CliWritesResultsGridAndHeatmap) {
   absl::StatusOr<v1::ListJobsResponse> after = client_->ListJobs(100);
   ASSERT_TRUE(after.ok());
   EXPECT_EQ(after->jobs_size(), before->jobs_size());
+}
+
+TEST(NiahJobLlamaTest, KvCacheSnapshotsPastTheTrainingLengthEqualTheInProcessSweep) {
+  // The golden LLaMA was trained to 1024 positions; the grid reaches 1100 tokens, so the
+  // server loads it with --max_context (RoPE extrapolation) and the cells continue from
+  // KV-cache snapshots.
+  const std::string dir = testing::MakeTempDir("niah-llama");
+  ServerProcess server;
+  ASSERT_TRUE(server
+                  .Start(dir, {"--model=llama=" + SourcePath("tests/golden/llama"),
+                               "--tokenizer=" + SourcePath("data/models/stories260K/tok512.bin"),
+                               "--data_dir=" + SourcePath("data"), "--store=" + dir + "/s.sqlite",
+                               "--max_context=2048", "--shutdown_grace_ms=0"})
+                  .ok());
+  auto client = Connect(server.address());
+  ASSERT_TRUE(client->WaitServing(absl::Seconds(60)).ok());
+  v1::SubmitJobRequest request = NiahJob();
+  request.set_model("llama");
+  const v1::Job job = RunToEnd(*client, request);
+  ASSERT_EQ(job.state(), v1::JOB_STATE_SUCCEEDED) << job.error();
+  const Json json = Json::parse(job.results_json());
+  EXPECT_EQ(json.at("training_length"), 1024);  // the dashed line stays at the training length
+  ExpectSameAsInProcess(json, InProcessSweep("tests/golden/llama", 2048));
+  server.Stop(SIGTERM);
 }
 
 TEST(NiahJobCrashTest, KilledMidSweepResumesWithoutComputingAnyCellTwice) {
