@@ -1,6 +1,5 @@
 // NIAH jobs: the sweep of tasks/niah run next to the model, resumable cell by cell through
 // the result store.
-#include <algorithm>
 #include <cstdint>
 #include <filesystem>
 #include <optional>
@@ -39,17 +38,10 @@ absl::StatusOr<niah::NiahOptions> NiahOptionsFromSpec(const v1::NiahJobSpec& spe
                       niah::NiahGridPreset(spec.preset().empty() ? "quick" : spec.preset()));
   if (!spec.lengths().empty()) {
     options.grid.lengths.assign(spec.lengths().begin(), spec.lengths().end());
-    std::sort(options.grid.lengths.begin(), options.grid.lengths.end());
-    options.grid.lengths.erase(
-        std::unique(options.grid.lengths.begin(), options.grid.lengths.end()),
-        options.grid.lengths.end());
   }
-  if (!spec.depths().empty()) {
+  if (!spec.depths().empty())
     options.grid.depths.assign(spec.depths().begin(), spec.depths().end());
-    std::sort(options.grid.depths.begin(), options.grid.depths.end());
-    options.grid.depths.erase(std::unique(options.grid.depths.begin(), options.grid.depths.end()),
-                              options.grid.depths.end());
-  }
+  niah::NormalizeNiahGrid(options.grid);
   HG_RETURN_IF_ERROR(niah::ValidateNiahGrid(options.grid));
   if (spec.has_buffer_tokens()) {
     if (spec.buffer_tokens() < 0)

@@ -179,11 +179,16 @@ void ScoreHead(const float* hidden, int64_t d, const HostTensor& lm_head, const 
           best = static_cast<int32_t>(v);
         }
       }
+      out->argmax[t] = best;
+      if (item.want_last_argmax && t == t_len - 1) out->last_argmax = best;
+      const bool scored = !item.targets.empty() && item.targets[t] >= 0;
+      const bool last_row = item.want_last_logprobs && t == t_len - 1;
+      // A greedy decode row (argmax only) needs no normaliser.
+      if (!scored && !last_row) continue;
       double sum = 0.0;
       for (int64_t v = 0; v < vocab; ++v) sum += std::exp(static_cast<double>(row[v]) - best_value);
       const double lse = best_value + std::log(sum);
-      out->argmax[t] = best;
-      if (!item.targets.empty() && item.targets[t] >= 0) {
+      if (scored) {
         const int32_t target = item.targets[t];
         out->logprob[t] = static_cast<float>(row[target] - lse);
         out->is_greedy[t] = target == best ? 1 : 0;
@@ -201,8 +206,7 @@ void ScoreHead(const float* hidden, int64_t d, const HostTensor& lm_head, const 
           }
         }
       }
-      if (item.want_last_argmax && t == t_len - 1) out->last_argmax = best;
-      if (item.want_last_logprobs && t == t_len - 1) {
+      if (last_row) {
         out->last_logprobs.resize(static_cast<size_t>(vocab));
         for (int64_t v = 0; v < vocab; ++v) {
           out->last_logprobs[v] = static_cast<float>(row[v] - lse);
@@ -225,8 +229,8 @@ ScopedCpuThreads::~ScopedCpuThreads() { tls_thread_limit = previous_; }
 absl::Status ValidateItems(absl::Span<const ForwardItem> items, absl::Span<ForwardOutput> outputs,
                            int64_t vocab) {
   if (items.size() != outputs.size()) {
-    return absl::InvalidArgumentError(absl::StrCat("Forward: ", items.size(), " items but ",
-                                                   outputs.size(), " outputs"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("Forward: ", items.size(), " items but ", outputs.size(), " outputs"));
   }
   for (size_t i = 0; i < items.size(); ++i) {
     const ForwardItem& item = items[i];
@@ -246,15 +250,13 @@ absl::Status ValidateItems(absl::Span<const ForwardItem> items, absl::Span<Forwa
     for (int32_t id : item.tokens) {
       if (id < 0 || id >= vocab) {
         return absl::InvalidArgumentError(absl::StrCat("Forward: item ", i, " has token id ", id,
-                                                       " outside the vocabulary [0, ", vocab,
-                                                       ")"));
+                                                       " outside the vocabulary [0, ", vocab, ")"));
       }
     }
     for (int32_t id : item.targets) {
       if (id < -1 || id >= vocab) {
         return absl::InvalidArgumentError(absl::StrCat("Forward: item ", i, " has target id ", id,
-                                                       " outside the vocabulary [0, ", vocab,
-                                                       ")"));
+                                                       " outside the vocabulary [0, ", vocab, ")"));
       }
     }
     if (item.top_k < 0) {

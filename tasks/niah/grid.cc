@@ -29,6 +29,12 @@ std::vector<double> RoundedLinspace(double start, double stop, int count) {
 
 namespace {
 
+template <typename T>
+void SortDistinct(std::vector<T>& values) {
+  std::sort(values.begin(), values.end());
+  values.erase(std::unique(values.begin(), values.end()), values.end());
+}
+
 NiahGrid FromLinspace(double min_length, double max_length, int num_lengths, int num_depths) {
   NiahGrid grid;
   for (double v : RoundedLinspace(min_length, max_length, num_lengths)) {
@@ -58,6 +64,11 @@ absl::StatusOr<NiahGrid> NiahGridPreset(std::string_view name) {
       absl::StrCat("unknown NIAH grid preset '", std::string(name), "' (paper, quick)"));
 }
 
+void NormalizeNiahGrid(NiahGrid& grid) {
+  SortDistinct(grid.lengths);
+  SortDistinct(grid.depths);
+}
+
 absl::StatusOr<std::vector<int64_t>> ParseLengthList(std::string_view text) {
   std::vector<int64_t> lengths;
   for (const std::string& part : SplitList(text)) {
@@ -68,8 +79,7 @@ absl::StatusOr<std::vector<int64_t>> ParseLengthList(std::string_view text) {
     lengths.push_back(v);
   }
   if (lengths.empty()) return absl::InvalidArgumentError("empty NIAH length list");
-  std::sort(lengths.begin(), lengths.end());
-  lengths.erase(std::unique(lengths.begin(), lengths.end()), lengths.end());
+  SortDistinct(lengths);
   return lengths;
 }
 
@@ -83,8 +93,7 @@ absl::StatusOr<std::vector<double>> ParseDepthList(std::string_view text) {
     depths.push_back(v);
   }
   if (depths.empty()) return absl::InvalidArgumentError("empty NIAH depth list");
-  std::sort(depths.begin(), depths.end());
-  depths.erase(std::unique(depths.begin(), depths.end()), depths.end());
+  SortDistinct(depths);
   return depths;
 }
 

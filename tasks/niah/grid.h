@@ -33,6 +33,9 @@ absl::StatusOr<NiahGrid> NiahGridPreset(std::string_view name);
 absl::StatusOr<std::vector<int64_t>> ParseLengthList(std::string_view text);
 absl::StatusOr<std::vector<double>> ParseDepthList(std::string_view text);
 
+// Sorts both lists ascending and drops duplicates (what the parsers do to user lists).
+void NormalizeNiahGrid(NiahGrid& grid);
+
 absl::Status ValidateNiahGrid(const NiahGrid& grid);
 
 }  // namespace hgeval::niah
