@@ -4,11 +4,15 @@
 #ifndef HGEVAL_ENGINE_CUDA_GEMM_H_
 #define HGEVAL_ENGINE_CUDA_GEMM_H_
 
+#include <cublasLt.h>
 #include <cublas_v2.h>
 
 #include <cstdint>
+#include <memory>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "engine/cuda/kernels.h"
 
 namespace hgeval::cuda {
@@ -32,6 +36,45 @@ absl::Status GemmNTBatched(cublasHandle_t handle, int64_t m, int64_t n, int64_t 
 absl::Status GemmNNBatched(cublasHandle_t handle, int64_t m, int64_t n, int64_t k, MatRef a,
                            int64_t stride_a, MatRef b, int64_t stride_b, void* c, Act c_act,
                            int64_t ldc, int64_t stride_c, int batch);
+
+// Row-major C[M, N] = A[M, K] · W[N, K]^T through cuBLASLt with one algorithm pinned per
+// call site (N, K, dtypes, leading dimensions, alignments) and reused for every M. The
+// algorithm is chosen once for a large representative M among those that need no
+// workspace and no split-K reduction (so no stream-K fix-up either): every output row is
+// then computed by the same kernel with the same K order whatever M is and wherever the
+// row sits. That makes packed batches batch-invariant: a row's result never depends on
+// how many rows, or which, were packed with it.
+class PinnedGemm {
+ public:
+  static absl::StatusOr<std::unique_ptr<PinnedGemm>> Create(int64_t representative_m);
+  ~PinnedGemm();
+  PinnedGemm(const PinnedGemm&) = delete;
+  PinnedGemm& operator=(const PinnedGemm&) = delete;
+
+  absl::Status Run(cudaStream_t stream, int64_t m, int64_t n, int64_t k, MatRef a, MatRef w,
+                   void* c, Act c_act, int64_t ldc);
+
+  // Call sites (distinct pinned algorithms) seen so far.
+  size_t pinned_count() const { return algos_.size(); }
+
+ private:
+  struct Site {
+    int64_t n, k, lda, ldw, ldc;
+    int a_act, c_act, align_a, align_w, align_c;
+    bool operator==(const Site&) const = default;
+    template <typename H>
+    friend H AbslHashValue(H h, const Site& s) {
+      return H::combine(std::move(h), s.n, s.k, s.lda, s.ldw, s.ldc, s.a_act, s.c_act, s.align_a,
+                        s.align_w, s.align_c);
+    }
+  };
+  PinnedGemm() = default;
+  absl::StatusOr<cublasLtMatmulAlgo_t> Pick(const Site& site);
+
+  cublasLtHandle_t handle_ = nullptr;
+  int64_t representative_m_ = 0;
+  absl::flat_hash_map<Site, cublasLtMatmulAlgo_t> algos_;
+};
 
 }  // namespace hgeval::cuda
 
