@@ -18,6 +18,28 @@ namespace hgeval::cuda {
 
 enum class Act { kF32, kBF16 };
 
+// A packed batch of variable-length sequences, as device arrays (the layout of
+// varlen kernels elsewhere: cu_seqlens plus chunk and tile tables built on the host).
+// Sequence s owns rows [seq_row0[s], seq_row0[s+1]). The chunkwise kernels work on its
+// chunks of kGlaChunk rows, counted from the sequence's own first row:
+// [seq_chunk0[s], seq_chunk0[s+1]), chunk c starting at row chunk_row0[c] and belonging
+// to sequence chunk_seq[c]. Flash-attention tiles of kFlashRows queries: tile t covers
+// rows tile_q0[t].. of sequence tile_seq[t]. row_seq[r] is the sequence of row r.
+// Null tables describe one sequence of `rows` rows (the single-sequence launchers).
+struct PackView {
+  int rows = 0;
+  int num_seqs = 1;
+  int num_chunks = 0;
+  int num_tiles = 0;
+  const int32_t* seq_row0 = nullptr;
+  const int32_t* seq_chunk0 = nullptr;
+  const int32_t* chunk_row0 = nullptr;
+  const int32_t* chunk_seq = nullptr;
+  const int32_t* row_seq = nullptr;
+  const int32_t* tile_seq = nullptr;
+  const int32_t* tile_q0 = nullptr;
+};
+
 inline size_t ActSize(Act act) { return act == Act::kF32 ? 4 : 2; }
 
 // ---- kernels_common.cu -----------------------------------------------------------
@@ -27,8 +49,8 @@ cudaError_t EmbedRows(const void* table, Act table_act, const int32_t* ids, int 
                       float* h, cudaStream_t stream);
 
 // If delta: h += delta (fp32). Then out = RMSNorm(h) * w, fp32 maths, stored as out_act.
-cudaError_t AddRmsNorm(float* h, const float* delta, const float* w, float eps, int rows,
-                       int dim, void* out, Act out_act, cudaStream_t stream);
+cudaError_t AddRmsNorm(float* h, const float* delta, const float* w, float eps, int rows, int dim,
+                       void* out, Act out_act, cudaStream_t stream);
 
 // Per row and per group of `group` channels: y = RMSNorm(x) * w[c % group]
 // (* swish(gate) when gate != null); fp32 maths, stored as out_act.
@@ -51,8 +73,7 @@ cudaError_t GatherRows(const void* src, const int32_t* idx, int n, int dim, void
 // target < 0); argmax[r] = the lowest index of the maximum. When `normalize`, logits[r]
 // is overwritten with log_softmax. Deterministic per row.
 cudaError_t LogSoftmaxGather(float* logits, int rows, int vocab, const int32_t* targets,
-                             float* logprob, int32_t* argmax, bool normalize,
-                             cudaStream_t stream);
+                             float* logprob, int32_t* argmax, bool normalize, cudaStream_t stream);
 
 // ---- kernels_gates.cu -------------------------------------------------------------
 
@@ -81,6 +102,22 @@ cudaError_t HgrnGates(float* ifg, int rows, int width, const float* lower_bound,
 
 // Chunk size of the chunkwise GLA form.
 constexpr int kGlaChunk = 64;
+// Query rows per flash-attention tile.
+constexpr int kFlashTileRows = 128;
+
+// Packed forms of the three chunkwise launchers below: every sequence of the pack at
+// once, each chunk counted from its own sequence's start, so a sequence's arithmetic is
+// the same alone or packed. Sequence s starts from state_ptrs[s] + layer_offset and
+// writes its final state back there (null: nothing is written).
+cudaError_t ChunkLocalCumsumPacked(float* g, const PackView& pack, int heads, int dk,
+                                   cudaStream_t stream);
+cudaError_t ChunkGlaStatesPacked(const float* k, const float* G, const float* v,
+                                 const PackView& pack, int heads, int dk, int dv,
+                                 float* const* state_ptrs, int64_t layer_offset,
+                                 float* chunk_states, cudaStream_t stream);
+cudaError_t ChunkGlaOutputPacked(const float* q, const float* k, const float* G, const float* v,
+                                 const float* chunk_states, const PackView& pack, int heads, int dk,
+                                 int dv, float scale, float* o, cudaStream_t stream);
 
 // In place: g (fp32 [T, H, K]) becomes its inclusive cumulative sum inside each chunk of
 // kGlaChunk tokens.
@@ -89,9 +126,8 @@ cudaError_t ChunkLocalCumsum(float* g, int tokens, int heads, int dk, cudaStream
 // Chunk states of one sequence. state [H, K, V] fp32 is the state before token 0 and
 // receives the state after the last token. chunk_states [ceil(T/C), H, K, V] receives the
 // state before each chunk. G is the chunk-local cumsum of the log decay.
-cudaError_t ChunkGlaStates(const float* k, const float* G, const float* v, int tokens,
-                           int heads, int dk, int dv, float* state, float* chunk_states,
-                           cudaStream_t stream);
+cudaError_t ChunkGlaStates(const float* k, const float* G, const float* v, int tokens, int heads,
+                           int dk, int dv, float* state, float* chunk_states, cudaStream_t stream);
 
 // o [T, H, V] fp32 = scale * (inter-chunk term from chunk_states + intra-chunk term).
 cudaError_t ChunkGlaOutput(const float* q, const float* k, const float* G, const float* v,
@@ -112,15 +148,15 @@ cudaError_t Hgrn2DecodeStep(const float* qfi, const float* lower_bound, int rows
                             int64_t layer_offset, float* o, cudaStream_t stream);
 
 // HGRN1 scan: h_t = exp(f_t) h_{t-1} + i_t; o_t = h_t. ifg as left by HgrnGates
-// ([rows, 3E]); state [E] per sequence; o fp32 [rows, E].
-cudaError_t HgrnScan(const float* ifg, int num_seqs, int seq_len, int width,
-                     float* const* state_ptrs, int64_t layer_offset, float* o,
-                     cudaStream_t stream);
+// ([rows, 3E]); state [E] per sequence; o fp32 [rows, E]. Sequence s owns rows
+// [seq_row0[s], seq_row0[s+1]) (device array of num_seqs + 1 offsets).
+cudaError_t HgrnScan(const float* ifg, const int32_t* seq_row0, int num_seqs, int width,
+                     float* const* state_ptrs, int64_t layer_offset, float* o, cudaStream_t stream);
 
 // Mamba causal depthwise conv + bias + silu over the x half of xz ([rows, 2E] fp32).
 // The conv state per sequence holds the previous (Kc-1) inputs of each channel:
 // [E, Kc-1] at state_ptrs[seq] + layer_offset. out: [rows, E] of `act`.
-cudaError_t MambaConv(const float* xz, int num_seqs, int seq_len, int inner, int kconv,
+cudaError_t MambaConv(const float* xz, const int32_t* seq_row0, int num_seqs, int inner, int kconv,
                       const float* conv_w, const float* conv_b, float* const* state_ptrs,
                       int64_t layer_offset, void* out, Act act, cudaStream_t stream);
 
@@ -129,8 +165,8 @@ cudaError_t MambaConv(const float* xz, int num_seqs, int seq_len, int inner, int
 // z = xz[:, E:2E] (fp32). State [E, N] at state_ptrs[seq] + layer_offset. y: [rows, E].
 cudaError_t MambaScan(const float* x, const float* dt_raw, const float* dt_bias, const float* xdbc,
                       int64_t xdbc_ld, int bc_off, const float* xz, const float* a_neg,
-                      const float* d_skip, int num_seqs, int seq_len, int inner, int nstate,
-                      float* const* state_ptrs, int64_t layer_offset, void* y, Act act,
+                      const float* d_skip, const int32_t* seq_row0, int num_seqs, int inner,
+                      int nstate, float* const* state_ptrs, int64_t layer_offset, void* y, Act act,
                       cudaStream_t stream);
 
 // ---- kernels_attention.cu -----------------------------------------------------------
@@ -140,26 +176,33 @@ cudaError_t MambaScan(const float* x, const float* dt_raw, const float* dt_bias,
 cudaError_t ApplyRope(void* qkv, Act act, int rows, int heads, int kv_heads, int head_dim,
                       const int64_t* positions, double theta, cudaStream_t stream);
 
-// Writes the k and v heads of qkv rows into the per-sequence KV caches. Cache of sequence
-// s: cache_ptrs[s], layout [L][2][cap[s]][Hkv][hd] of `act`; row r goes to position
-// positions[r] of layer `layer`.
-cudaError_t KvWrite(const void* qkv, Act act, int num_seqs, int seq_len, int heads,
+// Writes the k and v heads of qkv rows into the per-sequence KV caches. Row r belongs to
+// sequence row_seq[r]; cache of sequence s: cache_ptrs[s], layout
+// [L][2][cap[s]][Hkv][hd] of `act`; row r goes to position positions[r] of layer `layer`.
+cudaError_t KvWrite(const void* qkv, Act act, int rows, const int32_t* row_seq, int heads,
                     int kv_heads, int head_dim, void* const* cache_ptrs, const int64_t* caps,
                     const int64_t* positions, int layer, cudaStream_t stream);
 
 // Causal softmax over score tiles: scores [nh, tq, tk] fp32 (already scaled), query i of
 // the tile sits at position q_pos0 + i, key j at position j. Writes probabilities of
 // `act` to probs [nh, tq, tk] (masked entries 0).
-cudaError_t CausalSoftmax(const float* scores, int nh, int tq, int tk, int64_t q_pos0,
-                          void* probs, Act act, cudaStream_t stream);
+cudaError_t CausalSoftmax(const float* scores, int nh, int tq, int tk, int64_t q_pos0, void* probs,
+                          Act act, cudaStream_t stream);
 
 // Flash-style causal prefill attention on tensor cores (bf16 only; head_dim 32, 64 or
 // 128, else cudaErrorNotSupported): query row i of qkv sits at position pos0 + i and
 // attends to keys [0, pos0 + i] of one sequence's cache planes k_plane / v_plane
 // ([cap][Hkv][hd]). Online softmax in fp32; o [rows, H*hd] bf16.
-cudaError_t FlashPrefillAttention(const void* qkv, int rows, int heads, int kv_heads,
-                                  int head_dim, const void* k_plane, const void* v_plane,
-                                  int64_t pos0, float scale, void* o, cudaStream_t stream);
+cudaError_t FlashPrefillAttention(const void* qkv, int rows, int heads, int kv_heads, int head_dim,
+                                  const void* k_plane, const void* v_plane, int64_t pos0,
+                                  float scale, void* o, cudaStream_t stream);
+// The same over a packed batch: every tile of pack.tile_* at once, tile t attending to
+// the cache of its sequence (cache_ptrs / caps as for KvWrite, layer `layer`, whose keys
+// were written already); row r's query sits at positions[r].
+cudaError_t FlashPrefillAttentionPacked(const void* qkv, const PackView& pack, int heads,
+                                        int kv_heads, int head_dim, void* const* cache_ptrs,
+                                        const int64_t* caps, const int64_t* positions, int layer,
+                                        float scale, void* o, cudaStream_t stream);
 
 // Decode attention: one query row per sequence (row r = sequence r) at positions[r],
 // attending to cache positions [0, positions[r]]. q from qkv; o [rows, H*hd] of `act`.

@@ -6,8 +6,8 @@ namespace hgeval::cuda {
 namespace {
 
 template <typename T>
-__global__ void RopeKernel(T* qkv, int heads, int kv_heads, int head_dim,
-                           const int64_t* positions, double theta) {
+__global__ void RopeKernel(T* qkv, int heads, int kv_heads, int head_dim, const int64_t* positions,
+                           double theta) {
   const int r = blockIdx.x;
   const int half = head_dim / 2;
   const int pairs = (heads + kv_heads) * half;
@@ -27,11 +27,11 @@ __global__ void RopeKernel(T* qkv, int heads, int kv_heads, int head_dim,
 }
 
 template <typename T>
-__global__ void KvWriteKernel(const T* qkv, int seq_len, int heads, int kv_heads, int head_dim,
-                              void* const* cache_ptrs, const int64_t* caps,
+__global__ void KvWriteKernel(const T* qkv, const int32_t* row_seq, int heads, int kv_heads,
+                              int head_dim, void* const* cache_ptrs, const int64_t* caps,
                               const int64_t* positions, int layer) {
   const int r = blockIdx.x;
-  const int s = r / seq_len;
+  const int s = row_seq[r];
   T* cache = static_cast<T*>(cache_ptrs[s]);
   if (cache == nullptr) return;
   const int64_t cap = caps[s];
@@ -48,8 +48,7 @@ __global__ void KvWriteKernel(const T* qkv, int seq_len, int heads, int kv_heads
 
 // Grid (tq, nh).
 template <typename T>
-__global__ void CausalSoftmaxKernel(const float* scores, int tq, int tk, int64_t q_pos0,
-                                    T* probs) {
+__global__ void CausalSoftmaxKernel(const float* scores, int tq, int tk, int64_t q_pos0, T* probs) {
   __shared__ float scratch[32];
   const int i = blockIdx.x, h = blockIdx.y;
   const int64_t off = (static_cast<int64_t>(h) * tq + i) * tk;
@@ -78,9 +77,10 @@ constexpr int kDimPerLane = kMaxHeadDim / 32;
 // output) to `part` ([rows][H][splits][hd + 2]). The split count is fixed, so a row's
 // arithmetic never depends on the batch.
 template <typename T>
-__global__ void __launch_bounds__(kAttnWarps * 32) DecodeAttentionKernel(
-    const T* qkv, int heads, int kv_heads, int head_dim, void* const* cache_ptrs,
-    const int64_t* caps, const int64_t* positions, int layer, float scale, float* part) {
+__global__ void __launch_bounds__(kAttnWarps * 32)
+    DecodeAttentionKernel(const T* qkv, int heads, int kv_heads, int head_dim,
+                          void* const* cache_ptrs, const int64_t* caps, const int64_t* positions,
+                          int layer, float scale, float* part) {
   __shared__ float sm[kAttnWarps], sl[kAttnWarps];
   __shared__ float sacc[kAttnWarps][kMaxHeadDim];
   const int r = blockIdx.x, h = blockIdx.y, z = blockIdx.z;
@@ -96,8 +96,7 @@ __global__ void __launch_bounds__(kAttnWarps * 32) DecodeAttentionKernel(
   const int width = kv_heads * head_dim;
   const T* kbase = cache + static_cast<int64_t>(layer) * 2 * cap * width + hk * head_dim;
   const T* vbase = cache + (static_cast<int64_t>(layer) * 2 + 1) * cap * width + hk * head_dim;
-  const T* qrow = qkv + static_cast<int64_t>(r) * (heads + 2 * kv_heads) * head_dim +
-                  h * head_dim;
+  const T* qrow = qkv + static_cast<int64_t>(r) * (heads + 2 * kv_heads) * head_dim + h * head_dim;
   float qv[kDimPerLane], acc[kDimPerLane];
 #pragma unroll
   for (int u = 0; u < kDimPerLane; ++u) {
@@ -184,9 +183,9 @@ __global__ void DecodeCombineKernel(int heads, int head_dim, void* const* cache_
 
 // ---- flash prefill (bf16, mma.sync m16n8k16) -----------------------------------------
 
-constexpr int kFlashRows = 128;  // queries per block (8 warps x 16)
+constexpr int kFlashRows = kFlashTileRows;  // queries per block (8 warps x 16)
 constexpr int kFlashThreads = kFlashRows * 2;
-constexpr int kFlashKeys = 64;   // keys per tile
+constexpr int kFlashKeys = 64;  // keys per tile
 
 __device__ __forceinline__ uint32_t Pack2(float lo, float hi) {
   __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
@@ -202,19 +201,53 @@ __device__ __forceinline__ void Mma16816(float* c, const uint32_t* a, uint32_t b
 }
 
 // Grid (ceil(rows / 128), H), 256 threads. smem: Q [128][HD+8], K [64][HD+8], V^T [HD][64+8].
+// Where a flash block finds its queries and keys: one sequence's rows of qkv / o and its
+// cache planes. The packed form reads them from the pack's tile table.
+struct FlashSource {
+  const bf16* qkv = nullptr;  // single form: the sequence's rows
+  const bf16* kp = nullptr;
+  const bf16* vp = nullptr;
+  int rows = 0;
+  int64_t pos0 = 0;
+  bf16* o = nullptr;
+  // Packed form (tile_seq != nullptr).
+  PackView pack;
+  void* const* cache_ptrs = nullptr;
+  const int64_t* caps = nullptr;
+  const int64_t* positions = nullptr;
+  int layer = 0;
+};
+
 template <int HD>
-__global__ void __launch_bounds__(kFlashThreads) FlashPrefillKernel(const bf16* qkv, int rows, int heads,
-                                                          int kv_heads, const bf16* kp,
-                                                          const bf16* vp, int64_t pos0,
-                                                          float scale, bf16* o) {
+__global__ void __launch_bounds__(kFlashThreads)
+    FlashPrefillKernel(FlashSource src, int heads, int kv_heads, float scale) {
   constexpr int kQS = HD + 8, kVS = kFlashKeys + 8;
   extern __shared__ __align__(16) unsigned char flash_smem[];
   bf16* sq = reinterpret_cast<bf16*>(flash_smem);
   bf16* sk = sq + kFlashRows * kQS;
   bf16* svt = sk + kFlashKeys * kQS;
-  const int tile = blockIdx.x, h = blockIdx.y;
+  const int h = blockIdx.y;
   const int hk = h / (heads / kv_heads);
-  const int q0 = tile * kFlashRows;
+  const bf16* qkv = src.qkv;
+  const bf16* kp = src.kp;
+  const bf16* vp = src.vp;
+  bf16* o = src.o;
+  int rows = src.rows, q0 = blockIdx.x * kFlashRows;
+  int64_t pos0 = src.pos0;
+  if (src.pack.tile_seq != nullptr) {
+    const int seq = src.pack.tile_seq[blockIdx.x];
+    const int r0 = src.pack.seq_row0[seq];
+    rows = src.pack.seq_row0[seq + 1] - r0;
+    q0 = src.pack.tile_q0[blockIdx.x];
+    pos0 = src.positions[r0];
+    const int64_t stride = static_cast<int64_t>(heads + 2 * kv_heads) * HD;
+    qkv += r0 * stride;
+    o += static_cast<int64_t>(r0) * heads * HD;
+    const int64_t cap = src.caps[seq], kvw = static_cast<int64_t>(kv_heads) * HD;
+    const bf16* cache = static_cast<const bf16*>(src.cache_ptrs[seq]);
+    kp = cache + static_cast<int64_t>(src.layer) * 2 * cap * kvw;
+    vp = kp + cap * kvw;
+  }
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int g = lane >> 2, tq = lane & 3;
   const int64_t qstride = static_cast<int64_t>(heads + 2 * kv_heads) * HD;
@@ -263,7 +296,7 @@ __global__ void __launch_bounds__(kFlashThreads) FlashPrefillKernel(const bf16* 
 #pragma unroll
     for (int x = 0; x < kLoads; ++x) {
       const int idx = tid + x * kFlashThreads;
-      const int rk = idx / (HD / 8), ck = (idx % (HD / 8)) * 8;  // K: row-major walk
+      const int rk = idx / (HD / 8), ck = (idx % (HD / 8)) * 8;      // K: row-major walk
       const int rv = idx % kFlashKeys, cv = (idx / kFlashKeys) * 8;  // V: key-fastest walk
       kreg[x] = k0 + rk <= last_key
                     ? *reinterpret_cast<const uint4*>(kp + (k0 + rk) * kvstride + hk * HD + ck)
@@ -384,18 +417,42 @@ __global__ void __launch_bounds__(kFlashThreads) FlashPrefillKernel(const bf16* 
 
 template <int HD>
 cudaError_t LaunchFlash(const void* qkv, int rows, int heads, int kv_heads, const void* kp,
-                        const void* vp, int64_t pos0, float scale, void* o,
-                        cudaStream_t stream) {
-  const size_t smem =
-      sizeof(bf16) * ((kFlashRows + kFlashKeys) * (HD + 8) + HD * (kFlashKeys + 8));
-  cudaError_t err = cudaFuncSetAttribute(FlashPrefillKernel<HD>,
-                                         cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         static_cast<int>(smem));
+                        const void* vp, int64_t pos0, float scale, void* o, cudaStream_t stream) {
+  const size_t smem = sizeof(bf16) * ((kFlashRows + kFlashKeys) * (HD + 8) + HD * (kFlashKeys + 8));
+  cudaError_t err = cudaFuncSetAttribute(
+      FlashPrefillKernel<HD>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
   if (err != cudaSuccess) return err;
+  FlashSource src;
+  src.qkv = static_cast<const bf16*>(qkv);
+  src.kp = static_cast<const bf16*>(kp);
+  src.vp = static_cast<const bf16*>(vp);
+  src.rows = rows;
+  src.pos0 = pos0;
+  src.o = static_cast<bf16*>(o);
   dim3 grid(CeilDiv(rows, kFlashRows), heads);
-  FlashPrefillKernel<HD><<<grid, kFlashThreads, smem, stream>>>(
-      static_cast<const bf16*>(qkv), rows, heads, kv_heads, static_cast<const bf16*>(kp),
-      static_cast<const bf16*>(vp), pos0, scale, static_cast<bf16*>(o));
+  FlashPrefillKernel<HD><<<grid, kFlashThreads, smem, stream>>>(src, heads, kv_heads, scale);
+  return cudaGetLastError();
+}
+
+template <int HD>
+cudaError_t LaunchFlashPacked(const void* qkv, const PackView& pack, int heads, int kv_heads,
+                              void* const* cache_ptrs, const int64_t* caps,
+                              const int64_t* positions, int layer, float scale, void* o,
+                              cudaStream_t stream) {
+  const size_t smem = sizeof(bf16) * ((kFlashRows + kFlashKeys) * (HD + 8) + HD * (kFlashKeys + 8));
+  cudaError_t err = cudaFuncSetAttribute(
+      FlashPrefillKernel<HD>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
+  if (err != cudaSuccess) return err;
+  FlashSource src;
+  src.qkv = static_cast<const bf16*>(qkv);
+  src.o = static_cast<bf16*>(o);
+  src.pack = pack;
+  src.cache_ptrs = cache_ptrs;
+  src.caps = caps;
+  src.positions = positions;
+  src.layer = layer;
+  dim3 grid(pack.num_tiles, heads);
+  FlashPrefillKernel<HD><<<grid, kFlashThreads, smem, stream>>>(src, heads, kv_heads, scale);
   return cudaGetLastError();
 }
 
@@ -409,23 +466,22 @@ cudaError_t ApplyRope(void* qkv, Act act, int rows, int heads, int kv_heads, int
   return cudaGetLastError();
 }
 
-cudaError_t KvWrite(const void* qkv, Act act, int num_seqs, int seq_len, int heads,
+cudaError_t KvWrite(const void* qkv, Act act, int rows, const int32_t* row_seq, int heads,
                     int kv_heads, int head_dim, void* const* cache_ptrs, const int64_t* caps,
                     const int64_t* positions, int layer, cudaStream_t stream) {
-  const int rows = num_seqs * seq_len;
   if (rows == 0) return cudaSuccess;
-  HG_DISPATCH_ACT(act, KvWriteKernel<T><<<rows, 256, 0, stream>>>(
-                           static_cast<const T*>(qkv), seq_len, heads, kv_heads, head_dim,
-                           cache_ptrs, caps, positions, layer));
+  HG_DISPATCH_ACT(act, KvWriteKernel<T>
+                  <<<rows, 256, 0, stream>>>(static_cast<const T*>(qkv), row_seq, heads, kv_heads,
+                                             head_dim, cache_ptrs, caps, positions, layer));
   return cudaGetLastError();
 }
 
-cudaError_t CausalSoftmax(const float* scores, int nh, int tq, int tk, int64_t q_pos0,
-                          void* probs, Act act, cudaStream_t stream) {
+cudaError_t CausalSoftmax(const float* scores, int nh, int tq, int tk, int64_t q_pos0, void* probs,
+                          Act act, cudaStream_t stream) {
   if (nh == 0 || tq == 0) return cudaSuccess;
   dim3 grid(tq, nh);
-  HG_DISPATCH_ACT(act, CausalSoftmaxKernel<T><<<grid, 256, 0, stream>>>(
-                           scores, tq, tk, q_pos0, static_cast<T*>(probs)));
+  HG_DISPATCH_ACT(act, CausalSoftmaxKernel<T>
+                  <<<grid, 256, 0, stream>>>(scores, tq, tk, q_pos0, static_cast<T*>(probs)));
   return cudaGetLastError();
 }
 
@@ -437,8 +493,8 @@ cudaError_t DecodeAttention(const void* qkv, Act act, int rows, int heads, int k
   if (head_dim > kMaxHeadDim) return cudaErrorInvalidValue;
   dim3 grid(rows, heads, kDecodeSplits);
   HG_DISPATCH_ACT(act, DecodeAttentionKernel<T><<<grid, kAttnWarps * 32, 0, stream>>>(
-                           static_cast<const T*>(qkv), heads, kv_heads, head_dim, cache_ptrs,
-                           caps, positions, layer, scale, partial));
+                           static_cast<const T*>(qkv), heads, kv_heads, head_dim, cache_ptrs, caps,
+                           positions, layer, scale, partial));
   cudaError_t err = cudaGetLastError();
   if (err != cudaSuccess) return err;
   dim3 grid2(rows, heads);
@@ -450,15 +506,39 @@ cudaError_t DecodeAttention(const void* qkv, Act act, int rows, int heads, int k
 }  // namespace hgeval::cuda
 
 namespace hgeval::cuda {
-cudaError_t FlashPrefillAttention(const void* qkv, int rows, int heads, int kv_heads,
-                                  int head_dim, const void* k_plane, const void* v_plane,
-                                  int64_t pos0, float scale, void* o, cudaStream_t stream) {
+cudaError_t FlashPrefillAttention(const void* qkv, int rows, int heads, int kv_heads, int head_dim,
+                                  const void* k_plane, const void* v_plane, int64_t pos0,
+                                  float scale, void* o, cudaStream_t stream) {
   if (rows == 0) return cudaSuccess;
   switch (head_dim) {
-    case 32: return LaunchFlash<32>(qkv, rows, heads, kv_heads, k_plane, v_plane, pos0, scale, o, stream);
-    case 64: return LaunchFlash<64>(qkv, rows, heads, kv_heads, k_plane, v_plane, pos0, scale, o, stream);
-    case 128: return LaunchFlash<128>(qkv, rows, heads, kv_heads, k_plane, v_plane, pos0, scale, o, stream);
-    default: return cudaErrorNotSupported;
+    case 32:
+      return LaunchFlash<32>(qkv, rows, heads, kv_heads, k_plane, v_plane, pos0, scale, o, stream);
+    case 64:
+      return LaunchFlash<64>(qkv, rows, heads, kv_heads, k_plane, v_plane, pos0, scale, o, stream);
+    case 128:
+      return LaunchFlash<128>(qkv, rows, heads, kv_heads, k_plane, v_plane, pos0, scale, o, stream);
+    default:
+      return cudaErrorNotSupported;
+  }
+}
+
+cudaError_t FlashPrefillAttentionPacked(const void* qkv, const PackView& pack, int heads,
+                                        int kv_heads, int head_dim, void* const* cache_ptrs,
+                                        const int64_t* caps, const int64_t* positions, int layer,
+                                        float scale, void* o, cudaStream_t stream) {
+  if (pack.num_tiles == 0) return cudaSuccess;
+  switch (head_dim) {
+    case 32:
+      return LaunchFlashPacked<32>(qkv, pack, heads, kv_heads, cache_ptrs, caps, positions, layer,
+                                   scale, o, stream);
+    case 64:
+      return LaunchFlashPacked<64>(qkv, pack, heads, kv_heads, cache_ptrs, caps, positions, layer,
+                                   scale, o, stream);
+    case 128:
+      return LaunchFlashPacked<128>(qkv, pack, heads, kv_heads, cache_ptrs, caps, positions, layer,
+                                    scale, o, stream);
+    default:
+      return cudaErrorNotSupported;
   }
 }
 }  // namespace hgeval::cuda

@@ -9,11 +9,26 @@ namespace {
 
 constexpr int kC = kGlaChunk;
 
+// Pack-table lookups; null tables mean one sequence of pack.rows rows.
+__device__ __forceinline__ int ChunkRow0(const PackView& p, int c) {
+  return p.chunk_row0 ? p.chunk_row0[c] : c * kC;
+}
+__device__ __forceinline__ int SeqRowEnd(const PackView& p, int s) {
+  return p.seq_row0 ? p.seq_row0[s + 1] : p.rows;
+}
+__device__ __forceinline__ int ChunkSeq(const PackView& p, int c) {
+  return p.chunk_seq ? p.chunk_seq[c] : 0;
+}
+// Rows of chunk c (at most kC, fewer at its sequence's end).
+__device__ __forceinline__ int ChunkRows(const PackView& p, int c) {
+  return min(kC, SeqRowEnd(p, ChunkSeq(p, c)) - ChunkRow0(p, c));
+}
+
 // Grid (chunks, H); threads over K.
-__global__ void ChunkCumsumKernel(float* g, int tokens, int heads, int dk) {
+__global__ void ChunkCumsumKernel(float* g, PackView pack, int heads, int dk) {
   const int c = blockIdx.x, h = blockIdx.y;
-  const int t0 = c * kC;
-  const int n = min(kC, tokens - t0);
+  const int t0 = ChunkRow0(pack, c);
+  const int n = ChunkRows(pack, c);
   for (int k = threadIdx.x; k < dk; k += blockDim.x) {
     float acc = 0.0f;
     for (int j = 0; j < n; ++j) {
@@ -31,16 +46,15 @@ constexpr int kLocalVT = 64;  // value columns per block of the local-state kern
 // U_c = sum_j (k_j * exp(G_last - G_j)) v_j^T, written to u [chunks, H, K, V].
 // 256 threads: 16 value groups of 4 columns x 16 key-row groups.
 template <int kRows>
-__global__ void __launch_bounds__(256) ChunkLocalStateKernel(const float* k, const float* G,
-                                                             const float* v, int tokens,
-                                                             int heads, int dk, int dv,
-                                                             float* u) {
+__global__ void __launch_bounds__(256)
+    ChunkLocalStateKernel(const float* k, const float* G, const float* v, PackView pack, int heads,
+                          int dk, int dv, float* u) {
   extern __shared__ float smem[];
-  float* kd = smem;                     // [kC][dk]
-  float* vt = kd + kC * dk;             // [kC][kLocalVT]
+  float* kd = smem;          // [kC][dk]
+  float* vt = kd + kC * dk;  // [kC][kLocalVT]
   const int c = blockIdx.x, h = blockIdx.y, v0 = blockIdx.z * kLocalVT;
-  const int t0 = c * kC;
-  const int n = min(kC, tokens - t0);
+  const int t0 = ChunkRow0(pack, c);
+  const int n = ChunkRows(pack, c);
   const int tid = threadIdx.x;
   const int64_t glast_off = (static_cast<int64_t>(t0 + n - 1) * heads + h) * dk;
 #pragma unroll 4
@@ -55,9 +69,8 @@ __global__ void __launch_bounds__(256) ChunkLocalStateKernel(const float* k, con
   }
   for (int idx = tid; idx < kC * kLocalVT; idx += blockDim.x) {
     const int j = idx / kLocalVT, cc = idx % kLocalVT;
-    vt[idx] = (j < n && v0 + cc < dv)
-                  ? v[(static_cast<int64_t>(t0 + j) * heads + h) * dv + v0 + cc]
-                  : 0.0f;
+    vt[idx] = (j < n && v0 + cc < dv) ? v[(static_cast<int64_t>(t0 + j) * heads + h) * dv + v0 + cc]
+                                      : 0.0f;
   }
   __syncthreads();
   const int tv = tid % 16, tk = tid / 16;
@@ -95,29 +108,41 @@ __global__ void __launch_bounds__(256) ChunkLocalStateKernel(const float* k, con
   }
 }
 
-// Phase 2, sequential over chunks but parallel over every state element (h, k, v):
-// S_{c+1} = exp(G_last,c) S_c + U_c. In place, u[c] becomes S_c (the state before chunk
-// c); `state` holds S_0 and receives the final state.
-__global__ void ChunkStateScanKernel(const float* __restrict__ G, int tokens, int heads,
-                                     int dk, int dv, float* __restrict__ state,
-                                     float* __restrict__ u) {
+// Phase 2, sequential over a sequence's chunks but parallel over every state element
+// (h, k, v) and over sequences (grid.y): S_{c+1} = exp(G_last,c) S_c + U_c. In place,
+// u[c] becomes S_c (the state before chunk c). The sequence starts from `init` (its
+// state pointer, or `single` for the single-sequence form) and writes the final state
+// there; a null pointer in state_ptrs means "start from zero and keep nothing".
+__global__ void ChunkStateScanKernel(const float* __restrict__ G, PackView pack, int heads, int dk,
+                                     int dv, float* const* state_ptrs, int64_t layer_offset,
+                                     float* single, float* __restrict__ u) {
   const int64_t per_chunk = static_cast<int64_t>(heads) * dk * dv;
   const int64_t e = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
   if (e >= per_chunk) return;
+  const int seq = blockIdx.y;
+  float* state = single;
+  if (state_ptrs != nullptr) {
+    state = state_ptrs[seq];
+    if (state != nullptr) state += layer_offset;
+  }
   const int64_t hk = e / dv;  // h * dk + k
-  const int chunks = CeilDiv(tokens, kC);
-  auto decay_of = [&](int c) {
-    const int last = min(c * kC + kC, tokens) - 1;
+  const int first = pack.seq_chunk0 ? pack.seq_chunk0[seq] : 0;
+  const int chunks = (pack.seq_chunk0 ? pack.seq_chunk0[seq + 1] : pack.num_chunks) - first;
+  const int row_end = SeqRowEnd(pack, seq);
+  auto decay_of = [&](int x) {
+    const int c = first + x;
+    const int last = min(ChunkRow0(pack, c) + kC, row_end) - 1;
     return __expf(G[static_cast<int64_t>(last) * heads * dk + hk]);
   };
+  float* us = u + static_cast<int64_t>(first) * per_chunk;
   constexpr int kAhead = 4;  // loads in flight ahead of the dependent chain
   float local[kAhead], dec[kAhead];
 #pragma unroll
   for (int x = 0; x < kAhead; ++x) {
-    local[x] = x < chunks ? u[x * per_chunk + e] : 0.0f;
+    local[x] = x < chunks ? us[x * per_chunk + e] : 0.0f;
     dec[x] = x < chunks ? decay_of(x) : 0.0f;
   }
-  float s = state[e];
+  float s = state != nullptr ? state[e] : 0.0f;
   for (int c0 = 0; c0 < chunks; c0 += kAhead) {
 #pragma unroll
     for (int x = 0; x < kAhead; ++x) {
@@ -125,15 +150,15 @@ __global__ void ChunkStateScanKernel(const float* __restrict__ G, int tokens, in
       if (c < chunks) {
         const float cur = local[x], d = dec[x];
         if (c + kAhead < chunks) {
-          local[x] = u[(c + kAhead) * per_chunk + e];
+          local[x] = us[(c + kAhead) * per_chunk + e];
           dec[x] = decay_of(c + kAhead);
         }
-        u[c * per_chunk + e] = s;
+        us[c * per_chunk + e] = s;
         s = fmaf(d, s, cur);
       }
     }
   }
-  state[e] = s;
+  if (state != nullptr) state[e] = s;
 }
 
 constexpr int kSlice = 16;     // key slice of the intra-chunk matrix
@@ -149,20 +174,19 @@ __device__ __forceinline__ float Get(const float4& v, int i) {
 }
 
 // Grid (chunks, H), 256 threads as a 16 x 16 grid of 4 x 4 register tiles.
-__global__ void __launch_bounds__(256) ChunkOutputKernel(const float* q, const float* k,
-                                                         const float* G, const float* v,
-                                                         const float* chunk_states, int tokens,
-                                                         int heads, int dk, int dv,
-                                                         float scale, float* o) {
+__global__ void __launch_bounds__(256)
+    ChunkOutputKernel(const float* q, const float* k, const float* G, const float* v,
+                      const float* chunk_states, PackView pack, int heads, int dk, int dv,
+                      float scale, float* o) {
   extern __shared__ float smem[];
-  float* at = smem;                      // A transposed: at[j][i], [kC][kRowPad]
-  float* sq = at + kC * kRowPad;         // slices, transposed: [kSlice][kRowPad]
+  float* at = smem;               // A transposed: at[j][i], [kC][kRowPad]
+  float* sq = at + kC * kRowPad;  // slices, transposed: [kSlice][kRowPad]
   float* sk = sq + kSlice * kRowPad;
   float* sg = sk + kSlice * kRowPad;
-  float* qe = sg + kSlice * kRowPad;     // q * exp(G), transposed: [dk][kRowPad]
+  float* qe = sg + kSlice * kRowPad;  // q * exp(G), transposed: [dk][kRowPad]
   const int c = blockIdx.x, h = blockIdx.y;
-  const int t0 = c * kC;
-  const int n = min(kC, tokens - t0);
+  const int t0 = ChunkRow0(pack, c);
+  const int n = ChunkRows(pack, c);
   const int tid = threadIdx.x;
   const int tx = tid % 16, ty = tid / 16;
   const int i0 = 4 * ty, j0 = 4 * tx;
@@ -213,7 +237,7 @@ __global__ void __launch_bounds__(256) ChunkOutputKernel(const float* q, const f
     }
     __syncthreads();
     if (ks + kSlice < dk) fetch_slice(ks + kSlice);
-    if (tri) {
+    if (tri && ai0 < n) {  // tiles of rows past a short chunk's end: nothing to do
       const int kend = min(kSlice, dk - ks);
       for (int kk = 0; kk < kend; ++kk) {
         const float4 qi = Ld4(sq + kk * kRowPad + ai0), gi = Ld4(sg + kk * kRowPad + ai0);
@@ -275,8 +299,7 @@ __global__ void __launch_bounds__(256) ChunkOutputKernel(const float* q, const f
     for (int x = 0; x < kStageLoads; ++x) {
       const int idx = tid + x * kThreads;
       const int r = idx / 64, cc = idx % 64;
-      pre[x] = (row0 + r < nrows && vb + cc < dv) ? base[(row0 + r) * row_stride + vb + cc]
-                                                  : 0.0f;
+      pre[x] = (row0 + r < nrows && vb + cc < dv) ? base[(row0 + r) * row_stride + vb + cc] : 0.0f;
     }
   };
   const int jend = min(n, i0 + 4);  // rows i0..i0+3 only see j <= i
@@ -296,7 +319,9 @@ __global__ void __launch_bounds__(256) ChunkOutputKernel(const float* q, const f
     for (int x = 0; x < kStageLoads; ++x) stage[tid + x * kThreads] = pre[x];
     __syncthreads();
     if (st + 1 < total) fetch_stage(st + 1);
-    if (sidx < s_stages) {
+    if (i0 >= n) {
+      // Rows past a short chunk's end (short sequences): no output to compute.
+    } else if (sidx < s_stages) {
       const int kb = sidx * kStageRows;
       const int kend = min(kStageRows, dk - kb);
 #pragma unroll 4
@@ -343,8 +368,8 @@ __global__ void __launch_bounds__(256) ChunkOutputKernel(const float* q, const f
 // groups' partial outputs are summed in a fixed order.
 // When `hgrn2_proj` is set (HGRN2 decode), q, k, the decay and v are computed here from
 // the fused projection row [q | f | i] (gate maths in fp32) instead of read from q/k/g/v.
-__global__ void RecurrentStepKernel(const float* q, const float* k, const float* g,
-                                    const float* v, int heads, int dk, int dv, float scale,
+__global__ void RecurrentStepKernel(const float* q, const float* k, const float* g, const float* v,
+                                    int heads, int dk, int dv, float scale,
                                     float* const* state_ptrs, int64_t layer_offset, float* o,
                                     int kgroups, const float* hgrn2_proj,
                                     const float* lower_bound) {
@@ -415,7 +440,7 @@ __global__ void RecurrentStepKernel(const float* q, const float* k, const float*
   }
 }
 
-__global__ void HgrnScanKernel(const float* __restrict__ ifg, int seq_len, int width,
+__global__ void HgrnScanKernel(const float* __restrict__ ifg, const int32_t* seq_row0, int width,
                                float* const* state_ptrs, int64_t layer_offset,
                                float* __restrict__ o) {
   const int s = blockIdx.y;
@@ -424,8 +449,8 @@ __global__ void HgrnScanKernel(const float* __restrict__ ifg, int seq_len, int w
   if (base == nullptr || c >= width) return;
   float* st = base + layer_offset + c;
   float hv = *st;
-  for (int t = 0; t < seq_len; ++t) {
-    const int64_t row = static_cast<int64_t>(s) * seq_len + t;
+  const int r0 = seq_row0[s], r1 = seq_row0[s + 1];
+  for (int64_t row = r0; row < r1; ++row) {
     const float* r = ifg + row * 3 * width;
     hv = fmaf(expf(r[width + c]), hv, r[c]);
     o[row * width + c] = hv;
@@ -436,9 +461,9 @@ __global__ void HgrnScanKernel(const float* __restrict__ ifg, int seq_len, int w
 constexpr int kMaxConv = 8;
 
 template <typename T>
-__global__ void MambaConvKernel(const float* xz, int seq_len, int inner, int kconv,
-                                const float* conv_w, const float* conv_b,
-                                float* const* state_ptrs, int64_t layer_offset, T* out) {
+__global__ void MambaConvKernel(const float* xz, const int32_t* seq_row0, int inner, int kconv,
+                                const float* conv_w, const float* conv_b, float* const* state_ptrs,
+                                int64_t layer_offset, T* out) {
   const int s = blockIdx.y;
   const int e = blockIdx.x * blockDim.x + threadIdx.x;
   float* base = state_ptrs[s];
@@ -451,8 +476,8 @@ __global__ void MambaConvKernel(const float* xz, int seq_len, int inner, int kco
     prev[j] = j < kconv - 1 ? st[j] : 0.0f;
   }
   const float b = conv_b ? conv_b[e] : 0.0f;
-  for (int t = 0; t < seq_len; ++t) {
-    const int64_t row = static_cast<int64_t>(s) * seq_len + t;
+  const int r0 = seq_row0[s], r1 = seq_row0[s + 1];
+  for (int64_t row = r0; row < r1; ++row) {
     const float x = xz[row * 2 * inner + e];
     float acc = b;
 #pragma unroll
@@ -483,9 +508,9 @@ constexpr int kMaxState = 16;
 template <typename T>
 __global__ void MambaScanKernel(const float* x, const float* dt_raw, const float* dt_bias,
                                 const float* xdbc, int64_t xdbc_ld, int bc_off, const float* xz,
-                                const float* a_neg, const float* d_skip, int seq_len, int inner,
-                                int nstate, float* const* state_ptrs, int64_t layer_offset,
-                                T* y) {
+                                const float* a_neg, const float* d_skip, const int32_t* seq_row0,
+                                int inner, int nstate, float* const* state_ptrs,
+                                int64_t layer_offset, T* y) {
   const int s = blockIdx.y;
   const int e = blockIdx.x * blockDim.x + threadIdx.x;
   float* base = state_ptrs[s];
@@ -498,8 +523,8 @@ __global__ void MambaScanKernel(const float* x, const float* dt_raw, const float
     a[n] = n < nstate ? a_neg[static_cast<int64_t>(e) * nstate + n] : 0.0f;
   }
   const float bias = dt_bias[e], dsk = d_skip[e];
-  for (int t = 0; t < seq_len; ++t) {
-    const int64_t row = static_cast<int64_t>(s) * seq_len + t;
+  const int r0 = seq_row0[s], r1 = seq_row0[s + 1];
+  for (int64_t row = r0; row < r1; ++row) {
     const float dt = Softplus(dt_raw[row * inner + e] + bias);
     const float xv = x[row * inner + e];
     const float* bc = xdbc + row * xdbc_ld + bc_off;
@@ -523,33 +548,34 @@ __global__ void MambaScanKernel(const float* x, const float* dt_raw, const float
 }
 
 size_t LocalStateSmem(int dk) { return sizeof(float) * (kC * dk + kC * kLocalVT); }
-size_t OutputSmem(int dk) {
-  return sizeof(float) * kRowPad * (kC + 3 * kSlice + dk);
-}
+size_t OutputSmem(int dk) { return sizeof(float) * kRowPad * (kC + 3 * kSlice + dk); }
 
 }  // namespace
 
-cudaError_t ChunkLocalCumsum(float* g, int tokens, int heads, int dk, cudaStream_t stream) {
-  if (tokens == 0) return cudaSuccess;
-  dim3 grid(CeilDiv(tokens, kC), heads);
-  ChunkCumsumKernel<<<grid, dk < 256 ? ((dk + 31) / 32) * 32 : 256, 0, stream>>>(g, tokens,
-                                                                                 heads, dk);
+cudaError_t ChunkLocalCumsumPacked(float* g, const PackView& pack, int heads, int dk,
+                                   cudaStream_t stream) {
+  if (pack.num_chunks == 0) return cudaSuccess;
+  dim3 grid(pack.num_chunks, heads);
+  const int threads = dk < 256 ? ((dk + 31) / 32) * 32 : 256;
+  ChunkCumsumKernel<<<grid, threads, 0, stream>>>(g, pack, heads, dk);
   return cudaGetLastError();
 }
 
-cudaError_t ChunkGlaStates(const float* k, const float* G, const float* v, int tokens,
-                           int heads, int dk, int dv, float* state, float* chunk_states,
-                           cudaStream_t stream) {
-  if (tokens == 0) return cudaSuccess;
+namespace {
+cudaError_t LaunchChunkStates(const float* k, const float* G, const float* v, const PackView& pack,
+                              int heads, int dk, int dv, float* const* state_ptrs,
+                              int64_t layer_offset, float* single, float* chunk_states,
+                              cudaStream_t stream) {
+  if (pack.num_chunks == 0) return cudaSuccess;
   if (dk > kMaxDk) return cudaErrorInvalidValue;
   const size_t smem = LocalStateSmem(dk);
-  dim3 grid(CeilDiv(tokens, kC), heads, CeilDiv(dv, kLocalVT));
+  dim3 grid(pack.num_chunks, heads, CeilDiv(dv, kLocalVT));
   // Key rows per thread (dk / 16, rounded up to a power of two) fixed at compile time.
   auto launch = [&](auto kernel) -> cudaError_t {
     cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                          static_cast<int>(smem));
     if (e != cudaSuccess) return e;
-    kernel<<<grid, 256, smem, stream>>>(k, G, v, tokens, heads, dk, dv, chunk_states);
+    kernel<<<grid, 256, smem, stream>>>(k, G, v, pack, heads, dk, dv, chunk_states);
     return cudaGetLastError();
   };
   cudaError_t err;
@@ -566,25 +592,59 @@ cudaError_t ChunkGlaStates(const float* k, const float* G, const float* v, int t
   }
   if (err != cudaSuccess) return err;
   const int64_t elems = static_cast<int64_t>(heads) * dk * dv;
-  ChunkStateScanKernel<<<CeilDiv(elems, 256), 256, 0, stream>>>(G, tokens, heads, dk, dv, state,
-                                                                 chunk_states);
+  dim3 scan_grid(CeilDiv(elems, 256), pack.num_seqs);
+  ChunkStateScanKernel<<<scan_grid, 256, 0, stream>>>(G, pack, heads, dk, dv, state_ptrs,
+                                                      layer_offset, single, chunk_states);
   return cudaGetLastError();
+}
+
+PackView SingleSequence(int tokens) {
+  PackView p;
+  p.rows = tokens;
+  p.num_seqs = 1;
+  p.num_chunks = CeilDiv(tokens, kC);
+  return p;
+}
+}  // namespace
+
+cudaError_t ChunkGlaStatesPacked(const float* k, const float* G, const float* v,
+                                 const PackView& pack, int heads, int dk, int dv,
+                                 float* const* state_ptrs, int64_t layer_offset,
+                                 float* chunk_states, cudaStream_t stream) {
+  return LaunchChunkStates(k, G, v, pack, heads, dk, dv, state_ptrs, layer_offset, nullptr,
+                           chunk_states, stream);
+}
+
+cudaError_t ChunkGlaOutputPacked(const float* q, const float* k, const float* G, const float* v,
+                                 const float* chunk_states, const PackView& pack, int heads, int dk,
+                                 int dv, float scale, float* o, cudaStream_t stream) {
+  if (pack.num_chunks == 0) return cudaSuccess;
+  if (dk > kMaxDk) return cudaErrorInvalidValue;
+  const size_t smem = OutputSmem(dk);
+  cudaError_t err = cudaFuncSetAttribute(
+      ChunkOutputKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
+  if (err != cudaSuccess) return err;
+  dim3 grid(pack.num_chunks, heads);
+  ChunkOutputKernel<<<grid, 256, smem, stream>>>(q, k, G, v, chunk_states, pack, heads, dk, dv,
+                                                 scale, o);
+  return cudaGetLastError();
+}
+
+cudaError_t ChunkLocalCumsum(float* g, int tokens, int heads, int dk, cudaStream_t stream) {
+  return ChunkLocalCumsumPacked(g, SingleSequence(tokens), heads, dk, stream);
+}
+
+cudaError_t ChunkGlaStates(const float* k, const float* G, const float* v, int tokens, int heads,
+                           int dk, int dv, float* state, float* chunk_states, cudaStream_t stream) {
+  return LaunchChunkStates(k, G, v, SingleSequence(tokens), heads, dk, dv, nullptr, 0, state,
+                           chunk_states, stream);
 }
 
 cudaError_t ChunkGlaOutput(const float* q, const float* k, const float* G, const float* v,
                            const float* chunk_states, int tokens, int heads, int dk, int dv,
                            float scale, float* o, cudaStream_t stream) {
-  if (tokens == 0) return cudaSuccess;
-  if (dk > kMaxDk) return cudaErrorInvalidValue;
-  const size_t smem = OutputSmem(dk);
-  cudaError_t err = cudaFuncSetAttribute(ChunkOutputKernel,
-                                         cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         static_cast<int>(smem));
-  if (err != cudaSuccess) return err;
-  dim3 grid(CeilDiv(tokens, kC), heads);
-  ChunkOutputKernel<<<grid, 256, smem, stream>>>(q, k, G, v, chunk_states, tokens, heads, dk,
-                                                 dv, scale, o);
-  return cudaGetLastError();
+  return ChunkGlaOutputPacked(q, k, G, v, chunk_states, SingleSequence(tokens), heads, dk, dv,
+                              scale, o, stream);
 }
 
 cudaError_t RecurrentGlaStep(const float* q, const float* k, const float* g, const float* v,
@@ -611,44 +671,43 @@ cudaError_t Hgrn2DecodeStep(const float* qfi, const float* lower_bound, int rows
   const int kgroups = std::max(1, std::min(8, 512 / vthreads));
   const size_t smem = sizeof(float) * (3 * head_dim + kgroups * vthreads);
   RecurrentStepKernel<<<grid, vthreads * kgroups, smem, stream>>>(
-      nullptr, nullptr, nullptr, nullptr, heads, head_dim, dv, scale, state_ptrs, layer_offset,
-      o, kgroups, qfi, lower_bound);
+      nullptr, nullptr, nullptr, nullptr, heads, head_dim, dv, scale, state_ptrs, layer_offset, o,
+      kgroups, qfi, lower_bound);
   return cudaGetLastError();
 }
 
-cudaError_t HgrnScan(const float* ifg, int num_seqs, int seq_len, int width,
+cudaError_t HgrnScan(const float* ifg, const int32_t* seq_row0, int num_seqs, int width,
                      float* const* state_ptrs, int64_t layer_offset, float* o,
                      cudaStream_t stream) {
-  if (num_seqs == 0 || seq_len == 0) return cudaSuccess;
+  if (num_seqs == 0) return cudaSuccess;
   dim3 grid(CeilDiv(width, 128), num_seqs);
-  HgrnScanKernel<<<grid, 128, 0, stream>>>(ifg, seq_len, width, state_ptrs, layer_offset, o);
+  HgrnScanKernel<<<grid, 128, 0, stream>>>(ifg, seq_row0, width, state_ptrs, layer_offset, o);
   return cudaGetLastError();
 }
 
-cudaError_t MambaConv(const float* xz, int num_seqs, int seq_len, int inner, int kconv,
+cudaError_t MambaConv(const float* xz, const int32_t* seq_row0, int num_seqs, int inner, int kconv,
                       const float* conv_w, const float* conv_b, float* const* state_ptrs,
                       int64_t layer_offset, void* out, Act act, cudaStream_t stream) {
-  if (num_seqs == 0 || seq_len == 0) return cudaSuccess;
+  if (num_seqs == 0) return cudaSuccess;
   if (kconv < 1 || kconv > kMaxConv) return cudaErrorInvalidValue;
   dim3 grid(CeilDiv(inner, 128), num_seqs);
-  HG_DISPATCH_ACT(act, MambaConvKernel<T><<<grid, 128, 0, stream>>>(
-                           xz, seq_len, inner, kconv, conv_w, conv_b, state_ptrs, layer_offset,
-                           static_cast<T*>(out)));
+  HG_DISPATCH_ACT(act, MambaConvKernel<T>
+                  <<<grid, 128, 0, stream>>>(xz, seq_row0, inner, kconv, conv_w, conv_b, state_ptrs,
+                                             layer_offset, static_cast<T*>(out)));
   return cudaGetLastError();
 }
 
 cudaError_t MambaScan(const float* x, const float* dt_raw, const float* dt_bias, const float* xdbc,
                       int64_t xdbc_ld, int bc_off, const float* xz, const float* a_neg,
-                      const float* d_skip, int num_seqs, int seq_len, int inner, int nstate,
-                      float* const* state_ptrs, int64_t layer_offset, void* y, Act act,
+                      const float* d_skip, const int32_t* seq_row0, int num_seqs, int inner,
+                      int nstate, float* const* state_ptrs, int64_t layer_offset, void* y, Act act,
                       cudaStream_t stream) {
-  if (num_seqs == 0 || seq_len == 0) return cudaSuccess;
+  if (num_seqs == 0) return cudaSuccess;
   if (nstate > kMaxState) return cudaErrorInvalidValue;
   dim3 grid(CeilDiv(inner, 128), num_seqs);
   HG_DISPATCH_ACT(act, MambaScanKernel<T><<<grid, 128, 0, stream>>>(
-                           x, dt_raw, dt_bias, xdbc,
-                           xdbc_ld, bc_off, xz, a_neg, d_skip, seq_len, inner, nstate,
-                           state_ptrs, layer_offset, static_cast<T*>(y)));
+                           x, dt_raw, dt_bias, xdbc, xdbc_ld, bc_off, xz, a_neg, d_skip, seq_row0,
+                           inner, nstate, state_ptrs, layer_offset, static_cast<T*>(y)));
   return cudaGetLastError();
 }
 
