@@ -4,8 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <cstddef>
+#include <cstdio>
 #include <cstring>
 #include <numeric>
 
@@ -46,21 +46,33 @@ std::vector<TokenLogprob> TopK(const float* row, int64_t vocab, int k) {
 
 CudaSequenceState::~CudaSequenceState() = default;
 
+// Copies are enqueued on the model's one stream, ordered before any later use of either
+// state, so the host does not wait for them (a fork per scored choice stays cheap).
 std::unique_ptr<SequenceState> CudaSequenceState::Clone() const {
   DeviceGuard guard(ctx_->device());
   auto copy = std::make_unique<CudaSequenceState>(owner_, ctx_);
   copy->position_ = position_;
   copy->kv_cap_ = kv_cap_;
-  auto dup = [&](const DeviceBuffer& src, DeviceBuffer* dst) -> bool {
+  auto alloc = [&](const DeviceBuffer& src, DeviceBuffer* dst) -> bool {
     if (src.size() == 0) return true;
     auto buf = DeviceBuffer::Make(ctx_->pool(), src.size());
     if (!buf.ok()) return false;
     *dst = std::move(*buf);
-    return cudaMemcpyAsync(dst->get(), src.get(), src.size(), cudaMemcpyDeviceToDevice,
-                           ctx_->stream()) == cudaSuccess;
+    return true;
   };
-  if (!dup(recurrent_, &copy->recurrent_) || !dup(kv_, &copy->kv_) ||
-      cudaStreamSynchronize(ctx_->stream()) != cudaSuccess) {
+  bool ok = alloc(recurrent_, &copy->recurrent_) && alloc(kv_, &copy->kv_);
+  if (ok && recurrent_.size() > 0) {
+    ok = cudaMemcpyAsync(copy->recurrent_.get(), recurrent_.get(), recurrent_.size(),
+                         cudaMemcpyDeviceToDevice, ctx_->stream()) == cudaSuccess;
+  }
+  if (ok && kv_.size() > 0 && position_ > 0) {
+    // Only the filled rows of each [cap][Hkv][hd] plane (2 per layer).
+    const size_t plane = kv_.size() / (2 * owner_->L_);
+    const size_t row = plane / kv_cap_;
+    ok = cudaMemcpy2DAsync(copy->kv_.get(), plane, kv_.get(), plane, position_ * row,
+                           2 * owner_->L_, cudaMemcpyDeviceToDevice, ctx_->stream()) == cudaSuccess;
+  }
+  if (!ok) {
     std::fprintf(stderr, "hgeval cuda: state clone failed (out of device memory?)\n");
     return nullptr;
   }
@@ -73,13 +85,12 @@ std::unique_ptr<SequenceState> CudaModel::NewState() const {
   const int64_t floats = RecurrentFloatsPerLayer() * L_;
   if (floats > 0) {
     auto buf = DeviceBuffer::Make(ctx_->pool(), floats * sizeof(float));
-    if (!buf.ok() || cudaMemsetAsync(buf->get(), 0, floats * sizeof(float), ctx_->stream()) !=
-                         cudaSuccess) {
+    if (!buf.ok() ||
+        cudaMemsetAsync(buf->get(), 0, floats * sizeof(float), ctx_->stream()) != cudaSuccess) {
       std::fprintf(stderr, "hgeval cuda: state allocation failed (out of device memory?)\n");
       return nullptr;
     }
     st->recurrent_ = std::move(*buf);
-    cudaStreamSynchronize(ctx_->stream());
   }
   return st;
 }
@@ -92,9 +103,8 @@ absl::Status CudaModel::EnsureKvCapacity(CudaSequenceState* st, int64_t needed) 
   HG_ASSIGN_OR_RETURN(DeviceBuffer fresh, Alloc(L_ * 2 * cap * row_bytes));
   if (st->kv_cap_ > 0 && st->position_ > 0) {
     HG_CUDA_RETURN(cudaMemcpy2DAsync(fresh.get(), cap * row_bytes, st->kv_.get(),
-                                     st->kv_cap_ * row_bytes, st->position_ * row_bytes,
-                                     2 * L_, cudaMemcpyDeviceToDevice, ctx_->stream()));
-    HG_CUDA_RETURN(cudaStreamSynchronize(ctx_->stream()));
+                                     st->kv_cap_ * row_bytes, st->position_ * row_bytes, 2 * L_,
+                                     cudaMemcpyDeviceToDevice, ctx_->stream()));
   }
   st->kv_ = std::move(fresh);
   st->kv_cap_ = cap;
@@ -103,69 +113,78 @@ absl::Status CudaModel::EnsureKvCapacity(CudaSequenceState* st, int64_t needed) 
 
 // ---- layers ------------------------------------------------------------------------
 
+absl::Status CudaModel::Linear(int64_t m, int64_t n, int64_t k, MatRef a, MatRef w, void* c,
+                               Act c_act, int64_t ldc) {
+  if (decoding_) return GemmNT(ctx_->cublas(), m, n, k, a, w, c, c_act, ldc);
+  return pinned_gemm_->Run(ctx_->stream(), m, n, k, a, w, c, c_act, ldc);
+}
+
 absl::Status CudaModel::EnqueueMlp(int layer, int rows) {
   const LayerWeights& w = layers_[layer];
-  cublasHandle_t cb = ctx_->cublas();
-  HG_RETURN_IF_ERROR(GemmNT(cb, rows, 2 * I_, D_, Mat(x_.get(), act_, D_),
+  HG_RETURN_IF_ERROR(Linear(rows, 2 * I_, D_, Mat(x_.get(), act_, D_),
                             Mat(w.mlp_gate_up.get(), act_, D_), gu_.get(), act_, 2 * I_));
   HG_LAUNCH(SwiGlu(gu_.get(), rows, static_cast<int>(I_), mlp_.get(), act_, ctx_->stream()));
-  HG_RETURN_IF_ERROR(GemmNT(cb, rows, D_, I_, Mat(mlp_.get(), act_, I_),
+  HG_RETURN_IF_ERROR(Linear(rows, D_, I_, Mat(mlp_.get(), act_, I_),
                             Mat(w.mlp_down.get(), act_, I_), delta_.get(), Act::kF32, D_));
   return absl::OkStatus();
 }
 
-absl::Status CudaModel::LlamaPrefillAttention(int layer, int rows, int64_t pos0,
-                                              CudaSequenceState* seq) {
+// Prefill attention of the current pack (its keys are in the caches already).
+absl::Status CudaModel::LlamaPrefillAttention(int layer) {
   const int64_t H = heads_, Hkv = kv_heads_, hd = dk_, G = H / Hkv;
-  const int64_t W = (H + 2 * Hkv) * hd, kvw = Hkv * hd;
-  const int64_t cap = seq->kv_cap_;
-  const void* kl = Offset(seq->kv_.get(), (layer * 2) * cap * kvw, act_);
-  const void* vl = Offset(seq->kv_.get(), (layer * 2 + 1) * cap * kvw, act_);
   if (act_ == Act::kBF16 && (hd == 32 || hd == 64 || hd == 128)) {
-    // Tensor-core flash attention: no score matrix in memory.
-    HG_LAUNCH(FlashPrefillAttention(qkv_.get(), rows, static_cast<int>(H), static_cast<int>(Hkv),
-                                    static_cast<int>(hd), kl, vl, pos0, mixer_scale_,
-                                    att_o_.get(), ctx_->stream()));
+    // Tensor-core flash attention over every tile of the pack: no score matrix in memory.
+    HG_LAUNCH(FlashPrefillAttentionPacked(qkv_.get(), pack_, static_cast<int>(H),
+                                          static_cast<int>(Hkv), static_cast<int>(hd), cur_.kv_ptrs,
+                                          cur_.caps, cur_.positions, layer, mixer_scale_,
+                                          att_o_.get(), ctx_->stream()));
     return absl::OkStatus();
   }
-  // fp32 (exactness) path: score tiles through cuBLAS in plain fp32.
+  // fp32 (exactness) path: score tiles through cuBLAS in plain fp32, one sequence at a
+  // time (shapes from the sequence alone, so its results do not depend on the pack).
+  const int64_t W = (H + 2 * Hkv) * hd, kvw = Hkv * hd;
   const int64_t es = static_cast<int64_t>(ActSize(act_));
-  constexpr int64_t kBudget = 256ll << 20;
-  const int64_t tk_max = pos0 + rows;
-  int64_t tq = kBudget / (H * tk_max * (4 + es));
-  tq = std::clamp<int64_t>(tq, 16, 512);
-  tq = std::min<int64_t>(tq, rows);
-  HG_RETURN_IF_ERROR(Grow(&scores_, H * tq * tk_max * 4));
-  HG_RETURN_IF_ERROR(Grow(&probs_, H * tq * tk_max * es));
   cublasHandle_t cb = ctx_->cublas();
-  for (int64_t a = 0; a < rows; a += tq) {
-    const int64_t b = std::min<int64_t>(a + tq, rows);
-    const int64_t m = b - a, tk = pos0 + b;
-    for (int64_t g = 0; g < G; ++g) {
-      HG_RETURN_IF_ERROR(GemmNTBatched(
-          cb, m, tk, hd, Mat(Offset(qkv_.get(), a * W + g * hd, act_), act_, W), G * hd,
-          Mat(kl, act_, kvw), hd, scores_.as<float>() + g * Hkv * m * tk, Act::kF32, tk, m * tk,
-          static_cast<int>(Hkv), mixer_scale_));
-    }
-    HG_LAUNCH(CausalSoftmax(scores_.as<float>(), static_cast<int>(H), static_cast<int>(m),
-                            static_cast<int>(tk), pos0 + a, probs_.get(), act_, ctx_->stream()));
-    for (int64_t g = 0; g < G; ++g) {
-      HG_RETURN_IF_ERROR(GemmNNBatched(
-          cb, m, hd, tk, Mat(Offset(probs_.get(), g * Hkv * m * tk, act_), act_, tk), m * tk,
-          Mat(vl, act_, kvw), hd, Offset(att_o_.get(), a * H * hd + g * hd, act_), act_, H * hd,
-          G * hd, static_cast<int>(Hkv)));
+  for (size_t q = 0; q < pack_states_.size(); ++q) {
+    const CudaSequenceState* seq = pack_states_[q];
+    const int64_t row0 = pack_seq_row0_[q];
+    const int64_t rows = pack_seq_row0_[q + 1] - row0;
+    const int64_t pos0 = pack_seq_pos0_[q];
+    const int64_t cap = seq->kv_cap_;
+    const void* kl = Offset(seq->kv_.get(), (layer * 2) * cap * kvw, act_);
+    const void* vl = Offset(seq->kv_.get(), (layer * 2 + 1) * cap * kvw, act_);
+    constexpr int64_t kBudget = 256ll << 20;
+    const int64_t tk_max = pos0 + rows;
+    int64_t tq = kBudget / (H * tk_max * (4 + es));
+    tq = std::clamp<int64_t>(tq, 16, 512);
+    tq = std::min<int64_t>(tq, rows);
+    HG_RETURN_IF_ERROR(Grow(&scores_, H * tq * tk_max * 4));
+    HG_RETURN_IF_ERROR(Grow(&probs_, H * tq * tk_max * es));
+    for (int64_t a = 0; a < rows; a += tq) {
+      const int64_t b = std::min<int64_t>(a + tq, rows);
+      const int64_t m = b - a, tk = pos0 + b;
+      for (int64_t g = 0; g < G; ++g) {
+        HG_RETURN_IF_ERROR(GemmNTBatched(
+            cb, m, tk, hd, Mat(Offset(qkv_.get(), (row0 + a) * W + g * hd, act_), act_, W), G * hd,
+            Mat(kl, act_, kvw), hd, scores_.as<float>() + g * Hkv * m * tk, Act::kF32, tk, m * tk,
+            static_cast<int>(Hkv), mixer_scale_));
+      }
+      HG_LAUNCH(CausalSoftmax(scores_.as<float>(), static_cast<int>(H), static_cast<int>(m),
+                              static_cast<int>(tk), pos0 + a, probs_.get(), act_, ctx_->stream()));
+      for (int64_t g = 0; g < G; ++g) {
+        HG_RETURN_IF_ERROR(GemmNNBatched(
+            cb, m, hd, tk, Mat(Offset(probs_.get(), g * Hkv * m * tk, act_), act_, tk), m * tk,
+            Mat(vl, act_, kvw), hd, Offset(att_o_.get(), (row0 + a) * H * hd + g * hd, act_), act_,
+            H * hd, G * hd, static_cast<int>(Hkv)));
+      }
     }
   }
   return absl::OkStatus();
 }
 
-absl::Status CudaModel::EnqueueMixer(int layer, int num_seqs, int seq_len, int64_t pos0,
-                                     CudaSequenceState* seq) {
+absl::Status CudaModel::EnqueueMixer(int layer, int rows, int num_seqs, bool decode) {
   const LayerWeights& w = layers_[layer];
-  const int rows = num_seqs * seq_len;
-  const bool decode = seq == nullptr;
   cudaStream_t s = ctx_->stream();
-  cublasHandle_t cb = ctx_->cublas();
   const int64_t per_layer = RecurrentFloatsPerLayer();
   float* const* sptrs = cur_.state_ptrs;
   const int H = static_cast<int>(heads_), dk = static_cast<int>(dk_), dv = static_cast<int>(dv_);
@@ -177,22 +196,20 @@ absl::Status CudaModel::EnqueueMixer(int layer, int num_seqs, int seq_len, int64
                                  rows, H, dk, dv, mixer_scale_, sptrs, layer * per_layer,
                                  o_.as<float>(), s));
     } else {
-      float* state = seq->recurrent_.as<float>() + layer * per_layer;
-      HG_LAUNCH(ChunkLocalCumsum(g_.as<float>(), rows, H, dk, s));
-      HG_LAUNCH(ChunkGlaStates(k_.as<float>(), g_.as<float>(), v_.as<float>(), rows, H, dk, dv,
-                               state, chunk_states_.as<float>(), s));
-      HG_LAUNCH(ChunkGlaOutput(q_.as<float>(), k_.as<float>(), g_.as<float>(), v_.as<float>(),
-                               chunk_states_.as<float>(), rows, H, dk, dv, mixer_scale_,
-                               o_.as<float>(), s));
+      HG_LAUNCH(ChunkLocalCumsumPacked(g_.as<float>(), pack_, H, dk, s));
+      HG_LAUNCH(ChunkGlaStatesPacked(k_.as<float>(), g_.as<float>(), v_.as<float>(), pack_, H, dk,
+                                     dv, sptrs, layer * per_layer, chunk_states_.as<float>(), s));
+      HG_LAUNCH(ChunkGlaOutputPacked(q_.as<float>(), k_.as<float>(), g_.as<float>(), v_.as<float>(),
+                                     chunk_states_.as<float>(), pack_, H, dk, dv, mixer_scale_,
+                                     o_.as<float>(), s));
     }
     return absl::OkStatus();
   };
 
   switch (config_.family) {
     case ModelFamily::kHgrn2: {
-      HG_RETURN_IF_ERROR(GemmNT(cb, rows, proj_width_, D_, Mat(x_.get(), act_, D_),
-                                Mat(w.w_in.get(), act_, D_), proj_.get(), Act::kF32,
-                                proj_width_));
+      HG_RETURN_IF_ERROR(Linear(rows, proj_width_, D_, Mat(x_.get(), act_, D_),
+                                Mat(w.w_in.get(), act_, D_), proj_.get(), Act::kF32, proj_width_));
       if (decode) {
         HG_LAUNCH(Hgrn2DecodeStep(proj_.as<float>(), w.lower_bound.as<float>(), rows, H, dk,
                                   mixer_scale_, sptrs, layer * per_layer, o_.as<float>(), s));
@@ -209,11 +226,10 @@ absl::Status CudaModel::EnqueueMixer(int layer, int num_seqs, int seq_len, int64
       break;
     }
     case ModelFamily::kGla: {
-      HG_RETURN_IF_ERROR(GemmNT(cb, rows, proj_width_, D_, Mat(x_.get(), act_, D_),
-                                Mat(w.w_in.get(), act_, D_), proj_.get(), Act::kF32,
-                                proj_width_));
+      HG_RETURN_IF_ERROR(Linear(rows, proj_width_, D_, Mat(x_.get(), act_, D_),
+                                Mat(w.w_in.get(), act_, D_), proj_.get(), Act::kF32, proj_width_));
       const int64_t kvk = kv_heads_ * dk_;
-      HG_RETURN_IF_ERROR(GemmNT(cb, rows, kvk, 16,
+      HG_RETURN_IF_ERROR(Linear(rows, kvk, 16,
                                 Mat(proj_.as<float>() + gla_gk_off_, Act::kF32, proj_width_),
                                 Mat(w.gk_w.get(), Act::kF32, 16), gk_.get(), Act::kF32, kvk));
       HG_LAUNCH(AddBias(gk_.as<float>(), kvk, w.gk_b.as<float>(), rows, static_cast<int>(kvk), s));
@@ -224,18 +240,17 @@ absl::Status CudaModel::EnqueueMixer(int layer, int num_seqs, int seq_len, int64
                          k_.as<float>(), g_.as<float>(), v_.as<float>(), s));
       HG_RETURN_IF_ERROR(gla_recurrence());
       const float* gate = config_.use_output_gate ? proj_.as<float>() + gla_g_off_ : nullptr;
-      HG_LAUNCH(RmsNormGated(o_.as<float>(), mix_width_, gate, proj_width_,
-                             w.g_norm.as<float>(), eps, rows, static_cast<int>(mix_width_), dv,
-                             onorm_.get(), act_, mix_width_, s));
+      HG_LAUNCH(RmsNormGated(o_.as<float>(), mix_width_, gate, proj_width_, w.g_norm.as<float>(),
+                             eps, rows, static_cast<int>(mix_width_), dv, onorm_.get(), act_,
+                             mix_width_, s));
       break;
     }
     case ModelFamily::kHgrn: {
       const int E = static_cast<int>(mix_width_);
-      HG_RETURN_IF_ERROR(GemmNT(cb, rows, proj_width_, D_, Mat(x_.get(), act_, D_),
-                                Mat(w.w_in.get(), act_, D_), proj_.get(), Act::kF32,
-                                proj_width_));
+      HG_RETURN_IF_ERROR(Linear(rows, proj_width_, D_, Mat(x_.get(), act_, D_),
+                                Mat(w.w_in.get(), act_, D_), proj_.get(), Act::kF32, proj_width_));
       HG_LAUNCH(HgrnGates(proj_.as<float>(), rows, E, w.lower_bound.as<float>(), s));
-      HG_LAUNCH(HgrnScan(proj_.as<float>(), num_seqs, seq_len, E, sptrs, layer * per_layer,
+      HG_LAUNCH(HgrnScan(proj_.as<float>(), cur_.seq_row0, num_seqs, E, sptrs, layer * per_layer,
                          o_.as<float>(), s));
       HG_LAUNCH(RmsNormGated(o_.as<float>(), E, proj_.as<float>() + 2 * E, proj_width_,
                              w.g_norm.as<float>(), eps, rows, E, E, onorm_.get(), act_, E, s));
@@ -244,77 +259,73 @@ absl::Status CudaModel::EnqueueMixer(int layer, int num_seqs, int seq_len, int64
     case ModelFamily::kLlama: {
       const int Hkv = static_cast<int>(kv_heads_);
       const int64_t W = (heads_ + 2 * kv_heads_) * dk_;
-      HG_RETURN_IF_ERROR(GemmNT(cb, rows, W, D_, Mat(x_.get(), act_, D_),
-                                Mat(w.w_in.get(), act_, D_), qkv_.get(), act_, W));
-      HG_LAUNCH(ApplyRope(qkv_.get(), act_, rows, H, Hkv, dk, cur_.positions,
-                          config_.rope_theta, s));
-      HG_LAUNCH(KvWrite(qkv_.get(), act_, num_seqs, seq_len, H, Hkv, dk, cur_.kv_ptrs,
-                        cur_.caps, cur_.positions, layer, s));
+      HG_RETURN_IF_ERROR(Linear(rows, W, D_, Mat(x_.get(), act_, D_), Mat(w.w_in.get(), act_, D_),
+                                qkv_.get(), act_, W));
+      HG_LAUNCH(
+          ApplyRope(qkv_.get(), act_, rows, H, Hkv, dk, cur_.positions, config_.rope_theta, s));
+      HG_LAUNCH(KvWrite(qkv_.get(), act_, rows, cur_.row_seq, H, Hkv, dk, cur_.kv_ptrs, cur_.caps,
+                        cur_.positions, layer, s));
       if (decode) {
-        HG_LAUNCH(DecodeAttention(qkv_.get(), act_, rows, H, Hkv, dk, cur_.kv_ptrs,
-                                  cur_.caps, cur_.positions, layer,
-                                  mixer_scale_, attn_partial_.as<float>(), att_o_.get(), s));
+        HG_LAUNCH(DecodeAttention(qkv_.get(), act_, rows, H, Hkv, dk, cur_.kv_ptrs, cur_.caps,
+                                  cur_.positions, layer, mixer_scale_, attn_partial_.as<float>(),
+                                  att_o_.get(), s));
       } else {
-        HG_RETURN_IF_ERROR(LlamaPrefillAttention(layer, rows, pos0, seq));
+        HG_RETURN_IF_ERROR(LlamaPrefillAttention(layer));
       }
-      HG_RETURN_IF_ERROR(GemmNT(cb, rows, D_, mix_width_, Mat(att_o_.get(), act_, mix_width_),
-                                Mat(w.w_out.get(), act_, mix_width_), delta_.get(), Act::kF32,
-                                D_));
+      HG_RETURN_IF_ERROR(Linear(rows, D_, mix_width_, Mat(att_o_.get(), act_, mix_width_),
+                                Mat(w.w_out.get(), act_, mix_width_), delta_.get(), Act::kF32, D_));
       return absl::OkStatus();
     }
     case ModelFamily::kMamba: {
       const int E = static_cast<int>(mix_width_);
       const int N = static_cast<int>(config_.state_size);
       const int kc = static_cast<int>(config_.conv_kernel);
-      HG_RETURN_IF_ERROR(GemmNT(cb, rows, 2 * E, D_, Mat(x_.get(), act_, D_),
+      HG_RETURN_IF_ERROR(Linear(rows, 2 * E, D_, Mat(x_.get(), act_, D_),
                                 Mat(w.w_in.get(), act_, D_), proj_.get(), Act::kF32, 2 * E));
       if (w.in_bias.get()) {
         HG_LAUNCH(AddBias(proj_.as<float>(), 2 * E, w.in_bias.as<float>(), rows, 2 * E, s));
       }
-      HG_LAUNCH(MambaConv(proj_.as<float>(), num_seqs, seq_len, E, kc, w.conv_w.as<float>(),
-                          w.conv_b.as<float>(), sptrs, layer * per_layer, xc_.get(), Act::kF32,
-                          s));
+      HG_LAUNCH(MambaConv(proj_.as<float>(), cur_.seq_row0, num_seqs, E, kc, w.conv_w.as<float>(),
+                          w.conv_b.as<float>(), sptrs, layer * per_layer, xc_.get(), Act::kF32, s));
       // The conv output, x_proj, dt_proj and the scan stay fp32 in both modes (small
       // next to in_proj/out_proj; the selective scan is sensitive to dt, B and C).
-      HG_RETURN_IF_ERROR(GemmNT(cb, rows, mamba_xdbc_, E, Mat(xc_.get(), Act::kF32, E),
+      HG_RETURN_IF_ERROR(Linear(rows, mamba_xdbc_, E, Mat(xc_.get(), Act::kF32, E),
                                 Mat(w.x_proj.get(), Act::kF32, E), xdbc_.get(), Act::kF32,
                                 mamba_xdbc_));
       // dt_proj in fp32 (small: E x R): delta, B and C stay fp32 into the scan.
-      HG_RETURN_IF_ERROR(GemmNT(cb, rows, E, mamba_dt_rank_,
-                                Mat(xdbc_.get(), Act::kF32, mamba_xdbc_),
-                                Mat(w.dt_w.get(), Act::kF32, mamba_dt_rank_), dt_.get(),
-                                Act::kF32, E));
+      HG_RETURN_IF_ERROR(Linear(rows, E, mamba_dt_rank_, Mat(xdbc_.get(), Act::kF32, mamba_xdbc_),
+                                Mat(w.dt_w.get(), Act::kF32, mamba_dt_rank_), dt_.get(), Act::kF32,
+                                E));
       HG_LAUNCH(MambaScan(xc_.as<float>(), dt_.as<float>(), w.dt_b.as<float>(), xdbc_.as<float>(),
                           mamba_xdbc_, static_cast<int>(mamba_dt_rank_), proj_.as<float>(),
-                          w.a_neg.as<float>(), w.d_skip.as<float>(), num_seqs, seq_len, E, N,
-                          sptrs, layer * per_layer + static_cast<int64_t>(E) * (kc - 1),
-                          y_.get(), act_, s));
-      HG_RETURN_IF_ERROR(GemmNT(cb, rows, D_, E, Mat(y_.get(), act_, E),
-                                Mat(w.w_out.get(), act_, E), delta_.get(), Act::kF32, D_));
+                          w.a_neg.as<float>(), w.d_skip.as<float>(), cur_.seq_row0, num_seqs, E, N,
+                          sptrs, layer * per_layer + static_cast<int64_t>(E) * (kc - 1), y_.get(),
+                          act_, s));
+      HG_RETURN_IF_ERROR(Linear(rows, D_, E, Mat(y_.get(), act_, E), Mat(w.w_out.get(), act_, E),
+                                delta_.get(), Act::kF32, D_));
       if (w.out_bias.get()) {
-        HG_LAUNCH(AddBias(delta_.as<float>(), D_, w.out_bias.as<float>(), rows,
-                          static_cast<int>(D_), s));
+        HG_LAUNCH(
+            AddBias(delta_.as<float>(), D_, w.out_bias.as<float>(), rows, static_cast<int>(D_), s));
       }
       return absl::OkStatus();
     }
   }
   // HGRN2, GLA, HGRN: o_proj over the normalised mixer output.
-  return GemmNT(cb, rows, D_, mix_width_, Mat(onorm_.get(), act_, mix_width_),
+  return Linear(rows, D_, mix_width_, Mat(onorm_.get(), act_, mix_width_),
                 Mat(w.w_out.get(), act_, mix_width_), delta_.get(), Act::kF32, D_);
 }
 
-absl::Status CudaModel::EnqueueLayers(int num_seqs, int seq_len, int64_t pos0,
-                                      CudaSequenceState* seq) {
-  const int rows = num_seqs * seq_len;
+absl::Status CudaModel::EnqueueLayers(int rows, int num_seqs, bool decode) {
+  decoding_ = decode;
   cudaStream_t s = ctx_->stream();
   const float eps = static_cast<float>(config_.norm_eps);
   const int d = static_cast<int>(D_);
   HG_LAUNCH(EmbedRows(embed_.get(), act_, cur_.ids, rows, d, h_.as<float>(), s));
   for (int l = 0; l < L_; ++l) {
     const LayerWeights& w = layers_[l];
-    HG_LAUNCH(AddRmsNorm(h_.as<float>(), l == 0 ? nullptr : delta_.as<float>(),
-                         w.norm1.as<float>(), eps, rows, d, x_.get(), act_, s));
-    HG_RETURN_IF_ERROR(EnqueueMixer(l, num_seqs, seq_len, pos0, seq));
+    HG_LAUNCH(AddRmsNorm(h_.as<float>(), l == 0 ? nullptr : delta_.as<float>(), w.norm1.as<float>(),
+                         eps, rows, d, x_.get(), act_, s));
+    HG_RETURN_IF_ERROR(EnqueueMixer(l, rows, num_seqs, decode));
     if (config_.family != ModelFamily::kMamba) {
       HG_LAUNCH(AddRmsNorm(h_.as<float>(), delta_.as<float>(), w.norm2.as<float>(), eps, rows, d,
                            x_.get(), act_, s));
@@ -326,147 +337,267 @@ absl::Status CudaModel::EnqueueLayers(int num_seqs, int seq_len, int64_t pos0,
   return absl::OkStatus();
 }
 
-// ---- host staging layout --------------------------------------------------------------
+// ---- pack tables ----------------------------------------------------------------------
 
 namespace {
-struct Stage {
-  int32_t* ids;
-  int64_t* positions;
-  float* lp;
-  int32_t* am;
-  int32_t* targets;
-  int32_t* row_idx;
-  void** state_ptrs;
-  void** kv_ptrs;
-  int64_t* caps;
+
+// The pack tables inside one block of memory (the pinned host block and its device mirror
+// share this layout). Inputs first (uploaded together), then the per-row outputs.
+struct PackTables {
+  int64_t* positions;   // [R] position of each row in its sequence
+  int64_t* caps;        // [S] KV-cache capacity (LLaMA)
+  float** state_ptrs;   // [S] recurrent state (all layers)
+  void** kv_ptrs;       // [S] KV cache
+  int32_t* ids;         // [R]
+  int32_t* row_seq;     // [R]
+  int32_t* seq_row0;    // [S + 1]
+  int32_t* seq_chunk0;  // [S + 1]
+  int32_t* chunk_row0;  // [C]
+  int32_t* chunk_seq;   // [C]
+  int32_t* tile_seq;    // [Tt]
+  int32_t* tile_q0;     // [Tt]
+  int32_t* logit_rows;  // [R] rows whose logits are computed
+  int32_t* targets;     // [R] their targets (-1: none)
+  float* lp;            // [R] outputs: log p(target)
+  int32_t* am;          // [R] outputs: argmax
+  size_t input_bytes = 0;
+  size_t total_bytes = 0;
 };
-Stage StageOf(void* base) {
-  const size_t lr = std::max(kLogitRows, kDecodeRows);
+
+int64_t MaxPackTiles() { return kPackRows / kFlashTileRows + kPackRows; }
+
+PackTables LayoutPack(void* base, int64_t max_chunks) {
+  const int64_t R = kPackRows, S = kPackRows, Tt = MaxPackTiles();
   char* p = static_cast<char*>(base);
-  Stage s;
-  s.ids = reinterpret_cast<int32_t*>(p);
-  p += kSegmentRows * sizeof(int32_t);
-  s.positions = reinterpret_cast<int64_t*>(p);
-  p += kSegmentRows * sizeof(int64_t);
-  s.lp = reinterpret_cast<float*>(p);
-  p += lr * 8;
-  s.am = reinterpret_cast<int32_t*>(p);
-  p += lr * 8;
-  s.targets = reinterpret_cast<int32_t*>(p);
-  p += lr * 8;
-  s.row_idx = reinterpret_cast<int32_t*>(p);
-  p += lr * 8;
-  s.state_ptrs = reinterpret_cast<void**>(p);
-  p += kDecodeRows * sizeof(void*);
-  s.kv_ptrs = reinterpret_cast<void**>(p);
-  p += kDecodeRows * sizeof(void*);
-  s.caps = reinterpret_cast<int64_t*>(p);
-  return s;
+  size_t off = 0;
+  auto take = [&](size_t bytes) {
+    char* at = p + off;
+    off += (bytes + 15) / 16 * 16;
+    return at;
+  };
+  PackTables t;
+  t.positions = reinterpret_cast<int64_t*>(take(R * sizeof(int64_t)));
+  t.caps = reinterpret_cast<int64_t*>(take(S * sizeof(int64_t)));
+  t.state_ptrs = reinterpret_cast<float**>(take(S * sizeof(float*)));
+  t.kv_ptrs = reinterpret_cast<void**>(take(S * sizeof(void*)));
+  t.ids = reinterpret_cast<int32_t*>(take(R * sizeof(int32_t)));
+  t.row_seq = reinterpret_cast<int32_t*>(take(R * sizeof(int32_t)));
+  t.seq_row0 = reinterpret_cast<int32_t*>(take((S + 1) * sizeof(int32_t)));
+  t.seq_chunk0 = reinterpret_cast<int32_t*>(take((S + 1) * sizeof(int32_t)));
+  t.chunk_row0 = reinterpret_cast<int32_t*>(take(max_chunks * sizeof(int32_t)));
+  t.chunk_seq = reinterpret_cast<int32_t*>(take(max_chunks * sizeof(int32_t)));
+  t.tile_seq = reinterpret_cast<int32_t*>(take(Tt * sizeof(int32_t)));
+  t.tile_q0 = reinterpret_cast<int32_t*>(take(Tt * sizeof(int32_t)));
+  t.logit_rows = reinterpret_cast<int32_t*>(take(R * sizeof(int32_t)));
+  t.targets = reinterpret_cast<int32_t*>(take(R * sizeof(int32_t)));
+  t.input_bytes = off;
+  t.lp = reinterpret_cast<float*>(take(R * sizeof(float)));
+  t.am = reinterpret_cast<int32_t*>(take(R * sizeof(int32_t)));
+  t.total_bytes = off;
+  return t;
 }
+
 }  // namespace
 
-// ---- paths -----------------------------------------------------------------------------
+size_t CudaModel::PackTableBytes() const {
+  return LayoutPack(nullptr, max_pack_chunks_).total_bytes;
+}
 
-absl::Status CudaModel::RunSequence(const ForwardItem& item, ForwardOutput* out) {
-  auto* st = static_cast<CudaSequenceState*>(item.state);
+// ---- packed path ------------------------------------------------------------------------
+
+absl::Status CudaModel::RunPack(absl::Span<const ForwardItem> items,
+                                absl::Span<ForwardOutput> outputs,
+                                absl::Span<const PackSegment> segments) {
   cudaStream_t s = ctx_->stream();
-  const int64_t T = static_cast<int64_t>(item.tokens.size());
+  const int num_seqs = static_cast<int>(segments.size());
+  // KV capacity first: growing a cache moves it.
   if (config_.family == ModelFamily::kLlama) {
-    HG_RETURN_IF_ERROR(EnsureKvCapacity(st, st->position_ + T));
+    for (const PackSegment& seg : segments) {
+      auto* st = static_cast<CudaSequenceState*>(items[seg.item].state);
+      HG_RETURN_IF_ERROR(EnsureKvCapacity(st, st->position_ + seg.length));
+    }
   }
-  Stage stage = StageOf(host_stage_);
-  std::vector<float> row_buf;
-  for (int64_t s0 = 0; s0 < T; s0 += kSegmentRows) {
-    const int n = static_cast<int>(std::min<int64_t>(kSegmentRows, T - s0));
+  // The previous pack's outputs have been read (RunPack ends with a synchronisation).
+  PackTables host = LayoutPack(pack_host_, max_pack_chunks_);
+  PackTables dev = LayoutPack(pack_dev_.get(), max_pack_chunks_);
+  pack_seq_row0_.assign(1, 0);
+  pack_seq_pos0_.clear();
+  pack_states_.clear();
+  int rows = 0, chunks = 0, tiles = 0, logit_count = 0;
+  // Per logit row: which item and token it reports, and whether the item wants the row.
+  struct LogitRow {
+    size_t item;
+    int64_t t;
+  };
+  std::vector<LogitRow> logit_rows;
+  host.seq_row0[0] = 0;
+  host.seq_chunk0[0] = 0;
+  for (int q = 0; q < num_seqs; ++q) {
+    const PackSegment& seg = segments[q];
+    const ForwardItem& item = items[seg.item];
+    auto* st = static_cast<CudaSequenceState*>(item.state);
     const int64_t pos0 = st->position_;
-    HG_CUDA_RETURN(cudaStreamSynchronize(s));
-    for (int i = 0; i < n; ++i) {
-      stage.ids[i] = item.tokens[s0 + i];
-      stage.positions[i] = pos0 + i;
-    }
-    stage.state_ptrs[0] = st->recurrent_.get();
-    stage.kv_ptrs[0] = st->kv_.get();
-    stage.caps[0] = st->kv_cap_;
-    cur_ = {ids_.as<int32_t>(), positions_.as<int64_t>(), state_ptrs_.as<float*>(),
-            kv_ptrs_.as<void*>(), kv_caps_.as<int64_t>()};
-    HG_CUDA_RETURN(cudaMemcpyAsync(ids_.get(), stage.ids, n * sizeof(int32_t),
-                                   cudaMemcpyHostToDevice, s));
-    HG_CUDA_RETURN(cudaMemcpyAsync(positions_.get(), stage.positions, n * sizeof(int64_t),
-                                   cudaMemcpyHostToDevice, s));
-    HG_CUDA_RETURN(cudaMemcpyAsync(state_ptrs_.get(), stage.state_ptrs, sizeof(void*),
-                                   cudaMemcpyHostToDevice, s));
-    HG_CUDA_RETURN(cudaMemcpyAsync(kv_ptrs_.get(), stage.kv_ptrs, sizeof(void*),
-                                   cudaMemcpyHostToDevice, s));
-    HG_CUDA_RETURN(cudaMemcpyAsync(kv_caps_.get(), stage.caps, sizeof(int64_t),
-                                   cudaMemcpyHostToDevice, s));
-    HG_RETURN_IF_ERROR(EnqueueLayers(1, n, pos0, st));
-    st->position_ += n;
-
-    // Rows of this segment that need logits.
-    std::vector<int32_t> rows;
-    for (int i = 0; i < n; ++i) {
-      const int64_t t = s0 + i;
-      const bool scored = !item.targets.empty() && item.targets[t] >= 0;
+    const int64_t T = static_cast<int64_t>(item.tokens.size());
+    host.state_ptrs[q] = st->recurrent_.as<float>();
+    host.kv_ptrs[q] = st->kv_.get();
+    host.caps[q] = st->kv_cap_;
+    const int row0 = rows;
+    for (int64_t j = 0; j < seg.length; ++j) {
+      const int64_t t = seg.offset + j;
+      host.ids[rows] = item.tokens[t];
+      host.positions[rows] = pos0 + j;
+      host.row_seq[rows] = q;
+      const int32_t target = item.targets.empty() ? -1 : item.targets[t];
       const bool last = (item.want_last_logprobs || item.want_last_argmax) && t == T - 1;
-      if (scored || last) rows.push_back(i);
+      if (target >= 0 || last) {
+        host.logit_rows[logit_count] = rows;
+        host.targets[logit_count] = target;
+        logit_rows.push_back({seg.item, t});
+        ++logit_count;
+      }
+      ++rows;
     }
-    for (size_t c0 = 0; c0 < rows.size(); c0 += kLogitRows) {
-      const int c = static_cast<int>(std::min<size_t>(kLogitRows, rows.size() - c0));
+    for (int c0 = row0; c0 < rows; c0 += kGlaChunk) {
+      host.chunk_row0[chunks] = c0;
+      host.chunk_seq[chunks] = q;
+      ++chunks;
+    }
+    for (int64_t q0 = 0; q0 < seg.length; q0 += kFlashTileRows) {
+      host.tile_seq[tiles] = q;
+      host.tile_q0[tiles] = static_cast<int32_t>(q0);
+      ++tiles;
+    }
+    host.seq_row0[q + 1] = rows;
+    host.seq_chunk0[q + 1] = chunks;
+    pack_seq_row0_.push_back(rows);
+    pack_seq_pos0_.push_back(pos0);
+    pack_states_.push_back(st);
+  }
+  HG_CUDA_RETURN(
+      cudaMemcpyAsync(pack_dev_.get(), pack_host_, host.input_bytes, cudaMemcpyHostToDevice, s));
+  pack_ = PackView{};
+  pack_.rows = rows;
+  pack_.num_seqs = num_seqs;
+  pack_.num_chunks = chunks;
+  pack_.num_tiles = tiles;
+  pack_.seq_row0 = dev.seq_row0;
+  pack_.seq_chunk0 = dev.seq_chunk0;
+  pack_.chunk_row0 = dev.chunk_row0;
+  pack_.chunk_seq = dev.chunk_seq;
+  pack_.row_seq = dev.row_seq;
+  pack_.tile_seq = dev.tile_seq;
+  pack_.tile_q0 = dev.tile_q0;
+  cur_ = {dev.ids, dev.positions, dev.state_ptrs, dev.kv_ptrs, dev.caps, dev.seq_row0, dev.row_seq};
+  HG_RETURN_IF_ERROR(EnqueueLayers(rows, num_seqs, /*decode=*/false));
+  for (const PackSegment& seg : segments) {
+    static_cast<CudaSequenceState*>(items[seg.item].state)->position_ += seg.length;
+  }
+
+  // Logits at the rows that need them, kLogitRows at a time; full rows only when asked.
+  std::vector<float> row_buf;
+  for (int c0 = 0; c0 < logit_count; c0 += kLogitRows) {
+    const int c = std::min(kLogitRows, logit_count - c0);
+    bool any_full = false;
+    for (int j = c0; j < c0 + c; ++j) {
+      const ForwardItem& item = items[logit_rows[j].item];
+      const bool last = item.want_last_logprobs &&
+                        logit_rows[j].t == static_cast<int64_t>(item.tokens.size()) - 1;
+      if (last || (item.top_k > 0 && host.targets[j] >= 0)) any_full = true;
+    }
+    HG_LAUNCH(GatherRows(x_.get(), dev.logit_rows + c0, c, static_cast<int>(D_), logit_x_.get(),
+                         act_, s));
+    HG_RETURN_IF_ERROR(pinned_gemm_->Run(s, c, V_, D_, Mat(logit_x_.get(), act_, D_),
+                                         Mat(lm_head_.get(), act_, D_), logits_.get(), Act::kF32,
+                                         V_));
+    HG_LAUNCH(LogSoftmaxGather(logits_.as<float>(), c, static_cast<int>(V_), dev.targets + c0,
+                               dev.lp + c0, dev.am + c0, any_full, s));
+    if (!any_full) continue;
+    for (int j = c0; j < c0 + c; ++j) {
+      const ForwardItem& item = items[logit_rows[j].item];
+      ForwardOutput& out = outputs[logit_rows[j].item];
+      const int64_t t = logit_rows[j].t;
+      const bool last =
+          item.want_last_logprobs && t == static_cast<int64_t>(item.tokens.size()) - 1;
+      const int32_t target = host.targets[j];
+      if (!last && !(item.top_k > 0 && target >= 0)) continue;
+      row_buf.resize(V_);
+      HG_CUDA_RETURN(cudaMemcpyAsync(row_buf.data(), logits_.as<float>() + (j - c0) * V_,
+                                     V_ * sizeof(float), cudaMemcpyDeviceToHost, s));
       HG_CUDA_RETURN(cudaStreamSynchronize(s));
-      bool any_full = false;
-      for (int j = 0; j < c; ++j) {
-        const int64_t t = s0 + rows[c0 + j];
-        stage.row_idx[j] = rows[c0 + j];
-        stage.targets[j] = item.targets.empty() ? -1 : item.targets[t];
-        if ((item.want_last_logprobs && t == T - 1) || item.top_k > 0) any_full = true;
-      }
-      HG_CUDA_RETURN(cudaMemcpyAsync(row_idx_.get(), stage.row_idx, c * sizeof(int32_t),
-                                     cudaMemcpyHostToDevice, s));
-      HG_CUDA_RETURN(cudaMemcpyAsync(targets_.get(), stage.targets, c * sizeof(int32_t),
-                                     cudaMemcpyHostToDevice, s));
-      HG_LAUNCH(GatherRows(x_.get(), row_idx_.as<int32_t>(), c, static_cast<int>(D_),
-                           logit_x_.get(), act_, s));
-      HG_RETURN_IF_ERROR(GemmNT(ctx_->cublas(), c, V_, D_, Mat(logit_x_.get(), act_, D_),
-                                Mat(lm_head_.get(), act_, D_), logits_.get(), Act::kF32, V_));
-      HG_LAUNCH(LogSoftmaxGather(logits_.as<float>(), c, static_cast<int>(V_),
-                                 targets_.as<int32_t>(), lp_.as<float>(), am_.as<int32_t>(),
-                                 any_full, s));
-      HG_CUDA_RETURN(cudaMemcpyAsync(stage.lp, lp_.get(), c * sizeof(float),
-                                     cudaMemcpyDeviceToHost, s));
-      HG_CUDA_RETURN(cudaMemcpyAsync(stage.am, am_.get(), c * sizeof(int32_t),
-                                     cudaMemcpyDeviceToHost, s));
-      HG_CUDA_RETURN(cudaStreamSynchronize(s));
-      for (int j = 0; j < c; ++j) {
-        const int64_t t = s0 + rows[c0 + j];
-        const int32_t target = stage.targets[j];
-        const bool last = item.want_last_logprobs && t == T - 1;
-        if (item.want_last_argmax && t == T - 1) out->last_argmax = stage.am[j];
-        const bool need_row = last || (item.top_k > 0 && target >= 0);
-        if (need_row) {
-          row_buf.resize(V_);
-          HG_CUDA_RETURN(cudaMemcpy(row_buf.data(), logits_.as<float>() + j * V_,
-                                    V_ * sizeof(float), cudaMemcpyDeviceToHost));
-          if (last) out->last_logprobs = row_buf;
-        }
-        if (target >= 0) {
-          out->logprob[t] = stage.lp[j];
-          out->argmax[t] = stage.am[j];
-          out->is_greedy[t] = stage.am[j] == target ? 1 : 0;
-          if (item.top_k > 0) out->top_k[t] = TopK(row_buf.data(), V_, item.top_k);
-        }
-      }
+      if (last) out.last_logprobs = row_buf;
+      if (item.top_k > 0 && target >= 0) out.top_k[t] = TopK(row_buf.data(), V_, item.top_k);
+    }
+  }
+  if (logit_count > 0) {
+    HG_CUDA_RETURN(
+        cudaMemcpyAsync(host.lp, dev.lp, logit_count * sizeof(float), cudaMemcpyDeviceToHost, s));
+    HG_CUDA_RETURN(
+        cudaMemcpyAsync(host.am, dev.am, logit_count * sizeof(int32_t), cudaMemcpyDeviceToHost, s));
+  }
+  HG_CUDA_RETURN(cudaStreamSynchronize(s));
+  for (int j = 0; j < logit_count; ++j) {
+    const ForwardItem& item = items[logit_rows[j].item];
+    ForwardOutput& out = outputs[logit_rows[j].item];
+    const int64_t t = logit_rows[j].t;
+    if (item.want_last_argmax && t == static_cast<int64_t>(item.tokens.size()) - 1) {
+      out.last_argmax = host.am[j];
+    }
+    const int32_t target = host.targets[j];
+    if (target >= 0) {
+      out.logprob[t] = host.lp[j];
+      out.argmax[t] = host.am[j];
+      out.is_greedy[t] = host.am[j] == target ? 1 : 0;
     }
   }
   return absl::OkStatus();
 }
 
+absl::Status CudaModel::RunPacked(absl::Span<const ForwardItem> items,
+                                  absl::Span<ForwardOutput> outputs,
+                                  absl::Span<const size_t> packed_items) {
+  // Segments at fixed offsets from each item's start (a function of the item alone).
+  std::vector<std::vector<PackSegment>> per_item(packed_items.size());
+  for (size_t i = 0; i < packed_items.size(); ++i) {
+    const int64_t T = static_cast<int64_t>(items[packed_items[i]].tokens.size());
+    for (int64_t off = 0; off < T; off += kPackRows) {
+      per_item[i].push_back({packed_items[i], off, std::min<int64_t>(kPackRows, T - off)});
+    }
+  }
+  std::vector<size_t> next(packed_items.size(), 0);
+  size_t remaining = 0;
+  for (const auto& segs : per_item) remaining += segs.size();
+  std::vector<PackSegment> pack;
+  while (remaining > 0) {
+    // First fit, in item order, at most one segment of an item per pack (its segments run
+    // in order, each after the state the previous one left).
+    pack.clear();
+    int64_t rows = 0, chunks = 0;
+    for (size_t i = 0; i < per_item.size(); ++i) {
+      if (next[i] == per_item[i].size()) continue;
+      const PackSegment& seg = per_item[i][next[i]];
+      const int64_t seg_chunks = (seg.length + kGlaChunk - 1) / kGlaChunk;
+      if (rows + seg.length > kPackRows || chunks + seg_chunks > max_pack_chunks_) continue;
+      pack.push_back(seg);
+      rows += seg.length;
+      chunks += seg_chunks;
+      ++next[i];
+      --remaining;
+      if (rows == kPackRows) break;
+    }
+    HG_RETURN_IF_ERROR(RunPack(items, outputs, pack));
+  }
+  return absl::OkStatus();
+}
+
+// ---- decode path --------------------------------------------------------------------------
+
 absl::Status CudaModel::EnqueueDecodeStep() {
-  HG_RETURN_IF_ERROR(EnqueueLayers(kDecodeRows, 1, 0, nullptr));
+  HG_RETURN_IF_ERROR(EnqueueLayers(kDecodeRows, kDecodeRows, /*decode=*/true));
   HG_RETURN_IF_ERROR(GemmNT(ctx_->cublas(), kDecodeRows, V_, D_, Mat(x_.get(), act_, D_),
                             Mat(lm_head_.get(), act_, D_), logits_.get(), Act::kF32, V_));
   DecodeIo* io = decode_io_.as<DecodeIo>();
-  HG_LAUNCH(LogSoftmaxGather(logits_.as<float>(), kDecodeRows, static_cast<int>(V_),
-                             io->targets, io->lp, io->am, true, ctx_->stream()));
+  HG_LAUNCH(LogSoftmaxGather(logits_.as<float>(), kDecodeRows, static_cast<int>(V_), io->targets,
+                             io->lp, io->am, true, ctx_->stream()));
   return absl::OkStatus();
 }
 
@@ -481,38 +612,35 @@ absl::Status CudaModel::RunDecodeGroup(absl::Span<const ForwardItem* const> item
     }
   }
   HG_CUDA_RETURN(cudaStreamSynchronize(s));
-  Stage stage = StageOf(host_stage_);
+  // One packed upload per step (pinned -> device); padding rows have null pointers.
+  DecodeIo* hio = static_cast<DecodeIo*>(host_io_);
   for (int r = 0; r < kDecodeRows; ++r) {
     if (r < n) {
       const ForwardItem& it = *items[r];
       auto* st = static_cast<CudaSequenceState*>(it.state);
-      stage.ids[r] = it.tokens[0];
-      stage.positions[r] = st->position_;
-      stage.state_ptrs[r] = st->recurrent_.get();
-      stage.kv_ptrs[r] = st->kv_.get();
-      stage.caps[r] = st->kv_cap_;
-      stage.targets[r] = it.targets.empty() ? -1 : it.targets[0];
+      hio->ids[r] = it.tokens[0];
+      hio->positions[r] = st->position_;
+      hio->state_ptrs[r] = st->recurrent_.as<float>();
+      hio->kv_ptrs[r] = st->kv_.get();
+      hio->caps[r] = st->kv_cap_;
+      hio->targets[r] = it.targets.empty() ? -1 : it.targets[0];
     } else {
-      stage.ids[r] = 0;
-      stage.positions[r] = 0;
-      stage.state_ptrs[r] = nullptr;
-      stage.kv_ptrs[r] = nullptr;
-      stage.caps[r] = 0;
-      stage.targets[r] = -1;
+      hio->ids[r] = 0;
+      hio->positions[r] = 0;
+      hio->state_ptrs[r] = nullptr;
+      hio->kv_ptrs[r] = nullptr;
+      hio->caps[r] = 0;
+      hio->targets[r] = -1;
     }
   }
-  // One packed upload per step (pinned -> device).
-  DecodeIo* hio = static_cast<DecodeIo*>(host_io_);
-  for (int r = 0; r < kDecodeRows; ++r) {
-    hio->ids[r] = stage.ids[r];
-    hio->targets[r] = stage.targets[r];
-    hio->positions[r] = stage.positions[r];
-    hio->state_ptrs[r] = static_cast<float*>(stage.state_ptrs[r]);
-    hio->kv_ptrs[r] = stage.kv_ptrs[r];
-    hio->caps[r] = stage.caps[r];
-  }
   DecodeIo* dio = decode_io_.as<DecodeIo>();
-  cur_ = {dio->ids, dio->positions, dio->state_ptrs, dio->kv_ptrs, dio->caps};
+  cur_ = {dio->ids,
+          dio->positions,
+          dio->state_ptrs,
+          dio->kv_ptrs,
+          dio->caps,
+          identity_rows_.as<int32_t>(),
+          identity_rows_.as<int32_t>()};
   HG_CUDA_RETURN(cudaMemcpyAsync(dio, hio, offsetof(DecodeIo, lp), cudaMemcpyHostToDevice, s));
 
   if (graphs_enabled_ && decode_graph_ == nullptr && decode_steps_ > 0) {
@@ -542,17 +670,13 @@ absl::Status CudaModel::RunDecodeGroup(absl::Span<const ForwardItem* const> item
   HG_CUDA_RETURN(cudaMemcpyAsync(hio->lp, dio->lp, sizeof(DecodeIo) - offsetof(DecodeIo, lp),
                                  cudaMemcpyDeviceToHost, s));
   HG_CUDA_RETURN(cudaStreamSynchronize(s));
-  for (int r = 0; r < kDecodeRows; ++r) {
-    stage.lp[r] = hio->lp[r];
-    stage.am[r] = hio->am[r];
-  }
   std::vector<float> row_buf;
   for (int r = 0; r < n; ++r) {
     const ForwardItem& it = *items[r];
     ForwardOutput* out = outs[r];
     static_cast<CudaSequenceState*>(it.state)->position_ += 1;
-    const int32_t target = stage.targets[r];
-    if (it.want_last_argmax) out->last_argmax = stage.am[r];
+    const int32_t target = hio->targets[r];
+    if (it.want_last_argmax) out->last_argmax = hio->am[r];
     const bool need_row = it.want_last_logprobs || (it.top_k > 0 && target >= 0);
     if (need_row) {
       row_buf.resize(V_);
@@ -561,9 +685,9 @@ absl::Status CudaModel::RunDecodeGroup(absl::Span<const ForwardItem* const> item
       if (it.want_last_logprobs) out->last_logprobs = row_buf;
     }
     if (target >= 0) {
-      out->logprob[0] = stage.lp[r];
-      out->argmax[0] = stage.am[r];
-      out->is_greedy[0] = stage.am[r] == target ? 1 : 0;
+      out->logprob[0] = hio->lp[r];
+      out->argmax[0] = hio->am[r];
+      out->is_greedy[0] = hio->am[r] == target ? 1 : 0;
       if (it.top_k > 0) out->top_k[0] = TopK(row_buf.data(), V_, it.top_k);
     }
   }
@@ -589,9 +713,9 @@ absl::Status CudaModel::Forward(absl::Span<const ForwardItem> items,
           absl::StrCat("Forward: item ", i, " shares its state with another item"));
     }
     if (!it.targets.empty() && it.targets.size() != it.tokens.size()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("Forward: item ", i, " has ", it.targets.size(), " targets for ",
-                       it.tokens.size(), " tokens"));
+      return absl::InvalidArgumentError(absl::StrCat("Forward: item ", i, " has ",
+                                                     it.targets.size(), " targets for ",
+                                                     it.tokens.size(), " tokens"));
     }
     if (it.tokens.empty() &&
         (it.want_last_logprobs || it.want_last_argmax || !it.targets.empty())) {
@@ -601,27 +725,27 @@ absl::Status CudaModel::Forward(absl::Span<const ForwardItem> items,
     if (it.top_k < 0) return absl::InvalidArgumentError("Forward: top_k must be >= 0");
     const int64_t end = st->position() + static_cast<int64_t>(it.tokens.size());
     if (info_.max_context > 0 && end > info_.max_context) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "item ", i, ": ", st->position(), " consumed + ", it.tokens.size(),
-          " new tokens = ", end, " exceeds the model's maximum context of ", info_.max_context,
-          " tokens (max_position_embeddings)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("item ", i, ": ", st->position(), " consumed + ", it.tokens.size(),
+                       " new tokens = ", end, " exceeds the model's maximum context of ",
+                       info_.max_context, " tokens (max_position_embeddings)"));
     }
     for (int32_t tok : it.tokens) {
       if (tok < 0 || tok >= V_) {
         return absl::InvalidArgumentError(absl::StrCat("Forward: item ", i, " token ", tok,
-                                                       " is outside the vocabulary [0, ", V_,
-                                                       ")"));
+                                                       " is outside the vocabulary [0, ", V_, ")"));
       }
     }
     for (int32_t tgt : it.targets) {
-      if (tgt >= V_) {
-        return absl::InvalidArgumentError(absl::StrCat("Forward: item ", i, " target ", tgt,
-                                                       " is outside the vocabulary"));
+      if (tgt < -1 || tgt >= V_) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("Forward: item ", i, " target ", tgt, " is outside the vocabulary"));
       }
     }
   }
   std::vector<const ForwardItem*> decode_items;
   std::vector<ForwardOutput*> decode_outs;
+  std::vector<size_t> packed_items;
   for (size_t i = 0; i < items.size(); ++i) {
     const ForwardItem& it = items[i];
     ForwardOutput& out = outputs[i];
@@ -636,6 +760,8 @@ absl::Status CudaModel::Forward(absl::Span<const ForwardItem> items,
     if (T == 1) {
       decode_items.push_back(&it);
       decode_outs.push_back(&out);
+    } else if (T >= 2) {
+      packed_items.push_back(i);
     }
   }
   for (size_t g0 = 0; g0 < decode_items.size(); g0 += kDecodeRows) {
@@ -643,9 +769,7 @@ absl::Status CudaModel::Forward(absl::Span<const ForwardItem> items,
     HG_RETURN_IF_ERROR(RunDecodeGroup(absl::MakeConstSpan(decode_items).subspan(g0, n),
                                       absl::MakeConstSpan(decode_outs).subspan(g0, n)));
   }
-  for (size_t i = 0; i < items.size(); ++i) {
-    if (items[i].tokens.size() >= 2) HG_RETURN_IF_ERROR(RunSequence(items[i], &outputs[i]));
-  }
+  if (!packed_items.empty()) HG_RETURN_IF_ERROR(RunPacked(items, outputs, packed_items));
   return absl::OkStatus();
 }
 

@@ -4,8 +4,12 @@
 //
 // Execution paths (chosen per item from the item alone, so an item's results never
 // depend on its batch companions):
-// - sequence path (items feeding >= 2 tokens): the item runs alone, in segments of at
-//   most kSegmentRows tokens, with GEMMs over the segment and chunkwise recurrences;
+// - packed path (items feeding >= 2 tokens): items are cut into segments of at most
+//   kPackRows tokens at fixed offsets from their own start, and many items' segments run
+//   as one forward over their concatenated rows (varlen: per-sequence offsets, chunk and
+//   tile tables). GEMMs go through PinnedGemm (one cuBLASLt algorithm per call site for
+//   every M), the recurrences and attention work per sequence from each sequence's own
+//   start, so a row's result does not depend on what was packed with it;
 // - decode path (items feeding exactly 1 token): up to kDecodeRows items run together as
 //   a fixed-shape step (padded rows, replayed from a CUDA graph); every kernel computes a
 //   row from that row's data only, with a reduction order fixed by the padded shape.
@@ -22,6 +26,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "engine/cuda/device.h"
+#include "engine/cuda/gemm.h"
 #include "engine/cuda/kernels.h"
 #include "engine/loader/checkpoint.h"
 #include "engine/model/config.h"
@@ -29,9 +34,13 @@
 
 namespace hgeval::cuda {
 
-constexpr int kSegmentRows = 4096;
+// Rows (tokens) of one packed forward; also the segment length of longer items.
+constexpr int kPackRows = 16384;
 constexpr int kDecodeRows = 32;
-constexpr int kLogitRows = 256;
+// Rows whose logits are computed at once (fp32 [kLogitRows, vocab] scratch).
+constexpr int kLogitRows = 512;
+// Device memory for the chunkwise recurrences' per-chunk states of one pack.
+constexpr int64_t kChunkStateBudget = 1ll << 30;
 
 class CudaModel;
 
@@ -48,13 +57,22 @@ struct DecodeIo {
   int32_t am[kDecodeRows];
 };
 
-// Device inputs the layer kernels read (the sequence path's buffers or the decode block).
+// Device inputs the layer kernels read (the pack's tables or the decode block).
 struct RowInputs {
   const int32_t* ids = nullptr;
   const int64_t* positions = nullptr;
   float* const* state_ptrs = nullptr;
   void* const* kv_ptrs = nullptr;
   const int64_t* caps = nullptr;
+  const int32_t* seq_row0 = nullptr;  // [num_seqs + 1]
+  const int32_t* row_seq = nullptr;   // [rows]
+};
+
+// One segment of an item in a pack: tokens [offset, offset + length) of items[item].
+struct PackSegment {
+  size_t item = 0;
+  int64_t offset = 0;
+  int64_t length = 0;
 };
 
 class CudaSequenceState : public SequenceState {
@@ -81,12 +99,12 @@ class CudaSequenceState : public SequenceState {
 
 // Device weights of one layer. Unused members stay empty.
 struct LayerWeights {
-  DeviceBuffer norm1, norm2;          // fp32 [D] (Mamba: norm1 only)
-  DeviceBuffer mlp_gate_up, mlp_down; // act [2I, D], [D, I]
-  DeviceBuffer w_in;                  // act: fused input projection of the mixer
-  DeviceBuffer w_out;                 // act: output projection [D, *]
-  DeviceBuffer g_norm;                // fp32
-  DeviceBuffer lower_bound;           // fp32 [D] (HGRN2/HGRN, layers > 0)
+  DeviceBuffer norm1, norm2;           // fp32 [D] (Mamba: norm1 only)
+  DeviceBuffer mlp_gate_up, mlp_down;  // act [2I, D], [D, I]
+  DeviceBuffer w_in;                   // act: fused input projection of the mixer
+  DeviceBuffer w_out;                  // act: output projection [D, *]
+  DeviceBuffer g_norm;                 // fp32
+  DeviceBuffer lower_bound;            // fp32 [D] (HGRN2/HGRN, layers > 0)
   // GLA: gk_proj.1 (fp32).
   DeviceBuffer gk_w, gk_b;
   // Mamba.
@@ -96,8 +114,8 @@ struct LayerWeights {
 class CudaModel : public Model {
  public:
   static absl::StatusOr<std::unique_ptr<CudaModel>> Build(const Checkpoint& checkpoint,
-                                                         const ModelConfig& config, int device,
-                                                         Act act, int64_t max_context = 0);
+                                                          const ModelConfig& config, int device,
+                                                          Act act, int64_t max_context = 0);
   ~CudaModel() override;
 
   const ModelInfo& info() const override { return info_; }
@@ -124,22 +142,31 @@ class CudaModel : public Model {
   absl::StatusOr<DeviceBuffer> Alloc(size_t bytes);
   absl::Status Grow(DeviceBuffer* buf, size_t bytes);
 
+  // Bytes of the pack tables (host and device each).
+  size_t PackTableBytes() const;
   // Per-sequence state sizes.
   int64_t RecurrentFloatsPerLayer() const;
   absl::Status EnsureKvCapacity(CudaSequenceState* st, int64_t needed);
 
-  absl::Status RunSequence(const ForwardItem& item, ForwardOutput* out);
+  // Splits the multi-token items into segments and runs them as packs.
+  absl::Status RunPacked(absl::Span<const ForwardItem> items, absl::Span<ForwardOutput> outputs,
+                         absl::Span<const size_t> packed_items);
+  absl::Status RunPack(absl::Span<const ForwardItem> items, absl::Span<ForwardOutput> outputs,
+                       absl::Span<const PackSegment> segments);
   absl::Status RunDecodeGroup(absl::Span<const ForwardItem* const> items,
                               absl::Span<ForwardOutput* const> outs);
   // Enqueues the whole decode step over kDecodeRows rows (inputs already on the device).
   absl::Status EnqueueDecodeStep();
-  // Runs the layers over `rows` rows in scratch (h -> final normed x). Sequence path:
-  // num_seqs = 1, rows = seq_len. Decode: num_seqs = rows, seq_len = 1.
-  absl::Status EnqueueLayers(int num_seqs, int seq_len, int64_t pos0, CudaSequenceState* seq);
-  absl::Status EnqueueMixer(int layer, int num_seqs, int seq_len, int64_t pos0,
-                            CudaSequenceState* seq);
+  // Runs the layers over `rows` rows of `num_seqs` sequences in scratch (h -> final normed
+  // x). Decode: one row per sequence; otherwise the pack in pack_.
+  absl::Status EnqueueLayers(int rows, int num_seqs, bool decode);
+  absl::Status EnqueueMixer(int layer, int rows, int num_seqs, bool decode);
   absl::Status EnqueueMlp(int layer, int rows);
-  absl::Status LlamaPrefillAttention(int layer, int rows, int64_t pos0, CudaSequenceState* seq);
+  absl::Status LlamaPrefillAttention(int layer);
+  // C = A W^T: the decode step's fixed shape through cublasGemmEx, packs through the
+  // pinned algorithms.
+  absl::Status Linear(int64_t m, int64_t n, int64_t k, MatRef a, MatRef w, void* c, Act c_act,
+                      int64_t ldc);
 
   ModelInfo info_;
   ModelConfig config_;
@@ -149,8 +176,8 @@ class CudaModel : public Model {
   // Shapes.
   int64_t D_ = 0, V_ = 0, L_ = 0, I_ = 0;
   int64_t heads_ = 0, kv_heads_ = 0, dk_ = 0, dv_ = 0;  // GLA-form heads (HGRN2/GLA), LLaMA
-  int64_t proj_width_ = 0;   // fp32 projection output width per row
-  int64_t mix_width_ = 0;    // mixer output width before o_proj (HGRN: E, GLA: Dv, ...)
+  int64_t proj_width_ = 0;                              // fp32 projection output width per row
+  int64_t mix_width_ = 0;  // mixer output width before o_proj (HGRN: E, GLA: Dv, ...)
   int64_t gla_k_off_ = 0, gla_v_off_ = 0, gla_g_off_ = 0, gla_gk_off_ = 0;
   int64_t mamba_dt_rank_ = 0, mamba_xdbc_ = 0;
   float mixer_scale_ = 1.0f;
@@ -162,19 +189,29 @@ class CudaModel : public Model {
   // Scratch (fixed at build so graphs stay valid).
   DeviceBuffer h_, x_, delta_, proj_, q_, k_, g_, v_, o_, onorm_, gu_, mlp_, chunk_states_;
   DeviceBuffer gk_, qkv_, att_o_, attn_partial_, xc_, xdbc_, dt_, y_;
-  DeviceBuffer logits_, logit_x_, lp_, am_;
-  DeviceBuffer ids_, positions_, targets_, row_idx_;
-  DeviceBuffer state_ptrs_, kv_ptrs_, kv_caps_;
-  // Grown on demand (sequence path only).
+  DeviceBuffer logits_, logit_x_;
+  DeviceBuffer identity_rows_;  // int32 0, 1, ..., kDecodeRows: the decode step's tables
+  // Grown on demand (fp32 LLaMA prefill only).
   DeviceBuffer scores_, probs_;
 
   DeviceBuffer decode_io_;
   void* host_io_ = nullptr;
   RowInputs cur_;
+  bool decoding_ = false;
 
-  // Pinned host staging.
-  void* host_stage_ = nullptr;
-  size_t host_stage_bytes_ = 0;
+  // Pack tables: one pinned host block and its device mirror (same layout), uploaded with
+  // one copy per pack; pack_ views the device side.
+  DeviceBuffer pack_dev_;
+  void* pack_host_ = nullptr;
+  size_t pack_bytes_ = 0;
+  int64_t max_pack_chunks_ = 0;
+  PackView pack_;
+  // Host copies of the current pack's per-sequence data (fp32 LLaMA attention).
+  std::vector<int32_t> pack_seq_row0_;
+  std::vector<int64_t> pack_seq_pos0_;
+  std::vector<CudaSequenceState*> pack_states_;
+
+  std::unique_ptr<PinnedGemm> pinned_gemm_;
 
   // Decode graph.
   cudaGraphExec_t decode_graph_ = nullptr;

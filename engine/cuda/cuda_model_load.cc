@@ -30,20 +30,40 @@ Names NamesFor(const ModelConfig& c) {
   switch (c.family) {
     case ModelFamily::kLlama:
       if (c.fla_key_names) {
-        n = {"model.embeddings.weight", "model.norm.weight", "lm_head.weight", "model.layers.",
-             "attn_norm", "mlp_norm", "attn"};
+        n = {"model.embeddings.weight",
+             "model.norm.weight",
+             "lm_head.weight",
+             "model.layers.",
+             "attn_norm",
+             "mlp_norm",
+             "attn"};
       } else {
-        n = {"model.embed_tokens.weight", "model.norm.weight", "lm_head.weight", "model.layers.",
-             "input_layernorm", "post_attention_layernorm", "self_attn"};
+        n = {"model.embed_tokens.weight",
+             "model.norm.weight",
+             "lm_head.weight",
+             "model.layers.",
+             "input_layernorm",
+             "post_attention_layernorm",
+             "self_attn"};
       }
       break;
     case ModelFamily::kMamba:
-      n = {"backbone.embeddings.weight", "backbone.norm_f.weight", "lm_head.weight",
-           "backbone.layers.", "norm", "", "mixer"};
+      n = {"backbone.embeddings.weight",
+           "backbone.norm_f.weight",
+           "lm_head.weight",
+           "backbone.layers.",
+           "norm",
+           "",
+           "mixer"};
       break;
     default:
-      n = {"model.embeddings.weight", "model.norm.weight", "lm_head.weight", "model.layers.",
-           "attn_norm", "mlp_norm", "attn"};
+      n = {"model.embeddings.weight",
+           "model.norm.weight",
+           "lm_head.weight",
+           "model.layers.",
+           "attn_norm",
+           "mlp_norm",
+           "attn"};
   }
   return n;
 }
@@ -63,14 +83,13 @@ absl::Status CudaModel::Grow(DeviceBuffer* buf, size_t bytes) {
 
 absl::Status CudaModel::UploadFloat(const HostTensor& t, DeviceBuffer* out) {
   HG_ASSIGN_OR_RETURN(*out, Alloc(t.data.size() * sizeof(float)));
-  HG_CUDA_RETURN(cudaMemcpy(out->get(), t.data.data(), t.data.size() * sizeof(float),
-                            cudaMemcpyHostToDevice));
+  HG_CUDA_RETURN(
+      cudaMemcpy(out->get(), t.data.data(), t.data.size() * sizeof(float), cudaMemcpyHostToDevice));
   info_.num_parameters += t.numel();
   return absl::OkStatus();
 }
 
-absl::Status CudaModel::UploadAct(const std::vector<const HostTensor*>& parts,
-                                  DeviceBuffer* out) {
+absl::Status CudaModel::UploadAct(const std::vector<const HostTensor*>& parts, DeviceBuffer* out) {
   size_t total = 0;
   for (const HostTensor* p : parts) total += p->data.size();
   HG_ASSIGN_OR_RETURN(*out, Alloc(total * ActSize(act_)));
@@ -135,8 +154,7 @@ absl::Status CudaModel::LoadWeights(const Checkpoint& ck) {
 
   // HGRN2 / HGRN lower bounds: softmax over layers, cumsum, minus the first row.
   std::vector<std::vector<float>> lower_bounds;
-  if ((c.family == ModelFamily::kHgrn2 || c.family == ModelFamily::kHgrn) &&
-      c.use_lower_bound) {
+  if ((c.family == ModelFamily::kHgrn2 || c.family == ModelFamily::kHgrn) && c.use_lower_bound) {
     const int64_t width = c.family == ModelFamily::kHgrn ? D_ * c.expand_ratio : D_;
     HG_ASSIGN_OR_RETURN(HostTensor lb,
                         ck.ReadFloat("model.lower_bounds", std::vector<int64_t>{L_, width}));
@@ -144,7 +162,8 @@ absl::Status CudaModel::LoadWeights(const Checkpoint& ck) {
     lower_bounds.assign(L_, std::vector<float>(width));
     for (int64_t ch = 0; ch < width; ++ch) {
       double mx = -INFINITY;
-      for (int64_t l = 0; l < L_; ++l) mx = std::max(mx, static_cast<double>(lb.data[l * width + ch]));
+      for (int64_t l = 0; l < L_; ++l)
+        mx = std::max(mx, static_cast<double>(lb.data[l * width + ch]));
       std::vector<double> p(L_);
       double sum = 0;
       for (int64_t l = 0; l < L_; ++l) {
@@ -280,9 +299,8 @@ absl::Status CudaModel::LoadWeights(const Checkpoint& ck) {
         HG_RETURN_IF_ERROR(UploadFloat(gk1, &w.gk_w));
         HG_ASSIGN_OR_RETURN(HostTensor gk1b, read("gk_proj.1.bias", {key_dim / group}));
         HG_RETURN_IF_ERROR(UploadFloat(gk1b, &w.gk_b));
-        const std::string gname = ck.Has(m + "g_norm_swish_gate.weight")
-                                      ? "g_norm_swish_gate.weight"
-                                      : "g_norm.weight";
+        const std::string gname =
+            ck.Has(m + "g_norm_swish_gate.weight") ? "g_norm_swish_gate.weight" : "g_norm.weight";
         HG_ASSIGN_OR_RETURN(HostTensor gn, read(gname, {dv_}));
         HG_RETURN_IF_ERROR(UploadFloat(gn, &w.g_norm));
         HG_ASSIGN_OR_RETURN(HostTensor o, read("o_proj.weight", {D_, value_dim}));
@@ -344,7 +362,7 @@ absl::Status CudaModel::LoadWeights(const Checkpoint& ck) {
 }
 
 absl::Status CudaModel::AllocateScratch() {
-  const size_t R = kSegmentRows;
+  const size_t R = kPackRows;
   const size_t es = ActSize(act_);
   auto f32 = [&](DeviceBuffer* b, size_t n) -> absl::Status {
     HG_ASSIGN_OR_RETURN(*b, Alloc(n * sizeof(float)));
@@ -371,7 +389,11 @@ absl::Status CudaModel::AllocateScratch() {
     HG_RETURN_IF_ERROR(f32(&k_, qk));
     HG_RETURN_IF_ERROR(f32(&g_, qk));
     HG_RETURN_IF_ERROR(f32(&v_, vv));
-    HG_RETURN_IF_ERROR(f32(&chunk_states_, (R / kGlaChunk + 1) * heads_ * dk_ * dv_));
+    // Chunk states bound how many chunks (short sequences count one each) a pack holds:
+    // at least one whole segment's, more while they fit kChunkStateBudget.
+    const int64_t chunk_bytes = heads_ * dk_ * dv_ * static_cast<int64_t>(sizeof(float));
+    max_pack_chunks_ = std::max<int64_t>(R / kGlaChunk, kChunkStateBudget / chunk_bytes);
+    HG_RETURN_IF_ERROR(f32(&chunk_states_, max_pack_chunks_ * heads_ * dk_ * dv_));
     if (fam == ModelFamily::kGla) {
       HG_RETURN_IF_ERROR(f32(&gk_, R * kv_heads_ * dk_));
     }
@@ -387,31 +409,30 @@ absl::Status CudaModel::AllocateScratch() {
     HG_RETURN_IF_ERROR(f32(&dt_, R * mix_width_));
     HG_RETURN_IF_ERROR(act(&y_, R * mix_width_));
   }
+  if (max_pack_chunks_ == 0) max_pack_chunks_ = R / kGlaChunk;
   const size_t lr = std::max<size_t>(kLogitRows, kDecodeRows);
   HG_RETURN_IF_ERROR(f32(&logits_, lr * V_));
   HG_RETURN_IF_ERROR(act(&logit_x_, lr * D_));
-  HG_RETURN_IF_ERROR(f32(&lp_, lr));
-  HG_ASSIGN_OR_RETURN(am_, Alloc(lr * sizeof(int32_t)));
-  HG_ASSIGN_OR_RETURN(ids_, Alloc(R * sizeof(int32_t)));
-  HG_ASSIGN_OR_RETURN(positions_, Alloc(R * sizeof(int64_t)));
-  HG_ASSIGN_OR_RETURN(targets_, Alloc(lr * sizeof(int32_t)));
-  HG_ASSIGN_OR_RETURN(row_idx_, Alloc(lr * sizeof(int32_t)));
-  HG_ASSIGN_OR_RETURN(state_ptrs_, Alloc(kDecodeRows * sizeof(void*)));
-  HG_ASSIGN_OR_RETURN(kv_ptrs_, Alloc(kDecodeRows * sizeof(void*)));
-  HG_ASSIGN_OR_RETURN(kv_caps_, Alloc(kDecodeRows * sizeof(int64_t)));
-  // Host staging: inputs (ids, positions) and per-row outputs.
-  host_stage_bytes_ = R * (sizeof(int32_t) + sizeof(int64_t)) + 4 * lr * 8 +
-                      3 * kDecodeRows * sizeof(void*);
-  HG_CUDA_RETURN(cudaMallocHost(&host_stage_, host_stage_bytes_));
+  // The decode step's row tables: row r is sequence r.
+  HG_ASSIGN_OR_RETURN(identity_rows_, Alloc((kDecodeRows + 1) * sizeof(int32_t)));
+  {
+    int32_t identity[kDecodeRows + 1];
+    for (int r = 0; r <= kDecodeRows; ++r) identity[r] = r;
+    HG_CUDA_RETURN(
+        cudaMemcpy(identity_rows_.get(), identity, sizeof(identity), cudaMemcpyHostToDevice));
+  }
+  pack_bytes_ = PackTableBytes();
+  HG_ASSIGN_OR_RETURN(pack_dev_, Alloc(pack_bytes_));
+  HG_CUDA_RETURN(cudaMallocHost(&pack_host_, pack_bytes_));
+  HG_ASSIGN_OR_RETURN(pinned_gemm_, PinnedGemm::Create(kPackRows));
   HG_ASSIGN_OR_RETURN(decode_io_, Alloc(sizeof(DecodeIo)));
   HG_CUDA_RETURN(cudaMallocHost(&host_io_, sizeof(DecodeIo)));
   return absl::OkStatus();
 }
 
 absl::StatusOr<std::unique_ptr<CudaModel>> CudaModel::Build(const Checkpoint& checkpoint,
-                                                            const ModelConfig& config,
-                                                            int device, Act act,
-                                                            int64_t max_context) {
+                                                            const ModelConfig& config, int device,
+                                                            Act act, int64_t max_context) {
   std::unique_ptr<CudaModel> model(new CudaModel());
   model->config_ = config;
   model->act_ = act;
@@ -429,6 +450,7 @@ absl::StatusOr<std::unique_ptr<CudaModel>> CudaModel::Build(const Checkpoint& ch
   info.eos_token_id = config.eos_token_id;
   info.backend = absl::StrCat("cuda:", device);
   info.dtype = act == Act::kF32 ? "fp32" : "bf16";
+  info.batch_tokens = kPackRows;
   HG_RETURN_IF_ERROR(model->LoadWeights(checkpoint));
   HG_RETURN_IF_ERROR(model->AllocateScratch());
   const char* graphs = std::getenv("HGEVAL_CUDA_GRAPHS");
@@ -440,7 +462,7 @@ CudaModel::~CudaModel() {
   DeviceGuard guard(ctx_->device());
   cudaStreamSynchronize(ctx_->stream());
   if (decode_graph_) cudaGraphExecDestroy(decode_graph_);
-  if (host_stage_) cudaFreeHost(host_stage_);
+  if (pack_host_) cudaFreeHost(pack_host_);
   if (host_io_) cudaFreeHost(host_io_);
 }
 

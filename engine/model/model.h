@@ -64,13 +64,13 @@ struct TokenLogprob {
 // Per item. The per-position vectors have tokens.size() entries and hold values only at
 // scored positions (targets[t] >= 0); elsewhere logprob is 0 and argmax is -1.
 struct ForwardOutput {
-  std::vector<float> logprob;       // log p(targets[t] | state, tokens[0..t])
-  std::vector<uint8_t> is_greedy;   // 1 when targets[t] is the argmax
-  std::vector<int32_t> argmax;      // the greedy token (lowest id on ties)
+  std::vector<float> logprob;                    // log p(targets[t] | state, tokens[0..t])
+  std::vector<uint8_t> is_greedy;                // 1 when targets[t] is the argmax
+  std::vector<int32_t> argmax;                   // the greedy token (lowest id on ties)
   std::vector<std::vector<TokenLogprob>> top_k;  // empty unless top_k > 0
-  std::vector<float> last_logprobs;  // [vocab] when want_last_logprobs
-  int32_t last_argmax = -1;          // when want_last_argmax
-  std::vector<float> logits;         // [T * vocab] when want_all_logits
+  std::vector<float> last_logprobs;              // [vocab] when want_last_logprobs
+  int32_t last_argmax = -1;                      // when want_last_argmax
+  std::vector<float> logits;                     // [T * vocab] when want_all_logits
 };
 
 struct ModelInfo {
@@ -83,6 +83,9 @@ struct ModelInfo {
   int64_t num_parameters = 0;
   std::string backend;  // "cpu" or "cuda:N"
   std::string dtype;    // "fp32" or "bf16": what the arithmetic runs in
+  // Tokens per Forward call the backend runs efficiently in one pass (CUDA: one pack of
+  // many items); callers size their batches by it.
+  int64_t batch_tokens = 4096;
 };
 
 class Model {
@@ -99,6 +102,11 @@ class Model {
   virtual absl::Status Forward(absl::Span<const ForwardItem> items,
                                absl::Span<ForwardOutput> outputs) = 0;
 };
+
+// Tokens per Forward call: `requested` when positive, else the model's batch_tokens.
+inline int64_t BatchTokens(const Model& model, int64_t requested) {
+  return requested > 0 ? requested : model.info().batch_tokens;
+}
 
 // A copy of `state`, or RESOURCE_EXHAUSTED when the backend cannot hold another state.
 absl::StatusOr<std::unique_ptr<SequenceState>> CloneState(const SequenceState& state);
