@@ -85,7 +85,8 @@ void ModelScheduler::Loop() {
       int64_t round_tokens = 0;
       while (!score_queue_.empty()) {
         const int64_t t = score_queue_.front()->tokens();
-        if (!score_round.empty() && round_tokens + t > options_.max_batch_tokens) break;
+        const int64_t budget = BatchTokens(*model_, options_.max_batch_tokens);
+        if (!score_round.empty() && round_tokens + t > budget) break;
         round_tokens += t;
         queued_requests_ -= static_cast<int64_t>(score_queue_.front()->requests.size());
         score_round.push_back(std::move(score_queue_.front()));

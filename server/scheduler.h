@@ -57,7 +57,7 @@ struct GenerateWork {
 
 struct SchedulerOptions {
   // Most tokens fed per scoring round (and per Model::Forward call).
-  int64_t max_batch_tokens = 8192;
+  int64_t max_batch_tokens = 0;  // 0: the model's ModelInfo::batch_tokens
   // Bound on queued scoring requests (pairs/windows) not yet started.
   int64_t max_queued_requests = 16384;
   // Bound on generations queued or running.

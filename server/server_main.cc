@@ -72,8 +72,9 @@ ABSL_FLAG(int64_t, max_sequence_tokens, 32768,
           "Longest sequence for models without their own limit (recurrent models); models with "
           "a limit use the smaller of the two.");
 ABSL_FLAG(int64_t, max_generate_tokens, 2048, "Largest max_tokens of a generation.");
-ABSL_FLAG(int64_t, max_batch_tokens, 8192,
-          "Tokens per scoring round / Model::Forward call (the packed batch size).");
+ABSL_FLAG(int64_t, max_batch_tokens, 0,
+          "Tokens per scoring round / Model::Forward call (the packed batch size); 0: the "
+          "model's choice (4096 on the CPU, 16384 on CUDA).");
 ABSL_FLAG(int64_t, max_queued_requests, 16384,
           "Scoring requests queued per model before calls fail with RESOURCE_EXHAUSTED.");
 ABSL_FLAG(int64_t, max_generations, 256,

@@ -1,8 +1,10 @@
 #include "tasks/engine_language_model.h"
 
 #include <algorithm>
+#include <atomic>
 #include <functional>
 #include <numeric>
+#include <thread>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -269,13 +271,14 @@ absl::Status ForwardPacked(Model& model, absl::Span<const ForwardItem> items,
                            const CallOptions& call,
                            const std::function<void(size_t, size_t)>& after_batch) {
   size_t first = 0;
+  const int64_t budget = BatchTokens(model, max_batch_tokens);
   while (first < items.size()) {
     if (call.cancelled && call.cancelled()) return absl::CancelledError("cancelled");
     size_t last = first;
     int64_t tokens = 0;
     while (last < items.size()) {
       const int64_t n = static_cast<int64_t>(items[last].tokens.size());
-      if (last > first && tokens + n > max_batch_tokens) break;
+      if (last > first && tokens + n > budget) break;
       tokens += n;
       ++last;
     }
@@ -369,9 +372,9 @@ absl::StatusOr<std::vector<LoglikelihoodResult>> EngineLanguageModel::ScoreToken
         PrefixNode& node = nodes[k];
         stats_.tokens_fed += static_cast<int64_t>(node.tokens.size());
         if (options_.count_only) continue;
-        HG_ASSIGN_OR_RETURN(node.state,
-                            StartState(*model_, node.parent < 0 ? nullptr
-                                                                : nodes[node.parent].state.get()));
+        HG_ASSIGN_OR_RETURN(
+            node.state,
+            StartState(*model_, node.parent < 0 ? nullptr : nodes[node.parent].state.get()));
         ForwardItem item;
         item.tokens = node.tokens;
         item.state = node.state.get();
@@ -384,9 +387,21 @@ absl::StatusOr<std::vector<LoglikelihoodResult>> EngineLanguageModel::ScoreToken
     }
 
     // Leaves: fed = context[depth:] ++ continuation[:-1]; the continuation is scored.
-    const size_t batch_leaves = 256;
-    for (size_t lb = 0; lb < leaves.size(); lb += batch_leaves) {
-      const size_t le = std::min(leaves.size(), lb + batch_leaves);
+    // A batch of leaves fills one Forward call's token budget (at most kMaxLeaves states
+    // held at once).
+    constexpr size_t kMaxLeaves = 1024;
+    const int64_t leaf_budget = BatchTokens(*model_, options_.max_batch_tokens);
+    for (size_t lb = 0, le = 0; lb < leaves.size(); lb = le) {
+      int64_t leaf_tokens = 0;
+      le = lb;
+      while (le < leaves.size() && le - lb < kMaxLeaves) {
+        const TokenizedRequest& r = requests[leaves[le].request];
+        const int64_t n =
+            static_cast<int64_t>(r.context.size() - leaves[le].depth + r.continuation.size() - 1);
+        if (le > lb && leaf_tokens + n > leaf_budget) break;
+        leaf_tokens += n;
+        ++le;
+      }
       std::vector<std::vector<int32_t>> fed(le - lb), targets(le - lb);
       std::vector<std::unique_ptr<SequenceState>> states(le - lb);
       std::vector<ForwardItem> items(le - lb);
@@ -451,15 +466,37 @@ absl::StatusOr<std::vector<LoglikelihoodResult>> EngineLanguageModel::ScoreToken
 
 absl::StatusOr<std::vector<LoglikelihoodResult>> EngineLanguageModel::Loglikelihood(
     absl::Span<const LoglikelihoodRequest> requests, const CallOptions& call) {
-  std::vector<TokenizedRequest> tokenized;
-  tokenized.reserve(requests.size());
-  for (const auto& request : requests) {
-    bool truncated = false;
-    HG_ASSIGN_OR_RETURN(TokenizedRequest t, Tokenize(request, &truncated));
-    if (truncated) ++stats_.truncated_requests;
-    tokenized.push_back(std::move(t));
+  // Tokenizing is pure per request (tokenizers are thread-safe), and on a GPU it is a
+  // large share of a suite's host time: spread it over the cores, in fixed slices so
+  // the result does not depend on scheduling.
+  const size_t n = requests.size();
+  std::vector<absl::StatusOr<TokenizedRequest>> tokenized(n, absl::UnknownError("unset"));
+  std::vector<char> truncated(n, 0);
+  constexpr size_t kSlice = 256;
+  const size_t workers = std::min<size_t>(std::max(1u, std::thread::hardware_concurrency()),
+                                          (n + kSlice - 1) / kSlice);
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t s = next.fetch_add(kSlice); s < n; s = next.fetch_add(kSlice)) {
+      for (size_t i = s; i < std::min(n, s + kSlice); ++i) {
+        bool cut = false;
+        tokenized[i] = Tokenize(requests[i], &cut);
+        truncated[i] = cut ? 1 : 0;
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  for (size_t w = 1; w < workers; ++w) threads.emplace_back(work);
+  work();
+  for (auto& t : threads) t.join();
+  std::vector<TokenizedRequest> ready;
+  ready.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    if (!tokenized[i].ok()) return tokenized[i].status();
+    stats_.truncated_requests += truncated[i];
+    ready.push_back(*std::move(tokenized[i]));
   }
-  return ScoreTokens(tokenized, call);
+  return ScoreTokens(ready, call);
 }
 
 absl::StatusOr<std::vector<RollingResult>> EngineLanguageModel::LoglikelihoodRolling(

@@ -38,8 +38,9 @@ struct EngineLanguageModelOptions {
   // Rolling loglikelihood over one window carrying state through the whole text (for
   // recurrent models) instead of lm-eval's max_length windows.
   bool windowless_rolling = false;
-  // Upper bound on tokens per Model::Forward call.
-  int64_t max_batch_tokens = 4096;
+  // Upper bound on tokens per Model::Forward call; 0: the model's choice
+  // (ModelInfo::batch_tokens: 4096 on the CPU, one full pack on CUDA).
+  int64_t max_batch_tokens = 0;
   // A continuation longer than max_length is an error, as lm-eval asserts. When true,
   // its leading tokens move into the context instead, so only its last max_length tokens
   // are scored (a departure from lm-eval, counted in stats().truncated_requests).

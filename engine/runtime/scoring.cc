@@ -60,9 +60,10 @@ absl::StatusOr<std::vector<ScoreResult>> Score(Model& model,
                                                const ScoreOptions& options) {
   for (size_t i = 0; i < requests.size(); ++i) {
     if (requests[i].context.empty()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "score request ", i, ": the context must hold at least one token (use BOS or the "
-          "last token of a forked prefix)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("score request ", i,
+                       ": the context must hold at least one token (use BOS or the "
+                       "last token of a forked prefix)"));
     }
     if (requests[i].continuation.empty()) {
       return absl::InvalidArgumentError(
@@ -75,10 +76,11 @@ absl::StatusOr<std::vector<ScoreResult>> Score(Model& model,
     // Pack consecutive requests up to the token budget (at least one).
     size_t end = begin;
     int64_t tokens = 0;
+    const int64_t budget = BatchTokens(model, options.max_batch_tokens);
     while (end < requests.size()) {
       const int64_t n = static_cast<int64_t>(requests[end].context.size() +
                                              requests[end].continuation.size() - 1);
-      if (end > begin && tokens + n > options.max_batch_tokens) break;
+      if (end > begin && tokens + n > budget) break;
       tokens += n;
       ++end;
     }
@@ -122,8 +124,8 @@ absl::StatusOr<std::vector<std::unique_ptr<SequenceState>>> PrefillWithSnapshots
   int64_t fed = 0;
   for (int64_t position : positions) {
     if (position < fed || position > static_cast<int64_t>(tokens.size())) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "snapshot positions must ascend within [0, ", tokens.size(), "]; got ", position));
+      return absl::InvalidArgumentError(absl::StrCat("snapshot positions must ascend within [0, ",
+                                                     tokens.size(), "]; got ", position));
     }
     HG_RETURN_IF_ERROR(Advance(model, tokens.subspan(fed, position - fed), state.get()));
     fed = position;

@@ -34,8 +34,8 @@ struct ScoreResult {
 
 struct ScoreOptions {
   // Upper bound on tokens fed per Model::Forward call (a single longer request still
-  // runs, alone).
-  int64_t max_batch_tokens = 4096;
+  // runs, alone); 0: the model's ModelInfo::batch_tokens.
+  int64_t max_batch_tokens = 0;
 };
 
 absl::StatusOr<std::vector<ScoreResult>> Score(Model& model,

@@ -43,7 +43,8 @@ Usage: hgeval-eval --model PATH --tasks NAMES [options]
   --dtype T             fp32 (default) or bf16 (CUDA)
   --threads N           CPU threads (0 = all)
   --bootstrap-iters N   bootstrap iterations for perplexity stderr (default 100000)
-  --max-batch-tokens N  tokens per forward call (default 4096)
+  --max-batch-tokens N  tokens per forward call (default 0: the model's choice, 4096 on
+                         the CPU, 16384 on CUDA)
   --truncate-long-continuations
                         score only the last max_length tokens of a longer
                         continuation (lm-eval refuses such requests; counted in
@@ -96,7 +97,7 @@ int Run(int argc, char** argv) {
   auto max_length = int_option("max-length", 0);
   auto threads = int_option("threads", 0);
   auto bootstrap = int_option("bootstrap-iters", 100000);
-  auto batch_tokens = int_option("max-batch-tokens", 4096);
+  auto batch_tokens = int_option("max-batch-tokens", 0);
   for (const auto* s : {&max_length, &threads, &bootstrap, &batch_tokens}) {
     if (!s->ok()) return fail(s->status());
   }
