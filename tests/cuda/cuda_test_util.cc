@@ -49,12 +49,14 @@ absl::StatusOr<std::map<std::string, FixtureTensor>> ReadFixture(const std::stri
 }
 
 absl::StatusOr<std::unique_ptr<Model>> BuildGoldenCudaModel(const std::string& family,
-                                                            const std::string& dtype) {
+                                                            const std::string& dtype,
+                                                            int64_t max_context) {
   HG_ASSIGN_OR_RETURN(auto ckpt, OpenCheckpoint(SourcePath("tests/golden/" + family)));
   HG_ASSIGN_OR_RETURN(ModelConfig config, ParseModelConfig(ckpt->config()));
   LoadOptions options;
   options.device = "cuda";
   options.dtype = dtype;
+  options.max_context = max_context;
   return cuda::BuildCudaModel(*ckpt, config, options);
 }
 

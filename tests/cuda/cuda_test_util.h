@@ -22,9 +22,11 @@ struct FixtureTensor {
 };
 absl::StatusOr<std::map<std::string, FixtureTensor>> ReadFixture(const std::string& path);
 
-// Builds tests/golden/<family> on cuda:0 in `dtype` ("fp32" or "bf16").
+// Builds tests/golden/<family> on cuda:0 in `dtype` ("fp32" or "bf16"); max_context
+// overrides LLaMA's max_position_embeddings when positive (LoadOptions::max_context).
 absl::StatusOr<std::unique_ptr<Model>> BuildGoldenCudaModel(const std::string& family,
-                                                            const std::string& dtype);
+                                                            const std::string& dtype,
+                                                            int64_t max_context = 0);
 
 // Runs one item with fresh outputs; returns its output.
 absl::StatusOr<ForwardOutput> RunOne(Model& model, SequenceState* state,
