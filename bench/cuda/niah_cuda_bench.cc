@@ -27,6 +27,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "bench/cuda/random_checkpoint.h"
+#include "bench/cuda/timed_model.h"
 #include "engine/cuda/cuda_model.h"
 #include "engine/loader/checkpoint.h"
 #include "engine/model/config.h"
@@ -82,49 +83,6 @@ std::string SourceDir() {
 }
 
 // Forwards to the real model and times its Forward calls by kind.
-class TimedModel : public Model {
- public:
-  struct Times {
-    double prefill_seconds = 0, decode_seconds = 0;
-    int64_t prefill_calls = 0, decode_steps = 0, prefill_tokens = 0, decode_rows = 0;
-  };
-
-  explicit TimedModel(Model* inner) : inner_(inner) {}
-  const ModelInfo& info() const override { return inner_->info(); }
-  const ModelConfig& config() const override { return inner_->config(); }
-  std::unique_ptr<SequenceState> NewState() const override { return inner_->NewState(); }
-  absl::Status Forward(absl::Span<const ForwardItem> items,
-                       absl::Span<ForwardOutput> outputs) override {
-    bool decode = true;
-    int64_t tokens = 0;
-    for (const ForwardItem& item : items) {
-      // A 1-token haystack segment of PrefillWithSnapshots asks for no next token.
-      decode = decode && item.tokens.size() == 1 &&
-               (item.want_last_logprobs || item.want_last_argmax);
-      tokens += static_cast<int64_t>(item.tokens.size());
-    }
-    const auto t0 = Clock::now();
-    absl::Status status = inner_->Forward(items, outputs);  // returns with host outputs
-    const double s = Seconds(t0, Clock::now());
-    if (decode) {
-      times_.decode_seconds += s;
-      times_.decode_steps += 1;
-      times_.decode_rows += tokens;
-    } else {
-      times_.prefill_seconds += s;
-      times_.prefill_calls += 1;
-      times_.prefill_tokens += tokens;
-    }
-    return status;
-  }
-  const Times& times() const { return times_; }
-  void ResetTimes() { times_ = Times(); }
-
- private:
-  Model* inner_;
-  Times times_;
-};
-
 void WriteReport(const nlohmann::json& report) {
   if (!absl::GetFlag(FLAGS_out).empty()) {
     std::ofstream(absl::GetFlag(FLAGS_out)) << report.dump(2) << "\n";
@@ -149,10 +107,7 @@ absl::StatusOr<std::unique_ptr<Model>> BuildRandomModel(const std::string& famil
   if (family == "llama") {
     cfg_json["max_position_embeddings"] = absl::GetFlag(FLAGS_llama_training_length);
   }
-  HG_ASSIGN_OR_RETURN(ModelConfig config, ParseModelConfig(cfg_json));
-  std::unique_ptr<Checkpoint> checkpoint =
-      MakeMemoryCheckpoint(cfg_json, bench::RandomWeights(family, config));
-  return BuildModel(*checkpoint, load);
+  return bench::BuildRandomModel(family, cfg_json, load);
 }
 
 absl::Status Run(nlohmann::json& report) {
@@ -219,7 +174,7 @@ absl::Status Run(nlohmann::json& report) {
     HG_ASSIGN_OR_RETURN(
         std::vector<int> batches,
         IntList(absl::GetFlag(family == "llama" ? FLAGS_llama_max_batch : FLAGS_max_batch)));
-    TimedModel timed(model.get());
+    bench::TimedModel timed(model.get());
     if (absl::GetFlag(FLAGS_warmup)) {
       niah::NiahOptions warm = base;
       warm.max_cells = batches.front();
@@ -237,7 +192,7 @@ absl::Status Run(nlohmann::json& report) {
       HG_ASSIGN_OR_RETURN(niah::NiahResult result, niah::RunNiahSweep(timed, *tokenizer, options));
       const double total = Seconds(t0, Clock::now());
       const niah::NiahSweepStats& s = result.stats;
-      const TimedModel::Times& t = timed.times();
+      const bench::TimedModel::Times& t = timed.times();
       int64_t full_length = 0;
       for (const niah::NiahCellResult& cell : result.cells) {
         if (cell.ran && static_cast<int>(cell.generated_tokens.size()) == base.max_new_tokens) {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "engine/util/status_macros.h"
 
 namespace hgeval::bench {
 
@@ -91,6 +92,15 @@ std::map<std::string, HostTensor> RandomWeights(const std::string& family, const
     }
   }
   return w;
+}
+
+absl::StatusOr<std::unique_ptr<Model>> BuildRandomModel(const std::string& family,
+                                                        const nlohmann::json& config_json,
+                                                        const LoadOptions& load) {
+  HG_ASSIGN_OR_RETURN(ModelConfig config, ParseModelConfig(config_json));
+  std::unique_ptr<Checkpoint> checkpoint =
+      MakeMemoryCheckpoint(config_json, RandomWeights(family, config));
+  return BuildModel(*checkpoint, load);
 }
 
 }  // namespace hgeval::bench

@@ -5,11 +5,15 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "engine/loader/checkpoint.h"
 #include "engine/model/config.h"
+#include "engine/model/load_model.h"
+#include "engine/model/model.h"
 #include "nlohmann/json.hpp"
 
 namespace hgeval::bench {
@@ -25,6 +29,11 @@ nlohmann::json RandomModelConfig(const std::string& family, int layers);
 // 1 / fan_in, norm weights 1, HGRN2 lower bounds uniform. Deterministic (fixed seeds).
 std::map<std::string, HostTensor> RandomWeights(const std::string& family,
                                                 const ModelConfig& config);
+
+// The model of RandomModelConfig-style `config_json` with RandomWeights, built with `load`.
+absl::StatusOr<std::unique_ptr<Model>> BuildRandomModel(const std::string& family,
+                                                        const nlohmann::json& config_json,
+                                                        const LoadOptions& load);
 
 }  // namespace hgeval::bench
 

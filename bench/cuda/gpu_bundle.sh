@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Packs what the GPU machine needs to run the CUDA tests and benchmarks of an engine-only
+# CUDA build (that machine has CUDA, PyTorch and numpy, none of this project's Debian -dev
+# packages): the test and benchmark binaries (stripped), the shared libraries they load
+# that are not part of a base system or the CUDA toolkit, and, if given, fla's package for
+# the PyTorch peers. Output: OUT_DIR/bundle.tar.xz. On the GPU machine:
+#   mkdir -p /tmp/g && tar -C /tmp/g -xJf OUT_DIR/bundle.tar.xz
+#   export LD_LIBRARY_PATH=/tmp/g/lib:$LD_LIBRARY_PATH HGEVAL_SOURCE_DIR=$PWD
+#   /tmp/g/bin/golden_gpu_test; /tmp/g/bin/suite_cuda_bench --random_weights ...
+#   PYTHONPATH=/tmp/g/peers python3 bench/peers/suite_peer.py ...
+#
+# Usage: bench/cuda/gpu_bundle.sh BUILD_DIR OUT_DIR [FLA_TARBALL]
+#   BUILD_DIR: cmake -S . -B BUILD_DIR -G Ninja -DCMAKE_BUILD_TYPE=Release \
+#                -DHGEVAL_ENGINE_ONLY=ON -DHGEVAL_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90a
+set -euo pipefail
+build=${1:?usage: gpu_bundle.sh BUILD_DIR OUT_DIR [FLA_TARBALL]}
+out=${2:?usage: gpu_bundle.sh BUILD_DIR OUT_DIR [FLA_TARBALL]}
+fla=${3:-}
+stage=$(mktemp -d)
+trap 'rm -rf "$stage"' EXIT
+mkdir -p "$stage/bin" "$stage/lib" "$out"
+bins=("$build"/tests/cuda/*_test "$build"/bench/cuda/cuda_bench "$build"/bench/cuda/niah_cuda_bench
+      "$build"/bench/cuda/suite_cuda_bench "$build"/tasks/tools/hgeval-eval)
+for b in "${bins[@]}"; do
+  [[ -x $b ]] || continue
+  cp "$b" "$stage/bin/"
+  strip "$stage/bin/$(basename "$b")"
+  # Libraries from Debian packages the GPU machine lacks; the C/C++ runtime, the driver
+  # and the CUDA toolkit's own libraries are there already.
+  ldd "$b" | awk '/=> \//{print $3}' | while read -r lib; do
+    case $(basename "$lib") in
+      libc.so*|libm.so*|libstdc++*|libgcc_s*|ld-linux*|libpthread*|libdl.so*|librt.so*) ;;
+      libcuda.so*|libcublas*|libcudart*) ;;
+      *) cp -L -n "$lib" "$stage/lib/" ;;
+    esac
+  done
+done
+if [[ -n $fla ]]; then
+  mkdir -p "$stage/peers"
+  tar -C "$stage/peers" -xJf "$fla"
+fi
+tar -C "$stage" -cJf "$out/bundle.tar.xz" .
+ls -la "$out/bundle.tar.xz"

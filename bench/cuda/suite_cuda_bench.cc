@@ -1,0 +1,305 @@
+// Times the paper's zero-shot suite (issue 18: piqa, arc_easy, arc_challenge, hellaswag,
+// winogrande, openbookqa, boolq, social_iqa, lambada_openai; full sets, context reuse on)
+// through the tasks layer exactly as hgeval-eval runs it, on random-weight HGRN2-1.3B and
+// LLaMA-1.3B shapes with the Mistral tokenizer. Writes wall time, tokens fed and tokens/s
+// per task as JSON.
+//
+// --requests_out DIR also writes each task's tokenized loglikelihood requests (after
+// lm-eval's tokenization and truncation) as DIR/<task>.jsonl, and each model's
+// config.json as DIR/<family>_config.json, so bench/peers/suite_peer.py can run the same
+// requests the way lm-eval's HF backend does, in the same device call.
+//
+// --verify_limit N reruns the first N docs of every task twice, packed (the model's
+// batch) and one item per Forward call, and checks the per-sample log-likelihoods are
+// bitwise equal (issue 18's acceptance 2).
+//
+// Random weights are for timing only: the program refuses to run without
+// --random_weights (the accuracies it prints are chance).
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "bench/cuda/random_checkpoint.h"
+#include "bench/cuda/timed_model.h"
+#include "engine/model/load_model.h"
+#include "engine/tokenizer/tokenizer.h"
+#include "engine/util/status_macros.h"
+#include "nlohmann/json.hpp"
+#include "tasks/engine_language_model.h"
+#include "tasks/evaluator.h"
+#include "tasks/registry.h"
+
+ABSL_FLAG(bool, random_weights, false,
+          "required: acknowledge that the models get random weights (timing only)");
+ABSL_FLAG(std::string, models, "hgrn2,llama", "comma-separated: hgrn2, llama");
+ABSL_FLAG(std::string, tasks,
+          "piqa,arc_easy,arc_challenge,hellaswag,winogrande,openbookqa,boolq,social_iqa,"
+          "lambada_openai",
+          "comma-separated lm-eval tasks (default: the paper's suite)");
+ABSL_FLAG(double, limit, 0, "docs per task (0: all, as the paper)");
+ABSL_FLAG(std::string, dtype, "bf16", "fp32 or bf16");
+ABSL_FLAG(std::string, device, "cuda", "cuda, cuda:N or cpu (cpu: to check the program only)");
+ABSL_FLAG(int, layers, 24, "layers (24 for the 1.3B shapes)");
+ABSL_FLAG(std::string, tokenizer, "", "tokenizer (default: data/tokenizers/mistral-7b-v0.1)");
+ABSL_FLAG(std::string, data_dir, "", "task data (default: the source tree's data/)");
+ABSL_FLAG(int64_t, max_batch_tokens, 0, "tokens per Forward call (0: the model's choice)");
+ABSL_FLAG(std::string, requests_out, "", "folder for the peer's requests and configs");
+ABSL_FLAG(double, verify_limit, 0,
+          "docs per task for the packed-vs-alone bitwise check (0: no check)");
+ABSL_FLAG(std::string, out, "", "JSON report path (default: stdout only)");
+
+namespace hgeval {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// The checkout with data/: $HGEVAL_SOURCE_DIR (a copy on another machine), else the
+// source tree this was built from.
+std::string SourceDir() {
+  const char* env = std::getenv("HGEVAL_SOURCE_DIR");
+  return env != nullptr && *env != '\0' ? env : HGEVAL_SOURCE_DIR;
+}
+
+// Writes each Loglikelihood call's tokenized requests to the current task's file, then
+// answers through the wrapped model.
+class RecordingLanguageModel : public tasks::LanguageModel {
+ public:
+  explicit RecordingLanguageModel(tasks::EngineLanguageModel* inner) : inner_(inner) {}
+  void StartTask(const std::string& path) { out_ = std::make_unique<std::ofstream>(path); }
+  void StopRecording() { out_.reset(); }
+
+  absl::StatusOr<std::vector<tasks::LoglikelihoodResult>> Loglikelihood(
+      absl::Span<const tasks::LoglikelihoodRequest> requests,
+      const tasks::CallOptions& options) override {
+    if (out_ != nullptr) {
+      for (const auto& r : requests) {
+        HG_ASSIGN_OR_RETURN(tasks::TokenizedRequest t, inner_->Tokenize(r));
+        *out_ << nlohmann::json{{"context", t.context}, {"continuation", t.continuation}}.dump()
+              << "\n";
+      }
+    }
+    return inner_->Loglikelihood(requests, options);
+  }
+  absl::StatusOr<std::vector<tasks::RollingResult>> LoglikelihoodRolling(
+      absl::Span<const tasks::RollingRequest> requests,
+      const tasks::CallOptions& options) override {
+    return inner_->LoglikelihoodRolling(requests, options);
+  }
+  absl::StatusOr<std::vector<tasks::GenerateUntilResult>> GenerateUntil(
+      absl::Span<const tasks::GenerateUntilRequest> requests,
+      const tasks::CallOptions& options) override {
+    return inner_->GenerateUntil(requests, options);
+  }
+  tasks::LanguageModelInfo info() const override { return inner_->info(); }
+  tasks::LanguageModelStats stats() const override { return inner_->stats(); }
+  void ResetStats() override { inner_->ResetStats(); }
+
+ private:
+  tasks::EngineLanguageModel* inner_;
+  std::unique_ptr<std::ofstream> out_;
+};
+
+// Per-sample log-likelihoods of a report, in doc order.
+std::vector<double> SampleLogprobs(const tasks::TaskReport& report) {
+  std::vector<double> out;
+  for (const nlohmann::json& sample : report.samples) {
+    for (const nlohmann::json& resp : sample["resps"]) {
+      out.push_back(resp.is_array() ? resp[0].get<double>() : resp.get<double>());
+    }
+  }
+  return out;
+}
+
+absl::Status Run(nlohmann::json& report) {
+  const std::string source = SourceDir();
+  const std::string tokenizer_path = absl::GetFlag(FLAGS_tokenizer).empty()
+                                         ? source + "/data/tokenizers/mistral-7b-v0.1"
+                                         : absl::GetFlag(FLAGS_tokenizer);
+  HG_ASSIGN_OR_RETURN(std::unique_ptr<Tokenizer> tokenizer, LoadTokenizer(tokenizer_path));
+  const std::vector<std::string> task_names = absl::StrSplit(absl::GetFlag(FLAGS_tasks), ',');
+  const std::string requests_out = absl::GetFlag(FLAGS_requests_out);
+  tasks::EvaluatorOptions eval;
+  eval.limit = absl::GetFlag(FLAGS_limit);
+  eval.data_dir =
+      absl::GetFlag(FLAGS_data_dir).empty() ? source + "/data" : absl::GetFlag(FLAGS_data_dir);
+  eval.bootstrap_iters = 0;
+  report["dtype"] = absl::GetFlag(FLAGS_dtype);
+  report["layers"] = absl::GetFlag(FLAGS_layers);
+  report["weights"] = "random (timing only)";
+  report["tokenizer"] = tokenizer_path;
+  report["limit"] = eval.limit;
+  report["context_reuse"] = true;
+
+  bool recorded = false;
+  for (const std::string& family :
+       std::vector<std::string>(absl::StrSplit(absl::GetFlag(FLAGS_models), ','))) {
+    if (family != "hgrn2" && family != "llama") {
+      return absl::InvalidArgumentError(absl::StrCat("unknown model '", family, "'"));
+    }
+    nlohmann::json config = bench::RandomModelConfig(family, absl::GetFlag(FLAGS_layers));
+    config["vocab_size"] = tokenizer->vocab_size();
+    if (family == "llama") config["max_position_embeddings"] = 4096;
+    if (!requests_out.empty()) {
+      std::ofstream(absl::StrCat(requests_out, "/", family, "_config.json")) << config.dump(2);
+    }
+    LoadOptions load;
+    load.device = absl::GetFlag(FLAGS_device);
+    load.dtype = absl::GetFlag(FLAGS_dtype);
+    const auto tb = Clock::now();
+    HG_ASSIGN_OR_RETURN(std::unique_ptr<Model> model,
+                        bench::BuildRandomModel(family, config, load));
+    std::fprintf(
+        stderr, "[%s] built in %.1f s on %s, %lld params, batch_tokens %lld\n", family.c_str(),
+        std::chrono::duration<double>(Clock::now() - tb).count(), model->info().backend.c_str(),
+        static_cast<long long>(model->info().num_parameters),
+        static_cast<long long>(BatchTokens(*model, absl::GetFlag(FLAGS_max_batch_tokens))));
+    tasks::EngineLanguageModelOptions lm_options;
+    lm_options.max_batch_tokens = absl::GetFlag(FLAGS_max_batch_tokens);
+    lm_options.model_name = family + "-1.3B shape (random)";
+    bench::TimedModel timed(model.get());
+    tasks::EngineLanguageModel engine_lm(&timed, tokenizer.get(), lm_options);
+    RecordingLanguageModel lm(&engine_lm);
+
+    // Warm-up (untimed): cuBLASLt algorithm choice, pools.
+    {
+      tasks::EvaluatorOptions warm = eval;
+      warm.limit = 20;
+      HG_ASSIGN_OR_RETURN(auto task, tasks::CreateTask("hellaswag"));
+      HG_RETURN_IF_ERROR(tasks::RunTask(lm, *task, warm).status());
+    }
+    nlohmann::json model_report = {{"params", model->info().num_parameters},
+                                   {"backend", model->info().backend},
+                                   {"batch_tokens", model->info().batch_tokens}};
+    double total_seconds = 0;
+    int64_t total_fed = 0;
+    for (const std::string& name : task_names) {
+      HG_ASSIGN_OR_RETURN(auto task, tasks::CreateTask(name));
+      if (!recorded && !requests_out.empty()) {
+        lm.StartTask(absl::StrCat(requests_out, "/", name, ".jsonl"));
+      }
+      lm.ResetStats();
+      timed.ResetTimes();
+      const auto t0 = Clock::now();
+      HG_ASSIGN_OR_RETURN(tasks::TaskReport tr, tasks::RunTask(lm, *task, eval));
+      const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+      lm.StopRecording();
+      const tasks::LanguageModelStats stats = lm.stats();
+      // Forward calls (device work, launches, copies) vs the rest on the host (tokenizing,
+      // prefix trees, state forks, metrics).
+      const double forward = timed.times().prefill_seconds + timed.times().decode_seconds;
+      nlohmann::json row = {
+          {"seconds", seconds},
+          {"forward_seconds", forward},
+          {"forward_calls", timed.times().prefill_calls + timed.times().decode_steps},
+          {"docs", tr.n_effective},
+          {"requests", tr.n_requests},
+          {"tokens_fed", stats.tokens_fed},
+          {"tokens_scored", stats.tokens_scored},
+          {"tokens_per_second", stats.tokens_fed / seconds}};
+      for (size_t m = 0; m < tr.metrics.size(); ++m) row[tr.metrics[m].name] = tr.values[m];
+      model_report["tasks"][name] = row;
+      total_seconds += seconds;
+      total_fed += stats.tokens_fed;
+      std::fprintf(stderr, "[%s] %-15s %8.2f s (forward %.2f s) %10lld tokens fed %9.0f tok/s\n",
+                   family.c_str(), name.c_str(), seconds, forward,
+                   static_cast<long long>(stats.tokens_fed), stats.tokens_fed / seconds);
+    }
+    recorded = true;
+    // The host's own share: the same tasks with the model left out (tokenizing, prefix
+    // trees, metrics; EngineLanguageModelOptions::count_only), to split the wall time into
+    // forward calls, state forks and host work.
+    {
+      tasks::EngineLanguageModelOptions host_options = lm_options;
+      host_options.count_only = true;
+      tasks::EngineLanguageModel host_lm(model.get(), tokenizer.get(), host_options);
+      double host_seconds = 0;
+      for (const std::string& name : task_names) {
+        HG_ASSIGN_OR_RETURN(auto task, tasks::CreateTask(name));
+        const auto t0 = Clock::now();
+        HG_RETURN_IF_ERROR(tasks::RunTask(host_lm, *task, eval).status());
+        const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+        model_report["tasks"][name]["host_only_seconds"] = s;
+        host_seconds += s;
+      }
+      model_report["suite_host_only_seconds"] = host_seconds;
+      std::fprintf(stderr, "[%s] host work alone (count_only): %.2f s\n", family.c_str(),
+                   host_seconds);
+    }
+    model_report["suite_seconds"] = total_seconds;
+    model_report["suite_tokens_fed"] = total_fed;
+    model_report["suite_tokens_per_second"] = total_fed / total_seconds;
+    std::fprintf(stderr, "[%s] suite %.2f s, %lld tokens fed\n", family.c_str(), total_seconds,
+                 static_cast<long long>(total_fed));
+
+    // Packed vs one item per Forward call, bitwise, on the first docs of every task.
+    if (absl::GetFlag(FLAGS_verify_limit) > 0) {
+      tasks::EngineLanguageModelOptions alone_options = lm_options;
+      alone_options.max_batch_tokens = 1;
+      tasks::EngineLanguageModel alone_lm(model.get(), tokenizer.get(), alone_options);
+      tasks::EvaluatorOptions verify = eval;
+      verify.limit = absl::GetFlag(FLAGS_verify_limit);
+      verify.log_samples = true;
+      int64_t compared = 0, different = 0;
+      for (const std::string& name : task_names) {
+        HG_ASSIGN_OR_RETURN(auto task, tasks::CreateTask(name));
+        HG_ASSIGN_OR_RETURN(tasks::TaskReport packed, tasks::RunTask(engine_lm, *task, verify));
+        HG_ASSIGN_OR_RETURN(tasks::TaskReport alone, tasks::RunTask(alone_lm, *task, verify));
+        const std::vector<double> a = SampleLogprobs(packed), b = SampleLogprobs(alone);
+        if (a.size() != b.size()) return absl::InternalError("sample counts differ");
+        for (size_t i = 0; i < a.size(); ++i) different += a[i] != b[i] ? 1 : 0;
+        compared += static_cast<int64_t>(a.size());
+      }
+      model_report["verify_packed_vs_alone"] = {{"docs_per_task", verify.limit},
+                                                {"loglikelihoods_compared", compared},
+                                                {"bitwise_different", different}};
+      std::fprintf(stderr, "[%s] packed vs alone: %lld log-likelihoods, %lld differ\n",
+                   family.c_str(), static_cast<long long>(compared),
+                   static_cast<long long>(different));
+      if (different > 0) report["verify_failed"] = true;
+    }
+    report["models"][family] = model_report;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+}  // namespace hgeval
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "suite_cuda_bench --random_weights [--models hgrn2,llama] [--limit N] "
+      "[--requests_out DIR] [--verify_limit N] [--out FILE]\n"
+      "Times the paper's zero-shot suite through the tasks layer on random 1.3B shapes.");
+  absl::ParseCommandLine(argc, argv);
+  if (!absl::GetFlag(FLAGS_random_weights)) {
+    std::fprintf(stderr,
+                 "suite_cuda_bench builds random-weight models (timing only): pass "
+                 "--random_weights\n");
+    return 2;
+  }
+  nlohmann::json report;
+  const std::time_t now = std::time(nullptr);
+  char date[32];
+  std::strftime(date, sizeof(date), "%Y-%m-%d", std::gmtime(&now));
+  report["date"] = date;
+  report["benchmark"] = "suite_cuda_bench (issue 18)";
+  const absl::Status st = hgeval::Run(report);
+  if (!st.ok()) {
+    std::fprintf(stderr, "suite_cuda_bench: %s\n", std::string(st.message()).c_str());
+    return 1;
+  }
+  const std::string text = report.dump(2);
+  std::printf("%s\n", text.c_str());
+  if (!absl::GetFlag(FLAGS_out).empty()) std::ofstream(absl::GetFlag(FLAGS_out)) << text << "\n";
+  return report.contains("verify_failed") ? 3 : 0;
+}
