@@ -11,30 +11,6 @@
 namespace hgeval::metrics {
 namespace {
 
-// One decoded code point; invalid bytes decode as themselves (U+0080..U+00FF would be
-// wrong for them, but they never compare equal to anything the rules look for).
-struct CodePoint {
-  char32_t value;
-  size_t length;
-};
-
-CodePoint DecodeAt(std::string_view s, size_t i) {
-  const unsigned char c = static_cast<unsigned char>(s[i]);
-  auto continuation = [&](size_t k) {
-    return i + k < s.size() && (static_cast<unsigned char>(s[i + k]) & 0xC0) == 0x80;
-  };
-  auto byte = [&](size_t k) { return static_cast<char32_t>(s[i + k] & 0x3F); };
-  if (c < 0x80) return {c, 1};
-  if ((c & 0xE0) == 0xC0 && continuation(1)) return {((c & 0x1Fu) << 6) | byte(1), 2};
-  if ((c & 0xF0) == 0xE0 && continuation(1) && continuation(2)) {
-    return {((c & 0x0Fu) << 12) | (byte(1) << 6) | byte(2), 3};
-  }
-  if ((c & 0xF8) == 0xF0 && continuation(1) && continuation(2) && continuation(3)) {
-    return {((c & 0x07u) << 18) | (byte(1) << 12) | (byte(2) << 6) | byte(3), 4};
-  }
-  return {c, 1};
-}
-
 void AppendUtf8(char32_t cp, std::string& out) {
   if (cp < 0x80) {
     out.push_back(static_cast<char>(cp));
@@ -93,25 +69,8 @@ bool IsWordChar(char32_t cp) {
   return true;
 }
 
-std::vector<std::string> SplitOnWhitespace(std::string_view text) {
-  std::vector<std::string> words;
-  std::string current;
-  for (size_t i = 0; i < text.size();) {
-    const CodePoint cp = DecodeAt(text, i);
-    if (IsPythonWhitespace(cp.value)) {
-      if (!current.empty()) words.push_back(std::move(current));
-      current.clear();
-    } else {
-      current.append(text.substr(i, cp.length));
-    }
-    i += cp.length;
-  }
-  if (!current.empty()) words.push_back(std::move(current));
-  return words;
-}
-
 std::vector<std::string> NormalizedTokens(std::string_view text) {
-  return SplitOnWhitespace(SquadNormalize(text));
+  return PythonSplit(SquadNormalize(text));
 }
 
 }  // namespace
@@ -120,9 +79,7 @@ std::string SquadNormalize(std::string_view text) {
   // lower(), then delete ASCII punctuation (string.punctuation).
   std::vector<char32_t> cps;
   for (size_t i = 0; i < text.size();) {
-    const CodePoint cp = DecodeAt(text, i);
-    i += cp.length;
-    const char32_t lower = ToLower(cp.value);
+    const char32_t lower = ToLower(NextCodePoint(text, &i));
     if (!IsAsciiPunctuation(lower)) cps.push_back(lower);
   }
   // re.sub(r"\b(a|an|the)\b", " ", ...): the alternatives are tried left to right at each
@@ -152,7 +109,7 @@ std::string SquadNormalize(std::string_view text) {
   }
   // " ".join(text.split()).
   std::string out;
-  for (const std::string& word : SplitOnWhitespace(spaced)) {
+  for (const std::string& word : PythonSplit(spaced)) {
     if (!out.empty()) out.push_back(' ');
     out += word;
   }
