@@ -287,6 +287,30 @@ nlohmann::json ResultsJson(const EvaluationReport& report) {
                        {"truncated_requests", task.stats.truncated_requests},
                        {"seconds", task.seconds}};
   }
+  // Groups with a score: the mean of the members' score metric, when every member ran.
+  for (const TaskGroup& group : RegisteredTaskGroups()) {
+    if (group.score_metric.empty() || group.members.empty()) continue;
+    double sum = 0;
+    size_t found = 0;
+    for (const std::string& member : group.members) {
+      for (const TaskReport& task : report.tasks) {
+        if (task.name != member) continue;
+        for (size_t m = 0; m < task.metrics.size(); ++m) {
+          if (task.metrics[m].name == group.score_metric) {
+            sum += task.values[m];
+            ++found;
+          }
+        }
+      }
+    }
+    if (found != group.members.size()) continue;
+    const std::string& metric = group.score_metric;
+    out["groups"][group.name] = {{"alias", group.name},
+                                 {metric + ",none", NumberOrNull(sum / found)},
+                                 {metric + "_stderr,none", "N/A"}};
+    out["group_subtasks"][group.name] = group.members;
+    out["higher_is_better"][group.name] = {{metric, true}};
+  }
   const LanguageModelInfo& m = report.model;
   nlohmann::json config;
   config["model"] = m.model;
@@ -336,13 +360,17 @@ std::string Pad(const std::string& s, int64_t width, char align) {
 
 }  // namespace
 
-std::string ResultsTable(const nlohmann::json& results) {
-  const std::vector<std::string> headers = {"Tasks", "Version", "Filter", "n-shot", "Metric",
-                                            "",      "Value",   "",       "Stderr"};
+namespace {
+
+// One of lm-eval's make_table tables: column "results" (tasks) or "groups".
+std::string TableOf(const nlohmann::json& results, const std::string& column) {
+  const std::vector<std::string> headers = {column == "groups" ? "Groups" : "Tasks",
+                                            "Version", "Filter", "n-shot", "Metric",
+                                            "",        "Value",  "",       "Stderr"};
   const std::string align = "lrlrllrlr";
   std::vector<std::vector<std::string>> rows;
-  if (!results.contains("results")) return "";
-  for (const auto& [task, entries] : results["results"].items()) {
+  if (!results.contains(column)) return "";
+  for (const auto& [task, entries] : results[column].items()) {
     std::string name = entries.value("alias", task);
     std::string version = "    N/A";
     if (results.contains("versions") && results["versions"].contains(task)) {
@@ -400,6 +428,17 @@ std::string ResultsTable(const nlohmann::json& results) {
     out += "|";
     for (size_t c = 0; c < headers.size(); ++c) out += Pad(row[c], widths[c], align[c]) + "|";
     out += "\n";
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string ResultsTable(const nlohmann::json& results) {
+  std::string out = TableOf(results, "results");
+  // lm-eval prints the groups' table after the tasks' one.
+  if (results.contains("groups") && !results["groups"].empty()) {
+    out += "\n" + TableOf(results, "groups");
   }
   return out;
 }
