@@ -18,10 +18,10 @@ namespace {
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 // 100 * sum(best score per pair) / n, summed in pair order as Python's sum() does.
-double MeanTimes100(absl::Span<const std::string> predictions,
-                    absl::Span<const std::vector<std::string>> references,
-                    const std::function<double(const std::string&,
-                                               const std::vector<std::string>&)>& best) {
+double MeanTimes100(
+    absl::Span<const std::string> predictions,
+    absl::Span<const std::vector<std::string>> references,
+    const std::function<double(const std::string&, const std::vector<std::string>&)>& best) {
   if (predictions.empty() || predictions.size() != references.size()) return kNaN;
   double sum = 0.0;
   for (size_t i = 0; i < predictions.size(); ++i) sum += best(predictions[i], references[i]);

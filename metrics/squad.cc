@@ -31,18 +31,18 @@ void AppendUtf8(char32_t cp, std::string& out) {
 
 char32_t ToLower(char32_t cp) {
   if (cp >= 'A' && cp <= 'Z') return cp + 32;
-  if ((cp >= 0xC0 && cp <= 0xDE && cp != 0xD7)) return cp + 32;         // Latin-1
-  if (cp == 0x178) return 0xFF;                                          // Y diaeresis
-  if (cp >= 0x100 && cp <= 0x17F && cp != 0x130 && cp != 0x131 && cp != 0x138 &&
-      cp != 0x149 && cp != 0x17F) {
+  if ((cp >= 0xC0 && cp <= 0xDE && cp != 0xD7)) return cp + 32;  // Latin-1
+  if (cp == 0x178) return 0xFF;                                  // Y diaeresis
+  if (cp >= 0x100 && cp <= 0x17F && cp != 0x130 && cp != 0x131 && cp != 0x138 && cp != 0x149 &&
+      cp != 0x17F) {
     // Latin Extended-A pairs capitals with the next code point, except 0x139..0x148 and
     // 0x179..0x17E where the capital is odd.
     const bool odd_capitals = (cp >= 0x139 && cp <= 0x148) || (cp >= 0x179 && cp <= 0x17E);
     if (odd_capitals ? (cp % 2 == 1) : (cp % 2 == 0)) return cp + 1;
     return cp;
   }
-  if (cp >= 0x391 && cp <= 0x3AB && cp != 0x3A2) return cp + 32;        // Greek
-  if (cp >= 0x410 && cp <= 0x42F) return cp + 32;                        // Cyrillic
+  if (cp >= 0x391 && cp <= 0x3AB && cp != 0x3A2) return cp + 32;  // Greek
+  if (cp >= 0x410 && cp <= 0x42F) return cp + 32;                 // Cyrillic
   if (cp >= 0x400 && cp <= 0x40F) return cp + 80;
   return cp;
 }
@@ -60,8 +60,9 @@ bool IsWordChar(char32_t cp) {
            cp == '_';
   }
   if (IsPythonWhitespace(cp)) return false;
-  if (cp >= 0x80 && cp <= 0xBF) return cp == 0xAA || cp == 0xB2 || cp == 0xB3 || cp == 0xB5 ||
-                                       cp == 0xB9 || cp == 0xBA || (cp >= 0xBC && cp <= 0xBE);
+  if (cp >= 0x80 && cp <= 0xBF)
+    return cp == 0xAA || cp == 0xB2 || cp == 0xB3 || cp == 0xB5 || cp == 0xB9 || cp == 0xBA ||
+           (cp >= 0xBC && cp <= 0xBE);
   if (cp == 0xD7 || cp == 0xF7) return false;
   if (cp >= 0x2000 && cp <= 0x2BFF) return false;  // punctuation, symbols, arrows, ...
   if (cp >= 0x3000 && cp <= 0x303F) return false;  // CJK symbols and punctuation

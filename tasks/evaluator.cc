@@ -190,17 +190,16 @@ absl::StatusOr<TaskReport> RunTaskUnguarded(LanguageModel& model, const Task& ta
       record["filtered_resps"] = resps;
       for (const auto& [metric, sample] : doc_metrics) {
         auto aggregated_as = [&](std::initializer_list<Aggregation> kinds) {
-          return std::any_of(report.metrics.begin(), report.metrics.end(),
-                             [&](const MetricSpec& m) {
-                               return m.name == metric && std::find(kinds.begin(), kinds.end(),
-                                                                    m.aggregation) != kinds.end();
-                             });
+          return std::any_of(
+              report.metrics.begin(), report.metrics.end(), [&](const MetricSpec& m) {
+                return m.name == metric &&
+                       std::find(kinds.begin(), kinds.end(), m.aggregation) != kinds.end();
+              });
         };
         if (aggregated_as({Aggregation::kCorpus})) {
           // lm-eval logs the (prediction, references) item.
           record[metric] = nlohmann::json::array({sample.prediction, sample.references});
-        } else if (aggregated_as(
-                       {Aggregation::kWeightedPerplexity, Aggregation::kBitsPerByte})) {
+        } else if (aggregated_as({Aggregation::kWeightedPerplexity, Aggregation::kBitsPerByte})) {
           record[metric] = {sample.value, sample.weight};
         } else {
           record[metric] = sample.value;
@@ -364,9 +363,9 @@ namespace {
 
 // One of lm-eval's make_table tables: column "results" (tasks) or "groups".
 std::string TableOf(const nlohmann::json& results, const std::string& column) {
-  const std::vector<std::string> headers = {column == "groups" ? "Groups" : "Tasks",
-                                            "Version", "Filter", "n-shot", "Metric",
-                                            "",        "Value",  "",       "Stderr"};
+  const std::string first = column == "groups" ? "Groups" : "Tasks";
+  const std::vector<std::string> headers = {first, "Version", "Filter", "n-shot", "Metric",
+                                            "",    "Value",   "",       "Stderr"};
   const std::string align = "lrlrllrlr";
   std::vector<std::vector<std::string>> rows;
   if (!results.contains(column)) return "";

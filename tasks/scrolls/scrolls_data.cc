@@ -76,10 +76,9 @@ absl::StatusOr<std::vector<ScrollsRecord>> ContractNliRecordsFromRaw(const std::
       !root.contains("labels")) {
     return absl::DataLossError(name + ": not a ContractNLI file (documents, labels)");
   }
-  const std::map<std::string, std::string> choice_names = {
-      {"Entailment", "Entailment"},
-      {"Contradiction", "Contradiction"},
-      {"NotMentioned", "Not mentioned"}};
+  const std::map<std::string, std::string> choice_names = {{"Entailment", "Entailment"},
+                                                           {"Contradiction", "Contradiction"},
+                                                           {"NotMentioned", "Not mentioned"}};
   const auto& labels = root["labels"];
   std::vector<ScrollsRecord> records;
   for (const auto& document : root["documents"]) {
@@ -87,9 +86,8 @@ absl::StatusOr<std::vector<ScrollsRecord>> ContractNliRecordsFromRaw(const std::
         !document.contains("annotation_sets") || document["annotation_sets"].empty()) {
       return absl::DataLossError(name + ": a document lacks id, text or annotation_sets");
     }
-    const std::string document_id = document["id"].is_string()
-                                        ? document["id"].get<std::string>()
-                                        : document["id"].dump();
+    const std::string document_id =
+        document["id"].is_string() ? document["id"].get<std::string>() : document["id"].dump();
     const std::string text = document["text"].get<std::string>();
     for (const auto& [key, annotation] : document["annotation_sets"][0]["annotations"].items()) {
       if (!labels.contains(key) || !labels[key].contains("hypothesis")) {
@@ -97,8 +95,8 @@ absl::StatusOr<std::vector<ScrollsRecord>> ContractNliRecordsFromRaw(const std::
       }
       auto choice = choice_names.find(annotation.value("choice", ""));
       if (choice == choice_names.end()) {
-        return absl::DataLossError(absl::StrCat(name, ": document ", document_id, " ", key,
-                                                ": unknown choice"));
+        return absl::DataLossError(
+            absl::StrCat(name, ": document ", document_id, " ", key, ": unknown choice"));
       }
       ScrollsRecord record;
       record.id = absl::StrCat(document_id, "_", key);
@@ -168,10 +166,10 @@ absl::StatusOr<std::vector<ScrollsRecord>> LoadScrollsValidation(const std::stri
       return QmsumRecordsFromRaw(text, "val", folder + "/val.jsonl");
     }
   }
-  return absl::NotFoundError(absl::StrCat(
-      "no SCROLLS ", subset, " validation data: expected ", scrolls_file, "(.gz)",
-      subset == "contract_nli" ? " or ContractNLI's dev.json(.gz)" : "",
-      subset == "qmsum" ? " or QMSum's val.jsonl(.gz)" : "", " (see data/README.md)"));
+  return absl::NotFoundError(
+      absl::StrCat("no SCROLLS ", subset, " validation data: expected ", scrolls_file, "(.gz)",
+                   subset == "contract_nli" ? " or ContractNLI's dev.json(.gz)" : "",
+                   subset == "qmsum" ? " or QMSum's val.jsonl(.gz)" : "", " (see data/README.md)"));
 }
 
 std::vector<Doc> MergeDuplicateIds(const std::vector<ScrollsRecord>& records) {
@@ -209,8 +207,8 @@ absl::Status ExtractQualityChoices(Doc& doc) {
   const size_t d = text.find("(D)");
   const size_t split = d == std::string::npos ? std::string::npos : text.find("\n\n", d);
   if (split == std::string::npos) {
-    return absl::DataLossError(absl::StrCat("quality doc ", doc.value("id", ""),
-                                            ": no blank line after a (D) choice"));
+    return absl::DataLossError(
+        absl::StrCat("quality doc ", doc.value("id", ""), ": no blank line after a (D) choice"));
   }
   const std::string block = text.substr(0, split);
   static const RE2 kMarker(R"(( *\([A-D]\) *))");
@@ -231,8 +229,8 @@ absl::Status ExtractQualityChoices(Doc& doc) {
       absl::StrJoin(metrics::PythonSplit(doc["outputs"][0].get<std::string>()), " ");
   auto gold = std::find(choices.begin(), choices.end(), gold_text);
   if (gold == choices.end()) {
-    return absl::DataLossError(absl::StrCat("quality doc ", doc.value("id", ""),
-                                            ": the answer is not among the choices"));
+    return absl::DataLossError(
+        absl::StrCat("quality doc ", doc.value("id", ""), ": the answer is not among the choices"));
   }
   doc["text"] = std::string(metrics::PythonStrip(std::string_view(text).substr(split)));
   doc["choices"] = choices;

@@ -72,21 +72,22 @@ class ScrollsTask : public Task {
     c["validation_split"] = "validation";
     c["doc_to_text"] = DocToTextTemplate();
     c["doc_to_target"] = "\" \" + \", \".join(outputs)";
-    c["output_type"] = spec_.kind == ScrollsKind::kMultipleChoice ? "multiple_choice"
-                       : spec_.kind == ScrollsKind::kQasper
-                           ? "generate_until (yes/no questions: loglikelihood of \" yes\" and \" no\")"
-                           : "generate_until";
+    c["output_type"] =
+        spec_.kind == ScrollsKind::kMultipleChoice ? "multiple_choice"
+        : spec_.kind == ScrollsKind::kQasper
+            ? "generate_until (yes/no questions: loglikelihood of \" yes\" and \" no\")"
+            : "generate_until";
     if (generates()) {
-      c["generation_kwargs"] = {{"until", {"\n"}}, {"max_gen_toks", kMaxGenToks},
-                                {"do_sample", false}};
+      c["generation_kwargs"] = {
+          {"until", {"\n"}}, {"max_gen_toks", kMaxGenToks}, {"do_sample", false}};
     }
     c["metric_list"] = nlohmann::json::array();
     for (const MetricSpec& m : metrics()) {
-      c["metric_list"].push_back({{"metric", m.name},
-                                  {"aggregation", m.aggregation == Aggregation::kCorpus
-                                                      ? "scrolls metric over the corpus"
-                                                      : "mean"},
-                                  {"higher_is_better", m.higher_is_better}});
+      c["metric_list"].push_back(
+          {{"metric", m.name},
+           {"aggregation",
+            m.aggregation == Aggregation::kCorpus ? "scrolls metric over the corpus" : "mean"},
+           {"higher_is_better", m.higher_is_better}});
     }
     return c;
   }
@@ -259,8 +260,8 @@ class ScrollsTask : public Task {
         if (gold == kContractNliChoices[i]) gold_index = i;
       }
       if (gold_index < 0) {
-        return absl::DataLossError(absl::StrCat("contract_nli doc ", Str(doc, "id"),
-                                                ": unknown label \"", gold, "\""));
+        return absl::DataLossError(
+            absl::StrCat("contract_nli doc ", Str(doc, "id"), ": unknown label \"", gold, "\""));
       }
       doc["gold"] = gold_index;
     }
@@ -271,8 +272,8 @@ class ScrollsTask : public Task {
                                                    absl::Span<const Response> responses) const {
     const auto choices = doc.at("choices").get<std::vector<std::string>>();
     if (responses.size() != choices.size()) {
-      return absl::InternalError(absl::StrCat(spec_.name, ": ", responses.size(),
-                                              " responses for ", choices.size(), " choices"));
+      return absl::InternalError(absl::StrCat(spec_.name, ": ", responses.size(), " responses for ",
+                                              choices.size(), " choices"));
     }
     std::vector<double> lls;
     for (const Response& r : responses) lls.push_back(r.logprob);

@@ -26,8 +26,7 @@ TEST(RougeLsumTest, UnionOfLcsOverPredictionSentences) {
   // "w1 w2 w6 w7 w8" (LCS w1 w2) and "w1 w3 w8 w9 w5" (LCS w1 w3 w5). The union is
   // w1 w2 w3 w5: 4 hits; 5 reference and 10 candidate tokens.
   // P = 4/10, R = 4/5, F = 2 * 0.32 / 1.2 = 8/15.
-  const RougeScore s =
-      RougeLsum("w1 w2 w3 w4 w5", "w1 w2 w6 w7 w8\nw1 w3 w8 w9 w5", false);
+  const RougeScore s = RougeLsum("w1 w2 w3 w4 w5", "w1 w2 w6 w7 w8\nw1 w3 w8 w9 w5", false);
   EXPECT_DOUBLE_EQ(s.precision, 0.4);
   EXPECT_DOUBLE_EQ(s.recall, 0.8);
   EXPECT_NEAR(s.fmeasure, 8.0 / 15.0, 1e-12);
@@ -109,8 +108,8 @@ TEST(RougeTypesTest, SingleTokensHaveNoBigrams) {
 }
 
 TEST(RougeTypesTest, PunctuationOnlyPredictionScoresZero) {
-  for (RougeType type : {RougeType::kRouge1, RougeType::kRouge2, RougeType::kRougeL,
-                         RougeType::kRougeLsum}) {
+  for (RougeType type :
+       {RougeType::kRouge1, RougeType::kRouge2, RougeType::kRougeL, RougeType::kRougeLsum}) {
     EXPECT_DOUBLE_EQ(Rouge(type, "hello there", "!!! ... ?", false).fmeasure, 0.0)
         << RougeTypeName(type);
   }
@@ -118,9 +117,8 @@ TEST(RougeTypesTest, PunctuationOnlyPredictionScoresZero) {
 
 TEST(RougeTypesTest, UnicodeLettersSplitTokens) {
   // "naïve café" tokenizes to na, ve, caf; "naive cafe" to naive, cafe: nothing shared.
-  EXPECT_DOUBLE_EQ(Rouge(RougeType::kRouge1, "naive cafe", "na\xC3\xAFve caf\xC3\xA9", false)
-                       .fmeasure,
-                   0.0);
+  EXPECT_DOUBLE_EQ(
+      Rouge(RougeType::kRouge1, "naive cafe", "na\xC3\xAFve caf\xC3\xA9", false).fmeasure, 0.0);
   // "café" and "caf" both become the single token "caf": F = 1.
   EXPECT_DOUBLE_EQ(Rouge(RougeType::kRouge1, "caf", "caf\xC3\xA9", false).fmeasure, 1.0);
 }
@@ -151,8 +149,8 @@ TEST(RougeReferencesTest, BestReferenceWins) {
               1e-12);
   // rouge2: "the cat" has one bigram, shared with the second reference (2 bigrams):
   // P = 1, R = 1/2, F = 2/3.
-  EXPECT_NEAR(RougeFMaxOverReferences(RougeType::kRouge2, "the cat", references, false),
-              2.0 / 3.0, 1e-12);
+  EXPECT_NEAR(RougeFMaxOverReferences(RougeType::kRouge2, "the cat", references, false), 2.0 / 3.0,
+              1e-12);
 }
 
 TEST(RougeReferencesTest, NoReferenceScoresZero) {

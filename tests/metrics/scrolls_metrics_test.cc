@@ -14,8 +14,8 @@ namespace {
 using Strings = std::vector<std::string>;
 
 TEST(PythonRoundTest, RoundsTheBinaryValueTiesToEven) {
-  EXPECT_DOUBLE_EQ(PythonRound(2.5, 0), 2.0);      // exact tie -> even
-  EXPECT_DOUBLE_EQ(PythonRound(0.125, 2), 0.12);   // 0.125 is exact in binary: tie -> even
+  EXPECT_DOUBLE_EQ(PythonRound(2.5, 0), 2.0);     // exact tie -> even
+  EXPECT_DOUBLE_EQ(PythonRound(0.125, 2), 0.12);  // 0.125 is exact in binary: tie -> even
   EXPECT_DOUBLE_EQ(PythonRound(0.375, 2), 0.38);
   EXPECT_DOUBLE_EQ(PythonRound(100.0 / 3.0, 4), 33.3333);
   EXPECT_TRUE(std::isnan(PythonRound(std::nan(""), 4)));

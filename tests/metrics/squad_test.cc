@@ -35,8 +35,13 @@ TEST(SquadNormalizeTest, PunctuationIsDeletedNotReplaced) {
 
 TEST(SquadNormalizeTest, UnicodeLowercaseAndWhitespace) {
   // Latin-1 capitals lower-case (É -> é); U+00A0 is whitespace for str.split().
-  EXPECT_EQ(SquadNormalize("\xC3\x89" "COLE"), "\xC3\xA9" "cole");
-  EXPECT_EQ(SquadNormalize("cat\xC2\xA0" "dog"), "cat dog");
+  EXPECT_EQ(SquadNormalize("\xC3\x89"
+                           "COLE"),
+            "\xC3\xA9"
+            "cole");
+  EXPECT_EQ(SquadNormalize("cat\xC2\xA0"
+                           "dog"),
+            "cat dog");
   // Non-ASCII punctuation is not in string.punctuation and stays; U+2019 is not a word
   // character, so "the" before it is still a whole word and goes.
   EXPECT_EQ(SquadNormalize("the\xE2\x80\x99"), "\xE2\x80\x99");

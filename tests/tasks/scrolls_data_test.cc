@@ -74,8 +74,7 @@ TEST(ScrollsDataTest, ScrollsFormIsPreferredOverRawFiles) {
   ASSERT_EQ(records->size(), 2u);
   EXPECT_EQ((*records)[0].input, "Q?\n\nT");
   EXPECT_EQ((*records)[1].pid, "");  // pid may be absent
-  EXPECT_EQ(LoadScrollsValidation(root, "gov_report").status().code(),
-            absl::StatusCode::kNotFound);
+  EXPECT_EQ(LoadScrollsValidation(root, "gov_report").status().code(), absl::StatusCode::kNotFound);
 }
 
 TEST(ScrollsDataTest, RecordWithoutOutputIsAnError) {
@@ -92,7 +91,7 @@ TEST(ScrollsDataTest, DuplicateIdsMergeIntoOneDocWithEveryOutput) {
   const std::vector<Doc> docs = MergeDuplicateIds(records);
   ASSERT_EQ(docs.size(), 2u);
   EXPECT_EQ(docs[0]["id"], "q1");
-  EXPECT_EQ(docs[0]["pid"], "q1_0");      // the first record's fields are kept
+  EXPECT_EQ(docs[0]["pid"], "q1_0");  // the first record's fields are kept
   EXPECT_EQ(docs[0]["input"], "in 1");
   EXPECT_EQ(docs[0]["outputs"], nlohmann::json({"first", "second"}));
   EXPECT_EQ(docs[1]["outputs"], nlohmann::json({"only"}));

@@ -75,8 +75,7 @@ TEST_F(ScrollsEndToEndTest, LongDocumentKeepsItsQuestionAndLosesItsStart) {
   ASSERT_GT(full->size(), 10u * 512u);  // a whole meeting transcript
 
   recording_->fed.clear();
-  auto result =
-      lm_->GenerateUntil({{request.context, request.until, request.max_gen_toks}});
+  auto result = lm_->GenerateUntil({{request.context, request.until, request.max_gen_toks}});
   ASSERT_TRUE(result.ok()) << result.status();
   ASSERT_FALSE(recording_->fed.empty());
   // The prompt: exactly max_length - max_gen_toks tokens, the tail of the encoding.
@@ -111,8 +110,8 @@ TEST_F(ScrollsEndToEndTest, ContractNliScoresEqualTheModelsOwnRanking) {
   for (const auto& sample : task.samples) {
     const std::string input = sample["doc"]["input"];
     const size_t blank = input.find("\n\n");
-    const std::string context = input.substr(blank + 2) + "\n\nHypothesis: " +
-                                input.substr(0, blank) + "\nConclusion:";
+    const std::string context =
+        input.substr(blank + 2) + "\n\nHypothesis: " + input.substr(0, blank) + "\nConclusion:";
     std::vector<LoglikelihoodRequest> requests;
     for (const auto& c : choices) requests.push_back({context, " " + c});
     auto lls = lm_->Loglikelihood(requests);

@@ -75,8 +75,8 @@ class ScriptedModel : public LanguageModel {
     }
     return out;
   }
-  absl::StatusOr<std::vector<RollingResult>> LoglikelihoodRolling(
-      absl::Span<const RollingRequest>, const CallOptions&) override {
+  absl::StatusOr<std::vector<RollingResult>> LoglikelihoodRolling(absl::Span<const RollingRequest>,
+                                                                  const CallOptions&) override {
     return absl::UnimplementedError("rolling");
   }
   absl::StatusOr<std::vector<GenerateUntilResult>> GenerateUntil(
@@ -93,7 +93,8 @@ class ScriptedModel : public LanguageModel {
   LanguageModelInfo info() const override { return {}; }
 };
 
-constexpr char kSummaryQuestion[] = "\n\nQuestion: What is a summary of the preceding text?\nAnswer:";
+constexpr char kSummaryQuestion[] =
+    "\n\nQuestion: What is a summary of the preceding text?\nAnswer:";
 
 ScriptedModel MakeScript() {
   ScriptedModel m;
@@ -113,14 +114,21 @@ ScriptedModel MakeScript() {
   const std::string c1 = "Contract one.\n\nHypothesis: Hyp one.\nConclusion:";
   const std::string c2 = "Contract two.\n\nHypothesis: Hyp two.\nConclusion:";
   m.loglikelihoods = {
-      {p1 + "| yes", {-1, false}},  {p1 + "| no", {-2, false}},
+      {p1 + "| yes", {-1, false}},
+      {p1 + "| no", {-2, false}},
       // Equal loglikelihoods: the greedy flag decides, as lm-eval's tuple comparison.
-      {p2 + "| yes", {-1, true}},   {p2 + "| no", {-1, false}},
-      {u1 + "| Red", {-4, false}},  {u1 + "| Blue", {-3, false}},
-      {u1 + "| Green", {-5, false}}, {u1 + "| Black and white", {-6, false}},
-      {c1 + "| Not mentioned", {-10, false}}, {c1 + "| Entailment", {-2, false}},
-      {c1 + "| Contradiction", {-3, false}},  {c2 + "| Not mentioned", {-1, false}},
-      {c2 + "| Entailment", {-5, false}},     {c2 + "| Contradiction", {-2, false}},
+      {p2 + "| yes", {-1, true}},
+      {p2 + "| no", {-1, false}},
+      {u1 + "| Red", {-4, false}},
+      {u1 + "| Blue", {-3, false}},
+      {u1 + "| Green", {-5, false}},
+      {u1 + "| Black and white", {-6, false}},
+      {c1 + "| Not mentioned", {-10, false}},
+      {c1 + "| Entailment", {-2, false}},
+      {c1 + "| Contradiction", {-3, false}},
+      {c2 + "| Not mentioned", {-1, false}},
+      {c2 + "| Entailment", {-5, false}},
+      {c2 + "| Contradiction", {-2, false}},
   };
   return m;
 }
@@ -151,10 +159,10 @@ class ScrollsTasksTest : public ::testing::Test {
 TEST_F(ScrollsTasksTest, GroupExpandsToTheSevenTasks) {
   auto names = ExpandTaskList("scrolls");
   ASSERT_TRUE(names.ok()) << names.status();
-  EXPECT_EQ(*names, (std::vector<std::string>{"scrolls_govreport", "scrolls_summscreenfd",
-                                              "scrolls_qmsum", "scrolls_qasper",
-                                              "scrolls_narrativeqa", "scrolls_quality",
-                                              "scrolls_contractnli"}));
+  EXPECT_EQ(*names,
+            (std::vector<std::string>{"scrolls_govreport", "scrolls_summscreenfd", "scrolls_qmsum",
+                                      "scrolls_qasper", "scrolls_narrativeqa", "scrolls_quality",
+                                      "scrolls_contractnli"}));
 }
 
 TEST_F(ScrollsTasksTest, SummaryRequestsAndCorpusRouge) {
@@ -249,8 +257,7 @@ TEST_F(ScrollsTasksTest, GroupReportsTheOfficialAverage) {
   const nlohmann::json results = ResultsJson(*report);
   // govreport 80.4574, summscreenfd 100 (identical), qmsum 100, qasper 50,
   // narrativeqa 50, quality 0, contractnli 50: mean 430.4574 / 7.
-  EXPECT_NEAR(results["groups"]["scrolls"]["scrolls_score,none"].get<double>(), 430.4574 / 7,
-              1e-9);
+  EXPECT_NEAR(results["groups"]["scrolls"]["scrolls_score,none"].get<double>(), 430.4574 / 7, 1e-9);
   EXPECT_EQ(results["groups"]["scrolls"]["scrolls_score_stderr,none"], "N/A");
   EXPECT_EQ(results["group_subtasks"]["scrolls"].size(), 7u);
   EXPECT_EQ(results["results"]["scrolls_qasper"]["f1_stderr,none"], "N/A");
