@@ -38,7 +38,7 @@ class RecordingModel : public Model {
   Model* model_;
 };
 
-class ScrollsEndToEndTest : public ::testing::TestWithParam<std::string> {
+class ScrollsModelsTest : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
     auto model = hgeval::testing::LoadFixtureModel(GetParam());
@@ -63,7 +63,7 @@ class ScrollsEndToEndTest : public ::testing::TestWithParam<std::string> {
   EvaluatorOptions options_;
 };
 
-TEST_P(ScrollsEndToEndTest, LongDocumentKeepsItsQuestionAndLosesItsStart) {
+TEST_P(ScrollsModelsTest, LongDocumentKeepsItsQuestionAndLosesItsStart) {
   auto task = CreateTask("scrolls_qmsum");
   ASSERT_TRUE(task.ok());
   auto docs = (*task)->LoadDocs(options_.data_dir);
@@ -103,7 +103,7 @@ TEST_P(ScrollsEndToEndTest, LongDocumentKeepsItsQuestionAndLosesItsStart) {
   EXPECT_LE(prompt.size() + (*result)[0].n_tokens, max_length);
 }
 
-TEST_P(ScrollsEndToEndTest, ContractNliScoresEqualTheModelsOwnRanking) {
+TEST_P(ScrollsModelsTest, ContractNliScoresEqualTheModelsOwnRanking) {
   options_.limit = GetParam() == "stories260K" ? 12 : 4;
   const int64_t n = static_cast<int64_t>(options_.limit);
   auto report = RunTasks(*lm_, {"scrolls_contractnli"}, options_);
@@ -144,7 +144,7 @@ TEST_P(ScrollsEndToEndTest, ContractNliScoresEqualTheModelsOwnRanking) {
   EXPECT_TRUE(results["em_stderr,none"].is_number());
 }
 
-TEST_P(ScrollsEndToEndTest, QmsumRougeIsComputedOverTheGeneratedSummaries) {
+TEST_P(ScrollsModelsTest, QmsumRougeIsComputedOverTheGeneratedSummaries) {
   options_.limit = 3;
   auto report = RunTasks(*lm_, {"scrolls_qmsum"}, options_);
   ASSERT_TRUE(report.ok()) << report.status();
@@ -176,7 +176,7 @@ TEST_P(ScrollsEndToEndTest, QmsumRougeIsComputedOverTheGeneratedSummaries) {
   EXPECT_EQ(results["rouge1_stderr,none"], "N/A");
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, ScrollsEndToEndTest,
+INSTANTIATE_TEST_SUITE_P(Models, ScrollsModelsTest,
                          ::testing::Values("stories260K", "hgrn2", "llama"));
 
 }  // namespace
