@@ -83,11 +83,9 @@ class ScrollsTask : public Task {
     }
     c["metric_list"] = nlohmann::json::array();
     for (const MetricSpec& m : metrics()) {
-      c["metric_list"].push_back(
-          {{"metric", m.name},
-           {"aggregation",
-            m.aggregation == Aggregation::kCorpus ? "scrolls metric over the corpus" : "mean"},
-           {"higher_is_better", m.higher_is_better}});
+      c["metric_list"].push_back({{"metric", m.name},
+                                  {"aggregation", AggregationName(m)},
+                                  {"higher_is_better", m.higher_is_better}});
     }
     return c;
   }
@@ -214,6 +212,13 @@ class ScrollsTask : public Task {
 
  private:
   bool generates() const { return spec_.kind != ScrollsKind::kMultipleChoice; }
+
+  // How config() describes a metric's aggregation.
+  std::string AggregationName(const MetricSpec& m) const {
+    if (m.aggregation != Aggregation::kCorpus) return "mean";
+    if (spec_.kind == ScrollsKind::kMultipleChoice) return "mean of em, rounded to 4 decimals";
+    return "SCROLLS metric over all (prediction, references) pairs";
+  }
 
   std::string DocToTextTemplate() const {
     if (spec_.kind == ScrollsKind::kSummary) {
