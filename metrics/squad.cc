@@ -32,6 +32,7 @@ void AppendUtf8(char32_t cp, std::string& out) {
 char32_t ToLower(char32_t cp) {
   if (cp >= 'A' && cp <= 'Z') return cp + 32;
   if ((cp >= 0xC0 && cp <= 0xDE && cp != 0xD7)) return cp + 32;  // Latin-1
+  if (cp == 0x212A) return 'k';                                  // Kelvin sign
   if (cp == 0x178) return 0xFF;                                  // Y diaeresis
   if (cp >= 0x100 && cp <= 0x17F && cp != 0x130 && cp != 0x131 && cp != 0x138 && cp != 0x149 &&
       cp != 0x17F) {
@@ -64,9 +65,13 @@ bool IsWordChar(char32_t cp) {
     return cp == 0xAA || cp == 0xB2 || cp == 0xB3 || cp == 0xB5 || cp == 0xB9 || cp == 0xBA ||
            (cp >= 0xBC && cp <= 0xBE);
   if (cp == 0xD7 || cp == 0xF7) return false;
-  if (cp >= 0x2000 && cp <= 0x2BFF) return false;  // punctuation, symbols, arrows, ...
-  if (cp >= 0x3000 && cp <= 0x303F) return false;  // CJK symbols and punctuation
-  if (cp >= 0xFF01 && cp <= 0xFF0F) return false;  // full-width punctuation
+  if (cp >= 0x300 && cp <= 0x36F) return false;      // combining marks are not alphanumeric
+  if (cp >= 0x2000 && cp <= 0x2BFF) return false;    // punctuation, symbols, arrows, ...
+  if (cp >= 0x3000 && cp <= 0x303F) return false;    // CJK symbols and punctuation
+  if (cp >= 0xFF01 && cp <= 0xFF0F) return false;    // full-width punctuation
+  if (cp >= 0xE000 && cp <= 0xF8FF) return false;    // private use
+  if (cp >= 0xFE00 && cp <= 0xFE0F) return false;    // variation selectors
+  if (cp >= 0x1F000 && cp <= 0x1FAFF) return false;  // emoji, pictographs, game symbols
   return true;
 }
 
@@ -80,7 +85,13 @@ std::string SquadNormalize(std::string_view text) {
   // lower(), then delete ASCII punctuation (string.punctuation).
   std::vector<char32_t> cps;
   for (size_t i = 0; i < text.size();) {
-    const char32_t lower = ToLower(NextCodePoint(text, &i));
+    const char32_t cp = NextCodePoint(text, &i);
+    if (cp == 0x130) {  // Python: "\u0130".lower() == "i\u0307"
+      cps.push_back('i');
+      cps.push_back(0x307);
+      continue;
+    }
+    const char32_t lower = ToLower(cp);
     if (!IsAsciiPunctuation(lower)) cps.push_back(lower);
   }
   // re.sub(r"\b(a|an|the)\b", " ", ...): the alternatives are tried left to right at each

@@ -15,9 +15,11 @@
 namespace hgeval::metrics {
 
 // Python's normalize_answer on UTF-8 text. lower() is applied to ASCII, Latin-1,
-// Latin Extended-A, Greek and Cyrillic capitals (other scripts pass through unchanged);
-// word boundaries for the article rule treat every non-ASCII letter or digit as a word
-// character, as Python's Unicode \b does.
+// Latin Extended-A (with U+0130 -> "i" U+0307), Greek and Cyrillic capitals and the
+// Kelvin sign (other scripts pass through unchanged). For the article rule's \b, ASCII
+// alphanumerics and "_" are word characters; outside ASCII, whitespace, combining marks,
+// and the punctuation, symbol and emoji blocks are not, everything else is (Python asks
+// the Unicode database).
 std::string SquadNormalize(std::string_view text);
 
 // Token F1 of one prediction against one reference: 0 when no token is shared (so an

@@ -49,6 +49,19 @@ TEST(SquadNormalizeTest, UnicodeLowercaseAndWhitespace) {
   EXPECT_EQ(SquadNormalize("\xC3\xA9the"), "\xC3\xA9the");
 }
 
+TEST(SquadNormalizeTest, LowercasesLikePythonOutsideLatin1) {
+  // U+0130 lower-cases to "i" + U+0307 (a combining mark, not a word character, so a
+  // following "the" is a whole word); the Kelvin sign to "k".
+  EXPECT_EQ(SquadNormalize("\xC4\xB0stanbul"), "i\xCC\x87stanbul");
+  EXPECT_EQ(SquadNormalize("\xC4\xB0the"), "i\xCC\x87");
+  EXPECT_EQ(SquadNormalize("5\xE2\x84\xAA"), "5k");
+  // Greek and Cyrillic capitals.
+  EXPECT_EQ(SquadNormalize("\xCE\x91\xCE\xB2 \xD0\x9F\xD1\x80\xD0\xB8"),
+            "\xCE\xB1\xCE\xB2 \xD0\xBF\xD1\x80\xD0\xB8");
+  // An emoji is not a word character: "the" after it is removed.
+  EXPECT_EQ(SquadNormalize("\xF0\x9F\x98\x80the"), "\xF0\x9F\x98\x80");
+}
+
 TEST(SquadF1Test, TokenOverlap) {
   // "cat sat" against "cat sat down": 2 shared, P = 1, R = 2/3, F = 0.8.
   EXPECT_NEAR(SquadF1("the cat sat", "a cat sat down"), 0.8, 1e-12);
