@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -28,6 +29,54 @@ std::map<std::vector<std::string>, int> CountNgrams(const std::vector<std::strin
     ++counts[std::vector<std::string>(tokens.begin() + i, tokens.begin() + i + n)];
   }
   return counts;
+}
+
+// The full LCS table of a and b (rouge_score _lcs_table).
+std::vector<std::vector<int>> LcsTable(const std::vector<std::string>& a,
+                                       const std::vector<std::string>& b) {
+  std::vector<std::vector<int>> table(a.size() + 1, std::vector<int>(b.size() + 1, 0));
+  for (size_t i = 1; i <= a.size(); ++i) {
+    for (size_t j = 1; j <= b.size(); ++j) {
+      table[i][j] = a[i - 1] == b[j - 1] ? table[i - 1][j - 1] + 1
+                                         : std::max(table[i - 1][j], table[i][j - 1]);
+    }
+  }
+  return table;
+}
+
+// Positions in `target` of one LCS with `prediction`. Which LCS matters for rougeLsum's
+// union, so the walk breaks ties as rouge_score's _backtrack_norec does: on a mismatch
+// it moves left in the prediction only when that cell is strictly larger.
+std::vector<size_t> LcsTargetPositions(const std::vector<std::string>& target,
+                                       const std::vector<std::string>& prediction) {
+  const auto table = LcsTable(target, prediction);
+  std::vector<size_t> positions;
+  size_t i = target.size(), j = prediction.size();
+  while (i > 0 && j > 0) {
+    if (target[i - 1] == prediction[j - 1]) {
+      positions.push_back(i - 1);
+      --i;
+      --j;
+    } else if (table[i][j - 1] > table[i - 1][j]) {
+      --j;
+    } else {
+      --i;
+    }
+  }
+  std::reverse(positions.begin(), positions.end());
+  return positions;
+}
+
+std::vector<std::string> SplitNonEmptyLines(std::string_view text) {
+  std::vector<std::string> lines;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string_view::npos) end = text.size();
+    if (end > start) lines.emplace_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  return lines;
 }
 
 }  // namespace
@@ -100,6 +149,40 @@ RougeScore RougeLOnTokens(const std::vector<std::string>& target,
                     static_cast<double>(prediction.size()));
 }
 
+RougeScore RougeLsumOnSentences(const std::vector<std::vector<std::string>>& target,
+                                const std::vector<std::vector<std::string>>& prediction) {
+  if (target.empty() || prediction.empty()) return RougeScore{};
+  std::map<std::string, int> target_left, prediction_left;
+  double target_tokens = 0, prediction_tokens = 0;
+  for (const auto& sentence : target) {
+    target_tokens += static_cast<double>(sentence.size());
+    for (const auto& token : sentence) ++target_left[token];
+  }
+  for (const auto& sentence : prediction) {
+    prediction_tokens += static_cast<double>(sentence.size());
+    for (const auto& token : sentence) ++prediction_left[token];
+  }
+  if (target_tokens == 0 || prediction_tokens == 0) return RougeScore{};
+  double hits = 0;
+  for (const auto& target_sentence : target) {
+    std::set<size_t> covered;  // ordered: hits are taken in target order
+    for (const auto& prediction_sentence : prediction) {
+      for (size_t p : LcsTargetPositions(target_sentence, prediction_sentence)) covered.insert(p);
+    }
+    for (size_t p : covered) {
+      const std::string& token = target_sentence[p];
+      int& in_prediction = prediction_left[token];
+      int& in_target = target_left[token];
+      if (in_prediction > 0 && in_target > 0) {
+        hits += 1;
+        --in_prediction;
+        --in_target;
+      }
+    }
+  }
+  return FromCounts(hits, target_tokens, prediction_tokens);
+}
+
 RougeScore RougeN(std::string_view target, std::string_view prediction, int n, bool use_stemmer) {
   return RougeNOnTokens(RougeTokenize(target, use_stemmer), RougeTokenize(prediction, use_stemmer),
                         n);
@@ -107,6 +190,55 @@ RougeScore RougeN(std::string_view target, std::string_view prediction, int n, b
 
 RougeScore RougeL(std::string_view target, std::string_view prediction, bool use_stemmer) {
   return RougeLOnTokens(RougeTokenize(target, use_stemmer), RougeTokenize(prediction, use_stemmer));
+}
+
+RougeScore RougeLsum(std::string_view target, std::string_view prediction, bool use_stemmer) {
+  auto tokenize_sentences = [use_stemmer](std::string_view text) {
+    std::vector<std::vector<std::string>> sentences;
+    for (const std::string& line : SplitNonEmptyLines(text)) {
+      sentences.push_back(RougeTokenize(line, use_stemmer));
+    }
+    return sentences;
+  };
+  return RougeLsumOnSentences(tokenize_sentences(target), tokenize_sentences(prediction));
+}
+
+const char* RougeTypeName(RougeType type) {
+  switch (type) {
+    case RougeType::kRouge1:
+      return "rouge1";
+    case RougeType::kRouge2:
+      return "rouge2";
+    case RougeType::kRougeL:
+      return "rougeL";
+    case RougeType::kRougeLsum:
+      return "rougeLsum";
+  }
+  return "";
+}
+
+RougeScore Rouge(RougeType type, std::string_view target, std::string_view prediction,
+                 bool use_stemmer) {
+  switch (type) {
+    case RougeType::kRouge1:
+      return RougeN(target, prediction, 1, use_stemmer);
+    case RougeType::kRouge2:
+      return RougeN(target, prediction, 2, use_stemmer);
+    case RougeType::kRougeL:
+      return RougeL(target, prediction, use_stemmer);
+    case RougeType::kRougeLsum:
+      return RougeLsum(target, prediction, use_stemmer);
+  }
+  return RougeScore{};
+}
+
+double RougeFMaxOverReferences(RougeType type, std::string_view prediction,
+                               absl::Span<const std::string> references, bool use_stemmer) {
+  double best = 0.0;
+  for (const std::string& reference : references) {
+    best = std::max(best, Rouge(type, reference, prediction, use_stemmer).fmeasure);
+  }
+  return best;
 }
 
 }  // namespace hgeval::metrics

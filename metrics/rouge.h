@@ -9,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include "absl/types/span.h"
+
 namespace hgeval::metrics {
 
 struct RougeScore {
@@ -31,9 +33,29 @@ RougeScore RougeNOnTokens(const std::vector<std::string>& target,
 RougeScore RougeLOnTokens(const std::vector<std::string>& target,
                           const std::vector<std::string>& prediction);
 
+// rougeLsum on tokenized sentences: summary-level LCS. For each target sentence, the
+// union of the token positions its LCS with every prediction sentence covers; a token
+// counts as a hit only while both sides still hold an unmatched copy of it (ROUGE 1.5.5's
+// guard against double counting). P = hits / prediction tokens, R = hits / target tokens.
+RougeScore RougeLsumOnSentences(const std::vector<std::vector<std::string>>& target,
+                                const std::vector<std::vector<std::string>>& prediction);
+
 // Text entry points (tokenize both sides, then score).
 RougeScore RougeN(std::string_view target, std::string_view prediction, int n, bool use_stemmer);
 RougeScore RougeL(std::string_view target, std::string_view prediction, bool use_stemmer);
+// Sentences are the non-empty pieces of the text split on "\n" (rouge_score's default,
+// split_summaries=False).
+RougeScore RougeLsum(std::string_view target, std::string_view prediction, bool use_stemmer);
+
+enum class RougeType { kRouge1, kRouge2, kRougeL, kRougeLsum };
+// "rouge1", "rouge2", "rougeL", "rougeLsum".
+const char* RougeTypeName(RougeType type);
+RougeScore Rouge(RougeType type, std::string_view target, std::string_view prediction,
+                 bool use_stemmer);
+
+// The best F-measure of the prediction against any reference (0 with no reference).
+double RougeFMaxOverReferences(RougeType type, std::string_view prediction,
+                               absl::Span<const std::string> references, bool use_stemmer);
 
 }  // namespace hgeval::metrics
 

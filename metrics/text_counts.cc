@@ -1,10 +1,9 @@
 #include "metrics/text_counts.h"
 
-namespace hgeval::metrics {
-namespace {
+#include <algorithm>
 
-// Decodes one UTF-8 sequence at utf8[*i], advancing *i; malformed bytes decode as
-// themselves (never whitespace above 0x7F, so they only split runs).
+namespace hgeval::metrics {
+
 char32_t NextCodePoint(std::string_view utf8, size_t* i) {
   const unsigned char c = static_cast<unsigned char>(utf8[*i]);
   size_t len = 1;
@@ -35,8 +34,6 @@ char32_t NextCodePoint(std::string_view utf8, size_t* i) {
   return cp;
 }
 
-}  // namespace
-
 bool IsPythonWhitespace(char32_t c) {
   if (c >= 0x09 && c <= 0x0D) return true;
   if (c >= 0x1C && c <= 0x20) return true;
@@ -65,6 +62,33 @@ int64_t PythonWhitespaceSplitCount(std::string_view utf8) {
     in_run = space;
   }
   return runs + 1;
+}
+
+std::vector<std::string> PythonSplit(std::string_view utf8) {
+  std::vector<std::string> words;
+  size_t start = 0;
+  bool in_word = false;
+  for (size_t i = 0; i < utf8.size();) {
+    const size_t at = i;
+    const bool space = IsPythonWhitespace(NextCodePoint(utf8, &i));
+    if (space && in_word) words.emplace_back(utf8.substr(start, at - start));
+    if (!space && !in_word) start = at;
+    in_word = !space;
+  }
+  if (in_word) words.emplace_back(utf8.substr(start));
+  return words;
+}
+
+std::string_view PythonStrip(std::string_view utf8) {
+  size_t begin = utf8.size(), end = 0;
+  for (size_t i = 0; i < utf8.size();) {
+    const size_t at = i;
+    if (!IsPythonWhitespace(NextCodePoint(utf8, &i))) {
+      begin = std::min(begin, at);
+      end = i;
+    }
+  }
+  return begin < end ? utf8.substr(begin, end - begin) : std::string_view();
 }
 
 }  // namespace hgeval::metrics

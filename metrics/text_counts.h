@@ -4,15 +4,26 @@
 #define HGEVAL_METRICS_TEXT_COUNTS_H_
 
 #include <cstdint>
+#include <string>
 #include <string_view>
+#include <vector>
 
 namespace hgeval::metrics {
+
+// Decodes one UTF-8 sequence at utf8[*i] and advances *i past it; a malformed byte
+// decodes as U+FFFD (one byte consumed).
+char32_t NextCodePoint(std::string_view utf8, size_t* i);
 
 // Python str.isspace() for one code point (what re's \s matches in a str pattern).
 bool IsPythonWhitespace(char32_t code_point);
 
 // len(re.split(r"\s+", text)): maximal runs of Unicode whitespace + 1.
 int64_t PythonWhitespaceSplitCount(std::string_view utf8);
+
+// str.split() with no separator: the maximal runs of non-whitespace.
+std::vector<std::string> PythonSplit(std::string_view utf8);
+// str.strip() with no argument: leading and trailing Unicode whitespace removed.
+std::string_view PythonStrip(std::string_view utf8);
 
 // len(text.encode("utf-8")).
 inline int64_t Utf8ByteCount(std::string_view utf8) { return static_cast<int64_t>(utf8.size()); }

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <ctime>
+#include <initializer_list>
 #include <limits>
 #include <map>
 #include <utility>
@@ -26,26 +27,38 @@ double Seconds(std::chrono::steady_clock::time_point start) {
 }
 
 // Aggregated value and stderr (NaN: "N/A") of one metric, as lm-eval computes them.
-std::pair<double, double> Aggregate(const MetricSpec& spec, const std::vector<double>& values,
-                                    const std::vector<double>& weights, int64_t bootstrap_iters) {
+absl::StatusOr<std::pair<double, double>> Aggregate(const Task& task, const MetricSpec& spec,
+                                                    const std::vector<MetricSample>& samples,
+                                                    int64_t bootstrap_iters) {
+  if (spec.aggregation == Aggregation::kCorpus) {
+    HG_ASSIGN_OR_RETURN(double value, task.AggregateCorpus(spec.name, samples));
+    return std::pair<double, double>{value, kNaN};
+  }
+  std::vector<double> values, weights;
+  for (const MetricSample& sample : samples) {
+    values.push_back(sample.value);
+    weights.push_back(sample.weight);
+  }
   switch (spec.aggregation) {
     case Aggregation::kMean: {
       const double stderr_value =
           (bootstrap_iters > 0 && values.size() > 1) ? metrics::MeanStderr(values) : kNaN;
-      return {metrics::Mean(values), stderr_value};
+      return std::pair<double, double>{metrics::Mean(values), stderr_value};
     }
     case Aggregation::kPerplexity: {
       const double stderr_value = (bootstrap_iters > 0 && values.size() > 1)
                                       ? metrics::PerplexityStderr(values, bootstrap_iters)
                                       : kNaN;
-      return {metrics::Perplexity(values), stderr_value};
+      return std::pair<double, double>{metrics::Perplexity(values), stderr_value};
     }
     case Aggregation::kWeightedPerplexity:
-      return {metrics::WeightedPerplexity(values, weights), kNaN};
+      return std::pair<double, double>{metrics::WeightedPerplexity(values, weights), kNaN};
     case Aggregation::kBitsPerByte:
-      return {metrics::BitsPerByte(values, weights), kNaN};
+      return std::pair<double, double>{metrics::BitsPerByte(values, weights), kNaN};
+    case Aggregation::kCorpus:
+      break;
   }
-  return {kNaN, kNaN};
+  return std::pair<double, double>{kNaN, kNaN};
 }
 
 nlohmann::json NumberOrNull(double v) { return std::isfinite(v) ? nlohmann::json(v) : nullptr; }
@@ -138,15 +151,12 @@ absl::StatusOr<TaskReport> RunTaskUnguarded(LanguageModel& model, const Task& ta
   report.stats = model.stats();
 
   // Per-doc metrics, then aggregation.
-  std::map<std::string, std::pair<std::vector<double>, std::vector<double>>> samples;
+  std::map<std::string, std::vector<MetricSample>> samples;
   for (size_t d = 0; d < docs.size(); ++d) {
     absl::Span<const Response> doc_responses(responses.data() + offsets[d],
                                              offsets[d + 1] - offsets[d]);
     HG_ASSIGN_OR_RETURN(DocMetrics doc_metrics, task.Process(docs[d], doc_responses));
-    for (const auto& [metric, sample] : doc_metrics) {
-      samples[metric].first.push_back(sample.value);
-      samples[metric].second.push_back(sample.weight);
-    }
+    for (const auto& [metric, sample] : doc_metrics) samples[metric].push_back(sample);
     if (options.log_samples) {
       nlohmann::json record;
       record["task"] = report.name;
@@ -179,12 +189,17 @@ absl::StatusOr<TaskReport> RunTaskUnguarded(LanguageModel& model, const Task& ta
       record["resps"] = resps;
       record["filtered_resps"] = resps;
       for (const auto& [metric, sample] : doc_metrics) {
-        const bool weighted =
-            std::any_of(report.metrics.begin(), report.metrics.end(), [&](const MetricSpec& m) {
-              return m.name == metric && (m.aggregation == Aggregation::kWeightedPerplexity ||
-                                          m.aggregation == Aggregation::kBitsPerByte);
-            });
-        if (weighted) {
+        auto aggregated_as = [&](std::initializer_list<Aggregation> kinds) {
+          return std::any_of(
+              report.metrics.begin(), report.metrics.end(), [&](const MetricSpec& m) {
+                return m.name == metric &&
+                       std::find(kinds.begin(), kinds.end(), m.aggregation) != kinds.end();
+              });
+        };
+        if (aggregated_as({Aggregation::kCorpus})) {
+          // lm-eval logs the (prediction, references) item.
+          record[metric] = nlohmann::json::array({sample.prediction, sample.references});
+        } else if (aggregated_as({Aggregation::kWeightedPerplexity, Aggregation::kBitsPerByte})) {
           record[metric] = {sample.value, sample.weight};
         } else {
           record[metric] = sample.value;
@@ -194,10 +209,10 @@ absl::StatusOr<TaskReport> RunTaskUnguarded(LanguageModel& model, const Task& ta
     }
   }
   for (const MetricSpec& spec : report.metrics) {
-    const auto& [values, weights] = samples[spec.name];
-    auto [value, stderr_value] = Aggregate(spec, values, weights, options.bootstrap_iters);
-    report.values.push_back(value);
-    report.stderrs.push_back(stderr_value);
+    HG_ASSIGN_OR_RETURN(auto aggregated,
+                        Aggregate(task, spec, samples[spec.name], options.bootstrap_iters));
+    report.values.push_back(aggregated.first);
+    report.stderrs.push_back(aggregated.second);
   }
   report.seconds = Seconds(start);
   return report;
@@ -271,6 +286,30 @@ nlohmann::json ResultsJson(const EvaluationReport& report) {
                        {"truncated_requests", task.stats.truncated_requests},
                        {"seconds", task.seconds}};
   }
+  // Groups with a score: the mean of the members' score metric, when every member ran.
+  for (const TaskGroup& group : RegisteredTaskGroups()) {
+    if (group.score_metric.empty() || group.members.empty()) continue;
+    double sum = 0;
+    size_t found = 0;
+    for (const std::string& member : group.members) {
+      for (const TaskReport& task : report.tasks) {
+        if (task.name != member) continue;
+        for (size_t m = 0; m < task.metrics.size(); ++m) {
+          if (task.metrics[m].name == group.score_metric) {
+            sum += task.values[m];
+            ++found;
+          }
+        }
+      }
+    }
+    if (found != group.members.size()) continue;
+    const std::string& metric = group.score_metric;
+    out["groups"][group.name] = {{"alias", group.name},
+                                 {metric + ",none", NumberOrNull(sum / found)},
+                                 {metric + "_stderr,none", "N/A"}};
+    out["group_subtasks"][group.name] = group.members;
+    out["higher_is_better"][group.name] = {{metric, true}};
+  }
   const LanguageModelInfo& m = report.model;
   nlohmann::json config;
   config["model"] = m.model;
@@ -320,13 +359,17 @@ std::string Pad(const std::string& s, int64_t width, char align) {
 
 }  // namespace
 
-std::string ResultsTable(const nlohmann::json& results) {
-  const std::vector<std::string> headers = {"Tasks", "Version", "Filter", "n-shot", "Metric",
-                                            "",      "Value",   "",       "Stderr"};
+namespace {
+
+// One of lm-eval's make_table tables: column "results" (tasks) or "groups".
+std::string TableOf(const nlohmann::json& results, const std::string& column) {
+  const std::string first = column == "groups" ? "Groups" : "Tasks";
+  const std::vector<std::string> headers = {first, "Version", "Filter", "n-shot", "Metric",
+                                            "",    "Value",   "",       "Stderr"};
   const std::string align = "lrlrllrlr";
   std::vector<std::vector<std::string>> rows;
-  if (!results.contains("results")) return "";
-  for (const auto& [task, entries] : results["results"].items()) {
+  if (!results.contains(column)) return "";
+  for (const auto& [task, entries] : results[column].items()) {
     std::string name = entries.value("alias", task);
     std::string version = "    N/A";
     if (results.contains("versions") && results["versions"].contains(task)) {
@@ -384,6 +427,17 @@ std::string ResultsTable(const nlohmann::json& results) {
     out += "|";
     for (size_t c = 0; c < headers.size(); ++c) out += Pad(row[c], widths[c], align[c]) + "|";
     out += "\n";
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string ResultsTable(const nlohmann::json& results) {
+  std::string out = TableOf(results, "results");
+  // lm-eval prints the groups' table after the tasks' one.
+  if (results.contains("groups") && !results["groups"].empty()) {
+    out += "\n" + TableOf(results, "groups");
   }
   return out;
 }

@@ -16,6 +16,7 @@ namespace {
 struct Registry {
   std::mutex mu;
   std::map<std::string, TaskFactory> factories;
+  std::map<std::string, TaskGroup> groups;
 };
 
 Registry& GlobalRegistry() {
@@ -59,7 +60,23 @@ std::vector<std::string> RegisteredTaskNames() {
   return names;
 }
 
+bool RegisterTaskGroup(TaskGroup group) {
+  Registry& registry = GlobalRegistry();
+  std::lock_guard<std::mutex> lock(registry.mu);
+  const std::string name = group.name;
+  return registry.groups.emplace(name, std::move(group)).second;
+}
+
+std::vector<TaskGroup> RegisteredTaskGroups() {
+  Registry& registry = GlobalRegistry();
+  std::lock_guard<std::mutex> lock(registry.mu);
+  std::vector<TaskGroup> groups;
+  for (const auto& [name, group] : registry.groups) groups.push_back(group);
+  return groups;
+}
+
 absl::StatusOr<std::vector<std::string>> ExpandTaskList(const std::string& list) {
+  const std::vector<TaskGroup> groups = RegisteredTaskGroups();
   std::vector<std::string> out;
   auto add = [&out](const std::string& name) {
     if (std::find(out.begin(), out.end(), name) == out.end()) out.push_back(name);
@@ -71,6 +88,10 @@ absl::StatusOr<std::vector<std::string>> ExpandTaskList(const std::string& list)
     } else if (name == "lm_eval_suite") {
       for (const auto& member : CommonsenseTasks()) add(member);
       for (const char* member : {"lambada_openai", "lambada_standard", "wikitext"}) add(member);
+    } else if (auto group = std::find_if(groups.begin(), groups.end(),
+                                         [&name](const TaskGroup& g) { return g.name == name; });
+               group != groups.end()) {
+      for (const auto& member : group->members) add(member);
     } else {
       add(name);
     }

@@ -23,8 +23,22 @@ absl::StatusOr<std::unique_ptr<Task>> CreateTask(const std::string& name);
 // Sorted.
 std::vector<std::string> RegisteredTaskNames();
 
+// A named group of tasks: --tasks NAME runs its members. With a score_metric, the results
+// report the unweighted mean of that metric over the members under "groups" (only when
+// every member ran).
+struct TaskGroup {
+  std::string name;
+  std::vector<std::string> members;
+  std::string score_metric;
+};
+// Adds a group; returns false (and keeps the first) when the name is taken.
+bool RegisterTaskGroup(TaskGroup group);
+// Sorted by name.
+std::vector<TaskGroup> RegisteredTaskGroups();
+
 // Expands a comma-separated list; the group names "commonsense" (the eight
-// multiple-choice tasks) and "lm_eval_suite" (all eleven) expand to their members.
+// multiple-choice tasks) and "lm_eval_suite" (all eleven), and every registered group,
+// expand to their members.
 absl::StatusOr<std::vector<std::string>> ExpandTaskList(const std::string& list);
 
 }  // namespace hgeval::tasks

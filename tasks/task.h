@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "nlohmann/json.hpp"
@@ -44,6 +45,9 @@ enum class Aggregation {
   kPerplexity,          // exp(-mean(values)); stderr bootstrapped
   kWeightedPerplexity,  // exp(-sum(value) / sum(weight)); stderr "N/A"
   kBitsPerByte,         // -(sum(value) / sum(weight)) / ln 2; stderr "N/A"
+  // The task computes the number from every doc's sample at once (Task::AggregateCorpus),
+  // as lm-eval's custom aggregation functions do (SCROLLS' ROUGE, F1); stderr "N/A".
+  kCorpus,
 };
 
 struct MetricSpec {
@@ -53,10 +57,13 @@ struct MetricSpec {
 };
 
 // One doc's contribution to one metric: value (and the weight, for weighted
-// aggregations: words or bytes).
+// aggregations: words or bytes). A corpus-level metric (Aggregation::kCorpus) gets the
+// doc's item instead: what it predicted and the references it is scored against.
 struct MetricSample {
   double value = 0.0;
   double weight = 1.0;
+  std::string prediction;
+  std::vector<std::string> references;
 };
 
 using DocMetrics = std::vector<std::pair<std::string, MetricSample>>;
@@ -80,6 +87,11 @@ class Task {
   // Per-doc metric samples from the responses (one per request, same order).
   virtual absl::StatusOr<DocMetrics> Process(const Doc& doc,
                                              absl::Span<const Response> responses) const = 0;
+  // The value of a kCorpus metric from the samples of every evaluated doc, in doc order.
+  virtual absl::StatusOr<double> AggregateCorpus(const std::string& metric,
+                                                 absl::Span<const MetricSample> samples) const {
+    return absl::UnimplementedError("task " + name() + " has no corpus-level metric " + metric);
+  }
   // For --log-samples: the gold target as lm-eval logs it (index or string).
   virtual nlohmann::json Target(const Doc& doc) const { return nullptr; }
 };

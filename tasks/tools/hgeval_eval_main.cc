@@ -27,7 +27,8 @@ Usage: hgeval-eval --model PATH --tasks NAMES [options]
   --model PATH          Hugging Face checkpoint folder or llama2.c .bin file
   --tokenizer PATH      tokenizer file or folder (default: the model folder's)
   --tasks NAMES         comma-separated lm-eval task names; groups: commonsense,
-                        lm_eval_suite (all eleven); "list" prints the known tasks
+                        lm_eval_suite (all eleven), scrolls (the seven SCROLLS
+                        tasks); "list" prints the known tasks
   --limit N             first N docs per task (a value < 1 is a fraction)
   --bos MODE            none (lm-eval <= 0.4.9.1) or tokenizer (>= 0.4.9.2, default)
   --max-length N        lm-eval max_length (default: config max_position_embeddings,
