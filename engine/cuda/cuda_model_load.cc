@@ -28,42 +28,20 @@ struct Names {
 Names NamesFor(const ModelConfig& c) {
   Names n;
   switch (c.family) {
-    case ModelFamily::kLlama:
-      if (c.fla_key_names) {
-        n = {"model.embeddings.weight",
-             "model.norm.weight",
-             "lm_head.weight",
-             "model.layers.",
-             "attn_norm",
-             "mlp_norm",
-             "attn"};
-      } else {
-        n = {"model.embed_tokens.weight",
-             "model.norm.weight",
-             "lm_head.weight",
-             "model.layers.",
-             "input_layernorm",
-             "post_attention_layernorm",
-             "self_attn"};
-      }
-      break;
     case ModelFamily::kMamba:
-      n = {"backbone.embeddings.weight",
-           "backbone.norm_f.weight",
-           "lm_head.weight",
-           "backbone.layers.",
-           "norm",
-           "",
-           "mixer"};
+      n = {"backbone.embeddings.weight", "backbone.norm_f.weight", "lm_head.weight",
+           "backbone.layers.", "norm", "", "mixer"};
       break;
+    case ModelFamily::kLlama:
+      if (!c.fla_key_names) {
+        n = {"model.embed_tokens.weight", "model.norm.weight", "lm_head.weight",
+             "model.layers.", "input_layernorm", "post_attention_layernorm", "self_attn"};
+        break;
+      }
+      [[fallthrough]];  // fla's LLaMA layout uses the fla names below
     default:
-      n = {"model.embeddings.weight",
-           "model.norm.weight",
-           "lm_head.weight",
-           "model.layers.",
-           "attn_norm",
-           "mlp_norm",
-           "attn"};
+      n = {"model.embeddings.weight", "model.norm.weight", "lm_head.weight", "model.layers.",
+           "attn_norm", "mlp_norm", "attn"};
   }
   return n;
 }

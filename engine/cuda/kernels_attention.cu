@@ -415,13 +415,19 @@ __global__ void __launch_bounds__(kFlashThreads)
   }
 }
 
+// Shared memory of a flash block (Q, K and V^T tiles), allowed for the kernel.
+template <int HD>
+cudaError_t PrepareFlash(size_t* smem) {
+  *smem = sizeof(bf16) * ((kFlashRows + kFlashKeys) * (HD + 8) + HD * (kFlashKeys + 8));
+  return cudaFuncSetAttribute(FlashPrefillKernel<HD>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                              static_cast<int>(*smem));
+}
+
 template <int HD>
 cudaError_t LaunchFlash(const void* qkv, int rows, int heads, int kv_heads, const void* kp,
                         const void* vp, int64_t pos0, float scale, void* o, cudaStream_t stream) {
-  const size_t smem = sizeof(bf16) * ((kFlashRows + kFlashKeys) * (HD + 8) + HD * (kFlashKeys + 8));
-  cudaError_t err = cudaFuncSetAttribute(
-      FlashPrefillKernel<HD>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
-  if (err != cudaSuccess) return err;
+  size_t smem = 0;
+  if (cudaError_t err = PrepareFlash<HD>(&smem); err != cudaSuccess) return err;
   FlashSource src;
   src.qkv = static_cast<const bf16*>(qkv);
   src.kp = static_cast<const bf16*>(kp);
@@ -439,10 +445,8 @@ cudaError_t LaunchFlashPacked(const void* qkv, const PackView& pack, int heads, 
                               void* const* cache_ptrs, const int64_t* caps,
                               const int64_t* positions, int layer, float scale, void* o,
                               cudaStream_t stream) {
-  const size_t smem = sizeof(bf16) * ((kFlashRows + kFlashKeys) * (HD + 8) + HD * (kFlashKeys + 8));
-  cudaError_t err = cudaFuncSetAttribute(
-      FlashPrefillKernel<HD>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
-  if (err != cudaSuccess) return err;
+  size_t smem = 0;
+  if (cudaError_t err = PrepareFlash<HD>(&smem); err != cudaSuccess) return err;
   FlashSource src;
   src.qkv = static_cast<const bf16*>(qkv);
   src.o = static_cast<bf16*>(o);
