@@ -92,10 +92,12 @@ class LlamaModel : public Model {
   absl::Status Forward(absl::Span<const ForwardItem> items,
                        absl::Span<ForwardOutput> outputs) override {
     HG_RETURN_IF_ERROR(ValidateItems(items, outputs, config_.vocab_size));
+    std::vector<std::unique_ptr<SequenceState>> copies;
+    HG_ASSIGN_OR_RETURN(std::vector<SequenceState*> resolved, ResolveStates(items, &copies));
     // Check every item before advancing any state, so a rejected batch changes nothing.
     std::vector<LlamaState*> states(items.size());
     for (size_t i = 0; i < items.size(); ++i) {
-      auto* state = dynamic_cast<LlamaState*>(items[i].state);
+      auto* state = dynamic_cast<LlamaState*>(resolved[i]);
       if (state == nullptr || state->owner() != this) {
         return absl::InvalidArgumentError(
             absl::StrCat("item ", i, ": the sequence state was not created by this model"));

@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/cpu/row_invariant_linear.h"
+#include "engine/util/status_macros.h"
 
 namespace hgeval::cpu {
 namespace {
@@ -226,6 +227,21 @@ ScopedCpuThreads::ScopedCpuThreads(int threads) : previous_(tls_thread_limit) {
 
 ScopedCpuThreads::~ScopedCpuThreads() { tls_thread_limit = previous_; }
 
+absl::StatusOr<std::vector<SequenceState*>> ResolveStates(
+    absl::Span<const ForwardItem> items, std::vector<std::unique_ptr<SequenceState>>* copies) {
+  std::vector<SequenceState*> states(items.size());
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (items[i].state != nullptr) {
+      states[i] = items[i].state;
+      continue;
+    }
+    HG_ASSIGN_OR_RETURN(std::unique_ptr<SequenceState> copy, CloneState(*items[i].start));
+    states[i] = copy.get();
+    copies->push_back(std::move(copy));
+  }
+  return states;
+}
+
 absl::Status ValidateItems(absl::Span<const ForwardItem> items, absl::Span<ForwardOutput> outputs,
                            int64_t vocab) {
   if (items.size() != outputs.size()) {
@@ -234,8 +250,9 @@ absl::Status ValidateItems(absl::Span<const ForwardItem> items, absl::Span<Forwa
   }
   for (size_t i = 0; i < items.size(); ++i) {
     const ForwardItem& item = items[i];
-    if (item.state == nullptr) {
-      return absl::InvalidArgumentError(absl::StrCat("Forward: item ", i, " has no state"));
+    if ((item.state == nullptr) == (item.start == nullptr)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "Forward: item ", i, " needs exactly one of a state to advance and a start state"));
     }
     if (!item.targets.empty() && item.targets.size() != item.tokens.size()) {
       return absl::InvalidArgumentError(absl::StrCat("Forward: item ", i, " has ",

@@ -7,9 +7,11 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 
 #include "absl/types/span.h"
 #include "engine/loader/checkpoint.h"
@@ -65,6 +67,11 @@ class ScopedCpuThreads {
 
 // Validates items for a model with `vocab` entries: state present, token and target ids
 // in range, target length equal to tokens length. Errors are InvalidArgument.
+// The state each item advances: its `state`, or a private copy of its `start` held in
+// `copies` (dropped by the caller after the call).
+absl::StatusOr<std::vector<SequenceState*>> ResolveStates(
+    absl::Span<const ForwardItem> items, std::vector<std::unique_ptr<SequenceState>>* copies);
+
 absl::Status ValidateItems(absl::Span<const ForwardItem> items, absl::Span<ForwardOutput> outputs,
                            int64_t vocab);
 

@@ -187,6 +187,7 @@ absl::Status CudaModel::EnqueueMixer(int layer, int rows, int num_seqs, bool dec
   cudaStream_t s = ctx_->stream();
   const int64_t per_layer = RecurrentFloatsPerLayer();
   float* const* sptrs = cur_.state_ptrs;
+  float* const* optrs = cur_.out_ptrs;  // null: states are written back in place
   const int H = static_cast<int>(heads_), dk = static_cast<int>(dk_), dv = static_cast<int>(dv_);
   const float eps = static_cast<float>(config_.norm_eps);
 
@@ -198,7 +199,8 @@ absl::Status CudaModel::EnqueueMixer(int layer, int rows, int num_seqs, bool dec
     } else {
       HG_LAUNCH(ChunkLocalCumsumPacked(g_.as<float>(), pack_, H, dk, s));
       HG_LAUNCH(ChunkGlaStatesPacked(k_.as<float>(), g_.as<float>(), v_.as<float>(), pack_, H, dk,
-                                     dv, sptrs, layer * per_layer, chunk_states_.as<float>(), s));
+                                     dv, sptrs, optrs, layer * per_layer, chunk_states_.as<float>(),
+                                     s));
       HG_LAUNCH(ChunkGlaOutputPacked(q_.as<float>(), k_.as<float>(), g_.as<float>(), v_.as<float>(),
                                      chunk_states_.as<float>(), pack_, H, dk, dv, mixer_scale_,
                                      o_.as<float>(), s));
@@ -250,7 +252,8 @@ absl::Status CudaModel::EnqueueMixer(int layer, int rows, int num_seqs, bool dec
       HG_RETURN_IF_ERROR(Linear(rows, proj_width_, D_, Mat(x_.get(), act_, D_),
                                 Mat(w.w_in.get(), act_, D_), proj_.get(), Act::kF32, proj_width_));
       HG_LAUNCH(HgrnGates(proj_.as<float>(), rows, E, w.lower_bound.as<float>(), s));
-      HG_LAUNCH(HgrnScan(proj_.as<float>(), cur_.seq_row0, num_seqs, E, sptrs, layer * per_layer,
+      HG_LAUNCH(HgrnScan(proj_.as<float>(), cur_.seq_row0, num_seqs, E, sptrs, optrs,
+                         layer * per_layer,
                          o_.as<float>(), s));
       HG_LAUNCH(RmsNormGated(o_.as<float>(), E, proj_.as<float>() + 2 * E, proj_width_,
                              w.g_norm.as<float>(), eps, rows, E, E, onorm_.get(), act_, E, s));
@@ -286,7 +289,8 @@ absl::Status CudaModel::EnqueueMixer(int layer, int rows, int num_seqs, bool dec
         HG_LAUNCH(AddBias(proj_.as<float>(), 2 * E, w.in_bias.as<float>(), rows, 2 * E, s));
       }
       HG_LAUNCH(MambaConv(proj_.as<float>(), cur_.seq_row0, num_seqs, E, kc, w.conv_w.as<float>(),
-                          w.conv_b.as<float>(), sptrs, layer * per_layer, xc_.get(), Act::kF32, s));
+                          w.conv_b.as<float>(), sptrs, optrs, layer * per_layer, xc_.get(),
+                          Act::kF32, s));
       // The conv output, x_proj, dt_proj and the scan stay fp32 in both modes (small
       // next to in_proj/out_proj; the selective scan is sensitive to dt, B and C).
       HG_RETURN_IF_ERROR(Linear(rows, mamba_xdbc_, E, Mat(xc_.get(), Act::kF32, E),
@@ -299,7 +303,8 @@ absl::Status CudaModel::EnqueueMixer(int layer, int rows, int num_seqs, bool dec
       HG_LAUNCH(MambaScan(xc_.as<float>(), dt_.as<float>(), w.dt_b.as<float>(), xdbc_.as<float>(),
                           mamba_xdbc_, static_cast<int>(mamba_dt_rank_), proj_.as<float>(),
                           w.a_neg.as<float>(), w.d_skip.as<float>(), cur_.seq_row0, num_seqs, E, N,
-                          sptrs, layer * per_layer + static_cast<int64_t>(E) * (kc - 1), y_.get(),
+                          sptrs, optrs, layer * per_layer + static_cast<int64_t>(E) * (kc - 1),
+                          y_.get(),
                           act_, s));
       HG_RETURN_IF_ERROR(Linear(rows, D_, E, Mat(y_.get(), act_, E), Mat(w.w_out.get(), act_, E),
                                 delta_.get(), Act::kF32, D_));
@@ -346,7 +351,8 @@ namespace {
 struct PackTables {
   int64_t* positions;   // [R] position of each row in its sequence
   int64_t* caps;        // [S] KV-cache capacity (LLaMA)
-  float** state_ptrs;   // [S] recurrent state (all layers)
+  float** state_ptrs;   // [S] recurrent state read (all layers)
+  float** out_ptrs;     // [S] where it is written back (null: not kept)
   void** kv_ptrs;       // [S] KV cache
   int32_t* ids;         // [R]
   int32_t* row_seq;     // [R]
@@ -379,6 +385,7 @@ PackTables LayoutPack(void* base, int64_t max_chunks) {
   t.positions = reinterpret_cast<int64_t*>(take(R * sizeof(int64_t)));
   t.caps = reinterpret_cast<int64_t*>(take(S * sizeof(int64_t)));
   t.state_ptrs = reinterpret_cast<float**>(take(S * sizeof(float*)));
+  t.out_ptrs = reinterpret_cast<float**>(take(S * sizeof(float*)));
   t.kv_ptrs = reinterpret_cast<void**>(take(S * sizeof(void*)));
   t.ids = reinterpret_cast<int32_t*>(take(R * sizeof(int32_t)));
   t.row_seq = reinterpret_cast<int32_t*>(take(R * sizeof(int32_t)));
@@ -435,10 +442,13 @@ absl::Status CudaModel::RunPack(absl::Span<const ForwardItem> items,
   for (int q = 0; q < num_seqs; ++q) {
     const PackSegment& seg = segments[q];
     const ForwardItem& item = items[seg.item];
-    auto* st = static_cast<CudaSequenceState*>(item.state);
+    // The state read: the item's own, or its read-only start (then nothing is kept).
+    const auto* st =
+        static_cast<const CudaSequenceState*>(item.state ? item.state : item.start);
     const int64_t pos0 = st->position_;
     const int64_t T = static_cast<int64_t>(item.tokens.size());
     host.state_ptrs[q] = st->recurrent_.as<float>();
+    host.out_ptrs[q] = item.state != nullptr ? st->recurrent_.as<float>() : nullptr;
     host.kv_ptrs[q] = st->kv_.get();
     host.caps[q] = st->kv_cap_;
     const int row0 = rows;
@@ -487,9 +497,11 @@ absl::Status CudaModel::RunPack(absl::Span<const ForwardItem> items,
   pack_.row_seq = dev.row_seq;
   pack_.tile_seq = dev.tile_seq;
   pack_.tile_q0 = dev.tile_q0;
-  cur_ = {dev.ids, dev.positions, dev.state_ptrs, dev.kv_ptrs, dev.caps, dev.seq_row0, dev.row_seq};
+  cur_ = {dev.ids,  dev.positions, dev.state_ptrs, dev.kv_ptrs,
+          dev.caps, dev.seq_row0,  dev.row_seq,    dev.out_ptrs};
   HG_RETURN_IF_ERROR(EnqueueLayers(rows, num_seqs, /*decode=*/false));
   for (const PackSegment& seg : segments) {
+    if (items[seg.item].state == nullptr) continue;  // a read-only start stays as it was
     static_cast<CudaSequenceState*>(items[seg.item].state)->position_ += seg.length;
   }
 
@@ -694,21 +706,40 @@ absl::Status CudaModel::RunDecodeGroup(absl::Span<const ForwardItem* const> item
   return absl::OkStatus();
 }
 
-absl::Status CudaModel::Forward(absl::Span<const ForwardItem> items,
+absl::Status CudaModel::Forward(absl::Span<const ForwardItem> given,
                                 absl::Span<ForwardOutput> outputs) {
-  if (outputs.size() != items.size()) {
+  if (outputs.size() != given.size()) {
     return absl::InvalidArgumentError("Forward: outputs.size() must equal items.size()");
   }
   DeviceGuard guard(ctx_->device());
-  absl::flat_hash_set<const SequenceState*> seen;
-  for (size_t i = 0; i < items.size(); ++i) {
-    const ForwardItem& it = items[i];
-    auto* st = dynamic_cast<CudaSequenceState*>(it.state);
-    if (st == nullptr || st->owner() != this) {
+  // Items continuing from a read-only start: the recurrent families read it in place; a
+  // LLaMA item needs its own KV cache to write its keys into, so it gets a copy.
+  std::vector<ForwardItem> resolved(given.begin(), given.end());
+  std::vector<std::unique_ptr<SequenceState>> copies;
+  for (size_t i = 0; i < resolved.size(); ++i) {
+    ForwardItem& it = resolved[i];
+    if ((it.state == nullptr) == (it.start == nullptr)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "Forward: item ", i, " needs exactly one of a state to advance and a start state"));
+    }
+    const auto* src = dynamic_cast<const CudaSequenceState*>(it.state ? it.state : it.start);
+    if (src == nullptr || src->owner() != this) {
       return absl::InvalidArgumentError(
           absl::StrCat("Forward: item ", i, " has no state made by this model"));
     }
-    if (!seen.insert(st).second) {
+    if (it.start != nullptr && config_.family == ModelFamily::kLlama) {
+      HG_ASSIGN_OR_RETURN(std::unique_ptr<SequenceState> copy, CloneState(*it.start));
+      it.state = copy.get();
+      it.start = nullptr;
+      copies.push_back(std::move(copy));
+    }
+  }
+  absl::Span<const ForwardItem> items = resolved;
+  absl::flat_hash_set<const SequenceState*> seen;
+  for (size_t i = 0; i < items.size(); ++i) {
+    const ForwardItem& it = items[i];
+    const auto* st = static_cast<const CudaSequenceState*>(it.state ? it.state : it.start);
+    if (it.state != nullptr && !seen.insert(st).second) {
       return absl::InvalidArgumentError(
           absl::StrCat("Forward: item ", i, " shares its state with another item"));
     }
@@ -757,11 +788,11 @@ absl::Status CudaModel::Forward(absl::Span<const ForwardItem> items,
     if (it.top_k > 0) out.top_k.resize(T);
     out.last_logprobs.clear();
     out.last_argmax = -1;
-    if (T == 1) {
+    if (T == 1 && it.state != nullptr) {
       decode_items.push_back(&it);
       decode_outs.push_back(&out);
-    } else if (T >= 2) {
-      packed_items.push_back(i);
+    } else if (T >= 1) {
+      packed_items.push_back(i);  // a one-token fork of a read-only start too
     }
   }
   for (size_t g0 = 0; g0 < decode_items.size(); g0 += kDecodeRows) {

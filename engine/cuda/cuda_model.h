@@ -66,6 +66,9 @@ struct RowInputs {
   const int64_t* caps = nullptr;
   const int32_t* seq_row0 = nullptr;  // [num_seqs + 1]
   const int32_t* row_seq = nullptr;   // [rows]
+  // Where each sequence's state goes after the pass (null: back to state_ptrs; a null
+  // entry: nowhere, for items continuing from a read-only start).
+  float* const* out_ptrs = nullptr;
 };
 
 // One segment of an item in a pack: tokens [offset, offset + length) of items[item].
@@ -121,7 +124,7 @@ class CudaModel : public Model {
   const ModelInfo& info() const override { return info_; }
   const ModelConfig& config() const override { return config_; }
   std::unique_ptr<SequenceState> NewState() const override;
-  absl::Status Forward(absl::Span<const ForwardItem> items,
+  absl::Status Forward(absl::Span<const ForwardItem> given,
                        absl::Span<ForwardOutput> outputs) override;
 
   // Device memory held by this model (weights, scratch, states), and its peak.
@@ -209,7 +212,7 @@ class CudaModel : public Model {
   // Host copies of the current pack's per-sequence data (fp32 LLaMA attention).
   std::vector<int32_t> pack_seq_row0_;
   std::vector<int64_t> pack_seq_pos0_;
-  std::vector<CudaSequenceState*> pack_states_;
+  std::vector<const CudaSequenceState*> pack_states_;
 
   std::unique_ptr<PinnedGemm> pinned_gemm_;
 

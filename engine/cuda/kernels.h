@@ -108,13 +108,14 @@ constexpr int kFlashTileRows = 128;
 // Packed forms of the three chunkwise launchers below: every sequence of the pack at
 // once, each chunk counted from its own sequence's start, so a sequence's arithmetic is
 // the same alone or packed. Sequence s starts from state_ptrs[s] + layer_offset and
-// writes its final state back there (null: nothing is written).
+// writes its final state to out_ptrs[s] + layer_offset (out_ptrs null: back to
+// state_ptrs[s]; a null entry: nowhere, a read-only start).
 cudaError_t ChunkLocalCumsumPacked(float* g, const PackView& pack, int heads, int dk,
                                    cudaStream_t stream);
 cudaError_t ChunkGlaStatesPacked(const float* k, const float* G, const float* v,
                                  const PackView& pack, int heads, int dk, int dv,
-                                 float* const* state_ptrs, int64_t layer_offset,
-                                 float* chunk_states, cudaStream_t stream);
+                                 float* const* state_ptrs, float* const* out_ptrs,
+                                 int64_t layer_offset, float* chunk_states, cudaStream_t stream);
 cudaError_t ChunkGlaOutputPacked(const float* q, const float* k, const float* G, const float* v,
                                  const float* chunk_states, const PackView& pack, int heads, int dk,
                                  int dv, float scale, float* o, cudaStream_t stream);
@@ -150,15 +151,19 @@ cudaError_t Hgrn2DecodeStep(const float* qfi, const float* lower_bound, int rows
 // HGRN1 scan: h_t = exp(f_t) h_{t-1} + i_t; o_t = h_t. ifg as left by HgrnGates
 // ([rows, 3E]); state [E] per sequence; o fp32 [rows, E]. Sequence s owns rows
 // [seq_row0[s], seq_row0[s+1]) (device array of num_seqs + 1 offsets).
+// Sequence s reads its state at state_ptrs[s] and writes it back to out_ptrs[s] (as for
+// the chunkwise launchers; the same below for Mamba).
 cudaError_t HgrnScan(const float* ifg, const int32_t* seq_row0, int num_seqs, int width,
-                     float* const* state_ptrs, int64_t layer_offset, float* o, cudaStream_t stream);
+                     float* const* state_ptrs, float* const* out_ptrs, int64_t layer_offset,
+                     float* o, cudaStream_t stream);
 
 // Mamba causal depthwise conv + bias + silu over the x half of xz ([rows, 2E] fp32).
 // The conv state per sequence holds the previous (Kc-1) inputs of each channel:
 // [E, Kc-1] at state_ptrs[seq] + layer_offset. out: [rows, E] of `act`.
 cudaError_t MambaConv(const float* xz, const int32_t* seq_row0, int num_seqs, int inner, int kconv,
                       const float* conv_w, const float* conv_b, float* const* state_ptrs,
-                      int64_t layer_offset, void* out, Act act, cudaStream_t stream);
+                      float* const* out_ptrs, int64_t layer_offset, void* out, Act act,
+                      cudaStream_t stream);
 
 // Mamba selective scan. x [rows, E] (fp32), dt_raw [rows, E] fp32 (dt_proj without
 // bias), xdbc [rows, xdbc_ld] (fp32) holding B at column bc_off and C at bc_off + N,
@@ -166,8 +171,8 @@ cudaError_t MambaConv(const float* xz, const int32_t* seq_row0, int num_seqs, in
 cudaError_t MambaScan(const float* x, const float* dt_raw, const float* dt_bias, const float* xdbc,
                       int64_t xdbc_ld, int bc_off, const float* xz, const float* a_neg,
                       const float* d_skip, const int32_t* seq_row0, int num_seqs, int inner,
-                      int nstate, float* const* state_ptrs, int64_t layer_offset, void* y, Act act,
-                      cudaStream_t stream);
+                      int nstate, float* const* state_ptrs, float* const* out_ptrs,
+                      int64_t layer_offset, void* y, Act act, cudaStream_t stream);
 
 // ---- kernels_attention.cu -----------------------------------------------------------
 

@@ -110,20 +110,23 @@ __global__ void __launch_bounds__(256)
 
 // Phase 2, sequential over a sequence's chunks but parallel over every state element
 // (h, k, v) and over sequences (grid.y): S_{c+1} = exp(G_last,c) S_c + U_c. In place,
-// u[c] becomes S_c (the state before chunk c). The sequence starts from `init` (its
-// state pointer, or `single` for the single-sequence form) and writes the final state
-// there; a null pointer in state_ptrs means "start from zero and keep nothing".
+// u[c] becomes S_c (the state before chunk c). The sequence starts from its state pointer
+// (or `single` for the single-sequence form; null: zero) and writes the final state to
+// its out pointer (out_ptrs null: the state pointer; a null entry: nowhere).
 __global__ void ChunkStateScanKernel(const float* __restrict__ G, PackView pack, int heads, int dk,
-                                     int dv, float* const* state_ptrs, int64_t layer_offset,
-                                     float* single, float* __restrict__ u) {
+                                     int dv, float* const* state_ptrs, float* const* out_ptrs,
+                                     int64_t layer_offset, float* single, float* __restrict__ u) {
   const int64_t per_chunk = static_cast<int64_t>(heads) * dk * dv;
   const int64_t e = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
   if (e >= per_chunk) return;
   const int seq = blockIdx.y;
   float* state = single;
+  float* out = single;
   if (state_ptrs != nullptr) {
     state = state_ptrs[seq];
+    out = out_ptrs != nullptr ? out_ptrs[seq] : state;
     if (state != nullptr) state += layer_offset;
+    if (out != nullptr) out += layer_offset;
   }
   const int64_t hk = e / dv;  // h * dk + k
   const int first = pack.seq_chunk0 ? pack.seq_chunk0[seq] : 0;
@@ -158,7 +161,7 @@ __global__ void ChunkStateScanKernel(const float* __restrict__ G, PackView pack,
       }
     }
   }
-  if (state != nullptr) state[e] = s;
+  if (out != nullptr) out[e] = s;
 }
 
 constexpr int kSlice = 16;     // key slice of the intra-chunk matrix
@@ -441,13 +444,14 @@ __global__ void RecurrentStepKernel(const float* q, const float* k, const float*
 }
 
 __global__ void HgrnScanKernel(const float* __restrict__ ifg, const int32_t* seq_row0, int width,
-                               float* const* state_ptrs, int64_t layer_offset,
-                               float* __restrict__ o) {
+                               float* const* state_ptrs, float* const* out_ptrs,
+                               int64_t layer_offset, float* __restrict__ o) {
   const int s = blockIdx.y;
   const int c = blockIdx.x * blockDim.x + threadIdx.x;
   float* base = state_ptrs[s];
   if (base == nullptr || c >= width) return;
   float* st = base + layer_offset + c;
+  float* out = out_ptrs == nullptr ? base : out_ptrs[s];
   float hv = *st;
   const int r0 = seq_row0[s], r1 = seq_row0[s + 1];
   for (int64_t row = r0; row < r1; ++row) {
@@ -455,7 +459,7 @@ __global__ void HgrnScanKernel(const float* __restrict__ ifg, const int32_t* seq
     hv = fmaf(expf(r[width + c]), hv, r[c]);
     o[row * width + c] = hv;
   }
-  *st = hv;
+  if (out != nullptr) out[layer_offset + c] = hv;
 }
 
 constexpr int kMaxConv = 8;
@@ -463,12 +467,13 @@ constexpr int kMaxConv = 8;
 template <typename T>
 __global__ void MambaConvKernel(const float* xz, const int32_t* seq_row0, int inner, int kconv,
                                 const float* conv_w, const float* conv_b, float* const* state_ptrs,
-                                int64_t layer_offset, T* out) {
+                                float* const* out_ptrs, int64_t layer_offset, T* out) {
   const int s = blockIdx.y;
   const int e = blockIdx.x * blockDim.x + threadIdx.x;
   float* base = state_ptrs[s];
   if (base == nullptr || e >= inner) return;
   float* st = base + layer_offset + static_cast<int64_t>(e) * (kconv - 1);
+  float* keep = out_ptrs == nullptr ? base : out_ptrs[s];
   float w[kMaxConv], prev[kMaxConv];
 #pragma unroll
   for (int j = 0; j < kMaxConv; ++j) {
@@ -497,9 +502,11 @@ __global__ void MambaConvKernel(const float* xz, const int32_t* seq_row0, int in
       }
     }
   }
+  if (keep == nullptr) return;
+  keep += layer_offset + static_cast<int64_t>(e) * (kconv - 1);
 #pragma unroll
   for (int j = 0; j < kMaxConv - 1; ++j) {
-    if (j < kconv - 1) st[j] = prev[j];
+    if (j < kconv - 1) keep[j] = prev[j];
   }
 }
 
@@ -510,12 +517,13 @@ __global__ void MambaScanKernel(const float* x, const float* dt_raw, const float
                                 const float* xdbc, int64_t xdbc_ld, int bc_off, const float* xz,
                                 const float* a_neg, const float* d_skip, const int32_t* seq_row0,
                                 int inner, int nstate, float* const* state_ptrs,
-                                int64_t layer_offset, T* y) {
+                                float* const* out_ptrs, int64_t layer_offset, T* y) {
   const int s = blockIdx.y;
   const int e = blockIdx.x * blockDim.x + threadIdx.x;
   float* base = state_ptrs[s];
   if (base == nullptr || e >= inner) return;
   float* st = base + layer_offset + static_cast<int64_t>(e) * nstate;
+  float* keep = out_ptrs == nullptr ? base : out_ptrs[s];
   float hs[kMaxState], a[kMaxState];
 #pragma unroll
   for (int n = 0; n < kMaxState; ++n) {
@@ -541,9 +549,11 @@ __global__ void MambaScanKernel(const float* x, const float* dt_raw, const float
     const float z = xz[row * 2 * inner + inner + e];
     y[row * inner + e] = FromF<T>(acc * Silu(z));
   }
+  if (keep == nullptr) return;
+  keep += layer_offset + static_cast<int64_t>(e) * nstate;
 #pragma unroll
   for (int n = 0; n < kMaxState; ++n) {
-    if (n < nstate) st[n] = hs[n];
+    if (n < nstate) keep[n] = hs[n];
   }
 }
 
@@ -564,8 +574,8 @@ cudaError_t ChunkLocalCumsumPacked(float* g, const PackView& pack, int heads, in
 namespace {
 cudaError_t LaunchChunkStates(const float* k, const float* G, const float* v, const PackView& pack,
                               int heads, int dk, int dv, float* const* state_ptrs,
-                              int64_t layer_offset, float* single, float* chunk_states,
-                              cudaStream_t stream) {
+                              float* const* out_ptrs, int64_t layer_offset, float* single,
+                              float* chunk_states, cudaStream_t stream) {
   if (pack.num_chunks == 0) return cudaSuccess;
   if (dk > kMaxDk) return cudaErrorInvalidValue;
   const size_t smem = LocalStateSmem(dk);
@@ -594,7 +604,7 @@ cudaError_t LaunchChunkStates(const float* k, const float* G, const float* v, co
   const int64_t elems = static_cast<int64_t>(heads) * dk * dv;
   dim3 scan_grid(CeilDiv(elems, 256), pack.num_seqs);
   ChunkStateScanKernel<<<scan_grid, 256, 0, stream>>>(G, pack, heads, dk, dv, state_ptrs,
-                                                      layer_offset, single, chunk_states);
+                                                      out_ptrs, layer_offset, single, chunk_states);
   return cudaGetLastError();
 }
 
@@ -609,10 +619,10 @@ PackView SingleSequence(int tokens) {
 
 cudaError_t ChunkGlaStatesPacked(const float* k, const float* G, const float* v,
                                  const PackView& pack, int heads, int dk, int dv,
-                                 float* const* state_ptrs, int64_t layer_offset,
-                                 float* chunk_states, cudaStream_t stream) {
-  return LaunchChunkStates(k, G, v, pack, heads, dk, dv, state_ptrs, layer_offset, nullptr,
-                           chunk_states, stream);
+                                 float* const* state_ptrs, float* const* out_ptrs,
+                                 int64_t layer_offset, float* chunk_states, cudaStream_t stream) {
+  return LaunchChunkStates(k, G, v, pack, heads, dk, dv, state_ptrs, out_ptrs, layer_offset,
+                           nullptr, chunk_states, stream);
 }
 
 cudaError_t ChunkGlaOutputPacked(const float* q, const float* k, const float* G, const float* v,
@@ -636,7 +646,7 @@ cudaError_t ChunkLocalCumsum(float* g, int tokens, int heads, int dk, cudaStream
 
 cudaError_t ChunkGlaStates(const float* k, const float* G, const float* v, int tokens, int heads,
                            int dk, int dv, float* state, float* chunk_states, cudaStream_t stream) {
-  return LaunchChunkStates(k, G, v, SingleSequence(tokens), heads, dk, dv, nullptr, 0, state,
+  return LaunchChunkStates(k, G, v, SingleSequence(tokens), heads, dk, dv, nullptr, nullptr, 0, state,
                            chunk_states, stream);
 }
 
@@ -677,37 +687,39 @@ cudaError_t Hgrn2DecodeStep(const float* qfi, const float* lower_bound, int rows
 }
 
 cudaError_t HgrnScan(const float* ifg, const int32_t* seq_row0, int num_seqs, int width,
-                     float* const* state_ptrs, int64_t layer_offset, float* o,
-                     cudaStream_t stream) {
+                     float* const* state_ptrs, float* const* out_ptrs, int64_t layer_offset,
+                     float* o, cudaStream_t stream) {
   if (num_seqs == 0) return cudaSuccess;
   dim3 grid(CeilDiv(width, 128), num_seqs);
-  HgrnScanKernel<<<grid, 128, 0, stream>>>(ifg, seq_row0, width, state_ptrs, layer_offset, o);
+  HgrnScanKernel<<<grid, 128, 0, stream>>>(ifg, seq_row0, width, state_ptrs, out_ptrs,
+                                           layer_offset, o);
   return cudaGetLastError();
 }
 
 cudaError_t MambaConv(const float* xz, const int32_t* seq_row0, int num_seqs, int inner, int kconv,
                       const float* conv_w, const float* conv_b, float* const* state_ptrs,
-                      int64_t layer_offset, void* out, Act act, cudaStream_t stream) {
+                      float* const* out_ptrs, int64_t layer_offset, void* out, Act act,
+                      cudaStream_t stream) {
   if (num_seqs == 0) return cudaSuccess;
   if (kconv < 1 || kconv > kMaxConv) return cudaErrorInvalidValue;
   dim3 grid(CeilDiv(inner, 128), num_seqs);
   HG_DISPATCH_ACT(act, MambaConvKernel<T>
                   <<<grid, 128, 0, stream>>>(xz, seq_row0, inner, kconv, conv_w, conv_b, state_ptrs,
-                                             layer_offset, static_cast<T*>(out)));
+                                             out_ptrs, layer_offset, static_cast<T*>(out)));
   return cudaGetLastError();
 }
 
 cudaError_t MambaScan(const float* x, const float* dt_raw, const float* dt_bias, const float* xdbc,
                       int64_t xdbc_ld, int bc_off, const float* xz, const float* a_neg,
                       const float* d_skip, const int32_t* seq_row0, int num_seqs, int inner,
-                      int nstate, float* const* state_ptrs, int64_t layer_offset, void* y, Act act,
-                      cudaStream_t stream) {
+                      int nstate, float* const* state_ptrs, float* const* out_ptrs,
+                      int64_t layer_offset, void* y, Act act, cudaStream_t stream) {
   if (num_seqs == 0) return cudaSuccess;
   if (nstate > kMaxState) return cudaErrorInvalidValue;
   dim3 grid(CeilDiv(inner, 128), num_seqs);
   HG_DISPATCH_ACT(act, MambaScanKernel<T><<<grid, 128, 0, stream>>>(
                            x, dt_raw, dt_bias, xdbc, xdbc_ld, bc_off, xz, a_neg, d_skip, seq_row0,
-                           inner, nstate, state_ptrs, layer_offset, static_cast<T*>(y)));
+                           inner, nstate, state_ptrs, out_ptrs, layer_offset, static_cast<T*>(y)));
   return cudaGetLastError();
 }
 

@@ -40,8 +40,13 @@ struct ForwardItem {
   // wanted after feeding tokens[0..t]; -1 means position t is not scored. Logits are only
   // computed at scored positions (and the last one when want_last_logprobs).
   absl::Span<const int32_t> targets;
-  // Required. Advanced past `tokens` by Forward.
+  // Advanced past `tokens` by Forward. Required unless `start` is given.
   SequenceState* state = nullptr;
+  // Instead of `state` (which must then be null): continue from `start`, which is only
+  // read, and keep no state after the item. How a task scores its choices as forks of
+  // one context state: nothing is copied per choice. Results equal those of a copy of
+  // `start` given as `state`.
+  const SequenceState* start = nullptr;
   // Fill ForwardOutput::last_logprobs: log_softmax over the vocabulary after the last
   // token (what decoding samples from).
   bool want_last_logprobs = false;

@@ -94,8 +94,9 @@ TEST_P(CudaBatchInvarianceTest, AloneEqualsPacked) {
 
 // The packed path: probe items (short, chunk-edge, long, longer than one pack so they
 // are cut into segments, and forks continuing a shared context state) give bitwise the
-// same results alone, packed with 1, 7, 63 or 400 companions, at the front, the middle
-// or the end of the batch; their states continue identically (checked by one more step).
+// same results alone, packed with 1, 7, 63 or 400 companions (a third of them forks that
+// read the context state in place), at the front, the middle or the end of the batch;
+// their states continue identically (checked by one more step).
 TEST_P(CudaBatchInvarianceTest, PackedAnywhereEqualsAlone) {
   if (!HaveGpu()) GTEST_SKIP() << "no CUDA GPU visible";
   const auto& [family, dtype] = GetParam();
@@ -169,11 +170,17 @@ TEST_P(CudaBatchInvarianceTest, PackedAnywhereEqualsAlone) {
         std::vector<std::unique_ptr<SequenceState>> states;
         std::vector<ForwardItem> items(batch.size());
         for (size_t b = 0; b < batch.size(); ++b) {
-          states.push_back(start(*batch[b]));
           items[b].tokens = batch[b]->tokens;
           items[b].targets = batch[b]->targets;
-          items[b].state = states[b].get();
           items[b].want_last_logprobs = b == at;
+          if (b != at && batch[b]->fork) {
+            // Companion forks read the shared context state in place (ForwardItem::start).
+            states.push_back(nullptr);
+            items[b].start = context_state.get();
+            continue;
+          }
+          states.push_back(start(*batch[b]));
+          items[b].state = states[b].get();
         }
         std::vector<ForwardOutput> outs(batch.size());
         ASSERT_TRUE(m.Forward(items, absl::MakeSpan(outs)).ok());

@@ -1,0 +1,78 @@
+// ForwardItem::start on the GPU: forks that read one context state in place (the
+// recurrent families read it where it is; LLaMA copies its KV cache internally) give
+// bitwise the results of the same items run on copies of the state, in one packed call,
+// and leave the context state as it was.
+#include <memory>
+#include <random>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "tests/cuda/cuda_test_util.h"
+
+namespace hgeval::testing {
+namespace {
+
+class CudaReadOnlyStartTest
+    : public ::testing::TestWithParam<std::tuple<std::string, std::string>> {};
+
+TEST_P(CudaReadOnlyStartTest, ForksInPlaceEqualCopies) {
+  if (!HaveGpu()) GTEST_SKIP() << "no CUDA GPU visible";
+  const auto& [family, dtype] = GetParam();
+  auto model = BuildGoldenCudaModel(family, dtype);
+  ASSERT_TRUE(model.ok()) << model.status();
+  Model& m = **model;
+  std::mt19937 rng(5);
+  std::uniform_int_distribution<int> dist(0, static_cast<int>(m.info().vocab_size) - 1);
+  auto random_tokens = [&](int n) {
+    std::vector<int32_t> v(n);
+    for (auto& x : v) x = dist(rng);
+    return v;
+  };
+  auto context = m.NewState();
+  ASSERT_TRUE(RunOne(m, context.get(), random_tokens(70), {}).ok());
+  // Choices of 2 to 130 tokens (one token would take the decode path on a state of its
+  // own, a different kernel, so it is compared in the CPU test only).
+  std::vector<std::vector<int32_t>> choices, targets;
+  for (int len : {2, 9, 64, 66, 130}) {
+    choices.push_back(random_tokens(len));
+    targets.push_back(random_tokens(len));
+  }
+  std::vector<ForwardOutput> copied(choices.size());
+  for (size_t i = 0; i < choices.size(); ++i) {
+    auto copy = context->Clone();
+    ASSERT_NE(copy, nullptr);
+    auto out = RunOne(m, copy.get(), choices[i], targets[i], /*want_last=*/true);
+    ASSERT_TRUE(out.ok()) << out.status();
+    copied[i] = std::move(*out);
+  }
+  std::vector<ForwardItem> items(choices.size());
+  for (size_t i = 0; i < choices.size(); ++i) {
+    items[i].tokens = choices[i];
+    items[i].targets = targets[i];
+    items[i].start = context.get();
+    items[i].want_last_logprobs = true;
+  }
+  std::vector<ForwardOutput> forked(choices.size());
+  ASSERT_TRUE(m.Forward(items, absl::MakeSpan(forked)).ok());
+  for (size_t i = 0; i < choices.size(); ++i) {
+    EXPECT_EQ(copied[i].logprob, forked[i].logprob) << "choice " << i;
+    EXPECT_EQ(copied[i].argmax, forked[i].argmax) << "choice " << i;
+    EXPECT_EQ(copied[i].last_logprobs, forked[i].last_logprobs) << "choice " << i;
+  }
+  EXPECT_EQ(context->position(), 70);
+  auto again = context->Clone();
+  auto after = RunOne(m, again.get(), choices[1], targets[1]);
+  ASSERT_TRUE(after.ok()) << after.status();
+  EXPECT_EQ(after->logprob, copied[1].logprob);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    AllFamilies, CudaReadOnlyStartTest,
+    ::testing::Combine(::testing::Values("hgrn2", "hgrn", "gla", "llama", "mamba"),
+                       ::testing::Values("fp32", "bf16")),
+    [](const auto& info) { return std::get<0>(info.param) + "_" + std::get<1>(info.param); });
+
+}  // namespace
+}  // namespace hgeval::testing
