@@ -422,12 +422,15 @@ absl::StatusOr<std::vector<LoglikelihoodResult>> EngineLanguageModel::ScoreToken
         f.insert(f.end(), r.continuation.begin(), r.continuation.end() - 1);
         t.assign(f.size(), -1);
         std::copy(r.continuation.begin(), r.continuation.end(), t.end() - r.continuation.size());
-        HG_ASSIGN_OR_RETURN(
-            states[k - lb],
-            StartState(*model_, leaf.node < 0 ? nullptr : nodes[leaf.node].state.get()));
         items[k - lb].tokens = f;
         items[k - lb].targets = t;
-        items[k - lb].state = states[k - lb].get();
+        if (leaf.node < 0) {
+          HG_ASSIGN_OR_RETURN(states[k - lb], StartState(*model_, nullptr));
+          items[k - lb].state = states[k - lb].get();
+        } else {
+          // A fork of the shared prefix: read its state, copy nothing, keep nothing.
+          items[k - lb].start = nodes[leaf.node].state.get();
+        }
         stats_.tokens_fed += static_cast<int64_t>(f.size());
         stats_.tokens_scored += static_cast<int64_t>(r.continuation.size());
       }
