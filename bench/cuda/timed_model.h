@@ -18,12 +18,21 @@ class TimedModel : public Model {
   struct Times {
     double prefill_seconds = 0, decode_seconds = 0;
     int64_t prefill_calls = 0, decode_steps = 0, prefill_tokens = 0, decode_rows = 0;
+    double new_state_seconds = 0;  // NewState calls (allocation + zeroing)
+    int64_t new_states = 0;
   };
 
   explicit TimedModel(Model* inner) : inner_(inner) {}
   const ModelInfo& info() const override { return inner_->info(); }
   const ModelConfig& config() const override { return inner_->config(); }
-  std::unique_ptr<SequenceState> NewState() const override { return inner_->NewState(); }
+  std::unique_ptr<SequenceState> NewState() const override {
+    const auto t0 = std::chrono::steady_clock::now();
+    std::unique_ptr<SequenceState> state = inner_->NewState();
+    times_.new_state_seconds +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    times_.new_states += 1;
+    return state;
+  }
   absl::Status Forward(absl::Span<const ForwardItem> items,
                        absl::Span<ForwardOutput> outputs) override {
     bool decode = true;
@@ -53,7 +62,7 @@ class TimedModel : public Model {
 
  private:
   Model* inner_;
-  Times times_;
+  mutable Times times_;
 };
 
 }  // namespace hgeval::bench
