@@ -217,8 +217,8 @@ absl::Status Run(nlohmann::json& report) {
                    "fed %9.0f tok/s\n",
                    family.c_str(), name.c_str(), seconds, forward,
                    static_cast<long long>(timed.times().new_states),
-                   timed.times().new_state_seconds,
-                   static_cast<long long>(stats.tokens_fed), stats.tokens_fed / seconds);
+                   timed.times().new_state_seconds, static_cast<long long>(stats.tokens_fed),
+                   stats.tokens_fed / seconds);
     }
     recorded = true;
     // The host's own share: the same tasks with the model left out (tokenizing, prefix

@@ -13,9 +13,9 @@
 #include "absl/strings/str_replace.h"
 #include "engine/cpu/attention.h"
 #include "engine/cpu/cpu_models.h"
-#include "engine/cpu/row_invariant_linear.h"
 #include "engine/cpu/ops.h"
 #include "engine/cpu/rope.h"
+#include "engine/cpu/row_invariant_linear.h"
 #include "engine/loader/weight_reader.h"
 #include "engine/util/status_macros.h"
 

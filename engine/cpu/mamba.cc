@@ -11,8 +11,8 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "engine/cpu/cpu_models.h"
-#include "engine/cpu/row_invariant_linear.h"
 #include "engine/cpu/ops.h"
+#include "engine/cpu/row_invariant_linear.h"
 #include "engine/loader/weight_reader.h"
 #include "engine/util/status_macros.h"
 

@@ -12,7 +12,6 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-
 #include "absl/types/span.h"
 #include "engine/loader/checkpoint.h"
 #include "engine/model/model.h"

@@ -253,8 +253,7 @@ absl::Status CudaModel::EnqueueMixer(int layer, int rows, int num_seqs, bool dec
                                 Mat(w.w_in.get(), act_, D_), proj_.get(), Act::kF32, proj_width_));
       HG_LAUNCH(HgrnGates(proj_.as<float>(), rows, E, w.lower_bound.as<float>(), s));
       HG_LAUNCH(HgrnScan(proj_.as<float>(), cur_.seq_row0, num_seqs, E, sptrs, optrs,
-                         layer * per_layer,
-                         o_.as<float>(), s));
+                         layer * per_layer, o_.as<float>(), s));
       HG_LAUNCH(RmsNormGated(o_.as<float>(), E, proj_.as<float>() + 2 * E, proj_width_,
                              w.g_norm.as<float>(), eps, rows, E, E, onorm_.get(), act_, E, s));
       break;
@@ -304,8 +303,7 @@ absl::Status CudaModel::EnqueueMixer(int layer, int rows, int num_seqs, bool dec
                           mamba_xdbc_, static_cast<int>(mamba_dt_rank_), proj_.as<float>(),
                           w.a_neg.as<float>(), w.d_skip.as<float>(), cur_.seq_row0, num_seqs, E, N,
                           sptrs, optrs, layer * per_layer + static_cast<int64_t>(E) * (kc - 1),
-                          y_.get(),
-                          act_, s));
+                          y_.get(), act_, s));
       HG_RETURN_IF_ERROR(Linear(rows, D_, E, Mat(y_.get(), act_, E), Mat(w.w_out.get(), act_, E),
                                 delta_.get(), Act::kF32, D_));
       if (w.out_bias.get()) {
@@ -443,8 +441,7 @@ absl::Status CudaModel::RunPack(absl::Span<const ForwardItem> items,
     const PackSegment& seg = segments[q];
     const ForwardItem& item = items[seg.item];
     // The state read: the item's own, or its read-only start (then nothing is kept).
-    const auto* st =
-        static_cast<const CudaSequenceState*>(item.state ? item.state : item.start);
+    const auto* st = static_cast<const CudaSequenceState*>(item.state ? item.state : item.start);
     const int64_t pos0 = st->position_;
     const int64_t T = static_cast<int64_t>(item.tokens.size());
     host.state_ptrs[q] = st->recurrent_.as<float>();
