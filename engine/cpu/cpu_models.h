@@ -19,6 +19,7 @@ absl::StatusOr<std::unique_ptr<Model>> BuildGla(const Checkpoint& ckpt, const Mo
 absl::StatusOr<std::unique_ptr<Model>> BuildLlama(const Checkpoint& ckpt, const ModelConfig& c,
                                                   int64_t max_context = 0);
 absl::StatusOr<std::unique_ptr<Model>> BuildMamba(const Checkpoint& ckpt, const ModelConfig& c);
+absl::StatusOr<std::unique_ptr<Model>> BuildTnl(const Checkpoint& ckpt, const ModelConfig& c);
 
 }  // namespace hgeval::cpu
 

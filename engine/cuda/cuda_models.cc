@@ -15,6 +15,10 @@ int DeviceCount() { return VisibleDeviceCount(); }
 absl::StatusOr<std::unique_ptr<Model>> BuildCudaModel(const Checkpoint& checkpoint,
                                                       const ModelConfig& config,
                                                       const LoadOptions& options) {
+  if (config.family == ModelFamily::kTnl) {
+    return absl::UnimplementedError(
+        "TNL (transnormer) runs on the CPU backend only so far; use --device cpu");
+  }
   int device = 0;
   if (options.device != "cuda") {
     const std::string prefix = "cuda:";

@@ -59,6 +59,7 @@ absl::StatusOr<ModelFamily> FamilyOf(const json& config, std::string* model_type
       else if (name.rfind("Llama", 0) == 0) type = "llama";
       else if (name.rfind("Transformer", 0) == 0) type = "transformer";
       else if (name.rfind("Mamba", 0) == 0) type = "mamba";
+      else if (name.rfind("Transnormer", 0) == 0) type = "transnormer";
     }
   }
   *model_type = type;
@@ -67,9 +68,10 @@ absl::StatusOr<ModelFamily> FamilyOf(const json& config, std::string* model_type
   if (type == "gla") return ModelFamily::kGla;
   if (type == "llama" || type == "transformer") return ModelFamily::kLlama;
   if (type == "mamba") return ModelFamily::kMamba;
+  if (type == "transnormer") return ModelFamily::kTnl;
   return absl::InvalidArgumentError(absl::StrCat(
       "config.json: unsupported model_type '", type,
-      "' (supported: hgrn2, hgrn, gla, llama, transformer, mamba)"));
+      "' (supported: hgrn2, hgrn, gla, llama, transformer, mamba, transnormer)"));
 }
 
 // fla configs: norm_eps, or rms_norm_eps before fla 6d0aa569.
@@ -113,6 +115,7 @@ std::string_view ModelFamilyName(ModelFamily family) {
     case ModelFamily::kGla: return "gla";
     case ModelFamily::kLlama: return "llama";
     case ModelFamily::kMamba: return "mamba";
+    case ModelFamily::kTnl: return "tnl";
   }
   return "unknown";
 }
@@ -134,6 +137,10 @@ absl::StatusOr<ModelConfig> ParseModelConfig(const json& config) {
   HG_RETURN_IF_ERROR(Get(config, "vocab_size", &c.vocab_size));
   HG_RETURN_IF_ERROR(Get(config, "hidden_size", &c.hidden_size));
   HG_RETURN_IF_ERROR(Get(config, "num_hidden_layers", &c.num_layers));
+  if (c.family == ModelFamily::kTnl) {  // TransNormerLLM's own names
+    HG_RETURN_IF_ERROR(Get(config, "decoder_embed_dim", &c.hidden_size));
+    HG_RETURN_IF_ERROR(Get(config, "decoder_layers", &c.num_layers));
+  }
   HG_RETURN_IF_ERROR(Get(config, "max_position_embeddings", &c.max_position_embeddings));
   HG_RETURN_IF_ERROR(RequirePositive("vocab_size", c.vocab_size));
   HG_RETURN_IF_ERROR(RequirePositive("hidden_size", c.hidden_size));
@@ -299,6 +306,66 @@ absl::StatusOr<ModelConfig> ParseModelConfig(const json& config) {
       HG_RETURN_IF_ERROR(RequirePositive("state_size", c.state_size));
       HG_RETURN_IF_ERROR(RequirePositive("time_step_rank", c.time_step_rank));
       HG_RETURN_IF_ERROR(RequirePositive("conv_kernel", c.conv_kernel));
+      break;
+    }
+    case ModelFamily::kTnl: {
+      c.tie_word_embeddings = true;  // transformers' default when the key is absent
+      c.bos_token_id = 1;
+      c.eos_token_id = 2;
+      HG_RETURN_IF_ERROR(Get(config, "decoder_attention_heads", &c.num_heads));
+      HG_RETURN_IF_ERROR(Get(config, "glu_dim", &c.intermediate_size));
+      HG_RETURN_IF_ERROR(Get(config, "bias", &c.use_bias));
+      HG_RETURN_IF_ERROR(RequirePositive("decoder_attention_heads", c.num_heads));
+      HG_RETURN_IF_ERROR(RequirePositive("glu_dim", c.intermediate_size));
+      if (c.hidden_size % c.num_heads != 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("config.json: decoder_embed_dim ", c.hidden_size,
+                         " is not divisible by decoder_attention_heads ", c.num_heads));
+      }
+      if (c.num_layers < 2) {
+        return absl::InvalidArgumentError(
+            "config.json: TNL needs decoder_layers >= 2 (its decay rule divides by L - 1)");
+      }
+      int64_t hidden_dim = c.hidden_size;
+      HG_RETURN_IF_ERROR(Get(config, "hidden_dim", &hidden_dim));
+      if (hidden_dim != c.hidden_size) {
+        return absl::UnimplementedError(absl::StrCat(
+            "config.json: hidden_dim ", hidden_dim, " != decoder_embed_dim ", c.hidden_size,
+            " is not supported (every released TNL has them equal)"));
+      }
+      std::string norm = "simplermsnorm", act = "silu";
+      HG_RETURN_IF_ERROR(Get(config, "norm_type", &norm));
+      HG_RETURN_IF_ERROR(Get(config, "linear_act_fun", &act));
+      if (norm != "simplermsnorm") {
+        return absl::UnimplementedError(
+            absl::StrCat("config.json: norm_type '", norm, "' is not supported (simplermsnorm)"));
+      }
+      if (act != "silu") {
+        return absl::UnimplementedError(
+            absl::StrCat("config.json: linear_act_fun '", act, "' is not supported (silu)"));
+      }
+      bool no_scale = false;
+      HG_RETURN_IF_ERROR(Get(config, "no_scale_embedding", &no_scale));
+      c.tnl_scale_embedding = !no_scale;
+      auto lrpe = config.find("linear_use_lrpe_list");
+      if (lrpe != config.end() && !lrpe->is_null()) {
+        if (!lrpe->is_array()) {
+          return absl::InvalidArgumentError(
+              "config.json: 'linear_use_lrpe_list' must be a list of 0/1 per layer");
+        }
+        for (const auto& v : *lrpe) {
+          if (!v.is_number_integer()) {
+            return absl::InvalidArgumentError(
+                "config.json: 'linear_use_lrpe_list' must hold integers");
+          }
+          c.tnl_lrpe.push_back(v.get<int64_t>() != 0);
+        }
+        if (!c.tnl_lrpe.empty() && static_cast<int64_t>(c.tnl_lrpe.size()) != c.num_layers) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "config.json: 'linear_use_lrpe_list' has ", c.tnl_lrpe.size(), " entries for ",
+              c.num_layers, " layers"));
+        }
+      }
       break;
     }
   }

@@ -7,13 +7,14 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "nlohmann/json.hpp"
 
 namespace hgeval {
 
-enum class ModelFamily { kHgrn2, kHgrn, kGla, kLlama, kMamba };
+enum class ModelFamily { kHgrn2, kHgrn, kGla, kLlama, kMamba, kTnl };
 
 std::string_view ModelFamilyName(ModelFamily family);
 
@@ -59,6 +60,12 @@ struct ModelConfig {
   bool use_bias = false;          // in_proj / out_proj bias
   bool use_conv_bias = true;
   bool residual_in_fp32 = true;
+
+  // TNL (TransNormerLLM, model_type "transnormer"): num_heads, intermediate_size (glu_dim)
+  // and use_bias above; LRPE per layer; embeddings scaled by sqrt(D) unless
+  // no_scale_embedding.
+  std::vector<bool> tnl_lrpe;
+  bool tnl_scale_embedding = true;
 };
 
 // Parses and validates a config.json object. Errors name the offending field.

@@ -60,6 +60,7 @@ absl::StatusOr<std::unique_ptr<Model>> BuildModel(const Checkpoint& checkpoint,
       model = cpu::BuildLlama(checkpoint, config, options.max_context);
       break;
     case ModelFamily::kMamba: model = cpu::BuildMamba(checkpoint, config); break;
+    case ModelFamily::kTnl: model = cpu::BuildTnl(checkpoint, config); break;
   }
   if (!model.ok() || options.threads == 0) return model;
   return std::make_unique<cpu::ThreadLimitedModel>(*std::move(model), options.threads);

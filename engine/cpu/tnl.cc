@@ -1,0 +1,281 @@
+// TNL (TransNormerLLM, `modeling_transnormer.py`) on the CPU in fp32, read top to bottom
+// as specs/models.md §9 writes it: linear attention with a data-independent decay per
+// head and layer (ALiBi-style slopes), optional LRPE on q and k, SimpleRMSNorm without
+// weights, a GLU without activation. The recurrent form runs token by token with the
+// state in float64, so prefill and decode are one code path and forks are exact.
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "engine/cpu/cpu_models.h"
+#include "engine/cpu/ops.h"
+#include "engine/cpu/row_invariant_linear.h"
+#include "engine/loader/weight_reader.h"
+#include "engine/util/status_macros.h"
+
+namespace hgeval::cpu {
+namespace {
+
+constexpr float kSrmsEps = 1e-6f;
+
+// Per layer and head: S [ek, e] (ek = 2e with LRPE, else e), float64.
+class TnlState : public SequenceState {
+ public:
+  TnlState(const void* owner, std::vector<std::vector<double>> layers)
+      : owner_(owner), layers_(std::move(layers)) {}
+  int64_t position() const override { return position_; }
+  std::unique_ptr<SequenceState> Clone() const override {
+    return std::make_unique<TnlState>(*this);
+  }
+  size_t bytes() const override {
+    size_t total = sizeof(*this);
+    for (const auto& l : layers_) total += l.size() * sizeof(double);
+    return total;
+  }
+  const void* owner() const { return owner_; }
+  std::vector<double>& layer(int64_t l) { return layers_[l]; }
+  void Advance(int64_t tokens) { position_ += tokens; }
+
+ private:
+  const void* owner_;
+  int64_t position_ = 0;
+  std::vector<std::vector<double>> layers_;
+};
+
+struct TnlLayer {
+  HostTensor qkvu;   // [4D, D]
+  HostTensor out;    // [D, D]
+  HostTensor theta;  // [H, 1, e] (LRPE layers only)
+  HostTensor l1, l2, l3;
+  HostTensor b1, b2, b3;      // when bias
+  std::vector<double> decay;  // [H]: exp(-lambda_h)
+};
+
+// SimpleRMSNorm: x * rsqrt(mean(x^2) + eps), no weight.
+void SimpleRmsNorm(const float* x, int64_t rows, int64_t d, float* y) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * d;
+    double ss = 0.0;
+    for (int64_t i = 0; i < d; ++i) ss += static_cast<double>(xr[i]) * xr[i];
+    const float inv = static_cast<float>(1.0 / std::sqrt(ss / static_cast<double>(d) + kSrmsEps));
+    for (int64_t i = 0; i < d; ++i) y[r * d + i] = xr[i] * inv;
+  }
+}
+
+void AddBias(float* rows, int64_t m, int64_t n, const HostTensor& bias) {
+  if (bias.data.empty()) return;
+  for (int64_t r = 0; r < m; ++r) {
+    for (int64_t i = 0; i < n; ++i) rows[r * n + i] += bias.data[i];
+  }
+}
+
+// ALiBi slopes of n heads (the upstream get_slopes).
+std::vector<double> Slopes(int64_t n) {
+  auto power_of_two = [](int64_t m) {
+    const double start = std::pow(2.0, -std::pow(2.0, -(std::log2(static_cast<double>(m)) - 3)));
+    std::vector<double> s(m);
+    for (int64_t i = 0; i < m; ++i) s[i] = start * std::pow(start, static_cast<double>(i));
+    return s;
+  };
+  const double lg = std::log2(static_cast<double>(n));
+  if (lg == std::floor(lg)) return power_of_two(n);
+  const int64_t closest = int64_t{1} << static_cast<int64_t>(std::floor(lg));
+  std::vector<double> s = power_of_two(closest);
+  const std::vector<double> twice = Slopes(2 * closest);
+  for (int64_t i = 0; static_cast<int64_t>(s.size()) < n; i += 2) s.push_back(twice[i]);
+  return s;
+}
+
+class TnlModel : public Model {
+ public:
+  TnlModel(ModelConfig config, ModelInfo info, HostTensor embeddings, std::vector<TnlLayer> layers,
+           HostTensor lm_head)
+      : config_(std::move(config)),
+        info_(std::move(info)),
+        embeddings_(std::move(embeddings)),
+        layers_(std::move(layers)),
+        lm_head_(std::move(lm_head)) {}
+
+  const ModelInfo& info() const override { return info_; }
+  const ModelConfig& config() const override { return config_; }
+  std::unique_ptr<SequenceState> NewState() const override {
+    const int64_t h = config_.num_heads, e = config_.hidden_size / h;
+    std::vector<std::vector<double>> layers;
+    for (const TnlLayer& layer : layers_) {
+      const int64_t ek = layer.theta.data.empty() ? e : 2 * e;
+      layers.emplace_back(h * ek * e, 0.0);
+    }
+    return std::make_unique<TnlState>(this, std::move(layers));
+  }
+
+  absl::Status Forward(absl::Span<const ForwardItem> items,
+                       absl::Span<ForwardOutput> outputs) override {
+    HG_RETURN_IF_ERROR(ValidateItems(items, outputs, info_.vocab_size));
+    std::vector<std::unique_ptr<SequenceState>> copies;
+    HG_ASSIGN_OR_RETURN(std::vector<SequenceState*> resolved, ResolveStates(items, &copies));
+    std::vector<TnlState*> states(items.size());
+    for (size_t i = 0; i < items.size(); ++i) {
+      auto* state = dynamic_cast<TnlState*>(resolved[i]);
+      if (state == nullptr || state->owner() != this) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("item ", i, ": the sequence state was not created by this model"));
+      }
+      states[i] = state;
+    }
+    // Each item runs alone (its own products), so its results cannot depend on the others.
+    for (size_t i = 0; i < items.size(); ++i) RunItem(items[i], states[i], &outputs[i]);
+    return absl::OkStatus();
+  }
+
+ private:
+  void RunItem(const ForwardItem& item, TnlState* state, ForwardOutput* out) const {
+    const int64_t t_count = static_cast<int64_t>(item.tokens.size());
+    if (t_count == 0) {
+      *out = ForwardOutput();
+      return;
+    }
+    const int64_t d = config_.hidden_size, h = config_.num_heads, e = d / h;
+    const int64_t g = config_.intermediate_size;
+    const float scale = config_.tnl_scale_embedding ? std::sqrt(static_cast<float>(d)) : 1.0f;
+    std::vector<float> x(t_count * d), y(t_count * d), qkvu(t_count * 4 * d), o(t_count * d);
+    std::vector<float> a(t_count * g), b(t_count * g), delta(t_count * d);
+    for (int64_t t = 0; t < t_count; ++t) {
+      const float* row = &embeddings_.data[static_cast<int64_t>(item.tokens[t]) * d];
+      for (int64_t i = 0; i < d; ++i) x[t * d + i] = row[i] * scale;
+    }
+    std::vector<double> qf(2 * e), kf(2 * e);
+    for (size_t l = 0; l < layers_.size(); ++l) {
+      const TnlLayer& layer = layers_[l];
+      const bool lrpe = !layer.theta.data.empty();
+      const int64_t ek = lrpe ? 2 * e : e;
+      // Token mixer: o_t = q_t S_t with S_t = decay S_{t-1} + k_t^T v_t, per head.
+      SimpleRmsNorm(x.data(), t_count, d, y.data());
+      RowInvariantLinear(y.data(), t_count, d, layer.qkvu, qkvu.data());
+      std::vector<double>& s = state->layer(static_cast<int64_t>(l));
+      for (int64_t t = 0; t < t_count; ++t) {
+        const float* row = &qkvu[t * 4 * d];
+        const double pos = static_cast<double>(state->position() + t);
+        for (int64_t hh = 0; hh < h; ++hh) {
+          for (int64_t c = 0; c < e; ++c) {
+            const double q = Silu(row[hh * e + c]), k = Silu(row[d + hh * e + c]);
+            if (lrpe) {
+              const double angle = layer.theta.data[hh * e + c] * pos;
+              const double cs = std::cos(angle), sn = std::sin(angle);
+              qf[c] = q * cs;
+              qf[e + c] = q * sn;
+              kf[c] = k * cs;
+              kf[e + c] = k * sn;
+            } else {
+              qf[c] = q;
+              kf[c] = k;
+            }
+          }
+          const float* v = row + 2 * d + hh * e;
+          double* sh = &s[hh * ek * e];
+          const double decay = layer.decay[hh];
+          for (int64_t i = 0; i < ek; ++i) {
+            for (int64_t j = 0; j < e; ++j) sh[i * e + j] = decay * sh[i * e + j] + kf[i] * v[j];
+          }
+          for (int64_t j = 0; j < e; ++j) {
+            double acc = 0.0;
+            for (int64_t i = 0; i < ek; ++i) acc += qf[i] * sh[i * e + j];
+            o[t * d + hh * e + j] = static_cast<float>(acc);
+          }
+        }
+      }
+      // x += out_proj(u * srms(o)).
+      SimpleRmsNorm(o.data(), t_count, d, y.data());
+      for (int64_t t = 0; t < t_count; ++t) {
+        for (int64_t i = 0; i < d; ++i) y[t * d + i] *= qkvu[t * 4 * d + 3 * d + i];
+      }
+      RowInvariantLinear(y.data(), t_count, d, layer.out, delta.data());
+      for (int64_t i = 0; i < t_count * d; ++i) x[i] += delta[i];
+      // Channel mixer: x += l3(l1(n) * l2(n)), n = srms(x).
+      SimpleRmsNorm(x.data(), t_count, d, y.data());
+      RowInvariantLinear(y.data(), t_count, d, layer.l1, a.data());
+      AddBias(a.data(), t_count, g, layer.b1);
+      RowInvariantLinear(y.data(), t_count, d, layer.l2, b.data());
+      AddBias(b.data(), t_count, g, layer.b2);
+      for (int64_t i = 0; i < t_count * g; ++i) a[i] *= b[i];
+      RowInvariantLinear(a.data(), t_count, g, layer.l3, delta.data());
+      AddBias(delta.data(), t_count, d, layer.b3);
+      for (int64_t i = 0; i < t_count * d; ++i) x[i] += delta[i];
+    }
+    state->Advance(t_count);
+    SimpleRmsNorm(x.data(), t_count, d, y.data());
+    ScoreHead(y.data(), d, lm_head_, item, out);
+  }
+
+  ModelConfig config_;
+  ModelInfo info_;
+  HostTensor embeddings_;  // [V, D]
+  std::vector<TnlLayer> layers_;
+  HostTensor lm_head_;  // [V, D]
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Model>> BuildTnl(const Checkpoint& ckpt, const ModelConfig& c) {
+  if (c.family != ModelFamily::kTnl) {
+    return absl::InvalidArgumentError("BuildTnl: the config is not a TNL model");
+  }
+  const int64_t d = c.hidden_size, h = c.num_heads, e = d / h, g = c.intermediate_size;
+  const int64_t L = c.num_layers;
+  int64_t parameters = 0;
+  auto read = [&](const std::string& name,
+                  std::vector<int64_t> shape) -> absl::StatusOr<HostTensor> {
+    HG_ASSIGN_OR_RETURN(HostTensor tensor, ckpt.ReadFloat(name, shape));
+    parameters += tensor.numel();
+    return tensor;
+  };
+  HG_ASSIGN_OR_RETURN(HostTensor embeddings, read("model.embed_tokens.weight", {c.vocab_size, d}));
+  const std::vector<double> slopes = Slopes(h);
+  std::vector<TnlLayer> layers(L);
+  for (int64_t l = 0; l < L; ++l) {
+    const std::string p = absl::StrCat("model.layers.", l, ".");
+    TnlLayer& layer = layers[l];
+    HG_ASSIGN_OR_RETURN(layer.qkvu, read(p + "token_mixer.qkvu_proj.weight", {4 * d, d}));
+    HG_ASSIGN_OR_RETURN(layer.out, read(p + "token_mixer.out_proj.weight", {d, d}));
+    if (!c.tnl_lrpe.empty() && c.tnl_lrpe[l]) {
+      HG_ASSIGN_OR_RETURN(layer.theta, read(p + "token_mixer.lrpe.theta", {h, 1, e}));
+    }
+    HG_ASSIGN_OR_RETURN(layer.l1, read(p + "channel_mixer.l1.weight", {g, d}));
+    HG_ASSIGN_OR_RETURN(layer.l2, read(p + "channel_mixer.l2.weight", {g, d}));
+    HG_ASSIGN_OR_RETURN(layer.l3, read(p + "channel_mixer.l3.weight", {d, g}));
+    if (c.use_bias) {
+      HG_ASSIGN_OR_RETURN(layer.b1, read(p + "channel_mixer.l1.bias", {g}));
+      HG_ASSIGN_OR_RETURN(layer.b2, read(p + "channel_mixer.l2.bias", {g}));
+      HG_ASSIGN_OR_RETURN(layer.b3, read(p + "channel_mixer.l3.bias", {d}));
+    }
+    // lambda_h = s_h * (1 - l / (L - 1) + 1e-5): weaker decay in the deeper layers.
+    layer.decay.resize(h);
+    for (int64_t hh = 0; hh < h; ++hh) {
+      const double lambda =
+          slopes[hh] * (1.0 - static_cast<double>(l) / static_cast<double>(L - 1) + 1e-5);
+      layer.decay[hh] = std::exp(-lambda);
+    }
+  }
+  HG_ASSIGN_OR_RETURN(HostTensor lm_head,
+                      ReadLmHead(ckpt, "lm_head.weight", "model.embed_tokens.weight",
+                                 c.tie_word_embeddings, c.vocab_size, d));
+  if (ckpt.Has("lm_head.weight")) parameters += lm_head.numel();
+
+  ModelInfo info;
+  info.family = ModelFamily::kTnl;
+  info.vocab_size = c.vocab_size;
+  info.max_context = 0;
+  info.bos_token_id = c.bos_token_id;
+  info.eos_token_id = c.eos_token_id;
+  info.num_parameters = parameters;
+  info.backend = "cpu";
+  info.dtype = "fp32";
+  return std::unique_ptr<Model>(new TnlModel(c, std::move(info), std::move(embeddings),
+                                             std::move(layers), std::move(lm_head)));
+}
+
+}  // namespace hgeval::cpu
