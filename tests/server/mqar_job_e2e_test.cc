@@ -1,0 +1,166 @@
+// mqar through the service: a server job (`hgeval run --tasks mqar`) on a LLaMA with the
+// MQAR vocabulary (8192) gives the same predictions and the same per-setting table as the
+// in-process evaluator. The model is the golden LLaMA with its embedding and output rows
+// widened from 512 to 8192 (rows tiled, each scaled a little so no two logits tie).
+#include <signal.h>
+
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "client/client.h"
+#include "engine/loader/checkpoint.h"
+#include "engine/model/load_model.h"
+#include "engine/tokenizer/tokenizer.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "tasks/engine_language_model.h"
+#include "tasks/evaluator.h"
+#include "tests/server/server_process.h"
+#include "tests/support/paths.h"
+
+namespace hgeval {
+namespace {
+
+using Json = nlohmann::json;
+using testing::ServerProcess;
+using testing::SourcePath;
+namespace v1 = ::hgeval::v1;
+
+constexpr char kTokenizer[] = "data/models/stories260K/tok512.bin";
+constexpr int64_t kVocab = 8192;
+constexpr int kLimit = 8;  // two examples of each of the four settings
+
+// Writes the widened golden LLaMA into `dir`.
+void WriteMqarVocabLlama(const std::string& dir) {
+  auto golden = OpenCheckpoint(SourcePath("tests/golden/llama"));
+  ASSERT_TRUE(golden.ok()) << golden.status();
+  Json config = (*golden)->config();
+  const int64_t old_vocab = config["vocab_size"].get<int64_t>();
+  config["vocab_size"] = kVocab;
+  std::ofstream(dir + "/config.json") << config.dump(2);
+  std::map<std::string, HostTensor> tensors;
+  for (const std::string& name : (*golden)->TensorNames()) {
+    auto tensor = (*golden)->ReadFloat(name, {});
+    ASSERT_TRUE(tensor.ok()) << tensor.status();
+    if (!tensor->shape.empty() && tensor->shape[0] == old_vocab) {
+      const int64_t width = tensor->numel() / old_vocab;
+      HostTensor wide;
+      wide.shape = tensor->shape;
+      wide.shape[0] = kVocab;
+      wide.data.resize(static_cast<size_t>(kVocab * width));
+      for (int64_t row = 0; row < kVocab; ++row) {
+        const float scale = 1.0f + static_cast<float>(row) / static_cast<float>(4 * kVocab);
+        for (int64_t c = 0; c < width; ++c) {
+          wide.data[row * width + c] = tensor->data[(row % old_vocab) * width + c] * scale;
+        }
+      }
+      *tensor = std::move(wide);
+    }
+    tensors[name] = *std::move(tensor);
+  }
+  ASSERT_TRUE(WriteSafetensors(dir + "/model.safetensors", tensors, DType::kF32).ok());
+}
+
+class MqarJobTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = testing::MakeTempDir("mqar-job");
+    model_dir_ = dir_ + "/mqar_llama";
+    ASSERT_EQ(system(("mkdir -p " + model_dir_).c_str()), 0);
+    WriteMqarVocabLlama(model_dir_);
+    if (HasFatalFailure()) return;
+    ASSERT_TRUE(server_
+                    .Start(dir_, {"--model=mqar_llama=" + model_dir_,
+                                  "--tokenizer=" + SourcePath(kTokenizer),
+                                  "--data_dir=" + SourcePath("data"),
+                                  "--store=" + dir_ + "/s.sqlite", "--shutdown_grace_ms=0"})
+                    .ok());
+    client::ClientOptions options;
+    options.servers = {server_.address()};
+    client_ = *client::Client::Connect(options);
+    ASSERT_TRUE(client_->WaitServing(absl::Seconds(60)).ok());
+  }
+  void TearDown() override {
+    if (server_.running()) server_.Stop(SIGTERM);
+  }
+
+  Json InProcess() {
+    auto model = LoadModel(model_dir_, LoadOptions());
+    auto tokenizer = LoadTokenizer(SourcePath(kTokenizer));
+    EXPECT_TRUE(model.ok() && tokenizer.ok());
+    if (!model.ok() || !tokenizer.ok()) return {};
+    tasks::EngineLanguageModel lm(model->get(), tokenizer->get(), {});
+    tasks::EvaluatorOptions options;
+    options.limit = kLimit;
+    options.log_samples = true;
+    auto report = tasks::RunTasks(lm, {"mqar"}, options);
+    EXPECT_TRUE(report.ok()) << report.status();
+    if (!report.ok()) return {};
+    Json out = tasks::ResultsJson(*report);
+    out["samples"]["mqar"] = report->tasks[0].samples;
+    return out;
+  }
+
+  std::string dir_;
+  std::string model_dir_;
+  ServerProcess server_;
+  std::unique_ptr<client::Client> client_;
+};
+
+TEST_F(MqarJobTest, JobMatchesInProcessRunAndCarriesThePerSettingTable) {
+  v1::SubmitJobRequest request;
+  request.set_model("mqar_llama");
+  request.add_tasks("mqar");
+  request.set_limit(kLimit);
+  request.mutable_options()->set_log_samples(true);
+  auto id = client_->SubmitJob(request);
+  ASSERT_TRUE(id.ok()) << id.status();
+  auto job = client_->WatchJob(*id, nullptr);
+  ASSERT_TRUE(job.ok()) << job.status();
+  ASSERT_EQ(job->state(), v1::JOB_STATE_SUCCEEDED) << job->error();
+  const Json server = Json::parse(job->results_json());
+  const Json local = InProcess();
+  ASSERT_FALSE(local.is_null());
+
+  const Json& results = server.at("results").at("mqar");
+  for (const char* key : {"acc,none", "acc_L64_K4,none", "acc_L128_K8,none", "acc_L256_K16,none",
+                          "acc_L512_K64,none"}) {
+    EXPECT_TRUE(results.contains(key)) << key;
+  }
+  EXPECT_EQ(results, local.at("results").at("mqar"));
+  const Json& server_samples = server.at("samples").at("mqar");
+  const Json& local_samples = local.at("samples").at("mqar");
+  ASSERT_EQ(server_samples.size(), static_cast<size_t>(kLimit));
+  ASSERT_EQ(local_samples.size(), static_cast<size_t>(kLimit));
+  for (size_t i = 0; i < local_samples.size(); ++i) {
+    SCOPED_TRACE(i);
+    EXPECT_EQ(server_samples[i].at("doc"), local_samples[i].at("doc"));
+    EXPECT_EQ(server_samples[i].at("arguments"), local_samples[i].at("arguments"));
+    // resps[0] = [logprob, argmax at each labelled position]; a job asks the scheduler for
+    // the argmax only, so only the predictions are compared.
+    EXPECT_EQ(server_samples[i].at("resps")[0][1], local_samples[i].at("resps")[0][1]);
+    EXPECT_EQ(server_samples[i].at("acc"), local_samples[i].at("acc"));
+  }
+}
+
+TEST_F(MqarJobTest, HgevalRunWritesThePerSettingTable) {
+  const std::string output = dir_ + "/results.json";
+  std::string stdout_text;
+  const int status = testing::RunCommand(
+      {std::string(HGEVAL_BINARY_DIR) + "/client/hgeval", "run", "--server=" + server_.address(),
+       "--model=mqar_llama", "--tasks=mqar", "--limit=" + std::to_string(kLimit),
+       "--progress=false", "--output=" + output},
+      &stdout_text);
+  ASSERT_EQ(status, 0) << stdout_text;
+  EXPECT_NE(stdout_text.find("acc_L512_K64"), std::string::npos) << stdout_text;
+  std::ifstream in(output);
+  const Json results = Json::parse(in);
+  EXPECT_EQ(results.at("n-samples").at("mqar").at("effective"), kLimit);
+  EXPECT_EQ(results.at("configs").at("mqar").at("vocab_size"), kVocab);
+  EXPECT_TRUE(results.at("results").at("mqar").contains("acc_L256_K16,none"));
+}
+
+}  // namespace
+}  // namespace hgeval
