@@ -1,7 +1,8 @@
-// mqar through the service: a server job (`hgeval run --tasks mqar`) on a LLaMA with the
-// MQAR vocabulary (8192) gives the same predictions and the same per-setting table as the
-// in-process evaluator. The model is the golden LLaMA with its embedding and output rows
-// widened from 512 to 8192 (rows tiled, each scaled a little so no two logits tie).
+// mqar through the service: a server job (`hgeval run --tasks mqar`) and a client-side
+// run (`hgeval run --local`) on a LLaMA with the MQAR vocabulary (8192) give the same
+// predictions and the same per-setting table as the in-process evaluator. The model is the golden
+// LLaMA with its embedding and output rows widened from 512 to 8192 (rows tiled, each scaled a
+// little so no two logits tie).
 #include <signal.h>
 
 #include <fstream>
@@ -160,6 +161,24 @@ TEST_F(MqarJobTest, HgevalRunWritesThePerSettingTable) {
   EXPECT_EQ(results.at("n-samples").at("mqar").at("effective"), kLimit);
   EXPECT_EQ(results.at("configs").at("mqar").at("vocab_size"), kVocab);
   EXPECT_TRUE(results.at("results").at("mqar").contains("acc_L256_K16,none"));
+}
+
+TEST_F(MqarJobTest, HgevalRunLocalMatchesInProcessRun) {
+  // --local runs the task in the client and sends token-id Loglikelihood calls.
+  const std::string output = dir_ + "/local_results.json";
+  std::string stdout_text;
+  const int status =
+      testing::RunCommand({std::string(HGEVAL_BINARY_DIR) + "/client/hgeval", "run", "--local",
+                           "--server=" + server_.address(), "--model=mqar_llama", "--tasks=mqar",
+                           "--limit=" + std::to_string(kLimit), "--progress=false", "--log_samples",
+                           "--output=" + output},
+                          &stdout_text);
+  ASSERT_EQ(status, 0) << stdout_text;
+  std::ifstream in(output);
+  const Json remote = Json::parse(in);
+  const Json local = InProcess();
+  ASSERT_FALSE(local.is_null());
+  EXPECT_EQ(remote.at("results").at("mqar"), local.at("results").at("mqar"));
 }
 
 }  // namespace
