@@ -1,17 +1,14 @@
 // mqar through the service: a server job (`hgeval run --tasks mqar`) and a client-side
-// run (`hgeval run --local`) on a LLaMA with the MQAR vocabulary (8192) give the same
-// predictions and the same per-setting table as the in-process evaluator. The model is the golden
-// LLaMA with its embedding and output rows widened from 512 to 8192 (rows tiled, each scaled a
-// little so no two logits tie).
+// run (`hgeval run --local`) on a LLaMA with the MQAR vocabulary (8192,
+// tests/tasks/mqar_test_model.h) give the same predictions and the same per-setting table
+// as the in-process evaluator.
 #include <signal.h>
 
 #include <fstream>
-#include <map>
 #include <string>
 #include <vector>
 
 #include "client/client.h"
-#include "engine/loader/checkpoint.h"
 #include "engine/model/load_model.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "gtest/gtest.h"
@@ -20,6 +17,7 @@
 #include "tasks/evaluator.h"
 #include "tests/server/server_process.h"
 #include "tests/support/paths.h"
+#include "tests/tasks/mqar_test_model.h"
 
 namespace hgeval {
 namespace {
@@ -30,39 +28,7 @@ using testing::SourcePath;
 namespace v1 = ::hgeval::v1;
 
 constexpr char kTokenizer[] = "data/models/stories260K/tok512.bin";
-constexpr int64_t kVocab = 8192;
 constexpr int kLimit = 8;  // two examples of each of the four settings
-
-// Writes the widened golden LLaMA into `dir`.
-void WriteMqarVocabLlama(const std::string& dir) {
-  auto golden = OpenCheckpoint(SourcePath("tests/golden/llama"));
-  ASSERT_TRUE(golden.ok()) << golden.status();
-  Json config = (*golden)->config();
-  const int64_t old_vocab = config["vocab_size"].get<int64_t>();
-  config["vocab_size"] = kVocab;
-  std::ofstream(dir + "/config.json") << config.dump(2);
-  std::map<std::string, HostTensor> tensors;
-  for (const std::string& name : (*golden)->TensorNames()) {
-    auto tensor = (*golden)->ReadFloat(name, {});
-    ASSERT_TRUE(tensor.ok()) << tensor.status();
-    if (!tensor->shape.empty() && tensor->shape[0] == old_vocab) {
-      const int64_t width = tensor->numel() / old_vocab;
-      HostTensor wide;
-      wide.shape = tensor->shape;
-      wide.shape[0] = kVocab;
-      wide.data.resize(static_cast<size_t>(kVocab * width));
-      for (int64_t row = 0; row < kVocab; ++row) {
-        const float scale = 1.0f + static_cast<float>(row) / static_cast<float>(4 * kVocab);
-        for (int64_t c = 0; c < width; ++c) {
-          wide.data[row * width + c] = tensor->data[(row % old_vocab) * width + c] * scale;
-        }
-      }
-      *tensor = std::move(wide);
-    }
-    tensors[name] = *std::move(tensor);
-  }
-  ASSERT_TRUE(WriteSafetensors(dir + "/model.safetensors", tensors, DType::kF32).ok());
-}
 
 class MqarJobTest : public ::testing::Test {
  protected:
@@ -70,8 +36,7 @@ class MqarJobTest : public ::testing::Test {
     dir_ = testing::MakeTempDir("mqar-job");
     model_dir_ = dir_ + "/mqar_llama";
     ASSERT_EQ(system(("mkdir -p " + model_dir_).c_str()), 0);
-    WriteMqarVocabLlama(model_dir_);
-    if (HasFatalFailure()) return;
+    ASSERT_TRUE(testing::WriteMqarVocabLlama(model_dir_).ok());
     ASSERT_TRUE(server_
                     .Start(dir_, {"--model=mqar_llama=" + model_dir_,
                                   "--tokenizer=" + SourcePath(kTokenizer),
@@ -159,7 +124,7 @@ TEST_F(MqarJobTest, HgevalRunWritesThePerSettingTable) {
   std::ifstream in(output);
   const Json results = Json::parse(in);
   EXPECT_EQ(results.at("n-samples").at("mqar").at("effective"), kLimit);
-  EXPECT_EQ(results.at("configs").at("mqar").at("vocab_size"), kVocab);
+  EXPECT_EQ(results.at("configs").at("mqar").at("vocab_size"), testing::kMqarVocab);
   EXPECT_TRUE(results.at("results").at("mqar").contains("acc_L256_K16,none"));
 }
 
