@@ -69,7 +69,11 @@ absl::StatusOr<std::vector<TokenTargetsResult>> EngineLanguageModel::ScoreTokenT
       stats_.tokens_fed += static_cast<int64_t>(request.tokens.size());
       stats_.tokens_scored += scored;
       results[i].n_tokens = scored;
-      if (options_.count_only) continue;
+      if (options_.count_only) {
+        // No model run: placeholder predictions that match no label.
+        results[i].argmax.assign(static_cast<size_t>(scored), -1);
+        continue;
+      }
       HG_ASSIGN_OR_RETURN(states[i - first], StartState(*model_, nullptr));
       items[i - first].tokens = request.tokens;
       items[i - first].targets = request.targets;

@@ -118,6 +118,25 @@ TEST_P(MqarRunGoldenTest, AccuracyEqualsRecomputationFromLogits) {
   }
 }
 
+TEST_P(MqarRunGoldenTest, CountOnlyCountsWithoutRunning) {
+  auto loaded = hgeval::testing::LoadFixtureModel(GetParam());
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  auto tokenizer = hgeval::testing::LoadTok512();
+  ASSERT_TRUE(tokenizer.ok());
+  EngineLanguageModelOptions lm_options;
+  lm_options.count_only = true;
+  EngineLanguageModel lm(loaded->model.get(), tokenizer->get(), lm_options);
+  MqarTaskOptions options;
+  options.settings = {{64, 4}, {128, 8}};
+  options.vocab_size = 512;
+  options.examples_per_setting = 3;
+  auto report = RunTask(lm, MqarTask(options), {});
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_EQ(report->stats.tokens_fed, 3 * 64 + 3 * 128);
+  EXPECT_EQ(report->stats.tokens_scored, 3 * 4 + 3 * 8);
+  EXPECT_EQ(report->values[0], 0.0);
+}
+
 TEST_P(MqarRunGoldenTest, StandardTaskNeedsAVocabularyOf8192) {
   auto loaded = hgeval::testing::LoadFixtureModel(GetParam());
   ASSERT_TRUE(loaded.ok()) << loaded.status();
