@@ -37,7 +37,10 @@ absl::StatusOr<std::unique_ptr<RemoteLanguageModel>> RemoteLanguageModel::Create
     probe.set_model(options.model);
     probe.set_text("a");
     absl::StatusOr<v1::TokenizeResponse> ok = client->Tokenize(probe);
-    if (!ok.ok()) return ok.status();
+    // A model without a tokenizer (token-level requests only) refuses text but is there.
+    if (!ok.ok() && ok.status().code() != absl::StatusCode::kFailedPrecondition) {
+      return ok.status();
+    }
     absl::StatusOr<v1::ListModelsResponse> models = client->ListModels(s);
     if (!models.ok()) return models.status();
     const v1::ModelInfo* info = nullptr;
@@ -48,8 +51,9 @@ absl::StatusOr<std::unique_ptr<RemoteLanguageModel>> RemoteLanguageModel::Create
       // Loads on first use: ask once to load it, then describe.
       v1::LoglikelihoodRequest warm;
       warm.set_model(options.model);
-      warm.add_pairs()->set_context("a");
-      warm.mutable_pairs(0)->set_continuation("b");
+      // Token ids, which every model takes (one without a tokenizer refuses text).
+      warm.add_pairs()->add_context_ids(0);
+      warm.mutable_pairs(0)->add_continuation_ids(0);
       grpc::ClientContext context;
       client->Prepare(context);
       v1::LoglikelihoodResponse ignored;

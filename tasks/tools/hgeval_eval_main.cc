@@ -10,12 +10,12 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
+#include "engine/tokenizer/token_only_tokenizer.h"
 #include "engine/util/status_macros.h"
 #include "tasks/cli_options.h"
 #include "tasks/engine_language_model.h"
 #include "tasks/evaluator.h"
 #include "tasks/registry.h"
-#include "tasks/token_only_tokenizer.h"
 
 namespace hgeval::tasks {
 namespace {

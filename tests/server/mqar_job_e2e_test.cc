@@ -1,7 +1,8 @@
 // mqar through the service: a server job (`hgeval run --tasks mqar`) and a client-side
 // run (`hgeval run --local`) on a LLaMA with the MQAR vocabulary (8192,
 // tests/tasks/mqar_test_model.h) give the same predictions and the same per-setting table
-// as the in-process evaluator.
+// as the in-process evaluator. The server runs it without a tokenizer (--tokenizer=none),
+// as MQAR-trained checkpoints have none.
 #include <signal.h>
 
 #include <fstream>
@@ -38,8 +39,7 @@ class MqarJobTest : public ::testing::Test {
     ASSERT_EQ(system(("mkdir -p " + model_dir_).c_str()), 0);
     ASSERT_TRUE(testing::WriteMqarVocabLlama(model_dir_).ok());
     ASSERT_TRUE(server_
-                    .Start(dir_, {"--model=mqar_llama=" + model_dir_,
-                                  "--tokenizer=" + SourcePath(kTokenizer),
+                    .Start(dir_, {"--model=mqar_llama=" + model_dir_, "--tokenizer=none",
                                   "--data_dir=" + SourcePath("data"),
                                   "--store=" + dir_ + "/s.sqlite", "--shutdown_grace_ms=0"})
                     .ok());
@@ -144,6 +144,18 @@ TEST_F(MqarJobTest, HgevalRunLocalMatchesInProcessRun) {
   const Json local = InProcess();
   ASSERT_FALSE(local.is_null());
   EXPECT_EQ(remote.at("results").at("mqar"), local.at("results").at("mqar"));
+}
+
+TEST_F(MqarJobTest, TextRequestsToATokenizerlessModelFailSayingWhy) {
+  v1::LoglikelihoodRequest request;
+  request.set_model("mqar_llama");
+  v1::LoglikelihoodPair* pair = request.add_pairs();
+  pair->set_context("Once upon");
+  pair->set_continuation(" a time");
+  auto response = client_->Loglikelihood(request);
+  ASSERT_FALSE(response.ok());
+  EXPECT_NE(response.status().message().find("no tokenizer"), std::string::npos)
+      << response.status();
 }
 
 }  // namespace

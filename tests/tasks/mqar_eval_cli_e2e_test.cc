@@ -7,11 +7,11 @@
 #include <string>
 
 #include "engine/model/load_model.h"
+#include "engine/tokenizer/token_only_tokenizer.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "tasks/engine_language_model.h"
 #include "tasks/evaluator.h"
-#include "tasks/token_only_tokenizer.h"
 #include "tests/support/paths.h"
 #include "tests/tasks/mqar_test_model.h"
 

@@ -1,4 +1,4 @@
-#include "tasks/token_only_tokenizer.h"
+#include "engine/tokenizer/token_only_tokenizer.h"
 
 #include <string>
 #include <string_view>
@@ -6,12 +6,12 @@
 
 #include "absl/status/status.h"
 
-namespace hgeval::tasks {
+namespace hgeval {
 namespace {
 
 constexpr char kNoText[] =
-    "no tokenizer: this run takes token-level tasks only (such as mqar); give --tokenizer "
-    "for text tasks";
+    "no tokenizer: this model takes token-level requests only (such as mqar's); give it a "
+    "tokenizer for text";
 
 class TokenOnlyTokenizer : public Tokenizer {
  public:
@@ -41,4 +41,4 @@ std::unique_ptr<Tokenizer> MakeTokenOnlyTokenizer(int32_t vocab_size) {
   return std::make_unique<TokenOnlyTokenizer>(vocab_size);
 }
 
-}  // namespace hgeval::tasks
+}  // namespace hgeval
