@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <future>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -36,7 +37,10 @@ absl::StatusOr<std::unique_ptr<RemoteLanguageModel>> RemoteLanguageModel::Create
     probe.set_model(options.model);
     probe.set_text("a");
     absl::StatusOr<v1::TokenizeResponse> ok = client->Tokenize(probe);
-    if (!ok.ok()) return ok.status();
+    // A model without a tokenizer (token-level requests only) refuses text but is there.
+    if (!ok.ok() && ok.status().code() != absl::StatusCode::kFailedPrecondition) {
+      return ok.status();
+    }
     absl::StatusOr<v1::ListModelsResponse> models = client->ListModels(s);
     if (!models.ok()) return models.status();
     const v1::ModelInfo* info = nullptr;
@@ -47,8 +51,9 @@ absl::StatusOr<std::unique_ptr<RemoteLanguageModel>> RemoteLanguageModel::Create
       // Loads on first use: ask once to load it, then describe.
       v1::LoglikelihoodRequest warm;
       warm.set_model(options.model);
-      warm.add_pairs()->set_context("a");
-      warm.mutable_pairs(0)->set_continuation("b");
+      // Token ids, which every model takes (one without a tokenizer refuses text).
+      warm.add_pairs()->add_context_ids(0);
+      warm.mutable_pairs(0)->add_continuation_ids(0);
       grpc::ClientContext context;
       client->Prepare(context);
       v1::LoglikelihoodResponse ignored;
@@ -190,6 +195,64 @@ absl::StatusOr<std::vector<tasks::GenerateUntilResult>> RemoteLanguageModel::Gen
     if (options.progress) {
       options.progress(static_cast<int64_t>(std::min(requests.size(), start + parallel)),
                        static_cast<int64_t>(requests.size()));
+    }
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<tasks::TokenTargetsResult>> RemoteLanguageModel::ScoreTokenTargets(
+    absl::Span<const tasks::TokenTargetsRequest> requests, const tasks::CallOptions& options) {
+  std::vector<tasks::TokenTargetsResult> out;
+  out.reserve(requests.size());
+  const size_t block =
+      static_cast<size_t>(options_.chunk_per_server) * std::max<size_t>(1, client_->num_servers());
+  for (size_t start = 0; start < requests.size(); start += block) {
+    if (options.cancelled && options.cancelled()) return absl::CancelledError("cancelled");
+    const size_t end = std::min(requests.size(), start + block);
+    v1::LoglikelihoodRequest request;
+    request.set_model(options_.model);
+    request.set_top_k(1);
+    for (size_t i = start; i < end; ++i) {
+      const tasks::TokenTargetsRequest& r = requests[i];
+      if (r.tokens.empty() || r.targets.size() != r.tokens.size()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("token_targets request ", i, ": needs tokens and one target per token"));
+      }
+      // context tokens[0], continuation tokens[1:] plus a placeholder: exactly `tokens` is
+      // fed and every position is scored, so the top-1 token at t is the argmax there.
+      v1::LoglikelihoodPair* pair = request.add_pairs();
+      pair->add_context_ids(r.tokens[0]);
+      for (size_t t = 1; t < r.tokens.size(); ++t) pair->add_continuation_ids(r.tokens[t]);
+      pair->add_continuation_ids(0);
+    }
+    absl::StatusOr<v1::LoglikelihoodResponse> response = WithRetry<v1::LoglikelihoodResponse>(
+        options_.retry_for, [&] { return client_->Loglikelihood(request); });
+    if (!response.ok()) return response.status();
+    if (response->results_size() != static_cast<int>(end - start)) {
+      return absl::InternalError("token_targets: wrong number of results");
+    }
+    for (size_t i = start; i < end; ++i) {
+      const v1::LoglikelihoodResult& r = response->results(static_cast<int>(i - start));
+      const std::vector<int32_t>& targets = requests[i].targets;
+      if (r.top_k_size() != static_cast<int>(targets.size())) {
+        return absl::InternalError(absl::StrCat("token_targets request ", i, ": ", r.top_k_size(),
+                                                " top-k rows for ", targets.size(), " positions"));
+      }
+      tasks::TokenTargetsResult result;
+      result.logprob = std::numeric_limits<double>::quiet_NaN();
+      for (size_t t = 0; t < targets.size(); ++t) {
+        if (targets[t] < 0) continue;
+        if (r.top_k(static_cast<int>(t)).ids_size() < 1) {
+          return absl::InternalError("token_targets: empty top-k row");
+        }
+        result.argmax.push_back(r.top_k(static_cast<int>(t)).ids(0));
+        ++result.n_tokens;
+      }
+      cached_ += r.cached();
+      out.push_back(std::move(result));
+    }
+    if (options.progress) {
+      options.progress(static_cast<int64_t>(out.size()), static_cast<int64_t>(requests.size()));
     }
   }
   return out;

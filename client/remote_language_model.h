@@ -37,6 +37,10 @@ class RemoteLanguageModel : public tasks::LanguageModel {
   absl::StatusOr<std::vector<tasks::GenerateUntilResult>> GenerateUntil(
       absl::Span<const tasks::GenerateUntilRequest> requests,
       const tasks::CallOptions& options = {}) override;
+  // Token-id Loglikelihood calls with the top-1 token at every position; `logprob` is NaN.
+  absl::StatusOr<std::vector<tasks::TokenTargetsResult>> ScoreTokenTargets(
+      absl::Span<const tasks::TokenTargetsRequest> requests,
+      const tasks::CallOptions& options = {}) override;
   tasks::LanguageModelInfo info() const override { return info_; }
 
   int64_t cached() const { return cached_; }

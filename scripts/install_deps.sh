@@ -10,6 +10,7 @@ PACKAGES=(
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc grpc-proto
   libsqlite3-dev libcairo2-dev libssl-dev
   clang libclang-rt-14-dev
+  python3-numpy
 )
 missing=()
 for p in "${PACKAGES[@]}"; do

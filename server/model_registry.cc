@@ -8,6 +8,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "engine/tokenizer/token_only_tokenizer.h"
 #include "nlohmann/json.hpp"
 #include "server/log.h"
 #include "server/serialized_model.h"
@@ -67,6 +68,14 @@ std::string ResolveRelative(const fs::path& base, const std::string& p) {
   return (base / p).lexically_normal().string();
 }
 
+// The tokenizer setting that means "no tokenizer": the model takes token-level requests
+// only.
+constexpr char kNoTokenizer[] = "none";
+
+std::string TokenizerPath(const fs::path& base, const std::string& p) {
+  return p == kNoTokenizer ? p : ResolveRelative(base, p);
+}
+
 }  // namespace
 
 int64_t LmEvalMaxLength(const LoadedModel& model, int64_t requested) {
@@ -105,7 +114,7 @@ absl::Status ParseRegistryConfig(const std::string& config_path, RegistryOptions
     }
     if (config.contains("default_tokenizer")) {
       options.default_tokenizer =
-          ResolveRelative(base, config.at("default_tokenizer").get<std::string>());
+          TokenizerPath(base, config.at("default_tokenizer").get<std::string>());
     }
     if (config.contains("models")) {
       for (const auto& m : config.at("models")) {
@@ -116,7 +125,7 @@ absl::Status ParseRegistryConfig(const std::string& config_path, RegistryOptions
               absl::StrCat("config ", config_path, ": invalid model name '", spec.name, "'"));
         }
         spec.path = ResolveRelative(base, m.at("path").get<std::string>());
-        spec.tokenizer = ResolveRelative(base, m.value("tokenizer", std::string()));
+        spec.tokenizer = TokenizerPath(base, m.value("tokenizer", std::string()));
         spec.device = m.value("device", std::string("cpu"));
         spec.dtype = m.value("dtype", std::string("fp32"));
         spec.max_context = m.value("max_context", int64_t{0});
@@ -207,10 +216,17 @@ absl::StatusOr<std::unique_ptr<LoadedModel>> ModelRegistry::Load(const ModelSpec
   if (tokenizer_path.empty()) {
     tokenizer_path = fs::is_directory(spec.path) ? spec.path : fs::path(spec.path).parent_path().string();
   }
-  absl::StatusOr<std::unique_ptr<Tokenizer>> tokenizer = LoadTokenizer(tokenizer_path);
+  // "none": token-level requests only (MQAR-trained checkpoints ship no tokenizer).
+  auto load_tokenizer = [&](const std::string& path) -> absl::StatusOr<std::unique_ptr<Tokenizer>> {
+    if (path == kNoTokenizer) {
+      return MakeTokenOnlyTokenizer(static_cast<int32_t>(loaded->model->info().vocab_size));
+    }
+    return LoadTokenizer(path);
+  };
+  absl::StatusOr<std::unique_ptr<Tokenizer>> tokenizer = load_tokenizer(tokenizer_path);
   if (!tokenizer.ok() && spec.tokenizer.empty() && !options_.default_tokenizer.empty()) {
     tokenizer_path = options_.default_tokenizer;
-    tokenizer = LoadTokenizer(tokenizer_path);
+    tokenizer = load_tokenizer(tokenizer_path);
   }
   if (!tokenizer.ok()) {
     return absl::Status(tokenizer.status().code(),

@@ -46,7 +46,8 @@ ABSL_FLAG(std::vector<std::string>, model_root, {},
           "Folders whose sub-folders are models named by the sub-folder (comma-separated). "
           "Client-given names resolve only inside these roots.");
 ABSL_FLAG(std::string, tokenizer, "",
-          "Tokenizer (file or folder) for models whose folder has none.");
+          "Tokenizer (file or folder) for models whose folder has none; \"none\": such models "
+          "take token-level requests only (e.g. MQAR checkpoints).");
 ABSL_FLAG(std::vector<std::string>, preload, {},
           "Models to load before reporting SERVING (comma-separated; 'all' for every model). "
           "Others load on first use.");

@@ -1,6 +1,8 @@
 #include "server/store_language_model.h"
 
 #include <algorithm>
+#include <limits>
+#include <string>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -27,7 +29,7 @@ CallControl StoreLanguageModel::Control(const tasks::CallOptions& options) const
 
 absl::StatusOr<std::vector<v1::LoglikelihoodResult>> StoreLanguageModel::ScoreChunked(
     const std::vector<TokenPair>& pairs, const tasks::CallOptions& options,
-    const std::function<void(int64_t)>& done) {
+    const std::function<void(int64_t)>& done, int top_k) {
   std::vector<v1::LoglikelihoodResult> results;
   results.reserve(pairs.size());
   const CallControl control = Control(options);
@@ -37,7 +39,7 @@ absl::StatusOr<std::vector<v1::LoglikelihoodResult>> StoreLanguageModel::ScoreCh
                                       pairs.begin() + std::min(pairs.size(), start + chunk));
     absl::StatusOr<ScoreOutcome> outcome;
     for (;;) {
-      outcome = executor_->ScorePairs(*model_, part, 0, /*use_store=*/true, control);
+      outcome = executor_->ScorePairs(*model_, part, top_k, /*use_store=*/true, control);
       // A full queue is backpressure, not failure: wait and retry.
       if (outcome.status().code() != absl::StatusCode::kResourceExhausted) break;
       if (control.cancelled()) return absl::CancelledError("job cancelled");
@@ -248,6 +250,70 @@ tasks::LanguageModelInfo StoreLanguageModel::info() const {
   info.context_reuse = false;
   info.rolling_mode = "windows";
   return info;
+}
+
+absl::StatusOr<std::vector<tasks::TokenTargetsResult>> StoreLanguageModel::ScoreTokenTargets(
+    absl::Span<const tasks::TokenTargetsRequest> requests, const tasks::CallOptions& options) {
+  const int64_t vocab = model_->info.vocab_size;
+  const int64_t max_context = model_->info.max_context;
+  // The scheduler scores (context, continuation) pairs: context = tokens[0] and
+  // continuation = tokens[1:] plus a placeholder feed exactly `tokens` and score every
+  // position; the top-1 alternative at position t is the argmax after tokens[0..t].
+  std::vector<TokenPair> pairs;
+  pairs.reserve(requests.size());
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const tasks::TokenTargetsRequest& r = requests[i];
+    const std::string where = absl::StrCat("token_targets request ", i, ": ");
+    if (r.tokens.empty() || r.targets.size() != r.tokens.size()) {
+      return absl::InvalidArgumentError(where + "needs tokens and one target per token");
+    }
+    if (max_context > 0 && static_cast<int64_t>(r.tokens.size()) > max_context) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          where, r.tokens.size(), " tokens exceed the model's context of ", max_context));
+    }
+    for (size_t t = 0; t < r.tokens.size(); ++t) {
+      if (r.tokens[t] < 0 || r.tokens[t] >= vocab || r.targets[t] < -1 || r.targets[t] >= vocab) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(where, "token ", r.tokens[t], " / target ", r.targets[t], " at position ",
+                         t, " is outside the model's vocabulary of ", vocab));
+      }
+    }
+    TokenPair pair;
+    pair.context = {r.tokens[0]};
+    pair.continuation.assign(r.tokens.begin() + 1, r.tokens.end());
+    pair.continuation.push_back(0);  // placeholder: scored, never fed
+    pairs.push_back(std::move(pair));
+  }
+  int64_t done = 0;
+  const int64_t total = static_cast<int64_t>(pairs.size());
+  absl::StatusOr<std::vector<v1::LoglikelihoodResult>> scored = ScoreChunked(
+      pairs, options,
+      [&](int64_t n) {
+        done += n;
+        if (options.progress) options.progress(done, total);
+      },
+      /*top_k=*/1);
+  if (!scored.ok()) return scored.status();
+  std::vector<tasks::TokenTargetsResult> out(requests.size());
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const v1::LoglikelihoodResult& result = (*scored)[i];
+    const std::vector<int32_t>& targets = requests[i].targets;
+    if (result.top_k_size() != static_cast<int>(targets.size())) {
+      return absl::InternalError(absl::StrCat("token_targets request ", i, ": ",
+                                              result.top_k_size(), " top-k rows for ",
+                                              targets.size(), " positions"));
+    }
+    out[i].logprob = std::numeric_limits<double>::quiet_NaN();
+    for (size_t t = 0; t < targets.size(); ++t) {
+      if (targets[t] < 0) continue;
+      const v1::TopTokens& top = result.top_k(static_cast<int>(t));
+      if (top.ids_size() < 1) return absl::InternalError("token_targets: empty top-k row");
+      out[i].argmax.push_back(top.ids(0));
+      ++out[i].n_tokens;
+    }
+  }
+  stats_.requests += static_cast<int64_t>(requests.size());
+  return out;
 }
 
 }  // namespace hgeval::server

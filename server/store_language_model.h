@@ -36,6 +36,11 @@ class StoreLanguageModel : public tasks::LanguageModel {
   absl::StatusOr<std::vector<tasks::GenerateUntilResult>> GenerateUntil(
       absl::Span<const tasks::GenerateUntilRequest> requests,
       const tasks::CallOptions& options = {}) override;
+  // One scored pass per sequence with the top-1 token at every position; `logprob` is
+  // NaN (only the argmax is asked of the scheduler).
+  absl::StatusOr<std::vector<tasks::TokenTargetsResult>> ScoreTokenTargets(
+      absl::Span<const tasks::TokenTargetsRequest> requests,
+      const tasks::CallOptions& options = {}) override;
 
   tasks::LanguageModelInfo info() const override;
   tasks::LanguageModelStats stats() const override { return stats_; }
@@ -47,10 +52,11 @@ class StoreLanguageModel : public tasks::LanguageModel {
   int64_t computed() const { return computed_; }
 
  private:
-  // Scores pairs in chunks; `done(n)` after each chunk.
+  // Scores pairs in chunks (with `top_k` alternatives per token); `done(n)` after each
+  // chunk.
   absl::StatusOr<std::vector<hgeval::v1::LoglikelihoodResult>> ScoreChunked(
       const std::vector<TokenPair>& pairs, const tasks::CallOptions& options,
-      const std::function<void(int64_t)>& done);
+      const std::function<void(int64_t)>& done, int top_k = 0);
   CallControl Control(const tasks::CallOptions& options) const;
 
   LoadedModel* model_;

@@ -69,7 +69,8 @@ std::string DefaultDataDir() {
 absl::StatusOr<OpenedModel> OpenModelAndTokenizer(const std::string& model_path,
                                                   const std::string& tokenizer_path,
                                                   const std::string& device,
-                                                  const std::string& dtype, int threads) {
+                                                  const std::string& dtype, int threads,
+                                                  bool load_tokenizer) {
   OpenedModel out;
   const bool llama2c = model_path.size() > 4 && model_path.substr(model_path.size() - 4) == ".bin";
   if (llama2c) {
@@ -82,6 +83,7 @@ absl::StatusOr<OpenedModel> OpenModelAndTokenizer(const std::string& model_path,
   options.dtype = dtype;
   options.threads = threads;
   HG_ASSIGN_OR_RETURN(out.model, BuildModel(*out.checkpoint, options));
+  if (!load_tokenizer) return out;
   std::string tok = tokenizer_path;
   if (tok.empty()) {
     if (llama2c || !IsDirectory(model_path)) {

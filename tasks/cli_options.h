@@ -44,11 +44,13 @@ struct OpenedModel {
 };
 
 // Opens a Hugging Face folder or a llama2.c .bin, builds it on `device`, and loads the
-// tokenizer (`tokenizer_path`, or the model folder's own when empty).
+// tokenizer (`tokenizer_path`, or the model folder's own when empty) unless
+// `load_tokenizer` is false (then `tokenizer` stays null).
 absl::StatusOr<OpenedModel> OpenModelAndTokenizer(const std::string& model_path,
                                                   const std::string& tokenizer_path,
                                                   const std::string& device,
-                                                  const std::string& dtype, int threads);
+                                                  const std::string& dtype, int threads,
+                                                  bool load_tokenizer = true);
 
 }  // namespace hgeval::tasks
 

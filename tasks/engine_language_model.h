@@ -83,6 +83,9 @@ class EngineLanguageModel : public LanguageModel {
       absl::Span<const RollingRequest> requests, const CallOptions& options = {}) override;
   absl::StatusOr<std::vector<GenerateUntilResult>> GenerateUntil(
       absl::Span<const GenerateUntilRequest> requests, const CallOptions& options = {}) override;
+  // Defined in engine_language_model_token_targets.cc.
+  absl::StatusOr<std::vector<TokenTargetsResult>> ScoreTokenTargets(
+      absl::Span<const TokenTargetsRequest> requests, const CallOptions& options = {}) override;
 
   LanguageModelInfo info() const override;
   LanguageModelStats stats() const override { return stats_; }

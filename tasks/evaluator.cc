@@ -104,7 +104,7 @@ absl::StatusOr<TaskReport> RunTaskUnguarded(LanguageModel& model, const Task& ta
   int64_t finished_before = 0;
   model.ResetStats();
   for (RequestType type : {RequestType::kLoglikelihood, RequestType::kLoglikelihoodRolling,
-                           RequestType::kGenerateUntil}) {
+                           RequestType::kGenerateUntil, RequestType::kTokenTargets}) {
     std::vector<size_t> indices;
     for (size_t i = 0; i < requests.size(); ++i) {
       if (requests[i].type == type) indices.push_back(i);
@@ -134,6 +134,15 @@ absl::StatusOr<TaskReport> RunTaskUnguarded(LanguageModel& model, const Task& ta
       for (size_t k = 0; k < indices.size(); ++k) {
         responses[indices[k]].logprob = results[k].logprob;
         responses[indices[k]].n_tokens = results[k].n_tokens;
+      }
+    } else if (type == RequestType::kTokenTargets) {
+      std::vector<TokenTargetsRequest> batch;
+      for (size_t i : indices) batch.push_back({requests[i].tokens, requests[i].targets});
+      HG_ASSIGN_OR_RETURN(auto results, model.ScoreTokenTargets(batch, call));
+      for (size_t k = 0; k < indices.size(); ++k) {
+        responses[indices[k]].logprob = results[k].logprob;
+        responses[indices[k]].n_tokens = results[k].n_tokens;
+        responses[indices[k]].argmax = std::move(results[k].argmax);
       }
     } else {
       std::vector<GenerateUntilRequest> batch;
@@ -182,6 +191,10 @@ absl::StatusOr<TaskReport> RunTaskUnguarded(LanguageModel& model, const Task& ta
                 {request.context,
                  {{"until", request.until}, {"max_gen_toks", request.max_gen_toks}}});
             resps.push_back(response.text);
+            break;
+          case RequestType::kTokenTargets:
+            arguments.push_back({request.tokens, request.targets});
+            resps.push_back({response.logprob, response.argmax});
             break;
         }
       }

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 
@@ -49,6 +50,20 @@ struct GenerateUntilRequest {
 struct GenerateUntilResult {
   std::string text;
   int64_t n_tokens = 0;  // tokens generated
+};
+
+// Token-level scoring for synthetic tasks (MQAR): no text and no tokenizer. `tokens` are
+// fed from an empty state exactly as given (no BOS); at every position t with
+// targets[t] >= 0 the model's greedy prediction after tokens[0..t] is reported.
+struct TokenTargetsRequest {
+  std::vector<int32_t> tokens;
+  std::vector<int32_t> targets;  // tokens.size() entries; -1: position not scored
+};
+
+struct TokenTargetsResult {
+  std::vector<int32_t> argmax;  // one per scored position, in order (lowest id on ties)
+  double logprob = 0.0;         // sum of log p(targets[t]) over the scored positions
+  int64_t n_tokens = 0;         // positions scored
 };
 
 // Per call: progress reports and cooperative cancellation.
@@ -97,6 +112,12 @@ class LanguageModel {
       absl::Span<const RollingRequest> requests, const CallOptions& options = {}) = 0;
   virtual absl::StatusOr<std::vector<GenerateUntilResult>> GenerateUntil(
       absl::Span<const GenerateUntilRequest> requests, const CallOptions& options = {}) = 0;
+  // Optional: models that only answer text requests keep this default.
+  virtual absl::StatusOr<std::vector<TokenTargetsResult>> ScoreTokenTargets(
+      absl::Span<const TokenTargetsRequest> requests, const CallOptions& options = {}) {
+    return absl::UnimplementedError(
+        "this model does not take token-level (token_targets) requests");
+  }
 
   virtual LanguageModelInfo info() const = 0;
   virtual LanguageModelStats stats() const { return {}; }

@@ -10,6 +10,8 @@ const char* RequestTypeName(RequestType type) {
       return "loglikelihood_rolling";
     case RequestType::kGenerateUntil:
       return "generate_until";
+    case RequestType::kTokenTargets:
+      return "token_targets";
   }
   return "unknown";
 }

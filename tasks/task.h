@@ -20,8 +20,13 @@ namespace hgeval::tasks {
 // A dataset record, as the task's loader produced it (also written to --log-samples).
 using Doc = nlohmann::json;
 
-enum class RequestType { kLoglikelihood, kLoglikelihoodRolling, kGenerateUntil };
-const char* RequestTypeName(RequestType type);  // lm-eval's names
+enum class RequestType {
+  kLoglikelihood,
+  kLoglikelihoodRolling,
+  kGenerateUntil,
+  kTokenTargets,  // hgeval's token-level scoring (synthetic tasks such as MQAR)
+};
+const char* RequestTypeName(RequestType type);  // lm-eval's names where lm-eval has them
 
 struct Request {
   RequestType type = RequestType::kLoglikelihood;
@@ -30,13 +35,16 @@ struct Request {
   std::vector<std::string> until;  // generate_until only
   int max_gen_toks = 256;          // generate_until only
   bool windowless = false;         // loglikelihood_rolling only: one pass, no windows
+  std::vector<int32_t> tokens;     // token_targets only: fed from an empty state
+  std::vector<int32_t> targets;    // token_targets only: per token, -1 when not scored
 };
 
 struct Response {
   double logprob = 0.0;
   bool is_greedy = false;
   int64_t n_tokens = 0;
-  std::string text;  // generate_until
+  std::string text;             // generate_until
+  std::vector<int32_t> argmax;  // token_targets: the prediction at each scored position
 };
 
 // How per-doc samples of a metric combine into the task's number.

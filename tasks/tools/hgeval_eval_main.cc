@@ -10,6 +10,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
+#include "engine/tokenizer/token_only_tokenizer.h"
 #include "engine/util/status_macros.h"
 #include "tasks/cli_options.h"
 #include "tasks/engine_language_model.h"
@@ -25,7 +26,9 @@ constexpr char kUsage[] =
 Usage: hgeval-eval --model PATH --tasks NAMES [options]
 
   --model PATH          Hugging Face checkpoint folder or llama2.c .bin file
-  --tokenizer PATH      tokenizer file or folder (default: the model folder's)
+  --tokenizer PATH      tokenizer file or folder (default: the model folder's); "none"
+                        for token-level tasks only (mqar), the default when every
+                        task given is one
   --tasks NAMES         comma-separated lm-eval task names; groups: commonsense,
                         lm_eval_suite (all eleven), scrolls (the seven SCROLLS
                         tasks); "list" prints the known tasks
@@ -130,10 +133,28 @@ int Run(int argc, char** argv) {
                  std::chrono::duration<double>(now - start).count());
   };
 
-  auto opened =
-      OpenModelAndTokenizer(args->Get("model"), args->Get("tokenizer"), args->Get("device", "cpu"),
-                            args->Get("dtype", "fp32"), static_cast<int>(*threads));
+  // Token-level tasks (mqar) need no tokenizer, and checkpoints trained on them have none.
+  bool token_level_only = true;
+  for (const std::string& name : *task_names) {
+    auto task = CreateTask(name);
+    if (!task.ok()) return fail(task.status());
+    token_level_only = token_level_only && (*task)->output_type() == RequestType::kTokenTargets;
+  }
+  std::string tokenizer_path = args->Get("tokenizer");
+  const bool no_tokenizer =
+      tokenizer_path == "none" || (tokenizer_path.empty() && token_level_only);
+  if (no_tokenizer) {
+    tokenizer_path = "";
+    lm_options.tokenizer_name = "none";
+  }
+  auto opened = OpenModelAndTokenizer(args->Get("model"), tokenizer_path,
+                                      args->Get("device", "cpu"), args->Get("dtype", "fp32"),
+                                      static_cast<int>(*threads), /*load_tokenizer=*/!no_tokenizer);
   if (!opened.ok()) return fail(opened.status());
+  if (no_tokenizer) {
+    opened->tokenizer =
+        MakeTokenOnlyTokenizer(static_cast<int32_t>(opened->model->info().vocab_size));
+  }
   lm_options.model_hash = opened->checkpoint->ContentHash();
   EngineLanguageModel lm(opened->model.get(), opened->tokenizer.get(), lm_options);
   if (!quiet) {
