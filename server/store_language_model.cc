@@ -4,6 +4,7 @@
 #include <limits>
 #include <string>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "server/request_prep.h"
@@ -178,7 +179,18 @@ absl::StatusOr<std::vector<tasks::GenerateUntilResult>> StoreLanguageModel::Gene
       if (!got.ok()) return got.status();
       stored = *std::move(got);
     }
+    // Identical requests of a chunk (SCROLLS docs can share an input) are generated once.
+    std::vector<int64_t> same_as(works.size(), -1);
+    absl::flat_hash_map<std::string, size_t> first;
     for (size_t k = 0; k < works.size(); ++k) {
+      auto [it, inserted] = first.emplace(keys[k].request_digest, k);
+      if (!inserted) {
+        same_as[k] = static_cast<int64_t>(it->second);
+        works[k] = nullptr;
+      }
+    }
+    for (size_t k = 0; k < works.size(); ++k) {
+      if (same_as[k] >= 0) continue;
       v1::GenerateResponse cached;
       if (stored[k].has_value() && cached.ParseFromString(*stored[k])) {
         out[start + k].text = cached.text();
@@ -224,6 +236,9 @@ absl::StatusOr<std::vector<tasks::GenerateUntilResult>> StoreLanguageModel::Gene
       whole.set_prompt_tokens(static_cast<int32_t>(works[k]->request.prompt.size()));
       whole.set_generated_tokens(static_cast<int32_t>(works[k]->result.tokens.size()));
       to_store.emplace_back(keys[k], whole.SerializeAsString());
+    }
+    for (size_t k = 0; k < works.size(); ++k) {
+      if (same_as[k] >= 0) out[start + k] = out[start + same_as[k]];
     }
     if (store != nullptr) {
       if (absl::Status s = store->PutMany(to_store); !s.ok()) return s;

@@ -1,4 +1,5 @@
-// Crash resilience: a job of >= 2,000 requests, the server killed with SIGKILL mid-job and
+// Crash resilience: a job (2,000 piqa loglikelihood requests; or SCROLLS qmsum's 272
+// greedy generations over long meetings), the server killed with SIGKILL mid-job and
 // restarted on the same store and port. The job completes, the watching client rides
 // through the restart, the store shows no request computed twice, and the results equal
 // an uninterrupted run's.
@@ -21,7 +22,12 @@ using testing::ServerProcess;
 using testing::SourcePath;
 namespace v1 = ::hgeval::v1;
 
-constexpr int kLimit = 1000;  // piqa: 2 requests per doc -> 2,000 requests
+struct CrashCase {
+  std::string task;
+  int limit = 0;           // docs (0: all)
+  int64_t min_requests;    // the job is at least this large
+  int64_t kill_after;      // requests done before the kill
+};
 
 std::vector<std::string> Args(const std::string& store) {
   return {"--model=hgrn2=" + SourcePath("tests/golden/hgrn2"),
@@ -29,11 +35,11 @@ std::vector<std::string> Args(const std::string& store) {
           "--data_dir=" + SourcePath("data"), "--store=" + store, "--shutdown_grace_ms=0"};
 }
 
-v1::SubmitJobRequest Job() {
+v1::SubmitJobRequest Job(const CrashCase& c) {
   v1::SubmitJobRequest request;
   request.set_model("hgrn2");
-  request.add_tasks("piqa");
-  request.set_limit(kLimit);
+  request.add_tasks(c.task);
+  if (c.limit > 0) request.set_limit(c.limit);
   return request;
 }
 
@@ -43,7 +49,10 @@ std::unique_ptr<client::Client> Connect(const std::string& address) {
   return *client::Client::Connect(options);
 }
 
-TEST(JobCrashTest, KilledMidJobResumesWithoutRecomputingAndMatchesAnUninterruptedRun) {
+class JobCrashTest : public ::testing::TestWithParam<CrashCase> {};
+
+TEST_P(JobCrashTest, KilledMidJobResumesWithoutRecomputingAndMatchesAnUninterruptedRun) {
+  const CrashCase& c = GetParam();
   const std::string dir = testing::MakeTempDir("job-crash");
   // Uninterrupted reference run.
   v1::Job reference;
@@ -52,7 +61,7 @@ TEST(JobCrashTest, KilledMidJobResumesWithoutRecomputingAndMatchesAnUninterrupte
     ASSERT_TRUE(server.Start(dir, Args(dir + "/reference.sqlite")).ok());
     auto client = Connect(server.address());
     ASSERT_TRUE(client->WaitServing(absl::Seconds(30)).ok());
-    auto id = client->SubmitJob(Job());
+    auto id = client->SubmitJob(Job(c));
     ASSERT_TRUE(id.ok()) << id.status();
     auto job = client->WatchJob(*id, nullptr);
     ASSERT_TRUE(job.ok()) << job.status();
@@ -60,7 +69,7 @@ TEST(JobCrashTest, KilledMidJobResumesWithoutRecomputingAndMatchesAnUninterrupte
     reference = *job;
     server.Stop(SIGTERM);
   }
-  ASSERT_GE(reference.requests_total(), 2000);
+  ASSERT_GE(reference.requests_total(), c.min_requests);
 
   // The same job on a fresh store, killed part-way.
   const std::string store = dir + "/crash.sqlite";
@@ -69,7 +78,7 @@ TEST(JobCrashTest, KilledMidJobResumesWithoutRecomputingAndMatchesAnUninterrupte
   const std::string address = server.address();
   auto client = Connect(address);
   ASSERT_TRUE(client->WaitServing(absl::Seconds(30)).ok());
-  auto id = client->SubmitJob(Job());
+  auto id = client->SubmitJob(Job(c));
   ASSERT_TRUE(id.ok()) << id.status();
   // A watcher that must survive the crash by re-watching.
   absl::StatusOr<v1::Job> watched;
@@ -79,7 +88,7 @@ TEST(JobCrashTest, KilledMidJobResumesWithoutRecomputingAndMatchesAnUninterrupte
     auto job = client->GetJob(*id);
     ASSERT_TRUE(job.ok()) << job.status();
     ASSERT_NE(job->state(), v1::JOB_STATE_SUCCEEDED) << "the job finished before the kill";
-    if (job->requests_done() >= 600) {
+    if (job->requests_done() >= c.kill_after) {
       done_before_kill = job->requests_done();
       break;
     }
@@ -131,6 +140,12 @@ TEST(JobCrashTest, KilledMidJobResumesWithoutRecomputingAndMatchesAnUninterrupte
               static_cast<long long>(done_before_kill), static_cast<long long>(stored_at_kill),
               static_cast<long long>(stats->results));
 }
+
+INSTANTIATE_TEST_SUITE_P(
+    Jobs, JobCrashTest,
+    ::testing::Values(CrashCase{"piqa", 1000, 2000, 600},  // 2 requests per doc
+                      CrashCase{"scrolls_qmsum", 0, 272, 60}),
+    [](const auto& info) { return info.param.task; });
 
 }  // namespace
 }  // namespace hgeval

@@ -128,6 +128,15 @@ TEST_F(JobMatchesEvaluatorTest, RollingPerplexity) {
   ExpectSameRun(server, local, names);
 }
 
+TEST_F(JobMatchesEvaluatorTest, ScrollsGenerationAndMultipleChoice) {
+  // SCROLLS through the job path: qmsum's greedy generations (long meetings, the prompt
+  // cut to leave the generation budget) with corpus ROUGE, contract_nli's choices.
+  const std::vector<std::string> names = {"scrolls_contractnli", "scrolls_qmsum"};
+  const Json local = InProcess(names, 4);
+  const Json server = OnServer(*client_, names, 4);
+  ExpectSameRun(server, local, names);
+}
+
 TEST_F(JobMatchesEvaluatorTest, TokenizerBosRegime) {
   // BOS_MODE_TOKENIZER (lm-eval >= 0.4.9.2): BOS before every context.
   const std::vector<std::string> names = {"arc_easy", "winogrande", "lambada_openai", "wikitext"};
