@@ -48,6 +48,9 @@ absl::StatusOr<std::vector<TokenTargetsResult>> EngineLanguageModel::ScoreTokenT
   stats_.requests += static_cast<int64_t>(requests.size());
   std::vector<TokenTargetsResult> results(requests.size());
   const int64_t total = static_cast<int64_t>(requests.size());
+  // A non-positive budget means "no preference" (main's default, resolved there by
+  // BatchTokens(model, ...)): pack as the CPU default does rather than one per call.
+  const int64_t budget = options_.max_batch_tokens > 0 ? options_.max_batch_tokens : 4096;
   size_t first = 0;
   while (first < requests.size()) {
     if (call.cancelled && call.cancelled()) return absl::CancelledError("cancelled");
@@ -56,7 +59,7 @@ absl::StatusOr<std::vector<TokenTargetsResult>> EngineLanguageModel::ScoreTokenT
     int64_t batch_tokens = 0;
     while (last < requests.size()) {
       const int64_t n = static_cast<int64_t>(requests[last].tokens.size());
-      if (last > first && batch_tokens + n > options_.max_batch_tokens) break;
+      if (last > first && batch_tokens + n > budget) break;
       batch_tokens += n;
       ++last;
     }
