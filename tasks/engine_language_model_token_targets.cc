@@ -48,9 +48,8 @@ absl::StatusOr<std::vector<TokenTargetsResult>> EngineLanguageModel::ScoreTokenT
   stats_.requests += static_cast<int64_t>(requests.size());
   std::vector<TokenTargetsResult> results(requests.size());
   const int64_t total = static_cast<int64_t>(requests.size());
-  // A non-positive budget means "no preference" (main's default, resolved there by
-  // BatchTokens(model, ...)): pack as the CPU default does rather than one per call.
-  const int64_t budget = options_.max_batch_tokens > 0 ? options_.max_batch_tokens : 4096;
+  // 0: the model's own batch size (ModelInfo::batch_tokens).
+  const int64_t budget = BatchTokens(*model_, options_.max_batch_tokens);
   size_t first = 0;
   while (first < requests.size()) {
     if (call.cancelled && call.cancelled()) return absl::CancelledError("cancelled");
