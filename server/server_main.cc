@@ -2,6 +2,7 @@
 // grpc.health.v1.Health, server reflection). See docs/service.md and --help.
 #include <csignal>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <string>
@@ -98,6 +99,10 @@ std::atomic<int> g_signal{0};
 void OnSignal(int sig) { g_signal = sig; }
 
 absl::StatusOr<std::string> ReadFile(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    return absl::NotFoundError(absl::StrCat(path, " is not a readable regular file"));
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path));
   return std::string(std::istreambuf_iterator<char>(in), {});
@@ -140,15 +145,37 @@ int Run() {
   registry_options.scheduler.max_queued_requests = absl::GetFlag(FLAGS_max_queued_requests);
   registry_options.scheduler.max_generations = absl::GetFlag(FLAGS_max_generations);
 
+  // Authentication fails closed: a token source that was asked for but holds no token
+  // stops the server instead of starting it open to everyone.
   std::string token;
-  if (const char* env = std::getenv("HGEVAL_AUTH_TOKEN"); env != nullptr) token = env;
+  if (const char* env = std::getenv("HGEVAL_AUTH_TOKEN"); env != nullptr) {
+    token = std::string(absl::StripAsciiWhitespace(env));
+    if (token.empty()) {
+      LogError("auth_token_empty",
+               {{"error", "HGEVAL_AUTH_TOKEN is set but empty; unset it to serve without "
+                          "authentication"}});
+      std::fprintf(stderr, "hgeval-server: HGEVAL_AUTH_TOKEN is set but holds no token\n");
+      return 2;
+    }
+  }
   if (!absl::GetFlag(FLAGS_auth_token_file).empty()) {
-    absl::StatusOr<std::string> t = ReadFile(absl::GetFlag(FLAGS_auth_token_file));
+    const std::string path = absl::GetFlag(FLAGS_auth_token_file);
+    absl::StatusOr<std::string> t = ReadFile(path);
     if (!t.ok()) {
       LogError("auth_token_unreadable", {{"error", t.status().ToString()}});
+      std::fprintf(stderr, "hgeval-server: --auth_token_file: %s\n",
+                   std::string(t.status().message()).c_str());
       return 2;
     }
     token = std::string(absl::StripAsciiWhitespace(*t));
+    if (token.empty()) {
+      LogError("auth_token_empty", {{"error", absl::StrCat(path, " holds no token")}});
+      std::fprintf(stderr,
+                   "hgeval-server: --auth_token_file %s holds no token; refusing to start "
+                   "without authentication\n",
+                   path.c_str());
+      return 2;
+    }
   }
   BearerAuth auth(token);
 

@@ -487,6 +487,28 @@ TEST_F(ServiceTest, CliScoresAndGeneratesLikeTheLibrary) {
             1);
 }
 
+// Authentication fails closed: an empty, whitespace-only or unreadable token source stops
+// the server at start (exit 2, saying why) instead of serving everyone.
+TEST(ServiceAuthTest, EmptyOrUnreadableTokenSourceRefusesToStart) {
+  const std::string dir = testing::MakeTempDir("auth-closed");
+  std::ofstream(dir + "/empty").close();
+  std::ofstream(dir + "/blank") << "  \n\t\n";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {dir + "/empty", "holds no token"},
+      {dir + "/blank", "holds no token"},
+      {dir, "not a readable regular file"},
+      {dir + "/missing", "not a readable regular file"}};
+  for (const auto& [file, why] : cases) {
+    ServerProcess server;
+    std::vector<std::string> args = GoldenArgs(dir);
+    args.push_back("--auth_token_file=" + file);
+    const absl::Status started = server.Start(dir, args);
+    ASSERT_FALSE(started.ok()) << file << " started a server";
+    EXPECT_NE(std::string(started.message()).find(why), std::string::npos)
+        << file << ": " << started;
+  }
+}
+
 // Separate servers: authentication, health during start and shutdown.
 TEST(ServiceAuthTest, MissingOrWrongTokenIsUnauthenticated) {
   const std::string dir = testing::MakeTempDir("auth-e2e");
