@@ -28,9 +28,14 @@ using Json = nlohmann::json;
 
 constexpr char kNiahCellKind[] = "niah_cell";
 
+// Most cells one NIAH job may ask for (the paper grid has 1,225): checked on the spec's
+// sizes before any list is sorted or any cell key built, so an absurd grid costs nothing.
+constexpr int64_t kMaxNiahCells = 16384;
+
 // The sweep options a spec asks for (defaults: hgeval-niah's).
 absl::StatusOr<niah::NiahOptions> NiahOptionsFromSpec(const v1::NiahJobSpec& spec) {
   niah::NiahOptions options;
+
   if (!spec.mode().empty()) {
     HG_ASSIGN_OR_RETURN(options.mode, niah::ParseNiahMode(spec.mode()));
   }
@@ -41,6 +46,13 @@ absl::StatusOr<niah::NiahOptions> NiahOptionsFromSpec(const v1::NiahJobSpec& spe
   }
   if (!spec.depths().empty())
     options.grid.depths.assign(spec.depths().begin(), spec.depths().end());
+  const int64_t lengths = static_cast<int64_t>(options.grid.lengths.size());
+  const int64_t depths = static_cast<int64_t>(options.grid.depths.size());
+  if (lengths > kMaxNiahCells || depths > kMaxNiahCells || lengths * depths > kMaxNiahCells) {
+    return absl::InvalidArgumentError(absl::StrCat("niah: ", lengths, " lengths x ", depths,
+                                                   " depths is over the limit of ",
+                                                   kMaxNiahCells, " cells per job"));
+  }
   niah::NormalizeNiahGrid(options.grid);
   HG_RETURN_IF_ERROR(niah::ValidateNiahGrid(options.grid));
   if (spec.has_buffer_tokens()) {

@@ -212,6 +212,12 @@ TEST_F(NiahJobTest, BadSpecsAreRejectedWithInvalidArgument) {
        absl::StatusCode::kInvalidArgument, "no room for the"},
       {"too long", [](auto& r) { r.mutable_niah()->add_lengths(40000); },
        absl::StatusCode::kInvalidArgument, "sequence limit of model 'hgrn2' (32768 tokens)"},
+      {"too many cells (15M; the server used to build them all and abort)",
+       [](auto& r) {
+         for (int i = 1; i <= 150; ++i) r.mutable_niah()->add_lengths(100 * i);
+         for (int i = 0; i <= 100000; ++i) r.mutable_niah()->add_depths(i / 1000.0);
+       },
+       absl::StatusCode::kInvalidArgument, "over the limit of 16384 cells per job"},
       {"max_new_tokens", [](auto& r) { r.mutable_niah()->set_max_new_tokens(0); },
        absl::StatusCode::kInvalidArgument, "max_new_tokens"},
       {"invalid UTF-8 stop string",
