@@ -53,7 +53,8 @@ ABSL_FLAG(std::vector<std::string>, tasks, {}, "run: lm-eval task names, comma-s
 ABSL_FLAG(int, limit, 0, "run: documents per task (0: all).");
 ABSL_FLAG(std::string, output, "", "run: write the results JSON here.");
 ABSL_FLAG(bool, log_samples, false, "run: keep per-sample records in the results.");
-ABSL_FLAG(int, num_fewshot, 0, "run: few-shot examples.");
+ABSL_FLAG(int, num_fewshot, 0,
+          "run: few-shot examples; only 0 (zero-shot) is supported, anything else is refused.");
 ABSL_FLAG(bool, progress, true, "run/watch: progress bar with ETA on stderr.");
 ABSL_FLAG(double, reconnect_for, 600,
           "run/watch: keep re-watching a job this many seconds after the connection drops.");
@@ -341,6 +342,11 @@ int RunLocal(Client& client) {
 }
 
 int Run(Client& client) {
+  if (absl::GetFlag(FLAGS_num_fewshot) != 0) {
+    return Fail(absl::InvalidArgumentError(
+        absl::StrCat("--num_fewshot ", absl::GetFlag(FLAGS_num_fewshot),
+                     " is not supported: hgeval evaluates zero-shot only (0)")));
+  }
   if (client.num_servers() > 1 || absl::GetFlag(FLAGS_local)) return RunLocal(client);
   v1::SubmitJobRequest request;
   request.set_model(absl::GetFlag(FLAGS_model));

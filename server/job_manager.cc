@@ -89,6 +89,13 @@ absl::StatusOr<std::string> JobManager::Submit(const v1::SubmitJobRequest& reque
   if (request.options().max_length() < 0) {
     return absl::InvalidArgumentError("options.max_length must be >= 0");
   }
+  // Few-shot prompting is not implemented: refuse rather than run zero-shot under a
+  // few-shot label.
+  if (request.options().num_fewshot() != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "options.num_fewshot ", request.options().num_fewshot(),
+        " is not supported: hgeval evaluates zero-shot only (num_fewshot 0)"));
+  }
   std::vector<std::string> tasks(request.tasks().begin(), request.tasks().end());
   if (!niah) {
     if (absl::Status s = ValidateTasks(tasks); !s.ok()) return s;

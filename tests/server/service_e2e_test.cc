@@ -383,6 +383,13 @@ TEST_F(ServiceTest, InvalidRequestsFailWithCodeAndMessage) {
     s.set_model("nope");
     s.set_tasks(0, "piqa");
     ExpectStatus(client_->SubmitJob(s).status(), StatusCode::kNotFound, "unknown model 'nope'");
+    // Few-shot is not implemented: never run zero-shot under a few-shot label.
+    s.set_model("hgrn2");
+    for (int shots : {5, -1, 1000000}) {
+      s.mutable_options()->set_num_fewshot(shots);
+      ExpectStatus(client_->SubmitJob(s).status(), StatusCode::kInvalidArgument,
+                   "is not supported: hgeval evaluates zero-shot only");
+    }
   }
   // The server survived all of it.
   EXPECT_TRUE(client_->ListModels().ok());
