@@ -91,17 +91,12 @@ class LlamaModel : public Model {
 
   absl::Status Forward(absl::Span<const ForwardItem> items,
                        absl::Span<ForwardOutput> outputs) override {
-    HG_RETURN_IF_ERROR(ValidateItems(items, outputs, config_.vocab_size));
     std::vector<std::unique_ptr<SequenceState>> copies;
-    HG_ASSIGN_OR_RETURN(std::vector<SequenceState*> resolved, ResolveStates(items, &copies));
+    HG_ASSIGN_OR_RETURN(std::vector<LlamaState*> states,
+                        OwnStates<LlamaState>(this, items, outputs, config_.vocab_size, &copies));
     // Check every item before advancing any state, so a rejected batch changes nothing.
-    std::vector<LlamaState*> states(items.size());
     for (size_t i = 0; i < items.size(); ++i) {
-      auto* state = dynamic_cast<LlamaState*>(resolved[i]);
-      if (state == nullptr || state->owner() != this) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("item ", i, ": the sequence state was not created by this model"));
-      }
+      const LlamaState* state = states[i];
       const int64_t end = state->position() + static_cast<int64_t>(items[i].tokens.size());
       if (info_.max_context > 0 && end > info_.max_context) {
         return absl::InvalidArgumentError(absl::StrCat(
@@ -109,7 +104,6 @@ class LlamaModel : public Model {
             " new tokens = ", end, " exceeds the model's maximum context of ", info_.max_context,
             " tokens (LoadOptions::max_context; default max_position_embeddings)"));
       }
-      states[i] = state;
     }
     for (size_t i = 0; i < items.size(); ++i) {
       RunItem(items[i], states[i], &outputs[i]);

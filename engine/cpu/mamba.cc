@@ -100,18 +100,9 @@ class MambaModel : public Model {
 
   absl::Status Forward(absl::Span<const ForwardItem> items,
                        absl::Span<ForwardOutput> outputs) override {
-    HG_RETURN_IF_ERROR(ValidateItems(items, outputs, config_.vocab_size));
     std::vector<std::unique_ptr<SequenceState>> copies;
-    HG_ASSIGN_OR_RETURN(std::vector<SequenceState*> resolved, ResolveStates(items, &copies));
-    std::vector<MambaState*> states(items.size());
-    for (size_t i = 0; i < items.size(); ++i) {
-      auto* state = dynamic_cast<MambaState*>(resolved[i]);
-      if (state == nullptr || state->owner() != this) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("item ", i, ": the sequence state was not created by this model"));
-      }
-      states[i] = state;
-    }
+    HG_ASSIGN_OR_RETURN(std::vector<MambaState*> states,
+                        OwnStates<MambaState>(this, items, outputs, config_.vocab_size, &copies));
     for (size_t i = 0; i < items.size(); ++i) RunItem(items[i], states[i], &outputs[i]);
     return absl::OkStatus();
   }

@@ -12,6 +12,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
 #include "engine/loader/checkpoint.h"
 #include "engine/model/model.h"
@@ -71,8 +72,36 @@ class ScopedCpuThreads {
 absl::StatusOr<std::vector<SequenceState*>> ResolveStates(
     absl::Span<const ForwardItem> items, std::vector<std::unique_ptr<SequenceState>>* copies);
 
+// ValidateItems, then each item's state (ResolveStates) as the model's own state type:
+// INVALID_ARGUMENT when one was made by another model. What every CPU family's Forward
+// checks before it changes anything.
+template <typename StateT>
+absl::StatusOr<std::vector<StateT*>> OwnStates(const void* owner,
+                                               absl::Span<const ForwardItem> items,
+                                               absl::Span<ForwardOutput> outputs, int64_t vocab,
+                                               std::vector<std::unique_ptr<SequenceState>>* copies);
+
 absl::Status ValidateItems(absl::Span<const ForwardItem> items, absl::Span<ForwardOutput> outputs,
                            int64_t vocab);
+
+template <typename StateT>
+absl::StatusOr<std::vector<StateT*>> OwnStates(
+    const void* owner, absl::Span<const ForwardItem> items, absl::Span<ForwardOutput> outputs,
+    int64_t vocab, std::vector<std::unique_ptr<SequenceState>>* copies) {
+  if (absl::Status s = ValidateItems(items, outputs, vocab); !s.ok()) return s;
+  absl::StatusOr<std::vector<SequenceState*>> resolved = ResolveStates(items, copies);
+  if (!resolved.ok()) return resolved.status();
+  std::vector<StateT*> states(items.size());
+  for (size_t i = 0; i < items.size(); ++i) {
+    auto* state = dynamic_cast<StateT*>((*resolved)[i]);
+    if (state == nullptr || state->owner() != owner) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("item ", i, ": the sequence state was not created by this model"));
+    }
+    states[i] = state;
+  }
+  return states;
+}
 
 }  // namespace hgeval::cpu
 

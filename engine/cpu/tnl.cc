@@ -115,18 +115,9 @@ class TnlModel : public Model {
 
   absl::Status Forward(absl::Span<const ForwardItem> items,
                        absl::Span<ForwardOutput> outputs) override {
-    HG_RETURN_IF_ERROR(ValidateItems(items, outputs, info_.vocab_size));
     std::vector<std::unique_ptr<SequenceState>> copies;
-    HG_ASSIGN_OR_RETURN(std::vector<SequenceState*> resolved, ResolveStates(items, &copies));
-    std::vector<TnlState*> states(items.size());
-    for (size_t i = 0; i < items.size(); ++i) {
-      auto* state = dynamic_cast<TnlState*>(resolved[i]);
-      if (state == nullptr || state->owner() != this) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("item ", i, ": the sequence state was not created by this model"));
-      }
-      states[i] = state;
-    }
+    HG_ASSIGN_OR_RETURN(std::vector<TnlState*> states,
+                        OwnStates<TnlState>(this, items, outputs, info_.vocab_size, &copies));
     // Each item runs alone (its own products), so its results cannot depend on the others.
     for (size_t i = 0; i < items.size(); ++i) RunItem(items[i], states[i], &outputs[i]);
     return absl::OkStatus();
