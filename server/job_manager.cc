@@ -1,5 +1,6 @@
 #include "server/job_manager.h"
 
+#include <algorithm>
 #include <ctime>
 #include <random>
 
@@ -88,6 +89,20 @@ absl::StatusOr<std::string> JobManager::Submit(const v1::SubmitJobRequest& reque
   if (request.limit() < 0) return absl::InvalidArgumentError("limit must be >= 0");
   if (request.options().max_length() < 0) {
     return absl::InvalidArgumentError("options.max_length must be >= 0");
+  }
+  if (!v1::BosMode_IsValid(request.options().bos_mode())) {
+    return absl::InvalidArgumentError(absl::StrCat("options.bos_mode ",
+                                                   request.options().bos_mode(),
+                                                   " is not a BosMode (0: none, 1: tokenizer)"));
+  }
+  {
+    std::vector<std::string> seen;
+    for (const std::string& t : request.tasks()) {
+      if (std::find(seen.begin(), seen.end(), t) != seen.end()) {
+        return absl::InvalidArgumentError(absl::StrCat("task '", t, "' is listed twice"));
+      }
+      seen.push_back(t);
+    }
   }
   // Few-shot prompting is not implemented: refuse rather than run zero-shot under a
   // few-shot label.

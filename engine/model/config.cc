@@ -142,6 +142,10 @@ absl::StatusOr<ModelConfig> ParseModelConfig(const json& config) {
     HG_RETURN_IF_ERROR(Get(config, "decoder_layers", &c.num_layers));
   }
   HG_RETURN_IF_ERROR(Get(config, "max_position_embeddings", &c.max_position_embeddings));
+  if (c.max_position_embeddings < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "config.json: 'max_position_embeddings' must be >= 0, got ", c.max_position_embeddings));
+  }
   HG_RETURN_IF_ERROR(RequirePositive("vocab_size", c.vocab_size));
   HG_RETURN_IF_ERROR(RequirePositive("hidden_size", c.hidden_size));
   HG_RETURN_IF_ERROR(RequirePositive("num_hidden_layers", c.num_layers));
@@ -381,6 +385,11 @@ absl::StatusOr<ModelConfig> ParseModelConfig(const json& config) {
   }
   if (c.norm_eps <= 0) {
     return absl::InvalidArgumentError("config.json: norm epsilon must be positive");
+  }
+  // RoPE's inverse frequencies are theta^(-2i/d): theta <= 0 or not finite gives NaN.
+  if (!(c.rope_theta > 0) || !std::isfinite(c.rope_theta)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("config.json: 'rope_theta' must be a positive number, got ", c.rope_theta));
   }
   return c;
 }

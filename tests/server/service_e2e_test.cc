@@ -390,6 +390,14 @@ TEST_F(ServiceTest, InvalidRequestsFailWithCodeAndMessage) {
       ExpectStatus(client_->SubmitJob(s).status(), StatusCode::kInvalidArgument,
                    "is not supported: hgeval evaluates zero-shot only");
     }
+    s.mutable_options()->set_num_fewshot(0);
+    s.mutable_options()->set_bos_mode(static_cast<v1::BosMode>(7));
+    ExpectStatus(client_->SubmitJob(s).status(), StatusCode::kInvalidArgument,
+                 "is not a BosMode");
+    s.mutable_options()->set_bos_mode(v1::BOS_MODE_NONE);
+    s.add_tasks("piqa");
+    ExpectStatus(client_->SubmitJob(s).status(), StatusCode::kInvalidArgument,
+                 "task 'piqa' is listed twice");
   }
   // The server survived all of it.
   EXPECT_TRUE(client_->ListModels().ok());
