@@ -11,6 +11,10 @@ absl::Status WaitDone(absl::Mutex& mu, const bool& done, const CallControl& cont
     if (mu.AwaitWithTimeout(absl::Condition(&done), absl::Milliseconds(10))) {
       return absl::OkStatus();
     }
+    if (control.server_stopping != nullptr && control.server_stopping->load()) {
+      return absl::UnavailableError(
+          "the server is shutting down and its grace period ran out; retry on another server");
+    }
     if (control.cancelled && control.cancelled()) {
       return absl::CancelledError("cancelled by the client");
     }

@@ -22,6 +22,8 @@ namespace hgeval::server {
 struct CallControl {
   std::function<bool()> cancelled;  // polled while waiting; may be empty
   absl::Time deadline = absl::InfiniteFuture();
+  // Set by the server when its shutdown grace has run out: waits end with UNAVAILABLE.
+  const std::atomic<bool>* server_stopping = nullptr;
 };
 
 struct ScoreOutcome {
@@ -46,7 +48,8 @@ class Executor {
 };
 
 // Waits until `done` under `mu`, polling control.cancelled every few milliseconds.
-// Returns CANCELLED / DEADLINE_EXCEEDED when cut short (done stays false).
+// Returns CANCELLED / DEADLINE_EXCEEDED / UNAVAILABLE (server stopping) when cut short
+// (done stays false).
 absl::Status WaitDone(absl::Mutex& mu, const bool& done, const CallControl& control);
 
 }  // namespace hgeval::server

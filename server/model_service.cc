@@ -15,12 +15,12 @@ namespace v1 = ::hgeval::v1;
 
 grpc::Status ToGrpcStatus(const absl::Status& status) {
   if (status.ok()) return grpc::Status::OK;
-  return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
-                      std::string(status.message()));
+  return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
 }
 
-CallControl ControlFor(grpc::ServerContext* context) {
+CallControl ControlFor(grpc::ServerContext* context, const std::atomic<bool>* server_stopping) {
   CallControl control;
+  control.server_stopping = server_stopping;
   control.cancelled = [context] { return context->IsCancelled(); };
   const auto deadline = context->deadline();
   if (deadline != std::chrono::system_clock::time_point::max()) {
@@ -49,10 +49,45 @@ void FillModelInfo(const LoadedModel& model, v1::ModelInfo* info) {
 grpc::Status ModelServiceImpl::Admit(grpc::ServerContext* context) const {
   if (grpc::Status s = auth_->Check(*context); !s.ok()) return s;
   if (!ready_) {
-    return grpc::Status(grpc::StatusCode::UNAVAILABLE, "the server is not serving (starting or stopping)");
+    return grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                        "the server is not serving (starting or stopping)");
   }
   return grpc::Status::OK;
 }
+
+grpc::Status ModelServiceImpl::CheckTextBytes(int64_t bytes) const {
+  if (bytes <= limits_.max_request_bytes) return grpc::Status::OK;
+  return grpc::Status(
+      grpc::StatusCode::RESOURCE_EXHAUSTED,
+      absl::StrCat("the call carries ", bytes, " bytes of text; this server accepts at most ",
+                   limits_.max_request_bytes, " per call (--max_request_bytes); split it"));
+}
+
+CallControl ModelServiceImpl::Control(grpc::ServerContext* context) const {
+  return ControlFor(context, &stopping_);
+}
+
+namespace {
+grpc::Status TooManyTokens(int64_t tokens, int64_t limit) {
+  return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                      absl::StrCat("the call has at least ", tokens,
+                                   " tokens (counted before truncation); this server accepts at "
+                                   "most ",
+                                   limit, " per call (--max_request_tokens); split it"));
+}
+
+// Counts a handler as in flight for its whole run (shutdown waits on the count).
+class InflightCall {
+ public:
+  explicit InflightCall(std::atomic<int64_t>* count) : count_(count) { ++*count_; }
+  ~InflightCall() { --*count_; }
+  InflightCall(const InflightCall&) = delete;
+  InflightCall& operator=(const InflightCall&) = delete;
+
+ private:
+  std::atomic<int64_t>* count_;
+};
+}  // namespace
 
 absl::StatusOr<LoadedModel*> ModelServiceImpl::FindModel(const std::string& name) {
   if (name.empty()) return absl::InvalidArgumentError("model is required");
@@ -62,6 +97,7 @@ absl::StatusOr<LoadedModel*> ModelServiceImpl::FindModel(const std::string& name
 grpc::Status ModelServiceImpl::ListModels(grpc::ServerContext* context,
                                           const v1::ListModelsRequest*,
                                           v1::ListModelsResponse* response) {
+  InflightCall call(&inflight_);
   if (grpc::Status s = Admit(context); !s.ok()) return s;
   for (const ModelSpec& spec : registry_->List()) {
     v1::ModelInfo* info = response->add_models();
@@ -78,12 +114,10 @@ grpc::Status ModelServiceImpl::ListModels(grpc::ServerContext* context,
 grpc::Status ModelServiceImpl::Tokenize(grpc::ServerContext* context,
                                         const v1::TokenizeRequest* request,
                                         v1::TokenizeResponse* response) {
+  InflightCall call(&inflight_);
   if (grpc::Status s = Admit(context); !s.ok()) return s;
-  if (static_cast<int64_t>(request->text().size()) > limits_.max_request_tokens * 16) {
-    return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
-                        absl::StrCat("text of ", request->text().size(),
-                                     " bytes exceeds this server's limit of ",
-                                     limits_.max_request_tokens * 16, " bytes"));
+  if (grpc::Status s = CheckTextBytes(static_cast<int64_t>(request->text().size())); !s.ok()) {
+    return s;
   }
   absl::StatusOr<LoadedModel*> model = FindModel(request->model());
   if (!model.ok()) return ToGrpcStatus(model.status());
@@ -101,16 +135,17 @@ grpc::Status ModelServiceImpl::Tokenize(grpc::ServerContext* context,
 grpc::Status ModelServiceImpl::Loglikelihood(grpc::ServerContext* context,
                                              const v1::LoglikelihoodRequest* request,
                                              v1::LoglikelihoodResponse* response) {
+  InflightCall call(&inflight_);
   if (grpc::Status s = Admit(context); !s.ok()) return s;
   const absl::Time start = absl::Now();
   if (request->pairs_size() == 0) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "pairs is empty");
   }
   if (request->pairs_size() > limits_.max_request_pairs) {
-    return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
-                        absl::StrCat("request has ", request->pairs_size(),
-                                     " pairs; this server accepts at most ",
-                                     limits_.max_request_pairs, " per call"));
+    return grpc::Status(
+        grpc::StatusCode::RESOURCE_EXHAUSTED,
+        absl::StrCat("request has ", request->pairs_size(), " pairs; this server accepts at most ",
+                     limits_.max_request_pairs, " per call"));
   }
   if (request->top_k() < 0 || request->top_k() > limits_.max_top_k) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
@@ -119,12 +154,22 @@ grpc::Status ModelServiceImpl::Loglikelihood(grpc::ServerContext* context,
   if (request->max_length() < 0) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "max_length must be >= 0");
   }
+  {
+    int64_t bytes = 0, ids = 0;
+    for (const v1::LoglikelihoodPair& p : request->pairs()) {
+      bytes += static_cast<int64_t>(p.context().size() + p.continuation().size());
+      ids += p.context_ids_size() + p.continuation_ids_size();
+    }
+    if (grpc::Status s = CheckTextBytes(bytes); !s.ok()) return s;
+    if (ids > limits_.max_request_tokens) return TooManyTokens(ids, limits_.max_request_tokens);
+  }
   absl::StatusOr<LoadedModel*> model = FindModel(request->model());
   if (!model.ok()) return ToGrpcStatus(model.status());
   PairLimits limits;
   limits.vocab_size = (*model)->info.vocab_size;
   limits.max_length = (*model)->max_sequence_tokens;
-  if (request->max_length() > 0) limits.max_length = std::min<int64_t>(limits.max_length, request->max_length());
+  if (request->max_length() > 0)
+    limits.max_length = std::min<int64_t>(limits.max_length, request->max_length());
   limits.truncate = request->truncate();
   limits.model_name = request->model();
   const bool add_special = request->bos_mode() == v1::BOS_MODE_TOKENIZER;
@@ -132,20 +177,19 @@ grpc::Status ModelServiceImpl::Loglikelihood(grpc::ServerContext* context,
   pairs.reserve(request->pairs_size());
   int64_t tokens = 0;
   for (int i = 0; i < request->pairs_size(); ++i) {
+    int64_t encoded = 0;
     absl::StatusOr<TokenPair> pair =
-        PreparePair(request->pairs(i), i, *(*model)->tokenizer, add_special, limits);
+        PreparePair(request->pairs(i), i, *(*model)->tokenizer, add_special, limits, &encoded);
+    // Counted as submitted (before truncation), and checked as the pairs are encoded.
+    tokens += encoded;
+    if (tokens > limits_.max_request_tokens) {
+      return TooManyTokens(tokens, limits_.max_request_tokens);
+    }
     if (!pair.ok()) return ToGrpcStatus(pair.status());
-    tokens += static_cast<int64_t>(pair->context.size() + pair->continuation.size());
     pairs.push_back(*std::move(pair));
   }
-  if (tokens > limits_.max_request_tokens) {
-    return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
-                        absl::StrCat("request has ", tokens,
-                                     " tokens; this server accepts at most ",
-                                     limits_.max_request_tokens, " per call"));
-  }
   absl::StatusOr<ScoreOutcome> outcome = executor_->ScorePairs(
-      **model, pairs, request->top_k(), !request->no_cache(), ControlFor(context));
+      **model, pairs, request->top_k(), !request->no_cache(), Control(context));
   if (!outcome.ok()) {
     LogInfo("loglikelihood_failed", {{"model", request->model()},
                                      {"pairs", absl::StrCat(pairs.size())},
@@ -167,9 +211,10 @@ grpc::Status ModelServiceImpl::Loglikelihood(grpc::ServerContext* context,
   return grpc::Status::OK;
 }
 
-grpc::Status ModelServiceImpl::LoglikelihoodRolling(
-    grpc::ServerContext* context, const v1::LoglikelihoodRollingRequest* request,
-    v1::LoglikelihoodRollingResponse* response) {
+grpc::Status ModelServiceImpl::LoglikelihoodRolling(grpc::ServerContext* context,
+                                                    const v1::LoglikelihoodRollingRequest* request,
+                                                    v1::LoglikelihoodRollingResponse* response) {
+  InflightCall call(&inflight_);
   if (grpc::Status s = Admit(context); !s.ok()) return s;
   const absl::Time start = absl::Now();
   if (request->inputs_size() == 0) {
@@ -183,6 +228,15 @@ grpc::Status ModelServiceImpl::LoglikelihoodRolling(
   }
   if (request->max_length() < 0) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "max_length must be >= 0");
+  }
+  {
+    int64_t bytes = 0, ids = 0;
+    for (const v1::RollingInput& input : request->inputs()) {
+      bytes += static_cast<int64_t>(input.text().size());
+      ids += input.ids_size();
+    }
+    if (grpc::Status s = CheckTextBytes(bytes); !s.ok()) return s;
+    if (ids > limits_.max_request_tokens) return TooManyTokens(ids, limits_.max_request_tokens);
   }
   absl::StatusOr<LoadedModel*> model = FindModel(request->model());
   if (!model.ok()) return ToGrpcStatus(model.status());
@@ -229,18 +283,15 @@ grpc::Status ModelServiceImpl::LoglikelihoodRolling(
     }
     tokens += static_cast<int64_t>(ids.size());
     if (tokens > limits_.max_request_tokens) {
-      return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
-                          absl::StrCat("request has more than ", limits_.max_request_tokens,
-                                       " tokens; this server accepts at most ",
-                                       limits_.max_request_tokens, " per call"));
+      return TooManyTokens(tokens, limits_.max_request_tokens);
     }
     std::vector<TokenPair> w = RollingWindows(ids, prefix, max_length);
     first_window.push_back(windows.size());
     window_count.push_back(w.size());
     for (TokenPair& p : w) windows.push_back(std::move(p));
   }
-  absl::StatusOr<ScoreOutcome> outcome = executor_->ScorePairs(
-      **model, windows, /*top_k=*/0, !request->no_cache(), ControlFor(context));
+  absl::StatusOr<ScoreOutcome> outcome =
+      executor_->ScorePairs(**model, windows, /*top_k=*/0, !request->no_cache(), Control(context));
   if (!outcome.ok()) return ToGrpcStatus(outcome.status());
   for (size_t i = 0; i < first_window.size(); ++i) {
     v1::LoglikelihoodRollingResult* r = response->add_results();
@@ -275,10 +326,14 @@ namespace {
 
 v1::FinishReason ToWire(FinishReason reason) {
   switch (reason) {
-    case FinishReason::kLength: return v1::FINISH_REASON_LENGTH;
-    case FinishReason::kStopToken: return v1::FINISH_REASON_STOP_TOKEN;
-    case FinishReason::kStopString: return v1::FINISH_REASON_STOP_STRING;
-    case FinishReason::kCancelled: return v1::FINISH_REASON_UNSPECIFIED;
+    case FinishReason::kLength:
+      return v1::FINISH_REASON_LENGTH;
+    case FinishReason::kStopToken:
+      return v1::FINISH_REASON_STOP_TOKEN;
+    case FinishReason::kStopString:
+      return v1::FINISH_REASON_STOP_STRING;
+    case FinishReason::kCancelled:
+      return v1::FINISH_REASON_UNSPECIFIED;
   }
   return v1::FINISH_REASON_UNSPECIFIED;
 }
@@ -314,6 +369,7 @@ std::string CutAtStop(std::string text, const std::vector<std::string>& until) {
 grpc::Status ModelServiceImpl::Generate(grpc::ServerContext* context,
                                         const v1::GenerateRequest* request,
                                         grpc::ServerWriter<v1::GenerateResponse>* writer) {
+  InflightCall call(&inflight_);
   if (grpc::Status s = Admit(context); !s.ok()) return s;
   const absl::Time start = absl::Now();
   const bool has_text = !request->prompt().empty();
@@ -325,12 +381,14 @@ grpc::Status ModelServiceImpl::Generate(grpc::ServerContext* context,
   if (!has_text && !has_ids) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "the prompt is empty");
   }
+  if (grpc::Status s = CheckTextBytes(static_cast<int64_t>(request->prompt().size())); !s.ok()) {
+    return s;
+  }
   if (request->max_tokens() < 1 || request->max_tokens() > limits_.max_generate_tokens) {
-    return grpc::Status(
-        request->max_tokens() < 1 ? grpc::StatusCode::INVALID_ARGUMENT
-                                  : grpc::StatusCode::RESOURCE_EXHAUSTED,
-        absl::StrCat("max_tokens is ", request->max_tokens(), "; it must be in [1, ",
-                     limits_.max_generate_tokens, "]"));
+    return grpc::Status(request->max_tokens() < 1 ? grpc::StatusCode::INVALID_ARGUMENT
+                                                  : grpc::StatusCode::RESOURCE_EXHAUSTED,
+                        absl::StrCat("max_tokens is ", request->max_tokens(),
+                                     "; it must be in [1, ", limits_.max_generate_tokens, "]"));
   }
   if (!(request->temperature() >= 0.0f)) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "temperature must be >= 0");
@@ -354,7 +412,8 @@ grpc::Status ModelServiceImpl::Generate(grpc::ServerContext* context,
   const Tokenizer& tokenizer = *(*model)->tokenizer;
   std::vector<int32_t> prompt;
   if (has_ids) {
-    if (absl::Status s = ValidateIds(request->prompt_ids(), (*model)->info.vocab_size, "prompt_ids");
+    if (absl::Status s =
+            ValidateIds(request->prompt_ids(), (*model)->info.vocab_size, "prompt_ids");
         !s.ok()) {
       return ToGrpcStatus(s);
     }
@@ -403,7 +462,7 @@ grpc::Status ModelServiceImpl::Generate(grpc::ServerContext* context,
     work->request.stop_tokens.push_back(tokenizer.eos_id());
   }
   work->request.stop_strings = until;
-  const CallControl control = ControlFor(context);
+  const CallControl control = Control(context);
   work->deadline = control.deadline;
   if (absl::Status s = (*model)->scheduler->Submit(work); !s.ok()) return ToGrpcStatus(s);
 
@@ -426,15 +485,21 @@ grpc::Status ModelServiceImpl::Generate(grpc::ServerContext* context,
                    work->tokens.end());
       done = work->done;
     }
+    if (stopping_) {
+      work->cancelled = true;
+      return grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                          "the server is shutting down and its grace period ran out");
+    }
     if (context->IsCancelled()) {
       work->cancelled = true;
-      LogInfo("generate_cancelled", {{"model", request->model()},
-                                     {"tokens", absl::StrCat(consumed)}});
+      LogInfo("generate_cancelled",
+              {{"model", request->model()}, {"tokens", absl::StrCat(consumed)}});
       return grpc::Status(grpc::StatusCode::CANCELLED, "generation cancelled by the client");
     }
     if (absl::Now() > control.deadline) {
       work->cancelled = true;
-      return grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "deadline exceeded during generation");
+      return grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED,
+                          "deadline exceeded during generation");
     }
     consumed += fresh.size();
     for (int32_t id : fresh) {

@@ -15,9 +15,10 @@
 namespace hgeval::server {
 
 struct ServiceLimits {
-  int64_t max_request_pairs = 4096;     // pairs (or rolling inputs) per call
-  int64_t max_request_tokens = 1 << 20;  // tokens per call, summed over pairs
-  int64_t max_generate_tokens = 2048;   // max_tokens of one generation
+  int64_t max_request_pairs = 4096;      // pairs (or rolling inputs) per call
+  int64_t max_request_tokens = 1 << 20;  // tokens per call, summed over pairs, before truncation
+  int64_t max_request_bytes = 8 << 20;   // text bytes per call, checked before tokenizing
+  int64_t max_generate_tokens = 2048;    // max_tokens of one generation
   int32_t max_top_k = 100;
 };
 
@@ -45,9 +46,17 @@ class ModelServiceImpl final : public hgeval::v1::ModelService::Service {
 
   // While not ready, every call fails with UNAVAILABLE (start-up and shutdown).
   void set_ready(bool ready) { ready_ = ready; }
+  // Calls admitted and not yet returned.
+  int64_t inflight() const { return inflight_.load(); }
+  // Ends the shutdown grace: every call still waiting on the model returns UNAVAILABLE
+  // within milliseconds, and work nobody waits for any more is dropped.
+  void AbortInflight() { stopping_ = true; }
 
  private:
   grpc::Status Admit(grpc::ServerContext* context) const;
+  // RESOURCE_EXHAUSTED when a call carries more text than max_request_bytes.
+  grpc::Status CheckTextBytes(int64_t bytes) const;
+  CallControl Control(grpc::ServerContext* context) const;
   absl::StatusOr<LoadedModel*> FindModel(const std::string& name);
 
   ModelRegistry* registry_;
@@ -55,13 +64,17 @@ class ModelServiceImpl final : public hgeval::v1::ModelService::Service {
   const BearerAuth* auth_;
   const ServiceLimits limits_;
   std::atomic<bool> ready_{false};
+  std::atomic<int64_t> inflight_{0};
+  std::atomic<bool> stopping_{false};
 };
 
 // Fills the wire description of a loaded model.
 void FillModelInfo(const LoadedModel& model, hgeval::v1::ModelInfo* info);
 
-// CallControl for an RPC: cancelled when the client cancels; the call's deadline.
-CallControl ControlFor(grpc::ServerContext* context);
+// CallControl for an RPC: cancelled when the client cancels; the call's deadline; ends
+// with UNAVAILABLE once `server_stopping` is set (may be null).
+CallControl ControlFor(grpc::ServerContext* context,
+                       const std::atomic<bool>* server_stopping = nullptr);
 
 }  // namespace hgeval::server
 

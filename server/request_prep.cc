@@ -11,8 +11,8 @@ namespace {
 
 // Python str.rstrip() whitespace for the ASCII range.
 bool IsSpace(char c) {
-  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v' ||
-         c == '\x1c' || c == '\x1d' || c == '\x1e' || c == '\x1f';
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v' || c == '\x1c' ||
+         c == '\x1d' || c == '\x1e' || c == '\x1f';
 }
 
 // Byte offset of the first invalid UTF-8 sequence, or -1.
@@ -43,8 +43,8 @@ int64_t FirstInvalidUtf8(std::string_view s) {
       if ((cc & 0xC0) != 0x80) return static_cast<int64_t>(i);
       cp = (cp << 6) | (cc & 0x3F);
     }
-    const bool overlong = (len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) ||
-                          (len == 4 && cp < 0x10000);
+    const bool overlong =
+        (len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000);
     if (overlong || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
       return static_cast<int64_t>(i);
     }
@@ -66,12 +66,12 @@ absl::Status ValidateUtf8(std::string_view text, const std::string& what) {
       absl::StrCat(what, " is not valid UTF-8 (invalid byte sequence at offset ", bad, ")"));
 }
 
-absl::Status ValidateIds(absl::Span<const int32_t> ids, int64_t vocab_size, const std::string& what) {
+absl::Status ValidateIds(absl::Span<const int32_t> ids, int64_t vocab_size,
+                         const std::string& what) {
   for (size_t i = 0; i < ids.size(); ++i) {
     if (ids[i] < 0 || ids[i] >= vocab_size) {
-      return absl::InvalidArgumentError(absl::StrCat(what, "[", i, "] = ", ids[i],
-                                                     " is outside the vocabulary (size ",
-                                                     vocab_size, ")"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          what, "[", i, "] = ", ids[i], " is outside the vocabulary (size ", vocab_size, ")"));
     }
   }
   return absl::OkStatus();
@@ -83,22 +83,23 @@ int32_t PrefixToken(const Tokenizer& tokenizer) {
 
 absl::StatusOr<TokenPair> PreparePair(const hgeval::v1::LoglikelihoodPair& pair, int index,
                                       const Tokenizer& tokenizer, bool add_special,
-                                      const PairLimits& limits) {
+                                      const PairLimits& limits, int64_t* encoded_tokens) {
   const std::string where = absl::StrCat("pairs[", index, "]");
   const bool has_text = !pair.context().empty() || !pair.continuation().empty();
   const bool has_ids = pair.context_ids_size() > 0 || pair.continuation_ids_size() > 0;
   if (has_text && has_ids) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        where, " gives both text (context/continuation) and token ids "
-               "(context_ids/continuation_ids); use one form"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(where,
+                     " gives both text (context/continuation) and token ids "
+                     "(context_ids/continuation_ids); use one form"));
   }
   TokenPair out;
   if (has_ids) {
     if (pair.continuation_ids_size() == 0) {
       return absl::InvalidArgumentError(absl::StrCat(where, " has an empty continuation"));
     }
-    if (absl::Status s = ValidateIds(pair.context_ids(), limits.vocab_size,
-                                     absl::StrCat(where, ".context_ids"));
+    if (absl::Status s =
+            ValidateIds(pair.context_ids(), limits.vocab_size, absl::StrCat(where, ".context_ids"));
         !s.ok()) {
       return s;
     }
@@ -154,15 +155,16 @@ absl::StatusOr<TokenPair> PreparePair(const hgeval::v1::LoglikelihoodPair& pair,
     out.context.push_back(prefix);
   }
   const int64_t total = static_cast<int64_t>(out.context.size() + out.continuation.size());
+  if (encoded_tokens != nullptr) *encoded_tokens = total;
   if (total - 1 > limits.max_length) {
     const int64_t cont = static_cast<int64_t>(out.continuation.size());
     if (!limits.truncate || cont > limits.max_length) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          where, " feeds ", total - 1, " tokens (context ", out.context.size(),
-          " + continuation ", cont, " - 1); model '", limits.model_name, "' accepts at most ",
-          limits.max_length, " tokens per sequence",
-          limits.truncate ? " and the continuation alone is longer"
-                          : " (set truncate to cut the context from the left)"));
+      return absl::ResourceExhaustedError(
+          absl::StrCat(where, " feeds ", total - 1, " tokens (context ", out.context.size(),
+                       " + continuation ", cont, " - 1); model '", limits.model_name,
+                       "' accepts at most ", limits.max_length, " tokens per sequence",
+                       limits.truncate ? " and the continuation alone is longer"
+                                       : " (set truncate to cut the context from the left)"));
     }
     // lm-eval: (context + continuation)[-(max_length + 1):], continuation kept whole.
     const int64_t keep_context = limits.max_length + 1 - cont;
@@ -209,8 +211,8 @@ std::string ScoreDigest(const TokenPair& pair, int top_k) {
 }
 
 std::string GenerateDigest(absl::Span<const int32_t> prompt, int max_tokens,
-                           const std::vector<std::string>& until, float temperature,
-                           float top_p, uint64_t seed, bool ignore_eos) {
+                           const std::vector<std::string>& until, float temperature, float top_p,
+                           uint64_t seed, bool ignore_eos) {
   std::string canonical =
       absl::StrCat("generate/v1;max_tokens=", max_tokens, ";temperature=", temperature,
                    ";top_p=", top_p, ";seed=", seed, ";ignore_eos=", ignore_eos, ";prompt=");

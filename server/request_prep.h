@@ -34,16 +34,19 @@ struct PairLimits {
 // INVALID_ARGUMENT naming `what` and the byte offset when `text` is not UTF-8.
 absl::Status ValidateUtf8(std::string_view text, const std::string& what);
 // INVALID_ARGUMENT when an id is outside [0, vocab_size).
-absl::Status ValidateIds(absl::Span<const int32_t> ids, int64_t vocab_size, const std::string& what);
+absl::Status ValidateIds(absl::Span<const int32_t> ids, int64_t vocab_size,
+                         const std::string& what);
 
 // The token used as the context of an empty context: BOS, else EOS.
 int32_t PrefixToken(const Tokenizer& tokenizer);
 
 // lm-eval's pair tokenization for text (trailing-space move, joint encoding, empty
 // context -> prefix token) or the ids as given, then the length check / truncation.
+// `encoded_tokens` (optional) receives context + continuation tokens before truncation,
+// also when the pair is then refused for its length.
 absl::StatusOr<TokenPair> PreparePair(const hgeval::v1::LoglikelihoodPair& pair, int index,
                                       const Tokenizer& tokenizer, bool add_special,
-                                      const PairLimits& limits);
+                                      const PairLimits& limits, int64_t* encoded_tokens = nullptr);
 
 // lm-eval get_rolling_token_windows + make_disjoint_window (context_len 1): each window
 // predicts at most max_length tokens; together they predict every token once.
@@ -55,8 +58,8 @@ std::string ScoreDigest(const TokenPair& pair, int top_k);
 
 // SHA-256 of the canonical form of a generation request.
 std::string GenerateDigest(absl::Span<const int32_t> prompt, int max_tokens,
-                           const std::vector<std::string>& until, float temperature,
-                           float top_p, uint64_t seed, bool ignore_eos);
+                           const std::vector<std::string>& until, float temperature, float top_p,
+                           uint64_t seed, bool ignore_eos);
 
 }  // namespace hgeval::server
 

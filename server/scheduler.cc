@@ -46,9 +46,9 @@ absl::Status ModelScheduler::Submit(std::shared_ptr<GenerateWork> work) {
   absl::MutexLock lock(&mu_);
   if (stopping_) return absl::UnavailableError("the server is shutting down");
   if (generations_ >= options_.max_generations) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("model '", name_, "' has ", generations_, " generations running (limit ",
-                     options_.max_generations, "); retry later"));
+    return absl::ResourceExhaustedError(absl::StrCat("model '", name_, "' has ", generations_,
+                                                     " generations running (limit ",
+                                                     options_.max_generations, "); retry later"));
   }
   ++generations_;
   generate_queue_.push_back(std::move(work));
@@ -77,8 +77,7 @@ void ModelScheduler::Loop() {
     {
       absl::MutexLock lock(&mu_);
       auto has_work = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        return stopping_ || !score_queue_.empty() || !generate_queue_.empty() ||
-               !live_.empty();
+        return stopping_ || !score_queue_.empty() || !generate_queue_.empty() || !live_.empty();
       };
       mu_.Await(absl::Condition(&has_work));
       stopping = stopping_;
@@ -175,11 +174,18 @@ void ModelScheduler::RunScoreRound(std::vector<std::shared_ptr<ScoreWork>> works
   }
   ScoreOptions options;
   options.max_batch_tokens = options_.max_batch_tokens;
+  // A round stops early only when every caller in it has gone (cancelled, deadline, or
+  // the server's shutdown grace ran out): the others' results are still wanted.
+  options.cancelled = [&running] {
+    return std::all_of(running.begin(), running.end(),
+                       [](const std::shared_ptr<ScoreWork>& w) { return w->cancelled.load(); });
+  };
   absl::StatusOr<std::vector<ScoreResult>> results = Score(*model_, batch, options);
-  if (!results.ok() && running.size() > 1) {
+  if (!results.ok() && !absl::IsCancelled(results.status()) && running.size() > 1) {
     // Isolate the failing call: score each on its own so one bad call fails alone.
     LogWarning("score_round_failed", {{"model", name_}, {"error", results.status().ToString()}});
     for (auto& work : running) {
+      options.cancelled = [&work] { return work->cancelled.load(); };
       absl::StatusOr<std::vector<ScoreResult>> own = Score(*model_, work->requests, options);
       absl::MutexLock lock(&work->mu);
       if (own.ok()) {
@@ -194,9 +200,9 @@ void ModelScheduler::RunScoreRound(std::vector<std::shared_ptr<ScoreWork>> works
     for (auto& work : running) {
       absl::MutexLock lock(&work->mu);
       if (results.ok()) {
-        work->results.assign(std::make_move_iterator(results->begin() + offset),
-                             std::make_move_iterator(results->begin() + offset +
-                                                     work->requests.size()));
+        work->results.assign(
+            std::make_move_iterator(results->begin() + offset),
+            std::make_move_iterator(results->begin() + offset + work->requests.size()));
         offset += work->requests.size();
       } else {
         work->status = results.status();

@@ -1,5 +1,9 @@
 // hgeval-server: the gRPC service (hgeval.v1.ModelService, hgeval.v1.JobService,
 // grpc.health.v1.Health, server reflection). See docs/service.md and --help.
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/health_check_service_interface.h>
+
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
@@ -8,10 +12,6 @@
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <grpcpp/ext/proto_server_reflection_plugin.h>
-#include <grpcpp/grpcpp.h>
-#include <grpcpp/health_check_service_interface.h>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
@@ -37,10 +37,12 @@ ABSL_FLAG(std::string, port_file, "",
           "Write the bound port number to this file once listening (useful with port 0).");
 ABSL_FLAG(std::string, config, "",
           "JSON model config: {\"models\": [{\"name\", \"path\", \"tokenizer\"?, \"device\"?, "
-          "\"dtype\"?, \"max_context\"?}], \"roots\": [...], \"default_tokenizer\"?}. Relative paths are relative "
+          "\"dtype\"?, \"max_context\"?}], \"roots\": [...], \"default_tokenizer\"?}. Relative "
+          "paths are relative "
           "to the config file.");
 ABSL_FLAG(std::vector<std::string>, model, {},
-          "Models as NAME=PATH (comma-separated list, one flag; PATH is a Hugging Face folder, a llama2.c "
+          "Models as NAME=PATH (comma-separated list, one flag; PATH is a Hugging Face folder, a "
+          "llama2.c "
           ".bin file or a folder holding one). Tokenizer: found beside the model, else "
           "--tokenizer.");
 ABSL_FLAG(std::vector<std::string>, model_root, {},
@@ -69,7 +71,11 @@ ABSL_FLAG(std::string, tls_key, "", "PEM private key for --tls_cert.");
 ABSL_FLAG(int64_t, max_request_pairs, 4096,
           "Most pairs (or rolling inputs) per call; more is RESOURCE_EXHAUSTED.");
 ABSL_FLAG(int64_t, max_request_tokens, 1 << 20,
-          "Most tokens per call summed over its pairs; more is RESOURCE_EXHAUSTED.");
+          "Most tokens per call summed over its pairs, counted before truncation; more is "
+          "RESOURCE_EXHAUSTED.");
+ABSL_FLAG(int64_t, max_request_bytes, 8 << 20,
+          "Most bytes of text per call (contexts, continuations, inputs, prompt), checked "
+          "before anything is tokenized; more is RESOURCE_EXHAUSTED.");
 ABSL_FLAG(int64_t, max_sequence_tokens, 32768,
           "Longest sequence for models without their own limit (recurrent models); models with "
           "a limit use the smaller of the two.");
@@ -89,7 +95,8 @@ ABSL_FLAG(int, startup_delay_ms, 0,
           "Keep reporting NOT_SERVING this long after the port opens (load-balancer warm-up; "
           "also lets tests observe start-up).");
 ABSL_FLAG(int, shutdown_grace_ms, 1000,
-          "On SIGTERM/SIGINT: report NOT_SERVING, wait this long for in-flight calls, then stop.");
+          "On SIGTERM/SIGINT: report NOT_SERVING and refuse new calls, give calls in flight this "
+          "long to finish, then end them with UNAVAILABLE and stop.");
 ABSL_FLAG(bool, log, true, "Structured logs (one key=value line per event) on stderr.");
 
 namespace hgeval::server {
@@ -135,7 +142,8 @@ int Run() {
   registry_options.root_model_defaults.device = absl::GetFlag(FLAGS_device);
   registry_options.root_model_defaults.dtype = absl::GetFlag(FLAGS_dtype);
   registry_options.root_model_defaults.max_context = absl::GetFlag(FLAGS_max_context);
-  for (const std::string& root : absl::GetFlag(FLAGS_model_root)) registry_options.roots.push_back(root);
+  for (const std::string& root : absl::GetFlag(FLAGS_model_root))
+    registry_options.roots.push_back(root);
   if (!absl::GetFlag(FLAGS_tokenizer).empty()) {
     registry_options.default_tokenizer = absl::GetFlag(FLAGS_tokenizer);
   }
@@ -152,8 +160,9 @@ int Run() {
     token = std::string(absl::StripAsciiWhitespace(env));
     if (token.empty()) {
       LogError("auth_token_empty",
-               {{"error", "HGEVAL_AUTH_TOKEN is set but empty; unset it to serve without "
-                          "authentication"}});
+               {{"error",
+                 "HGEVAL_AUTH_TOKEN is set but empty; unset it to serve without "
+                 "authentication"}});
       std::fprintf(stderr, "hgeval-server: HGEVAL_AUTH_TOKEN is set but holds no token\n");
       return 2;
     }
@@ -179,7 +188,8 @@ int Run() {
   }
   BearerAuth auth(token);
 
-  absl::StatusOr<std::unique_ptr<ResultStore>> store = ResultStore::Open(absl::GetFlag(FLAGS_store));
+  absl::StatusOr<std::unique_ptr<ResultStore>> store =
+      ResultStore::Open(absl::GetFlag(FLAGS_store));
   if (!store.ok()) {
     LogError("store_open_failed", {{"error", store.status().ToString()}});
     return 2;
@@ -189,10 +199,12 @@ int Run() {
   ServiceLimits limits;
   limits.max_request_pairs = absl::GetFlag(FLAGS_max_request_pairs);
   limits.max_request_tokens = absl::GetFlag(FLAGS_max_request_tokens);
+  limits.max_request_bytes = absl::GetFlag(FLAGS_max_request_bytes);
   limits.max_generate_tokens = absl::GetFlag(FLAGS_max_generate_tokens);
   ModelServiceImpl model_service(&registry, &executor, &auth, limits);
   JobManagerOptions job_options;
-  job_options.data_dir = absl::GetFlag(FLAGS_data_dir).empty() ? "data" : absl::GetFlag(FLAGS_data_dir);
+  job_options.data_dir =
+      absl::GetFlag(FLAGS_data_dir).empty() ? "data" : absl::GetFlag(FLAGS_data_dir);
   job_options.workers = absl::GetFlag(FLAGS_job_workers);
   JobManager jobs(store->get(), &registry, &executor, job_options);
   JobServiceImpl job_service(&jobs, &auth);
@@ -274,11 +286,18 @@ int Run() {
                       {"jobs", JobsSupported() ? "on" : "off"}});
 
   while (g_signal == 0) absl::SleepFor(absl::Milliseconds(50));
-  LogInfo("shutting_down", {{"signal", absl::StrCat(g_signal.load())}});
+  LogInfo("shutting_down", {{"signal", absl::StrCat(g_signal.load())},
+                            {"inflight", absl::StrCat(model_service.inflight())}});
+  // New calls are refused from now on; calls in flight get the grace period to finish,
+  // then are cut short with UNAVAILABLE (their unfinished work is dropped, not waited for).
   set_health(false);
-  absl::SleepFor(absl::Milliseconds(absl::GetFlag(FLAGS_shutdown_grace_ms)));
   model_service.set_ready(false);
   job_service.set_ready(false);
+  absl::SleepFor(absl::Milliseconds(absl::GetFlag(FLAGS_shutdown_grace_ms)));
+  if (model_service.inflight() > 0) {
+    LogWarning("shutdown_grace_expired", {{"inflight", absl::StrCat(model_service.inflight())}});
+    model_service.AbortInflight();
+  }
   jobs.Stop();
   registry.StopSchedulers();
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));

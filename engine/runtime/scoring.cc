@@ -73,6 +73,9 @@ absl::StatusOr<std::vector<ScoreResult>> Score(Model& model,
   std::vector<ScoreResult> results(requests.size());
   size_t begin = 0;
   while (begin < requests.size()) {
+    if (options.cancelled && options.cancelled()) {
+      return absl::CancelledError("scoring cancelled");
+    }
     // Pack consecutive requests up to the token budget (at least one).
     size_t end = begin;
     int64_t tokens = 0;

@@ -4,6 +4,7 @@
 #define HGEVAL_ENGINE_RUNTIME_SCORING_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -36,6 +37,9 @@ struct ScoreOptions {
   // Upper bound on tokens fed per Model::Forward call (a single longer request still
   // runs, alone); 0: the model's ModelInfo::batch_tokens.
   int64_t max_batch_tokens = 0;
+  // Polled before each Model::Forward call; when it returns true, Score stops with
+  // CANCELLED (a caller that went away does not keep the model busy). May be empty.
+  std::function<bool()> cancelled;
 };
 
 absl::StatusOr<std::vector<ScoreResult>> Score(Model& model,

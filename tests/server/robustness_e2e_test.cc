@@ -1,0 +1,177 @@
+// End to end: requests a careless or hostile client might send, and server events (SIGTERM
+// mid-call), against a real hgeval-server process. Each case is a defect that was found
+// on the server; the test pins the fixed behaviour (a clear status, bounded memory, the
+// server still up).
+#include <signal.h>
+
+#include <atomic>
+#include <future>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "client/client.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/server/server_process.h"
+#include "tests/support/paths.h"
+
+namespace hgeval {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::ServerProcess;
+using testing::SourcePath;
+namespace v1 = ::hgeval::v1;
+
+std::vector<std::string> GoldenArgs(const std::string& dir) {
+  return {"--model=hgrn2=" + SourcePath("tests/golden/hgrn2"),
+          "--tokenizer=" + SourcePath("data/models/stories260K/tok512.bin"),
+          "--store=" + dir + "/store.sqlite", "--threads=1", "--preload=all"};
+}
+
+std::unique_ptr<client::Client> Connect(const ServerProcess& server) {
+  client::ClientOptions options;
+  options.servers = {server.address()};
+  options.timeout = absl::Seconds(120);
+  auto client = client::Client::Connect(options);
+  EXPECT_TRUE(client.ok()) << client.status();
+  EXPECT_TRUE((*client)->WaitServing(absl::Seconds(30)).ok());
+  return *std::move(client);
+}
+
+void ExpectStatus(const absl::Status& status, absl::StatusCode code, const std::string& message) {
+  EXPECT_EQ(status.code(), code) << status;
+  EXPECT_THAT(std::string(status.message()), HasSubstr(message)) << status;
+}
+
+// A Loglikelihood call of `pairs` pairs of `tokens` ids each.
+v1::LoglikelihoodRequest IdsCall(int pairs, int tokens) {
+  v1::LoglikelihoodRequest request;
+  request.set_model("hgrn2");
+  request.set_no_cache(true);
+  for (int p = 0; p < pairs; ++p) {
+    v1::LoglikelihoodPair* pair = request.add_pairs();
+    for (int t = 0; t < tokens - 1; ++t) pair->add_context_ids(3 + (p * 7 + t * 13) % 500);
+    pair->add_continuation_ids(5);
+  }
+  return request;
+}
+
+// Text of `bytes` bytes the tok512 tokenizer splits into many pieces.
+std::string LongText(size_t bytes) {
+  std::string text;
+  text.reserve(bytes);
+  while (text.size() < bytes) text += "Once upon a time there was a little girl named Lily. ";
+  text.resize(bytes);
+  return text;
+}
+
+// Text is counted before it is tokenized: a 32 MB context is refused with the limit in
+// the message and without the server's memory growing by what tokenizing it would take
+// (it used to add ~0.9 GB per call); eight at once do not add up either.
+TEST(RequestLimitsTest, OversizedTextIsRefusedBeforeTokenizing) {
+  const std::string dir = testing::MakeTempDir("limits-bytes");
+  ServerProcess server;
+  std::vector<std::string> args = GoldenArgs(dir);
+  args.push_back("--max_message_bytes=67108864");
+  ASSERT_TRUE(server.Start(dir, args).ok());
+  auto client = Connect(server);
+  const int64_t rss_before = server.PeakRssKib();
+  v1::LoglikelihoodRequest request;
+  request.set_model("hgrn2");
+  request.set_truncate(true);
+  v1::LoglikelihoodPair* pair = request.add_pairs();
+  pair->set_context(LongText(32u << 20));
+  pair->set_continuation(" end");
+  std::vector<std::future<absl::Status>> calls;
+  for (int i = 0; i < 8; ++i) {
+    calls.push_back(
+        std::async(std::launch::async, [&] { return client->Loglikelihood(request).status(); }));
+  }
+  for (auto& call : calls) {
+    ExpectStatus(call.get(), absl::StatusCode::kResourceExhausted, "--max_request_bytes");
+  }
+  v1::LoglikelihoodRollingRequest rolling;
+  rolling.set_model("hgrn2");
+  rolling.add_inputs()->set_text(LongText(9u << 20));
+  ExpectStatus(client->LoglikelihoodRolling(rolling).status(), absl::StatusCode::kResourceExhausted,
+               "at most 8388608");
+  v1::GenerateRequest generate;
+  generate.set_model("hgrn2");
+  generate.set_prompt(LongText(9u << 20));
+  generate.set_max_tokens(1);
+  ExpectStatus(client->Generate(generate).status(), absl::StatusCode::kResourceExhausted,
+               "bytes of text");
+  // Received messages cost their size a few times over in gRPC's buffers; tokenizing
+  // 8 x 32 MB would have cost gigabytes.
+  const int64_t growth_mib = (server.PeakRssKib() - rss_before) / 1024;
+  EXPECT_LT(growth_mib, 1024) << "peak RSS grew by " << growth_mib << " MiB";
+  EXPECT_TRUE(client->ListModels().ok());  // still up
+}
+
+// --max_request_tokens counts the tokens a call submits, before truncation: a context of
+// 5,000 tokens is refused under a 4,096 limit even with truncate set (it used to be cut to
+// the model's length first and then counted).
+TEST(RequestLimitsTest, TokenLimitCountsTokensBeforeTruncation) {
+  const std::string dir = testing::MakeTempDir("limits-tokens");
+  ServerProcess server;
+  std::vector<std::string> args = GoldenArgs(dir);
+  args.push_back("--max_request_tokens=4096");
+  args.push_back("--max_sequence_tokens=256");
+  ASSERT_TRUE(server.Start(dir, args).ok());
+  auto client = Connect(server);
+  v1::LoglikelihoodRequest request;
+  request.set_model("hgrn2");
+  request.set_truncate(true);
+  v1::LoglikelihoodPair* pair = request.add_pairs();
+  std::string context;
+  while (context.size() < 20000) context += "a b c d e f g h ";
+  pair->set_context(context);
+  pair->set_continuation(" i");
+  ExpectStatus(client->Loglikelihood(request).status(), absl::StatusCode::kResourceExhausted,
+               "counted before truncation");
+  // The same as ids, and a call within the limit still runs (truncated to 256).
+  ExpectStatus(client->Loglikelihood(IdsCall(1, 5000)).status(),
+               absl::StatusCode::kResourceExhausted, "--max_request_tokens");
+  v1::LoglikelihoodRequest fits = IdsCall(1, 4000);
+  fits.set_truncate(true);
+  auto response = client->Loglikelihood(fits);
+  ASSERT_TRUE(response.ok()) << response.status();
+  EXPECT_EQ(response->results(0).context_tokens(), 256);
+}
+
+// SIGTERM with --shutdown_grace_ms=1000 while a call needing tens of seconds runs: new
+// calls are refused at once with UNAVAILABLE, the long call ends with UNAVAILABLE when the
+// grace runs out, and the process exits soon after (it used to finish the call first: 33 s).
+TEST(ShutdownTest, GraceIsHonouredForCallsInFlight) {
+  const std::string dir = testing::MakeTempDir("shutdown-grace");
+  ServerProcess server;
+  std::vector<std::string> args = GoldenArgs(dir);
+  args.push_back("--shutdown_grace_ms=1000");
+  args.push_back("--max_request_tokens=4194304");
+  args.push_back("--max_sequence_tokens=4096");
+  ASSERT_TRUE(server.Start(dir, args).ok());
+  auto client = Connect(server);
+  const v1::LoglikelihoodRequest long_call = IdsCall(1024, 4096);  // 4M tokens
+  std::future<absl::Status> in_flight =
+      std::async(std::launch::async, [&] { return client->Loglikelihood(long_call).status(); });
+  absl::SleepFor(absl::Seconds(2));  // the call is admitted and running
+  ASSERT_EQ(in_flight.wait_for(std::chrono::seconds(0)), std::future_status::timeout)
+      << "the long call finished too early to test shutdown";
+  const absl::Time signalled = absl::Now();
+  ASSERT_EQ(kill(server.pid(), SIGTERM), 0);
+  absl::SleepFor(absl::Milliseconds(200));
+  const absl::Time late_start = absl::Now();
+  ExpectStatus(client->ListModels().status(), absl::StatusCode::kUnavailable, "not serving");
+  EXPECT_LT(absl::Now() - late_start, absl::Seconds(1));
+  ExpectStatus(in_flight.get(), absl::StatusCode::kUnavailable, "grace period");
+  EXPECT_EQ(server.Stop(0 /* already signalled: just reap */), 0);
+  // Grace 1 s, plus stopping the schedulers (they drop work nobody waits for).
+  EXPECT_LT(absl::Now() - signalled, absl::Seconds(10));
+}
+
+}  // namespace
+}  // namespace hgeval
