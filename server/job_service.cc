@@ -1,5 +1,6 @@
 #include "server/job_service.h"
 
+#include "absl/strings/str_cat.h"
 #include "server/model_service.h"
 
 namespace hgeval::server {
@@ -42,10 +43,19 @@ grpc::Status JobServiceImpl::GetJob(grpc::ServerContext* context, const v1::GetJ
   return grpc::Status::OK;
 }
 
+namespace {
+constexpr int32_t kMaxListedJobs = 10000;
+}  // namespace
+
 grpc::Status JobServiceImpl::ListJobs(grpc::ServerContext* context,
                                       const v1::ListJobsRequest* request,
                                       v1::ListJobsResponse* response) {
   if (grpc::Status s = Admit(context); !s.ok()) return s;
+  if (request->limit() < 0 || request->limit() > kMaxListedJobs) {
+    return grpc::Status(
+        grpc::StatusCode::INVALID_ARGUMENT,
+        absl::StrCat("limit must be in [0, ", kMaxListedJobs, "] (0: the 100 newest jobs)"));
+  }
   absl::StatusOr<std::vector<v1::Job>> jobs = jobs_->List(request->limit());
   if (!jobs.ok()) return ToGrpcStatus(jobs.status());
   for (v1::Job& job : *jobs) {

@@ -1,6 +1,7 @@
 #include "server/model_service.h"
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -390,8 +391,9 @@ grpc::Status ModelServiceImpl::Generate(grpc::ServerContext* context,
                         absl::StrCat("max_tokens is ", request->max_tokens(),
                                      "; it must be in [1, ", limits_.max_generate_tokens, "]"));
   }
-  if (!(request->temperature() >= 0.0f)) {
-    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "temperature must be >= 0");
+  if (!(request->temperature() >= 0.0f) || std::isinf(request->temperature())) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "temperature must be a finite number >= 0 (0: greedy)");
   }
   if (!(request->top_p() >= 0.0f && request->top_p() <= 1.0f)) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "top_p must be in [0, 1]");

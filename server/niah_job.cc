@@ -1,5 +1,6 @@
 // NIAH jobs: the sweep of tasks/niah run next to the model, resumable cell by cell through
 // the result store.
+#include <cmath>
 #include <cstdint>
 #include <filesystem>
 #include <optional>
@@ -50,8 +51,8 @@ absl::StatusOr<niah::NiahOptions> NiahOptionsFromSpec(const v1::NiahJobSpec& spe
   const int64_t depths = static_cast<int64_t>(options.grid.depths.size());
   if (lengths > kMaxNiahCells || depths > kMaxNiahCells || lengths * depths > kMaxNiahCells) {
     return absl::InvalidArgumentError(absl::StrCat("niah: ", lengths, " lengths x ", depths,
-                                                   " depths is over the limit of ",
-                                                   kMaxNiahCells, " cells per job"));
+                                                   " depths is over the limit of ", kMaxNiahCells,
+                                                   " cells per job"));
   }
   niah::NormalizeNiahGrid(options.grid);
   HG_RETURN_IF_ERROR(niah::ValidateNiahGrid(options.grid));
@@ -83,11 +84,19 @@ absl::StatusOr<niah::NiahOptions> NiahOptionsFromSpec(const v1::NiahJobSpec& spe
     HG_ASSIGN_OR_RETURN(options.scorer, niah::ParseNiahScorer(spec.scorer()));
   }
   options.rouge_use_stemmer = !spec.no_stemmer();
-  if (spec.has_threshold()) options.metric_options.threshold = spec.threshold();
+  if (spec.has_threshold()) {
+    if (!std::isfinite(spec.threshold())) {
+      return absl::InvalidArgumentError("niah.threshold must be a finite number");
+    }
+    options.metric_options.threshold = spec.threshold();
+  }
   if (spec.has_depth_alpha()) options.metric_options.depth_alpha = spec.depth_alpha();
   if (spec.has_length_alpha()) options.metric_options.length_alpha = spec.length_alpha();
-  if (options.metric_options.depth_alpha <= 0 || options.metric_options.length_alpha <= 0) {
-    return absl::InvalidArgumentError("niah: depth_alpha and length_alpha must be > 0");
+  // Written as !(x > 0) so that NaN is refused too.
+  if (!(options.metric_options.depth_alpha > 0) || !(options.metric_options.length_alpha > 0) ||
+      std::isinf(options.metric_options.depth_alpha) ||
+      std::isinf(options.metric_options.length_alpha)) {
+    return absl::InvalidArgumentError("niah: depth_alpha and length_alpha must be finite and > 0");
   }
   options.prefix_reuse = !spec.no_prefix_reuse();
   if (spec.max_batch() < 0 || spec.max_batch() > 256) {

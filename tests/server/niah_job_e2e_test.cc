@@ -4,6 +4,7 @@
 // bad specs get INVALID_ARGUMENT, and the CLI writes the JSON, CSV and heatmap PNG.
 #include <signal.h>
 
+#include <cmath>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -220,6 +221,11 @@ TEST_F(NiahJobTest, BadSpecsAreRejectedWithInvalidArgument) {
        absl::StatusCode::kInvalidArgument, "over the limit of 16384 cells per job"},
       {"max_new_tokens", [](auto& r) { r.mutable_niah()->set_max_new_tokens(0); },
        absl::StatusCode::kInvalidArgument, "max_new_tokens"},
+      {"NaN threshold (used to succeed with zero metrics)",
+       [](auto& r) { r.mutable_niah()->set_threshold(std::nan("")); },
+       absl::StatusCode::kInvalidArgument, "threshold must be a finite number"},
+      {"NaN depth_alpha", [](auto& r) { r.mutable_niah()->set_depth_alpha(std::nan("")); },
+       absl::StatusCode::kInvalidArgument, "depth_alpha and length_alpha must be finite"},
       {"invalid UTF-8 stop string",
        [](auto& r) { r.mutable_niah()->add_stop_strings(std::string("\xff\xfe", 2)); },
        absl::StatusCode::kInvalidArgument, "UTF-8"},

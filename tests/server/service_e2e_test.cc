@@ -4,6 +4,7 @@
 #include <signal.h>
 
 #include <fstream>
+#include <limits>
 #include <memory>
 #include <set>
 #include <thread>
@@ -392,12 +393,26 @@ TEST_F(ServiceTest, InvalidRequestsFailWithCodeAndMessage) {
     }
     s.mutable_options()->set_num_fewshot(0);
     s.mutable_options()->set_bos_mode(static_cast<v1::BosMode>(7));
-    ExpectStatus(client_->SubmitJob(s).status(), StatusCode::kInvalidArgument,
-                 "is not a BosMode");
+    ExpectStatus(client_->SubmitJob(s).status(), StatusCode::kInvalidArgument, "is not a BosMode");
     s.mutable_options()->set_bos_mode(v1::BOS_MODE_NONE);
     s.add_tasks("piqa");
     ExpectStatus(client_->SubmitJob(s).status(), StatusCode::kInvalidArgument,
                  "task 'piqa' is listed twice");
+    ExpectStatus(client_->ListJobs(-5).status(), StatusCode::kInvalidArgument,
+                 "limit must be in [0, 10000]");
+  }
+  {
+    // An infinite temperature used to sample uniformly.
+    v1::GenerateRequest g;
+    g.set_model("hgrn2");
+    g.set_prompt("Once");
+    g.set_max_tokens(2);
+    for (float t :
+         {std::numeric_limits<float>::infinity(), -1.0f, std::numeric_limits<float>::quiet_NaN()}) {
+      g.set_temperature(t);
+      ExpectStatus(client_->Generate(g).status(), StatusCode::kInvalidArgument,
+                   "temperature must be a finite number >= 0");
+    }
   }
   // The server survived all of it.
   EXPECT_TRUE(client_->ListModels().ok());
@@ -478,10 +493,10 @@ TEST_F(ServiceTest, ReflectionListsTheServicesAndServesTheirDescriptors) {
 
 TEST_F(ServiceTest, CliScoresAndGeneratesLikeTheLibrary) {
   std::string out;
-  ASSERT_EQ(testing::RunCommand({testing::ClientBinary(), "score", "--server=" + server_->address(),
-                                 "--model=hgrn2", "--context=Once upon a ",
-                                 "--continuation=time there was"},
-                                &out),
+  ASSERT_EQ(testing::RunCommand(
+                {testing::ClientBinary(), "score", "--server=" + server_->address(),
+                 "--model=hgrn2", "--context=Once upon a ", "--continuation=time there was"},
+                &out),
             0);
   v1::LoglikelihoodRequest request;
   request.set_model("hgrn2");
@@ -491,8 +506,8 @@ TEST_F(ServiceTest, CliScoresAndGeneratesLikeTheLibrary) {
   ASSERT_TRUE(expected.ok());
   EXPECT_THAT(out, HasSubstr(absl::StrCat("\"logprob\":", expected->results(0).logprob())));
   out.clear();
-  ASSERT_EQ(testing::RunCommand({testing::ClientBinary(), "models", "--server=" + server_->address()},
-                                &out),
+  ASSERT_EQ(testing::RunCommand(
+                {testing::ClientBinary(), "models", "--server=" + server_->address()}, &out),
             0);
   EXPECT_THAT(out, HasSubstr("hgrn2\thgrn2\tvocab=512"));
   out.clear();
@@ -527,9 +542,7 @@ TEST(ServiceAuthTest, EmptyOrUnreadableTokenSourceRefusesToStart) {
 // Separate servers: authentication, health during start and shutdown.
 TEST(ServiceAuthTest, MissingOrWrongTokenIsUnauthenticated) {
   const std::string dir = testing::MakeTempDir("auth-e2e");
-  {
-    std::ofstream(dir + "/token") << "s3cret-token\n";
-  }
+  { std::ofstream(dir + "/token") << "s3cret-token\n"; }
   ServerProcess server;
   std::vector<std::string> args = GoldenArgs(dir);
   args.push_back("--auth_token_file=" + dir + "/token");
