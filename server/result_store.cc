@@ -5,6 +5,8 @@
 #include <ctime>
 
 #include "absl/strings/str_cat.h"
+#include "server/log.h"
+#include "server/sha256.h"
 
 namespace hgeval::server {
 namespace {
@@ -33,8 +35,7 @@ class Statement {
   std::string ColumnText(int i) {
     const unsigned char* data = sqlite3_column_text(stmt_, i);
     int size = sqlite3_column_bytes(stmt_, i);
-    return data == nullptr ? std::string()
-                           : std::string(reinterpret_cast<const char*>(data), size);
+    return data == nullptr ? std::string() : std::string(reinterpret_cast<const char*>(data), size);
   }
 
  private:
@@ -43,7 +44,21 @@ class Statement {
 };
 
 absl::Status SqliteError(sqlite3* db, const char* what) {
-  return absl::InternalError(absl::StrCat("result store: ", what, ": ", sqlite3_errmsg(db)));
+  const std::string message = absl::StrCat("result store: ", what, ": ", sqlite3_errmsg(db));
+  // A damaged file is DATA_LOSS (the wire contract's code for unrecoverable data), not a
+  // server bug.
+  const int code = sqlite3_errcode(db);
+  if (code == SQLITE_CORRUPT || code == SQLITE_NOTADB) return absl::DataLossError(message);
+  return absl::InternalError(message);
+}
+
+// What each results row carries to catch bit rot: the first 128 bits of the SHA-256 of its
+// key and response, so a flipped byte or a response under another key is noticed on read.
+std::string RowChecksum(const StoreKey& key, const std::string& response) {
+  std::string canonical = absl::StrCat(key.model_hash, "\n", key.tokenizer_hash, "\n", key.kind,
+                                       "\n", key.request_digest, "\n");
+  canonical += response;
+  return Sha256Hex(canonical).substr(0, 32);
 }
 
 StoredJob ReadJob(Statement& st) {
@@ -59,9 +74,9 @@ StoredJob ReadJob(Statement& st) {
 
 absl::StatusOr<std::unique_ptr<ResultStore>> ResultStore::Open(const std::string& path) {
   sqlite3* db = nullptr;
-  int rc = sqlite3_open_v2(path.c_str(), &db,
-                           SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
-                           nullptr);
+  int rc =
+      sqlite3_open_v2(path.c_str(), &db,
+                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, nullptr);
   if (rc != SQLITE_OK) {
     std::string message = db ? sqlite3_errmsg(db) : "out of memory";
     sqlite3_close(db);
@@ -83,6 +98,20 @@ absl::StatusOr<std::unique_ptr<ResultStore>> ResultStore::Open(const std::string
            "  job BLOB NOT NULL)",
        }) {
     if (absl::Status s = store->Exec(sql); !s.ok()) return s;
+  }
+  // Stores written before rows carried checksums gain the column; their rows have none and
+  // are recomputed on first use (an unverifiable row is never served).
+  {
+    Statement st(store->db_, "SELECT 1 FROM pragma_table_info('results') WHERE name='checksum'");
+    if (!st.ok()) return SqliteError(store->db_, "read the results table's columns");
+    const int rc = sqlite3_step(st.get());
+    if (rc == SQLITE_DONE) {
+      if (absl::Status s = store->Exec("ALTER TABLE results ADD COLUMN checksum TEXT"); !s.ok()) {
+        return s;
+      }
+    } else if (rc != SQLITE_ROW) {
+      return SqliteError(store->db_, "read the results table's columns");
+    }
   }
   return store;
 }
@@ -107,9 +136,10 @@ absl::StatusOr<std::vector<std::optional<std::string>>> ResultStore::GetMany(
   absl::MutexLock lock(&mu_);
   std::vector<std::optional<std::string>> out(keys.size());
   Statement st(db_,
-               "SELECT response FROM results WHERE model_hash=?1 AND tokenizer_hash=?2 AND "
-               "kind=?3 AND request_digest=?4");
+               "SELECT response, checksum FROM results WHERE model_hash=?1 AND "
+               "tokenizer_hash=?2 AND kind=?3 AND request_digest=?4");
   if (!st.ok()) return SqliteError(db_, "prepare select");
+  int64_t damaged = 0, unverifiable = 0;
   for (size_t i = 0; i < keys.size(); ++i) {
     sqlite3_reset(st.get());
     st.BindText(1, keys[i].model_hash);
@@ -118,10 +148,25 @@ absl::StatusOr<std::vector<std::optional<std::string>>> ResultStore::GetMany(
     st.BindText(4, keys[i].request_digest);
     int rc = sqlite3_step(st.get());
     if (rc == SQLITE_ROW) {
-      out[i] = st.ColumnBlob(0);
+      std::string response = st.ColumnBlob(0);
+      if (sqlite3_column_type(st.get(), 1) == SQLITE_NULL) {
+        ++unverifiable;  // written before checksums: recompute
+      } else if (st.ColumnText(1) != RowChecksum(keys[i], response)) {
+        ++damaged;
+        LogWarning("store_row_damaged", {{"kind", keys[i].kind},
+                                         {"request_digest", keys[i].request_digest},
+                                         {"action", "recomputed"}});
+      } else {
+        out[i] = std::move(response);
+      }
     } else if (rc != SQLITE_DONE) {
       return SqliteError(db_, "select");
     }
+  }
+  damaged_rows_ += damaged;
+  if (unverifiable > 0) {
+    LogInfo("store_rows_without_checksum",
+            {{"rows", absl::StrCat(unverifiable)}, {"action", "recomputed"}});
   }
   return out;
 }
@@ -133,9 +178,10 @@ absl::Status ResultStore::PutMany(const std::vector<std::pair<StoreKey, std::str
   {
     Statement st(db_,
                  "INSERT INTO results (model_hash, tokenizer_hash, kind, request_digest,"
-                 " response, compute_count, created_at) VALUES (?1, ?2, ?3, ?4, ?5, 1, ?6)"
+                 " response, compute_count, created_at, checksum)"
+                 " VALUES (?1, ?2, ?3, ?4, ?5, 1, ?6, ?7)"
                  " ON CONFLICT DO UPDATE SET response=excluded.response,"
-                 " compute_count=compute_count+1");
+                 " checksum=excluded.checksum, compute_count=compute_count+1");
     if (!st.ok()) {
       absl::Status s = SqliteError(db_, "prepare insert");
       Exec("ROLLBACK").IgnoreError();
@@ -150,6 +196,7 @@ absl::Status ResultStore::PutMany(const std::vector<std::pair<StoreKey, std::str
       st.BindText(4, key.request_digest);
       st.BindBlob(5, response);
       st.BindInt(6, now);
+      st.BindText(7, RowChecksum(key, response));
       if (sqlite3_step(st.get()) != SQLITE_DONE) {
         absl::Status s = SqliteError(db_, "insert");
         Exec("ROLLBACK").IgnoreError();
@@ -201,8 +248,7 @@ absl::StatusOr<std::vector<StoredJob>> ResultStore::ListJobs(int limit) {
 
 absl::StatusOr<std::vector<StoredJob>> ResultStore::JobsInStates(const std::vector<int>& states) {
   absl::MutexLock lock(&mu_);
-  Statement st(db_,
-               "SELECT id, state, created_at, job FROM jobs ORDER BY created_at ASC, id ASC");
+  Statement st(db_, "SELECT id, state, created_at, job FROM jobs ORDER BY created_at ASC, id ASC");
   if (!st.ok()) return SqliteError(db_, "prepare job scan");
   std::vector<StoredJob> jobs;
   int rc;

@@ -6,6 +6,7 @@
 #ifndef HGEVAL_SERVER_RESULT_STORE_H_
 #define HGEVAL_SERVER_RESULT_STORE_H_
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -35,8 +36,8 @@ struct StoredJob {
 };
 
 struct StoreStats {
-  int64_t results = 0;          // rows in the results table
-  int64_t computations = 0;     // sum of compute counts (every time a result was written)
+  int64_t results = 0;            // rows in the results table
+  int64_t computations = 0;       // sum of compute counts (every time a result was written)
   int64_t max_compute_count = 0;  // 1 means no request was ever computed twice
 };
 
@@ -48,7 +49,9 @@ class ResultStore {
   ResultStore(const ResultStore&) = delete;
   ResultStore& operator=(const ResultStore&) = delete;
 
-  // Stored responses, one per key (nullopt where none).
+  // Stored responses, one per key (nullopt where none). A row whose checksum does not
+  // match its key and response (bit rot), or that has none (written by a version before
+  // checksums), is reported as absent and logged, so the caller recomputes and rewrites it.
   absl::StatusOr<std::vector<std::optional<std::string>>> GetMany(
       const std::vector<StoreKey>& keys);
   // Writes results in one transaction. A key written again keeps the newest response
@@ -63,6 +66,8 @@ class ResultStore {
   absl::StatusOr<std::vector<StoredJob>> JobsInStates(const std::vector<int>& states);
 
   absl::StatusOr<StoreStats> Stats();
+  // Rows found damaged by GetMany since the store was opened.
+  int64_t damaged_rows() const { return damaged_rows_.load(); }
 
  private:
   explicit ResultStore(sqlite3* db) : db_(db) {}
@@ -70,6 +75,7 @@ class ResultStore {
 
   absl::Mutex mu_;
   sqlite3* db_ ABSL_GUARDED_BY(mu_);
+  std::atomic<int64_t> damaged_rows_{0};
 };
 
 }  // namespace hgeval::server

@@ -276,11 +276,21 @@ int Run() {
   }
   const absl::Duration delay = absl::Milliseconds(absl::GetFlag(FLAGS_startup_delay_ms));
   while (absl::Now() - start < delay && g_signal == 0) absl::SleepFor(absl::Milliseconds(10));
+  // Jobs start before anything is served: a jobs table that cannot be read (a damaged
+  // store) would otherwise leave a server that accepts jobs and never runs them.
+  if (absl::Status s = jobs.Start(); !s.ok()) {
+    LogError("jobs_start_failed", {{"store", absl::GetFlag(FLAGS_store)}, {"error", s.ToString()}});
+    std::fprintf(stderr,
+                 "hgeval-server: cannot read the jobs in --store %s: %s\n"
+                 "The file is damaged. Move it aside to start with an empty store (stored "
+                 "results are a cache and will be recomputed; unfinished jobs must be "
+                 "resubmitted), or salvage it with: sqlite3 OLD '.recover' | sqlite3 NEW\n",
+                 absl::GetFlag(FLAGS_store).c_str(), std::string(s.message()).c_str());
+    server->Shutdown();
+    return 2;
+  }
   model_service.set_ready(true);
   job_service.set_ready(true);
-  if (absl::Status s = jobs.Start(); !s.ok()) {
-    LogError("jobs_start_failed", {{"error", s.ToString()}});
-  }
   set_health(true);
   LogInfo("serving", {{"models", absl::StrCat(registry.List().size())},
                       {"jobs", JobsSupported() ? "on" : "off"}});

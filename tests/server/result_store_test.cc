@@ -1,6 +1,8 @@
 // The SQLite result store: lookups, recomputation counts, jobs, persistence.
 #include "server/result_store.h"
 
+#include <sqlite3.h>
+
 #include "gtest/gtest.h"
 #include "tests/support/paths.h"
 
@@ -9,6 +11,62 @@ namespace {
 
 StoreKey Key(const std::string& digest, const std::string& model = "m") {
   return StoreKey{model, "t", "loglikelihood", digest};
+}
+
+// Runs one SQL statement on the file behind the store's back (as bit rot or an older
+// version would have left it).
+void ExecRaw(const std::string& path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  char* error = nullptr;
+  EXPECT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &error), SQLITE_OK)
+      << (error ? error : "");
+  sqlite3_free(error);
+  sqlite3_close(db);
+}
+
+// One flipped byte in a stored response (the store's own integrity_check passes: the
+// page is well-formed) used to be served as a valid cached result. The row's checksum
+// catches it: the result is reported absent, counted, and a rewrite heals it.
+TEST(ResultStoreTest, ARowWithAFlippedByteIsNotServed) {
+  const std::string path = hgeval::testing::MakeTempDir("store") + "/s.sqlite";
+  const std::string response("\x09\x00\x00\x00\x00\x00\x00\xf0\xbf", 9);  // -1.0 as a double
+  {
+    auto store = ResultStore::Open(path);
+    ASSERT_TRUE(store.ok());
+    ASSERT_TRUE((*store)->PutMany({{Key("a"), response}, {Key("b"), "rb"}}).ok());
+  }
+  // Flip the lowest bit of the double's top byte: -1.0 becomes -1.0000000000000002.
+  ExecRaw(path,
+          "UPDATE results SET response = substr(response, 1, 8) || x'be' "
+          "WHERE request_digest = 'a'");
+  auto store = ResultStore::Open(path);
+  ASSERT_TRUE(store.ok());
+  auto got = (*store)->GetMany({Key("a"), Key("b")});
+  ASSERT_TRUE(got.ok());
+  EXPECT_FALSE((*got)[0].has_value());
+  EXPECT_EQ((*got)[1].value_or(""), "rb");
+  EXPECT_EQ((*store)->damaged_rows(), 1);
+  ASSERT_TRUE((*store)->PutMany({{Key("a"), response}}).ok());  // recomputed
+  EXPECT_EQ((*(*store)->GetMany({Key("a")}))[0].value_or(""), response);
+}
+
+// A store from before checksums: the column is added, its rows (unverifiable) are
+// recomputed rather than served, and rewritten rows are served again.
+TEST(ResultStoreTest, RowsFromAStoreWithoutChecksumsAreRecomputed) {
+  const std::string path = hgeval::testing::MakeTempDir("store") + "/s.sqlite";
+  ExecRaw(path,
+          "CREATE TABLE results (model_hash TEXT NOT NULL, tokenizer_hash TEXT NOT NULL,"
+          " kind TEXT NOT NULL, request_digest TEXT NOT NULL, response BLOB NOT NULL,"
+          " compute_count INTEGER NOT NULL DEFAULT 1, created_at INTEGER NOT NULL,"
+          " PRIMARY KEY (model_hash, tokenizer_hash, kind, request_digest)) WITHOUT ROWID;"
+          "INSERT INTO results VALUES ('m', 't', 'loglikelihood', 'old', x'01', 1, 0);");
+  auto store = ResultStore::Open(path);
+  ASSERT_TRUE(store.ok()) << store.status();
+  EXPECT_FALSE((*(*store)->GetMany({Key("old")}))[0].has_value());
+  EXPECT_EQ((*store)->damaged_rows(), 0);
+  ASSERT_TRUE((*store)->PutMany({{Key("old"), "new"}}).ok());
+  EXPECT_EQ((*(*store)->GetMany({Key("old")}))[0].value_or(""), "new");
 }
 
 TEST(ResultStoreTest, PutGetAndComputeCounts) {

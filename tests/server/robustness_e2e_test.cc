@@ -3,8 +3,11 @@
 // on the server; the test pins the fixed behaviour (a clear status, bounded memory, the
 // server still up).
 #include <signal.h>
+#include <sqlite3.h>
 
 #include <atomic>
+#include <filesystem>
+#include <fstream>
 #include <future>
 #include <string>
 #include <thread>
@@ -15,6 +18,8 @@
 #include "client/client.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "hgeval/v1/jobs.pb.h"
+#include "server/result_store.h"
 #include "tests/server/server_process.h"
 #include "tests/support/paths.h"
 
@@ -171,6 +176,103 @@ TEST(ShutdownTest, GraceIsHonouredForCallsInFlight) {
   EXPECT_EQ(server.Stop(0 /* already signalled: just reap */), 0);
   // Grace 1 s, plus stopping the schedulers (they drop work nobody waits for).
   EXPECT_LT(absl::Now() - signalled, absl::Seconds(10));
+}
+
+// A store whose jobs table is damaged (garbage written over the middle of the file): the
+// server exits with status 2 and says what to do, instead of serving with a job runner
+// that never started (jobs used to stay QUEUED forever).
+TEST(DamagedStoreTest, UnreadableJobsTableStopsTheServerWithAClearMessage) {
+  const std::string dir = testing::MakeTempDir("damaged-store");
+  const std::string path = dir + "/store.sqlite";
+  {
+    auto store = server::ResultStore::Open(path);
+    ASSERT_TRUE(store.ok()) << store.status();
+    for (int i = 0; i < 300; ++i) {
+      v1::Job job;
+      job.set_id(absl::StrCat("job-", i));
+      job.set_state(v1::JOB_STATE_SUCCEEDED);
+      job.set_results_json(std::string(2000, 'x'));
+      ASSERT_TRUE((*store)->PutJob({job.id(), job.state(), i, job.SerializeAsString()}).ok());
+    }
+  }
+  const int64_t size = static_cast<int64_t>(std::filesystem::file_size(path));
+  ASSERT_GT(size, 300 * 2000);
+  {
+    std::fstream file(path, std::ios::in | std::ios::out | std::ios::binary);
+    file.seekp(size / 2);
+    const std::string garbage(64 * 1024, '\x5a');
+    file.write(garbage.data(), static_cast<std::streamsize>(garbage.size()));
+  }
+  ServerProcess server;
+  (void)server.Start(dir, GoldenArgs(dir));  // GoldenArgs' store is `path`; the server may
+                                             // write its port before it exits, or not
+  if (server.running()) {
+    EXPECT_EQ(server.Stop(0 /* exits by itself: reap */, absl::Seconds(30)), 2);
+  }
+  std::ifstream log(server.log_path());
+  const std::string text((std::istreambuf_iterator<char>(log)), {});
+  EXPECT_THAT(text, HasSubstr("cannot read the jobs in --store"));
+  EXPECT_THAT(text, HasSubstr("Move it aside"));
+}
+
+// Bit rot in a stored result: one flipped bit in a stored log-probability (a well-formed
+// SQLite page, so integrity_check passes) used to be served as a cached answer. After a
+// restart the same call gives the original number, computed afresh, and the log says so.
+TEST(DamagedStoreTest, AFlippedBitInAStoredResultIsRecomputedNotServed) {
+  const std::string dir = testing::MakeTempDir("bit-rot");
+  v1::LoglikelihoodRequest request;
+  request.set_model("hgrn2");
+  v1::LoglikelihoodPair* pair = request.add_pairs();
+  pair->set_context("Once upon a time");
+  pair->set_continuation(" there was");
+  double original = 0;
+  {
+    ServerProcess server;
+    ASSERT_TRUE(server.Start(dir, GoldenArgs(dir)).ok());
+    auto response = Connect(server)->Loglikelihood(request);
+    ASSERT_TRUE(response.ok()) << response.status();
+    original = response->results(0).logprob();
+    EXPECT_EQ(server.Stop(SIGTERM), 0);
+  }
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open((dir + "/store.sqlite").c_str(), &db), SQLITE_OK);
+    sqlite3_stmt* read = nullptr;
+    ASSERT_EQ(
+        sqlite3_prepare_v2(db, "SELECT request_digest, response FROM results", -1, &read, nullptr),
+        SQLITE_OK);
+    ASSERT_EQ(sqlite3_step(read), SQLITE_ROW);
+    const std::string digest(reinterpret_cast<const char*>(sqlite3_column_text(read, 0)));
+    std::string blob(static_cast<const char*>(sqlite3_column_blob(read, 1)),
+                     sqlite3_column_bytes(read, 1));
+    sqlite3_finalize(read);
+    ASSERT_EQ(blob[0], '\x09');  // field 1 (logprob), a double: its lowest mantissa bit
+    blob[1] ^= 1;
+    sqlite3_stmt* write = nullptr;
+    ASSERT_EQ(sqlite3_prepare_v2(db, "UPDATE results SET response=?1 WHERE request_digest=?2", -1,
+                                 &write, nullptr),
+              SQLITE_OK);
+    sqlite3_bind_blob(write, 1, blob.data(), static_cast<int>(blob.size()), SQLITE_TRANSIENT);
+    sqlite3_bind_text(write, 2, digest.c_str(), -1, SQLITE_TRANSIENT);
+    EXPECT_EQ(sqlite3_step(write), SQLITE_DONE);
+    sqlite3_finalize(write);
+    sqlite3_close(db);
+  }
+  ServerProcess server;
+  ASSERT_TRUE(server.Start(dir, GoldenArgs(dir)).ok());
+  auto client = Connect(server);
+  auto again = client->Loglikelihood(request);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->results(0).logprob(), original);
+  EXPECT_FALSE(again->results(0).cached());
+  auto healed = client->Loglikelihood(request);  // rewritten with a good checksum
+  ASSERT_TRUE(healed.ok());
+  EXPECT_TRUE(healed->results(0).cached());
+  EXPECT_EQ(healed->results(0).logprob(), original);
+  EXPECT_EQ(server.Stop(SIGTERM), 0);
+  std::ifstream log(server.log_path());
+  const std::string text((std::istreambuf_iterator<char>(log)), {});
+  EXPECT_THAT(text, HasSubstr("event=store_row_damaged"));
 }
 
 }  // namespace
