@@ -55,8 +55,8 @@ absl::StatusOr<ModelFiles> FindModelFiles(const std::string& path) {
     if (entry.is_regular_file() && IsModelBin(entry.path())) bins.push_back(entry.path().string());
   }
   if (bins.size() != 1) {
-    return absl::NotFoundError(absl::StrCat(
-        path, " holds neither config.json nor exactly one llama2.c model .bin file"));
+    return absl::NotFoundError(
+        absl::StrCat(path, " holds neither config.json nor exactly one llama2.c model .bin file"));
   }
   files.load_path = bins[0];
   files.hashed = {bins[0]};
@@ -130,8 +130,8 @@ absl::Status ParseRegistryConfig(const std::string& config_path, RegistryOptions
         spec.dtype = m.value("dtype", std::string("fp32"));
         spec.max_context = m.value("max_context", int64_t{0});
         if (spec.max_context < 0) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              "config ", config_path, ": model '", spec.name, "': max_context must be >= 0"));
+          return absl::InvalidArgumentError(absl::StrCat("config ", config_path, ": model '",
+                                                         spec.name, "': max_context must be >= 0"));
         }
         options.models.push_back(std::move(spec));
       }
@@ -169,8 +169,8 @@ std::vector<ModelSpec> ModelRegistry::List() const {
 
 absl::StatusOr<ModelSpec> ModelRegistry::Resolve(const std::string& name) const {
   if (!IsValidModelName(name)) {
-    return absl::NotFoundError(absl::StrCat("unknown model '", name,
-                                            "' (names use only letters, digits, '.', '_', '-')"));
+    return absl::NotFoundError(
+        absl::StrCat("unknown model '", name, "' (names use only letters, digits, '.', '_', '-')"));
   }
   for (const ModelSpec& spec : options_.models) {
     if (spec.name == name) return spec;
@@ -214,7 +214,8 @@ absl::StatusOr<std::unique_ptr<LoadedModel>> ModelRegistry::Load(const ModelSpec
   loaded->model = std::make_unique<SerializedModel>(*std::move(model));
   std::string tokenizer_path = spec.tokenizer;
   if (tokenizer_path.empty()) {
-    tokenizer_path = fs::is_directory(spec.path) ? spec.path : fs::path(spec.path).parent_path().string();
+    tokenizer_path =
+        fs::is_directory(spec.path) ? spec.path : fs::path(spec.path).parent_path().string();
   }
   // "none": token-level requests only (MQAR-trained checkpoints ship no tokenizer).
   auto load_tokenizer = [&](const std::string& path) -> absl::StatusOr<std::unique_ptr<Tokenizer>> {
@@ -239,10 +240,10 @@ absl::StatusOr<std::unique_ptr<LoadedModel>> ModelRegistry::Load(const ModelSpec
   loaded->model_hash = *hash;
   loaded->tokenizer_hash = loaded->tokenizer->ContentHash();
   loaded->info = loaded->model->info();
-  loaded->max_sequence_tokens = loaded->info.max_context > 0
-                                    ? std::min(loaded->info.max_context,
-                                               options_.max_sequence_tokens)
-                                    : options_.max_sequence_tokens;
+  loaded->max_sequence_tokens =
+      loaded->info.max_context > 0
+          ? std::min(loaded->info.max_context, options_.max_sequence_tokens)
+          : options_.max_sequence_tokens;
   if (loaded->tokenizer->vocab_size() > loaded->info.vocab_size) {
     return absl::FailedPreconditionError(absl::StrCat(
         "model '", spec.name, "': tokenizer vocabulary (", loaded->tokenizer->vocab_size(),
@@ -260,16 +261,76 @@ absl::StatusOr<std::unique_ptr<LoadedModel>> ModelRegistry::Load(const ModelSpec
   return loaded;
 }
 
+namespace {
+
+// Sizes and modification times of the files a model is loaded from (the folder's own
+// files, or the file) and of its tokenizer: a kept load failure is retried once this
+// changes.
+std::string FilesSignature(const ModelSpec& spec) {
+  std::string signature;
+  auto add = [&signature](const fs::path& path) {
+    std::error_code ec;
+    const auto size = fs::is_regular_file(path, ec) ? fs::file_size(path, ec) : 0;
+    const auto time = fs::last_write_time(path, ec).time_since_epoch().count();
+    absl::StrAppend(&signature, path.string(), ":", size, ":", time, ";");
+  };
+  for (const std::string& p : {spec.path, spec.tokenizer}) {
+    if (p.empty()) continue;
+    std::error_code ec;
+    if (fs::is_directory(p, ec)) {
+      std::vector<fs::path> files;
+      for (const auto& entry : fs::directory_iterator(p, ec)) files.push_back(entry.path());
+      std::sort(files.begin(), files.end());
+      for (const fs::path& f : files) add(f);
+    } else {
+      add(p);
+    }
+  }
+  return signature;
+}
+
+}  // namespace
+
+absl::Status ModelRegistry::LoadFailure(const std::string& name) const {
+  absl::MutexLock lock(&mu_);
+  auto it = failed_.find(name);
+  return it == failed_.end() ? absl::OkStatus() : it->second.status;
+}
+
 absl::StatusOr<LoadedModel*> ModelRegistry::Get(const std::string& name) {
   if (LoadedModel* m = GetIfLoaded(name)) return m;
   absl::StatusOr<ModelSpec> spec = Resolve(name);
   if (!spec.ok()) return spec.status();
   absl::MutexLock load_lock(&load_mu_);
   if (LoadedModel* m = GetIfLoaded(name)) return m;
-  absl::StatusOr<std::unique_ptr<LoadedModel>> loaded = Load(*spec);
+  const std::string files = FilesSignature(*spec);
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = failed_.find(name);
+    if (it != failed_.end()) {
+      if (it->second.files == files) return it->second.status;
+      failed_.erase(it);  // the files changed: try again
+    }
+  }
+  absl::StatusOr<std::unique_ptr<LoadedModel>> loaded;
+  // The engine's containers report exhaustion by throwing; nothing may escape a handler.
+  try {
+    loaded = Load(*spec);
+  } catch (const std::bad_alloc&) {
+    loaded =
+        absl::ResourceExhaustedError(absl::StrCat("loading model '", name, "': out of memory"));
+  } catch (const std::exception& e) {
+    loaded = absl::InternalError(absl::StrCat("loading model '", name, "': ", e.what()));
+  }
   if (!loaded.ok()) {
     LogError("model_load_failed", {{"model", name}, {"error", loaded.status().ToString()}});
-    return loaded.status();
+    const absl::Status kept = absl::FailedPreconditionError(absl::StrCat(
+        "model '", name, "' could not be loaded (",
+        absl::StatusCodeToString(loaded.status().code()), ": ", loaded.status().message(),
+        "); fix its files and the next call loads it again"));
+    absl::MutexLock lock(&mu_);
+    failed_[name] = FailedLoad{kept, files};
+    return kept;
   }
   absl::MutexLock lock(&mu_);
   LoadedModel* raw = loaded->get();

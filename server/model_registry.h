@@ -65,8 +65,8 @@ struct LoadedModel {
 int64_t LmEvalMaxLength(const LoadedModel& model, int64_t requested);
 
 // Parses the JSON config: {"models": [{"name", "path", "tokenizer"?, "device"?,
-// "dtype"?, "max_context"?}], "roots": [...], "default_tokenizer"?: ...}. Relative paths are relative to
-// the config file's folder.
+// "dtype"?, "max_context"?}], "roots": [...], "default_tokenizer"?: ...}. Relative paths are
+// relative to the config file's folder.
 absl::Status ParseRegistryConfig(const std::string& config_path, RegistryOptions& options);
 
 // Whether `name` is a well-formed model name.
@@ -79,8 +79,12 @@ class ModelRegistry {
 
   // Every servable model (explicit ones first, then each root's sub-folders), by name.
   std::vector<ModelSpec> List() const;
-  // The loaded model, loading it now if needed. NOT_FOUND for unknown names.
+  // The loaded model, loading it now if needed. NOT_FOUND for unknown names;
+  // FAILED_PRECONDITION for a model whose load failed, kept (not retried) until the
+  // model's or its tokenizer's files change.
   absl::StatusOr<LoadedModel*> Get(const std::string& name);
+  // The kept load failure of `name` (OK if none).
+  absl::Status LoadFailure(const std::string& name) const;
   // The model if loaded, else null.
   LoadedModel* GetIfLoaded(const std::string& name) const;
   // Stops every scheduler (fails pending work with UNAVAILABLE).
@@ -94,6 +98,11 @@ class ModelRegistry {
   const RegistryOptions options_;
   mutable absl::Mutex mu_;
   std::map<std::string, std::unique_ptr<LoadedModel>> loaded_ ABSL_GUARDED_BY(mu_);
+  struct FailedLoad {
+    absl::Status status;
+    std::string files;  // FilesSignature when it failed
+  };
+  std::map<std::string, FailedLoad> failed_ ABSL_GUARDED_BY(mu_);
   absl::Mutex load_mu_;  // one load at a time
 };
 

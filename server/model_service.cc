@@ -107,6 +107,9 @@ grpc::Status ModelServiceImpl::ListModels(grpc::ServerContext* context,
     } else {
       info->set_name(spec.name);
       info->set_loaded(false);
+      if (absl::Status failure = registry_->LoadFailure(spec.name); !failure.ok()) {
+        info->set_load_error(std::string(failure.message()));
+      }
     }
   }
   return grpc::Status::OK;

@@ -1,6 +1,8 @@
 #include "engine/model/load_model.h"
 
+#include <algorithm>
 #include <filesystem>
+#include <string>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -21,9 +23,41 @@ bool CudaAvailable() {
 #endif
 }
 
+namespace {
+
+// The config's layer count against the weights present, before any backend sizes
+// per-layer structures from it: a config claiming 10^7 layers used to allocate gigabytes
+// before the first missing tensor was noticed.
+absl::Status CheckLayerCount(const Checkpoint& checkpoint, const ModelConfig& config) {
+  int64_t present = 0;
+  for (const std::string& name : checkpoint.TensorNames()) {
+    // "...layers.<index>.<rest>" in every family's naming (model., backbone.).
+    const size_t at = name.find("layers.");
+    if (at == std::string::npos || (at > 0 && name[at - 1] != '.')) continue;
+    size_t i = at + 7;
+    int64_t index = 0;
+    bool digits = false;
+    while (i < name.size() && name[i] >= '0' && name[i] <= '9' && index < (int64_t{1} << 40)) {
+      index = index * 10 + (name[i] - '0');
+      digits = true;
+      ++i;
+    }
+    if (digits && i < name.size() && name[i] == '.') present = std::max(present, index + 1);
+  }
+  if (config.num_layers > present) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(checkpoint.source(), ": config.json declares ", config.num_layers,
+                     " layers but the checkpoint holds weights for ", present));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<std::unique_ptr<Model>> BuildModel(const Checkpoint& checkpoint,
                                                   const LoadOptions& options) {
   HG_ASSIGN_OR_RETURN(ModelConfig config, ParseModelConfig(checkpoint.config()));
+  HG_RETURN_IF_ERROR(CheckLayerCount(checkpoint, config));
   if (options.dtype != "fp32" && options.dtype != "bf16") {
     return absl::InvalidArgumentError(
         absl::StrCat("dtype must be fp32 or bf16, got '", options.dtype, "'"));
@@ -53,14 +87,24 @@ absl::StatusOr<std::unique_ptr<Model>> BuildModel(const Checkpoint& checkpoint,
   }
   absl::StatusOr<std::unique_ptr<Model>> model = absl::InternalError("unknown model family");
   switch (config.family) {
-    case ModelFamily::kHgrn2: model = cpu::BuildHgrn2(checkpoint, config); break;
-    case ModelFamily::kHgrn: model = cpu::BuildHgrn(checkpoint, config); break;
-    case ModelFamily::kGla: model = cpu::BuildGla(checkpoint, config); break;
+    case ModelFamily::kHgrn2:
+      model = cpu::BuildHgrn2(checkpoint, config);
+      break;
+    case ModelFamily::kHgrn:
+      model = cpu::BuildHgrn(checkpoint, config);
+      break;
+    case ModelFamily::kGla:
+      model = cpu::BuildGla(checkpoint, config);
+      break;
     case ModelFamily::kLlama:
       model = cpu::BuildLlama(checkpoint, config, options.max_context);
       break;
-    case ModelFamily::kMamba: model = cpu::BuildMamba(checkpoint, config); break;
-    case ModelFamily::kTnl: model = cpu::BuildTnl(checkpoint, config); break;
+    case ModelFamily::kMamba:
+      model = cpu::BuildMamba(checkpoint, config);
+      break;
+    case ModelFamily::kTnl:
+      model = cpu::BuildTnl(checkpoint, config);
+      break;
   }
   if (!model.ok() || options.threads == 0) return model;
   return std::make_unique<cpu::ThreadLimitedModel>(*std::move(model), options.threads);

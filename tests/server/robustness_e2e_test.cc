@@ -275,5 +275,64 @@ TEST(DamagedStoreTest, AFlippedBitInAStoredResultIsRecomputedNotServed) {
   EXPECT_THAT(text, HasSubstr("event=store_row_damaged"));
 }
 
+// A model whose config declares 10^8 layers: refused before anything is allocated, the
+// failure kept (one load attempt, not one per call: each used to cost 4.4 GB and 2 s) and
+// reported as FAILED_PRECONDITION with the reason, in calls and in ListModels; fixing the
+// files makes the next call load it.
+TEST(ModelLoadTest, AFailedLoadIsKeptUntilTheFilesChange) {
+  const std::string dir = testing::MakeTempDir("load-failure");
+  const std::string root = dir + "/models";
+  const std::string model = root + "/broken";
+  std::filesystem::create_directories(model);
+  const std::string golden = SourcePath("tests/golden/hgrn2");
+  std::filesystem::create_symlink(golden + "/model.safetensors", model + "/model.safetensors");
+  std::string config;
+  {
+    std::ifstream in(golden + "/config.json");
+    config.assign((std::istreambuf_iterator<char>(in)), {});
+  }
+  const std::string good = "\"num_hidden_layers\": 3";
+  const size_t at = config.find(good);
+  ASSERT_NE(at, std::string::npos);
+  std::string broken = config;
+  broken.replace(at, good.size(), "\"num_hidden_layers\": 100000000");
+  std::ofstream(model + "/config.json") << broken;
+
+  ServerProcess server;
+  ASSERT_TRUE(server
+                  .Start(dir, {"--model_root=" + root,
+                               "--tokenizer=" + SourcePath("data/models/stories260K/tok512.bin"),
+                               "--store=:memory:", "--threads=1"})
+                  .ok());
+  auto client = Connect(server);
+  const int64_t rss_before = server.PeakRssKib();
+  v1::LoglikelihoodRequest request = IdsCall(1, 4);
+  request.set_model("broken");
+  for (int i = 0; i < 3; ++i) {
+    ExpectStatus(client->Loglikelihood(request).status(), absl::StatusCode::kFailedPrecondition,
+                 "declares 100000000 layers but the checkpoint holds weights for 3");
+  }
+  EXPECT_LT((server.PeakRssKib() - rss_before) / 1024, 64) << "MiB of peak RSS growth";
+  auto models = client->ListModels();
+  ASSERT_TRUE(models.ok());
+  ASSERT_EQ(models->models_size(), 1);
+  EXPECT_FALSE(models->models(0).loaded());
+  EXPECT_THAT(models->models(0).load_error(), HasSubstr("could not be loaded"));
+  {
+    std::ifstream log(server.log_path());
+    const std::string text((std::istreambuf_iterator<char>(log)), {});
+    size_t attempts = 0;
+    for (size_t p = text.find("event=model_load_failed"); p != std::string::npos;
+         p = text.find("event=model_load_failed", p + 1)) {
+      ++attempts;
+    }
+    EXPECT_EQ(attempts, 1u) << text;
+  }
+  absl::SleepFor(absl::Milliseconds(20));  // a visibly newer modification time
+  std::ofstream(model + "/config.json") << config;
+  auto fixed = client->Loglikelihood(request);
+  EXPECT_TRUE(fixed.ok()) << fixed.status();
+}
+
 }  // namespace
 }  // namespace hgeval
