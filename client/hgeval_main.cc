@@ -18,9 +18,9 @@
 #include "client/niah_command.h"
 #include "client/remote_language_model.h"
 #include "client/results_table.h"
-#include "tasks/evaluator.h"
 #include "google/protobuf/util/json_util.h"
 #include "nlohmann/json.hpp"
+#include "tasks/evaluator.h"
 
 ABSL_FLAG(std::vector<std::string>, server, {"127.0.0.1:50051"},
           "Server address(es) host:port, comma-separated. Model calls are sharded over all.");
@@ -61,7 +61,8 @@ ABSL_FLAG(double, reconnect_for, 600,
 ABSL_FLAG(bool, local, false,
           "run: evaluate the tasks in this client, sharding model requests over every "
           "--server (the default when several servers are given; one server: a server job).");
-ABSL_FLAG(std::string, data_dir, "data", "run --local: the task datasets (the repository's data/).");
+ABSL_FLAG(std::string, data_dir, "data",
+          "run --local: the task datasets (the repository's data/).");
 ABSL_FLAG(double, wait, 0, "health: wait up to this many seconds for SERVING.");
 
 namespace hgeval::client {
@@ -168,6 +169,10 @@ absl::StatusOr<std::vector<nlohmann::json>> ReadJsonLines(const std::string& pat
   return lines;
 }
 
+// What one scoring call from `score`/`rolling --input` carries at most.
+constexpr int kPairsPerCall = 1024;
+constexpr int64_t kTextBytesPerCall = 4 << 20;
+
 int Score(Client& client) {
   v1::LoglikelihoodRequest request;
   request.set_model(absl::GetFlag(FLAGS_model));
@@ -201,11 +206,32 @@ int Score(Client& client) {
     pair->set_context(absl::GetFlag(FLAGS_context));
     pair->set_continuation(absl::GetFlag(FLAGS_continuation));
   }
-  absl::StatusOr<v1::LoglikelihoodResponse> r = client.Loglikelihood(request);
-  if (!r.ok()) return Fail(r.status());
-  for (const v1::LoglikelihoodResult& result : r->results()) {
-    std::printf("%s\n", ToJson(result).c_str());
+  // Long inputs go out in calls the server accepts (its default per-call limits are 4,096
+  // pairs and 8 MiB of text), one after another; results print in input order as they come.
+  v1::LoglikelihoodRequest call = request;
+  call.clear_pairs();
+  int64_t call_bytes = 0;
+  auto flush = [&]() -> absl::Status {
+    if (call.pairs_size() == 0) return absl::OkStatus();
+    absl::StatusOr<v1::LoglikelihoodResponse> r = client.Loglikelihood(call);
+    if (!r.ok()) return r.status();
+    for (const v1::LoglikelihoodResult& result : r->results()) {
+      std::printf("%s\n", ToJson(result).c_str());
+    }
+    std::fflush(stdout);
+    call.clear_pairs();
+    call_bytes = 0;
+    return absl::OkStatus();
+  };
+  for (const v1::LoglikelihoodPair& pair : request.pairs()) {
+    const int64_t bytes = static_cast<int64_t>(pair.context().size() + pair.continuation().size());
+    if (call.pairs_size() >= kPairsPerCall || call_bytes + bytes > kTextBytesPerCall) {
+      if (absl::Status s = flush(); !s.ok()) return Fail(s);
+    }
+    *call.add_pairs() = pair;
+    call_bytes += bytes;
   }
+  if (absl::Status s = flush(); !s.ok()) return Fail(s);
   return 0;
 }
 
@@ -224,9 +250,29 @@ int Rolling(Client& client) {
   } else {
     request.add_inputs()->set_text(absl::GetFlag(FLAGS_text));
   }
-  absl::StatusOr<v1::LoglikelihoodRollingResponse> r = client.LoglikelihoodRolling(request);
-  if (!r.ok()) return Fail(r.status());
-  for (const auto& result : r->results()) std::printf("%s\n", ToJson(result).c_str());
+  // Split like Score's calls.
+  v1::LoglikelihoodRollingRequest call = request;
+  call.clear_inputs();
+  int64_t call_bytes = 0;
+  auto flush = [&]() -> absl::Status {
+    if (call.inputs_size() == 0) return absl::OkStatus();
+    absl::StatusOr<v1::LoglikelihoodRollingResponse> r = client.LoglikelihoodRolling(call);
+    if (!r.ok()) return r.status();
+    for (const auto& result : r->results()) std::printf("%s\n", ToJson(result).c_str());
+    std::fflush(stdout);
+    call.clear_inputs();
+    call_bytes = 0;
+    return absl::OkStatus();
+  };
+  for (const v1::RollingInput& input : request.inputs()) {
+    const int64_t bytes = static_cast<int64_t>(input.text().size());
+    if (call.inputs_size() >= kPairsPerCall || call_bytes + bytes > kTextBytesPerCall) {
+      if (absl::Status s = flush(); !s.ok()) return Fail(s);
+    }
+    *call.add_inputs() = input;
+    call_bytes += bytes;
+  }
+  if (absl::Status s = flush(); !s.ok()) return Fail(s);
   return 0;
 }
 
@@ -240,10 +286,11 @@ int Generate(Client& client) {
   request.set_temperature(static_cast<float>(absl::GetFlag(FLAGS_temperature)));
   request.set_top_p(static_cast<float>(absl::GetFlag(FLAGS_top_p)));
   request.set_seed(absl::GetFlag(FLAGS_seed));
-  absl::StatusOr<v1::GenerateResponse> r = client.Generate(request, [](const v1::GenerateResponse& c) {
-    std::fwrite(c.text().data(), 1, c.text().size(), stdout);
-    std::fflush(stdout);
-  });
+  absl::StatusOr<v1::GenerateResponse> r =
+      client.Generate(request, [](const v1::GenerateResponse& c) {
+        std::fwrite(c.text().data(), 1, c.text().size(), stdout);
+        std::fflush(stdout);
+      });
   std::printf("\n");
   std::fflush(stdout);
   if (!r.ok()) return Fail(r.status());
@@ -267,8 +314,9 @@ absl::StatusOr<v1::Job> WatchWithProgress(Client& client, const std::string& id)
           running_since = absl::Now();
           done_at_start = j.requests_cached();
         }
-        const double elapsed =
-            running_since == absl::InfinitePast() ? 0 : absl::ToDoubleSeconds(absl::Now() - running_since);
+        const double elapsed = running_since == absl::InfinitePast()
+                                   ? 0
+                                   : absl::ToDoubleSeconds(absl::Now() - running_since);
         std::fprintf(stderr, "\r%s\033[K", FormatProgress(j, elapsed).c_str());
         (void)done_at_start;
         std::fflush(stderr);

@@ -16,6 +16,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/flags/usage_config.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -324,6 +325,12 @@ int main(int argc, char** argv) {
       "hgeval.v1.JobService, grpc.health.v1.Health, reflection).\n"
       "Example: hgeval-server --model_root=data/models --listen=127.0.0.1:50051\n"
       "Flags:");
+  // --help lists this file's flags (absl matches only files named after the binary).
+  absl::FlagsUsageConfig usage;
+  usage.contains_help_flags = [](absl::string_view file) {
+    return absl::EndsWith(file, "server/server_main.cc");
+  };
+  absl::SetFlagsUsageConfig(usage);
   absl::ParseCommandLine(argc, argv);
   return hgeval::server::Run();
 }

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "client/client.h"
 #include "gmock/gmock.h"
@@ -332,6 +333,51 @@ TEST(ModelLoadTest, AFailedLoadIsKeptUntilTheFilesChange) {
   std::ofstream(model + "/config.json") << config;
   auto fixed = client->Loglikelihood(request);
   EXPECT_TRUE(fixed.ok()) << fixed.status();
+}
+
+// --help lists every flag of the binary (hgeval-server and hgeval-niah used to print "No
+// flags matched": absl only lists flags from files named after the binary).
+TEST(HelpTest, ServerAndNiahHelpListTheirFlags) {
+  const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
+      {testing::ServerBinary(),
+       {"--model_root", "--max_request_bytes", "--max_request_tokens", "--shutdown_grace_ms",
+        "--auth_token_file", "--store"}},
+      {testing::NiahBinary(), {"--model", "--out", "--lengths", "--depths"}}};
+  for (const auto& [binary, flags] : cases) {
+    std::string out;
+    testing::RunCommand({binary, "--help"}, &out);  // exits 1 after printing, as absl does
+    EXPECT_THAT(out, ::testing::Not(HasSubstr("No flags matched"))) << binary;
+    for (const std::string& flag : flags) EXPECT_THAT(out, HasSubstr(flag)) << binary;
+  }
+}
+
+// `hgeval score --input` with more lines than one call may carry (the server's default is
+// 4,096 pairs) splits them into several calls instead of failing; output stays in order.
+TEST(CliTest, ScoreInputLongerThanOneCallIsSplit) {
+  const std::string dir = testing::MakeTempDir("cli-split");
+  ServerProcess server;
+  ASSERT_TRUE(server.Start(dir, GoldenArgs(dir)).ok());
+  Connect(server);
+  const int lines = 5000;
+  {
+    std::ofstream input(dir + "/pairs.jsonl");
+    for (int i = 0; i < lines; ++i) {
+      input << "{\"context_ids\": [1, " << 3 + i % 400 << "], \"continuation_ids\": [" << 5 + i % 7
+            << "]}\n";
+    }
+  }
+  std::string out;
+  ASSERT_EQ(testing::RunCommand({testing::ClientBinary(), "score", "--server=" + server.address(),
+                                 "--model=hgrn2", "--input=" + dir + "/pairs.jsonl"},
+                                &out),
+            0);
+  std::vector<std::string> rows = absl::StrSplit(out, '\n', absl::SkipEmpty());
+  ASSERT_EQ(rows.size(), static_cast<size_t>(lines));
+  // Row i scored line i: its continuation id is echoed back.
+  for (int i : {0, 1023, 1024, 4095, 4096, 4999}) {
+    EXPECT_THAT(rows[i], HasSubstr(absl::StrCat("\"continuation_ids\":[", 5 + i % 7, "]")))
+        << i << ": " << rows[i];
+  }
 }
 
 }  // namespace

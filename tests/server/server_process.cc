@@ -38,6 +38,9 @@ int64_t ProcStatusKib(pid_t pid, const char* field) {
 
 std::string ServerBinary() { return std::string(HGEVAL_BINARY_DIR) + "/server/hgeval-server"; }
 std::string ClientBinary() { return std::string(HGEVAL_BINARY_DIR) + "/client/hgeval"; }
+std::string NiahBinary() {
+  return std::string(HGEVAL_BINARY_DIR) + "/tasks/niah/tools/hgeval-niah";
+}
 
 ServerProcess::~ServerProcess() {
   if (pid_ > 0) Stop(SIGKILL);

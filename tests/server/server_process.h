@@ -15,6 +15,7 @@ namespace hgeval::testing {
 // Paths of the built binaries.
 std::string ServerBinary();
 std::string ClientBinary();
+std::string NiahBinary();
 
 class ServerProcess {
  public:

@@ -15,7 +15,9 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/flags/usage_config.h"
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "engine/model/load_model.h"
@@ -49,8 +51,7 @@ ABSL_FLAG(double, threshold, 5.0, "Success = score >= threshold");
 ABSL_FLAG(double, depth_alpha, 1.01, "Depth weight ratio of the weighted accuracy");
 ABSL_FLAG(double, length_alpha, 1.01, "Length weight ratio of the weighted accuracy");
 ABSL_FLAG(bool, prefix_reuse, true, "Feed the haystack once with snapshots (else per cell)");
-ABSL_FLAG(int, max_batch, 0,
-          "Cells decoded together (0: 32 for recurrent models on CUDA, else 8)");
+ABSL_FLAG(int, max_batch, 0, "Cells decoded together (0: 32 for recurrent models on CUDA, else 8)");
 ABSL_FLAG(int64_t, max_cells, 0, "Run only this many cells, spread over the grid (0 = all)");
 ABSL_FLAG(int64_t, training_length, -1,
           "Dashed line on the heatmap (-1: the config's max_position_embeddings, i.e. the "
@@ -178,6 +179,12 @@ absl::Status Run() {
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage("Needle-in-a-Haystack sweep: hgeval-niah --model M --out DIR");
+  // --help lists this file's flags (absl matches only files named after the binary).
+  absl::FlagsUsageConfig usage;
+  usage.contains_help_flags = [](absl::string_view file) {
+    return absl::EndsWith(file, "niah/tools/niah_main.cc");
+  };
+  absl::SetFlagsUsageConfig(usage);
   absl::ParseCommandLine(argc, argv);
   const absl::Status status = hgeval::niah::Run();
   if (!status.ok()) {
