@@ -114,7 +114,9 @@ TEST(RequestLimitsTest, OversizedTextIsRefusedBeforeTokenizing) {
   // Received messages cost their size a few times over in gRPC's buffers; tokenizing
   // 8 x 32 MB would have cost gigabytes.
   const int64_t growth_mib = (server.PeakRssKib() - rss_before) / 1024;
-  EXPECT_LT(growth_mib, 1024) << "peak RSS grew by " << growth_mib << " MiB";
+  RecordProperty("peak_rss_growth_mib", static_cast<int>(growth_mib));
+  std::printf("server peak RSS grew by %lld MiB\n", static_cast<long long>(growth_mib));
+  EXPECT_LT(growth_mib, 640) << "peak RSS grew by " << growth_mib << " MiB";
   EXPECT_TRUE(client->ListModels().ok());  // still up
 }
 
