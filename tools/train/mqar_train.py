@@ -48,12 +48,19 @@ def zoology_seeds(data_seed=123):
     return train, test
 
 
-def write_safetensors(path, tensors):
-    """name -> float32 numpy array, as a safetensors file."""
+def write_safetensors(path, tensors, bf16=False):
+    """name -> float32 numpy array, as a safetensors file (F32, or BF16 for values that
+    are already bfloat16-representable: the top half of each float32, exactly)."""
     header, offset, blobs = {}, 0, []
     for name in sorted(tensors):
-        data = np.ascontiguousarray(tensors[name], dtype="<f4").tobytes()
-        header[name] = {"dtype": "F32", "shape": list(tensors[name].shape),
+        values = np.ascontiguousarray(tensors[name], dtype="<f4")
+        if bf16:
+            bits = values.view("<u4")
+            assert not (bits & 0xFFFF).any(), f"{name} is not bfloat16-representable"
+            data = (bits >> 16).astype("<u2").tobytes()
+        else:
+            data = values.tobytes()
+        header[name] = {"dtype": "BF16" if bf16 else "F32", "shape": list(values.shape),
                         "data_offsets": [offset, offset + len(data)]}
         blobs.append(data)
         offset += len(data)
@@ -76,7 +83,10 @@ def build_llama(torch, d_model, seq_len, mlp_ratio):
         "vocab_size": VOCAB, "hidden_size": d_model, "num_hidden_layers": 2,
         "num_attention_heads": heads, "num_key_value_heads": heads, "head_dim": head_dim,
         "intermediate_size": mlp_ratio * d_model, "hidden_act": "silu",
-        "max_position_embeddings": seq_len, "rms_norm_eps": 1e-5, "rope_theta": 10000.0,
+        # 512: the longest standard MQAR setting, so the engine evaluates all four
+        # (the trained model never uses it: RoPE positions are computed on the fly).
+        "max_position_embeddings": max(seq_len, 512), "rms_norm_eps": 1e-5,
+        "rope_theta": 10000.0,
         "attention_bias": False, "mlp_bias": False, "tie_word_embeddings": True,
         "bos_token_id": 1, "eos_token_id": 2,
     }
@@ -169,6 +179,12 @@ def build_llama(torch, d_model, seq_len, mlp_ratio):
 
 def build_fla(torch, arch, d_model, mlp_ratio):
     from fla.models import HGRN2Config, HGRN2ForCausalLM, HGRNConfig, HGRNForCausalLM
+    # fla names its tied weights as a list; transformers >= 5 wants {target: source}.
+    import transformers
+    if int(transformers.__version__.split(".")[0]) >= 5:
+        for cls in (HGRN2ForCausalLM, HGRNForCausalLM):
+            if isinstance(getattr(cls, "_tied_weights_keys", None), list):
+                cls._tied_weights_keys = {"lm_head.weight": "model.embeddings.weight"}
     common = dict(vocab_size=VOCAB, hidden_size=d_model, num_hidden_layers=2,
                   intermediate_size=mlp_ratio * d_model, tie_word_embeddings=True,
                   fuse_cross_entropy=False)
@@ -227,6 +243,12 @@ def main():
     ap.add_argument("--weight-decay", type=float, default=0.1)
     ap.add_argument("--seed", type=int, default=0, help="torch init seed")
     ap.add_argument("--fla", default="", help="a folder holding fla's source")
+    ap.add_argument("--time-limit", type=float, default=0,
+                    help="stop training after this many seconds (0: none); the epoch in "
+                         "progress finishes")
+    ap.add_argument("--bf16-weights", action="store_true",
+                    help="round the final weights to bfloat16 and store them as BF16 (half "
+                         "the size); the accuracy is measured on the rounded weights")
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
     if args.fla:
@@ -274,6 +296,14 @@ def main():
         print(json.dumps(log[-1]), flush=True)
         if acc >= 0.99:  # zoology's early stop
             break
+        if args.time_limit and time.time() - start > args.time_limit:
+            print(f"time limit reached after epoch {epoch}", flush=True)
+            break
+
+    if args.bf16_weights:
+        with torch.no_grad():
+            for p in model.parameters():
+                p.copy_(p.bfloat16().float())
 
     # The accuracy the engine must reproduce: the final float32 weights on the full test
     # set (the same examples as hgeval's mqar task for this setting).
@@ -282,7 +312,7 @@ def main():
     out = os.path.join(args.out, name)
     os.makedirs(out, exist_ok=True)
     tensors = {k: v.detach().float().cpu().numpy() for k, v in export(model).items()}
-    write_safetensors(os.path.join(out, "model.safetensors"), tensors)
+    write_safetensors(os.path.join(out, "model.safetensors"), tensors, bf16=args.bf16_weights)
     with open(os.path.join(out, "config.json"), "w") as f:
         json.dump(config, f, indent=2, default=str)
     with open(os.path.join(out, "mqar_train.json"), "w") as f:
