@@ -8,6 +8,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "engine/util/status_macros.h"
 #include "server/log.h"
 #include "server/request_prep.h"
 
@@ -92,6 +93,7 @@ class InflightCall {
 
 absl::StatusOr<LoadedModel*> ModelServiceImpl::FindModel(const std::string& name) {
   if (name.empty()) return absl::InvalidArgumentError("model is required");
+  HG_RETURN_IF_ERROR(ValidateUtf8(name, "model"));
   return registry_->Get(name);
 }
 

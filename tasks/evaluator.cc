@@ -202,10 +202,12 @@ absl::StatusOr<TaskReport> RunTaskUnguarded(LanguageModel& model, const Task& ta
       record["resps"] = resps;
       record["filtered_resps"] = resps;
       for (const auto& [metric, sample] : doc_metrics) {
+        // A named copy: clang before 16 cannot capture structured bindings.
+        const std::string& metric_name = metric;
         auto aggregated_as = [&](std::initializer_list<Aggregation> kinds) {
           return std::any_of(
               report.metrics.begin(), report.metrics.end(), [&](const MetricSpec& m) {
-                return m.name == metric &&
+                return m.name == metric_name &&
                        std::find(kinds.begin(), kinds.end(), m.aggregation) != kinds.end();
               });
         };

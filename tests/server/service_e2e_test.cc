@@ -400,6 +400,24 @@ TEST_F(ServiceTest, InvalidRequestsFailWithCodeAndMessage) {
                  "task 'piqa' is listed twice");
     ExpectStatus(client_->ListJobs(-5).status(), StatusCode::kInvalidArgument,
                  "limit must be in [0, 10000]");
+    // Names with invalid UTF-8 (found by the service fuzzer: a proto3 string field failed
+    // to parse and the client saw INTERNAL with no message).
+    ExpectStatus(client_
+                     ->GetJob(std::string("jo\x87"
+                                          "b",
+                                          4))
+                     .status(),
+                 StatusCode::kInvalidArgument, "job_id is not valid UTF-8");
+    ExpectStatus(client_->CancelJob(std::string("\xff", 1)).status(), StatusCode::kInvalidArgument,
+                 "job_id is not valid UTF-8");
+    v1::SubmitJobRequest bad = s;
+    bad.set_tasks(1, std::string("pi\xc3", 3));
+    ExpectStatus(client_->SubmitJob(bad).status(), StatusCode::kInvalidArgument,
+                 "tasks[1] is not valid UTF-8");
+    auto bad_model = IdsRequest({{1}}, {{2}});
+    bad_model.set_model(std::string("hgrn\xe2\x82", 6));
+    ExpectStatus(client_->Loglikelihood(bad_model).status(), StatusCode::kInvalidArgument,
+                 "model is not valid UTF-8");
   }
   {
     // An infinite temperature used to sample uniformly.
