@@ -274,8 +274,8 @@ grpc::Status ModelServiceImpl::LoglikelihoodRolling(grpc::ServerContext* context
       if (absl::Status s = ValidateUtf8(input.text(), where + ".text"); !s.ok()) {
         return ToGrpcStatus(s);
       }
-      absl::StatusOr<std::vector<int32_t>> encoded =
-          tokenizer.Encode(input.text(), request->bos_mode() == v1::BOS_MODE_TOKENIZER);
+      absl::StatusOr<std::vector<int32_t>> encoded = tasks::EncodeLmEvalText(
+          tokenizer, input.text(), request->bos_mode() == v1::BOS_MODE_TOKENIZER);
       if (!encoded.ok()) return ToGrpcStatus(encoded.status());
       ids = *std::move(encoded);
     }
@@ -291,7 +291,7 @@ grpc::Status ModelServiceImpl::LoglikelihoodRolling(grpc::ServerContext* context
     if (tokens > limits_.max_request_tokens) {
       return TooManyTokens(tokens, limits_.max_request_tokens);
     }
-    std::vector<TokenPair> w = RollingWindows(ids, prefix, max_length);
+    std::vector<TokenPair> w = tasks::MakeRollingWindows(ids, prefix, max_length);
     first_window.push_back(windows.size());
     window_count.push_back(w.size());
     for (TokenPair& p : w) windows.push_back(std::move(p));
@@ -427,8 +427,8 @@ grpc::Status ModelServiceImpl::Generate(grpc::ServerContext* context,
     prompt.assign(request->prompt_ids().begin(), request->prompt_ids().end());
   } else {
     if (absl::Status s = ValidateUtf8(request->prompt(), "prompt"); !s.ok()) return ToGrpcStatus(s);
-    absl::StatusOr<std::vector<int32_t>> ids =
-        tokenizer.Encode(request->prompt(), request->bos_mode() == v1::BOS_MODE_TOKENIZER);
+    absl::StatusOr<std::vector<int32_t>> ids = tasks::EncodeLmEvalText(
+        tokenizer, request->prompt(), request->bos_mode() == v1::BOS_MODE_TOKENIZER);
     if (!ids.ok()) return ToGrpcStatus(ids.status());
     prompt = *std::move(ids);
     if (prompt.empty()) {

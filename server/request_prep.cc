@@ -9,12 +9,6 @@
 namespace hgeval::server {
 namespace {
 
-// Python str.rstrip() whitespace for the ASCII range.
-bool IsSpace(char c) {
-  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v' || c == '\x1c' ||
-         c == '\x1d' || c == '\x1e' || c == '\x1f';
-}
-
 // Byte offset of the first invalid UTF-8 sequence, or -1.
 int64_t FirstInvalidUtf8(std::string_view s) {
   size_t i = 0;
@@ -121,32 +115,15 @@ absl::StatusOr<TokenPair> PreparePair(const hgeval::v1::LoglikelihoodPair& pair,
         !s.ok()) {
       return s;
     }
-    std::string context = pair.context();
-    std::string continuation = pair.continuation();
-    if (context.empty()) {
-      absl::StatusOr<std::vector<int32_t>> cont = tokenizer.Encode(continuation, false);
-      if (!cont.ok()) return cont.status();
-      out.continuation = *std::move(cont);
-    } else {
-      size_t end = context.size();
-      while (end > 0 && IsSpace(context[end - 1])) --end;
-      continuation = context.substr(end) + continuation;
-      context.resize(end);
-      absl::StatusOr<std::vector<int32_t>> whole =
-          tokenizer.Encode(context + continuation, add_special);
-      if (!whole.ok()) return whole.status();
-      absl::StatusOr<std::vector<int32_t>> ctx = tokenizer.Encode(context, add_special);
-      if (!ctx.ok()) return ctx.status();
-      const size_t n = std::min(ctx->size(), whole->size());
-      out.context = *std::move(ctx);
-      out.continuation.assign(whole->begin() + static_cast<std::ptrdiff_t>(n), whole->end());
+    absl::StatusOr<TokenPair> encoded = tasks::EncodeLmEvalPair(
+        tokenizer, pair.context(), pair.continuation(), add_special, PrefixToken(tokenizer));
+    if (!encoded.ok()) {
+      return absl::Status(encoded.status().code(),
+                          absl::StrCat(where, ": ", encoded.status().message()));
     }
-    if (out.continuation.empty()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(where, ": the continuation encodes to no tokens"));
-    }
+    out = *std::move(encoded);
   }
-  if (out.context.empty()) {
+  if (out.context.empty()) {  // ids given without a context
     const int32_t prefix = PrefixToken(tokenizer);
     if (prefix < 0) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -166,40 +143,9 @@ absl::StatusOr<TokenPair> PreparePair(const hgeval::v1::LoglikelihoodPair& pair,
                        limits.truncate ? " and the continuation alone is longer"
                                        : " (set truncate to cut the context from the left)"));
     }
-    // lm-eval: (context + continuation)[-(max_length + 1):], continuation kept whole.
-    const int64_t keep_context = limits.max_length + 1 - cont;
-    out.context.erase(out.context.begin(),
-                      out.context.end() - static_cast<std::ptrdiff_t>(keep_context));
+    tasks::TruncateLmEvalPair(limits.max_length, &out);
   }
   return out;
-}
-
-std::vector<TokenPair> RollingWindows(absl::Span<const int32_t> tokens, int32_t prefix_token,
-                                      int64_t max_length) {
-  std::vector<TokenPair> windows;
-  const int64_t n = static_cast<int64_t>(tokens.size());
-  if (n == 0 || max_length < 1) return windows;
-  // First window: prefix token, then up to max_length predicted tokens.
-  const int64_t first = std::min(max_length, n);
-  TokenPair w0;
-  w0.context = {prefix_token};
-  w0.continuation.assign(tokens.begin(), tokens.begin() + first);
-  windows.push_back(std::move(w0));
-  int64_t predicted = first;
-  while (predicted < n) {
-    const int64_t pred_len = std::min(n - predicted, max_length);
-    const int64_t end = predicted + pred_len;
-    // Window input tokens[end - max_length - 1, end - 1), targets tokens[end - pred_len,
-    // end); disjoint: context = input minus the part that overlaps the targets.
-    const int64_t input_start = end - max_length - 1;
-    const int64_t context_end = (end - 1) - (pred_len - 1);
-    TokenPair w;
-    w.context.assign(tokens.begin() + input_start, tokens.begin() + context_end);
-    w.continuation.assign(tokens.begin() + (end - pred_len), tokens.begin() + end);
-    windows.push_back(std::move(w));
-    predicted += pred_len;
-  }
-  return windows;
 }
 
 std::string ScoreDigest(const TokenPair& pair, int top_k) {

@@ -13,14 +13,12 @@
 #include "absl/types/span.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "hgeval/v1/models.pb.h"
+#include "tasks/lm_eval_requests.h"
 
 namespace hgeval::server {
 
 // A pair as the model sees it: fed tokens are context ++ continuation[:-1].
-struct TokenPair {
-  std::vector<int32_t> context;
-  std::vector<int32_t> continuation;
-};
+using TokenPair = tasks::TokenPair;
 
 // What a pair is checked against.
 struct PairLimits {
@@ -40,18 +38,13 @@ absl::Status ValidateIds(absl::Span<const int32_t> ids, int64_t vocab_size,
 // The token used as the context of an empty context: BOS, else EOS.
 int32_t PrefixToken(const Tokenizer& tokenizer);
 
-// lm-eval's pair tokenization for text (trailing-space move, joint encoding, empty
-// context -> prefix token) or the ids as given, then the length check / truncation.
+// lm-eval's pair tokenization for text (tasks::EncodeLmEvalPair, the evaluator's own rule)
+// or the ids as given, then the length check / truncation.
 // `encoded_tokens` (optional) receives context + continuation tokens before truncation,
 // also when the pair is then refused for its length.
 absl::StatusOr<TokenPair> PreparePair(const hgeval::v1::LoglikelihoodPair& pair, int index,
                                       const Tokenizer& tokenizer, bool add_special,
                                       const PairLimits& limits, int64_t* encoded_tokens = nullptr);
-
-// lm-eval get_rolling_token_windows + make_disjoint_window (context_len 1): each window
-// predicts at most max_length tokens; together they predict every token once.
-std::vector<TokenPair> RollingWindows(absl::Span<const int32_t> tokens, int32_t prefix_token,
-                                      int64_t max_length);
 
 // SHA-256 of the canonical form of a scoring request (token ids and top_k): the store key.
 std::string ScoreDigest(const TokenPair& pair, int top_k);

@@ -72,8 +72,8 @@ absl::StatusOr<std::vector<tasks::LoglikelihoodResult>> StoreLanguageModel::Logl
     v1::LoglikelihoodPair pair;
     pair.set_context(requests[i].context);
     pair.set_continuation(requests[i].continuation);
-    absl::StatusOr<TokenPair> p = PreparePair(pair, static_cast<int>(i), *model_->tokenizer,
-                                              options_.add_special, limits);
+    absl::StatusOr<TokenPair> p =
+        PreparePair(pair, static_cast<int>(i), *model_->tokenizer, options_.add_special, limits);
     if (!p.ok()) return p.status();
     pairs.push_back(*std::move(p));
   }
@@ -106,13 +106,13 @@ absl::StatusOr<std::vector<tasks::RollingResult>> StoreLanguageModel::Loglikelih
   for (const tasks::RollingRequest& r : requests) {
     // lm-eval's tok_encode(text): special tokens as the regime says (spec 2.2).
     absl::StatusOr<std::vector<int32_t>> ids =
-        model_->tokenizer->Encode(r.text, options_.add_special);
+        tasks::EncodeLmEvalText(*model_->tokenizer, r.text, options_.add_special);
     if (!ids.ok()) return ids.status();
     // Windowless: one pass over the whole text carrying the state (recurrent models).
     std::vector<TokenPair> w =
         r.windowless ? (ids->empty() ? std::vector<TokenPair>{}
                                      : std::vector<TokenPair>{TokenPair{{prefix}, *ids}})
-                     : RollingWindows(*ids, prefix, max_length_);
+                     : tasks::MakeRollingWindows(*ids, prefix, max_length_);
     first.push_back(windows.size());
     count.push_back(w.size());
     for (TokenPair& p : w) windows.push_back(std::move(p));
@@ -155,7 +155,8 @@ absl::StatusOr<std::vector<tasks::GenerateUntilResult>> StoreLanguageModel::Gene
     std::vector<std::shared_ptr<GenerateWork>> works(end - start);
     for (size_t i = start; i < end; ++i) {
       const tasks::GenerateUntilRequest& r = requests[i];
-      absl::StatusOr<std::vector<int32_t>> prompt = tokenizer.Encode(r.context, options_.add_special);
+      absl::StatusOr<std::vector<int32_t>> prompt =
+          tasks::EncodeLmEvalText(tokenizer, r.context, options_.add_special);
       if (!prompt.ok()) return prompt.status();
       // lm-eval: keep the last max_length - max_gen_toks context tokens.
       const int64_t keep = std::max<int64_t>(1, max_length_ - r.max_gen_toks);
@@ -163,9 +164,9 @@ absl::StatusOr<std::vector<tasks::GenerateUntilResult>> StoreLanguageModel::Gene
         prompt->erase(prompt->begin(), prompt->end() - keep);
       }
       if (prompt->empty()) prompt->push_back(PrefixToken(tokenizer));
-      keys.push_back(StoreKey{model_->model_hash, model_->tokenizer_hash, "generate",
-                              GenerateDigest(*prompt, r.max_gen_toks, r.until, 0.0f, 1.0f, 0,
-                                             false)});
+      keys.push_back(
+          StoreKey{model_->model_hash, model_->tokenizer_hash, "generate",
+                   GenerateDigest(*prompt, r.max_gen_toks, r.until, 0.0f, 1.0f, 0, false)});
       auto work = std::make_shared<GenerateWork>();
       work->request.prompt = *std::move(prompt);
       work->request.max_new_tokens = r.max_gen_toks;

@@ -17,33 +17,6 @@
 namespace hgeval::tasks {
 namespace {
 
-// Bytes of trailing Python whitespace (what len(s) - len(s.rstrip()) counts, in bytes).
-size_t TrailingWhitespaceBytes(std::string_view s) {
-  size_t end = s.size();
-  while (end > 0) {
-    // Step back over one UTF-8 sequence.
-    size_t begin = end - 1;
-    while (begin > 0 && (static_cast<unsigned char>(s[begin]) & 0xC0) == 0x80 && end - begin < 4) {
-      --begin;
-    }
-    const std::string_view seq = s.substr(begin, end - begin);
-    char32_t cp = 0;
-    const unsigned char c0 = static_cast<unsigned char>(seq[0]);
-    if (seq.size() == 1) {
-      cp = c0;
-    } else if (seq.size() == 2 && (c0 & 0xE0) == 0xC0) {
-      cp = ((c0 & 0x1F) << 6) | (seq[1] & 0x3F);
-    } else if (seq.size() == 3 && (c0 & 0xF0) == 0xE0) {
-      cp = ((c0 & 0x0F) << 12) | ((seq[1] & 0x3F) << 6) | (seq[2] & 0x3F);
-    } else {
-      break;  // 4-byte sequences are never whitespace
-    }
-    if (!metrics::IsPythonWhitespace(cp)) break;
-    end = begin;
-  }
-  return s.size() - end;
-}
-
 bool IsPrefixOf(absl::Span<const int32_t> prefix, absl::Span<const int32_t> tokens) {
   return prefix.size() <= tokens.size() && std::equal(prefix.begin(), prefix.end(), tokens.begin());
 }
@@ -132,31 +105,6 @@ absl::StatusOr<BosRegime> ParseBosRegime(std::string_view name) {
       "BOS regime must be \"none\" or \"tokenizer\", got \"", std::string(name), "\""));
 }
 
-std::vector<RollingWindow> MakeRollingWindows(absl::Span<const int32_t> tokens,
-                                              int32_t prefix_token, int64_t max_length) {
-  std::vector<RollingWindow> windows;
-  const int64_t n = static_cast<int64_t>(tokens.size());
-  if (n == 0 || max_length <= 0) return windows;
-  const int64_t first = std::min(max_length, n);
-  RollingWindow w0;
-  w0.context = {prefix_token};
-  w0.continuation.assign(tokens.begin(), tokens.begin() + first);
-  windows.push_back(std::move(w0));
-  int64_t predicted = first;
-  while (predicted < n) {
-    const int64_t length = std::min(n - predicted, max_length);
-    const int64_t end = predicted + length;
-    // lm-eval: input = T[end - L - 1 : end - 1]; context = its first L - length + 1 tokens.
-    const int64_t context_start = std::max<int64_t>(0, end - max_length - 1);
-    RollingWindow w;
-    w.context.assign(tokens.begin() + context_start, tokens.begin() + predicted);
-    w.continuation.assign(tokens.begin() + predicted, tokens.begin() + end);
-    windows.push_back(std::move(w));
-    predicted = end;
-  }
-  return windows;
-}
-
 EngineLanguageModel::EngineLanguageModel(Model* model, const Tokenizer* tokenizer,
                                          EngineLanguageModelOptions options)
     : model_(model), tokenizer_(tokenizer), options_(std::move(options)) {
@@ -196,50 +144,16 @@ LanguageModelInfo EngineLanguageModel::info() const {
 }
 
 absl::StatusOr<std::vector<int32_t>> EngineLanguageModel::Encode(std::string_view text) const {
-  bool add_special = options_.bos_regime == BosRegime::kTokenizer;
-  if (add_special && tokenizer_->bos_id() >= 0) {
-    // lm-eval (has_bos_prefix): text that already starts with the BOS text gets none.
-    const std::string bos_text = tokenizer_->IdToPiece(tokenizer_->bos_id());
-    if (!bos_text.empty() && text.substr(0, bos_text.size()) == bos_text) add_special = false;
-  }
-  return tokenizer_->Encode(text, add_special);
+  return EncodeLmEvalText(*tokenizer_, text, options_.bos_regime == BosRegime::kTokenizer);
 }
 
 absl::StatusOr<TokenizedRequest> EngineLanguageModel::Tokenize(const LoglikelihoodRequest& request,
                                                                bool* truncated) const {
   if (truncated != nullptr) *truncated = false;
-  std::string context = request.context;
-  std::string continuation = request.continuation;
-  TokenizedRequest out;
-  if (context.empty()) {
-    HG_ASSIGN_OR_RETURN(out.continuation, tokenizer_->Encode(continuation, false));
-    if (!out.continuation.empty() && out.continuation[0] == prefix_token_id_) {
-      out.context = {out.continuation[0]};
-      out.continuation.erase(out.continuation.begin());
-    } else {
-      out.context = {prefix_token_id_};
-    }
-  } else {
-    const size_t n_spaces = TrailingWhitespaceBytes(context);
-    if (n_spaces > 0) {
-      continuation = context.substr(context.size() - n_spaces) + continuation;
-      context.resize(context.size() - n_spaces);
-    }
-    HG_ASSIGN_OR_RETURN(std::vector<int32_t> whole, Encode(context + continuation));
-    HG_ASSIGN_OR_RETURN(out.context, Encode(context));
-    if (out.context.size() > whole.size()) {
-      return absl::InternalError("context encodes longer than context + continuation");
-    }
-    out.continuation.assign(whole.begin() + out.context.size(), whole.end());
-    // A whitespace-only context encodes to nothing without special tokens; lm-eval
-    // would assert. Condition on the prefix token instead.
-    if (out.context.empty()) out.context = {prefix_token_id_};
-  }
-  if (out.continuation.empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("continuation encodes to no tokens (context \"", request.context.substr(0, 80),
-                     "\", continuation \"", request.continuation.substr(0, 80), "\")"));
-  }
+  HG_ASSIGN_OR_RETURN(
+      TokenizedRequest out,
+      EncodeLmEvalPair(*tokenizer_, request.context, request.continuation,
+                       options_.bos_regime == BosRegime::kTokenizer, prefix_token_id_));
   if (static_cast<int64_t>(out.continuation.size()) > max_length_ &&
       options_.truncate_long_continuations) {
     const size_t excess = out.continuation.size() - static_cast<size_t>(max_length_);
@@ -255,10 +169,7 @@ absl::StatusOr<TokenizedRequest> EngineLanguageModel::Tokenize(const Loglikeliho
                      " (lm-eval asserts here too; hgeval-eval --truncate-long-continuations "
                      "scores its last max_length tokens)"));
   }
-  // Left truncation: keep the last max_length + 1 tokens of context ++ continuation.
-  const int64_t total = static_cast<int64_t>(out.context.size() + out.continuation.size());
-  const int64_t drop = total - (max_length_ + 1);
-  if (drop > 0) out.context.erase(out.context.begin(), out.context.begin() + drop);
+  TruncateLmEvalPair(max_length_, &out);
   return out;
 }
 

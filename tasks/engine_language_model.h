@@ -15,6 +15,7 @@
 #include "engine/model/model.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "tasks/language_model.h"
+#include "tasks/lm_eval_requests.h"
 
 namespace hgeval::tasks {
 
@@ -57,20 +58,9 @@ struct EngineLanguageModelOptions {
 
 // The token-level form of a loglikelihood request after lm-eval's tokenization and
 // truncation: fed tokens are context ++ continuation[:-1], the continuation is scored.
-struct TokenizedRequest {
-  std::vector<int32_t> context;
-  std::vector<int32_t> continuation;
-};
-
-// One rolling window (spec §2.4) as a token request.
-struct RollingWindow {
-  std::vector<int32_t> context;
-  std::vector<int32_t> continuation;
-};
-
-// lm-eval get_rolling_token_windows + make_disjoint_window with context_len 1.
-std::vector<RollingWindow> MakeRollingWindows(absl::Span<const int32_t> tokens,
-                                              int32_t prefix_token, int64_t max_length);
+// The evaluator's token requests and rolling windows are lm-eval's token pairs.
+using TokenizedRequest = TokenPair;
+using RollingWindow = TokenPair;
 
 class EngineLanguageModel : public LanguageModel {
  public:

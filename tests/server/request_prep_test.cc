@@ -28,7 +28,7 @@ std::vector<int32_t> Fed(const TokenPair& w) {
 
 TEST(RollingWindowsTest, TenTokensWindowFourMatchesTheSpecExample) {
   const int32_t p = 1;
-  std::vector<TokenPair> w = RollingWindows(Range(10), p, 4);
+  std::vector<TokenPair> w = tasks::MakeRollingWindows(Range(10), p, 4);
   ASSERT_EQ(w.size(), 3u);
   EXPECT_THAT(Fed(w[0]), ElementsAre(p, 100, 101, 102));
   EXPECT_THAT(w[0].continuation, ElementsAre(100, 101, 102, 103));
@@ -39,7 +39,7 @@ TEST(RollingWindowsTest, TenTokensWindowFourMatchesTheSpecExample) {
 }
 
 TEST(RollingWindowsTest, NineTokensWindowFourLastWindowHasFullInput) {
-  std::vector<TokenPair> w = RollingWindows(Range(9), 1, 4);
+  std::vector<TokenPair> w = tasks::MakeRollingWindows(Range(9), 1, 4);
   ASSERT_EQ(w.size(), 3u);
   EXPECT_THAT(Fed(w[2]), ElementsAre(104, 105, 106, 107));
   EXPECT_THAT(w[2].continuation, ElementsAre(108));
@@ -48,7 +48,7 @@ TEST(RollingWindowsTest, NineTokensWindowFourLastWindowHasFullInput) {
 TEST(RollingWindowsTest, EveryTokenPredictedOnceAndNoWindowExceedsTheLength) {
   for (int n : {1, 2, 3, 7, 8, 33}) {
     for (int L : {1, 2, 5, 8}) {
-      std::vector<TokenPair> windows = RollingWindows(Range(n), 1, L);
+      std::vector<TokenPair> windows = tasks::MakeRollingWindows(Range(n), 1, L);
       std::vector<int32_t> predicted;
       for (const TokenPair& w : windows) {
         EXPECT_LE(static_cast<int>(Fed(w).size()), L);
@@ -58,7 +58,7 @@ TEST(RollingWindowsTest, EveryTokenPredictedOnceAndNoWindowExceedsTheLength) {
       EXPECT_EQ(predicted, Range(n)) << "n=" << n << " L=" << L;
     }
   }
-  EXPECT_TRUE(RollingWindows({}, 1, 4).empty());
+  EXPECT_TRUE(tasks::MakeRollingWindows({}, 1, 4).empty());
 }
 
 class PreparePairTest : public ::testing::Test {
@@ -133,8 +133,9 @@ TEST_F(PreparePairTest, Errors) {
   utf8.set_context("ok");
   utf8.set_continuation(std::string("a\xC3\x28", 3));
   EXPECT_EQ(Prepare(utf8).status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(Prepare(utf8).status().message(),
-              HasSubstr("pairs[3].continuation is not valid UTF-8 (invalid byte sequence at offset 1)"));
+  EXPECT_THAT(
+      Prepare(utf8).status().message(),
+      HasSubstr("pairs[3].continuation is not valid UTF-8 (invalid byte sequence at offset 1)"));
 
   v1::LoglikelihoodPair longer;
   for (int i = 0; i < 70; ++i) longer.add_context_ids(7);

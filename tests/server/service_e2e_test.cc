@@ -22,6 +22,7 @@
 #include "grpc/reflection/v1alpha/reflection.grpc.pb.h"
 #include "gtest/gtest.h"
 #include "server/request_prep.h"
+#include "tasks/engine_language_model.h"
 #include "tests/server/server_process.h"
 #include "tests/support/paths.h"
 
@@ -171,6 +172,46 @@ TEST_F(ServiceTest, TextPairsUseLmEvalTokenizationAndRepeatsComeFromTheStore) {
   EXPECT_EQ(second->results(0).is_greedy(), first->results(0).is_greedy());
 }
 
+// The RPC route and the in-process evaluator score the cases where their rules used to
+// differ identically, in both BOS regimes: a context ending in Unicode whitespace (the
+// server used to strip ASCII only), text starting with the BOS text (only the evaluator
+// applied lm-eval's has_bos_prefix), an empty and a whitespace-only context.
+TEST_F(ServiceTest, TextPairsScoreAsTheInProcessEvaluatorInBothBosRegimes) {
+  const std::string bos_text = tokenizer_->IdToPiece(tokenizer_->bos_id());
+  const std::vector<std::pair<std::string, std::string>> pairs = {
+      {"Once upon a\xe3\x80\x80", "time"},
+      {"The cat\xc2\xa0", "sat"},
+      {bos_text + "Once upon a", " time"},
+      {"", "Once upon a time"},
+      {"  ", "Lily"}};
+  for (const bool bos : {false, true}) {
+    SCOPED_TRACE(bos ? "BOS_MODE_TOKENIZER" : "BOS_MODE_NONE");
+    v1::LoglikelihoodRequest request;
+    request.set_model("hgrn2");
+    request.set_no_cache(true);
+    request.set_bos_mode(bos ? v1::BOS_MODE_TOKENIZER : v1::BOS_MODE_NONE);
+    std::vector<tasks::LoglikelihoodRequest> local;
+    for (const auto& [context, continuation] : pairs) {
+      v1::LoglikelihoodPair* p = request.add_pairs();
+      p->set_context(context);
+      p->set_continuation(continuation);
+      local.push_back({context, continuation});
+    }
+    auto remote = client_->Loglikelihood(request);
+    ASSERT_TRUE(remote.ok()) << remote.status();
+    tasks::EngineLanguageModelOptions options;
+    options.bos_regime = bos ? tasks::BosRegime::kTokenizer : tasks::BosRegime::kNone;
+    options.max_length = 96;
+    tasks::EngineLanguageModel lm(model_, tokenizer_, options);
+    auto in_process = lm.Loglikelihood(local);
+    ASSERT_TRUE(in_process.ok()) << in_process.status();
+    for (size_t i = 0; i < pairs.size(); ++i) {
+      EXPECT_EQ(remote->results(static_cast<int>(i)).logprob(), (*in_process)[i].logprob) << i;
+      EXPECT_EQ(remote->results(static_cast<int>(i)).is_greedy(), (*in_process)[i].is_greedy) << i;
+    }
+  }
+}
+
 TEST_F(ServiceTest, RollingEqualsTheEngineOverLmEvalWindows) {
   std::vector<int32_t> ids;
   for (int i = 0; i < 200; ++i) ids.push_back((i * 37 + 11) % 500 + 3);
@@ -188,7 +229,7 @@ TEST_F(ServiceTest, RollingEqualsTheEngineOverLmEvalWindows) {
   ASSERT_TRUE(response.ok()) << response.status();
   ASSERT_EQ(response->results_size(), 2);
   // Engine: the same windows scored directly.
-  std::vector<server::TokenPair> windows = server::RollingWindows(ids, tokenizer_->bos_id(), 64);
+  std::vector<server::TokenPair> windows = tasks::MakeRollingWindows(ids, tokenizer_->bos_id(), 64);
   ASSERT_EQ(windows.size(), 4u);
   std::vector<ScoreRequest> engine_requests;
   for (const auto& w : windows) engine_requests.push_back({nullptr, w.context, w.continuation});

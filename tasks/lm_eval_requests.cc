@@ -1,0 +1,122 @@
+#include "tasks/lm_eval_requests.h"
+
+#include <algorithm>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "engine/util/status_macros.h"
+#include "metrics/text_counts.h"
+
+namespace hgeval::tasks {
+
+size_t TrailingPythonWhitespaceBytes(std::string_view s) {
+  size_t end = s.size();
+  while (end > 0) {
+    // Step back over one UTF-8 sequence.
+    size_t begin = end - 1;
+    while (begin > 0 && (static_cast<unsigned char>(s[begin]) & 0xC0) == 0x80 && end - begin < 4) {
+      --begin;
+    }
+    const std::string_view seq = s.substr(begin, end - begin);
+    char32_t cp = 0;
+    const unsigned char c0 = static_cast<unsigned char>(seq[0]);
+    if (seq.size() == 1) {
+      cp = c0;
+    } else if (seq.size() == 2 && (c0 & 0xE0) == 0xC0) {
+      cp = ((c0 & 0x1F) << 6) | (seq[1] & 0x3F);
+    } else if (seq.size() == 3 && (c0 & 0xF0) == 0xE0) {
+      cp = ((c0 & 0x0F) << 12) | ((seq[1] & 0x3F) << 6) | (seq[2] & 0x3F);
+    } else {
+      break;  // 4-byte sequences are never whitespace
+    }
+    if (!metrics::IsPythonWhitespace(cp)) break;
+    end = begin;
+  }
+  return s.size() - end;
+}
+
+absl::StatusOr<std::vector<int32_t>> EncodeLmEvalText(const Tokenizer& tokenizer,
+                                                      std::string_view text, bool add_bos) {
+  if (add_bos && tokenizer.bos_id() >= 0) {
+    const std::string bos_text = tokenizer.IdToPiece(tokenizer.bos_id());
+    if (!bos_text.empty() && text.substr(0, bos_text.size()) == bos_text) add_bos = false;
+  }
+  return tokenizer.Encode(text, add_bos);
+}
+
+absl::StatusOr<TokenPair> EncodeLmEvalPair(const Tokenizer& tokenizer, std::string_view context,
+                                           std::string_view continuation, bool add_bos,
+                                           int32_t prefix_token) {
+  TokenPair out;
+  if (prefix_token < 0 && TrailingPythonWhitespaceBytes(context) == context.size()) {
+    return absl::InvalidArgumentError(
+        "the context is empty (or whitespace) and the tokenizer has no BOS/EOS prefix token");
+  }
+  if (context.empty()) {
+    HG_ASSIGN_OR_RETURN(out.continuation, tokenizer.Encode(continuation, false));
+    if (!out.continuation.empty() && out.continuation[0] == prefix_token) {
+      out.context = {out.continuation[0]};
+      out.continuation.erase(out.continuation.begin());
+    } else {
+      out.context = {prefix_token};
+    }
+  } else {
+    const size_t n_spaces = TrailingPythonWhitespaceBytes(context);
+    std::string moved_continuation;
+    if (n_spaces > 0) {
+      moved_continuation = std::string(context.substr(context.size() - n_spaces));
+      moved_continuation.append(continuation);
+      continuation = moved_continuation;
+      context = context.substr(0, context.size() - n_spaces);
+    }
+    std::string joined(context);
+    joined.append(continuation);
+    HG_ASSIGN_OR_RETURN(std::vector<int32_t> whole, EncodeLmEvalText(tokenizer, joined, add_bos));
+    HG_ASSIGN_OR_RETURN(out.context, EncodeLmEvalText(tokenizer, context, add_bos));
+    const size_t n = std::min(out.context.size(), whole.size());
+    out.continuation.assign(whole.begin() + static_cast<std::ptrdiff_t>(n), whole.end());
+    // A whitespace-only context encodes to nothing without special tokens; lm-eval would
+    // assert. Condition on the prefix token instead.
+    if (out.context.empty()) out.context = {prefix_token};
+  }
+  if (out.continuation.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the continuation encodes to no tokens (context \"", std::string(context.substr(0, 80)),
+        "\", continuation \"", std::string(continuation.substr(0, 80)), "\")"));
+  }
+  return out;
+}
+
+void TruncateLmEvalPair(int64_t max_length, TokenPair* pair) {
+  const int64_t total = static_cast<int64_t>(pair->context.size() + pair->continuation.size());
+  const int64_t drop =
+      std::min<int64_t>(total - (max_length + 1), static_cast<int64_t>(pair->context.size()));
+  if (drop > 0) pair->context.erase(pair->context.begin(), pair->context.begin() + drop);
+}
+
+std::vector<TokenPair> MakeRollingWindows(absl::Span<const int32_t> tokens, int32_t prefix_token,
+                                          int64_t max_length) {
+  std::vector<TokenPair> windows;
+  const int64_t n = static_cast<int64_t>(tokens.size());
+  if (n == 0 || max_length <= 0) return windows;
+  const int64_t first = std::min(max_length, n);
+  TokenPair w0;
+  w0.context = {prefix_token};
+  w0.continuation.assign(tokens.begin(), tokens.begin() + first);
+  windows.push_back(std::move(w0));
+  int64_t predicted = first;
+  while (predicted < n) {
+    const int64_t length = std::min(n - predicted, max_length);
+    const int64_t end = predicted + length;
+    // lm-eval: input = T[end - L - 1 : end - 1]; context = its first L - length + 1 tokens.
+    const int64_t context_start = std::max<int64_t>(0, end - max_length - 1);
+    TokenPair w;
+    w.context.assign(tokens.begin() + context_start, tokens.begin() + predicted);
+    w.continuation.assign(tokens.begin() + predicted, tokens.begin() + end);
+    windows.push_back(std::move(w));
+    predicted = end;
+  }
+  return windows;
+}
+
+}  // namespace hgeval::tasks

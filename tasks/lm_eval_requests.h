@@ -1,0 +1,62 @@
+// lm-evaluation-harness's request rules, written once: how a (context, continuation) text
+// pair becomes tokens (`_encode_pair`), how text is encoded under each BOS regime, left
+// truncation to max_length, and rolling windows. The in-process evaluator
+// (EngineLanguageModel), the server's RPCs and its jobs all call these, so the same pair
+// gives the same tokens on every route.
+#ifndef HGEVAL_TASKS_LM_EVAL_REQUESTS_H_
+#define HGEVAL_TASKS_LM_EVAL_REQUESTS_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "engine/tokenizer/tokenizer.h"
+
+namespace hgeval::tasks {
+
+// A scoring request as tokens: the model is fed context ++ continuation[:-1] and scores
+// the continuation.
+struct TokenPair {
+  std::vector<int32_t> context;
+  std::vector<int32_t> continuation;
+};
+
+// Bytes of trailing whitespace as Python's str.rstrip() removes it (Unicode White_Space
+// and the ASCII separators 0x1C-0x1F), counted in UTF-8 bytes.
+size_t TrailingPythonWhitespaceBytes(std::string_view text);
+
+// lm-eval's tok_encode: the tokenizer's special tokens when `add_bos` (lm-eval >= 0.4.9.2),
+// except that text already starting with the BOS token's text gets no second BOS
+// (has_bos_prefix).
+absl::StatusOr<std::vector<int32_t>> EncodeLmEvalText(const Tokenizer& tokenizer,
+                                                      std::string_view text, bool add_bos);
+
+// lm-eval's _encode_pair, untruncated:
+// - an empty context becomes [prefix_token] and the continuation is encoded alone without
+//   special tokens (a leading prefix token the tokenizer added anyway moves to the context);
+// - otherwise the context's trailing whitespace moves to the front of the continuation,
+//   context + continuation is encoded as a whole and the continuation is what follows the
+//   context's own encoding; a context that encodes to nothing (whitespace only) becomes
+//   [prefix_token].
+// INVALID_ARGUMENT when the continuation encodes to no tokens.
+absl::StatusOr<TokenPair> EncodeLmEvalPair(const Tokenizer& tokenizer, std::string_view context,
+                                           std::string_view continuation, bool add_bos,
+                                           int32_t prefix_token);
+
+// lm-eval's left truncation: keeps the last max_length + 1 tokens of context ++
+// continuation, cutting only the context (the caller has checked the continuation fits).
+void TruncateLmEvalPair(int64_t max_length, TokenPair* pair);
+
+// lm-eval get_rolling_token_windows + make_disjoint_window with context_len 1: the first
+// window is [prefix_token] then up to max_length tokens; each later window predicts the
+// next up to max_length tokens after up to max_length + 1 - predicted tokens of context;
+// together they predict every token once.
+std::vector<TokenPair> MakeRollingWindows(absl::Span<const int32_t> tokens, int32_t prefix_token,
+                                          int64_t max_length);
+
+}  // namespace hgeval::tasks
+
+#endif  // HGEVAL_TASKS_LM_EVAL_REQUESTS_H_

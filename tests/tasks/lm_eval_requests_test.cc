@@ -1,0 +1,102 @@
+// lm-eval's request rules, tested once against the one module every route uses
+// (tasks/lm_eval_requests.h), with lm-eval's behaviour written next to each case.
+#include "tasks/lm_eval_requests.h"
+
+#include <string>
+#include <vector>
+
+#include "engine/tokenizer/tokenizer.h"
+#include "gtest/gtest.h"
+#include "tests/support/paths.h"
+
+namespace hgeval::tasks {
+namespace {
+
+class LmEvalRequestsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto t = LoadTokenizer(hgeval::testing::SourcePath("data/models/stories260K/tok512.bin"));
+    ASSERT_TRUE(t.ok()) << t.status();
+    tokenizer_ = *std::move(t);
+    prefix_ = tokenizer_->bos_id();
+    ASSERT_GE(prefix_, 0);
+  }
+  std::vector<int32_t> Encode(const std::string& text, bool special) {
+    return *tokenizer_->Encode(text, special);
+  }
+  std::unique_ptr<Tokenizer> tokenizer_;
+  int32_t prefix_ = -1;
+};
+
+// Python's str.rstrip() strips Unicode whitespace, not only ASCII: lm-eval moves
+// "Answer:\u00a0" 's no-break space and "\u3000" (ideographic space) to the continuation.
+TEST_F(LmEvalRequestsTest, UnicodeTrailingWhitespaceMovesToTheContinuation) {
+  EXPECT_EQ(TrailingPythonWhitespaceBytes("a \t\n"), 3u);
+  EXPECT_EQ(TrailingPythonWhitespaceBytes("a\xc2\xa0"), 2u);       // U+00A0
+  EXPECT_EQ(TrailingPythonWhitespaceBytes("a\xe3\x80\x80 "), 4u);  // U+3000, space
+  EXPECT_EQ(TrailingPythonWhitespaceBytes("a\x1f"), 1u);           // unit separator
+  EXPECT_EQ(TrailingPythonWhitespaceBytes("a\xe2\x80\x8b"), 0u);   // U+200B is not
+  for (const std::string space : {" ", "\xc2\xa0", "\xe3\x80\x80"}) {
+    auto pair = EncodeLmEvalPair(*tokenizer_, "Once upon a" + space, "time", false, prefix_);
+    ASSERT_TRUE(pair.ok()) << pair.status();
+    // context_enc = encode("Once upon a"); continuation = encode(whole)[len(context_enc):].
+    const std::vector<int32_t> context = Encode("Once upon a", false);
+    const std::vector<int32_t> whole = Encode("Once upon a" + space + "time", false);
+    EXPECT_EQ(pair->context, context);
+    EXPECT_EQ(pair->continuation,
+              std::vector<int32_t>(whole.begin() + context.size(), whole.end()));
+  }
+}
+
+// lm-eval >= 0.4.9.2 adds the tokenizer's BOS, except to text that already starts with
+// the BOS token's text (has_bos_prefix): no second BOS.
+TEST_F(LmEvalRequestsTest, TextStartingWithTheBosTextGetsNoSecondBos) {
+  const std::string bos_text = tokenizer_->IdToPiece(prefix_);
+  ASSERT_FALSE(bos_text.empty());
+  EXPECT_EQ(*EncodeLmEvalText(*tokenizer_, "Hello", true), Encode("Hello", true));
+  EXPECT_EQ(*EncodeLmEvalText(*tokenizer_, "Hello", false), Encode("Hello", false));
+  EXPECT_EQ(*EncodeLmEvalText(*tokenizer_, bos_text + "Hello", true),
+            Encode(bos_text + "Hello", false));
+}
+
+// An empty context is [prefix token] (BOS, else EOS) and the continuation is encoded
+// alone without special tokens; a whitespace-only context (which lm-eval would assert on)
+// is conditioned on the prefix token too, its whitespace moving to the continuation.
+TEST_F(LmEvalRequestsTest, EmptyOrWhitespaceContextIsThePrefixToken) {
+  auto empty = EncodeLmEvalPair(*tokenizer_, "", "The end", true, prefix_);
+  ASSERT_TRUE(empty.ok());
+  EXPECT_EQ(empty->context, std::vector<int32_t>{prefix_});
+  EXPECT_EQ(empty->continuation, Encode("The end", false));
+  auto blank = EncodeLmEvalPair(*tokenizer_, "  ", "x", false, prefix_);
+  ASSERT_TRUE(blank.ok());
+  EXPECT_EQ(blank->context, std::vector<int32_t>{prefix_});
+  EXPECT_EQ(blank->continuation, Encode("  x", false));
+  auto none = EncodeLmEvalPair(*tokenizer_, "", "x", false, /*prefix_token=*/-1);
+  EXPECT_EQ(none.status().code(), absl::StatusCode::kInvalidArgument);
+  auto no_continuation = EncodeLmEvalPair(*tokenizer_, "a", "", false, prefix_);
+  EXPECT_EQ(no_continuation.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+// Over-long pairs: lm-eval keeps (context + continuation)[-(max_length + 1):], cutting
+// the context only; rolling windows predict every token once, max_length per window.
+TEST_F(LmEvalRequestsTest, OverLongPairsKeepTheirLastTokensAndWindowsCoverEveryToken) {
+  TokenPair pair{{1, 2, 3, 4, 5, 6}, {7, 8}};
+  TruncateLmEvalPair(4, &pair);
+  EXPECT_EQ(pair.context, (std::vector<int32_t>{4, 5, 6}));
+  EXPECT_EQ(pair.continuation, (std::vector<int32_t>{7, 8}));
+  TokenPair fits{{1, 2}, {3}};
+  TruncateLmEvalPair(4, &fits);
+  EXPECT_EQ(fits.context, (std::vector<int32_t>{1, 2}));
+  const std::vector<int32_t> tokens = {10, 11, 12, 13, 14, 15, 16};
+  const std::vector<TokenPair> windows = MakeRollingWindows(tokens, 1, 3);
+  ASSERT_EQ(windows.size(), 3u);
+  EXPECT_EQ(windows[0].context, std::vector<int32_t>{1});
+  EXPECT_EQ(windows[0].continuation, (std::vector<int32_t>{10, 11, 12}));
+  EXPECT_EQ(windows[1].context, (std::vector<int32_t>{12}));
+  EXPECT_EQ(windows[1].continuation, (std::vector<int32_t>{13, 14, 15}));
+  EXPECT_EQ(windows[2].context, (std::vector<int32_t>{13, 14, 15}));
+  EXPECT_EQ(windows[2].continuation, (std::vector<int32_t>{16}));
+}
+
+}  // namespace
+}  // namespace hgeval::tasks
