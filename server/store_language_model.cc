@@ -158,10 +158,12 @@ absl::StatusOr<std::vector<tasks::GenerateUntilResult>> StoreLanguageModel::Gene
       absl::StatusOr<std::vector<int32_t>> prompt =
           tasks::EncodeLmEvalText(tokenizer, r.context, options_.add_special);
       if (!prompt.ok()) return prompt.status();
-      // lm-eval: keep the last max_length - max_gen_toks context tokens.
-      const int64_t keep = std::max<int64_t>(1, max_length_ - r.max_gen_toks);
-      if (static_cast<int64_t>(prompt->size()) > keep) {
-        prompt->erase(prompt->begin(), prompt->end() - keep);
+      if (r.max_gen_toks > 0) {
+        if (absl::Status s =
+                tasks::TruncateGenerationContext(max_length_, r.max_gen_toks, &*prompt);
+            !s.ok()) {
+          return s;
+        }
       }
       if (prompt->empty()) prompt->push_back(PrefixToken(tokenizer));
       keys.push_back(

@@ -478,10 +478,8 @@ absl::StatusOr<std::vector<GenerateUntilResult>> EngineLanguageModel::GenerateUn
     l.until = requests[i].until;
     if (!eos_text.empty()) l.until.push_back(eos_text);
     HG_ASSIGN_OR_RETURN(l.feed, Encode(requests[i].context));
-    const int64_t keep = max_length_ - l.max_new;
-    if (keep > 0 && static_cast<int64_t>(l.feed.size()) > keep) {
-      l.feed.erase(l.feed.begin(), l.feed.end() - keep);
-    }
+    if (l.max_new > 0)
+      HG_RETURN_IF_ERROR(TruncateGenerationContext(max_length_, l.max_new, &l.feed));
     if (l.feed.empty()) l.feed = {prefix_token_id_};
     HG_ASSIGN_OR_RETURN(l.state, StartState(*model_, nullptr));
     stats_.requests += 1;

@@ -94,6 +94,20 @@ void TruncateLmEvalPair(int64_t max_length, TokenPair* pair) {
   if (drop > 0) pair->context.erase(pair->context.begin(), pair->context.begin() + drop);
 }
 
+absl::Status TruncateGenerationContext(int64_t max_length, int64_t max_gen_toks,
+                                       std::vector<int32_t>* context) {
+  const int64_t keep = max_length - max_gen_toks;
+  if (keep <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("max_gen_toks (", max_gen_toks, ") must be less than max_length (", max_length,
+                     "): no room is left for the context (lm-eval asserts this)"));
+  }
+  if (static_cast<int64_t>(context->size()) > keep) {
+    context->erase(context->begin(), context->end() - keep);
+  }
+  return absl::OkStatus();
+}
+
 std::vector<TokenPair> MakeRollingWindows(absl::Span<const int32_t> tokens, int32_t prefix_token,
                                           int64_t max_length) {
   std::vector<TokenPair> windows;

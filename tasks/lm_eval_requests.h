@@ -50,6 +50,12 @@ absl::StatusOr<TokenPair> EncodeLmEvalPair(const Tokenizer& tokenizer, std::stri
 // continuation, cutting only the context (the caller has checked the continuation fits).
 void TruncateLmEvalPair(int64_t max_length, TokenPair* pair);
 
+// lm-eval's generate_until context: the last max_length - max_gen_toks tokens (an empty
+// result becomes the caller's prefix token). INVALID_ARGUMENT when max_gen_toks leaves no
+// room, as lm-eval asserts max_ctx_len > 0.
+absl::Status TruncateGenerationContext(int64_t max_length, int64_t max_gen_toks,
+                                       std::vector<int32_t>* context);
+
 // lm-eval get_rolling_token_windows + make_disjoint_window with context_len 1: the first
 // window is [prefix_token] then up to max_length tokens; each later window predicts the
 // next up to max_length tokens after up to max_length + 1 - predicted tokens of context;

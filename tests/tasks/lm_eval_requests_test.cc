@@ -98,5 +98,21 @@ TEST_F(LmEvalRequestsTest, OverLongPairsKeepTheirLastTokensAndWindowsCoverEveryT
   EXPECT_EQ(windows[2].continuation, (std::vector<int32_t>{16}));
 }
 
+// generate_until keeps the last max_length - max_gen_toks context tokens; lm-eval asserts
+// that this is positive, and so do the evaluator and jobs (they used to disagree: no
+// truncation in process, one token kept in jobs).
+TEST(GenerationContextTest, KeepsTheLastTokensAndRefusesNoRoom) {
+  std::vector<int32_t> context = {1, 2, 3, 4, 5, 6};
+  ASSERT_TRUE(TruncateGenerationContext(8, 4, &context).ok());
+  EXPECT_EQ(context, (std::vector<int32_t>{3, 4, 5, 6}));
+  ASSERT_TRUE(TruncateGenerationContext(100, 4, &context).ok());
+  EXPECT_EQ(context.size(), 4u);
+  for (int64_t max_gen_toks : {8, 9}) {
+    const absl::Status s = TruncateGenerationContext(8, max_gen_toks, &context);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+    EXPECT_NE(s.message().find("must be less than max_length (8)"), std::string::npos) << s;
+  }
+}
+
 }  // namespace
 }  // namespace hgeval::tasks
