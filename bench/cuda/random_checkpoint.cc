@@ -55,6 +55,22 @@ nlohmann::json RandomModelConfig(const std::string& family, int layers) {
             {"expand_ratio", 128},     {"vocab_size", 32000}, {"norm_eps", 1e-6},
             {"use_lower_bound", true}, {"hidden_ratio", 4}};
   }
+  if (family == "tnl") {
+    // The 1.3B class of the rows beside it (TransNormerLLM's own 1B config.json was not
+    // available here): D 2048, 16 heads, GLU 5632, TNL's vocabulary of 64,000, LRPE on
+    // the first layer as in the released models.
+    nlohmann::json lrpe = nlohmann::json::array();
+    for (int l = 0; l < layers; ++l) lrpe.push_back(l == 0 ? 1 : 0);
+    return {{"model_type", "transnormer"},
+            {"decoder_embed_dim", 2048},
+            {"hidden_dim", 2048},
+            {"decoder_layers", layers},
+            {"decoder_attention_heads", 16},
+            {"glu_dim", 5632},
+            {"vocab_size", 64000},
+            {"linear_use_lrpe_list", lrpe},
+            {"tie_word_embeddings", false}};
+  }
   return {
       {"model_type", "llama"},     {"hidden_size", 2048},       {"num_hidden_layers", layers},
       {"num_attention_heads", 16}, {"num_key_value_heads", 16}, {"intermediate_size", 5632},
@@ -65,6 +81,25 @@ std::map<std::string, HostTensor> RandomWeights(const std::string& family, const
   std::map<std::string, HostTensor> w;
   const int64_t D = c.hidden_size, V = c.vocab_size, I = c.intermediate_size;
   uint64_t seed = 1;
+  if (family == "tnl") {
+    const int64_t H = c.num_heads, e = D / H;
+    w["model.embed_tokens.weight"] = Matrix(V, D, seed++);
+    w["lm_head.weight"] = Matrix(V, D, seed++);
+    for (int64_t l = 0; l < c.num_layers; ++l) {
+      const std::string p = absl::StrCat("model.layers.", l, ".");
+      w[p + "token_mixer.qkvu_proj.weight"] = Matrix(4 * D, D, seed++);
+      w[p + "token_mixer.out_proj.weight"] = Matrix(D, D, seed++);
+      if (!c.tnl_lrpe.empty() && c.tnl_lrpe[l]) {
+        HostTensor theta = Matrix(H, e, seed++);
+        theta.shape = {H, 1, e};
+        w[p + "token_mixer.lrpe.theta"] = std::move(theta);
+      }
+      w[p + "channel_mixer.l1.weight"] = Matrix(I, D, seed++);
+      w[p + "channel_mixer.l2.weight"] = Matrix(I, D, seed++);
+      w[p + "channel_mixer.l3.weight"] = Matrix(D, I, seed++);
+    }
+    return w;
+  }
   const bool llama = family == "llama";
   w[llama ? "model.embed_tokens.weight" : "model.embeddings.weight"] = Matrix(V, D, seed++);
   w["lm_head.weight"] = Matrix(V, D, seed++);

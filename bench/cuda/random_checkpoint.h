@@ -21,8 +21,9 @@ namespace hgeval::bench {
 // Uniform in [-a, a], deterministic for a seed (filled by several threads).
 void FillRandom(std::vector<float>& data, float amplitude, uint64_t seed);
 
-// config.json of the 1.3B shape: "hgrn2" (D 2048, expand_ratio 128, vocab 32000) or
-// "llama" (D 2048, 16 heads, MLP 5632, vocab 32000, max_position_embeddings 65536).
+// config.json of the 1.3B shape: "hgrn2" (D 2048, expand_ratio 128, vocab 32000),
+// "llama" (D 2048, 16 heads, MLP 5632, vocab 32000, max_position_embeddings 65536) or
+// "tnl" (D 2048, 16 heads, GLU 5632, vocab 64000, LRPE on layer 0).
 nlohmann::json RandomModelConfig(const std::string& family, int layers);
 
 // Weights under the family's Hugging Face / fla names: matrices uniform with variance

@@ -16,6 +16,7 @@
 #include "engine/cpu/ops.h"
 #include "engine/cpu/row_invariant_linear.h"
 #include "engine/loader/weight_reader.h"
+#include "engine/model/tnl_decay.h"
 #include "engine/util/status_macros.h"
 
 namespace hgeval::cpu {
@@ -72,23 +73,6 @@ void AddBias(float* rows, int64_t m, int64_t n, const HostTensor& bias) {
   for (int64_t r = 0; r < m; ++r) {
     for (int64_t i = 0; i < n; ++i) rows[r * n + i] += bias.data[i];
   }
-}
-
-// ALiBi slopes of n heads (the upstream get_slopes).
-std::vector<double> Slopes(int64_t n) {
-  auto power_of_two = [](int64_t m) {
-    const double start = std::pow(2.0, -std::pow(2.0, -(std::log2(static_cast<double>(m)) - 3)));
-    std::vector<double> s(m);
-    for (int64_t i = 0; i < m; ++i) s[i] = start * std::pow(start, static_cast<double>(i));
-    return s;
-  };
-  const double lg = std::log2(static_cast<double>(n));
-  if (lg == std::floor(lg)) return power_of_two(n);
-  const int64_t closest = int64_t{1} << static_cast<int64_t>(std::floor(lg));
-  std::vector<double> s = power_of_two(closest);
-  const std::vector<double> twice = Slopes(2 * closest);
-  for (int64_t i = 0; static_cast<int64_t>(s.size()) < n; i += 2) s.push_back(twice[i]);
-  return s;
 }
 
 class TnlModel : public Model {
@@ -225,7 +209,6 @@ absl::StatusOr<std::unique_ptr<Model>> BuildTnl(const Checkpoint& ckpt, const Mo
     return tensor;
   };
   HG_ASSIGN_OR_RETURN(HostTensor embeddings, read("model.embed_tokens.weight", {c.vocab_size, d}));
-  const std::vector<double> slopes = Slopes(h);
   std::vector<TnlLayer> layers(L);
   for (int64_t l = 0; l < L; ++l) {
     const std::string p = absl::StrCat("model.layers.", l, ".");
@@ -243,13 +226,7 @@ absl::StatusOr<std::unique_ptr<Model>> BuildTnl(const Checkpoint& ckpt, const Mo
       HG_ASSIGN_OR_RETURN(layer.b2, read(p + "channel_mixer.l2.bias", {g}));
       HG_ASSIGN_OR_RETURN(layer.b3, read(p + "channel_mixer.l3.bias", {d}));
     }
-    // lambda_h = s_h * (1 - l / (L - 1) + 1e-5): weaker decay in the deeper layers.
-    layer.decay.resize(h);
-    for (int64_t hh = 0; hh < h; ++hh) {
-      const double lambda =
-          slopes[hh] * (1.0 - static_cast<double>(l) / static_cast<double>(L - 1) + 1e-5);
-      layer.decay[hh] = std::exp(-lambda);
-    }
+    layer.decay = TnlDecays(h, l, L);
   }
   HG_ASSIGN_OR_RETURN(HostTensor lm_head,
                       ReadLmHead(ckpt, "lm_head.weight", "model.embed_tokens.weight",

@@ -123,7 +123,9 @@ absl::Status CudaModel::EnqueueMlp(int layer, int rows) {
   const LayerWeights& w = layers_[layer];
   HG_RETURN_IF_ERROR(Linear(rows, 2 * I_, D_, Mat(x_.get(), act_, D_),
                             Mat(w.mlp_gate_up.get(), act_, D_), gu_.get(), act_, 2 * I_));
-  HG_LAUNCH(SwiGlu(gu_.get(), rows, static_cast<int>(I_), mlp_.get(), act_, ctx_->stream()));
+  // TNL's GLU has no activation: l3(l1(x) * l2(x)).
+  HG_LAUNCH(SwiGlu(gu_.get(), rows, static_cast<int>(I_), mlp_.get(), act_, ctx_->stream(),
+                   /*silu=*/config_.family != ModelFamily::kTnl));
   HG_RETURN_IF_ERROR(Linear(rows, D_, I_, Mat(mlp_.get(), act_, I_),
                             Mat(w.mlp_down.get(), act_, I_), delta_.get(), Act::kF32, D_));
   return absl::OkStatus();
@@ -247,6 +249,22 @@ absl::Status CudaModel::EnqueueMixer(int layer, int rows, int num_seqs, bool dec
                              mix_width_, s));
       break;
     }
+    case ModelFamily::kTnl: {
+      // Linear attention with a constant decay per head: the GLA recurrences with g fixed
+      // to log(decay) and no scale; then u * SimpleRMSNorm(o) (the gate without activation).
+      HG_RETURN_IF_ERROR(Linear(rows, proj_width_, D_, Mat(x_.get(), act_, D_),
+                                Mat(w.w_in.get(), act_, D_), proj_.get(), Act::kF32, proj_width_));
+      HG_LAUNCH(TnlGates(proj_.as<float>(), rows, H, static_cast<int>(tnl_head_dim_), dk,
+                         w.lrpe_theta.get() ? w.lrpe_theta.as<float>() : nullptr, cur_.positions,
+                         w.log_decay.as<float>(), q_.as<float>(), k_.as<float>(), g_.as<float>(),
+                         v_.as<float>(), s));
+      HG_RETURN_IF_ERROR(gla_recurrence());
+      HG_LAUNCH(RmsNormGated(o_.as<float>(), D_, proj_.as<float>() + 3 * D_, proj_width_,
+                             w.g_norm.as<float>(), eps, rows, static_cast<int>(D_),
+                             static_cast<int>(D_), onorm_.get(), act_, D_, s,
+                             /*gate_silu=*/false));
+      break;
+    }
     case ModelFamily::kHgrn: {
       const int E = static_cast<int>(mix_width_);
       HG_RETURN_IF_ERROR(Linear(rows, proj_width_, D_, Mat(x_.get(), act_, D_),
@@ -313,7 +331,7 @@ absl::Status CudaModel::EnqueueMixer(int layer, int rows, int num_seqs, bool dec
       return absl::OkStatus();
     }
   }
-  // HGRN2, GLA, HGRN: o_proj over the normalised mixer output.
+  // HGRN2, GLA, HGRN, TNL: o_proj over the normalised mixer output.
   return Linear(rows, D_, mix_width_, Mat(onorm_.get(), act_, mix_width_),
                 Mat(w.w_out.get(), act_, mix_width_), delta_.get(), Act::kF32, D_);
 }

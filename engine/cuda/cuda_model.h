@@ -1,5 +1,5 @@
-// The CUDA language model: one class for all five families (HGRN2, HGRN, GLA, LLaMA,
-// Mamba). The block skeleton, MLP, head and batching are shared; the token mixer is
+// The CUDA language model: one class for all six families (HGRN2, HGRN, GLA, LLaMA,
+// Mamba, TNL). The block skeleton, MLP, head and batching are shared; the token mixer is
 // chosen by family.
 //
 // Execution paths (chosen per item from the item alone, so an item's results never
@@ -112,6 +112,8 @@ struct LayerWeights {
   DeviceBuffer gk_w, gk_b;
   // Mamba.
   DeviceBuffer in_bias, out_bias, conv_w, conv_b, x_proj, dt_w, dt_b, a_neg, d_skip;
+  // TNL: LRPE angles (fp32 [H * e], LRPE layers only) and log decay per head (fp32 [H]).
+  DeviceBuffer lrpe_theta, log_decay;
 };
 
 class CudaModel : public Model {
@@ -183,6 +185,7 @@ class CudaModel : public Model {
   int64_t mix_width_ = 0;  // mixer output width before o_proj (HGRN: E, GLA: Dv, ...)
   int64_t gla_k_off_ = 0, gla_v_off_ = 0, gla_g_off_ = 0, gla_gk_off_ = 0;
   int64_t mamba_dt_rank_ = 0, mamba_xdbc_ = 0;
+  int64_t tnl_head_dim_ = 0;  // TNL: e = D / H (dk_ is 2e when any layer has LRPE)
   float mixer_scale_ = 1.0f;
 
   // Weights.

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "engine/cuda/cuda_model.h"
 #include "engine/loader/weight_reader.h"
+#include "engine/model/tnl_decay.h"
 #include "engine/util/status_macros.h"
 
 namespace hgeval::cuda {
@@ -29,19 +30,43 @@ Names NamesFor(const ModelConfig& c) {
   Names n;
   switch (c.family) {
     case ModelFamily::kMamba:
-      n = {"backbone.embeddings.weight", "backbone.norm_f.weight", "lm_head.weight",
-           "backbone.layers.", "norm", "", "mixer"};
+      n = {"backbone.embeddings.weight",
+           "backbone.norm_f.weight",
+           "lm_head.weight",
+           "backbone.layers.",
+           "norm",
+           "",
+           "mixer"};
+      break;
+    case ModelFamily::kTnl:  // TransNormerLLM's names; its norms have no weights
+      n = {"model.embed_tokens.weight",
+           "",
+           "lm_head.weight",
+           "model.layers.",
+           "",
+           "",
+           "token_mixer"};
       break;
     case ModelFamily::kLlama:
       if (!c.fla_key_names) {
-        n = {"model.embed_tokens.weight", "model.norm.weight", "lm_head.weight",
-             "model.layers.", "input_layernorm", "post_attention_layernorm", "self_attn"};
+        n = {"model.embed_tokens.weight",
+             "model.norm.weight",
+             "lm_head.weight",
+             "model.layers.",
+             "input_layernorm",
+             "post_attention_layernorm",
+             "self_attn"};
         break;
       }
       [[fallthrough]];  // fla's LLaMA layout uses the fla names below
     default:
-      n = {"model.embeddings.weight", "model.norm.weight", "lm_head.weight", "model.layers.",
-           "attn_norm", "mlp_norm", "attn"};
+      n = {"model.embeddings.weight",
+           "model.norm.weight",
+           "lm_head.weight",
+           "model.layers.",
+           "attn_norm",
+           "mlp_norm",
+           "attn"};
   }
   return n;
 }
@@ -93,6 +118,7 @@ int64_t CudaModel::RecurrentFloatsPerLayer() const {
   switch (config_.family) {
     case ModelFamily::kHgrn2:
     case ModelFamily::kGla:
+    case ModelFamily::kTnl:
       return heads_ * dk_ * dv_;
     case ModelFamily::kHgrn:
       return mix_width_;
@@ -118,16 +144,35 @@ absl::Status CudaModel::LoadWeights(const Checkpoint& ck) {
       ck.Has("backbone.embedding.weight")) {
     embed_name = "backbone.embedding.weight";
   }
+  // TNL's SimpleRMSNorm has no weight: its norms run with a weight of ones (not counted).
+  HostTensor ones;
+  ones.shape = {D_};
+  ones.data.assign(D_, 1.0f);
+  auto upload_ones = [&](DeviceBuffer* out) -> absl::Status {
+    HG_RETURN_IF_ERROR(UploadFloat(ones, out));
+    info_.num_parameters -= D_;
+    return absl::OkStatus();
+  };
   {
     HG_ASSIGN_OR_RETURN(HostTensor e, ck.ReadFloat(embed_name, std::vector<int64_t>{V_, D_}));
-    HG_RETURN_IF_ERROR(UploadAct({&e}, &embed_));
     const int64_t before = info_.num_parameters;
     HG_ASSIGN_OR_RETURN(HostTensor head,
                         ReadLmHead(ck, names.head, embed_name, c.tie_word_embeddings, V_, D_));
+    if (c.family == ModelFamily::kTnl && c.tnl_scale_embedding) {
+      // The input embedding is scaled by sqrt(D) (the tied head is not): the CPU's
+      // row * scale, done once here.
+      const float scale = std::sqrt(static_cast<float>(D_));
+      for (float& x : e.data) x *= scale;
+    }
+    HG_RETURN_IF_ERROR(UploadAct({&e}, &embed_));
     HG_RETURN_IF_ERROR(UploadAct({&head}, &lm_head_));
-    if (!ck.Has(names.head)) info_.num_parameters = before;  // tied: counted once
-    HG_ASSIGN_OR_RETURN(HostTensor fn, ck.ReadFloat(names.final_norm, vec_d));
-    HG_RETURN_IF_ERROR(UploadFloat(fn, &final_norm_));
+    if (!ck.Has(names.head)) info_.num_parameters = before + V_ * D_;  // tied: counted once
+    if (c.family == ModelFamily::kTnl) {
+      HG_RETURN_IF_ERROR(upload_ones(&final_norm_));
+    } else {
+      HG_ASSIGN_OR_RETURN(HostTensor fn, ck.ReadFloat(names.final_norm, vec_d));
+      HG_RETURN_IF_ERROR(UploadFloat(fn, &final_norm_));
+    }
   }
 
   // HGRN2 / HGRN lower bounds: softmax over layers, cumsum, minus the first row.
@@ -197,6 +242,20 @@ absl::Status CudaModel::LoadWeights(const Checkpoint& ck) {
       proj_width_ = 0;
       mixer_scale_ = 1.0f / std::sqrt(static_cast<float>(dk_));
       break;
+    case ModelFamily::kTnl: {
+      heads_ = c.num_heads;
+      tnl_head_dim_ = D_ / heads_;
+      bool any_lrpe = false;
+      for (bool b : c.tnl_lrpe) any_lrpe = any_lrpe || b;
+      dk_ = any_lrpe ? 2 * tnl_head_dim_ : tnl_head_dim_;
+      dv_ = tnl_head_dim_;
+      proj_width_ = 4 * D_;  // q | k | v | u
+      mix_width_ = D_;
+      mixer_scale_ = 1.0f;  // TNL's linear attention is unscaled
+      // SimpleRMSNorm's eps (the checkpoint's config has no norm_eps).
+      config_.norm_eps = 1e-6;
+      break;
+    }
     case ModelFamily::kMamba:
       if (c.state_size > 16) {
         return absl::UnimplementedError("Mamba state_size > 16 is not supported on CUDA");
@@ -210,7 +269,9 @@ absl::Status CudaModel::LoadWeights(const Checkpoint& ck) {
       mamba_xdbc_ = mamba_dt_rank_ + 2 * c.state_size;
       break;
   }
-  if ((c.family == ModelFamily::kHgrn2 || c.family == ModelFamily::kGla) && dk_ > 256) {
+  if ((c.family == ModelFamily::kHgrn2 || c.family == ModelFamily::kGla ||
+       c.family == ModelFamily::kTnl) &&
+      dk_ > 256) {
     return absl::UnimplementedError("head key dim > 256 is not supported on CUDA");
   }
   if (c.use_short_conv && c.family != ModelFamily::kMamba && c.family != ModelFamily::kLlama) {
@@ -222,9 +283,20 @@ absl::Status CudaModel::LoadWeights(const Checkpoint& ck) {
     LayerWeights& w = layers_[l];
     const std::string p = absl::StrCat(names.layer_prefix, l, ".");
     const std::string m = p + names.mixer + ".";
-    HG_ASSIGN_OR_RETURN(HostTensor n1, ck.ReadFloat(p + names.norm1 + ".weight", vec_d));
-    HG_RETURN_IF_ERROR(UploadFloat(n1, &w.norm1));
-    if (c.family != ModelFamily::kMamba) {
+    if (c.family == ModelFamily::kTnl) {
+      HG_RETURN_IF_ERROR(upload_ones(&w.norm1));
+      HG_RETURN_IF_ERROR(upload_ones(&w.norm2));
+      HG_RETURN_IF_ERROR(upload_ones(&w.g_norm));
+      HG_ASSIGN_OR_RETURN(HostTensor l1, ck.ReadFloat(p + "channel_mixer.l1.weight", {I_, D_}));
+      HG_ASSIGN_OR_RETURN(HostTensor l2, ck.ReadFloat(p + "channel_mixer.l2.weight", {I_, D_}));
+      HG_ASSIGN_OR_RETURN(HostTensor l3, ck.ReadFloat(p + "channel_mixer.l3.weight", {D_, I_}));
+      HG_RETURN_IF_ERROR(UploadAct({&l1, &l2}, &w.mlp_gate_up));
+      HG_RETURN_IF_ERROR(UploadAct({&l3}, &w.mlp_down));
+    } else {
+      HG_ASSIGN_OR_RETURN(HostTensor n1, ck.ReadFloat(p + names.norm1 + ".weight", vec_d));
+      HG_RETURN_IF_ERROR(UploadFloat(n1, &w.norm1));
+    }
+    if (c.family != ModelFamily::kMamba && c.family != ModelFamily::kTnl) {
       HG_ASSIGN_OR_RETURN(HostTensor n2, ck.ReadFloat(p + names.norm2 + ".weight", vec_d));
       HG_RETURN_IF_ERROR(UploadFloat(n2, &w.norm2));
       HG_ASSIGN_OR_RETURN(GatedMlpWeights mlp, ReadGatedMlp(ck, p + "mlp", I_, D_));
@@ -295,6 +367,25 @@ absl::Status CudaModel::LoadWeights(const Checkpoint& ck) {
         HG_RETURN_IF_ERROR(UploadAct({&o}, &w.w_out));
         break;
       }
+      case ModelFamily::kTnl: {
+        const int64_t e = tnl_head_dim_;
+        HG_ASSIGN_OR_RETURN(HostTensor qkvu, read("qkvu_proj.weight", {4 * D_, D_}));
+        HG_RETURN_IF_ERROR(UploadAct({&qkvu}, &w.w_in));
+        HG_ASSIGN_OR_RETURN(HostTensor o, read("out_proj.weight", {D_, D_}));
+        HG_RETURN_IF_ERROR(UploadAct({&o}, &w.w_out));
+        if (!c.tnl_lrpe.empty() && c.tnl_lrpe[l]) {
+          HG_ASSIGN_OR_RETURN(HostTensor theta, read("lrpe.theta", {heads_, 1, e}));
+          HG_RETURN_IF_ERROR(UploadFloat(theta, &w.lrpe_theta));
+        }
+        HostTensor log_decay;
+        log_decay.shape = {heads_};
+        for (double decay : TnlDecays(heads_, l, L_)) {
+          log_decay.data.push_back(static_cast<float>(std::log(decay)));
+        }
+        HG_RETURN_IF_ERROR(UploadFloat(log_decay, &w.log_decay));
+        info_.num_parameters -= heads_;  // derived from the config, not a weight
+        break;
+      }
       case ModelFamily::kMamba: {
         const int64_t e = mix_width_, n = c.state_size, r = mamba_dt_rank_, kc = c.conv_kernel;
         HG_ASSIGN_OR_RETURN(HostTensor in, read("in_proj.weight", {2 * e, D_}));
@@ -361,7 +452,7 @@ absl::Status CudaModel::AllocateScratch() {
   if (proj_width_ > 0) HG_RETURN_IF_ERROR(f32(&proj_, R * proj_width_));
   HG_RETURN_IF_ERROR(f32(&o_, R * mix_width_));
   HG_RETURN_IF_ERROR(act(&onorm_, R * mix_width_));
-  if (fam == ModelFamily::kHgrn2 || fam == ModelFamily::kGla) {
+  if (fam == ModelFamily::kHgrn2 || fam == ModelFamily::kGla || fam == ModelFamily::kTnl) {
     const size_t qk = R * heads_ * dk_, vv = R * heads_ * dv_;
     HG_RETURN_IF_ERROR(f32(&q_, qk));
     HG_RETURN_IF_ERROR(f32(&k_, qk));

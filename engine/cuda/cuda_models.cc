@@ -15,9 +15,9 @@ int DeviceCount() { return VisibleDeviceCount(); }
 absl::StatusOr<std::unique_ptr<Model>> BuildCudaModel(const Checkpoint& checkpoint,
                                                       const ModelConfig& config,
                                                       const LoadOptions& options) {
-  if (config.family == ModelFamily::kTnl) {
+  if (config.family == ModelFamily::kTnl && config.use_bias) {
     return absl::UnimplementedError(
-        "TNL (transnormer) runs on the CPU backend only so far; use --device cpu");
+        "TNL with bias: true is not supported on CUDA (no released TNL has it); use --device cpu");
   }
   int device = 0;
   if (options.device != "cuda") {
@@ -43,8 +43,8 @@ absl::StatusOr<std::unique_ptr<Model>> BuildCudaModel(const Checkpoint& checkpoi
         "no CUDA GPU is visible (no driver or no device); use --device cpu");
   }
   if (device >= count) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "device cuda:", device, " does not exist (", count, " CUDA device(s) visible)"));
+    return absl::FailedPreconditionError(absl::StrCat("device cuda:", device, " does not exist (",
+                                                      count, " CUDA device(s) visible)"));
   }
   auto model = CudaModel::Build(checkpoint, config, device, act, options.max_context);
   if (!model.ok()) return model.status();

@@ -122,10 +122,22 @@ PinnedGemm::~PinnedGemm() {
 }
 
 absl::StatusOr<cublasLtMatmulAlgo_t> PinnedGemm::Pick(const Site& site) {
+  // The heuristic's best candidates for the representative M may all need a workspace or
+  // split-K (seen for N = 64000, K = 2048: TNL's vocabulary head); smaller Ms offer others.
+  // Whichever M chose it, the algorithm is then pinned for every M of this site.
+  int count = 0;
+  for (int64_t m : {representative_m_, int64_t{512}, int64_t{64}}) {
+    absl::StatusOr<cublasLtMatmulAlgo_t> algo = PickFor(site, m, &count);
+    if (algo.ok() || m == 64) return algo;
+  }
+  return absl::InternalError("unreachable");
+}
+
+absl::StatusOr<cublasLtMatmulAlgo_t> PinnedGemm::PickFor(const Site& site, int64_t rep_m,
+                                                         int* candidates) {
   const Act a_act = static_cast<Act>(site.a_act), c_act = static_cast<Act>(site.c_act);
   LtCall rep;
-  HG_RETURN_IF_ERROR(
-      rep.Init(representative_m_, site.n, site.k, a_act, site.lda, site.ldw, c_act, site.ldc));
+  HG_RETURN_IF_ERROR(rep.Init(rep_m, site.n, site.k, a_act, site.lda, site.ldw, c_act, site.ldc));
   cublasLtMatmulPreference_t pref = nullptr;
   HG_CUBLAS_RETURN(cublasLtMatmulPreferenceCreate(&pref));
   const uint64_t workspace = 0;
@@ -150,6 +162,7 @@ absl::StatusOr<cublasLtMatmulAlgo_t> PinnedGemm::Pick(const Site& site) {
                                                            rep.c, pref, kCandidates, found, &count);
   cublasLtMatmulPreferenceDestroy(pref);
   HG_CUBLAS_RETURN(st);
+  *candidates = count;
   // The first candidate (best for the representative M) that also runs at M = 1 with no
   // split-K and no workspace.
   LtCall one;
@@ -170,7 +183,8 @@ absl::StatusOr<cublasLtMatmulAlgo_t> PinnedGemm::Pick(const Site& site) {
     return found[i].algo;
   }
   return absl::InternalError(absl::StrCat("no batch-invariant cuBLASLt algorithm for N=", site.n,
-                                          " K=", site.k, " (", count, " candidates)"));
+                                          " K=", site.k, " (", count,
+                                          " candidates at representative M=", rep_m, ")"));
 }
 
 absl::Status PinnedGemm::Run(cudaStream_t stream, int64_t m, int64_t n, int64_t k, MatRef a,

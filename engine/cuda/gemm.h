@@ -70,6 +70,9 @@ class PinnedGemm {
   };
   PinnedGemm() = default;
   absl::StatusOr<cublasLtMatmulAlgo_t> Pick(const Site& site);
+  // The first heuristic candidate for M = rep_m that needs no workspace and no split-K
+  // and also runs at M = 1; `candidates` receives how many the heuristic offered.
+  absl::StatusOr<cublasLtMatmulAlgo_t> PickFor(const Site& site, int64_t rep_m, int* candidates);
 
   cublasLtHandle_t handle_ = nullptr;
   int64_t representative_m_ = 0;

@@ -53,13 +53,16 @@ cudaError_t AddRmsNorm(float* h, const float* delta, const float* w, float eps, 
                        void* out, Act out_act, cudaStream_t stream);
 
 // Per row and per group of `group` channels: y = RMSNorm(x) * w[c % group]
-// (* swish(gate) when gate != null); fp32 maths, stored as out_act.
+// (* swish(gate), or * gate when !gate_silu, when gate != null); fp32 maths, stored as
+// out_act.
 cudaError_t RmsNormGated(const float* x, int64_t x_ld, const float* gate, int64_t gate_ld,
                          const float* w, float eps, int rows, int width, int group, void* out,
-                         Act out_act, int64_t out_ld, cudaStream_t stream);
+                         Act out_act, int64_t out_ld, cudaStream_t stream, bool gate_silu = true);
 
-// out[r, c] = silu(gu[r, c]) * gu[r, inter + c]; gu is [rows, 2*inter] of `act`.
-cudaError_t SwiGlu(const void* gu, int rows, int inter, void* out, Act act, cudaStream_t stream);
+// out[r, c] = silu(gu[r, c]) * gu[r, inter + c] (gu[r, c] * gu[r, inter + c] when !silu:
+// TNL's GLU); gu is [rows, 2*inter] of `act`.
+cudaError_t SwiGlu(const void* gu, int rows, int inter, void* out, Act act, cudaStream_t stream,
+                   bool silu = true);
 
 // x[r, c] += bias[c] on an fp32 [rows, width] buffer with leading dimension ld.
 cudaError_t AddBias(float* x, int64_t ld, const float* bias, int rows, int width,
@@ -82,6 +85,15 @@ cudaError_t LogSoftmaxGather(float* logits, int rows, int vocab, const int32_t* 
 // lower_bound is null); v = i. Outputs are fp32 [rows, D].
 cudaError_t Hgrn2Gates(const float* qfi, int rows, int dim, const float* lower_bound, float* q,
                        float* k, float* g, float* v, cudaStream_t stream);
+
+// TNL token-mixer inputs from proj [rows, 4*D] fp32 (q | k | v | u, D = heads * e):
+// q = silu(q), k = silu(k), with LRPE when theta != null ([heads * e], position from
+// positions[row]): q' = [q cos, q sin] (likewise k), dk = 2e; without it q' = q (zero
+// padded to dk); g = log_decay[head] on every key channel; v as is. Writes q, k, g
+// ([rows, heads, dk]) and v ([rows, heads, e]) for the GLA recurrences.
+cudaError_t TnlGates(const float* proj, int rows, int heads, int e, int dk, const float* theta,
+                     const int64_t* positions, const float* log_decay, float* q, float* k, float* g,
+                     float* v, cudaStream_t stream);
 
 // GLA gates. proj [rows, proj_ld] fp32 holds q (Dk) | k (Dk/G) | v (Dv/G) | out gate (Dv)
 // at the given column offsets; gk [rows, Dk/G] fp32 is gk_proj's output (bias included).

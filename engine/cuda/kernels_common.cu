@@ -35,8 +35,8 @@ __global__ void AddRmsNormKernel(float* h, const float* delta, const float* w, f
 // Grid (rows, groups).
 template <typename T>
 __global__ void RmsNormGatedKernel(const float* x, int64_t x_ld, const float* gate,
-                                   int64_t gate_ld, const float* w, float eps, int group,
-                                   T* out, int64_t out_ld) {
+                                   int64_t gate_ld, bool gate_silu, const float* w, float eps,
+                                   int group, T* out, int64_t out_ld) {
   __shared__ float scratch[32];
   const int r = blockIdx.x;
   const int c0 = blockIdx.y * group;
@@ -46,19 +46,22 @@ __global__ void RmsNormGatedKernel(const float* x, int64_t x_ld, const float* ga
   const float rstd = rsqrtf(BlockSum(ss, scratch) / group + eps);
   for (int c = threadIdx.x; c < group; c += blockDim.x) {
     float y = xr[c] * rstd * w[c];
-    if (gate) y *= Silu(gate[r * gate_ld + c0 + c]);
+    if (gate) {
+      const float gv = gate[r * gate_ld + c0 + c];
+      y *= gate_silu ? Silu(gv) : gv;
+    }
     out[r * out_ld + c0 + c] = FromF<T>(y);
   }
 }
 
 template <typename T>
-__global__ void SwiGluKernel(const T* gu, int64_t total, int inter, T* out) {
+__global__ void SwiGluKernel(const T* gu, int64_t total, int inter, bool silu, T* out) {
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int64_t r = i / inter, c = i % inter;
     const float g = ToF(gu[r * 2 * inter + c]);
     const float u = ToF(gu[r * 2 * inter + inter + c]);
-    out[i] = FromF<T>(Silu(g) * u);
+    out[i] = FromF<T>((silu ? Silu(g) : g) * u);
   }
 }
 
@@ -223,20 +226,21 @@ cudaError_t AddRmsNorm(float* h, const float* delta, const float* w, float eps, 
 
 cudaError_t RmsNormGated(const float* x, int64_t x_ld, const float* gate, int64_t gate_ld,
                          const float* w, float eps, int rows, int width, int group, void* out,
-                         Act out_act, int64_t out_ld, cudaStream_t stream) {
+                         Act out_act, int64_t out_ld, cudaStream_t stream, bool gate_silu) {
   if (rows == 0) return cudaSuccess;
   dim3 grid(rows, width / group);
   HG_DISPATCH_ACT(out_act, RmsNormGatedKernel<T><<<grid, 256, 0, stream>>>(
-                               x, x_ld, gate, gate_ld, w, eps, group, static_cast<T*>(out),
-                               out_ld));
+                               x, x_ld, gate, gate_ld, gate_silu, w, eps, group,
+                               static_cast<T*>(out), out_ld));
   return cudaGetLastError();
 }
 
-cudaError_t SwiGlu(const void* gu, int rows, int inter, void* out, Act act, cudaStream_t stream) {
+cudaError_t SwiGlu(const void* gu, int rows, int inter, void* out, Act act, cudaStream_t stream,
+                   bool silu) {
   const int64_t total = static_cast<int64_t>(rows) * inter;
   if (total == 0) return cudaSuccess;
   HG_DISPATCH_ACT(act, SwiGluKernel<T><<<GridFor(total, 256), 256, 0, stream>>>(
-                           static_cast<const T*>(gu), total, inter, static_cast<T*>(out)));
+                           static_cast<const T*>(gu), total, inter, silu, static_cast<T*>(out)));
   return cudaGetLastError();
 }
 
@@ -270,6 +274,51 @@ cudaError_t Hgrn2Gates(const float* qfi, int rows, int dim, const float* lower_b
   if (total == 0) return cudaSuccess;
   Hgrn2GatesKernel<<<GridFor(total, 256), 256, 0, stream>>>(qfi, total, dim, lower_bound, q, k,
                                                              g, v);
+  return cudaGetLastError();
+}
+
+// One thread per (row, head, channel c < e).
+__global__ void TnlGatesKernel(const float* proj, int64_t total, int heads, int e, int dk,
+                               const float* theta, const int64_t* positions,
+                               const float* log_decay, float* q, float* k, float* g, float* v) {
+  const int64_t dim = static_cast<int64_t>(heads) * e;
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t r = i / dim;
+    const int hc = static_cast<int>(i % dim);
+    const int h = hc / e, c = hc % e;
+    const float* row = proj + r * 4 * dim;
+    const float qv = Silu(row[hc]), kv = Silu(row[dim + hc]);
+    const int64_t qk = (r * heads + h) * dk;
+    if (theta != nullptr) {
+      // The angle in double: theta * position reaches 1e4 and more on long contexts.
+      double sn, cs;
+      sincos(static_cast<double>(theta[hc]) * static_cast<double>(positions[r]), &sn, &cs);
+      q[qk + c] = static_cast<float>(qv * cs);
+      q[qk + e + c] = static_cast<float>(qv * sn);
+      k[qk + c] = static_cast<float>(kv * cs);
+      k[qk + e + c] = static_cast<float>(kv * sn);
+    } else {
+      q[qk + c] = qv;
+      k[qk + c] = kv;
+      if (dk > e) {  // a layer without LRPE in a model with it: the second half stays zero
+        q[qk + e + c] = 0.0f;
+        k[qk + e + c] = 0.0f;
+      }
+    }
+    g[qk + c] = log_decay[h];
+    if (dk > e) g[qk + e + c] = log_decay[h];
+    v[(r * heads + h) * e + c] = row[2 * dim + hc];
+  }
+}
+
+cudaError_t TnlGates(const float* proj, int rows, int heads, int e, int dk, const float* theta,
+                     const int64_t* positions, const float* log_decay, float* q, float* k,
+                     float* g, float* v, cudaStream_t stream) {
+  const int64_t total = static_cast<int64_t>(rows) * heads * e;
+  if (total == 0) return cudaSuccess;
+  TnlGatesKernel<<<GridFor(total, 256), 256, 0, stream>>>(proj, total, heads, e, dk, theta,
+                                                          positions, log_decay, q, k, g, v);
   return cudaGetLastError();
 }
 

@@ -203,7 +203,7 @@ TEST_P(CudaBatchInvarianceTest, PackedAnywhereEqualsAlone) {
 
 INSTANTIATE_TEST_SUITE_P(
     AllFamilies, CudaBatchInvarianceTest,
-    ::testing::Combine(::testing::Values("hgrn2", "hgrn", "gla", "llama", "mamba"),
+    ::testing::Combine(::testing::Values("hgrn2", "hgrn", "gla", "llama", "mamba", "tnl"),
                        ::testing::Values("fp32", "bf16")),
     [](const auto& info) { return std::get<0>(info.param) + "_" + std::get<1>(info.param); });
 

@@ -85,11 +85,9 @@ TEST_P(CudaForkTest, ForkedContinuationMatchesScratch) {
 
 INSTANTIATE_TEST_SUITE_P(
     AllFamilies, CudaForkTest,
-    ::testing::Combine(::testing::Values("hgrn2", "hgrn", "gla", "llama", "mamba"),
+    ::testing::Combine(::testing::Values("hgrn2", "hgrn", "gla", "llama", "mamba", "tnl"),
                        ::testing::Values("fp32", "bf16")),
-    [](const auto& info) {
-      return std::get<0>(info.param) + "_" + std::get<1>(info.param);
-    });
+    [](const auto& info) { return std::get<0>(info.param) + "_" + std::get<1>(info.param); });
 
 }  // namespace
 }  // namespace hgeval::testing

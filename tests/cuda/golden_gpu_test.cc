@@ -1,4 +1,4 @@
-// The five golden models on the GPU against the upstream reference logits
+// The six golden models on the GPU against the upstream reference logits
 // (tests/golden/<family>/expected.safetensors), in fp32 and bf16.
 //
 // Bounds. fp32: every log-probability within 1e-3 of the reference log_softmax (the
@@ -59,8 +59,7 @@ int32_t ArgmaxLowest(const std::vector<double>& row, double* margin) {
   return best;
 }
 
-class CudaGoldenTest
-    : public ::testing::TestWithParam<std::tuple<std::string, std::string>> {};
+class CudaGoldenTest : public ::testing::TestWithParam<std::tuple<std::string, std::string>> {};
 
 TEST_P(CudaGoldenTest, LogprobsAndGreedyMatchReference) {
   if (!HaveGpu()) GTEST_SKIP() << "no CUDA GPU visible";
@@ -128,9 +127,9 @@ TEST_P(CudaGoldenTest, LogprobsAndGreedyMatchReference) {
         << family << " T=" << T;
   }
   const double rel_l2 = std::sqrt(err2 / ref2);
-  std::printf("[golden] %s %s: max |dlogprob| = %.3g, relative L2 = %.3g, entries over %.3g: %lld\n",
-              family.c_str(), dtype.c_str(), worst, rel_l2, bound,
-              static_cast<long long>(violations));
+  std::printf(
+      "[golden] %s %s: max |dlogprob| = %.3g, relative L2 = %.3g, entries over %.3g: %lld\n",
+      family.c_str(), dtype.c_str(), worst, rel_l2, bound, static_cast<long long>(violations));
   if (!fp32) EXPECT_LE(rel_l2, kBf16RelL2) << family;
 
   const std::vector<int32_t> prompt = ToInts(fx->at("greedy.prompt"));
@@ -173,11 +172,9 @@ TEST_P(CudaGoldenTest, LogprobsAndGreedyMatchReference) {
 
 INSTANTIATE_TEST_SUITE_P(
     AllFamilies, CudaGoldenTest,
-    ::testing::Combine(::testing::Values("hgrn2", "hgrn", "gla", "llama", "mamba"),
+    ::testing::Combine(::testing::Values("hgrn2", "hgrn", "gla", "llama", "mamba", "tnl"),
                        ::testing::Values("fp32", "bf16")),
-    [](const auto& info) {
-      return std::get<0>(info.param) + "_" + std::get<1>(info.param);
-    });
+    [](const auto& info) { return std::get<0>(info.param) + "_" + std::get<1>(info.param); });
 
 }  // namespace
 }  // namespace hgeval::testing

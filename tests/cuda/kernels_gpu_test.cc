@@ -6,6 +6,7 @@
 #include <random>
 #include <vector>
 
+#include "engine/cuda/gemm.h"
 #include "engine/cuda/kernels.h"
 #include "gtest/gtest.h"
 #include "tests/cuda/cuda_test_util.h"
@@ -99,8 +100,8 @@ TEST_P(ChunkGlaTest, MatchesNaiveRecurrence) {
     Dev<float> dchunks(static_cast<size_t>((c.tokens + kGlaChunk - 1) / kGlaChunk) * ns);
     cudaStream_t s = nullptr;
     ASSERT_EQ(ChunkLocalCumsum(dg.get(), c.tokens, c.heads, c.dk, s), cudaSuccess);
-    ASSERT_EQ(ChunkGlaStates(dk.get(), dg.get(), dv.get(), c.tokens, c.heads, c.dk, c.dv,
-                             ds.get(), dchunks.get(), s),
+    ASSERT_EQ(ChunkGlaStates(dk.get(), dg.get(), dv.get(), c.tokens, c.heads, c.dk, c.dv, ds.get(),
+                             dchunks.get(), s),
               cudaSuccess);
     ASSERT_EQ(ChunkGlaOutput(dq.get(), dk.get(), dg.get(), dv.get(), dchunks.get(), c.tokens,
                              c.heads, c.dk, c.dv, scale, dout.get(), s),
@@ -177,10 +178,42 @@ TEST(LogSoftmaxGatherTest, MatchesReference) {
       EXPECT_EQ(lp[r], 0.0f);
     }
     for (int v = 0; v < vocab; v += 101) {
-      EXPECT_NEAR(norm[static_cast<size_t>(r) * vocab + v], row[v] - lse, 1e-4 * (1 + std::fabs(lse)));
+      EXPECT_NEAR(norm[static_cast<size_t>(r) * vocab + v], row[v] - lse,
+                  1e-4 * (1 + std::fabs(lse)));
     }
   }
   EXPECT_EQ(am[3], 5);
+}
+
+}  // namespace
+}  // namespace hgeval::cuda
+
+namespace hgeval::cuda {
+namespace {
+
+// A pinned (batch-invariant) algorithm exists for TNL's vocabulary head, N = 64000 and
+// K = 2048: the heuristic's candidates for M = 16384 all needed a workspace or split-K,
+// so the first TNL-1B-shaped model failed to score; the same algorithm then serves every M.
+TEST(PinnedGemmTest, FindsAnAlgorithmForA64000TokenHead) {
+  if (!testing::HaveGpu()) GTEST_SKIP() << "no CUDA GPU visible";
+  const int64_t n = 64000, k = 2048;
+  void *w = nullptr, *a = nullptr, *c = nullptr;
+  ASSERT_EQ(cudaMalloc(&w, n * k * 2), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&a, 512 * k * 2), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&c, 512 * n * 4), cudaSuccess);
+  cudaMemset(w, 0, n * k * 2);
+  cudaMemset(a, 0, 512 * k * 2);
+  auto gemm = PinnedGemm::Create(16384);
+  ASSERT_TRUE(gemm.ok()) << gemm.status();
+  for (int64_t m : {512, 1, 37}) {
+    const absl::Status s = (*gemm)->Run(nullptr, m, n, k, MatRef{a, Act::kBF16, k},
+                                        MatRef{w, Act::kBF16, k}, c, Act::kF32, n);
+    EXPECT_TRUE(s.ok()) << "M=" << m << ": " << s;
+  }
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  cudaFree(w);
+  cudaFree(a);
+  cudaFree(c);
 }
 
 }  // namespace

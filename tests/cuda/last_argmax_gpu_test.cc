@@ -85,7 +85,7 @@ TEST_P(CudaLastArgmaxTest, GreedyGenerationMatchesFullRowDecoding) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllFamilies, CudaLastArgmaxTest,
-                         ::testing::Values("hgrn2", "hgrn", "gla", "llama", "mamba"));
+                         ::testing::Values("hgrn2", "hgrn", "gla", "llama", "mamba", "tnl"));
 
 }  // namespace
 }  // namespace hgeval

@@ -70,7 +70,7 @@ TEST_P(CudaReadOnlyStartTest, ForksInPlaceEqualCopies) {
 
 INSTANTIATE_TEST_SUITE_P(
     AllFamilies, CudaReadOnlyStartTest,
-    ::testing::Combine(::testing::Values("hgrn2", "hgrn", "gla", "llama", "mamba"),
+    ::testing::Combine(::testing::Values("hgrn2", "hgrn", "gla", "llama", "mamba", "tnl"),
                        ::testing::Values("fp32", "bf16")),
     [](const auto& info) { return std::get<0>(info.param) + "_" + std::get<1>(info.param); });
 
