@@ -40,7 +40,9 @@ ABSL_FLAG(std::string, text, "", "tokenize / rolling: the text.");
 ABSL_FLAG(bool, token_logprobs, false, "score/rolling: print per-token log-probabilities.");
 ABSL_FLAG(int, top_k, 0, "score: top-k alternatives per continuation token.");
 ABSL_FLAG(bool, truncate, false, "score: left-truncate over-long pairs as lm-eval does.");
-ABSL_FLAG(std::string, bos, "none", "BOS regime for text: none (lm-eval <=0.4.9.1) or tokenizer.");
+ABSL_FLAG(std::string, bos, "tokenizer",
+          "BOS regime for text: tokenizer (lm-eval >= 0.4.9.2, the default everywhere) or none "
+          "(lm-eval <= 0.4.9.1).");
 ABSL_FLAG(int, max_length, 0, "score/rolling/run: sequence limit (0: the model's).");
 ABSL_FLAG(std::string, prompt, "", "generate: the prompt text.");
 ABSL_FLAG(int, max_tokens, 64, "generate: most tokens to generate.");
@@ -105,7 +107,7 @@ std::string ToJson(const google::protobuf::Message& message) {
 }
 
 v1::BosMode Bos() {
-  return absl::GetFlag(FLAGS_bos) == "tokenizer" ? v1::BOS_MODE_TOKENIZER : v1::BOS_MODE_NONE;
+  return absl::GetFlag(FLAGS_bos) == "none" ? v1::BOS_MODE_NONE : v1::BOS_MODE_TOKENIZER;
 }
 
 int Models(Client& client) {
@@ -478,5 +480,9 @@ int Main(const std::vector<char*>& args) {
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(hgeval::client::kUsage);
   std::vector<char*> args = absl::ParseCommandLine(argc, argv);
+  if (const std::string bos = absl::GetFlag(FLAGS_bos); bos != "tokenizer" && bos != "none") {
+    std::fprintf(stderr, "hgeval: --bos must be tokenizer or none, got '%s'\n", bos.c_str());
+    return 2;
+  }
   return hgeval::client::Main(args);
 }

@@ -66,8 +66,8 @@ absl::StatusOr<std::unique_ptr<RemoteLanguageModel>> RemoteLanguageModel::Create
       }
     }
     if (info == nullptr) {
-      return absl::NotFoundError(absl::StrCat("model '", options.model, "' not on ",
-                                              client->options().servers[s]));
+      return absl::NotFoundError(
+          absl::StrCat("model '", options.model, "' not on ", client->options().servers[s]));
     }
     if (s == 0) {
       hash = info->model_hash();
@@ -78,17 +78,17 @@ absl::StatusOr<std::unique_ptr<RemoteLanguageModel>> RemoteLanguageModel::Create
       lm->info_.tokenizer_hash = info->tokenizer_hash();
       lm->info_.max_length =
           options.max_length > 0 ? options.max_length : info->lm_eval_max_length();
-      lm->info_.prefix_token_id = info->bos_token_id() >= 0 ? info->bos_token_id()
-                                                            : info->eos_token_id();
+      lm->info_.prefix_token_id =
+          info->bos_token_id() >= 0 ? info->bos_token_id() : info->eos_token_id();
       lm->info_.dtype = info->dtype();
       lm->info_.backend = info->backend();
     } else if (info->model_hash() != hash) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "servers disagree on model '", options.model, "': ", client->options().servers[s],
-          " has different weights"));
+      return absl::FailedPreconditionError(
+          absl::StrCat("servers disagree on model '", options.model,
+                       "': ", client->options().servers[s], " has different weights"));
     }
   }
-  lm->info_.bos_regime = options.bos_mode == v1::BOS_MODE_TOKENIZER ? "tokenizer" : "none";
+  lm->info_.bos_regime = options.bos_mode == v1::BOS_MODE_NONE ? "none" : "tokenizer";
   lm->info_.context_reuse = false;
   lm->info_.rolling_mode = "windows";
   lm->options_.max_length = lm->info_.max_length;
@@ -113,9 +113,8 @@ absl::StatusOr<std::vector<tasks::LoglikelihoodResult>> RemoteLanguageModel::Log
       pair->set_context(requests[i].context);
       pair->set_continuation(requests[i].continuation);
     }
-    absl::StatusOr<v1::LoglikelihoodResponse> response =
-        WithRetry<v1::LoglikelihoodResponse>(options_.retry_for,
-                                             [&] { return client_->Loglikelihood(request); });
+    absl::StatusOr<v1::LoglikelihoodResponse> response = WithRetry<v1::LoglikelihoodResponse>(
+        options_.retry_for, [&] { return client_->Loglikelihood(request); });
     if (!response.ok()) return response.status();
     for (const auto& r : response->results()) {
       tasks::LoglikelihoodResult result;

@@ -93,7 +93,7 @@ absl::StatusOr<std::string> JobManager::Submit(const v1::SubmitJobRequest& reque
   if (!v1::BosMode_IsValid(request.options().bos_mode())) {
     return absl::InvalidArgumentError(absl::StrCat("options.bos_mode ",
                                                    request.options().bos_mode(),
-                                                   " is not a BosMode (0: none, 1: tokenizer)"));
+                                                   " is not a BosMode (0: unset = tokenizer, 1: tokenizer, 2: none)"));
   }
   {
     std::vector<std::string> seen;

@@ -19,9 +19,9 @@ absl::Status ValidateTasks(const std::vector<std::string>& names) {
   for (const std::string& name : names) {
     absl::StatusOr<std::unique_ptr<tasks::Task>> task = tasks::CreateTask(name);
     if (!task.ok()) {
-      return absl::NotFoundError(absl::StrCat("unknown task '", name, "' (known: ",
-                                              absl::StrJoin(tasks::RegisteredTaskNames(), ", "),
-                                              ")"));
+      return absl::NotFoundError(
+          absl::StrCat("unknown task '", name,
+                       "' (known: ", absl::StrJoin(tasks::RegisteredTaskNames(), ", "), ")"));
     }
   }
   return absl::OkStatus();
@@ -29,7 +29,7 @@ absl::Status ValidateTasks(const std::vector<std::string>& names) {
 
 absl::StatusOr<std::string> RunJobTasks(const v1::Job& job, JobContext& context) {
   StoreLanguageModelOptions lm_options;
-  lm_options.add_special = job.options().bos_mode() == v1::BOS_MODE_TOKENIZER;
+  lm_options.add_special = AddsSpecialTokens(job.options().bos_mode());
   lm_options.max_length = job.options().max_length();
   lm_options.cancelled = context.cancelled;
   StoreLanguageModel lm(context.model, context.executor, lm_options);
@@ -70,8 +70,7 @@ absl::StatusOr<std::string> RunJobTasks(const v1::Job& job, JobContext& context)
       const std::string& metric = task_report->metrics[m].name;
       (*result.mutable_metrics())[absl::StrCat(metric, ",none")] = task_report->values[m];
       if (m < task_report->stderrs.size() && std::isfinite(task_report->stderrs[m])) {
-        (*result.mutable_metrics())[absl::StrCat(metric, "_stderr,none")] =
-            task_report->stderrs[m];
+        (*result.mutable_metrics())[absl::StrCat(metric, "_stderr,none")] = task_report->stderrs[m];
       }
     }
     if (context.task_done) context.task_done(result);
@@ -85,9 +84,8 @@ absl::StatusOr<std::string> RunJobTasks(const v1::Job& job, JobContext& context)
       json["samples"] = nlohmann::json::object();
       for (const tasks::TaskReport& task : report.tasks) json["samples"][task.name] = task.samples;
     }
-    json["hgeval_job"] = {{"id", job.id()},
-                          {"requests_cached", lm.cached()},
-                          {"requests_computed", lm.computed()}};
+    json["hgeval_job"] = {
+        {"id", job.id()}, {"requests_cached", lm.cached()}, {"requests_computed", lm.computed()}};
     return json.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
   } catch (const nlohmann::json::exception& e) {
     return absl::InternalError(absl::StrCat("writing results: ", e.what()));

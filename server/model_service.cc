@@ -178,7 +178,7 @@ grpc::Status ModelServiceImpl::Loglikelihood(grpc::ServerContext* context,
     limits.max_length = std::min<int64_t>(limits.max_length, request->max_length());
   limits.truncate = request->truncate();
   limits.model_name = request->model();
-  const bool add_special = request->bos_mode() == v1::BOS_MODE_TOKENIZER;
+  const bool add_special = AddsSpecialTokens(request->bos_mode());
   std::vector<TokenPair> pairs;
   pairs.reserve(request->pairs_size());
   int64_t tokens = 0;
@@ -274,8 +274,8 @@ grpc::Status ModelServiceImpl::LoglikelihoodRolling(grpc::ServerContext* context
       if (absl::Status s = ValidateUtf8(input.text(), where + ".text"); !s.ok()) {
         return ToGrpcStatus(s);
       }
-      absl::StatusOr<std::vector<int32_t>> encoded = tasks::EncodeLmEvalText(
-          tokenizer, input.text(), request->bos_mode() == v1::BOS_MODE_TOKENIZER);
+      absl::StatusOr<std::vector<int32_t>> encoded =
+          tasks::EncodeLmEvalText(tokenizer, input.text(), AddsSpecialTokens(request->bos_mode()));
       if (!encoded.ok()) return ToGrpcStatus(encoded.status());
       ids = *std::move(encoded);
     }
@@ -428,7 +428,7 @@ grpc::Status ModelServiceImpl::Generate(grpc::ServerContext* context,
   } else {
     if (absl::Status s = ValidateUtf8(request->prompt(), "prompt"); !s.ok()) return ToGrpcStatus(s);
     absl::StatusOr<std::vector<int32_t>> ids = tasks::EncodeLmEvalText(
-        tokenizer, request->prompt(), request->bos_mode() == v1::BOS_MODE_TOKENIZER);
+        tokenizer, request->prompt(), AddsSpecialTokens(request->bos_mode()));
     if (!ids.ok()) return ToGrpcStatus(ids.status());
     prompt = *std::move(ids);
     if (prompt.empty()) {
