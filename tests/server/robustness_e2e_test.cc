@@ -33,9 +33,9 @@ using testing::SourcePath;
 namespace v1 = ::hgeval::v1;
 
 std::vector<std::string> GoldenArgs(const std::string& dir) {
-  return {"--model=hgrn2=" + SourcePath("tests/golden/hgrn2"),
-          "--tokenizer=" + SourcePath("data/models/stories260K/tok512.bin"),
-          "--store=" + dir + "/store.sqlite", "--threads=1", "--preload=all"};
+  std::vector<std::string> args = testing::GoldenServerArgs(dir);
+  args.push_back("--preload=all");
+  return args;
 }
 
 std::unique_ptr<client::Client> Connect(const ServerProcess& server) {

@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
+#include "tests/support/paths.h"
 
 namespace hgeval::testing {
 namespace {
@@ -35,6 +36,12 @@ int64_t ProcStatusKib(pid_t pid, const char* field) {
 }
 
 }  // namespace
+
+std::vector<std::string> GoldenServerArgs(const std::string& dir) {
+  return {"--model=hgrn2=" + SourcePath("tests/golden/hgrn2"),
+          "--tokenizer=" + SourcePath("data/models/stories260K/tok512.bin"),
+          "--store=" + dir + "/store.sqlite", "--threads=1"};
+}
 
 std::string ServerBinary() { return std::string(HGEVAL_BINARY_DIR) + "/server/hgeval-server"; }
 std::string ClientBinary() { return std::string(HGEVAL_BINARY_DIR) + "/client/hgeval"; }

@@ -12,6 +12,10 @@
 
 namespace hgeval::testing {
 
+// hgeval-server arguments serving the golden HGRN2 checkpoint as "hgrn2" with the tok512
+// tokenizer, one thread, and a store in `dir`.
+std::vector<std::string> GoldenServerArgs(const std::string& dir);
+
 // Paths of the built binaries.
 std::string ServerBinary();
 std::string ClientBinary();

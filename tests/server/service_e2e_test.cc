@@ -36,9 +36,9 @@ using testing::SourcePath;
 namespace v1 = ::hgeval::v1;
 
 std::vector<std::string> GoldenArgs(const std::string& dir) {
-  return {"--model=hgrn2=" + SourcePath("tests/golden/hgrn2"),
-          "--tokenizer=" + SourcePath("data/models/stories260K/tok512.bin"),
-          "--store=" + dir + "/store.sqlite", "--threads=1", "--shutdown_grace_ms=0"};
+  std::vector<std::string> args = testing::GoldenServerArgs(dir);
+  args.push_back("--shutdown_grace_ms=0");
+  return args;
 }
 
 // One server for the whole suite (start-up costs are paid once).
