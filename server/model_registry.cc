@@ -23,10 +23,9 @@ bool IsModelBin(const fs::path& p) {
   return p.extension() == ".bin" && !absl::StartsWith(name, "tok");
 }
 
-// The file LoadModel takes and the files whose bytes define the weights.
+// The file or folder the checkpoint is opened from.
 struct ModelFiles {
   std::string load_path;
-  std::vector<std::string> hashed;
 };
 
 absl::StatusOr<ModelFiles> FindModelFiles(const std::string& path) {
@@ -34,20 +33,11 @@ absl::StatusOr<ModelFiles> FindModelFiles(const std::string& path) {
   ModelFiles files;
   if (fs::is_regular_file(path, ec)) {
     files.load_path = path;
-    files.hashed = {path};
     return files;
   }
   if (!fs::is_directory(path, ec)) return absl::NotFoundError(absl::StrCat(path, " not found"));
   if (fs::exists(fs::path(path) / "config.json", ec)) {
     files.load_path = path;
-    for (const auto& entry : fs::directory_iterator(path, ec)) {
-      const std::string name = entry.path().filename().string();
-      if (name == "config.json" || absl::EndsWith(name, ".safetensors") ||
-          absl::EndsWith(name, ".safetensors.index.json")) {
-        files.hashed.push_back(entry.path().string());
-      }
-    }
-    std::sort(files.hashed.begin(), files.hashed.end());
     return files;
   }
   std::vector<std::string> bins;
@@ -59,7 +49,6 @@ absl::StatusOr<ModelFiles> FindModelFiles(const std::string& path) {
         absl::StrCat(path, " holds neither config.json nor exactly one llama2.c model .bin file"));
   }
   files.load_path = bins[0];
-  files.hashed = {bins[0]};
   return files;
 }
 
@@ -205,11 +194,17 @@ absl::StatusOr<std::unique_ptr<LoadedModel>> ModelRegistry::Load(const ModelSpec
   load_options.dtype = spec.dtype;
   load_options.max_context = spec.max_context;
   load_options.threads = options_.threads;
-  absl::StatusOr<std::unique_ptr<Model>> model = LoadModel(files->load_path, load_options);
+  absl::StatusOr<std::unique_ptr<Checkpoint>> checkpoint = OpenModelCheckpoint(files->load_path);
+  absl::StatusOr<std::unique_ptr<Model>> model =
+      checkpoint.ok() ? BuildModel(**checkpoint, load_options)
+                      : absl::StatusOr<std::unique_ptr<Model>>(checkpoint.status());
   if (!model.ok()) {
     return absl::Status(model.status().code(), absl::StrCat("loading model '", spec.name,
                                                             "': ", model.status().message()));
   }
+  // The engine's content hash of config and tensors: the same model_hash hgeval-eval
+  // records for this checkpoint (one identity on every route).
+  loaded->model_hash = (*checkpoint)->ContentHash();
   // Jobs (NIAH sweeps) feed the model besides the scheduler: serialise their calls.
   loaded->model = std::make_unique<SerializedModel>(*std::move(model));
   std::string tokenizer_path = spec.tokenizer;
@@ -235,9 +230,6 @@ absl::StatusOr<std::unique_ptr<LoadedModel>> ModelRegistry::Load(const ModelSpec
                                      tokenizer_path, ": ", tokenizer.status().message()));
   }
   loaded->tokenizer = *std::move(tokenizer);
-  absl::StatusOr<std::string> hash = Sha256OfFiles(files->hashed);
-  if (!hash.ok()) return hash.status();
-  loaded->model_hash = *hash;
   loaded->tokenizer_hash = loaded->tokenizer->ContentHash();
   loaded->info = loaded->model->info();
   loaded->max_sequence_tokens =

@@ -72,12 +72,7 @@ absl::StatusOr<OpenedModel> OpenModelAndTokenizer(const std::string& model_path,
                                                   const std::string& dtype, int threads,
                                                   bool load_tokenizer) {
   OpenedModel out;
-  const bool llama2c = model_path.size() > 4 && model_path.substr(model_path.size() - 4) == ".bin";
-  if (llama2c) {
-    HG_ASSIGN_OR_RETURN(out.checkpoint, OpenLlama2cCheckpoint(model_path));
-  } else {
-    HG_ASSIGN_OR_RETURN(out.checkpoint, OpenCheckpoint(model_path));
-  }
+  HG_ASSIGN_OR_RETURN(out.checkpoint, OpenModelCheckpoint(model_path));
   LoadOptions options;
   options.device = device;
   options.dtype = dtype;
@@ -86,7 +81,7 @@ absl::StatusOr<OpenedModel> OpenModelAndTokenizer(const std::string& model_path,
   if (!load_tokenizer) return out;
   std::string tok = tokenizer_path;
   if (tok.empty()) {
-    if (llama2c || !IsDirectory(model_path)) {
+    if (!IsDirectory(model_path)) {  // a llama2.c .bin file
       return absl::InvalidArgumentError("--tokenizer is required for a llama2.c .bin model");
     }
     tok = model_path;

@@ -110,14 +110,16 @@ absl::StatusOr<std::unique_ptr<Model>> BuildModel(const Checkpoint& checkpoint,
   return std::make_unique<cpu::ThreadLimitedModel>(*std::move(model), options.threads);
 }
 
+absl::StatusOr<std::unique_ptr<Checkpoint>> OpenModelCheckpoint(const std::string& path) {
+  if (std::filesystem::is_regular_file(path) && absl::EndsWith(path, ".bin")) {
+    return OpenLlama2cCheckpoint(path);
+  }
+  return OpenCheckpoint(path);
+}
+
 absl::StatusOr<std::unique_ptr<Model>> LoadModel(const std::string& path,
                                                  const LoadOptions& options) {
-  std::unique_ptr<Checkpoint> checkpoint;
-  if (std::filesystem::is_regular_file(path) && absl::EndsWith(path, ".bin")) {
-    HG_ASSIGN_OR_RETURN(checkpoint, OpenLlama2cCheckpoint(path));
-  } else {
-    HG_ASSIGN_OR_RETURN(checkpoint, OpenCheckpoint(path));
-  }
+  HG_ASSIGN_OR_RETURN(std::unique_ptr<Checkpoint> checkpoint, OpenModelCheckpoint(path));
   return BuildModel(*checkpoint, options);
 }
 

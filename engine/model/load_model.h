@@ -34,6 +34,9 @@ struct LoadOptions {
 absl::StatusOr<std::unique_ptr<Model>> BuildModel(const Checkpoint& checkpoint,
                                                   const LoadOptions& options);
 
+// Opens `path`: a llama2.c .bin file, else a Hugging Face folder.
+absl::StatusOr<std::unique_ptr<Checkpoint>> OpenModelCheckpoint(const std::string& path);
+
 // `path` is a Hugging Face folder or a llama2.c .bin file.
 absl::StatusOr<std::unique_ptr<Model>> LoadModel(const std::string& path,
                                                  const LoadOptions& options);
