@@ -1,6 +1,7 @@
 // hgeval: command-line client for hgeval-server. Run `hgeval --help`.
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -171,9 +172,29 @@ absl::StatusOr<std::vector<nlohmann::json>> ReadJsonLines(const std::string& pat
   return lines;
 }
 
-// What one scoring call from `score`/`rolling --input` carries at most.
+// What one scoring call from `score`/`rolling --input` carries at most: long inputs go out
+// in calls the server accepts (its default per-call limits are 4,096 pairs and 8 MiB of
+// text), one after another, so results print in input order as they come.
 constexpr int kPairsPerCall = 1024;
 constexpr int64_t kTextBytesPerCall = 4 << 20;
+
+// Calls send(first, end) for consecutive runs of the `count` items, each at most
+// kPairsPerCall items and kTextBytesPerCall bytes (an item larger than that goes alone).
+absl::Status ForEachCall(int count, const std::function<int64_t(int)>& bytes_of,
+                         const std::function<absl::Status(int, int)>& send) {
+  int first = 0;
+  int64_t bytes = 0;
+  for (int i = 0; i < count; ++i) {
+    const int64_t b = bytes_of(i);
+    if (i > first && (i - first >= kPairsPerCall || bytes + b > kTextBytesPerCall)) {
+      if (absl::Status s = send(first, i); !s.ok()) return s;
+      first = i;
+      bytes = 0;
+    }
+    bytes += b;
+  }
+  return count > first ? send(first, count) : absl::OkStatus();
+}
 
 int Score(Client& client) {
   v1::LoglikelihoodRequest request;
@@ -208,33 +229,26 @@ int Score(Client& client) {
     pair->set_context(absl::GetFlag(FLAGS_context));
     pair->set_continuation(absl::GetFlag(FLAGS_continuation));
   }
-  // Long inputs go out in calls the server accepts (its default per-call limits are 4,096
-  // pairs and 8 MiB of text), one after another; results print in input order as they come.
-  v1::LoglikelihoodRequest call = request;
-  call.clear_pairs();
-  int64_t call_bytes = 0;
-  auto flush = [&]() -> absl::Status {
-    if (call.pairs_size() == 0) return absl::OkStatus();
-    absl::StatusOr<v1::LoglikelihoodResponse> r = client.Loglikelihood(call);
-    if (!r.ok()) return r.status();
-    for (const v1::LoglikelihoodResult& result : r->results()) {
-      std::printf("%s\n", ToJson(result).c_str());
-    }
-    std::fflush(stdout);
-    call.clear_pairs();
-    call_bytes = 0;
-    return absl::OkStatus();
-  };
-  for (const v1::LoglikelihoodPair& pair : request.pairs()) {
-    const int64_t bytes = static_cast<int64_t>(pair.context().size() + pair.continuation().size());
-    if (call.pairs_size() >= kPairsPerCall || call_bytes + bytes > kTextBytesPerCall) {
-      if (absl::Status s = flush(); !s.ok()) return Fail(s);
-    }
-    *call.add_pairs() = pair;
-    call_bytes += bytes;
-  }
-  if (absl::Status s = flush(); !s.ok()) return Fail(s);
-  return 0;
+  v1::LoglikelihoodRequest shell = request;
+  shell.clear_pairs();
+  const absl::Status sent = ForEachCall(
+      request.pairs_size(),
+      [&](int i) {
+        return static_cast<int64_t>(request.pairs(i).context().size() +
+                                    request.pairs(i).continuation().size());
+      },
+      [&](int first, int end) -> absl::Status {
+        v1::LoglikelihoodRequest call = shell;
+        for (int i = first; i < end; ++i) *call.add_pairs() = request.pairs(i);
+        absl::StatusOr<v1::LoglikelihoodResponse> r = client.Loglikelihood(call);
+        if (!r.ok()) return r.status();
+        for (const v1::LoglikelihoodResult& result : r->results()) {
+          std::printf("%s\n", ToJson(result).c_str());
+        }
+        std::fflush(stdout);
+        return absl::OkStatus();
+      });
+  return sent.ok() ? 0 : Fail(sent);
 }
 
 int Rolling(Client& client) {
@@ -252,30 +266,21 @@ int Rolling(Client& client) {
   } else {
     request.add_inputs()->set_text(absl::GetFlag(FLAGS_text));
   }
-  // Split like Score's calls.
-  v1::LoglikelihoodRollingRequest call = request;
-  call.clear_inputs();
-  int64_t call_bytes = 0;
-  auto flush = [&]() -> absl::Status {
-    if (call.inputs_size() == 0) return absl::OkStatus();
-    absl::StatusOr<v1::LoglikelihoodRollingResponse> r = client.LoglikelihoodRolling(call);
-    if (!r.ok()) return r.status();
-    for (const auto& result : r->results()) std::printf("%s\n", ToJson(result).c_str());
-    std::fflush(stdout);
-    call.clear_inputs();
-    call_bytes = 0;
-    return absl::OkStatus();
-  };
-  for (const v1::RollingInput& input : request.inputs()) {
-    const int64_t bytes = static_cast<int64_t>(input.text().size());
-    if (call.inputs_size() >= kPairsPerCall || call_bytes + bytes > kTextBytesPerCall) {
-      if (absl::Status s = flush(); !s.ok()) return Fail(s);
-    }
-    *call.add_inputs() = input;
-    call_bytes += bytes;
-  }
-  if (absl::Status s = flush(); !s.ok()) return Fail(s);
-  return 0;
+  v1::LoglikelihoodRollingRequest shell = request;
+  shell.clear_inputs();
+  const absl::Status sent = ForEachCall(
+      request.inputs_size(),
+      [&](int i) { return static_cast<int64_t>(request.inputs(i).text().size()); },
+      [&](int first, int end) -> absl::Status {
+        v1::LoglikelihoodRollingRequest call = shell;
+        for (int i = first; i < end; ++i) *call.add_inputs() = request.inputs(i);
+        absl::StatusOr<v1::LoglikelihoodRollingResponse> r = client.LoglikelihoodRolling(call);
+        if (!r.ok()) return r.status();
+        for (const auto& result : r->results()) std::printf("%s\n", ToJson(result).c_str());
+        std::fflush(stdout);
+        return absl::OkStatus();
+      });
+  return sent.ok() ? 0 : Fail(sent);
 }
 
 int Generate(Client& client) {
