@@ -2,72 +2,44 @@
 
 #include <algorithm>
 #include <cmath>
-#include <map>
-#include <vector>
+#include <cstdlib>
 
-#include "absl/strings/match.h"
-#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/str_join.h"
-#include "absl/strings/str_split.h"
+#include "nlohmann/json.hpp"
+#include "tasks/evaluator.h"
 
 namespace hgeval::client {
 
 std::string FormatResultsTable(const hgeval::v1::Job& job) {
-  std::vector<std::vector<std::string>> rows;
-  rows.push_back({"Tasks", "Version", "Filter", "n-shot", "Metric", "", "Value", "", "Stderr"});
+  // A finished job carries lm-eval's results JSON (with higher_is_better for the arrows);
+  // a job that stopped part way has only its per-task metrics, rebuilt in that form. Both
+  // print through the evaluator's own table, as hgeval-eval does.
+  if (!job.results_json().empty()) {
+    const nlohmann::json parsed = nlohmann::json::parse(job.results_json(), nullptr, false);
+    if (parsed.is_object() && parsed.contains("results")) return tasks::ResultsTable(parsed);
+  }
+  nlohmann::json results = {{"results", nlohmann::json::object()},
+                            {"versions", nlohmann::json::object()},
+                            {"n-shot", nlohmann::json::object()}};
   for (const hgeval::v1::TaskResult& task : job.results()) {
-    std::map<std::string, double> metrics(task.metrics().begin(), task.metrics().end());
-    bool first = true;
-    for (const auto& [key, value] : metrics) {
-      std::vector<std::string> parts = absl::StrSplit(key, absl::MaxSplits(',', 1));
-      const std::string name = parts[0];
-      const std::string filter = parts.size() > 1 ? parts[1] : "none";
-      if (absl::EndsWith(name, "_stderr")) continue;
-      auto stderr_it = metrics.find(absl::StrCat(name, "_stderr,", filter));
-      std::string stderr_text = "N/A";
-      if (stderr_it != metrics.end() && std::isfinite(stderr_it->second)) {
-        stderr_text = absl::StrFormat("%.4f", stderr_it->second);
+    nlohmann::json metrics = nlohmann::json::object();
+    for (const auto& [key, value] : task.metrics()) {
+      if (std::isfinite(value)) {
+        metrics[key] = value;
+      } else {
+        metrics[key] = "N/A";
       }
-      rows.push_back({first ? task.task() : "", first ? task.version() : "", filter,
-                      absl::StrCat(job.options().num_fewshot()), name, "↑",
-                      absl::StrFormat("%.4f", value), "±", stderr_text});
-      first = false;
     }
-  }
-  // Column widths in code points (the arrows and ± are one character wide).
-  auto width = [](const std::string& s) {
-    size_t n = 0;
-    for (unsigned char c : s) n += (c & 0xC0) != 0x80;
-    return n;
-  };
-  std::vector<size_t> widths(rows[0].size(), 0);
-  for (const auto& row : rows) {
-    for (size_t c = 0; c < row.size(); ++c) widths[c] = std::max(widths[c], width(row[c]));
-  }
-  std::string out;
-  for (size_t r = 0; r < rows.size(); ++r) {
-    out += "|";
-    for (size_t c = 0; c < rows[r].size(); ++c) {
-      const std::string& cell = rows[r][c];
-      const bool right = c == 6 || c == 8;
-      const std::string pad(widths[c] - width(cell), ' ');
-      out += right ? pad + cell : cell + pad;
-      out += "|";
+    results["results"][task.task()] = metrics;
+    // lm-eval's versions are numbers; the wire carries their text.
+    char* end = nullptr;
+    const double version = std::strtod(task.version().c_str(), &end);
+    if (!task.version().empty() && end != nullptr && *end == '\0') {
+      results["versions"][task.task()] = version;
     }
-    out += "\n";
-    if (r == 0) {
-      out += "|";
-      for (size_t c = 0; c < widths.size(); ++c) {
-        const bool right = c == 6 || c == 8;
-        out += right ? std::string(std::max<size_t>(widths[c], 1) - 1, '-') + ":"
-                     : std::string(std::max<size_t>(widths[c], 1), '-');
-        out += "|";
-      }
-      out += "\n";
-    }
+    results["n-shot"][task.task()] = job.options().num_fewshot();
   }
-  return out;
+  return tasks::ResultsTable(results);
 }
 
 std::string FormatProgress(const hgeval::v1::Job& job, double elapsed_s, int width) {
@@ -85,10 +57,9 @@ std::string FormatProgress(const hgeval::v1::Job& job, double elapsed_s, int wid
   } else if (total > 0 && done >= total) {
     eta = "0:00:00";
   }
-  return absl::StrFormat("[%s] %3d%% %d/%d %s (%d cached)  ETA %s  %s", bar,
-                         static_cast<int>(fraction * 100), done, total,
-                         job.has_niah() ? "cells" : "requests", job.requests_cached(), eta,
-                         job.current_task());
+  return absl::StrFormat(
+      "[%s] %3d%% %d/%d %s (%d cached)  ETA %s  %s", bar, static_cast<int>(fraction * 100), done,
+      total, job.has_niah() ? "cells" : "requests", job.requests_cached(), eta, job.current_task());
 }
 
 }  // namespace hgeval::client

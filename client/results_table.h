@@ -1,5 +1,5 @@
-// The results table printed by `hgeval run`: one row per (task, metric) in lm-eval's
-// make_table columns, from the job's per-task results.
+// The results table printed by `hgeval run`: lm-eval's make_table, through the same
+// renderer as hgeval-eval (tasks::ResultsTable), from the job's results JSON.
 #ifndef HGEVAL_CLIENT_RESULTS_TABLE_H_
 #define HGEVAL_CLIENT_RESULTS_TABLE_H_
 
