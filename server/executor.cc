@@ -1,5 +1,10 @@
 #include "server/executor.h"
 
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 
@@ -24,9 +29,55 @@ absl::Status WaitDone(absl::Mutex& mu, const bool& done, const CallControl& cont
   }
 }
 
+namespace {
+
+// The scheduler's scorer: one ScoreWork, packed with every other caller's work.
+absl::Status ScoreOnScheduler(LoadedModel& model, const std::vector<TokenPair>& pairs, int top_k,
+                              const CallControl& control, std::vector<ScoreResult>* results) {
+  auto work = std::make_shared<ScoreWork>();
+  work->deadline = control.deadline;
+  work->requests.reserve(pairs.size());
+  for (const TokenPair& pair : pairs) {
+    ScoreRequest r;
+    r.context = pair.context;
+    r.continuation = pair.continuation;
+    r.top_k = top_k;
+    work->requests.push_back(std::move(r));
+  }
+  if (absl::Status s = model.scheduler->Submit(work); !s.ok()) return s;
+  if (absl::Status s = WaitDone(work->mu, work->done, control); !s.ok()) {
+    work->cancelled = true;
+    return s;
+  }
+  absl::MutexLock lock(&work->mu);
+  if (!work->status.ok()) return work->status;
+  *results = std::move(work->results);
+  return absl::OkStatus();
+}
+
+hgeval::v1::LoglikelihoodResult ToWire(const TokenPair& pair, const ScoreResult& r) {
+  hgeval::v1::LoglikelihoodResult out;
+  out.set_logprob(r.logprob);
+  out.set_is_greedy(r.is_greedy);
+  out.set_context_tokens(static_cast<int32_t>(pair.context.size()));
+  out.set_continuation_tokens(static_cast<int32_t>(pair.continuation.size()));
+  for (float lp : r.token_logprobs) out.add_token_logprobs(lp);
+  for (const auto& alternatives : r.top_k) {
+    hgeval::v1::TopTokens* t = out.add_top_k();
+    for (const TokenLogprob& a : alternatives) {
+      t->add_ids(a.token);
+      t->add_logprobs(a.logprob);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 absl::StatusOr<ScoreOutcome> Executor::ScorePairs(LoadedModel& model,
                                                   const std::vector<TokenPair>& pairs, int top_k,
-                                                  bool use_store, const CallControl& control) {
+                                                  bool use_store, const CallControl& control,
+                                                  const PairScorer& scorer) {
   ScoreOutcome outcome;
   outcome.results.resize(pairs.size());
   std::vector<StoreKey> keys(pairs.size());
@@ -54,47 +105,40 @@ absl::StatusOr<ScoreOutcome> Executor::ScorePairs(LoadedModel& model,
     if (first_of.emplace(keys[i].request_digest, i).second) compute_index.push_back(i);
   }
   if (!compute_index.empty()) {
-    auto work = std::make_shared<ScoreWork>();
-    work->deadline = control.deadline;
-    work->requests.reserve(compute_index.size());
-    for (size_t i : compute_index) {
-      ScoreRequest r;
-      r.context = pairs[i].context;
-      r.continuation = pairs[i].continuation;
-      r.top_k = top_k;
-      work->requests.push_back(std::move(r));
-    }
-    if (absl::Status s = model.scheduler->Submit(work); !s.ok()) return s;
-    if (absl::Status s = WaitDone(work->mu, work->done, control); !s.ok()) {
-      work->cancelled = true;
+    std::vector<TokenPair> missing;
+    missing.reserve(compute_index.size());
+    for (size_t i : compute_index) missing.push_back(pairs[i]);
+    std::vector<ScoreResult> computed;
+    std::vector<bool> stored(compute_index.size(), false);
+    // Writes the wire form of finished pairs and stores those not stored yet.
+    auto finish = [&](absl::Span<const size_t> finished) -> absl::Status {
+      std::vector<std::pair<StoreKey, std::string>> to_store;
+      to_store.reserve(finished.size());
+      for (size_t k : finished) {
+        if (k >= computed.size() || stored[k]) continue;
+        stored[k] = true;
+        const size_t i = compute_index[k];
+        outcome.results[i] = ToWire(pairs[i], computed[k]);
+        if (store_ != nullptr)
+          to_store.emplace_back(keys[i], outcome.results[i].SerializeAsString());
+      }
+      return store_ == nullptr ? absl::OkStatus() : store_->PutMany(to_store);
+    };
+    if (scorer) {
+      computed.resize(missing.size());
+      if (absl::Status s = scorer(missing, top_k, &computed, finish); !s.ok()) return s;
+    } else if (absl::Status s = ScoreOnScheduler(model, missing, top_k, control, &computed);
+               !s.ok()) {
       return s;
     }
-    absl::MutexLock lock(&work->mu);
-    if (!work->status.ok()) return work->status;
-    std::vector<std::pair<StoreKey, std::string>> to_store;
-    to_store.reserve(compute_index.size());
-    for (size_t k = 0; k < compute_index.size(); ++k) {
-      const size_t i = compute_index[k];
-      const ScoreResult& r = work->results[k];
-      hgeval::v1::LoglikelihoodResult& out = outcome.results[i];
-      out.set_logprob(r.logprob);
-      out.set_is_greedy(r.is_greedy);
-      out.set_context_tokens(static_cast<int32_t>(pairs[i].context.size()));
-      out.set_continuation_tokens(static_cast<int32_t>(pairs[i].continuation.size()));
-      for (float lp : r.token_logprobs) out.add_token_logprobs(lp);
-      for (const auto& alternatives : r.top_k) {
-        hgeval::v1::TopTokens* t = out.add_top_k();
-        for (const TokenLogprob& a : alternatives) {
-          t->add_ids(a.token);
-          t->add_logprobs(a.logprob);
-        }
-      }
-      if (store_ != nullptr) to_store.emplace_back(keys[i], out.SerializeAsString());
+    if (computed.size() != missing.size()) {
+      return absl::InternalError(
+          absl::StrCat("scored ", computed.size(), " of ", missing.size(), " pairs"));
     }
+    std::vector<size_t> all(compute_index.size());
+    for (size_t k = 0; k < all.size(); ++k) all[k] = k;
+    if (absl::Status s = finish(all); !s.ok()) return s;
     outcome.computed = static_cast<int64_t>(compute_index.size());
-    if (store_ != nullptr) {
-      if (absl::Status s = store_->PutMany(to_store); !s.ok()) return s;
-    }
   }
   // Duplicates copy their first occurrence.
   for (size_t i = 0; i < pairs.size(); ++i) {

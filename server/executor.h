@@ -7,10 +7,13 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "absl/types/span.h"
+#include "engine/runtime/scoring.h"
 #include "hgeval/v1/models.pb.h"
 #include "server/model_registry.h"
 #include "server/request_prep.h"
@@ -33,13 +36,24 @@ struct ScoreOutcome {
   int64_t computed = 0;  // distinct pairs computed now
 };
 
+// Computes pairs that the store does not hold (distinct, in the order given): fills
+// `results` (one per pair) and may call `finished(indices)` for pairs whose results are
+// final before it returns, so they are stored early (a killed job loses little).
+using FinishedPairs = std::function<absl::Status(absl::Span<const size_t> indices)>;
+using PairScorer =
+    std::function<absl::Status(const std::vector<TokenPair>& pairs, int top_k,
+                               std::vector<ScoreResult>* results, const FinishedPairs& finished)>;
+
 class Executor {
  public:
   // `store` may be null (no caching).
   explicit Executor(ResultStore* store) : store_(store) {}
 
+  // Answers from the store what it holds and computes the rest with `scorer` (empty: the
+  // model's scheduler, where RPC work from every client is packed together).
   absl::StatusOr<ScoreOutcome> ScorePairs(LoadedModel& model, const std::vector<TokenPair>& pairs,
-                                          int top_k, bool use_store, const CallControl& control);
+                                          int top_k, bool use_store, const CallControl& control,
+                                          const PairScorer& scorer = nullptr);
 
   ResultStore* store() const { return store_; }
 

@@ -1,16 +1,15 @@
 #include "tasks/engine_language_model.h"
 
 #include <algorithm>
-#include <atomic>
 #include <functional>
 #include <numeric>
-#include <thread>
 #include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "engine/util/parallel_for.h"
 #include "engine/util/status_macros.h"
 #include "metrics/text_counts.h"
 
@@ -204,7 +203,8 @@ absl::Status ForwardPacked(Model& model, absl::Span<const ForwardItem> items,
 }  // namespace
 
 absl::StatusOr<std::vector<LoglikelihoodResult>> EngineLanguageModel::ScoreTokens(
-    absl::Span<const TokenizedRequest> requests, const CallOptions& call) {
+    absl::Span<const TokenizedRequest> requests, const CallOptions& call,
+    const RequestsFinished& finished) {
   std::vector<LoglikelihoodResult> results(requests.size());
   for (const auto& r : requests) {
     if (r.context.empty() || r.continuation.empty()) {
@@ -350,15 +350,18 @@ absl::StatusOr<std::vector<LoglikelihoodResult>> EngineLanguageModel::ScoreToken
         continue;
       }
       std::vector<ForwardOutput> outputs(items.size());
+      std::vector<size_t> batch_finished;
       auto after = [&](size_t first, size_t last) {
         for (size_t k = first; k < last; ++k) {
           const Leaf& leaf = leaves[lb + k];
+          batch_finished.push_back(leaf.request);
           const size_t n_cont = requests[leaf.request].continuation.size();
           const ForwardOutput& out = outputs[k];
           LoglikelihoodResult& result = results[leaf.request];
           result.logprob = 0.0;
           result.is_greedy = true;
           result.n_tokens = static_cast<int64_t>(n_cont);
+          result.token_logprobs.assign(out.logprob.end() - n_cont, out.logprob.end());
           for (size_t p = fed[k].size() - n_cont; p < fed[k].size(); ++p) {
             result.logprob += static_cast<double>(out.logprob[p]);
             if (!out.is_greedy[p]) result.is_greedy = false;
@@ -370,6 +373,7 @@ absl::StatusOr<std::vector<LoglikelihoodResult>> EngineLanguageModel::ScoreToken
       };
       HG_RETURN_IF_ERROR(ForwardPacked(*model_, items, absl::MakeSpan(outputs),
                                        options_.max_batch_tokens, call, after));
+      if (finished) HG_RETURN_IF_ERROR(finished(batch_finished, results));
     }
   }
   for (size_t i = 0; i < requests.size(); ++i) {
@@ -386,23 +390,11 @@ absl::StatusOr<std::vector<LoglikelihoodResult>> EngineLanguageModel::Loglikelih
   const size_t n = requests.size();
   std::vector<absl::StatusOr<TokenizedRequest>> tokenized(n, absl::UnknownError("unset"));
   std::vector<char> truncated(n, 0);
-  constexpr size_t kSlice = 256;
-  const size_t workers = std::min<size_t>(std::max(1u, std::thread::hardware_concurrency()),
-                                          (n + kSlice - 1) / kSlice);
-  std::atomic<size_t> next{0};
-  auto work = [&] {
-    for (size_t s = next.fetch_add(kSlice); s < n; s = next.fetch_add(kSlice)) {
-      for (size_t i = s; i < std::min(n, s + kSlice); ++i) {
-        bool cut = false;
-        tokenized[i] = Tokenize(requests[i], &cut);
-        truncated[i] = cut ? 1 : 0;
-      }
-    }
-  };
-  std::vector<std::thread> threads;
-  for (size_t w = 1; w < workers; ++w) threads.emplace_back(work);
-  work();
-  for (auto& t : threads) t.join();
+  ParallelFor(n, [&](size_t i) {
+    bool cut = false;
+    tokenized[i] = Tokenize(requests[i], &cut);
+    truncated[i] = cut ? 1 : 0;
+  });
   std::vector<TokenizedRequest> ready;
   ready.reserve(n);
   for (size_t i = 0; i < n; ++i) {

@@ -23,9 +23,10 @@ struct LoglikelihoodRequest {
 };
 
 struct LoglikelihoodResult {
-  double logprob = 0.0;    // sum over the continuation tokens
-  bool is_greedy = false;  // every continuation token is the argmax
-  int64_t n_tokens = 0;    // continuation tokens scored
+  double logprob = 0.0;               // sum over the continuation tokens
+  bool is_greedy = false;             // every continuation token is the argmax
+  int64_t n_tokens = 0;               // continuation tokens scored
+  std::vector<float> token_logprobs;  // per continuation token (in-process scoring only)
 };
 
 // log p(text), conditioned on the prefix token only (lm-eval rolling windows).

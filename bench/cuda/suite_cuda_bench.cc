@@ -13,12 +13,19 @@
 // batch) and one item per Forward call, and checks the per-sample log-likelihoods are
 // bitwise equal (issue 18's acceptance 2).
 //
+// --save_checkpoints DIR writes each random model as a Hugging Face folder
+// (DIR/<family>-1.3b: config.json, BF16 model.safetensors, the tokenizer's files) and runs
+// the suite on the model loaded back from it, so that bench/cuda/suite_server_bench.sh can
+// serve the same weights with hgeval-server; --samples_out FILE writes every task's
+// per-sample responses ({family: {task: [resps, ...]}}) to compare that job's samples with.
+//
 // Random weights are for timing only: the program refuses to run without
 // --random_weights (the accuracies it prints are chance).
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <string>
@@ -31,6 +38,8 @@
 #include "absl/strings/str_split.h"
 #include "bench/cuda/random_checkpoint.h"
 #include "bench/cuda/timed_model.h"
+#include "engine/loader/checkpoint.h"
+#include "engine/model/config.h"
 #include "engine/model/load_model.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "engine/util/status_macros.h"
@@ -57,6 +66,10 @@ ABSL_FLAG(std::string, requests_out, "", "folder for the peer's requests and con
 ABSL_FLAG(double, verify_limit, 0,
           "docs per task for the packed-vs-alone bitwise check (0: no check)");
 ABSL_FLAG(std::string, out, "", "JSON report path (default: stdout only)");
+ABSL_FLAG(std::string, save_checkpoints, "",
+          "write each model as DIR/<family>-1.3b (config, BF16 safetensors, tokenizer) and run "
+          "on the model loaded back from there");
+ABSL_FLAG(std::string, samples_out, "", "write per-sample responses of every task here (JSON)");
 
 namespace hgeval {
 namespace {
@@ -120,6 +133,26 @@ std::vector<double> SampleLogprobs(const tasks::TaskReport& report) {
   return out;
 }
 
+// Writes `config` with the family's random weights (BF16) and the tokenizer's files as a
+// Hugging Face folder.
+absl::Status SaveRandomCheckpoint(const std::string& family, const nlohmann::json& config,
+                                  const std::string& tokenizer_path, const std::string& folder) {
+  std::error_code error;
+  std::filesystem::create_directories(folder, error);
+  if (error) return absl::InternalError(absl::StrCat("creating ", folder, ": ", error.message()));
+  std::ofstream(folder + "/config.json") << config.dump(2) << "\n";
+  HG_ASSIGN_OR_RETURN(ModelConfig parsed, ParseModelConfig(config));
+  HG_RETURN_IF_ERROR(WriteSafetensors(folder + "/model.safetensors",
+                                      bench::RandomWeights(family, parsed), DType::kBF16));
+  for (const auto& entry : std::filesystem::directory_iterator(tokenizer_path, error)) {
+    if (!entry.is_regular_file()) continue;
+    std::filesystem::copy_file(entry.path(), folder + "/" + entry.path().filename().string(),
+                               std::filesystem::copy_options::overwrite_existing, error);
+    if (error) return absl::InternalError(absl::StrCat("copying the tokenizer: ", error.message()));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status Run(nlohmann::json& report) {
   const std::string source = SourceDir();
   const std::string tokenizer_path = absl::GetFlag(FLAGS_tokenizer).empty()
@@ -133,6 +166,8 @@ absl::Status Run(nlohmann::json& report) {
   eval.data_dir =
       absl::GetFlag(FLAGS_data_dir).empty() ? source + "/data" : absl::GetFlag(FLAGS_data_dir);
   eval.bootstrap_iters = 0;
+  eval.log_samples = !absl::GetFlag(FLAGS_samples_out).empty();
+  nlohmann::json samples;
   report["dtype"] = absl::GetFlag(FLAGS_dtype);
   report["layers"] = absl::GetFlag(FLAGS_layers);
   report["weights"] = "random (timing only)";
@@ -146,6 +181,7 @@ absl::Status Run(nlohmann::json& report) {
     if (family != "hgrn2" && family != "llama") {
       return absl::InvalidArgumentError(absl::StrCat("unknown model '", family, "'"));
     }
+    nlohmann::json model_report;
     nlohmann::json config = bench::RandomModelConfig(family, absl::GetFlag(FLAGS_layers));
     config["vocab_size"] = tokenizer->vocab_size();
     if (family == "llama") config["max_position_embeddings"] = 4096;
@@ -156,8 +192,15 @@ absl::Status Run(nlohmann::json& report) {
     load.device = absl::GetFlag(FLAGS_device);
     load.dtype = absl::GetFlag(FLAGS_dtype);
     const auto tb = Clock::now();
-    HG_ASSIGN_OR_RETURN(std::unique_ptr<Model> model,
-                        bench::BuildRandomModel(family, config, load));
+    std::unique_ptr<Model> model;
+    if (const std::string saved = absl::GetFlag(FLAGS_save_checkpoints); !saved.empty()) {
+      const std::string folder = absl::StrCat(saved, "/", family, "-1.3b");
+      HG_RETURN_IF_ERROR(SaveRandomCheckpoint(family, config, tokenizer_path, folder));
+      HG_ASSIGN_OR_RETURN(model, LoadModel(folder, load));
+      model_report["checkpoint"] = folder;
+    } else {
+      HG_ASSIGN_OR_RETURN(model, bench::BuildRandomModel(family, config, load));
+    }
     std::fprintf(
         stderr, "[%s] built in %.1f s on %s, %lld params, batch_tokens %lld\n", family.c_str(),
         std::chrono::duration<double>(Clock::now() - tb).count(), model->info().backend.c_str(),
@@ -177,9 +220,9 @@ absl::Status Run(nlohmann::json& report) {
       HG_ASSIGN_OR_RETURN(auto task, tasks::CreateTask("hellaswag"));
       HG_RETURN_IF_ERROR(tasks::RunTask(lm, *task, warm).status());
     }
-    nlohmann::json model_report = {{"params", model->info().num_parameters},
-                                   {"backend", model->info().backend},
-                                   {"batch_tokens", model->info().batch_tokens}};
+    model_report["params"] = model->info().num_parameters;
+    model_report["backend"] = model->info().backend;
+    model_report["batch_tokens"] = model->info().batch_tokens;
     double total_seconds = 0;
     int64_t total_fed = 0;
     for (const std::string& name : task_names) {
@@ -209,6 +252,11 @@ absl::Status Run(nlohmann::json& report) {
           {"tokens_scored", stats.tokens_scored},
           {"tokens_per_second", stats.tokens_fed / seconds}};
       for (size_t m = 0; m < tr.metrics.size(); ++m) row[tr.metrics[m].name] = tr.values[m];
+      if (eval.log_samples) {
+        nlohmann::json& resps = samples[family][name];
+        resps = nlohmann::json::array();
+        for (const nlohmann::json& sample : tr.samples) resps.push_back(sample["resps"]);
+      }
       model_report["tasks"][name] = row;
       total_seconds += seconds;
       total_fed += stats.tokens_fed;
@@ -274,6 +322,11 @@ absl::Status Run(nlohmann::json& report) {
       if (different > 0) report["verify_failed"] = true;
     }
     report["models"][family] = model_report;
+  }
+  if (eval.log_samples) {
+    std::ofstream out(absl::GetFlag(FLAGS_samples_out));
+    out << samples.dump() << "\n";
+    if (!out) return absl::InternalError("cannot write --samples_out");
   }
   return absl::OkStatus();
 }
