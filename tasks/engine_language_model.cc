@@ -1,6 +1,7 @@
 #include "tasks/engine_language_model.h"
 
 #include <algorithm>
+#include <chrono>
 #include <functional>
 #include <numeric>
 #include <utility>
@@ -34,6 +35,20 @@ struct Leaf {
   size_t request = 0;
   int node = -1;
   size_t depth = 0;
+};
+
+// Adds the wall time of its scope to `*seconds`.
+class ScopedSeconds {
+ public:
+  explicit ScopedSeconds(double* seconds)
+      : seconds_(seconds), start_(std::chrono::steady_clock::now()) {}
+  ~ScopedSeconds() {
+    *seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  }
+
+ private:
+  double* seconds_;
+  std::chrono::steady_clock::time_point start_;
 };
 
 size_t CommonPrefix(const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
@@ -283,9 +298,12 @@ absl::StatusOr<std::vector<LoglikelihoodResult>> EngineLanguageModel::ScoreToken
         PrefixNode& node = nodes[k];
         stats_.tokens_fed += static_cast<int64_t>(node.tokens.size());
         if (options_.count_only) continue;
-        HG_ASSIGN_OR_RETURN(
-            node.state,
-            StartState(*model_, node.parent < 0 ? nullptr : nodes[node.parent].state.get()));
+        {
+          ScopedSeconds timer(&stats_.state_seconds);
+          HG_ASSIGN_OR_RETURN(
+              node.state,
+              StartState(*model_, node.parent < 0 ? nullptr : nodes[node.parent].state.get()));
+        }
         ForwardItem item;
         item.tokens = node.tokens;
         item.state = node.state.get();
@@ -336,6 +354,7 @@ absl::StatusOr<std::vector<LoglikelihoodResult>> EngineLanguageModel::ScoreToken
         items[k - lb].tokens = f;
         items[k - lb].targets = t;
         if (leaf.node < 0) {
+          ScopedSeconds timer(&stats_.state_seconds);
           HG_ASSIGN_OR_RETURN(states[k - lb], StartState(*model_, nullptr));
           items[k - lb].state = states[k - lb].get();
         } else {
@@ -375,6 +394,8 @@ absl::StatusOr<std::vector<LoglikelihoodResult>> EngineLanguageModel::ScoreToken
                                        options_.max_batch_tokens, call, after));
       if (finished) HG_RETURN_IF_ERROR(finished(batch_finished, results));
     }
+    ScopedSeconds timer(&stats_.state_seconds);
+    nodes.clear();  // the round's shared-prefix states
   }
   for (size_t i = 0; i < requests.size(); ++i) {
     if (alias[i] != i) results[i] = results[alias[i]];

@@ -100,6 +100,9 @@ struct LanguageModelStats {
   // Requests whose continuation was longer than max_length and was cut (only when the
   // model was asked to, see EngineLanguageModelOptions::truncate_long_continuations).
   int64_t truncated_requests = 0;
+  // Wall time spent outside Model::Forward creating, forking and dropping sequence states
+  // (in-process scoring; what a benchmark separates from the forward passes).
+  double state_seconds = 0;
 };
 
 class LanguageModel {

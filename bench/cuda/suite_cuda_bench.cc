@@ -246,6 +246,7 @@ absl::Status Run(nlohmann::json& report) {
           {"forward_calls", timed.times().prefill_calls + timed.times().decode_steps},
           {"new_state_seconds", timed.times().new_state_seconds},
           {"new_states", timed.times().new_states},
+          {"state_seconds", stats.state_seconds},
           {"docs", tr.n_effective},
           {"requests", tr.n_requests},
           {"tokens_fed", stats.tokens_fed},
@@ -261,11 +262,10 @@ absl::Status Run(nlohmann::json& report) {
       total_seconds += seconds;
       total_fed += stats.tokens_fed;
       std::fprintf(stderr,
-                   "[%s] %-15s %8.2f s (forward %.2f s, %lld new states %.2f s) %10lld tokens "
+                   "[%s] %-15s %8.2f s (forward %.2f s, states %.2f s) %10lld tokens "
                    "fed %9.0f tok/s\n",
-                   family.c_str(), name.c_str(), seconds, forward,
-                   static_cast<long long>(timed.times().new_states),
-                   timed.times().new_state_seconds, static_cast<long long>(stats.tokens_fed),
+                   family.c_str(), name.c_str(), seconds, forward, stats.state_seconds,
+                   static_cast<long long>(stats.tokens_fed),
                    stats.tokens_fed / seconds);
     }
     recorded = true;
