@@ -36,6 +36,14 @@ __device__ __forceinline__ bool KeepsFinalState(float* const* state_ptrs, float*
   if (state_ptrs == nullptr) return true;
   return (out_ptrs != nullptr ? out_ptrs[s] : state_ptrs[s]) != nullptr;
 }
+// Whether the output kernel reads sequence s's start state in place for its first chunk:
+// in the packed form when the final state goes elsewhere (or nowhere). A state advanced
+// in place is overwritten by the scan before the output kernel runs, so its first chunk
+// reads the copy the scan leaves in the chunk states, as every later chunk does.
+__device__ __forceinline__ bool ReadsStartInPlace(float* const* state_ptrs,
+                                                  float* const* out_ptrs, int s) {
+  return state_ptrs != nullptr && out_ptrs != nullptr && out_ptrs[s] != state_ptrs[s];
+}
 
 // Grid (chunks, H); threads over K.
 __global__ void ChunkCumsumKernel(float* g, PackView pack, int heads, int dk) {
@@ -131,10 +139,10 @@ __global__ void __launch_bounds__(256)
 // (h, k, v) and over sequences (grid.y): S_{c+1} = exp(G_last,c) S_c + U_c. In place,
 // u[c] becomes S_c (the state before chunk c). The sequence starts from its state pointer
 // (or `single` for the single-sequence form; null: zero) and writes the final state to
-// its out pointer (out_ptrs null: the state pointer; a null entry: nowhere). In the packed
-// form the first chunk's S is the start state itself, which the output kernel reads in
-// place, so it is not copied; a sequence that keeps no final state needs no U of its
-// last chunk (not computed, see above), and a one-chunk one needs nothing here.
+// its out pointer (out_ptrs null: the state pointer; a null entry: nowhere). Where the
+// output kernel reads the start state in place (ReadsStartInPlace) the first chunk's S is
+// not copied; a sequence that keeps no final state needs no U of its last chunk (not
+// computed, see above), and a one-chunk one needs nothing here.
 __global__ void ChunkStateScanKernel(const float* __restrict__ G, PackView pack, int heads, int dk,
                                      int dv, float* const* state_ptrs, float* const* out_ptrs,
                                      int64_t layer_offset, float* single, float* __restrict__ u) {
@@ -153,7 +161,7 @@ __global__ void ChunkStateScanKernel(const float* __restrict__ G, PackView pack,
   const int64_t hk = e / dv;  // h * dk + k
   const int first = pack.seq_chunk0 ? pack.seq_chunk0[seq] : 0;
   const int chunks = SeqChunkEnd(pack, seq) - first;
-  const int first_written = state_ptrs != nullptr ? 1 : 0;
+  const int first_written = ReadsStartInPlace(state_ptrs, out_ptrs, seq) ? 1 : 0;
   const int with_u = out != nullptr ? chunks : chunks - 1;  // chunks whose U is used
   if (out == nullptr && chunks <= first_written) return;
   const int row_end = SeqRowEnd(pack, seq);
@@ -201,13 +209,14 @@ __device__ __forceinline__ float Get(const float4& v, int i) {
   return i == 0 ? v.x : (i == 1 ? v.y : (i == 2 ? v.z : v.w));
 }
 
-// Grid (chunks, H), 256 threads as a 16 x 16 grid of 4 x 4 register tiles. In the packed
-// form (state_ptrs set) a sequence's first chunk reads its start state in place (none:
-// a zero state, whose term is skipped); every other chunk reads its S from chunk_states.
+// Grid (chunks, H), 256 threads as a 16 x 16 grid of 4 x 4 register tiles. A sequence's
+// first chunk reads its start state in place where ReadsStartInPlace (none: a zero
+// state, whose term is skipped); every other chunk reads its S from chunk_states.
 __global__ void __launch_bounds__(256)
     ChunkOutputKernel(const float* q, const float* k, const float* G, const float* v,
-                      const float* chunk_states, float* const* state_ptrs, int64_t layer_offset,
-                      PackView pack, int heads, int dk, int dv, float scale, float* o) {
+                      const float* chunk_states, float* const* state_ptrs,
+                      float* const* out_ptrs, int64_t layer_offset, PackView pack, int heads,
+                      int dk, int dv, float scale, float* o) {
   extern __shared__ float smem[];
   float* at = smem;               // A transposed: at[j][i], [kC][kRowPad]
   float* sq = at + kC * kRowPad;  // slices, transposed: [kSlice][kRowPad]
@@ -306,7 +315,7 @@ __global__ void __launch_bounds__(256)
   __syncthreads();
 
   const float* S = chunk_states + (static_cast<int64_t>(c) * heads + h) * dk * dv;
-  if (state_ptrs != nullptr && IsFirstChunk(pack, c)) {
+  if (IsFirstChunk(pack, c) && ReadsStartInPlace(state_ptrs, out_ptrs, ChunkSeq(pack, c))) {
     const float* start = state_ptrs[ChunkSeq(pack, c)];
     S = start == nullptr ? nullptr : start + layer_offset + static_cast<int64_t>(h) * dk * dv;
   }
@@ -660,8 +669,9 @@ cudaError_t ChunkGlaStatesPacked(const float* k, const float* G, const float* v,
 
 cudaError_t ChunkGlaOutputPacked(const float* q, const float* k, const float* G, const float* v,
                                  const float* chunk_states, float* const* state_ptrs,
-                                 int64_t layer_offset, const PackView& pack, int heads, int dk,
-                                 int dv, float scale, float* o, cudaStream_t stream) {
+                                 float* const* out_ptrs, int64_t layer_offset,
+                                 const PackView& pack, int heads, int dk, int dv, float scale,
+                                 float* o, cudaStream_t stream) {
   if (pack.num_chunks == 0) return cudaSuccess;
   if (dk > kMaxDk) return cudaErrorInvalidValue;
   const size_t smem = OutputSmem(dk);
@@ -669,7 +679,7 @@ cudaError_t ChunkGlaOutputPacked(const float* q, const float* k, const float* G,
       ChunkOutputKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
   if (err != cudaSuccess) return err;
   dim3 grid(pack.num_chunks, heads);
-  ChunkOutputKernel<<<grid, 256, smem, stream>>>(q, k, G, v, chunk_states, state_ptrs,
+  ChunkOutputKernel<<<grid, 256, smem, stream>>>(q, k, G, v, chunk_states, state_ptrs, out_ptrs,
                                                  layer_offset, pack, heads, dk, dv, scale, o);
   return cudaGetLastError();
 }
@@ -687,8 +697,8 @@ cudaError_t ChunkGlaStates(const float* k, const float* G, const float* v, int t
 cudaError_t ChunkGlaOutput(const float* q, const float* k, const float* G, const float* v,
                            const float* chunk_states, int tokens, int heads, int dk, int dv,
                            float scale, float* o, cudaStream_t stream) {
-  return ChunkGlaOutputPacked(q, k, G, v, chunk_states, nullptr, 0, SingleSequence(tokens), heads,
-                              dk, dv, scale, o, stream);
+  return ChunkGlaOutputPacked(q, k, G, v, chunk_states, nullptr, nullptr, 0,
+                              SingleSequence(tokens), heads, dk, dv, scale, o, stream);
 }
 
 cudaError_t RecurrentGlaStep(const float* q, const float* k, const float* g, const float* v,
