@@ -7,6 +7,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 
 namespace hgeval::server {
 
@@ -87,7 +88,9 @@ absl::StatusOr<ScoreOutcome> Executor::ScorePairs(LoadedModel& model,
   }
   std::vector<bool> have(pairs.size(), false);
   if (use_store && store_ != nullptr) {
+    const absl::Time read_start = absl::Now();
     absl::StatusOr<std::vector<std::optional<std::string>>> stored = store_->GetMany(keys);
+    outcome.store_seconds += absl::ToDoubleSeconds(absl::Now() - read_start);
     if (!stored.ok()) return stored.status();
     for (size_t i = 0; i < pairs.size(); ++i) {
       if ((*stored)[i].has_value() && outcome.results[i].ParseFromString(*(*stored)[i])) {
@@ -122,7 +125,11 @@ absl::StatusOr<ScoreOutcome> Executor::ScorePairs(LoadedModel& model,
         if (store_ != nullptr)
           to_store.emplace_back(keys[i], outcome.results[i].SerializeAsString());
       }
-      return store_ == nullptr ? absl::OkStatus() : store_->PutMany(to_store);
+      if (store_ == nullptr) return absl::OkStatus();
+      const absl::Time write_start = absl::Now();
+      absl::Status written = store_->PutMany(to_store);
+      outcome.store_seconds += absl::ToDoubleSeconds(absl::Now() - write_start);
+      return written;
     };
     if (scorer) {
       computed.resize(missing.size());

@@ -32,8 +32,9 @@ struct CallControl {
 struct ScoreOutcome {
   // One per input pair; token_logprobs and top_k always filled.
   std::vector<hgeval::v1::LoglikelihoodResult> results;
-  int64_t cached = 0;    // answered from the store
-  int64_t computed = 0;  // distinct pairs computed now
+  int64_t cached = 0;        // answered from the store
+  int64_t computed = 0;      // distinct pairs computed now
+  double store_seconds = 0;  // reading and writing the result store
 };
 
 // Computes pairs that the store does not hold (distinct, in the order given): fills

@@ -84,8 +84,11 @@ absl::StatusOr<std::string> RunJobTasks(const v1::Job& job, JobContext& context)
       json["samples"] = nlohmann::json::object();
       for (const tasks::TaskReport& task : report.tasks) json["samples"][task.name] = task.samples;
     }
-    json["hgeval_job"] = {
-        {"id", job.id()}, {"requests_cached", lm.cached()}, {"requests_computed", lm.computed()}};
+    json["hgeval_job"] = {{"id", job.id()},
+                          {"requests_cached", lm.cached()},
+                          {"requests_computed", lm.computed()},
+                          {"store_seconds", lm.store_seconds()},
+                          {"prepare_seconds", lm.prepare_seconds()}};
     return json.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
   } catch (const nlohmann::json::exception& e) {
     return absl::InternalError(absl::StrCat("writing results: ", e.what()));

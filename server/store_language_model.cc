@@ -82,6 +82,7 @@ absl::StatusOr<std::vector<v1::LoglikelihoodResult>> StoreLanguageModel::ScoreCh
     if (!outcome.ok()) return outcome.status();
     cached_ += outcome->cached;
     computed_ += outcome->computed;
+    store_seconds_ += outcome->store_seconds;
     for (auto& r : outcome->results) {
       stats_.tokens_scored += r.continuation_tokens();
       if (!r.cached()) stats_.tokens_fed += r.context_tokens() + r.continuation_tokens() - 1;
@@ -100,6 +101,7 @@ absl::StatusOr<std::vector<tasks::LoglikelihoodResult>> StoreLanguageModel::Logl
   limits.truncate = true;
   limits.model_name = model_->spec.name;
   // Tokenizing is pure per request: spread it over the cores, as the evaluator does.
+  const absl::Time prepare_start = absl::Now();
   std::vector<absl::StatusOr<TokenPair>> prepared(requests.size(), absl::UnknownError("unset"));
   ParallelFor(requests.size(), [&](size_t i) {
     v1::LoglikelihoodPair pair;
@@ -114,6 +116,7 @@ absl::StatusOr<std::vector<tasks::LoglikelihoodResult>> StoreLanguageModel::Logl
     if (!p.ok()) return p.status();
     pairs.push_back(*std::move(p));
   }
+  prepare_seconds_ += absl::ToDoubleSeconds(absl::Now() - prepare_start);
   // Progress counts every request: those the store answers count as done at once.
   const int64_t total = static_cast<int64_t>(pairs.size());
   int64_t answered = 0;
@@ -132,6 +135,7 @@ absl::StatusOr<std::vector<tasks::LoglikelihoodResult>> StoreLanguageModel::Logl
   if (!outcome.ok()) return outcome.status();
   cached_ += outcome->cached;
   computed_ += outcome->computed;
+  store_seconds_ += outcome->store_seconds;
   if (options.progress) options.progress(total, total);
   const std::vector<v1::LoglikelihoodResult>* scored = &outcome->results;
   for (const v1::LoglikelihoodResult& r : *scored) stats_.tokens_scored += r.continuation_tokens();

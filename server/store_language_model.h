@@ -55,6 +55,9 @@ class StoreLanguageModel : public tasks::LanguageModel {
   // Requests answered from the store / computed, since construction.
   int64_t cached() const { return cached_; }
   int64_t computed() const { return computed_; }
+  // Wall time reading and writing the result store, and preparing (tokenizing) requests.
+  double store_seconds() const { return store_seconds_; }
+  double prepare_seconds() const { return prepare_seconds_; }
 
  private:
   // Scores pairs in chunks (with `top_k` alternatives per token); `done(n)` after each
@@ -77,6 +80,8 @@ class StoreLanguageModel : public tasks::LanguageModel {
   tasks::LanguageModelStats stats_;
   std::atomic<int64_t> cached_{0};
   std::atomic<int64_t> computed_{0};
+  double store_seconds_ = 0;
+  double prepare_seconds_ = 0;
 };
 
 }  // namespace hgeval::server

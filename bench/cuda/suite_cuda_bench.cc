@@ -261,8 +261,7 @@ absl::Status Run(nlohmann::json& report) {
                    "[%s] %-15s %8.2f s (forward %.2f s, states %.2f s) %10lld tokens "
                    "fed %9.0f tok/s\n",
                    family.c_str(), name.c_str(), seconds, forward, stats.state_seconds,
-                   static_cast<long long>(stats.tokens_fed),
-                   stats.tokens_fed / seconds);
+                   static_cast<long long>(stats.tokens_fed), stats.tokens_fed / seconds);
     }
     // The host's own share: the same tasks with the model left out (tokenizing, prefix
     // trees, metrics; EngineLanguageModelOptions::count_only), to split the wall time into

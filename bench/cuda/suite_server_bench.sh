@@ -11,7 +11,8 @@
 # Usage: bench/cuda/suite_server_bench.sh BIN_DIR CHECKPOINTS_DIR DATA_DIR IN_PROCESS_JSON \
 #            OUT_JSON [MODELS]
 #   BIN_DIR: holds hgeval-server and hgeval; MODELS: comma-separated families (hgrn2,llama).
-#   DEVICE (cuda), DTYPE (bf16) and LIMIT (0: full sets) must match the in-process run's.
+#   DEVICE (cuda), DTYPE (bf16) and LIMIT (0: full sets) must match the in-process run's;
+#   KEEP_DIR, if set, receives each server's log and job results.
 # Before the timed job an untimed warm-up job (lambada_standard, 20 docs: not in the suite,
 # so no timed request is answered from the store) picks the GEMM algorithms and fills the
 # device pool, as suite_cuda_bench's warm-up does.
@@ -36,7 +37,7 @@ for family in ${models//,/ }; do
   rm -f "$work/port" "$work/store.sqlite"
   "$bin/hgeval-server" --model_root="$checkpoints" --device="${DEVICE:-cuda}" --dtype="${DTYPE:-bf16}" \
     --listen=127.0.0.1:0 --port_file="$work/port" --store="$work/store.sqlite" \
-    --data_dir="$data" --preload="$model" --log=false 2>"$work/server-$family.log" &
+    --data_dir="$data" --preload="$model" 2>"$work/server-$family.log" &
   server_pid=$!
   for _ in $(seq 1 600); do [[ -s $work/port ]] && break; sleep 0.5; done
   server=127.0.0.1:$(cat "$work/port")
@@ -48,7 +49,9 @@ for family in ${models//,/ }; do
     --progress=false --reconnect_for=30 --output="$work/job-$family.json" >"$work/table-$family.txt"
   end=$(date +%s.%N)
   kill "$server_pid"; wait "$server_pid" || true; server_pid=
-  cp "$work/server-$family.log" "$(dirname "$out")/" 2>/dev/null || true
+  if [[ -n ${KEEP_DIR:-} ]]; then
+    mkdir -p "$KEEP_DIR" && cp "$work/server-$family.log" "$work/job-$family.json" "$KEEP_DIR/"
+  fi
   rows+=("$family $start $end $work/job-$family.json")
   awk -v s="$start" -v e="$end" -v f="$family" 'BEGIN { printf "[%s] suite as a server job: %.2f s\n", f, e - s }' >&2
 done
@@ -80,6 +83,10 @@ for row in sys.argv[3:]:
         "metrics_different": different,
         "requests_computed": job.get("hgeval_job", {}).get("requests_computed"),
         "requests_cached": job.get("hgeval_job", {}).get("requests_cached"),
+        "store_seconds": job.get("hgeval_job", {}).get("store_seconds"),
+        "prepare_seconds": job.get("hgeval_job", {}).get("prepare_seconds"),
+        "job_task_seconds": {t: w["seconds"] for t, w in job["hgeval"]["tasks"].items()},
+        "in_process_task_seconds": {t: r["seconds"] for t, r in inproc["tasks"].items()},
     }
     print(f"[{family}] job {seconds:.2f} s, in process {inproc['suite_seconds']:.2f} s "
           f"(x{seconds / inproc['suite_seconds']:.3f}); metrics {compared}, {different} differ",
