@@ -67,8 +67,13 @@ OpenAiHttpServer::OpenAiHttpServer(const CompletionsGateway* gateway, int64_t ma
                                                   "/v1/completions"));
         break;
       case 413:
+        // cpp-httplib caps form-encoded bodies (curl -d's default type) at 8 KiB.
         status = absl::InvalidArgumentError(
-            "the body is larger than this server accepts (--max_message_bytes)");
+            request.get_header_value("Content-Type") == "application/x-www-form-urlencoded"
+                ? "the body is sent as a form (Content-Type: "
+                  "application/x-www-form-urlencoded), which is capped at 8 KiB; send it "
+                  "with Content-Type: application/json"
+                : "the body is larger than this server accepts (--max_message_bytes)");
         break;
       default:
         status = absl::InvalidArgumentError(absl::StrCat("HTTP ", response.status, " for ", what));

@@ -13,6 +13,7 @@
 #include <limits>
 #include <memory>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -315,6 +316,44 @@ TEST_F(OpenAiHttpTest, GenerateUntilEqualsTheGrpcPath) {
   EXPECT_EQ(text_reply.body["choices"][0]["text"], grpc_text->text());
 }
 
+TEST_F(OpenAiHttpTest, ConcurrentClientsGetTheAnswersOfOneClient) {
+  // lm-eval's num_concurrent > 1: calls in flight at once share the scheduler's batches;
+  // each answer equals what a lone gRPC call computes (no_cache) for the same tokens.
+  std::vector<std::vector<int32_t>> prompts;
+  for (int i = 0; i < 8; ++i) {
+    prompts.emplace_back();
+    for (int k = 0; k < 10 + 3 * i; ++k) prompts.back().push_back((k * 37 + i * 11) % 500 + 3);
+  }
+  std::vector<HttpReply> together(prompts.size());
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    threads.emplace_back([&, i] {
+      Json payload = LoglikelihoodPayload(Json::array({prompts[i]}));
+      payload["max_tokens"] = 0;
+      together[i] = server_->Complete(payload);
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    ASSERT_EQ(together[i].status, 200) << together[i].body;
+    v1::LoglikelihoodRequest alone;
+    alone.set_model("hgrn2");
+    alone.set_no_cache(true);
+    alone.set_return_token_logprobs(true);
+    v1::LoglikelihoodPair* pair = alone.add_pairs();
+    pair->add_context_ids(prompts[i][0]);
+    for (size_t k = 1; k < prompts[i].size(); ++k) pair->add_continuation_ids(prompts[i][k]);
+    absl::StatusOr<v1::LoglikelihoodResponse> grpc = server_->grpc->Loglikelihood(alone);
+    ASSERT_TRUE(grpc.ok()) << grpc.status();
+    const Json& lps = together[i].body["choices"][0]["logprobs"]["token_logprobs"];
+    ASSERT_EQ(lps.size(), prompts[i].size());
+    for (size_t k = 1; k < prompts[i].size(); ++k) {
+      EXPECT_EQ(lps[k].get<double>(), grpc->results(0).token_logprobs(static_cast<int>(k - 1)))
+          << "client " << i << " position " << k;
+    }
+  }
+}
+
 TEST_F(OpenAiHttpTest, BadBodiesGetOpenAiErrorsAndTheServerStaysUp) {
   struct Case {
     std::string body;
@@ -382,6 +421,16 @@ TEST_F(OpenAiHttpTest, BadBodiesGetOpenAiErrorsAndTheServerStaysUp) {
     EXPECT_EQ(error["code"], c.code);
     EXPECT_EQ(error["type"], "invalid_request_error");
   }
+  // curl -d without a JSON content type sends a form, which cpp-httplib caps at 8 KiB.
+  {
+    httplib::Client http("127.0.0.1", server_->http_port);
+    httplib::Result form = http.Post(
+        "/v1/completions", Json{{"model", "hgrn2"}, {"prompt", std::string(9000, 'a')}}.dump(),
+        "application/x-www-form-urlencoded");
+    ASSERT_TRUE(form);
+    EXPECT_EQ(form->status, 413);
+    EXPECT_THAT(form->body, HasSubstr("send it with Content-Type: application/json"));
+  }
   HttpReply route = server_->Send("GET", "/v1/engines", "");
   EXPECT_EQ(route.status, 404);
   EXPECT_THAT(route.body["error"]["message"].get<std::string>(), HasSubstr("no route"));
@@ -399,7 +448,9 @@ TEST(OpenAiHttpAuthTest, TheBearerTokenGuardsTheHttpRoute) {
   ASSERT_NE(server, nullptr);
   const Json payload = {
       {"model", "hgrn2"}, {"prompt", "Once"}, {"max_tokens", 2}, {"temperature", 0}};
-  for (const std::string& header : {std::string(), std::string("Bearer wrong")}) {
+  // A header gRPC could not carry as metadata (non-ASCII) is refused like a wrong token.
+  for (const std::string& header :
+       {std::string(), std::string("Bearer wrong"), std::string("Bearer s3cr\xc3\xa9t")}) {
     HttpReply reply = server->Complete(payload, header);
     EXPECT_EQ(reply.status, 401) << reply.body;
     EXPECT_EQ(reply.body["error"]["type"], "authentication_error");
