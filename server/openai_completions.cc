@@ -6,6 +6,7 @@
 #include <atomic>
 #include <limits>
 #include <memory>
+#include <thread>
 #include <utility>
 
 #include "absl/strings/ascii.h"
@@ -153,6 +154,36 @@ struct Generated {
   std::string text;
   std::string finish_reason = "length";
 };
+
+constexpr size_t kParallelGenerations = 16;
+
+absl::StatusOr<Generated> GenerateOne(v1::ModelService::StubInterface& stub,
+                                      const CompletionRequest& request,
+                                      const std::vector<int32_t>& prompt,
+                                      const std::string& authorization) {
+  v1::GenerateRequest generate;
+  generate.set_model(request.model);
+  for (int32_t id : prompt) generate.add_prompt_ids(id);
+  generate.set_max_tokens(request.max_tokens);
+  for (const std::string& stop : request.stop) generate.add_until(stop);
+  generate.set_temperature(request.temperature);
+  generate.set_top_p(request.top_p);
+  generate.set_seed(request.seed);
+  auto context = NewContext(authorization);
+  std::unique_ptr<grpc::ClientReaderInterface<v1::GenerateResponse>> reader =
+      stub.Generate(context.get(), generate);
+  Generated out;
+  v1::GenerateResponse chunk;
+  while (reader->Read(&chunk)) {
+    out.text += chunk.text();
+    out.ids.insert(out.ids.end(), chunk.token_ids().begin(), chunk.token_ids().end());
+    if (chunk.finished() && chunk.finish_reason() != v1::FINISH_REASON_LENGTH) {
+      out.finish_reason = "stop";
+    }
+  }
+  if (absl::Status s = FromGrpc(reader->Finish()); !s.ok()) return s;
+  return out;
+}
 
 }  // namespace
 
@@ -321,30 +352,29 @@ absl::StatusOr<std::string> CompletionsGateway::Complete(const CompletionRequest
       return FieldError("prompt", absl::StrCat("prompt ", i, " has no tokens"));
     }
   }
-  // 2. Generations.
+  // 2. Generations, run at once (at most kParallelGenerations) so that the scheduler
+  //    decodes a batched request's prompts together, as lm-eval's batch_size > 1 expects.
   std::vector<Generated> generated(n);
-  for (size_t i = 0; i < n && request.max_tokens > 0; ++i) {
-    v1::GenerateRequest generate;
-    generate.set_model(request.model);
-    for (int32_t id : prompts[i]) generate.add_prompt_ids(id);
-    generate.set_max_tokens(request.max_tokens);
-    for (const std::string& stop : request.stop) generate.add_until(stop);
-    generate.set_temperature(request.temperature);
-    generate.set_top_p(request.top_p);
-    generate.set_seed(request.seed);
-    auto context = NewContext(authorization);
-    std::unique_ptr<grpc::ClientReaderInterface<v1::GenerateResponse>> reader =
-        stub_->Generate(context.get(), generate);
-    v1::GenerateResponse chunk;
-    while (reader->Read(&chunk)) {
-      generated[i].text += chunk.text();
-      generated[i].ids.insert(generated[i].ids.end(), chunk.token_ids().begin(),
-                              chunk.token_ids().end());
-      if (chunk.finished() && chunk.finish_reason() != v1::FINISH_REASON_LENGTH) {
-        generated[i].finish_reason = "stop";
+  if (request.max_tokens > 0) {
+    std::vector<absl::Status> failures(n);
+    std::atomic<size_t> next{0};
+    auto work = [&] {
+      for (size_t i = next++; i < n; i = next++) {
+        absl::StatusOr<Generated> one = GenerateOne(*stub_, request, prompts[i], authorization);
+        if (one.ok()) {
+          generated[i] = *std::move(one);
+        } else {
+          failures[i] = one.status();
+        }
       }
+    };
+    std::vector<std::thread> helpers;
+    for (size_t t = 1; t < std::min(n, kParallelGenerations); ++t) helpers.emplace_back(work);
+    work();
+    for (std::thread& t : helpers) t.join();
+    for (const absl::Status& failure : failures) {
+      if (!failure.ok()) return failure;
     }
-    if (absl::Status s = FromGrpc(reader->Finish()); !s.ok()) return s;
   }
   // 3. Log-probabilities of the shown tokens (prompt and generation with echo), all
   //    prompts in one Loglikelihood call. Each shown token but the very first is scored.

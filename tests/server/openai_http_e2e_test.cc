@@ -303,6 +303,23 @@ TEST_F(OpenAiHttpTest, GenerateUntilEqualsTheGrpcPath) {
   EXPECT_EQ(reply.body["choices"][0]["logprobs"], nullptr);
   EXPECT_EQ(reply.body["usage"]["completion_tokens"], grpc->token_ids_size());
 
+  // batch_size > 1: several prompts in one call, generated together, one choice each.
+  std::vector<std::vector<int32_t>> batch = {encoding, {1, 40, 41}, {1, 300, 301, 302, 303}};
+  payload["prompt"] = batch;
+  HttpReply batched = server_->Complete(payload);
+  ASSERT_EQ(batched.status, 200) << batched.body;
+  ASSERT_EQ(batched.body["choices"].size(), batch.size());
+  for (size_t i = 0; i < batch.size(); ++i) {
+    v1::GenerateRequest one = grpc_request;
+    one.clear_prompt_ids();
+    for (int32_t id : batch[i]) one.add_prompt_ids(id);
+    one.set_no_cache(true);  // computed alone, not read back from the batched call
+    absl::StatusOr<v1::GenerateResponse> alone = server_->grpc->Generate(one);
+    ASSERT_TRUE(alone.ok()) << alone.status();
+    EXPECT_EQ(batched.body["choices"][i]["index"], i);
+    EXPECT_EQ(batched.body["choices"][i]["text"], alone->text()) << "prompt " << i;
+  }
+
   // tokenized_requests=False with batch_size=1: the context string itself; the server
   // encodes it with the tokenizer's special tokens, as the gRPC default does.
   payload["prompt"] = context;
