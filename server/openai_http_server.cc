@@ -30,6 +30,9 @@ std::string Authorization(const httplib::Request& request) {
 OpenAiHttpServer::OpenAiHttpServer(const CompletionsGateway* gateway, int64_t max_body_bytes)
     : gateway_(gateway), http_(std::make_unique<httplib::Server>()) {
   http_->set_payload_max_length(static_cast<size_t>(max_body_bytes));
+  // Idle keep-alive connections are dropped after this long; it also bounds how long a
+  // shutdown waits for them.
+  http_->set_keep_alive_timeout(2);
   http_->Get("/v1/models", [this](const httplib::Request& request, httplib::Response& response) {
     absl::StatusOr<std::string> body = gateway_->ListModels(Authorization(request));
     if (!body.ok()) return SendError(body.status(), response);

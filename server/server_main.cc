@@ -339,12 +339,15 @@ int Run() {
   set_health(false);
   model_service.set_ready(false);
   job_service.set_ready(false);
+  // The HTTP listener closes now; its calls in flight finish (or are cut short) with the
+  // gRPC ones, and idle keep-alive connections end within the keep-alive timeout.
+  std::thread http_stopper([&http] { http.Stop(); });
   absl::SleepFor(absl::Milliseconds(absl::GetFlag(FLAGS_shutdown_grace_ms)));
   if (model_service.inflight() > 0) {
     LogWarning("shutdown_grace_expired", {{"inflight", absl::StrCat(model_service.inflight())}});
     model_service.AbortInflight();
   }
-  http.Stop();
+  http_stopper.join();
   jobs.Stop();
   registry.StopSchedulers();
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
