@@ -38,6 +38,10 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(back.text.decode(), "Once upon a time")
         self.assertEqual(b"".join(back.token_texts), back.text)
         self.assertEqual(len(back.pieces), len(ids))
+        with self.assertRaises(hgeval.HgevalError) as caught:
+            self.client.detokenize(MODEL, [1, 100000])
+        self.assertEqual(caught.exception.code, grpc.StatusCode.INVALID_ARGUMENT)
+        self.assertIn("outside the vocabulary", caught.exception.message)
 
     def test_score(self):
         pairs = [("Once upon a", " time"), ("The cat sat on the", " mat")]
