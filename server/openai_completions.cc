@@ -9,31 +9,17 @@
 #include <thread>
 #include <utility>
 
-#include "absl/strings/ascii.h"
-#include "absl/strings/cord.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "nlohmann/json.hpp"
+#include "server/http_gateway.h"
 
 namespace hgeval::server {
 namespace v1 = ::hgeval::v1;
 using Json = nlohmann::ordered_json;
 
 namespace {
-
-constexpr char kParamPayload[] = "hgeval/openai-param";
-
-absl::Status FieldError(const std::string& param, const std::string& message) {
-  absl::Status status = absl::InvalidArgumentError(message);
-  status.SetPayload(kParamPayload, absl::Cord(param));
-  return status;
-}
-
-absl::Status FromGrpc(const grpc::Status& status) {
-  if (status.ok()) return absl::OkStatus();
-  return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
-}
 
 // Whether the key is absent or null (OpenAI treats both as "use the default").
 bool Unset(const Json& body, const char* key) {
@@ -127,21 +113,6 @@ absl::Status ParseInt32(const Json& body, const char* key, int32_t* out) {
   return absl::OkStatus();
 }
 
-std::unique_ptr<grpc::ClientContext> NewContext(const std::string& authorization) {
-  auto context = std::make_unique<grpc::ClientContext>();
-  if (!authorization.empty()) context->AddMetadata("authorization", authorization);
-  return context;
-}
-
-// gRPC refuses (by aborting the process) metadata values outside printable ASCII, so such
-// a header is answered here, as the service answers a wrong token.
-absl::Status CheckAuthorizationHeader(const std::string& authorization) {
-  for (unsigned char c : authorization) {
-    if (c < 0x20 || c > 0x7e) return absl::UnauthenticatedError("invalid bearer token");
-  }
-  return absl::OkStatus();
-}
-
 // Unicode code points in UTF-8 text (Python's len() of the decoded str).
 int64_t CodePoints(std::string_view text) {
   int64_t n = 0;
@@ -169,7 +140,7 @@ absl::StatusOr<Generated> GenerateOne(v1::ModelService::StubInterface& stub,
   generate.set_temperature(request.temperature);
   generate.set_top_p(request.top_p);
   generate.set_seed(request.seed);
-  auto context = NewContext(authorization);
+  auto context = NewCallContext(authorization);
   std::unique_ptr<grpc::ClientReaderInterface<v1::GenerateResponse>> reader =
       stub.Generate(context.get(), generate);
   Generated out;
@@ -181,7 +152,7 @@ absl::StatusOr<Generated> GenerateOne(v1::ModelService::StubInterface& stub,
       out.finish_reason = "stop";
     }
   }
-  if (absl::Status s = FromGrpc(reader->Finish()); !s.ok()) return s;
+  if (absl::Status s = FromGrpcStatus(reader->Finish()); !s.ok()) return s;
   return out;
 }
 
@@ -243,74 +214,11 @@ absl::StatusOr<CompletionRequest> ParseCompletionRequest(std::string_view body_t
   return request;
 }
 
-std::optional<std::string> ErrorParam(const absl::Status& status) {
-  absl::optional<absl::Cord> param = status.GetPayload(kParamPayload);
-  if (!param.has_value()) return std::nullopt;
-  return std::string(*param);
-}
-
-HttpError ToHttpError(const absl::Status& status) {
-  int http = 500;
-  std::string type = "server_error";
-  std::string code = absl::AsciiStrToLower(absl::StatusCodeToString(status.code()));
-  switch (status.code()) {
-    case absl::StatusCode::kInvalidArgument:
-    case absl::StatusCode::kOutOfRange:
-      http = 400;
-      type = "invalid_request_error";
-      break;
-    case absl::StatusCode::kNotFound:
-      http = 404;
-      type = "invalid_request_error";
-      if (absl::StartsWith(status.message(), "unknown model")) code = "model_not_found";
-      break;
-    case absl::StatusCode::kResourceExhausted:
-      if (absl::StrContains(status.message(), "retry later")) {
-        http = 429;
-        type = "rate_limit_error";
-      } else {
-        http = 400;
-        type = "invalid_request_error";
-        if (absl::StrContains(status.message(), "tokens per sequence")) {
-          code = "context_length_exceeded";
-        }
-      }
-      break;
-    case absl::StatusCode::kUnauthenticated:
-      http = 401;
-      type = "authentication_error";
-      code = "invalid_api_key";
-      break;
-    case absl::StatusCode::kPermissionDenied:
-      http = 403;
-      type = "permission_error";
-      break;
-    case absl::StatusCode::kCancelled:
-      http = 499;
-      type = "invalid_request_error";
-      break;
-    case absl::StatusCode::kDeadlineExceeded:
-      http = 504;
-      break;
-    case absl::StatusCode::kUnavailable:
-      http = 503;
-      break;
-    default:
-      break;
-  }
-  Json error = {{"message", std::string(status.message())}, {"type", type}};
-  const std::optional<std::string> param = ErrorParam(status);
-  error["param"] = param.has_value() ? Json(*param) : Json(nullptr);
-  error["code"] = code;
-  return HttpError{http,
-                   Json{{"error", error}}.dump(-1, ' ', false, Json::error_handler_t::replace)};
-}
-
 absl::StatusOr<std::string> CompletionsGateway::ListModels(const std::string& authorization) const {
   if (absl::Status s = CheckAuthorizationHeader(authorization); !s.ok()) return s;
-  auto context = NewContext(authorization);
+  auto context = NewCallContext(authorization);
   v1::ListModelsResponse response;
-  if (absl::Status s = FromGrpc(stub_->ListModels(context.get(), {}, &response)); !s.ok()) {
+  if (absl::Status s = FromGrpcStatus(stub_->ListModels(context.get(), {}, &response)); !s.ok()) {
     return s;
   }
   Json data = Json::array();
@@ -342,8 +250,9 @@ absl::StatusOr<std::string> CompletionsGateway::Complete(const CompletionRequest
       tokenize.set_text(request.text_prompts[i]);
       tokenize.set_add_special(true);
       v1::TokenizeResponse ids;
-      auto context = NewContext(authorization);
-      if (absl::Status s = FromGrpc(stub_->Tokenize(context.get(), tokenize, &ids)); !s.ok()) {
+      auto context = NewCallContext(authorization);
+      if (absl::Status s = FromGrpcStatus(stub_->Tokenize(context.get(), tokenize, &ids));
+          !s.ok()) {
         return s;
       }
       prompts[i].assign(ids.ids().begin(), ids.ids().end());
@@ -397,8 +306,9 @@ absl::StatusOr<std::string> CompletionsGateway::Complete(const CompletionRequest
       pair_of[i] = score.pairs_size() - 1;
     }
     if (score.pairs_size() > 0) {
-      auto context = NewContext(authorization);
-      if (absl::Status s = FromGrpc(stub_->Loglikelihood(context.get(), score, &scores)); !s.ok()) {
+      auto context = NewCallContext(authorization);
+      if (absl::Status s = FromGrpcStatus(stub_->Loglikelihood(context.get(), score, &scores));
+          !s.ok()) {
         return s;
       }
     }
@@ -417,8 +327,8 @@ absl::StatusOr<std::string> CompletionsGateway::Complete(const CompletionRequest
       detokenize.set_model(request.model);
       for (int32_t id : prompts[i]) detokenize.add_ids(id);
       for (int32_t id : generated[i].ids) detokenize.add_ids(id);
-      auto context = NewContext(authorization);
-      if (absl::Status s = FromGrpc(stub_->Detokenize(context.get(), detokenize, &shown));
+      auto context = NewCallContext(authorization);
+      if (absl::Status s = FromGrpcStatus(stub_->Detokenize(context.get(), detokenize, &shown));
           !s.ok()) {
         return s;
       }
@@ -445,8 +355,9 @@ absl::StatusOr<std::string> CompletionsGateway::Complete(const CompletionRequest
         for (const v1::TopTokens& top : scored->top_k()) {
           for (int32_t id : top.ids()) detokenize.add_ids(id);
         }
-        auto context = NewContext(authorization);
-        if (absl::Status s = FromGrpc(stub_->Detokenize(context.get(), detokenize, &alternatives));
+        auto context = NewCallContext(authorization);
+        if (absl::Status s =
+                FromGrpcStatus(stub_->Detokenize(context.get(), detokenize, &alternatives));
             !s.ok()) {
           return s;
         }

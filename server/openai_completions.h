@@ -36,21 +36,10 @@ struct CompletionRequest {
 };
 
 // Parses and type-checks a body. INVALID_ARGUMENT naming the field (also attached as the
-// OpenAI `param`, see ErrorParam) for malformed JSON, missing or mistyped fields and the
-// options this endpoint does not offer (`n` or `best_of` other than 1, `stream`, `suffix`).
-// Values are range-checked by the RPCs, not here.
+// OpenAI `param`, see ErrorParam in server/http_gateway.h) for malformed JSON, missing or
+// mistyped fields and the options this endpoint does not offer (`n` or `best_of` other
+// than 1, `stream`, `suffix`). Values are range-checked by the RPCs, not here.
 absl::StatusOr<CompletionRequest> ParseCompletionRequest(std::string_view body);
-
-// The field a status from ParseCompletionRequest names, if any.
-std::optional<std::string> ErrorParam(const absl::Status& status);
-
-// An error as the HTTP status and OpenAI's body {"error": {"message", "type", "param",
-// "code"}}.
-struct HttpError {
-  int http_status = 500;
-  std::string body;
-};
-HttpError ToHttpError(const absl::Status& status);
 
 // Runs completions and model listings through a ModelService stub (the server's
 // in-process channel). `authorization` is the HTTP Authorization header, passed on as the

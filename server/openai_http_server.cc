@@ -8,6 +8,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "server/http_gateway.h"
 #include "server/log.h"
 
 namespace hgeval::server {
