@@ -1,5 +1,8 @@
 #include "server/http_gateway.h"
 
+#include <cstdint>
+#include <limits>
+
 #include "absl/strings/ascii.h"
 #include "absl/strings/cord.h"
 #include "absl/strings/match.h"
@@ -98,6 +101,19 @@ absl::Status CheckAuthorizationHeader(const std::string& authorization) {
     if (c < 0x20 || c > 0x7e) return absl::UnauthenticatedError("invalid bearer token");
   }
   return absl::OkStatus();
+}
+
+bool AppendTokenIds(const nlohmann::ordered_json& array, std::vector<int32_t>* ids) {
+  for (const nlohmann::ordered_json& id : array) {
+    if (!id.is_number_integer()) return false;
+    // nlohmann keeps non-negative integers unsigned.
+    const bool fits =
+        id.is_number_unsigned()
+            ? id.get<uint64_t>() <= std::numeric_limits<int32_t>::max()
+            : id.get<int64_t>() >= 0 && id.get<int64_t>() <= std::numeric_limits<int32_t>::max();
+    ids->push_back(fits ? static_cast<int32_t>(id.get<int64_t>()) : -1);
+  }
+  return true;
 }
 
 }  // namespace hgeval::server

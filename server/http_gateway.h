@@ -11,8 +11,10 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
+#include "nlohmann/json.hpp"
 
 namespace hgeval::server {
 
@@ -28,6 +30,11 @@ struct HttpError {
   std::string body;
 };
 HttpError ToHttpError(const absl::Status& status);
+
+// Appends a JSON array of token ids to `ids`; false when an element is not an integer.
+// Integers outside int32 are outside every vocabulary: they become -1, which the RPCs
+// report with the position.
+bool AppendTokenIds(const nlohmann::ordered_json& array, std::vector<int32_t>* ids);
 
 // UNAUTHENTICATED for an Authorization header gRPC cannot carry as metadata (it aborts the
 // process on values outside printable ASCII), as the service answers a wrong token.

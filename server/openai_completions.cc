@@ -28,19 +28,6 @@ bool Unset(const Json& body, const char* key) {
 }
 
 absl::Status ParsePrompt(const Json& prompt, CompletionRequest* out) {
-  auto as_ids = [](const Json& array, std::vector<int32_t>* ids) {
-    for (const Json& id : array) {
-      if (!id.is_number_integer()) return false;
-      // nlohmann keeps non-negative integers unsigned. Ids outside int32 are outside every
-      // vocabulary: they become -1, which the RPC reports.
-      const bool fits =
-          id.is_number_unsigned()
-              ? id.get<uint64_t>() <= std::numeric_limits<int32_t>::max()
-              : id.get<int64_t>() >= 0 && id.get<int64_t>() <= std::numeric_limits<int32_t>::max();
-      ids->push_back(fits ? static_cast<int32_t>(id.get<int64_t>()) : -1);
-    }
-    return true;
-  };
   const char* kShape =
       "prompt must be a string, an array of strings, an array of token ids or an array of "
       "arrays of token ids";
@@ -60,13 +47,13 @@ absl::Status ParsePrompt(const Json& prompt, CompletionRequest* out) {
   out->prompts_are_ids = true;
   if (prompt[0].is_number()) {
     out->id_prompts.emplace_back();
-    if (!as_ids(prompt, &out->id_prompts.back())) return FieldError("prompt", kShape);
+    if (!AppendTokenIds(prompt, &out->id_prompts.back())) return FieldError("prompt", kShape);
     return absl::OkStatus();
   }
   for (const Json& p : prompt) {
     if (!p.is_array()) return FieldError("prompt", kShape);
     out->id_prompts.emplace_back();
-    if (!as_ids(p, &out->id_prompts.back())) return FieldError("prompt", kShape);
+    if (!AppendTokenIds(p, &out->id_prompts.back())) return FieldError("prompt", kShape);
   }
   return absl::OkStatus();
 }

@@ -26,25 +26,40 @@ std::string Authorization(const httplib::Request& request) {
   return request.get_header_value("Authorization");
 }
 
+// Sends `body` as JSON, or its error.
+void Reply(const absl::StatusOr<std::string>& body, httplib::Response& response) {
+  if (!body.ok()) return SendError(body.status(), response);
+  response.set_content(*body, kJson);
+}
+
 }  // namespace
 
-OpenAiHttpServer::OpenAiHttpServer(const CompletionsGateway* gateway, int64_t max_body_bytes)
-    : gateway_(gateway), http_(std::make_unique<httplib::Server>()) {
+OpenAiHttpServer::OpenAiHttpServer(const CompletionsGateway* completions,
+                                   const RemoteTokenizerGateway* tokenizer, int64_t max_body_bytes)
+    : completions_(completions), tokenizer_(tokenizer), http_(std::make_unique<httplib::Server>()) {
   http_->set_payload_max_length(static_cast<size_t>(max_body_bytes));
   // Idle keep-alive connections are dropped after this long; it also bounds how long a
   // shutdown waits for them.
   http_->set_keep_alive_timeout(2);
   http_->Get("/v1/models", [this](const httplib::Request& request, httplib::Response& response) {
-    absl::StatusOr<std::string> body = gateway_->ListModels(Authorization(request));
-    if (!body.ok()) return SendError(body.status(), response);
-    response.set_content(*std::move(body), kJson);
+    Reply(completions_->ListModels(Authorization(request)), response);
+  });
+  http_->Get(
+      "/tokenizer_info", [this](const httplib::Request& request, httplib::Response& response) {
+        Reply(tokenizer_->Info(request.get_param_value("model"), Authorization(request)), response);
+      });
+  http_->Post("/tokenize", [this](const httplib::Request& request, httplib::Response& response) {
+    Reply(tokenizer_->Tokenize(request.body, Authorization(request)), response);
+  });
+  http_->Post("/detokenize", [this](const httplib::Request& request, httplib::Response& response) {
+    Reply(tokenizer_->Detokenize(request.body, Authorization(request)), response);
   });
   http_->Post(
       "/v1/completions", [this](const httplib::Request& request, httplib::Response& response) {
         const absl::Time start = absl::Now();
         absl::StatusOr<CompletionRequest> parsed = ParseCompletionRequest(request.body);
         absl::StatusOr<std::string> body =
-            parsed.ok() ? gateway_->Complete(*parsed, Authorization(request)) : parsed.status();
+            parsed.ok() ? completions_->Complete(*parsed, Authorization(request)) : parsed.status();
         if (!body.ok()) {
           LogInfo("http_completions_failed",
                   {{"peer", request.remote_addr},
@@ -66,9 +81,10 @@ OpenAiHttpServer::OpenAiHttpServer(const CompletionsGateway* gateway, int64_t ma
     absl::Status status;
     switch (response.status) {
       case 404:
-        status = absl::NotFoundError(absl::StrCat("no route ", what,
-                                                  "; this server offers GET /v1/models and POST "
-                                                  "/v1/completions"));
+        status = absl::NotFoundError(absl::StrCat(
+            "no route ", what,
+            "; this server offers GET /v1/models, POST /v1/completions, GET /tokenizer_info, "
+            "POST /tokenize and POST /detokenize"));
         break;
       case 413:
         // cpp-httplib caps form-encoded bodies (curl -d's default type) at 8 KiB.

@@ -1,7 +1,8 @@
 // The HTTP listener of hgeval-server's OpenAI-compatible endpoint (--http_listen):
-// cpp-httplib serving GET /v1/models and POST /v1/completions through a
-// CompletionsGateway. Plain HTTP; every error is OpenAI-style JSON, and no request,
-// however malformed, stops the server.
+// cpp-httplib serving GET /v1/models and POST /v1/completions (a CompletionsGateway) and
+// vLLM's GET /tokenizer_info, POST /tokenize, POST /detokenize (a RemoteTokenizerGateway).
+// Plain HTTP; every error is OpenAI-style JSON, and no request, however malformed, stops
+// the server.
 #ifndef HGEVAL_SERVER_OPENAI_HTTP_SERVER_H_
 #define HGEVAL_SERVER_OPENAI_HTTP_SERVER_H_
 
@@ -12,6 +13,7 @@
 
 #include "absl/status/statusor.h"
 #include "server/openai_completions.h"
+#include "server/remote_tokenizer.h"
 
 namespace httplib {
 class Server;
@@ -21,8 +23,9 @@ namespace hgeval::server {
 
 class OpenAiHttpServer {
  public:
-  // `gateway` must outlive the server. Bodies over `max_body_bytes` get 413.
-  OpenAiHttpServer(const CompletionsGateway* gateway, int64_t max_body_bytes);
+  // The gateways must outlive the server. Bodies over `max_body_bytes` get 413.
+  OpenAiHttpServer(const CompletionsGateway* completions, const RemoteTokenizerGateway* tokenizer,
+                   int64_t max_body_bytes);
   ~OpenAiHttpServer();  // Stop()s
   OpenAiHttpServer(const OpenAiHttpServer&) = delete;
   OpenAiHttpServer& operator=(const OpenAiHttpServer&) = delete;
@@ -34,7 +37,8 @@ class OpenAiHttpServer {
   void Stop();
 
  private:
-  const CompletionsGateway* gateway_;
+  const CompletionsGateway* completions_;
+  const RemoteTokenizerGateway* tokenizer_;
   std::unique_ptr<httplib::Server> http_;
   std::thread thread_;
 };

@@ -40,7 +40,8 @@ ABSL_FLAG(std::string, port_file, "",
           "Write the bound port number to this file once listening (useful with port 0).");
 ABSL_FLAG(std::string, http_listen, "",
           "Also serve OpenAI's completions API over plain HTTP on this host:port (GET "
-          "/v1/models, POST /v1/completions, as lm-eval's local-completions model uses them). "
+          "/v1/models, POST /v1/completions, as lm-eval's local-completions model uses them; "
+          "vLLM's /tokenizer_info, /tokenize, /detokenize for lm-eval's remote tokenizer). "
           "Calls go through the gRPC service's own handlers: the same request rules, limits, "
           "result store, scheduler and bearer token (header 'Authorization: Bearer <token>'). "
           "Empty (default): off. Port 0 picks a free port (see --http_port_file).");
@@ -273,8 +274,9 @@ int Run() {
   http_channel_args.SetMaxSendMessageSize(-1);
   std::unique_ptr<hgeval::v1::ModelService::Stub> http_stub =
       hgeval::v1::ModelService::NewStub(server->InProcessChannel(http_channel_args));
-  CompletionsGateway gateway(http_stub.get());
-  OpenAiHttpServer http(&gateway, absl::GetFlag(FLAGS_max_message_bytes));
+  CompletionsGateway completions(http_stub.get());
+  RemoteTokenizerGateway tokenizer(http_stub.get());
+  OpenAiHttpServer http(&completions, &tokenizer, absl::GetFlag(FLAGS_max_message_bytes));
   if (!absl::GetFlag(FLAGS_http_listen).empty()) {
     absl::StatusOr<int> http_port = http.Start(absl::GetFlag(FLAGS_http_listen));
     if (!http_port.ok()) {

@@ -236,6 +236,69 @@ TEST_F(OpenAiHttpTest, LoglikelihoodPairsEqualTheGrpcPathBitForBit) {
   }
 }
 
+TEST_F(OpenAiHttpTest, RemoteTokenizerGivesLmEvalTheServersEncoding) {
+  // lm-eval's tokenizer_backend=remote (local-completions' `auto` picks it when
+  // check_remote_tokenizer_support passes): /tokenizer_info must name eos_token, /tokenize
+  // must answer {"prompt": "test", "add_special_tokens": false} with a token list.
+  HttpReply info = server_->Send("GET", "/tokenizer_info", "");
+  ASSERT_EQ(info.status, 200) << info.body;
+  EXPECT_EQ(info.body["model"], "hgrn2");
+  ASSERT_TRUE(info.body.contains("eos_token"));
+  EXPECT_EQ(info.body["max_model_len"], 96);
+  auto encode = [](const std::string& text) {
+    HttpReply r = server_->Send("POST", "/tokenize",
+                                Json{{"prompt", text}, {"add_special_tokens", false}}.dump());
+    EXPECT_EQ(r.status, 200) << r.body;
+    return r.body["tokens"].get<std::vector<int32_t>>();
+  };
+  EXPECT_FALSE(encode("test").empty());
+  // RemoteTokenizer.bos_token_id / eos_token_id: encode(token text)[0].
+  const int32_t bos = encode(info.body["bos_token"].get<std::string>())[0];
+  EXPECT_EQ(bos, tokenizer_->bos_id());
+  EXPECT_EQ(encode(info.body["eos_token"].get<std::string>())[0], tokenizer_->eos_id());
+  // TemplateLM._encode_pair over the remote encoding gives the tokens the server's own
+  // lm-eval rule gives (so the payloads, and the numbers, are the ones tested above).
+  const std::vector<std::pair<std::string, std::string>> pairs = {
+      {"Once upon a time", " there was a little girl"},
+      {"The cat sat on the ", "mat"},
+      {"", "Lily liked to play outside."}};
+  for (auto [context, continuation] : pairs) {
+    SCOPED_TRACE(context + "|" + continuation);
+    absl::StatusOr<tasks::TokenPair> want = tasks::EncodeLmEvalPair(
+        *tokenizer_, context, continuation, /*add_bos=*/false, server::PrefixToken(*tokenizer_));
+    ASSERT_TRUE(want.ok());
+    std::vector<int32_t> context_enc, continuation_enc;
+    if (context.empty()) {
+      context_enc = {bos};  // prefix_token_id: bos_token_id or eos_token_id
+      continuation_enc = encode(continuation);
+    } else {
+      const size_t kept = context.find_last_not_of(" \t\n\r\f\v") + 1;
+      continuation = context.substr(kept) + continuation;
+      context.resize(kept);
+      const std::vector<int32_t> whole = encode(context + continuation);
+      context_enc = encode(context);
+      continuation_enc.assign(whole.begin() + static_cast<std::ptrdiff_t>(context_enc.size()),
+                              whole.end());
+    }
+    EXPECT_EQ(context_enc, want->context);
+    EXPECT_EQ(continuation_enc, want->continuation);
+  }
+  HttpReply decoded =
+      server_->Send("POST", "/detokenize", Json{{"tokens", encode("Once upon a time")}}.dump());
+  ASSERT_EQ(decoded.status, 200) << decoded.body;
+  EXPECT_EQ(decoded.body["prompt"], "Once upon a time");
+  // Errors as elsewhere.
+  HttpReply unknown = server_->Send("GET", "/tokenizer_info?model=nope", "");
+  EXPECT_EQ(unknown.status, 404);
+  EXPECT_EQ(unknown.body["error"]["code"], "model_not_found");
+  HttpReply bad = server_->Send("POST", "/tokenize", R"({"prompt": 5})");
+  EXPECT_EQ(bad.status, 400);
+  EXPECT_EQ(bad.body["error"]["param"], "prompt");
+  bad = server_->Send("POST", "/detokenize", R"({"tokens": [1, 100000]})");
+  EXPECT_EQ(bad.status, 400);
+  EXPECT_THAT(bad.body["error"]["message"].get<std::string>(), HasSubstr("outside the vocabulary"));
+}
+
 TEST_F(OpenAiHttpTest, RollingWindowsEqualTheGrpcPathBitForBit) {
   const std::string text =
       "Once upon a time, there was a little girl named Lily. She loved to play outside in "
@@ -474,6 +537,13 @@ TEST(OpenAiHttpAuthTest, TheBearerTokenGuardsTheHttpRoute) {
     EXPECT_EQ(reply.body["error"]["code"], "invalid_api_key");
     EXPECT_EQ(server->Send("GET", "/v1/models", "", header).status, 401);
   }
+  for (const std::string& path : {"/tokenize", "/detokenize"}) {
+    EXPECT_EQ(server->Send("POST", path, R"({"prompt": "a", "tokens": [1]})").status, 401);
+    EXPECT_EQ(
+        server->Send("POST", path, R"({"prompt": "a", "tokens": [1]})", "Bearer s3cret").status,
+        200);
+  }
+  EXPECT_EQ(server->Send("GET", "/tokenizer_info", "").status, 401);
   HttpReply ok = server->Complete(payload, "Bearer s3cret");
   EXPECT_EQ(ok.status, 200) << ok.body;
   EXPECT_EQ(server->Send("GET", "/v1/models", "", "Bearer s3cret").status, 200);
