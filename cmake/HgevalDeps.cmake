@@ -14,6 +14,8 @@ if(NOT HGEVAL_ENGINE_ONLY)
   find_package(gRPC CONFIG REQUIRED)
   pkg_check_modules(SQLITE3 REQUIRED IMPORTED_TARGET sqlite3)
   pkg_check_modules(CAIRO REQUIRED IMPORTED_TARGET cairo)
+  # hgeval-server's OpenAI-compatible HTTP endpoint (Debian libcpp-httplib-dev).
+  pkg_check_modules(CPP_HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
 endif()
 
 set(HGEVAL_HAVE_CUDA OFF)

@@ -8,9 +8,9 @@ PACKAGES=(
   libabsl-dev libre2-dev libsentencepiece-dev nlohmann-json3-dev libopenblas-dev zlib1g-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc grpc-proto
-  libsqlite3-dev libcairo2-dev libssl-dev
+  libsqlite3-dev libcairo2-dev libssl-dev libcpp-httplib-dev
   clang libclang-rt-14-dev
-  python3-numpy
+  python3-numpy python3-grpcio python3-protobuf
 )
 missing=()
 for p in "${PACKAGES[@]}"; do

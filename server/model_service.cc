@@ -138,6 +138,39 @@ grpc::Status ModelServiceImpl::Tokenize(grpc::ServerContext* context,
   return grpc::Status::OK;
 }
 
+grpc::Status ModelServiceImpl::Detokenize(grpc::ServerContext* context,
+                                          const v1::DetokenizeRequest* request,
+                                          v1::DetokenizeResponse* response) {
+  InflightCall call(&inflight_);
+  if (grpc::Status s = Admit(context); !s.ok()) return s;
+  if (request->ids_size() > limits_.max_request_tokens) {
+    return TooManyTokens(request->ids_size(), limits_.max_request_tokens);
+  }
+  absl::StatusOr<LoadedModel*> model = FindModel(request->model());
+  if (!model.ok()) return ToGrpcStatus(model.status());
+  const Tokenizer& tokenizer = *(*model)->tokenizer;
+  if (absl::Status s = ValidateIds(request->ids(), (*model)->info.vocab_size, "ids"); !s.ok()) {
+    return ToGrpcStatus(s);
+  }
+  StreamingDecoder decoder(&tokenizer);
+  std::string text;
+  for (int32_t id : request->ids()) {
+    absl::StatusOr<std::string> piece = decoder.Push(id);
+    if (!piece.ok()) return ToGrpcStatus(piece.status());
+    response->add_token_texts(*piece);
+    response->add_pieces(tokenizer.IdToPiece(id));
+    text += *piece;
+  }
+  absl::StatusOr<std::string> rest = decoder.Finish();
+  if (!rest.ok()) return ToGrpcStatus(rest.status());
+  if (!rest->empty() && response->token_texts_size() > 0) {
+    *response->mutable_token_texts(response->token_texts_size() - 1) += *rest;
+    text += *rest;
+  }
+  response->set_text(std::move(text));
+  return grpc::Status::OK;
+}
+
 grpc::Status ModelServiceImpl::Loglikelihood(grpc::ServerContext* context,
                                              const v1::LoglikelihoodRequest* request,
                                              v1::LoglikelihoodResponse* response) {

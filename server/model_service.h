@@ -35,6 +35,9 @@ class ModelServiceImpl final : public hgeval::v1::ModelService::Service {
                           hgeval::v1::ListModelsResponse* response) override;
   grpc::Status Tokenize(grpc::ServerContext* context, const hgeval::v1::TokenizeRequest* request,
                         hgeval::v1::TokenizeResponse* response) override;
+  grpc::Status Detokenize(grpc::ServerContext* context,
+                          const hgeval::v1::DetokenizeRequest* request,
+                          hgeval::v1::DetokenizeResponse* response) override;
   grpc::Status Loglikelihood(grpc::ServerContext* context,
                              const hgeval::v1::LoglikelihoodRequest* request,
                              hgeval::v1::LoglikelihoodResponse* response) override;
