@@ -154,6 +154,18 @@ absl::StatusOr<LraClassifierConfig> ParseLraClassifierConfig(const json& config)
   return c;
 }
 
+int32_t PredictedClass(absl::Span<const float> logits) {
+  int32_t best = logits.empty() ? -1 : 0;
+  for (size_t k = 1; k < logits.size(); ++k) {
+    if (logits[k] > logits[best]) best = static_cast<int32_t>(k);
+  }
+  return best;
+}
+
+std::string LraFamilyName(const LraClassifierConfig& config) {
+  return config.mixer == LraMixer::kHgrn2 ? "lra_hgrn2" : "lra_hgrn1";
+}
+
 float LraSinusoid(int64_t position, int64_t channel, int64_t hidden_size) {
   const int64_t pair = channel / 2 * 2;
   const double frequency = std::exp(static_cast<double>(pair) * (-std::log(10000.0) / hidden_size));

@@ -94,6 +94,12 @@ absl::StatusOr<std::unique_ptr<LraClassifier>> BuildLraClassifier(const Checkpoi
 absl::StatusOr<std::unique_ptr<LraClassifier>> LoadLraClassifier(const std::string& dir,
                                                                  const LoadOptions& options);
 
+// The predicted class: the argmax of the logits, the lowest class on ties; -1 when empty.
+int32_t PredictedClass(absl::Span<const float> logits);
+
+// "lra_hgrn2" or "lra_hgrn1": the family name reported for these checkpoints.
+std::string LraFamilyName(const LraClassifierConfig& config);
+
 // The sinusoidal position table entry (OL's PositionalEncoder: sin at even channels, cos
 // at odd, frequency 10000^(-2i/d)), computed in double and rounded to float.
 float LraSinusoid(int64_t position, int64_t channel, int64_t hidden_size);

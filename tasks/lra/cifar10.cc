@@ -1,9 +1,7 @@
 #include "tasks/lra/cifar10.h"
 
-#include <algorithm>
-#include <cmath>
-
 #include "absl/strings/str_cat.h"
+#include "engine/model/lra_input.h"
 #include "tasks/data_files.h"
 
 namespace hgeval::tasks::lra {
@@ -43,11 +41,7 @@ Image CifarToGrayscale(const Image& rgb) {
   const int pixels = rgb.height * rgb.width;
   gray.pixels.resize(pixels);
   for (int p = 0; p < pixels; ++p) {
-    const float r = rgb.pixels[3 * p] / 255.0f;
-    const float g = rgb.pixels[3 * p + 1] / 255.0f;
-    const float b = rgb.pixels[3 * p + 2] / 255.0f;
-    const float y = 0.2989f * r + 0.5870f * g + 0.1140f * b;
-    gray.pixels[p] = static_cast<uint8_t>(std::clamp(std::trunc(y * 255.5f), 0.0f, 255.0f));
+    gray.pixels[p] = LraGrayscale(rgb.pixels[3 * p], rgb.pixels[3 * p + 1], rgb.pixels[3 * p + 2]);
   }
   return gray;
 }

@@ -21,8 +21,7 @@ absl::StatusOr<std::vector<Image>> ParseCifar10Batch(const std::string& bytes,
                                                      const std::string& name);
 absl::StatusOr<std::vector<Image>> ReadCifar10Batch(const std::string& path);
 
-// tf.image.rgb_to_grayscale on uint8 input as LRA applies it: weights (0.2989, 0.5870,
-// 0.1140) on [0, 1] values, converted back by convert_image_dtype (x * 255.5, truncated).
+// LRA's grayscale CIFAR-10 (engine/model/lra_input.h, LraGrayscale) of every pixel.
 Image CifarToGrayscale(const Image& rgb);
 
 }  // namespace hgeval::tasks::lra

@@ -37,16 +37,17 @@ with open(f"{base}/cifar10/test_batch.bin", "wb") as f:
         plane = lambda v: bytes((v + p) % 256 for p in range(1024))
         f.write(bytes([label]) + plane(r) + plane(g) + plane(b))
 
-pf = f"{base}/pathfinder32/curv_contour_length_14"
-os.makedirs(f"{pf}/metadata", exist_ok=True)
-os.makedirs(f"{pf}/imgs/0", exist_ok=True)
-entries = []
-for i in range(10):
-    rows = [[(17 * i + 3 * y + x) % 256 for x in range(32)] for y in range(32)]
-    png_gray(f"{pf}/imgs/0/sample_{i}.png", rows)
-    entries.append(f"imgs/0 sample_{i}.png 0 {i % 2} 32 1.5 14 1 6\n")
-# Two metadata files; 10.npy sorts after 2.npy by its integer stem, not as text.
-with open(f"{pf}/metadata/2.npy", "w") as f:
-    f.writelines(entries[:5])
-with open(f"{pf}/metadata/10.npy", "w") as f:
-    f.writelines(entries[5:])
+for side in (32, 128):  # Pathfinder and Path-X
+    pf = f"{base}/pathfinder{side}/curv_contour_length_14"
+    os.makedirs(f"{pf}/metadata", exist_ok=True)
+    os.makedirs(f"{pf}/imgs/0", exist_ok=True)
+    entries = []
+    for i in range(10):
+        rows = [[(17 * i + 3 * y + x) % 256 for x in range(side)] for y in range(side)]
+        png_gray(f"{pf}/imgs/0/sample_{i}.png", rows)
+        entries.append(f"imgs/0 sample_{i}.png 0 {i % 2} {side} 1.5 14 1 6\n")
+    # Two metadata files; 10.npy sorts after 2.npy by its integer stem, not as text.
+    with open(f"{pf}/metadata/2.npy", "w") as f:
+        f.writelines(entries[:5])
+    with open(f"{pf}/metadata/10.npy", "w") as f:
+        f.writelines(entries[5:])
