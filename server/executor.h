@@ -41,6 +41,13 @@ class Executor {
   absl::StatusOr<ScoreOutcome> ScorePairs(LoadedModel& model, const std::vector<TokenPair>& pairs,
                                           int top_k, bool use_store, const CallControl& control);
 
+  // LRA classification (kind "classify" in the store, keyed by the converted inputs):
+  // stored results are answered, the rest go to the model's classify scheduler and are
+  // stored. `cached`, when given, receives how many came from the store.
+  absl::StatusOr<std::vector<hgeval::v1::ClassifyResult>> Classify(
+      LoadedModel& model, const std::vector<LraInput>& inputs, bool use_store,
+      const CallControl& control, int64_t* cached = nullptr);
+
   ResultStore* store() const { return store_; }
 
  private:
