@@ -110,9 +110,10 @@ absl::StatusOr<v1::ClassifyResponse> Client::Classify(const v1::ClassifyRequest&
 absl::StatusOr<v1::LoglikelihoodResponse> Client::Loglikelihood(
     const v1::LoglikelihoodRequest& request) {
   const int64_t n = request.pairs_size();
-  int64_t shard = options_.shard_pairs > 0 ? options_.shard_pairs
-                                           : (n + static_cast<int64_t>(servers_.size()) - 1) /
-                                                 static_cast<int64_t>(servers_.size());
+  int64_t shard = options_.shard_pairs > 0
+                      ? options_.shard_pairs
+                      : (n + static_cast<int64_t>(servers_.size()) - 1) /
+                            static_cast<int64_t>(servers_.size());
   shard = std::max<int64_t>(shard, 1);
   if (n <= shard) {
     grpc::ClientContext context;
@@ -131,16 +132,15 @@ absl::StatusOr<v1::LoglikelihoodResponse> Client::Loglikelihood(
       *part.add_pairs() = request.pairs(static_cast<int>(i));
     }
     const size_t server = static_cast<size_t>(s) % servers_.size();
-    futures.push_back(std::async(
-        std::launch::async,
-        [this, part = std::move(part), server]() -> absl::StatusOr<v1::LoglikelihoodResponse> {
-          grpc::ClientContext context;
-          Prepare(context);
-          v1::LoglikelihoodResponse response;
-          grpc::Status status = servers_[server].models->Loglikelihood(&context, part, &response);
-          if (!status.ok()) return FromGrpc(status);
-          return response;
-        }));
+    futures.push_back(std::async(std::launch::async, [this, part = std::move(part), server]()
+                                     -> absl::StatusOr<v1::LoglikelihoodResponse> {
+      grpc::ClientContext context;
+      Prepare(context);
+      v1::LoglikelihoodResponse response;
+      grpc::Status status = servers_[server].models->Loglikelihood(&context, part, &response);
+      if (!status.ok()) return FromGrpc(status);
+      return response;
+    }));
   }
   v1::LoglikelihoodResponse merged;
   absl::Status first_error;
@@ -169,16 +169,15 @@ absl::StatusOr<v1::LoglikelihoodRollingResponse> Client::LoglikelihoodRolling(
       *part.add_inputs() = request.inputs(i);
     }
     if (part.inputs_size() == 0 && n > 0) continue;
-    futures.push_back(std::async(
-        std::launch::async,
-        [this, part = std::move(part), s]() -> absl::StatusOr<v1::LoglikelihoodRollingResponse> {
-          grpc::ClientContext context;
-          Prepare(context);
-          v1::LoglikelihoodRollingResponse response;
-          grpc::Status status = servers_[s].models->LoglikelihoodRolling(&context, part, &response);
-          if (!status.ok()) return FromGrpc(status);
-          return response;
-        }));
+    futures.push_back(std::async(std::launch::async, [this, part = std::move(part), s]()
+                                     -> absl::StatusOr<v1::LoglikelihoodRollingResponse> {
+      grpc::ClientContext context;
+      Prepare(context);
+      v1::LoglikelihoodRollingResponse response;
+      grpc::Status status = servers_[s].models->LoglikelihoodRolling(&context, part, &response);
+      if (!status.ok()) return FromGrpc(status);
+      return response;
+    }));
   }
   v1::LoglikelihoodRollingResponse merged;
   for (auto& f : futures) {

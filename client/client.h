@@ -4,14 +4,14 @@
 #ifndef HGEVAL_CLIENT_CLIENT_H_
 #define HGEVAL_CLIENT_CLIENT_H_
 
-#include <grpcpp/grpcpp.h>
-
 #include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
 #include <vector>
+
+#include <grpcpp/grpcpp.h>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -58,8 +58,8 @@ class Client {
       const hgeval::v1::LoglikelihoodRequest& request);
   absl::StatusOr<hgeval::v1::LoglikelihoodRollingResponse> LoglikelihoodRolling(
       const hgeval::v1::LoglikelihoodRollingRequest& request);
-  // Streams the generation (servers taken in turn); `on_chunk` sees every message. Returns the
-  // concatenated result (text and token ids of all messages, finish fields of the last). `context`
+  // Streams the generation (servers taken in turn); `on_chunk` sees every message. Returns the concatenated
+  // result (text and token ids of all messages, finish fields of the last). `context`
   // may be given to cancel from another thread.
   absl::StatusOr<hgeval::v1::GenerateResponse> Generate(
       const hgeval::v1::GenerateRequest& request,

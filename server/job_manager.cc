@@ -91,9 +91,9 @@ absl::StatusOr<std::string> JobManager::Submit(const v1::SubmitJobRequest& reque
     return absl::InvalidArgumentError("options.max_length must be >= 0");
   }
   if (!v1::BosMode_IsValid(request.options().bos_mode())) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("options.bos_mode ", request.options().bos_mode(),
-                     " is not a BosMode (0: unset = tokenizer, 1: tokenizer, 2: none)"));
+    return absl::InvalidArgumentError(absl::StrCat("options.bos_mode ",
+                                                   request.options().bos_mode(),
+                                                   " is not a BosMode (0: unset = tokenizer, 1: tokenizer, 2: none)"));
   }
   {
     std::vector<std::string> seen;
@@ -107,9 +107,9 @@ absl::StatusOr<std::string> JobManager::Submit(const v1::SubmitJobRequest& reque
   // Few-shot prompting is not implemented: refuse rather than run zero-shot under a
   // few-shot label.
   if (request.options().num_fewshot() != 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("options.num_fewshot ", request.options().num_fewshot(),
-                     " is not supported: hgeval evaluates zero-shot only (num_fewshot 0)"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "options.num_fewshot ", request.options().num_fewshot(),
+        " is not supported: hgeval evaluates zero-shot only (num_fewshot 0)"));
   }
   std::vector<std::string> tasks(request.tasks().begin(), request.tasks().end());
   if (!niah) {
@@ -177,11 +177,10 @@ absl::StatusOr<v1::Job> JobManager::Cancel(const std::string& id) {
   absl::StatusOr<v1::Job> job = Get(id);
   if (!job.ok()) return job.status();
   if (IsFinalJobState(job->state())) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("job '", id, "' already finished (", v1::JobState_Name(job->state()), ")"));
+    return absl::FailedPreconditionError(absl::StrCat(
+        "job '", id, "' already finished (", v1::JobState_Name(job->state()), ")"));
   }
-  Update(
-      id, [](v1::Job& j) { j.set_state(v1::JOB_STATE_CANCELLED); }, true);
+  Update(id, [](v1::Job& j) { j.set_state(v1::JOB_STATE_CANCELLED); }, true);
   LogInfo("job_cancelled", {{"job", id}});
   return Get(id);
 }
@@ -257,8 +256,9 @@ void JobManager::Worker() {
     std::string id;
     {
       absl::MutexLock lock(&mu_);
-      auto ready = [this]()
-                       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_ || !queue_.empty(); };
+      auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return stopping_ || !queue_.empty();
+      };
       mu_.Await(absl::Condition(&ready));
       if (stopping_) return;
       id = queue_.front();
@@ -282,16 +282,13 @@ void JobManager::RunOne(const std::string& id) {
     ++versions_[id];
     return;
   }
-  Update(
-      id,
-      [](v1::Job& j) {
-        j.set_state(v1::JOB_STATE_RUNNING);
-        j.clear_results();
-        j.set_requests_done(0);
-        j.set_requests_cached(0);
-        j.set_requests_total(0);
-      },
-      true);
+  Update(id, [](v1::Job& j) {
+    j.set_state(v1::JOB_STATE_RUNNING);
+    j.clear_results();
+    j.set_requests_done(0);
+    j.set_requests_cached(0);
+    j.set_requests_total(0);
+  }, true);
   LogInfo("job_started", {{"job", id}, {"model", job.model()}});
   const absl::Time start = absl::Now();
   absl::StatusOr<std::string> results;
@@ -305,19 +302,15 @@ void JobManager::RunOne(const std::string& id) {
     context.executor = executor_;
     context.data_dir = options_.data_dir;
     context.progress = [&](const JobProgress& p) {
-      Update(
-          id,
-          [&](v1::Job& j) {
-            j.set_current_task(p.current_task);
-            j.set_requests_total(p.requests_total);
-            j.set_requests_done(p.requests_done);
-            j.set_requests_cached(p.requests_cached);
-          },
-          false);
+      Update(id, [&](v1::Job& j) {
+        j.set_current_task(p.current_task);
+        j.set_requests_total(p.requests_total);
+        j.set_requests_done(p.requests_done);
+        j.set_requests_cached(p.requests_cached);
+      }, false);
     };
     context.task_done = [&](const v1::TaskResult& r) {
-      Update(
-          id, [&](v1::Job& j) { *j.add_results() = r; }, true);
+      Update(id, [&](v1::Job& j) { *j.add_results() = r; }, true);
     };
     context.cancelled = [&] {
       absl::MutexLock lock(&mu_);
@@ -346,20 +339,17 @@ void JobManager::RunOne(const std::string& id) {
     LogInfo("job_interrupted", {{"job", id}});
     return;
   }
-  Update(
-      id,
-      [&](v1::Job& j) {
-        if (results.ok()) {
-          j.set_state(v1::JOB_STATE_SUCCEEDED);
-          j.set_results_json(*results);
-          j.set_results_csv(results_csv);
-          j.set_current_task("");
-        } else if (j.state() != v1::JOB_STATE_CANCELLED) {
-          j.set_state(v1::JOB_STATE_FAILED);
-          j.set_error(std::string(results.status().message()));
-        }
-      },
-      true);
+  Update(id, [&](v1::Job& j) {
+    if (results.ok()) {
+      j.set_state(v1::JOB_STATE_SUCCEEDED);
+      j.set_results_json(*results);
+      j.set_results_csv(results_csv);
+      j.set_current_task("");
+    } else if (j.state() != v1::JOB_STATE_CANCELLED) {
+      j.set_state(v1::JOB_STATE_FAILED);
+      j.set_error(std::string(results.status().message()));
+    }
+  }, true);
   v1::Job final_job;
   {
     absl::MutexLock lock(&mu_);

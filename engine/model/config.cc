@@ -23,8 +23,7 @@ absl::Status Get(const json& config, const char* key, T* out) {
     }
   } else if constexpr (std::is_integral_v<T>) {
     if (!it->is_number_integer()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("config.json: '", key, "' must be an integer"));
+      return absl::InvalidArgumentError(absl::StrCat("config.json: '", key, "' must be an integer"));
     }
   } else if constexpr (std::is_floating_point_v<T>) {
     if (!it->is_number()) {
@@ -54,20 +53,13 @@ absl::StatusOr<ModelFamily> FamilyOf(const json& config, std::string* model_type
     auto arch = config.find("architectures");
     if (arch != config.end() && arch->is_array() && !arch->empty() && (*arch)[0].is_string()) {
       const std::string name = (*arch)[0].get<std::string>();
-      if (name.rfind("HGRN2", 0) == 0)
-        type = "hgrn2";
-      else if (name.rfind("HGRN", 0) == 0)
-        type = "hgrn";
-      else if (name.rfind("GLA", 0) == 0)
-        type = "gla";
-      else if (name.rfind("Llama", 0) == 0)
-        type = "llama";
-      else if (name.rfind("Transformer", 0) == 0)
-        type = "transformer";
-      else if (name.rfind("Mamba", 0) == 0)
-        type = "mamba";
-      else if (name.rfind("Transnormer", 0) == 0)
-        type = "transnormer";
+      if (name.rfind("HGRN2", 0) == 0) type = "hgrn2";
+      else if (name.rfind("HGRN", 0) == 0) type = "hgrn";
+      else if (name.rfind("GLA", 0) == 0) type = "gla";
+      else if (name.rfind("Llama", 0) == 0) type = "llama";
+      else if (name.rfind("Transformer", 0) == 0) type = "transformer";
+      else if (name.rfind("Mamba", 0) == 0) type = "mamba";
+      else if (name.rfind("Transnormer", 0) == 0) type = "transnormer";
     }
   }
   *model_type = type;
@@ -82,9 +74,9 @@ absl::StatusOr<ModelFamily> FamilyOf(const json& config, std::string* model_type
         "config.json: model_type 'lra_classifier' is a Long Range Arena classifier, not a "
         "language model; it is loaded by LoadLraClassifier and evaluated by the lra_* tasks");
   }
-  return absl::InvalidArgumentError(
-      absl::StrCat("config.json: unsupported model_type '", type,
-                   "' (supported: hgrn2, hgrn, gla, llama, transformer, mamba, transnormer)"));
+  return absl::InvalidArgumentError(absl::StrCat(
+      "config.json: unsupported model_type '", type,
+      "' (supported: hgrn2, hgrn, gla, llama, transformer, mamba, transnormer)"));
 }
 
 // fla configs: norm_eps, or rms_norm_eps before fla 6d0aa569.
@@ -123,18 +115,12 @@ absl::Status ReadFlaCommon(const json& config, ModelConfig* c) {
 
 std::string_view ModelFamilyName(ModelFamily family) {
   switch (family) {
-    case ModelFamily::kHgrn2:
-      return "hgrn2";
-    case ModelFamily::kHgrn:
-      return "hgrn";
-    case ModelFamily::kGla:
-      return "gla";
-    case ModelFamily::kLlama:
-      return "llama";
-    case ModelFamily::kMamba:
-      return "mamba";
-    case ModelFamily::kTnl:
-      return "tnl";
+    case ModelFamily::kHgrn2: return "hgrn2";
+    case ModelFamily::kHgrn: return "hgrn";
+    case ModelFamily::kGla: return "gla";
+    case ModelFamily::kLlama: return "llama";
+    case ModelFamily::kMamba: return "mamba";
+    case ModelFamily::kTnl: return "tnl";
   }
   return "unknown";
 }
@@ -185,9 +171,9 @@ absl::StatusOr<ModelConfig> ParseModelConfig(const json& config) {
         c.num_heads = c.hidden_size / 128;
       }
       if (c.num_heads <= 0 || c.num_heads * c.expand_ratio != c.hidden_size) {
-        return absl::InvalidArgumentError(absl::StrCat("config.json: hidden_size ", c.hidden_size,
-                                                       " is not divisible by expand_ratio ",
-                                                       c.expand_ratio));
+        return absl::InvalidArgumentError(absl::StrCat(
+            "config.json: hidden_size ", c.hidden_size, " is not divisible by expand_ratio ",
+            c.expand_ratio));
       }
       HG_RETURN_IF_ERROR(Get(config, "use_lower_bound", &c.use_lower_bound));
       break;
@@ -199,7 +185,8 @@ absl::StatusOr<ModelConfig> ParseModelConfig(const json& config) {
       HG_RETURN_IF_ERROR(RequirePositive("expand_ratio", c.expand_ratio));
       HG_RETURN_IF_ERROR(Get(config, "use_lower_bound", &c.use_lower_bound));
       if (c.use_lower_bound && c.expand_ratio != 1) {
-        return absl::InvalidArgumentError("config.json: HGRN lower bounds need expand_ratio 1");
+        return absl::InvalidArgumentError(
+            "config.json: HGRN lower bounds need expand_ratio 1");
       }
       break;
     }
@@ -283,8 +270,7 @@ absl::StatusOr<ModelConfig> ParseModelConfig(const json& config) {
         auto rope = config.find(key);
         if (rope == config.end() || rope->is_null()) continue;
         if (!rope->is_object()) {
-          return absl::InvalidArgumentError(
-              absl::StrCat("config.json: '", key, "' must be an object"));
+          return absl::InvalidArgumentError(absl::StrCat("config.json: '", key, "' must be an object"));
         }
         HG_RETURN_IF_ERROR(Get(*rope, "rope_theta", &c.rope_theta));
         std::string type = "default";
@@ -352,9 +338,9 @@ absl::StatusOr<ModelConfig> ParseModelConfig(const json& config) {
       int64_t hidden_dim = c.hidden_size;
       HG_RETURN_IF_ERROR(Get(config, "hidden_dim", &hidden_dim));
       if (hidden_dim != c.hidden_size) {
-        return absl::UnimplementedError(
-            absl::StrCat("config.json: hidden_dim ", hidden_dim, " != decoder_embed_dim ",
-                         c.hidden_size, " is not supported (every released TNL has them equal)"));
+        return absl::UnimplementedError(absl::StrCat(
+            "config.json: hidden_dim ", hidden_dim, " != decoder_embed_dim ", c.hidden_size,
+            " is not supported (every released TNL has them equal)"));
       }
       std::string norm = "simplermsnorm", act = "silu";
       HG_RETURN_IF_ERROR(Get(config, "norm_type", &norm));
@@ -384,17 +370,17 @@ absl::StatusOr<ModelConfig> ParseModelConfig(const json& config) {
           c.tnl_lrpe.push_back(v.get<int64_t>() != 0);
         }
         if (!c.tnl_lrpe.empty() && static_cast<int64_t>(c.tnl_lrpe.size()) != c.num_layers) {
-          return absl::InvalidArgumentError(absl::StrCat("config.json: 'linear_use_lrpe_list' has ",
-                                                         c.tnl_lrpe.size(), " entries for ",
-                                                         c.num_layers, " layers"));
+          return absl::InvalidArgumentError(absl::StrCat(
+              "config.json: 'linear_use_lrpe_list' has ", c.tnl_lrpe.size(), " entries for ",
+              c.num_layers, " layers"));
         }
       }
       break;
     }
   }
   HG_RETURN_IF_ERROR(Get(config, "tie_word_embeddings", &c.tie_word_embeddings));
-  for (auto [key, out] :
-       {std::pair{"bos_token_id", &c.bos_token_id}, std::pair{"eos_token_id", &c.eos_token_id}}) {
+  for (auto [key, out] : {std::pair{"bos_token_id", &c.bos_token_id},
+                          std::pair{"eos_token_id", &c.eos_token_id}}) {
     auto it = config.find(key);
     if (it != config.end() && it->is_array() && !it->empty() && (*it)[0].is_number_integer()) {
       *out = (*it)[0].get<int32_t>();  // HF allows a list of ids; the first is canonical
