@@ -65,11 +65,7 @@ absl::StatusOr<ScoreOutcome> Executor::ScorePairs(LoadedModel& model,
       r.top_k = top_k;
       work->requests.push_back(std::move(r));
     }
-    if (absl::Status s = model.scheduler->Submit(work); !s.ok()) return s;
-    if (absl::Status s = WaitDone(work->mu, work->done, control); !s.ok()) {
-      work->cancelled = true;
-      return s;
-    }
+    if (absl::Status s = SubmitAndWait(*model.scheduler, work, control); !s.ok()) return s;
     absl::MutexLock lock(&work->mu);
     if (!work->status.ok()) return work->status;
     std::vector<std::pair<StoreKey, std::string>> to_store;
@@ -162,11 +158,7 @@ absl::StatusOr<std::vector<hgeval::v1::ClassifyResult>> Executor::Classify(
   auto work = std::make_shared<ClassifyWork>();
   work->deadline = control.deadline;
   for (size_t i : missing) work->inputs.push_back(inputs[i]);
-  if (absl::Status s = model.classify_scheduler->Submit(work); !s.ok()) return s;
-  if (absl::Status s = WaitDone(work->mu, work->done, control); !s.ok()) {
-    work->cancelled = true;
-    return s;
-  }
+  if (absl::Status s = SubmitAndWait(*model.classify_scheduler, work, control); !s.ok()) return s;
   absl::MutexLock lock(&work->mu);
   if (!work->status.ok()) return work->status;
   std::vector<std::pair<StoreKey, std::string>> to_store;

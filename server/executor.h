@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -58,6 +59,20 @@ class Executor {
 // Returns CANCELLED / DEADLINE_EXCEEDED / UNAVAILABLE (server stopping) when cut short
 // (done stays false).
 absl::Status WaitDone(absl::Mutex& mu, const bool& done, const CallControl& control);
+
+// Submits `work` to `scheduler` and waits until it is done (WaitDone), marking it
+// cancelled when the wait is cut short. OK means done: the work's own status says how it
+// went.
+template <typename Scheduler, typename Work>
+absl::Status SubmitAndWait(Scheduler& scheduler, const std::shared_ptr<Work>& work,
+                           const CallControl& control) {
+  if (absl::Status s = scheduler.Submit(work); !s.ok()) return s;
+  if (absl::Status s = WaitDone(work->mu, work->done, control); !s.ok()) {
+    work->cancelled = true;
+    return s;
+  }
+  return absl::OkStatus();
+}
 
 }  // namespace hgeval::server
 

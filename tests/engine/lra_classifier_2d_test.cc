@@ -10,6 +10,7 @@
 
 #include "engine/model/lra_classifier.h"
 #include "gtest/gtest.h"
+#include "tests/tasks/lra_test_checkpoint.h"
 
 namespace hgeval {
 namespace {
@@ -17,15 +18,6 @@ namespace {
 constexpr int kH = 3, kW = 4, kC = 2, kD = 4, kE = 2, kLayers = 2, kClasses = 3, kGlu = 8;
 
 using Tensors = std::map<std::string, HostTensor>;
-
-HostTensor Random(std::vector<int64_t> shape, std::mt19937& rng, float scale, float offset = 0) {
-  std::uniform_real_distribution<float> u(-scale, scale);
-  HostTensor t{shape, {}};
-  int64_t n = 1;
-  for (int64_t s : shape) n *= s;
-  for (int64_t i = 0; i < n; ++i) t.data.push_back(offset + u(rng));
-  return t;
-}
 
 using Mat = std::vector<std::vector<double>>;  // [T][width]
 
@@ -178,34 +170,34 @@ TEST(LraClassifier2dTest, FourDirectionScanEqualsDirectSum) {
   std::mt19937 rng(7);
   Tensors w;
   auto norm = [&](const std::string& p) {
-    w[p + ".weight"] = Random({kD}, rng, 0.3f, 1.0f);
-    w[p + ".bias"] = Random({kD}, rng, 0.3f);
-    w[p + ".running_mean"] = Random({kD}, rng, 0.5f);
-    w[p + ".running_var"] = Random({kD}, rng, 0.4f, 1.0f);
+    w[p + ".weight"] = testing::RandomHostTensor({kD}, rng, 0.3f, 1.0f);
+    w[p + ".bias"] = testing::RandomHostTensor({kD}, rng, 0.3f);
+    w[p + ".running_mean"] = testing::RandomHostTensor({kD}, rng, 0.5f);
+    w[p + ".running_var"] = testing::RandomHostTensor({kD}, rng, 0.4f, 1.0f);
   };
-  w["encoder.weight"] = Random({kD, kC}, rng, 0.8f);
-  w["encoder.bias"] = Random({kD}, rng, 0.2f);
-  w["lower_bounds"] = Random({kLayers, kD}, rng, 1.0f);
+  w["encoder.weight"] = testing::RandomHostTensor({kD, kC}, rng, 0.8f);
+  w["encoder.bias"] = testing::RandomHostTensor({kD}, rng, 0.2f);
+  w["lower_bounds"] = testing::RandomHostTensor({kLayers, kD}, rng, 1.0f);
   for (int l = 0; l < kLayers; ++l) {
     const std::string p = "layers." + std::to_string(l);
     norm(p + ".mixer_norm");
     norm(p + ".glu_norm");
-    w[p + ".mixer.in_proj.weight"] = Random({3 * kD, kD}, rng, 0.8f);
-    w[p + ".mixer.in_proj.bias"] = Random({3 * kD}, rng, 0.3f);
-    w[p + ".mixer.norm.weight"] = Random({kD}, rng, 0.3f, 1.0f);
-    w[p + ".mixer.norm.bias"] = Random({kD}, rng, 0.3f);
-    w[p + ".mixer.out_proj.weight"] = Random({kD, kD}, rng, 0.6f);
-    w[p + ".mixer.out_proj.bias"] = Random({kD}, rng, 0.2f);
-    w[p + ".glu.l1.weight"] = Random({kGlu, kD}, rng, 0.6f);
-    w[p + ".glu.l1.bias"] = Random({kGlu}, rng, 0.2f);
-    w[p + ".glu.l2.weight"] = Random({kGlu, kD}, rng, 0.6f);
-    w[p + ".glu.l2.bias"] = Random({kGlu}, rng, 0.2f);
-    w[p + ".glu.l3.weight"] = Random({kD, kGlu}, rng, 0.6f);
-    w[p + ".glu.l3.bias"] = Random({kD}, rng, 0.2f);
+    w[p + ".mixer.in_proj.weight"] = testing::RandomHostTensor({3 * kD, kD}, rng, 0.8f);
+    w[p + ".mixer.in_proj.bias"] = testing::RandomHostTensor({3 * kD}, rng, 0.3f);
+    w[p + ".mixer.norm.weight"] = testing::RandomHostTensor({kD}, rng, 0.3f, 1.0f);
+    w[p + ".mixer.norm.bias"] = testing::RandomHostTensor({kD}, rng, 0.3f);
+    w[p + ".mixer.out_proj.weight"] = testing::RandomHostTensor({kD, kD}, rng, 0.6f);
+    w[p + ".mixer.out_proj.bias"] = testing::RandomHostTensor({kD}, rng, 0.2f);
+    w[p + ".glu.l1.weight"] = testing::RandomHostTensor({kGlu, kD}, rng, 0.6f);
+    w[p + ".glu.l1.bias"] = testing::RandomHostTensor({kGlu}, rng, 0.2f);
+    w[p + ".glu.l2.weight"] = testing::RandomHostTensor({kGlu, kD}, rng, 0.6f);
+    w[p + ".glu.l2.bias"] = testing::RandomHostTensor({kGlu}, rng, 0.2f);
+    w[p + ".glu.l3.weight"] = testing::RandomHostTensor({kD, kGlu}, rng, 0.6f);
+    w[p + ".glu.l3.bias"] = testing::RandomHostTensor({kD}, rng, 0.2f);
   }
   norm("final_norm");
-  w["head.weight"] = Random({kClasses, kD}, rng, 0.8f);
-  w["head.bias"] = Random({kClasses}, rng, 0.2f);
+  w["head.weight"] = testing::RandomHostTensor({kClasses, kD}, rng, 0.8f);
+  w["head.bias"] = testing::RandomHostTensor({kClasses}, rng, 0.2f);
   nlohmann::json config = {{"model_type", "lra_classifier"},
                            {"mixer", "hgrn2"},
                            {"encoder", "linear"},

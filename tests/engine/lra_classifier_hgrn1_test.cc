@@ -10,6 +10,7 @@
 
 #include "engine/model/lra_classifier.h"
 #include "gtest/gtest.h"
+#include "tests/tasks/lra_test_checkpoint.h"
 
 namespace hgeval {
 namespace {
@@ -18,15 +19,6 @@ constexpr int kD = 4, kVocab = 7, kClasses = 2;
 
 using Tensors = std::map<std::string, HostTensor>;
 using Vec = std::vector<double>;
-
-HostTensor Random(std::vector<int64_t> shape, std::mt19937& rng, float scale, float offset = 0) {
-  std::uniform_real_distribution<float> u(-scale, scale);
-  HostTensor t{shape, {}};
-  int64_t n = 1;
-  for (int64_t s : shape) n *= s;
-  for (int64_t i = 0; i < n; ++i) t.data.push_back(offset + u(rng));
-  return t;
-}
 
 Vec Affine(const Vec& x, const Tensors& w, const std::string& p) {
   const HostTensor& weight = w.at(p + ".weight");
@@ -115,14 +107,14 @@ TEST(LraClassifierHgrn1Test, BidirectionalComplexScanAndRetrievalHeadEqualDirect
   std::mt19937 rng(11);
   Tensors w;
   auto norm = [&](const std::string& p, int64_t n) {
-    w[p + ".weight"] = Random({n}, rng, 0.3f, 1.0f);
-    w[p + ".bias"] = Random({n}, rng, 0.3f);
+    w[p + ".weight"] = testing::RandomHostTensor({n}, rng, 0.3f, 1.0f);
+    w[p + ".bias"] = testing::RandomHostTensor({n}, rng, 0.3f);
   };
   auto linear = [&](const std::string& p, int64_t out, int64_t in) {
-    w[p + ".weight"] = Random({out, in}, rng, 0.7f);
-    w[p + ".bias"] = Random({out}, rng, 0.2f);
+    w[p + ".weight"] = testing::RandomHostTensor({out, in}, rng, 0.7f);
+    w[p + ".bias"] = testing::RandomHostTensor({out}, rng, 0.2f);
   };
-  w["encoder.weight"] = Random({kVocab, kD}, rng, 1.0f);
+  w["encoder.weight"] = testing::RandomHostTensor({kVocab, kD}, rng, 1.0f);
   norm("layers.0.mixer_norm", kD);
   norm("layers.0.glu_norm", kD);
   linear("layers.0.mixer.input_proj", 2 * kD, kD);
@@ -130,8 +122,8 @@ TEST(LraClassifierHgrn1Test, BidirectionalComplexScanAndRetrievalHeadEqualDirect
   linear("layers.0.mixer.gate", 2 * kD, kD);
   norm("layers.0.mixer.norm", 2 * kD);
   linear("layers.0.mixer.out_proj", kD, 2 * kD);
-  w["layers.0.mixer.theta_forward"] = Random({kD}, rng, 1.5f);
-  w["layers.0.mixer.theta_reverse"] = Random({kD}, rng, 1.5f);
+  w["layers.0.mixer.theta_forward"] = testing::RandomHostTensor({kD}, rng, 1.5f);
+  w["layers.0.mixer.theta_reverse"] = testing::RandomHostTensor({kD}, rng, 1.5f);
   linear("layers.0.glu.l1", kD, kD);
   linear("layers.0.glu.l2", kD, kD);
   linear("layers.0.glu.l3", kD, kD);

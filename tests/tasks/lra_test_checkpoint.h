@@ -15,6 +15,17 @@
 
 namespace hgeval::testing {
 
+// A tensor of `shape` with values offset + U(-scale, scale).
+inline HostTensor RandomHostTensor(std::vector<int64_t> shape, std::mt19937& rng, float scale,
+                                   float offset = 0.0f) {
+  std::uniform_real_distribution<float> u(-scale, scale);
+  HostTensor t{shape, {}};
+  int64_t n = 1;
+  for (int64_t s : shape) n *= s;
+  for (int64_t i = 0; i < n; ++i) t.data.push_back(offset + u(rng));
+  return t;
+}
+
 struct LraTestSpec {
   std::string mixer = "hgrn2";         // or "hgrn1"
   std::string vocab_kind = "listops";  // "listops", "bytes"; "" for pixel models
@@ -30,14 +41,9 @@ struct LraTestSpec {
 inline void WriteRandomLraCheckpoint(const std::string& dir, const LraTestSpec& spec,
                                      uint32_t seed = 1) {
   std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-0.5f, 0.5f);
   std::map<std::string, HostTensor> w;
   auto add = [&](const std::string& name, std::vector<int64_t> shape, float offset = 0.0f) {
-    HostTensor t{shape, {}};
-    int64_t n = 1;
-    for (int64_t s : shape) n *= s;
-    for (int64_t i = 0; i < n; ++i) t.data.push_back(offset + u(rng));
-    w[name] = std::move(t);
+    w[name] = RandomHostTensor(std::move(shape), rng, 0.5f, offset);
   };
   auto linear = [&](const std::string& name, int64_t out, int64_t in) {
     add(name + ".weight", {out, in});
