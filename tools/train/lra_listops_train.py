@@ -227,7 +227,7 @@ def main():
     p.add_argument("--norm", choices=["batch", "layer"], default="batch")
     p.add_argument("--train-examples", type=int, default=20000)
     p.add_argument("--test-examples", type=int, default=2000)
-    p.add_argument("--batch", type=int, default=64)
+    p.add_argument("--batch", type=int, default=32)
     p.add_argument("--lr", type=float, default=2e-3)
     p.add_argument("--weight-decay", type=float, default=0.01)
     p.add_argument("--time-limit", type=float, default=300.0, help="training seconds")
