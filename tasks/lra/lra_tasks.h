@@ -1,6 +1,6 @@
 // The six Long Range Arena tasks (specs/niah-mqar-lra.md C.1): accuracy of an LRA
 // classifier on the test split, one `classify` request per example. Data under the data
-// folder, in the release layouts (tasks/lra/README.md):
+// folder, in the release layouts (docs/lra.md):
 //   lra_listops     lra/listops/basic_test.tsv[.gz]                (tokens, 10 classes)
 //   lra_text        lra/imdb/test.jsonl[.gz]                       (text, 2 classes)
 //   lra_retrieval   lra/aan/new_aan_pairs.test.tsv[.gz]            (two texts, 2 classes)
