@@ -1,9 +1,9 @@
 // LRA through the service, on a small random-weight HGRN2 ListOps classifier
 // (tests/tasks/lra_test_checkpoint.h) and the bundled LRA-length ListOps test split:
-// `hgeval run --tasks lra_listops` as a server job gives the in-process evaluator's
-// accuracy; the Classify RPC gives the in-process logits, batches concurrent calls in the
-// scheduler and answers a repeat from the result store; language-model calls on the
-// classifier and LM tasks in a job on it are refused saying why.
+// `hgeval run --tasks lra_listops` as a server job (and `hgeval run --local`, Classify
+// calls from the client) gives the in-process evaluator's accuracy; the Classify RPC gives the
+// in-process logits, batches concurrent calls in the scheduler and answers a repeat from the result
+// store; language-model calls on the classifier and LM tasks in a job on it are refused saying why.
 #include <signal.h>
 
 #include <fstream>
@@ -85,6 +85,20 @@ TEST_F(LraJobTest, HgevalRunGivesTheInProcessAccuracy) {
   EXPECT_EQ(server.at("results").at("lra_listops").at("acc,none"),
             local.at("results").at("lra_listops").at("acc,none"));
   EXPECT_EQ(server.at("config").at("model_hash"), local.at("config").at("model_hash"));
+
+  // --local: the task runs in the client and sends Classify calls.
+  const std::string local_output = dir_ + "/local_results.json";
+  ASSERT_EQ(testing::RunCommand({std::string(HGEVAL_BINARY_DIR) + "/client/hgeval", "run",
+                                 "--local", "--server=" + server_.address(), "--model=lra",
+                                 "--tasks=lra_listops", "--limit=" + std::to_string(kLimit),
+                                 "--progress=false", "--output=" + local_output},
+                                &stdout_text),
+            0)
+      << stdout_text;
+  std::ifstream local_in(local_output);
+  const Json remote = Json::parse(local_in);
+  EXPECT_EQ(remote.at("results").at("lra_listops").at("acc,none"),
+            local.at("results").at("lra_listops").at("acc,none"));
 }
 
 TEST_F(LraJobTest, ClassifyRpcMatchesTheEngineAndIsStored) {
