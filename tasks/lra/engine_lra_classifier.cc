@@ -39,7 +39,7 @@ absl::StatusOr<std::optional<LraVocabulary>> LoadLraVocabularyBeside(
 
 absl::StatusOr<std::vector<ClassifyResult>> ClassifyWithEngine(
     const LraClassifier& model, const LraVocabulary* vocab,
-    absl::Span<const ClassifyRequest> requests, const CallOptions& options) {
+    absl::Span<const ClassifyRequest> requests, const CallOptions& options, int64_t* positions) {
   std::vector<ClassifyResult> results(requests.size());
   for (size_t begin = 0; begin < requests.size(); begin += kLraExamplesPerCall) {
     if (options.cancelled && options.cancelled()) {
@@ -55,6 +55,8 @@ absl::StatusOr<std::vector<ClassifyResult>> ClassifyWithEngine(
           return absl::Status(doc.status().code(),
                               absl::StrCat("request ", i, ": ", doc.status().message()));
         }
+        if (positions != nullptr)
+          *positions += static_cast<int64_t>(doc->tokens.size() + doc->pixels.size());
         inputs[i - begin].documents.push_back(*std::move(doc));
       }
     }
@@ -109,7 +111,8 @@ absl::StatusOr<std::vector<GenerateUntilResult>> EngineLraClassifier::GenerateUn
 absl::StatusOr<std::vector<ClassifyResult>> EngineLraClassifier::Classify(
     absl::Span<const ClassifyRequest> requests, const CallOptions& options) {
   stats_.requests += static_cast<int64_t>(requests.size());
-  return ClassifyWithEngine(*model_, vocab_.has_value() ? &*vocab_ : nullptr, requests, options);
+  return ClassifyWithEngine(*model_, vocab_.has_value() ? &*vocab_ : nullptr, requests, options,
+                            &stats_.tokens_fed);
 }
 
 }  // namespace hgeval::tasks::lra

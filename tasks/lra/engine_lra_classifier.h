@@ -22,9 +22,11 @@ namespace hgeval::tasks::lra {
 inline constexpr int64_t kLraExamplesPerCall = 16;
 
 // Converts each request (MakeLraDocument) and classifies it; errors name the request.
+// `positions`, when given, is increased by the positions (tokens or pixels) run.
 absl::StatusOr<std::vector<ClassifyResult>> ClassifyWithEngine(
     const LraClassifier& model, const LraVocabulary* vocab,
-    absl::Span<const ClassifyRequest> requests, const CallOptions& options);
+    absl::Span<const ClassifyRequest> requests, const CallOptions& options,
+    int64_t* positions = nullptr);
 
 class EngineLraClassifier : public LanguageModel {
  public:
