@@ -88,11 +88,12 @@ TEST_F(LraJobTest, HgevalRunGivesTheInProcessAccuracy) {
 
   // --local: the task runs in the client and sends Classify calls.
   const std::string local_output = dir_ + "/local_results.json";
-  ASSERT_EQ(testing::RunCommand({std::string(HGEVAL_BINARY_DIR) + "/client/hgeval", "run",
-                                 "--local", "--server=" + server_.address(), "--model=lra",
-                                 "--tasks=lra_listops", "--limit=" + std::to_string(kLimit),
-                                 "--progress=false", "--output=" + local_output},
-                                &stdout_text),
+  ASSERT_EQ(testing::RunCommand(
+                {std::string(HGEVAL_BINARY_DIR) + "/client/hgeval", "run", "--local",
+                 "--server=" + server_.address(), "--model=lra", "--data_dir=" + SourcePath("data"),
+                 "--tasks=lra_listops", "--limit=" + std::to_string(kLimit), "--progress=false",
+                 "--output=" + local_output},
+                &stdout_text),
             0)
       << stdout_text;
   std::ifstream local_in(local_output);
