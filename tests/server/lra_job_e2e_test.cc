@@ -1,9 +1,10 @@
 // LRA through the service, on a small random-weight HGRN2 ListOps classifier
 // (tests/tasks/lra_test_checkpoint.h) and the bundled LRA-length ListOps test split:
 // `hgeval run --tasks lra_listops` as a server job (and `hgeval run --local`, Classify
-// calls from the client) gives the in-process evaluator's accuracy; the Classify RPC gives the
-// in-process logits, batches concurrent calls in the scheduler and answers a repeat from the result
-// store; language-model calls on the classifier and LM tasks in a job on it are refused saying why.
+// calls from the client, and `hgeval-eval`) gives the in-process evaluator's accuracy; the Classify
+// RPC gives the in-process logits, batches concurrent calls in the scheduler and answers a repeat
+// from the result store; language-model calls on the classifier and LM tasks in a job on it are
+// refused saying why.
 #include <signal.h>
 
 #include <fstream>
@@ -100,6 +101,21 @@ TEST_F(LraJobTest, HgevalRunGivesTheInProcessAccuracy) {
   const Json remote = Json::parse(local_in);
   EXPECT_EQ(remote.at("results").at("lra_listops").at("acc,none"),
             local.at("results").at("lra_listops").at("acc,none"));
+
+  // hgeval-eval on the checkpoint folder, in process.
+  const std::string eval_output = dir_ + "/eval_results.json";
+  ASSERT_EQ(
+      testing::RunCommand({std::string(HGEVAL_BINARY_DIR) + "/tasks/tools/hgeval-eval", "--model",
+                           model_dir_, "--tasks", "lra_listops", "--limit", std::to_string(kLimit),
+                           "--data-dir", SourcePath("data"), "--quiet", "--output", eval_output},
+                          &stdout_text),
+      0)
+      << stdout_text;
+  std::ifstream eval_in(eval_output);
+  const Json eval = Json::parse(eval_in);
+  EXPECT_EQ(eval.at("results").at("lra_listops").at("acc,none"),
+            local.at("results").at("lra_listops").at("acc,none"));
+  EXPECT_EQ(eval.at("config").at("model_hash"), server.at("config").at("model_hash"));
 }
 
 TEST_F(LraJobTest, ClassifyRpcMatchesTheEngineAndIsStored) {
