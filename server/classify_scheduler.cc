@@ -106,6 +106,13 @@ void ClassifyScheduler::RunRound(std::vector<std::shared_ptr<ClassifyWork>> work
   if (live.empty()) return;
   std::vector<std::vector<float>> logits;
   const absl::Status status = model_->Classify(inputs, &logits);
+  {
+    // Counted before the callers are released, so they see their own round.
+    absl::MutexLock lock(&mu_);
+    ++stats_.rounds;
+    stats_.examples += static_cast<int64_t>(inputs.size());
+    stats_.max_round_works = std::max<int64_t>(stats_.max_round_works, live.size());
+  }
   size_t next = 0;
   for (auto& work : live) {
     absl::MutexLock lock(&work->mu);
@@ -117,10 +124,6 @@ void ClassifyScheduler::RunRound(std::vector<std::shared_ptr<ClassifyWork>> work
     next += work->inputs.size();
     work->done = true;
   }
-  absl::MutexLock lock(&mu_);
-  ++stats_.rounds;
-  stats_.examples += static_cast<int64_t>(inputs.size());
-  stats_.max_round_works = std::max<int64_t>(stats_.max_round_works, live.size());
 }
 
 }  // namespace hgeval::server
