@@ -50,6 +50,8 @@ class Client {
 
   absl::StatusOr<hgeval::v1::ListModelsResponse> ListModels(size_t server = 0);
   absl::StatusOr<hgeval::v1::TokenizeResponse> Tokenize(const hgeval::v1::TokenizeRequest& request);
+  // LRA classification on the first server.
+  absl::StatusOr<hgeval::v1::ClassifyResponse> Classify(const hgeval::v1::ClassifyRequest& request);
   // Splits the pairs into contiguous shards, one concurrent call per shard spread over the
   // servers, and merges the results in order.
   absl::StatusOr<hgeval::v1::LoglikelihoodResponse> Loglikelihood(

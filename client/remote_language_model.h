@@ -41,6 +41,10 @@ class RemoteLanguageModel : public tasks::LanguageModel {
   absl::StatusOr<std::vector<tasks::TokenTargetsResult>> ScoreTokenTargets(
       absl::Span<const tasks::TokenTargetsRequest> requests,
       const tasks::CallOptions& options = {}) override;
+  // Classify calls (LRA classifiers), chunk_per_server examples per call.
+  absl::StatusOr<std::vector<tasks::ClassifyResult>> Classify(
+      absl::Span<const tasks::ClassifyRequest> requests,
+      const tasks::CallOptions& options = {}) override;
   tasks::LanguageModelInfo info() const override { return info_; }
 
   int64_t cached() const { return cached_; }

@@ -8,6 +8,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "server/sha256.h"
 
 namespace hgeval::server {
 
@@ -45,11 +46,7 @@ absl::Status ScoreOnScheduler(LoadedModel& model, const std::vector<TokenPair>& 
     r.top_k = top_k;
     work->requests.push_back(std::move(r));
   }
-  if (absl::Status s = model.scheduler->Submit(work); !s.ok()) return s;
-  if (absl::Status s = WaitDone(work->mu, work->done, control); !s.ok()) {
-    work->cancelled = true;
-    return s;
-  }
+  if (absl::Status s = SubmitAndWait(*model.scheduler, work, control); !s.ok()) return s;
   absl::MutexLock lock(&work->mu);
   if (!work->status.ok()) return work->status;
   *results = std::move(work->results);
@@ -158,6 +155,74 @@ absl::StatusOr<ScoreOutcome> Executor::ScorePairs(LoadedModel& model,
     for (int32_t id : pairs[i].continuation) outcome.results[i].add_continuation_ids(id);
   }
   return outcome;
+}
+
+namespace {
+
+// SHA-256 of an example's converted inputs: per document its kind, sizes and values.
+std::string ClassifyDigest(const LraInput& input) {
+  std::string canonical;
+  for (const LraDocument& doc : input.documents) {
+    absl::StrAppend(&canonical, doc.tokens.empty() ? "p" : "t", doc.tokens.size(), ":",
+                    doc.pixels.size(), ":", doc.pool_length, ";");
+    canonical.append(reinterpret_cast<const char*>(doc.tokens.data()),
+                     doc.tokens.size() * sizeof(int32_t));
+    canonical.append(reinterpret_cast<const char*>(doc.pixels.data()),
+                     doc.pixels.size() * sizeof(float));
+  }
+  return Sha256Hex(canonical);
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<hgeval::v1::ClassifyResult>> Executor::Classify(
+    LoadedModel& model, const std::vector<LraInput>& inputs, bool use_store,
+    const CallControl& control, int64_t* cached) {
+  if (model.classify_scheduler == nullptr) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("model '", model.spec.name, "' is a language model, not an LRA classifier"));
+  }
+  std::vector<hgeval::v1::ClassifyResult> results(inputs.size());
+  std::vector<StoreKey> keys(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    keys[i] =
+        StoreKey{model.model_hash, model.tokenizer_hash, "classify", ClassifyDigest(inputs[i])};
+  }
+  std::vector<size_t> missing;
+  int64_t from_store = 0;
+  if (use_store && store_ != nullptr) {
+    absl::StatusOr<std::vector<std::optional<std::string>>> stored = store_->GetMany(keys);
+    if (!stored.ok()) return stored.status();
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      if ((*stored)[i].has_value() && results[i].ParseFromString(*(*stored)[i])) {
+        results[i].set_cached(true);
+        ++from_store;
+      } else {
+        missing.push_back(i);
+      }
+    }
+  } else {
+    for (size_t i = 0; i < inputs.size(); ++i) missing.push_back(i);
+  }
+  if (cached != nullptr) *cached = from_store;
+  if (missing.empty()) return results;
+  auto work = std::make_shared<ClassifyWork>();
+  work->deadline = control.deadline;
+  for (size_t i : missing) work->inputs.push_back(inputs[i]);
+  if (absl::Status s = SubmitAndWait(*model.classify_scheduler, work, control); !s.ok()) return s;
+  absl::MutexLock lock(&work->mu);
+  if (!work->status.ok()) return work->status;
+  std::vector<std::pair<StoreKey, std::string>> to_store;
+  for (size_t k = 0; k < missing.size(); ++k) {
+    hgeval::v1::ClassifyResult& out = results[missing[k]];
+    for (float v : work->logits[k]) out.add_logits(v);
+    out.set_predicted(PredictedClass(work->logits[k]));
+    if (store_ != nullptr) to_store.emplace_back(keys[missing[k]], out.SerializeAsString());
+  }
+  if (store_ != nullptr) {
+    if (absl::Status s = store_->PutMany(to_store); !s.ok()) return s;
+  }
+  return results;
 }
 
 }  // namespace hgeval::server

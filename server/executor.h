@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -56,6 +57,13 @@ class Executor {
                                           int top_k, bool use_store, const CallControl& control,
                                           const PairScorer& scorer = nullptr);
 
+  // LRA classification (kind "classify" in the store, keyed by the converted inputs):
+  // stored results are answered, the rest go to the model's classify scheduler and are
+  // stored. `cached`, when given, receives how many came from the store.
+  absl::StatusOr<std::vector<hgeval::v1::ClassifyResult>> Classify(
+      LoadedModel& model, const std::vector<LraInput>& inputs, bool use_store,
+      const CallControl& control, int64_t* cached = nullptr);
+
   ResultStore* store() const { return store_; }
 
  private:
@@ -66,6 +74,20 @@ class Executor {
 // Returns CANCELLED / DEADLINE_EXCEEDED / UNAVAILABLE (server stopping) when cut short
 // (done stays false).
 absl::Status WaitDone(absl::Mutex& mu, const bool& done, const CallControl& control);
+
+// Submits `work` to `scheduler` and waits until it is done (WaitDone), marking it
+// cancelled when the wait is cut short. OK means done: the work's own status says how it
+// went.
+template <typename Scheduler, typename Work>
+absl::Status SubmitAndWait(Scheduler& scheduler, const std::shared_ptr<Work>& work,
+                           const CallControl& control) {
+  if (absl::Status s = scheduler.Submit(work); !s.ok()) return s;
+  if (absl::Status s = WaitDone(work->mu, work->done, control); !s.ok()) {
+    work->cancelled = true;
+    return s;
+  }
+  return absl::OkStatus();
+}
 
 }  // namespace hgeval::server
 

@@ -38,6 +38,9 @@ struct JobContext {
 bool JobsSupported();
 // NOT_FOUND naming the first unknown task.
 absl::Status ValidateTasks(const std::vector<std::string>& tasks);
+// INVALID_ARGUMENT when the tasks do not fit the model: classify tasks (lra_*) need an
+// LRA classifier, every other task a language model.
+absl::Status ValidateTasksForModel(const std::vector<std::string>& tasks, const LoadedModel& model);
 // Runs the job; returns the results JSON (lm-eval layout) as text.
 absl::StatusOr<std::string> RunJobTasks(const hgeval::v1::Job& job, JobContext& context);
 

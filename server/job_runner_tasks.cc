@@ -7,6 +7,7 @@
 #include "absl/time/clock.h"
 #include "server/job_runner.h"
 #include "server/store_language_model.h"
+#include "server/store_lra_classifier.h"
 #include "tasks/evaluator.h"
 #include "tasks/registry.h"
 
@@ -27,12 +28,42 @@ absl::Status ValidateTasks(const std::vector<std::string>& names) {
   return absl::OkStatus();
 }
 
+absl::Status ValidateTasksForModel(const std::vector<std::string>& names,
+                                   const LoadedModel& model) {
+  const bool classifier = model.classifier != nullptr;
+  for (const std::string& name : names) {
+    absl::StatusOr<std::unique_ptr<tasks::Task>> task = tasks::CreateTask(name);
+    if (!task.ok()) return task.status();
+    const bool classify = (*task)->output_type() == tasks::RequestType::kClassify;
+    if (classify != classifier) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "task '", name, "' needs ", classify ? "an LRA classifier" : "a language model",
+          "; model '", model.spec.name, "' is ",
+          classifier ? "an LRA classifier" : "a language model", " (", model.family, ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::string> RunJobTasks(const v1::Job& job, JobContext& context) {
   StoreLanguageModelOptions lm_options;
   lm_options.add_special = AddsSpecialTokens(job.options().bos_mode());
   lm_options.max_length = job.options().max_length();
   lm_options.cancelled = context.cancelled;
-  StoreLanguageModel lm(context.model, context.executor, lm_options);
+  // A language model, or an LRA classifier (classify requests only).
+  std::unique_ptr<StoreLanguageModel> language_model;
+  std::unique_ptr<StoreLraClassifier> classifier;
+  if (context.model->classifier != nullptr) {
+    classifier =
+        std::make_unique<StoreLraClassifier>(context.model, context.executor, context.cancelled);
+  } else {
+    language_model =
+        std::make_unique<StoreLanguageModel>(context.model, context.executor, lm_options);
+  }
+  tasks::LanguageModel& lm =
+      classifier ? static_cast<tasks::LanguageModel&>(*classifier) : *language_model;
+  auto cached = [&] { return classifier ? classifier->cached() : language_model->cached(); };
+  auto computed = [&] { return classifier ? classifier->computed() : language_model->computed(); };
 
   tasks::EvaluationReport report;
   report.model = lm.info();
@@ -46,7 +77,7 @@ absl::StatusOr<std::string> RunJobTasks(const v1::Job& job, JobContext& context)
     progress.current_task = task;
     progress.requests_total = finished_total + total;
     progress.requests_done = finished_total + done;
-    progress.requests_cached = lm.cached();
+    progress.requests_cached = cached();
     if (context.progress) context.progress(progress);
   };
   const absl::Time start = absl::Now();
@@ -60,7 +91,7 @@ absl::StatusOr<std::string> RunJobTasks(const v1::Job& job, JobContext& context)
     finished_total += task_report->n_requests;
     progress.requests_total = finished_total;
     progress.requests_done = finished_total;
-    progress.requests_cached = lm.cached();
+    progress.requests_cached = cached();
     if (context.progress) context.progress(progress);
     v1::TaskResult result;
     result.set_task(name);
@@ -84,11 +115,12 @@ absl::StatusOr<std::string> RunJobTasks(const v1::Job& job, JobContext& context)
       json["samples"] = nlohmann::json::object();
       for (const tasks::TaskReport& task : report.tasks) json["samples"][task.name] = task.samples;
     }
-    json["hgeval_job"] = {{"id", job.id()},
-                          {"requests_cached", lm.cached()},
-                          {"requests_computed", lm.computed()},
-                          {"store_seconds", lm.store_seconds()},
-                          {"prepare_seconds", lm.prepare_seconds()}};
+    json["hgeval_job"] = {
+        {"id", job.id()}, {"requests_cached", cached()}, {"requests_computed", computed()}};
+    if (language_model != nullptr) {
+      json["hgeval_job"]["store_seconds"] = language_model->store_seconds();
+      json["hgeval_job"]["prepare_seconds"] = language_model->prepare_seconds();
+    }
     return json.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
   } catch (const nlohmann::json::exception& e) {
     return absl::InternalError(absl::StrCat("writing results: ", e.what()));

@@ -12,6 +12,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "tasks/classify_request.h"
 
 namespace hgeval::tasks {
 
@@ -65,6 +66,17 @@ struct TokenTargetsResult {
   std::vector<int32_t> argmax;  // one per scored position, in order (lowest id on ties)
   double logprob = 0.0;         // sum of log p(targets[t]) over the scored positions
   int64_t n_tokens = 0;         // positions scored
+};
+
+// Sequence classification (LRA): the example's documents go through a non-causal
+// classifier; its logits and predicted class come back.
+struct ClassifyRequest {
+  std::vector<ClassifyDocument> documents;  // one, or two for the retrieval head
+};
+
+struct ClassifyResult {
+  std::vector<float> logits;
+  int32_t predicted = -1;  // argmax, lowest class on ties
 };
 
 // Per call: progress reports and cooperative cancellation.
@@ -121,6 +133,13 @@ class LanguageModel {
       absl::Span<const TokenTargetsRequest> requests, const CallOptions& options = {}) {
     return absl::UnimplementedError(
         "this model does not take token-level (token_targets) requests");
+  }
+
+  // Optional: only LRA classifier checkpoints answer it.
+  virtual absl::StatusOr<std::vector<ClassifyResult>> Classify(
+      absl::Span<const ClassifyRequest> requests, const CallOptions& options = {}) {
+    return absl::UnimplementedError(
+        "this model is a language model, not an LRA classifier (classify requests)");
   }
 
   virtual LanguageModelInfo info() const = 0;
