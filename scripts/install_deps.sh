@@ -8,7 +8,9 @@ PACKAGES=(
   libabsl-dev libre2-dev libsentencepiece-dev nlohmann-json3-dev libopenblas-dev zlib1g-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc grpc-proto
-  libsqlite3-dev libcairo2-dev libssl-dev
+  libsqlite3-dev libpq-dev libcairo2-dev libssl-dev
+  # PostgreSQL server binaries: the shared-store e2e tests start one (initdb, pg_ctl).
+  postgresql
   clang libclang-rt-14-dev
   python3-numpy
 )
