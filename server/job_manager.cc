@@ -138,9 +138,9 @@ absl::StatusOr<std::string> JobManager::Submit(const v1::SubmitJobRequest& reque
     return absl::InvalidArgumentError("options.max_length must be >= 0");
   }
   if (!v1::BosMode_IsValid(request.options().bos_mode())) {
-    return absl::InvalidArgumentError(absl::StrCat("options.bos_mode ",
-                                                   request.options().bos_mode(),
-                                                   " is not a BosMode (0: unset = tokenizer, 1: tokenizer, 2: none)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("options.bos_mode ", request.options().bos_mode(),
+                     " is not a BosMode (0: unset = tokenizer, 1: tokenizer, 2: none)"));
   }
   {
     std::vector<std::string> seen;
@@ -154,9 +154,9 @@ absl::StatusOr<std::string> JobManager::Submit(const v1::SubmitJobRequest& reque
   // Few-shot prompting is not implemented: refuse rather than run zero-shot under a
   // few-shot label.
   if (request.options().num_fewshot() != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "options.num_fewshot ", request.options().num_fewshot(),
-        " is not supported: hgeval evaluates zero-shot only (num_fewshot 0)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("options.num_fewshot ", request.options().num_fewshot(),
+                     " is not supported: hgeval evaluates zero-shot only (num_fewshot 0)"));
   }
   std::vector<std::string> tasks(request.tasks().begin(), request.tasks().end());
   if (!niah) {
@@ -242,13 +242,14 @@ absl::StatusOr<std::vector<v1::Job>> JobManager::List(int limit) {
 
 absl::StatusOr<v1::Job> JobManager::Cancel(const std::string& id) {
   absl::Status s = store_->UpdateJob(
-      id, [&](const StoredJob& row,
-              const std::vector<JobShard>&) -> absl::StatusOr<std::optional<StoredJob>> {
+      id,
+      [&](const StoredJob& row,
+          const std::vector<JobShard>&) -> absl::StatusOr<std::optional<StoredJob>> {
         absl::StatusOr<v1::Job> job = ParseJob(row);
         if (!job.ok()) return job.status();
         if (IsFinalJobState(job->state())) {
-          return absl::FailedPreconditionError(absl::StrCat(
-              "job '", id, "' already finished (", v1::JobState_Name(job->state()), ")"));
+          return absl::FailedPreconditionError(absl::StrCat("job '", id, "' already finished (",
+                                                            v1::JobState_Name(job->state()), ")"));
         }
         job->set_state(v1::JOB_STATE_CANCELLED);
         job->set_updated_at(NowSeconds());
@@ -286,9 +287,8 @@ absl::Status JobManager::Watch(const std::string& id,
     if (stop()) return absl::CancelledError("watch cancelled by the client");
     // Local changes wake at once; other servers' changes are seen within the poll.
     absl::MutexLock lock(&mu_);
-    auto changed = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-      return stopping_ || version_ != seen;
-    };
+    auto changed = [&]()
+                       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_ || version_ != seen; };
     mu_.AwaitWithTimeout(absl::Condition(&changed), absl::Milliseconds(200));
   }
 }
@@ -317,9 +317,7 @@ void JobManager::Worker() {
       }
     }
     absl::MutexLock lock(&mu_);
-    auto woken = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-      return stopping_ || version_ != seen;
-    };
+    auto woken = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_ || version_ != seen; };
     mu_.AwaitWithTimeout(absl::Condition(&woken), options_.poll);
   }
 }
@@ -399,8 +397,9 @@ void JobManager::RunShard(const ClaimedShard& claimed) {
   if (!outcome.ok()) {
     const std::string error(outcome.status().message());
     absl::Status s = store_->UpdateJob(
-        id, [&](const StoredJob& row, const std::vector<JobShard>& shards)
-                -> absl::StatusOr<std::optional<StoredJob>> {
+        id,
+        [&](const StoredJob& row,
+            const std::vector<JobShard>& shards) -> absl::StatusOr<std::optional<StoredJob>> {
           absl::StatusOr<v1::Job> job = ParseJob(row);
           if (!job.ok()) return job.status();
           if (IsFinalJobState(job->state())) return std::optional<StoredJob>();
@@ -456,8 +455,8 @@ void JobManager::RunShard(const ClaimedShard& claimed) {
       });
   Changed();
   if (!owned.ok()) {
-    LogError("shard_finish_failed", {{"job", id}, {"shard", absl::StrCat(index)},
-                                     {"error", owned.status().ToString()}});
+    LogError("shard_finish_failed",
+             {{"job", id}, {"shard", absl::StrCat(index)}, {"error", owned.status().ToString()}});
     return;
   }
   if (!*owned) {

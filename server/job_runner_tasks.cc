@@ -84,9 +84,7 @@ absl::StatusOr<ShardOutcome> RunNiahShard(const v1::Job& job, JobContext& contex
 
 }  // namespace
 
-int JobShardCount(const v1::Job& job) {
-  return job.has_niah() ? 1 : std::max(1, job.tasks_size());
-}
+int JobShardCount(const v1::Job& job) { return job.has_niah() ? 1 : std::max(1, job.tasks_size()); }
 
 std::string JobShardName(const v1::Job& job, int index) {
   if (job.has_niah() || index < 0 || index >= job.tasks_size()) return "niah";

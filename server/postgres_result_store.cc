@@ -161,11 +161,11 @@ class PostgresResultStore : public ResultStore {
     for (const auto& [group, indices] : groups) {
       std::vector<std::string> digests;
       for (size_t i : indices) digests.push_back(keys[i].request_digest);
-      absl::StatusOr<Result> r =
-          Query("SELECT request_digest, response, checksum FROM results WHERE model_hash=$1"
-                " AND tokenizer_hash=$2 AND kind=$3 AND request_digest = ANY($4::text[])",
-                {Text(std::get<0>(group)), Text(std::get<1>(group)), Text(std::get<2>(group)),
-                 TextArray(digests)});
+      absl::StatusOr<Result> r = Query(
+          "SELECT request_digest, response, checksum FROM results WHERE model_hash=$1"
+          " AND tokenizer_hash=$2 AND kind=$3 AND request_digest = ANY($4::text[])",
+          {Text(std::get<0>(group)), Text(std::get<1>(group)), Text(std::get<2>(group)),
+           TextArray(digests)});
       if (!r.ok()) return r.status();
       std::map<std::string, int> row_of;
       for (int row = 0; row < PQntuples(r->get()); ++row) row_of[GetBytes(*r, row, 0)] = row;
@@ -286,7 +286,8 @@ class PostgresResultStore : public ResultStore {
       JobShard shard = ReadShard(*r, 0);
       absl::StatusOr<std::optional<StoredJob>> job = ReadJobRow(shard.job_id, false);
       if (!job.ok()) return job.status();
-      if (!job->has_value()) return absl::InternalError("result store: claimed shard's job vanished");
+      if (!job->has_value())
+        return absl::InternalError("result store: claimed shard's job vanished");
       claimed = ClaimedShard{**std::move(job), std::move(shard)};
       return absl::OkStatus();
     });
@@ -299,14 +300,13 @@ class PostgresResultStore : public ResultStore {
                                                 const ShardProgress& progress) override {
     absl::MutexLock lock(&mu_);
     if (absl::Status s = Connected(); !s.ok()) return s;
-    absl::StatusOr<Result> r =
-        Query(absl::StrCat("UPDATE job_shards SET lease_until = ", kNowMs,
-                           " + $1, requests_total = $2, requests_done = $3, requests_cached = $4"
-                           " WHERE job_id = $5 AND shard = $6 AND owner = $7 AND state = $8"
-                           " RETURNING (SELECT state FROM jobs WHERE id = $5)"),
-              {Int(lease_ms), Int(progress.requests_total), Int(progress.requests_done),
-               Int(progress.requests_cached), Text(job_id), Int(index), Text(owner),
-               Int(kShardRunning)});
+    absl::StatusOr<Result> r = Query(
+        absl::StrCat("UPDATE job_shards SET lease_until = ", kNowMs,
+                     " + $1, requests_total = $2, requests_done = $3, requests_cached = $4"
+                     " WHERE job_id = $5 AND shard = $6 AND owner = $7 AND state = $8"
+                     " RETURNING (SELECT state FROM jobs WHERE id = $5)"),
+        {Int(lease_ms), Int(progress.requests_total), Int(progress.requests_done),
+         Int(progress.requests_cached), Text(job_id), Int(index), Text(owner), Int(kShardRunning)});
     if (!r.ok()) return r.status();
     if (PQntuples(r->get()) == 0) return std::optional<int>();
     return std::optional<int>(static_cast<int>(GetInt(*r, 0, 0)));
@@ -323,11 +323,11 @@ class PostgresResultStore : public ResultStore {
       absl::StatusOr<std::optional<StoredJob>> job = ReadJobRow(job_id, /*lock_row=*/true);
       if (!job.ok()) return job.status();
       if (!job->has_value()) return absl::NotFoundError(absl::StrCat("unknown job '", job_id, "'"));
-      absl::StatusOr<Result> r =
-          Query("UPDATE job_shards SET state = $1, result = $2, lease_until = 0"
-                " WHERE job_id = $3 AND shard = $4 AND owner = $5 AND state = $6",
-                {Int(kShardDone), Bytes(result), Text(job_id), Int(index), Text(owner),
-                 Int(kShardRunning)});
+      absl::StatusOr<Result> r = Query(
+          "UPDATE job_shards SET state = $1, result = $2, lease_until = 0"
+          " WHERE job_id = $3 AND shard = $4 AND owner = $5 AND state = $6",
+          {Int(kShardDone), Bytes(result), Text(job_id), Int(index), Text(owner),
+           Int(kShardRunning)});
       if (!r.ok()) return r.status();
       owned = std::strcmp(PQcmdTuples(r->get()), "0") != 0;
       if (!owned) return absl::OkStatus();
@@ -350,18 +350,19 @@ class PostgresResultStore : public ResultStore {
   absl::Status ReleaseShards(const std::string& owner) override {
     absl::MutexLock lock(&mu_);
     if (absl::Status s = Connected(); !s.ok()) return s;
-    return Query("UPDATE job_shards SET state = $1, lease_until = 0 WHERE owner = $2 AND state = $3",
-                 {Int(kShardQueued), Text(owner), Int(kShardRunning)})
+    return Query(
+               "UPDATE job_shards SET state = $1, lease_until = 0 WHERE owner = $2 AND state = $3",
+               {Int(kShardQueued), Text(owner), Int(kShardRunning)})
         .status();
   }
 
   absl::StatusOr<StoreStats> Stats() override {
     absl::MutexLock lock(&mu_);
     if (absl::Status s = Connected(); !s.ok()) return s;
-    absl::StatusOr<Result> r =
-        Query("SELECT COUNT(*)::bigint, COALESCE(SUM(compute_count), 0)::bigint,"
-              " COALESCE(MAX(compute_count), 0)::bigint FROM results",
-              {});
+    absl::StatusOr<Result> r = Query(
+        "SELECT COUNT(*)::bigint, COALESCE(SUM(compute_count), 0)::bigint,"
+        " COALESCE(MAX(compute_count), 0)::bigint FROM results",
+        {});
     if (!r.ok()) return r.status();
     StoreStats stats;
     stats.results = GetInt(*r, 0, 0);
@@ -439,17 +440,19 @@ class PostgresResultStore : public ResultStore {
   }
 
   absl::Status WriteJob(const StoredJob& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return Query("INSERT INTO jobs (id, state, created_at, job) VALUES ($1, $2, $3, $4)"
-                 " ON CONFLICT (id) DO UPDATE SET state = EXCLUDED.state, job = EXCLUDED.job",
-                 {Text(job.id), Int(job.state), Int(job.created_at), Bytes(job.blob)})
+    return Query(
+               "INSERT INTO jobs (id, state, created_at, job) VALUES ($1, $2, $3, $4)"
+               " ON CONFLICT (id) DO UPDATE SET state = EXCLUDED.state, job = EXCLUDED.job",
+               {Text(job.id), Int(job.state), Int(job.created_at), Bytes(job.blob)})
         .status();
   }
 
   absl::StatusOr<std::optional<StoredJob>> ReadJobRow(const std::string& id, bool lock_row)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    absl::StatusOr<Result> r = Query(absl::StrCat("SELECT ", kJobColumns, " FROM jobs WHERE id = $1",
-                                                  lock_row ? " FOR UPDATE" : ""),
-                                     {Text(id)});
+    absl::StatusOr<Result> r =
+        Query(absl::StrCat("SELECT ", kJobColumns, " FROM jobs WHERE id = $1",
+                           lock_row ? " FOR UPDATE" : ""),
+              {Text(id)});
     if (!r.ok()) return r.status();
     if (PQntuples(r->get()) == 0) return std::optional<StoredJob>();
     return std::optional<StoredJob>(ReadJob(*r, 0));
@@ -457,9 +460,10 @@ class PostgresResultStore : public ResultStore {
 
   absl::Status InsertShards(const std::string& job_id, int shards)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return Query("INSERT INTO job_shards (job_id, shard) SELECT $1, generate_series(0, $2 - 1)"
-                 " ON CONFLICT DO NOTHING",
-                 {Text(job_id), Int(shards)})
+    return Query(
+               "INSERT INTO job_shards (job_id, shard) SELECT $1, generate_series(0, $2 - 1)"
+               " ON CONFLICT DO NOTHING",
+               {Text(job_id), Int(shards)})
         .status();
   }
 
@@ -501,7 +505,8 @@ absl::StatusOr<std::unique_ptr<ResultStore>> OpenPostgresResultStore(const std::
                                                RedactedStoreSpec(uri), ": ", message));
   }
   // CREATE ... IF NOT EXISTS notices would go to stderr.
-  PQsetNoticeProcessor(conn, [](void*, const char*) {}, nullptr);
+  PQsetNoticeProcessor(
+      conn, [](void*, const char*) {}, nullptr);
   auto store = std::make_unique<PostgresResultStore>(conn);
   if (absl::Status s = store->CreateSchema(); !s.ok()) return s;
   return store;

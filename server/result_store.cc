@@ -26,8 +26,7 @@ std::string RedactedStoreSpec(const std::string& spec) {
     out.replace(colon + 1, at - colon - 1, "***");
   }
   // ...?password=secret&...
-  for (size_t p = out.find("password="); p != std::string::npos;
-       p = out.find("password=", p + 1)) {
+  for (size_t p = out.find("password="); p != std::string::npos; p = out.find("password=", p + 1)) {
     const size_t value = p + 9;
     const size_t end = std::min(out.find('&', value), out.size());
     out.replace(value, end - value, "***");
@@ -56,9 +55,9 @@ std::optional<std::string> VerifiedResponse(const StoreKey& key, std::string res
   }
   if (*checksum != ResultRowChecksum(key, response)) {
     ++counts.damaged;
-    LogWarning("store_row_damaged", {{"kind", key.kind},
-                                     {"request_digest", key.request_digest},
-                                     {"action", "recomputed"}});
+    LogWarning(
+        "store_row_damaged",
+        {{"kind", key.kind}, {"request_digest", key.request_digest}, {"action", "recomputed"}});
     return std::nullopt;
   }
   return response;

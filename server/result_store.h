@@ -52,7 +52,7 @@ struct JobShard {
   std::string job_id;
   int index = 0;
   int state = kShardQueued;
-  std::string owner;  // replica that claimed it last
+  std::string owner;     // replica that claimed it last
   int64_t attempts = 0;  // times claimed
   int64_t requests_total = 0;
   int64_t requests_done = 0;
@@ -116,8 +116,7 @@ class ResultStore {
   // Extends `owner`'s lease and records progress. Returns the job row's state, or nullopt
   // when the shard is no longer `owner`'s (its lease ran out and another replica claimed it).
   virtual absl::StatusOr<std::optional<int>> RenewShard(const std::string& job_id, int index,
-                                                        const std::string& owner,
-                                                        int64_t lease_ms,
+                                                        const std::string& owner, int64_t lease_ms,
                                                         const ShardProgress& progress) = 0;
   // Marks the shard done with `result` if `owner` still holds it, then calls `change` with
   // the job and every shard and writes the row it returns, all in one transaction (so

@@ -216,9 +216,9 @@ class SqliteResultStore : public ResultStore {
 
   absl::StatusOr<std::vector<StoredJob>> JobsInStates(const std::vector<int>& states) override {
     absl::MutexLock lock(&mu_);
-    Statement st(db_, absl::StrCat("SELECT ", kJobColumns,
-                                   " FROM jobs ORDER BY created_at ASC, id ASC")
-                          .c_str());
+    Statement st(
+        db_,
+        absl::StrCat("SELECT ", kJobColumns, " FROM jobs ORDER BY created_at ASC, id ASC").c_str());
     if (!st.ok()) return SqliteError(db_, "prepare job scan");
     std::vector<StoredJob> jobs;
     int rc;

@@ -66,8 +66,8 @@ absl::StatusOr<TaskReport> TaskReportFromJson(const nlohmann::json& json) {
     report.values = FromBits(json.at("value_bits"));
     report.stderrs = FromBits(json.at("stderr_bits"));
     if (report.values.size() != report.metrics.size()) {
-      return absl::InvalidArgumentError(absl::StrCat("task report '", report.name, "': ",
-                                                     report.values.size(), " values for ",
+      return absl::InvalidArgumentError(absl::StrCat("task report '", report.name,
+                                                     "': ", report.values.size(), " values for ",
                                                      report.metrics.size(), " metrics"));
     }
     report.config = json.at("config");

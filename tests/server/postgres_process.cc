@@ -136,16 +136,16 @@ absl::Status PostgresProcess::Start(const std::string& work_dir) {
                    user, log) == 0;
   }
   if (!running_) {
-    return absl::InternalError(absl::StrCat("pg_ctl start failed (see ", log, " and ", data_dir_,
-                                            "/server.log)"));
+    return absl::InternalError(
+        absl::StrCat("pg_ctl start failed (see ", log, " and ", data_dir_, "/server.log)"));
   }
   return absl::OkStatus();
 }
 
 void PostgresProcess::Stop() {
   if (!running_) return;
-  Run({bin_dir_ + "/pg_ctl", "-D", data_dir_, "-m", "immediate", "-w", "stop"},
-      UnprivilegedUser(), "/dev/null");
+  Run({bin_dir_ + "/pg_ctl", "-D", data_dir_, "-m", "immediate", "-w", "stop"}, UnprivilegedUser(),
+      "/dev/null");
   running_ = false;
 }
 

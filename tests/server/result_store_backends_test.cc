@@ -43,8 +43,8 @@ class StoreBackendTest : public ::testing::TestWithParam<std::string> {
     }
     if (PostgresProcess::FindBinDir().empty()) GTEST_SKIP() << PostgresProcess::kMissingMessage;
     static std::atomic<int> next{0};
-    absl::StatusOr<std::string> uri = SharedPostgres().CreateDatabase(
-        absl::StrCat("t", getpid(), "_", next++));
+    absl::StatusOr<std::string> uri =
+        SharedPostgres().CreateDatabase(absl::StrCat("t", getpid(), "_", next++));
     ASSERT_TRUE(uri.ok()) << uri.status();
     spec_ = *uri;
   }
@@ -89,7 +89,8 @@ TEST_P(StoreBackendTest, ResultsRoundTripWithComputeCounts) {
   EXPECT_STREQ(store->backend(), GetParam().c_str());
   const std::string binary("\x00\xff\x01zero-byte", 12);
   ASSERT_TRUE(store->PutMany({{Key("a"), binary}, {Key("b"), "rb"}}).ok());
-  auto got = store->GetMany({Key("a"), Key("c"), Key("b"), StoreKey{"m2", "t", "loglikelihood", "a"}});
+  auto got =
+      store->GetMany({Key("a"), Key("c"), Key("b"), StoreKey{"m2", "t", "loglikelihood", "a"}});
   ASSERT_TRUE(got.ok()) << got.status();
   EXPECT_EQ((*got)[0].value_or("?"), binary);
   EXPECT_FALSE((*got)[1].has_value());
@@ -108,8 +109,9 @@ TEST_P(StoreBackendTest, ARowWithABadChecksumIsNotServed) {
   auto store = OpenStore();
   ASSERT_NE(store, nullptr);
   ASSERT_TRUE(store->PutMany({{Key("a"), "ra"}, {Key("b"), "rb"}}).ok());
-  ExecRaw("UPDATE results SET checksum = '00000000000000000000000000000000' "
-          "WHERE request_digest = 'a'");
+  ExecRaw(
+      "UPDATE results SET checksum = '00000000000000000000000000000000' "
+      "WHERE request_digest = 'a'");
   auto got = store->GetMany({Key("a"), Key("b")});
   ASSERT_TRUE(got.ok());
   EXPECT_FALSE((*got)[0].has_value());
@@ -123,7 +125,8 @@ TEST_P(StoreBackendTest, TwoServersWritingTheSameRequestsKeepOneRowEach) {
   auto a = OpenStore(), b = OpenStore();
   ASSERT_TRUE(a && b);
   std::vector<std::pair<StoreKey, std::string>> entries;
-  for (int i = 0; i < 300; ++i) entries.push_back({Key(absl::StrCat("k", i)), absl::StrCat("v", i)});
+  for (int i = 0; i < 300; ++i)
+    entries.push_back({Key(absl::StrCat("k", i)), absl::StrCat("v", i)});
   auto reversed = entries;
   std::reverse(reversed.begin(), reversed.end());
   absl::Status sa, sb;
@@ -253,21 +256,22 @@ TEST_P(StoreBackendTest, ExactlyOneReplicaFinishesTheJob) {
   for (int i = 0; i < kShards; ++i) {
     threads.emplace_back([&, i] {
       const ClaimedShard& c = claims[i];
-      auto owned = (i % 2 ? a : b)->FinishShard(
-          "j", c.shard.index, c.shard.owner, absl::StrCat("outcome", c.shard.index),
-          [&](const StoredJob& job,
-              const std::vector<JobShard>& shards) -> absl::StatusOr<std::optional<StoredJob>> {
-            for (const JobShard& s : shards) {
-              if (s.state != kShardDone) return std::nullopt;
-            }
-            ++finishers;
-            std::string all;
-            for (const JobShard& s : shards) all += s.result + ";";
-            StoredJob done = job;
-            done.state = 3;
-            done.blob = all;
-            return std::optional<StoredJob>(done);
-          });
+      auto owned = (i % 2 ? a : b)
+                       ->FinishShard("j", c.shard.index, c.shard.owner,
+                                     absl::StrCat("outcome", c.shard.index),
+                                     [&](const StoredJob& job, const std::vector<JobShard>& shards)
+                                         -> absl::StatusOr<std::optional<StoredJob>> {
+                                       for (const JobShard& s : shards) {
+                                         if (s.state != kShardDone) return std::nullopt;
+                                       }
+                                       ++finishers;
+                                       std::string all;
+                                       for (const JobShard& s : shards) all += s.result + ";";
+                                       StoredJob done = job;
+                                       done.state = 3;
+                                       done.blob = all;
+                                       return std::optional<StoredJob>(done);
+                                     });
       ASSERT_TRUE(owned.ok()) << owned.status();
       EXPECT_TRUE(*owned);
     });
@@ -277,7 +281,8 @@ TEST_P(StoreBackendTest, ExactlyOneReplicaFinishesTheJob) {
   auto job = a->GetJob("j");
   ASSERT_TRUE(job.ok() && job->has_value());
   EXPECT_EQ((*job)->state, 3);
-  EXPECT_EQ((*job)->blob, "outcome0;outcome1;outcome2;outcome3;outcome4;outcome5;outcome6;outcome7;");
+  EXPECT_EQ((*job)->blob,
+            "outcome0;outcome1;outcome2;outcome3;outcome4;outcome5;outcome6;outcome7;");
   EXPECT_FALSE(b->ClaimShard("rb", 60000, kRunnable)->has_value());
 }
 
@@ -306,14 +311,15 @@ TEST_P(StoreBackendTest, ReleasedShardsAreClaimedAgainAndCancelledJobsAreNot) {
                   .ok());
   EXPECT_FALSE(store->ClaimShard("r2", 60000, kRunnable)->has_value());
   // An error from the change is returned and nothing is written.
-  EXPECT_EQ(store
-                ->UpdateJob("j",
-                            [](const StoredJob&, const std::vector<JobShard>&)
-                                -> absl::StatusOr<std::optional<StoredJob>> {
-                              return absl::FailedPreconditionError("finished");
-                            })
-                .code(),
-            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(
+      store
+          ->UpdateJob("j",
+                      [](const StoredJob&,
+                         const std::vector<JobShard>&) -> absl::StatusOr<std::optional<StoredJob>> {
+                        return absl::FailedPreconditionError("finished");
+                      })
+          .code(),
+      absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ((*store->GetJob("j"))->state, 5);
 }
 
