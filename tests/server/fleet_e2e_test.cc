@@ -191,6 +191,23 @@ TEST(FleetTest, ThreeServersShareAPostgresStoreAndSurviveAKilledServer) {
       ReadFile(servers[1].log_path()).find("attempt=2") != std::string::npos;
   EXPECT_TRUE(taken_over_logged) << "no survivor logged the taken-over shard";
 
+  // The CLI on the survivors as one round_robin channel (`--server A,B`): the same job again
+  // is answered from the shared store, whichever replica takes the submit and the watch.
+  std::string cli_out;
+  const std::string cli_results = dir + "/cli-results.json";
+  EXPECT_EQ(testing::RunCommand({testing::ClientBinary(), "run",
+                                 "--server=" + servers[0].address() + "," + servers[1].address(),
+                                 "--model=hgrn2", "--tasks=hellaswag,arc_easy,openbookqa,piqa",
+                                 "--limit=250", "--progress=false", "--output=" + cli_results},
+                                &cli_out),
+            0)
+      << cli_out;
+  EXPECT_NE(cli_out.find("JOB_STATE_SUCCEEDED"), std::string::npos) << cli_out;
+  const std::string cli_json = ReadFile(cli_results);
+  ASSERT_FALSE(cli_json.empty());
+  EXPECT_EQ(Comparable(cli_json), Comparable(reference.results_json()));
+  EXPECT_EQ(nlohmann::json::parse(cli_json)["hgeval_job"]["requests_computed"], 0);
+
   // No request computed twice, and the store holds exactly the reference run's requests.
   auto stats = (*shards_store)->Stats();
   ASSERT_TRUE(stats.ok());
