@@ -9,6 +9,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc grpc-proto
   libsqlite3-dev libpq-dev libcairo2-dev libssl-dev
+  libyaml-dev
   # PostgreSQL server binaries: the shared-store e2e tests start one (initdb, pg_ctl).
   postgresql
   clang libclang-rt-14-dev
