@@ -77,6 +77,34 @@ absl::StatusOr<std::vector<ShardOutcome>> DoneOutcomes(const std::vector<JobShar
 
 int64_t NowSeconds() { return static_cast<int64_t>(std::time(nullptr)); }
 
+// The shards' progress and finished tasks, into the job (a running job's view, or a job
+// cancelled or failed before its end).
+absl::Status AddShardProgress(const std::vector<JobShard>& shards, v1::Job& job) {
+  int64_t total = 0, done = 0, cached = 0;
+  std::string current;
+  job.clear_results();
+  for (const JobShard& shard : shards) {
+    if (shard.state == kShardDone) {
+      absl::StatusOr<ShardOutcome> outcome = ParseShardOutcome(shard.result);
+      if (!outcome.ok()) return outcome.status();
+      *job.add_results() = outcome->result;
+      total += outcome->requests_total;
+      done += outcome->requests_total;
+      cached += outcome->requests_cached;
+      continue;
+    }
+    total += shard.requests_total;
+    done += shard.requests_done;
+    cached += shard.requests_cached;
+    if (shard.state == kShardRunning && current.empty()) current = JobShardName(job, shard.index);
+  }
+  job.set_requests_total(total);
+  job.set_requests_done(done);
+  job.set_requests_cached(cached);
+  job.set_current_task(current);
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 bool JobManager::stopping() {
@@ -195,30 +223,10 @@ absl::StatusOr<v1::Job> JobManager::View(const StoredJob& row) {
   if (!job.ok() || IsFinalJobState(job->state())) return job;
   absl::StatusOr<std::vector<JobShard>> shards = store_->JobShards(row.id);
   if (!shards.ok()) return shards.status();
-  int64_t total = 0, done = 0, cached = 0;
-  bool started = false;
-  std::string current;
+  if (absl::Status s = AddShardProgress(*shards, *job); !s.ok()) return s;
   for (const JobShard& shard : *shards) {
-    started = started || shard.attempts > 0;
-    if (shard.state == kShardDone) {
-      absl::StatusOr<ShardOutcome> outcome = ParseShardOutcome(shard.result);
-      if (!outcome.ok()) return outcome.status();
-      *job->add_results() = outcome->result;
-      total += outcome->requests_total;
-      done += outcome->requests_total;
-      cached += outcome->requests_cached;
-      continue;
-    }
-    total += shard.requests_total;
-    done += shard.requests_done;
-    cached += shard.requests_cached;
-    if (shard.state == kShardRunning && current.empty()) current = JobShardName(*job, shard.index);
+    if (shard.attempts > 0) job->set_state(v1::JOB_STATE_RUNNING);
   }
-  if (started) job->set_state(v1::JOB_STATE_RUNNING);
-  job->set_requests_total(total);
-  job->set_requests_done(done);
-  job->set_requests_cached(cached);
-  job->set_current_task(current);
   return job;
 }
 
@@ -240,23 +248,32 @@ absl::StatusOr<std::vector<v1::Job>> JobManager::List(int limit) {
   return jobs;
 }
 
-absl::StatusOr<v1::Job> JobManager::Cancel(const std::string& id) {
+absl::Status JobManager::EndBeforeFinishing(const std::string& id, v1::JobState state,
+                                            const std::string& error) {
   absl::Status s = store_->UpdateJob(
       id,
       [&](const StoredJob& row,
-          const std::vector<JobShard>&) -> absl::StatusOr<std::optional<StoredJob>> {
+          const std::vector<JobShard>& shards) -> absl::StatusOr<std::optional<StoredJob>> {
         absl::StatusOr<v1::Job> job = ParseJob(row);
         if (!job.ok()) return job.status();
         if (IsFinalJobState(job->state())) {
           return absl::FailedPreconditionError(absl::StrCat("job '", id, "' already finished (",
                                                             v1::JobState_Name(job->state()), ")"));
         }
-        job->set_state(v1::JOB_STATE_CANCELLED);
+        // The tasks that did finish, and the progress, stay readable.
+        if (absl::Status s = AddShardProgress(shards, *job); !s.ok()) return s;
+        job->set_current_task("");
+        job->set_state(state);
+        job->set_error(error);
         job->set_updated_at(NowSeconds());
         return std::optional<StoredJob>(RowOf(*job));
       });
-  if (!s.ok()) return s;
   Changed();
+  return s;
+}
+
+absl::StatusOr<v1::Job> JobManager::Cancel(const std::string& id) {
+  if (absl::Status s = EndBeforeFinishing(id, v1::JOB_STATE_CANCELLED, ""); !s.ok()) return s;
   LogInfo("job_cancelled", {{"job", id}});
   return Get(id);
 }
@@ -342,13 +359,23 @@ void JobManager::RunShard(const ClaimedShard& claimed) {
   std::string leave_reason;
   absl::Notification finished;
   std::thread heartbeat([&] {
-    const absl::Duration every = std::min(options_.lease / 3, absl::Milliseconds(500));
-    while (!finished.WaitForNotificationWithTimeout(every)) {
+    // Progress is written within 50 ms of changing (readers on any server see it); the
+    // lease is renewed at least every third of its length.
+    const absl::Duration renew_every = std::min(options_.lease / 3, absl::Milliseconds(500));
+    absl::Time renewed = absl::Now();
+    ShardProgress written;
+    while (!finished.WaitForNotificationWithTimeout(absl::Milliseconds(50))) {
       ShardProgress now;
       {
         absl::MutexLock lock(&progress_mu);
         now = progress;
       }
+      const bool moved = now.requests_total != written.requests_total ||
+                         now.requests_done != written.requests_done ||
+                         now.requests_cached != written.requests_cached;
+      if (!moved && absl::Now() - renewed < renew_every) continue;
+      renewed = absl::Now();
+      written = now;
       absl::StatusOr<std::optional<int>> state = store_->RenewShard(
           id, index, options_.replica, absl::ToInt64Milliseconds(options_.lease), now);
       if (!state.ok()) {
@@ -396,24 +423,9 @@ void JobManager::RunShard(const ClaimedShard& claimed) {
   }
   if (!outcome.ok()) {
     const std::string error(outcome.status().message());
-    absl::Status s = store_->UpdateJob(
-        id,
-        [&](const StoredJob& row,
-            const std::vector<JobShard>& shards) -> absl::StatusOr<std::optional<StoredJob>> {
-          absl::StatusOr<v1::Job> job = ParseJob(row);
-          if (!job.ok()) return job.status();
-          if (IsFinalJobState(job->state())) return std::optional<StoredJob>();
-          absl::StatusOr<std::vector<ShardOutcome>> done = DoneOutcomes(shards);
-          if (done.ok()) {
-            for (const ShardOutcome& o : *done) *job->add_results() = o.result;
-          }
-          job->set_state(v1::JOB_STATE_FAILED);
-          job->set_error(error);
-          job->set_updated_at(NowSeconds());
-          return std::optional<StoredJob>(RowOf(*job));
-        });
+    absl::Status s = EndBeforeFinishing(id, v1::JOB_STATE_FAILED, error);
+    if (absl::IsFailedPrecondition(s)) return;  // cancelled or failed elsewhere meanwhile
     if (!s.ok()) LogError("job_persist_failed", {{"job", id}, {"error", s.ToString()}});
-    Changed();
     LogInfo("job_finished", {{"job", id}, {"state", "JOB_STATE_FAILED"}, {"error", error}});
     return;
   }

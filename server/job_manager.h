@@ -71,6 +71,10 @@ class JobManager {
   void RunShard(const ClaimedShard& claimed);
   // The job as stored, with the progress and finished tasks of its shards.
   absl::StatusOr<hgeval::v1::Job> View(const StoredJob& row);
+  // Ends an unfinished job as `state` (cancelled, failed) with its progress so far;
+  // FAILED_PRECONDITION when it had already ended.
+  absl::Status EndBeforeFinishing(const std::string& id, hgeval::v1::JobState state,
+                                  const std::string& error);
   bool stopping();
   // Wakes watchers and idle workers (something changed in the store).
   void Changed();

@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
+#include "server/sql_result_store.h"
 
 namespace hgeval::server {
 namespace {
@@ -100,7 +101,7 @@ JobShard ReadShard(const Result& r, int row) {
   return shard;
 }
 
-class PostgresResultStore : public ResultStore {
+class PostgresResultStore : public SqlResultStore {
  public:
   explicit PostgresResultStore(PGconn* conn) : conn_(conn) {}
   ~PostgresResultStore() override {
@@ -157,7 +158,7 @@ class PostgresResultStore : public ResultStore {
     std::vector<std::optional<std::string>> out(keys.size());
     RowCheckCounts counts;
     absl::MutexLock lock(&mu_);
-    if (absl::Status s = Connected(); !s.ok()) return s;
+    if (absl::Status s = Ready(); !s.ok()) return s;
     for (const auto& [group, indices] : groups) {
       std::vector<std::string> digests;
       for (size_t i : indices) digests.push_back(keys[i].request_digest);
@@ -177,7 +178,7 @@ class PostgresResultStore : public ResultStore {
         out[i] = VerifiedResponse(keys[i], GetBytes(*r, it->second, 1), checksum, counts);
       }
     }
-    damaged_rows_ += counts.damaged;
+    CountDamaged(counts.damaged);
     LogUnverifiableRows(counts);
     return out;
   }
@@ -213,18 +214,6 @@ class PostgresResultStore : public ResultStore {
     });
   }
 
-  absl::Status PutJob(const StoredJob& job) override {
-    absl::MutexLock lock(&mu_);
-    if (absl::Status s = Connected(); !s.ok()) return s;
-    return WriteJob(job);
-  }
-
-  absl::StatusOr<std::optional<StoredJob>> GetJob(const std::string& id) override {
-    absl::MutexLock lock(&mu_);
-    if (absl::Status s = Connected(); !s.ok()) return s;
-    return ReadJobRow(id, /*lock_row=*/false);
-  }
-
   absl::StatusOr<std::vector<StoredJob>> ListJobs(int limit) override {
     return SelectJobs(absl::StrCat("SELECT ", kJobColumns,
                                    " FROM jobs ORDER BY created_at DESC, id DESC LIMIT $1"),
@@ -236,26 +225,6 @@ class PostgresResultStore : public ResultStore {
                                    " FROM jobs WHERE state = ANY($1::bigint[])"
                                    " ORDER BY created_at, id"),
                       {IntArray(states)});
-  }
-
-  absl::Status CreateJob(const StoredJob& job, int shards) override {
-    absl::MutexLock lock(&mu_);
-    return InTransaction([&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> absl::Status {
-      if (absl::Status s = WriteJob(job); !s.ok()) return s;
-      return InsertShards(job.id, shards);
-    });
-  }
-
-  absl::Status EnsureShards(const std::string& job_id, int shards) override {
-    absl::MutexLock lock(&mu_);
-    return InTransaction(
-        [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return InsertShards(job_id, shards); });
-  }
-
-  absl::StatusOr<std::vector<JobShard>> JobShards(const std::string& job_id) override {
-    absl::MutexLock lock(&mu_);
-    if (absl::Status s = Connected(); !s.ok()) return s;
-    return ReadShards(job_id);
   }
 
   absl::StatusOr<std::optional<ClaimedShard>> ClaimShard(
@@ -299,7 +268,7 @@ class PostgresResultStore : public ResultStore {
                                                 const std::string& owner, int64_t lease_ms,
                                                 const ShardProgress& progress) override {
     absl::MutexLock lock(&mu_);
-    if (absl::Status s = Connected(); !s.ok()) return s;
+    if (absl::Status s = Ready(); !s.ok()) return s;
     absl::StatusOr<Result> r = Query(
         absl::StrCat("UPDATE job_shards SET lease_until = ", kNowMs,
                      " + $1, requests_total = $2, requests_done = $3, requests_cached = $4"
@@ -312,44 +281,9 @@ class PostgresResultStore : public ResultStore {
     return std::optional<int>(static_cast<int>(GetInt(*r, 0, 0)));
   }
 
-  absl::StatusOr<bool> FinishShard(const std::string& job_id, int index, const std::string& owner,
-                                   const std::string& result, const JobRowChange& change) override {
-    absl::MutexLock lock(&mu_);
-    bool owned = false;
-    absl::Status status = InTransaction([&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> absl::Status {
-      owned = false;
-      // The job row first: replicas finishing a job's last shards at once take turns, so
-      // exactly one of them sees every shard done.
-      absl::StatusOr<std::optional<StoredJob>> job = ReadJobRow(job_id, /*lock_row=*/true);
-      if (!job.ok()) return job.status();
-      if (!job->has_value()) return absl::NotFoundError(absl::StrCat("unknown job '", job_id, "'"));
-      absl::StatusOr<Result> r = Query(
-          "UPDATE job_shards SET state = $1, result = $2, lease_until = 0"
-          " WHERE job_id = $3 AND shard = $4 AND owner = $5 AND state = $6",
-          {Int(kShardDone), Bytes(result), Text(job_id), Int(index), Text(owner),
-           Int(kShardRunning)});
-      if (!r.ok()) return r.status();
-      owned = std::strcmp(PQcmdTuples(r->get()), "0") != 0;
-      if (!owned) return absl::OkStatus();
-      return ApplyJobChange(**job, change);
-    });
-    if (!status.ok()) return status;
-    return owned;
-  }
-
-  absl::Status UpdateJob(const std::string& job_id, const JobRowChange& change) override {
-    absl::MutexLock lock(&mu_);
-    return InTransaction([&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> absl::Status {
-      absl::StatusOr<std::optional<StoredJob>> job = ReadJobRow(job_id, /*lock_row=*/true);
-      if (!job.ok()) return job.status();
-      if (!job->has_value()) return absl::NotFoundError(absl::StrCat("unknown job '", job_id, "'"));
-      return ApplyJobChange(**job, change);
-    });
-  }
-
   absl::Status ReleaseShards(const std::string& owner) override {
     absl::MutexLock lock(&mu_);
-    if (absl::Status s = Connected(); !s.ok()) return s;
+    if (absl::Status s = Ready(); !s.ok()) return s;
     return Query(
                "UPDATE job_shards SET state = $1, lease_until = 0 WHERE owner = $2 AND state = $3",
                {Int(kShardQueued), Text(owner), Int(kShardRunning)})
@@ -358,7 +292,7 @@ class PostgresResultStore : public ResultStore {
 
   absl::StatusOr<StoreStats> Stats() override {
     absl::MutexLock lock(&mu_);
-    if (absl::Status s = Connected(); !s.ok()) return s;
+    if (absl::Status s = Ready(); !s.ok()) return s;
     absl::StatusOr<Result> r = Query(
         "SELECT COUNT(*)::bigint, COALESCE(SUM(compute_count), 0)::bigint,"
         " COALESCE(MAX(compute_count), 0)::bigint FROM results",
@@ -371,11 +305,9 @@ class PostgresResultStore : public ResultStore {
     return stats;
   }
 
-  int64_t damaged_rows() const override { return damaged_rows_.load(); }
-
  private:
   // Reconnects a connection that was lost (a database restart, a network blip).
-  absl::Status Connected() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+  absl::Status Ready() override ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (PQstatus(conn_) == CONNECTION_OK) return absl::OkStatus();
     PQreset(conn_);
     if (PQstatus(conn_) == CONNECTION_OK) return absl::OkStatus();
@@ -413,11 +345,11 @@ class PostgresResultStore : public ResultStore {
 
   // Runs `body` in a transaction, committed when it returns OK and rolled back otherwise;
   // retried (a few times) when the database aborted it for a conflict with another server.
-  absl::Status InTransaction(const std::function<absl::Status()>& body)
+  absl::Status InTransaction(const std::function<absl::Status()>& body) override
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     absl::Status s;
     for (int attempt = 0; attempt < 4; ++attempt) {
-      if (s = Connected(); !s.ok()) return s;
+      if (s = Ready(); !s.ok()) return s;
       if (s = Query("BEGIN", {}).status(); !s.ok()) return s;
       s = body();
       if (s.ok()) s = Query("COMMIT", {}).status();
@@ -431,7 +363,7 @@ class PostgresResultStore : public ResultStore {
   absl::StatusOr<std::vector<StoredJob>> SelectJobs(const std::string& sql,
                                                     const std::vector<Param>& params) {
     absl::MutexLock lock(&mu_);
-    if (absl::Status s = Connected(); !s.ok()) return s;
+    if (absl::Status s = Ready(); !s.ok()) return s;
     absl::StatusOr<Result> r = Query(sql, params);
     if (!r.ok()) return r.status();
     std::vector<StoredJob> jobs;
@@ -439,7 +371,7 @@ class PostgresResultStore : public ResultStore {
     return jobs;
   }
 
-  absl::Status WriteJob(const StoredJob& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+  absl::Status WriteJob(const StoredJob& job) override ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return Query(
                "INSERT INTO jobs (id, state, created_at, job) VALUES ($1, $2, $3, $4)"
                " ON CONFLICT (id) DO UPDATE SET state = EXCLUDED.state, job = EXCLUDED.job",
@@ -447,7 +379,7 @@ class PostgresResultStore : public ResultStore {
         .status();
   }
 
-  absl::StatusOr<std::optional<StoredJob>> ReadJobRow(const std::string& id, bool lock_row)
+  absl::StatusOr<std::optional<StoredJob>> ReadJobRow(const std::string& id, bool lock_row) override
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     absl::StatusOr<Result> r =
         Query(absl::StrCat("SELECT ", kJobColumns, " FROM jobs WHERE id = $1",
@@ -458,7 +390,7 @@ class PostgresResultStore : public ResultStore {
     return std::optional<StoredJob>(ReadJob(*r, 0));
   }
 
-  absl::Status InsertShards(const std::string& job_id, int shards)
+  absl::Status InsertShards(const std::string& job_id, int shards) override
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return Query(
                "INSERT INTO job_shards (job_id, shard) SELECT $1, generate_series(0, $2 - 1)"
@@ -467,7 +399,19 @@ class PostgresResultStore : public ResultStore {
         .status();
   }
 
-  absl::StatusOr<std::vector<JobShard>> ReadShards(const std::string& job_id)
+  absl::StatusOr<bool> MarkShardDone(const std::string& job_id, int index, const std::string& owner,
+                                     const std::string& result) override
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    absl::StatusOr<Result> r = Query(
+        "UPDATE job_shards SET state = $1, result = $2, lease_until = 0"
+        " WHERE job_id = $3 AND shard = $4 AND owner = $5 AND state = $6",
+        {Int(kShardDone), Bytes(result), Text(job_id), Int(index), Text(owner),
+         Int(kShardRunning)});
+    if (!r.ok()) return r.status();
+    return std::strcmp(PQcmdTuples(r->get()), "0") != 0;
+  }
+
+  absl::StatusOr<std::vector<JobShard>> ReadShards(const std::string& job_id) override
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     absl::StatusOr<Result> r = Query(
         absl::StrCat("SELECT ", kShardColumns, " FROM job_shards WHERE job_id = $1 ORDER BY shard"),
@@ -478,19 +422,7 @@ class PostgresResultStore : public ResultStore {
     return shards;
   }
 
-  absl::Status ApplyJobChange(const StoredJob& job, const JobRowChange& change)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    absl::StatusOr<std::vector<JobShard>> shards = ReadShards(job.id);
-    if (!shards.ok()) return shards.status();
-    absl::StatusOr<std::optional<StoredJob>> changed = change(job, *shards);
-    if (!changed.ok()) return changed.status();
-    if (!changed->has_value()) return absl::OkStatus();
-    return WriteJob(**changed);
-  }
-
-  absl::Mutex mu_;
   PGconn* conn_ ABSL_GUARDED_BY(mu_);
-  std::atomic<int64_t> damaged_rows_{0};
 };
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
+#include "server/sql_result_store.h"
 
 namespace hgeval::server {
 namespace {
@@ -89,7 +90,7 @@ JobShard ReadShard(Statement& st, int first = 0) {
 
 int64_t NowMs() { return absl::ToUnixMillis(absl::Now()); }
 
-class SqliteResultStore : public ResultStore {
+class SqliteResultStore : public SqlResultStore {
  public:
   explicit SqliteResultStore(sqlite3* db) : db_(db) {}
   ~SqliteResultStore() override {
@@ -158,7 +159,7 @@ class SqliteResultStore : public ResultStore {
         return SqliteError(db_, "select");
       }
     }
-    damaged_rows_ += counts.damaged;
+    CountDamaged(counts.damaged);
     LogUnverifiableRows(counts);
     return out;
   }
@@ -188,16 +189,6 @@ class SqliteResultStore : public ResultStore {
       }
       return absl::OkStatus();
     });
-  }
-
-  absl::Status PutJob(const StoredJob& job) override {
-    absl::MutexLock lock(&mu_);
-    return WriteJob(job);
-  }
-
-  absl::StatusOr<std::optional<StoredJob>> GetJob(const std::string& id) override {
-    absl::MutexLock lock(&mu_);
-    return ReadJobRow(id);
   }
 
   absl::StatusOr<std::vector<StoredJob>> ListJobs(int limit) override {
@@ -230,25 +221,6 @@ class SqliteResultStore : public ResultStore {
     }
     if (rc != SQLITE_DONE) return SqliteError(db_, "job scan");
     return jobs;
-  }
-
-  absl::Status CreateJob(const StoredJob& job, int shards) override {
-    absl::MutexLock lock(&mu_);
-    return InTransaction([&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> absl::Status {
-      if (absl::Status s = WriteJob(job); !s.ok()) return s;
-      return InsertShards(job.id, shards);
-    });
-  }
-
-  absl::Status EnsureShards(const std::string& job_id, int shards) override {
-    absl::MutexLock lock(&mu_);
-    return InTransaction(
-        [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return InsertShards(job_id, shards); });
-  }
-
-  absl::StatusOr<std::vector<JobShard>> JobShards(const std::string& job_id) override {
-    absl::MutexLock lock(&mu_);
-    return ReadShards(job_id);
   }
 
   absl::StatusOr<std::optional<ClaimedShard>> ClaimShard(
@@ -290,7 +262,7 @@ class SqliteResultStore : public ResultStore {
       update.BindText(4, job.id);
       update.BindInt(5, index);
       if (update.Step() != SQLITE_DONE) return SqliteError(db_, "shard claim");
-      absl::StatusOr<std::vector<JobShard>> shards = ReadShards(job.id, index);
+      absl::StatusOr<std::vector<JobShard>> shards = ReadShardRows(job.id, index);
       if (!shards.ok()) return shards.status();
       if (shards->empty()) return absl::InternalError("result store: claimed shard vanished");
       claimed = ClaimedShard{std::move(job), std::move(shards->front())};
@@ -320,43 +292,13 @@ class SqliteResultStore : public ResultStore {
       st.BindInt(8, kShardRunning);
       if (st.Step() != SQLITE_DONE) return SqliteError(db_, "lease renewal");
       if (sqlite3_changes(db_) == 0) return absl::OkStatus();
-      absl::StatusOr<std::optional<StoredJob>> job = ReadJobRow(job_id);
+      absl::StatusOr<std::optional<StoredJob>> job = ReadJobRow(job_id, false);
       if (!job.ok()) return job.status();
       if (job->has_value()) job_state = (*job)->state;
       return absl::OkStatus();
     });
     if (!status.ok()) return status;
     return job_state;
-  }
-
-  absl::StatusOr<bool> FinishShard(const std::string& job_id, int index, const std::string& owner,
-                                   const std::string& result, const JobRowChange& change) override {
-    absl::MutexLock lock(&mu_);
-    bool owned = false;
-    absl::Status status = InTransaction([&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> absl::Status {
-      Statement st(db_,
-                   "UPDATE job_shards SET state=?1, result=?2, lease_until=0"
-                   " WHERE job_id=?3 AND shard=?4 AND owner=?5 AND state=?6");
-      if (!st.ok()) return SqliteError(db_, "prepare shard finish");
-      st.BindInt(1, kShardDone);
-      st.BindBlob(2, result);
-      st.BindText(3, job_id);
-      st.BindInt(4, index);
-      st.BindText(5, owner);
-      st.BindInt(6, kShardRunning);
-      if (st.Step() != SQLITE_DONE) return SqliteError(db_, "shard finish");
-      owned = sqlite3_changes(db_) > 0;
-      if (!owned) return absl::OkStatus();
-      return ApplyJobChange(job_id, change);
-    });
-    if (!status.ok()) return status;
-    return owned;
-  }
-
-  absl::Status UpdateJob(const std::string& job_id, const JobRowChange& change) override {
-    absl::MutexLock lock(&mu_);
-    return InTransaction(
-        [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return ApplyJobChange(job_id, change); });
   }
 
   absl::Status ReleaseShards(const std::string& owner) override {
@@ -383,8 +325,6 @@ class SqliteResultStore : public ResultStore {
     return stats;
   }
 
-  int64_t damaged_rows() const override { return damaged_rows_.load(); }
-
  private:
   absl::Status Exec(const char* sql) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     char* error = nullptr;
@@ -398,7 +338,7 @@ class SqliteResultStore : public ResultStore {
 
   // Runs `body` in a write transaction (BEGIN IMMEDIATE: other processes on the file
   // wait for it), committed when it returns OK and rolled back otherwise.
-  absl::Status InTransaction(const std::function<absl::Status()>& body)
+  absl::Status InTransaction(const std::function<absl::Status()>& body) override
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (absl::Status s = Exec("BEGIN IMMEDIATE"); !s.ok()) return s;
     absl::Status s = body();
@@ -409,7 +349,7 @@ class SqliteResultStore : public ResultStore {
     return Exec("COMMIT");
   }
 
-  absl::Status WriteJob(const StoredJob& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+  absl::Status WriteJob(const StoredJob& job) override ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     Statement st(db_,
                  "INSERT INTO jobs (id, state, created_at, job) VALUES (?1, ?2, ?3, ?4)"
                  " ON CONFLICT DO UPDATE SET state=excluded.state, job=excluded.job");
@@ -422,7 +362,8 @@ class SqliteResultStore : public ResultStore {
     return absl::OkStatus();
   }
 
-  absl::StatusOr<std::optional<StoredJob>> ReadJobRow(const std::string& id)
+  // BEGIN IMMEDIATE already serializes writers: no row locks.
+  absl::StatusOr<std::optional<StoredJob>> ReadJobRow(const std::string& id, bool) override
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     Statement st(db_, absl::StrCat("SELECT ", kJobColumns, " FROM jobs WHERE id=?1").c_str());
     if (!st.ok()) return SqliteError(db_, "prepare job select");
@@ -433,7 +374,7 @@ class SqliteResultStore : public ResultStore {
     return std::optional<StoredJob>();
   }
 
-  absl::Status InsertShards(const std::string& job_id, int shards)
+  absl::Status InsertShards(const std::string& job_id, int shards) override
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     Statement st(db_,
                  "INSERT INTO job_shards (job_id, shard) VALUES (?1, ?2) ON CONFLICT DO NOTHING");
@@ -447,8 +388,30 @@ class SqliteResultStore : public ResultStore {
     return absl::OkStatus();
   }
 
+  absl::StatusOr<std::vector<JobShard>> ReadShards(const std::string& job_id) override
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return ReadShardRows(job_id, -1);
+  }
+
+  absl::StatusOr<bool> MarkShardDone(const std::string& job_id, int index, const std::string& owner,
+                                     const std::string& result) override
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    Statement st(db_,
+                 "UPDATE job_shards SET state=?1, result=?2, lease_until=0"
+                 " WHERE job_id=?3 AND shard=?4 AND owner=?5 AND state=?6");
+    if (!st.ok()) return SqliteError(db_, "prepare shard finish");
+    st.BindInt(1, kShardDone);
+    st.BindBlob(2, result);
+    st.BindText(3, job_id);
+    st.BindInt(4, index);
+    st.BindText(5, owner);
+    st.BindInt(6, kShardRunning);
+    if (st.Step() != SQLITE_DONE) return SqliteError(db_, "shard finish");
+    return sqlite3_changes(db_) > 0;
+  }
+
   // All of a job's shards in index order, or only shard `only` when >= 0.
-  absl::StatusOr<std::vector<JobShard>> ReadShards(const std::string& job_id, int only = -1)
+  absl::StatusOr<std::vector<JobShard>> ReadShardRows(const std::string& job_id, int only)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     Statement st(db_, absl::StrCat("SELECT ", kShardColumns,
                                    " FROM job_shards WHERE job_id=?1 AND (?2 < 0 OR shard=?2)"
@@ -464,24 +427,7 @@ class SqliteResultStore : public ResultStore {
     return shards;
   }
 
-  absl::Status ApplyJobChange(const std::string& job_id, const JobRowChange& change)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    absl::StatusOr<std::optional<StoredJob>> job = ReadJobRow(job_id);
-    if (!job.ok()) return job.status();
-    if (!job->has_value()) {
-      return absl::NotFoundError(absl::StrCat("unknown job '", job_id, "'"));
-    }
-    absl::StatusOr<std::vector<JobShard>> shards = ReadShards(job_id);
-    if (!shards.ok()) return shards.status();
-    absl::StatusOr<std::optional<StoredJob>> changed = change(**job, *shards);
-    if (!changed.ok()) return changed.status();
-    if (!changed->has_value()) return absl::OkStatus();
-    return WriteJob(**changed);
-  }
-
-  absl::Mutex mu_;
   sqlite3* db_ ABSL_GUARDED_BY(mu_);
-  std::atomic<int64_t> damaged_rows_{0};
 };
 
 }  // namespace
