@@ -227,41 +227,29 @@ class PostgresResultStore : public SqlResultStore {
                       {IntArray(states)});
   }
 
-  absl::StatusOr<std::optional<ClaimedShard>> ClaimShard(
+  absl::StatusOr<std::optional<JobShard>> ClaimShardRow(
       const std::string& owner, int64_t lease_ms,
-      const std::vector<int>& runnable_job_states) override {
-    absl::MutexLock lock(&mu_);
-    std::optional<ClaimedShard> claimed;
-    absl::Status status = InTransaction([&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> absl::Status {
-      // SKIP LOCKED: replicas claiming at the same moment take different shards.
-      absl::StatusOr<Result> r = Query(
-          absl::StrCat("UPDATE job_shards s SET state = $1, owner = $2, lease_until = ", kNowMs,
-                       " + $3, attempts = s.attempts + 1"
-                       " FROM (SELECT c.job_id, c.shard FROM job_shards c"
-                       "       JOIN jobs j ON j.id = c.job_id"
-                       "       WHERE j.state = ANY($4::bigint[]) AND (c.state = $5 OR"
-                       "             (c.state = $1 AND c.lease_until < ",
-                       kNowMs,
-                       "))"
-                       "       ORDER BY j.created_at, j.id, c.shard LIMIT 1"
-                       "       FOR UPDATE OF c SKIP LOCKED) pick"
-                       " WHERE s.job_id = pick.job_id AND s.shard = pick.shard RETURNING ",
-                       "s.job_id, s.shard, s.state, s.owner, s.attempts, s.requests_total,"
-                       " s.requests_done, s.requests_cached, s.result"),
-          {Int(kShardRunning), Text(owner), Int(lease_ms), IntArray(runnable_job_states),
-           Int(kShardQueued)});
-      if (!r.ok()) return r.status();
-      if (PQntuples(r->get()) == 0) return absl::OkStatus();
-      JobShard shard = ReadShard(*r, 0);
-      absl::StatusOr<std::optional<StoredJob>> job = ReadJobRow(shard.job_id, false);
-      if (!job.ok()) return job.status();
-      if (!job->has_value())
-        return absl::InternalError("result store: claimed shard's job vanished");
-      claimed = ClaimedShard{**std::move(job), std::move(shard)};
-      return absl::OkStatus();
-    });
-    if (!status.ok()) return status;
-    return claimed;
+      const std::vector<int>& runnable_job_states) override ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    // SKIP LOCKED: replicas claiming at the same moment take different shards.
+    absl::StatusOr<Result> r =
+        Query(absl::StrCat("UPDATE job_shards s SET state = $1, owner = $2, lease_until = ", kNowMs,
+                           " + $3, attempts = s.attempts + 1"
+                           " FROM (SELECT c.job_id, c.shard FROM job_shards c"
+                           "       JOIN jobs j ON j.id = c.job_id"
+                           "       WHERE j.state = ANY($4::bigint[]) AND (c.state = $5 OR"
+                           "             (c.state = $1 AND c.lease_until < ",
+                           kNowMs,
+                           "))"
+                           "       ORDER BY j.created_at, j.id, c.shard LIMIT 1"
+                           "       FOR UPDATE OF c SKIP LOCKED) pick"
+                           " WHERE s.job_id = pick.job_id AND s.shard = pick.shard RETURNING ",
+                           "s.job_id, s.shard, s.state, s.owner, s.attempts, s.requests_total,"
+                           " s.requests_done, s.requests_cached, s.result"),
+              {Int(kShardRunning), Text(owner), Int(lease_ms), IntArray(runnable_job_states),
+               Int(kShardQueued)});
+    if (!r.ok()) return r.status();
+    if (PQntuples(r->get()) == 0) return std::optional<JobShard>();
+    return std::optional<JobShard>(ReadShard(*r, 0));
   }
 
   absl::StatusOr<std::optional<int>> RenewShard(const std::string& job_id, int index,

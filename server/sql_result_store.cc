@@ -36,6 +36,25 @@ absl::StatusOr<std::vector<JobShard>> SqlResultStore::JobShards(const std::strin
   return ReadShards(job_id);
 }
 
+absl::StatusOr<std::optional<ClaimedShard>> SqlResultStore::ClaimShard(
+    const std::string& owner, int64_t lease_ms, const std::vector<int>& runnable_job_states) {
+  absl::MutexLock lock(&mu_);
+  std::optional<ClaimedShard> claimed;
+  absl::Status status = InTransaction([&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> absl::Status {
+    absl::StatusOr<std::optional<JobShard>> shard =
+        ClaimShardRow(owner, lease_ms, runnable_job_states);
+    if (!shard.ok()) return shard.status();
+    if (!shard->has_value()) return absl::OkStatus();
+    absl::StatusOr<std::optional<StoredJob>> job = ReadJobRow((*shard)->job_id, /*lock_row=*/false);
+    if (!job.ok()) return job.status();
+    if (!job->has_value()) return absl::InternalError("result store: claimed shard's job vanished");
+    claimed = ClaimedShard{**std::move(job), **std::move(shard)};
+    return absl::OkStatus();
+  });
+  if (!status.ok()) return status;
+  return claimed;
+}
+
 absl::StatusOr<bool> SqlResultStore::FinishShard(const std::string& job_id, int index,
                                                  const std::string& owner,
                                                  const std::string& result,

@@ -25,6 +25,9 @@ class SqlResultStore : public ResultStore {
   absl::Status CreateJob(const StoredJob& job, int shards) final;
   absl::Status EnsureShards(const std::string& job_id, int shards) final;
   absl::StatusOr<std::vector<JobShard>> JobShards(const std::string& job_id) final;
+  absl::StatusOr<std::optional<ClaimedShard>> ClaimShard(
+      const std::string& owner, int64_t lease_ms,
+      const std::vector<int>& runnable_job_states) final;
   absl::StatusOr<bool> FinishShard(const std::string& job_id, int index, const std::string& owner,
                                    const std::string& result, const JobRowChange& change) final;
   absl::Status UpdateJob(const std::string& job_id, const JobRowChange& change) final;
@@ -46,6 +49,11 @@ class SqlResultStore : public ResultStore {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) = 0;
   // A job's shards in index order.
   virtual absl::StatusOr<std::vector<JobShard>> ReadShards(const std::string& job_id)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) = 0;
+  // Claims (in the running transaction) the oldest claimable shard of a job in one of
+  // `runnable_job_states` for `owner` until now + `lease_ms`; the shard as claimed.
+  virtual absl::StatusOr<std::optional<JobShard>> ClaimShardRow(
+      const std::string& owner, int64_t lease_ms, const std::vector<int>& runnable_job_states)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) = 0;
   // Marks the shard done with `result` if `owner` holds it (running); whether it did.
   virtual absl::StatusOr<bool> MarkShardDone(const std::string& job_id, int index,

@@ -223,53 +223,46 @@ class SqliteResultStore : public SqlResultStore {
     return jobs;
   }
 
-  absl::StatusOr<std::optional<ClaimedShard>> ClaimShard(
+  absl::StatusOr<std::optional<JobShard>> ClaimShardRow(
       const std::string& owner, int64_t lease_ms,
-      const std::vector<int>& runnable_job_states) override {
-    absl::MutexLock lock(&mu_);
-    std::optional<ClaimedShard> claimed;
-    absl::Status status = InTransaction([&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> absl::Status {
-      const int64_t now = NowMs();
-      Statement st(db_, absl::StrCat("SELECT j.id, j.state, j.created_at, j.job, s.shard"
-                                     " FROM job_shards s JOIN jobs j ON j.id = s.job_id"
-                                     " WHERE s.state = ?1 OR (s.state = ?2 AND s.lease_until < ?3)"
-                                     " ORDER BY j.created_at, j.id, s.shard")
-                            .c_str());
-      if (!st.ok()) return SqliteError(db_, "prepare shard scan");
-      st.BindInt(1, kShardQueued);
-      st.BindInt(2, kShardRunning);
-      st.BindInt(3, now);
-      int rc;
-      int index = -1;
-      StoredJob job;
-      while ((rc = st.Step()) == SQLITE_ROW) {
-        job = ReadJob(st);
-        if (std::find(runnable_job_states.begin(), runnable_job_states.end(), job.state) !=
-            runnable_job_states.end()) {
-          index = static_cast<int>(st.ColumnInt(4));
-          break;
-        }
+      const std::vector<int>& runnable_job_states) override ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    const int64_t now = NowMs();
+    Statement st(db_,
+                 "SELECT j.id, j.state, s.shard FROM job_shards s JOIN jobs j ON j.id = s.job_id"
+                 " WHERE s.state = ?1 OR (s.state = ?2 AND s.lease_until < ?3)"
+                 " ORDER BY j.created_at, j.id, s.shard");
+    if (!st.ok()) return SqliteError(db_, "prepare shard scan");
+    st.BindInt(1, kShardQueued);
+    st.BindInt(2, kShardRunning);
+    st.BindInt(3, now);
+    int rc;
+    int index = -1;
+    std::string job_id;
+    while ((rc = st.Step()) == SQLITE_ROW) {
+      const int state = static_cast<int>(st.ColumnInt(1));
+      if (std::find(runnable_job_states.begin(), runnable_job_states.end(), state) !=
+          runnable_job_states.end()) {
+        job_id = st.ColumnText(0);
+        index = static_cast<int>(st.ColumnInt(2));
+        break;
       }
-      if (rc != SQLITE_ROW && rc != SQLITE_DONE) return SqliteError(db_, "shard scan");
-      if (index < 0) return absl::OkStatus();
-      Statement update(db_,
-                       "UPDATE job_shards SET state=?1, owner=?2, lease_until=?3,"
-                       " attempts=attempts+1 WHERE job_id=?4 AND shard=?5");
-      if (!update.ok()) return SqliteError(db_, "prepare shard claim");
-      update.BindInt(1, kShardRunning);
-      update.BindText(2, owner);
-      update.BindInt(3, now + lease_ms);
-      update.BindText(4, job.id);
-      update.BindInt(5, index);
-      if (update.Step() != SQLITE_DONE) return SqliteError(db_, "shard claim");
-      absl::StatusOr<std::vector<JobShard>> shards = ReadShardRows(job.id, index);
-      if (!shards.ok()) return shards.status();
-      if (shards->empty()) return absl::InternalError("result store: claimed shard vanished");
-      claimed = ClaimedShard{std::move(job), std::move(shards->front())};
-      return absl::OkStatus();
-    });
-    if (!status.ok()) return status;
-    return claimed;
+    }
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE) return SqliteError(db_, "shard scan");
+    if (index < 0) return std::optional<JobShard>();
+    Statement update(db_,
+                     "UPDATE job_shards SET state=?1, owner=?2, lease_until=?3,"
+                     " attempts=attempts+1 WHERE job_id=?4 AND shard=?5");
+    if (!update.ok()) return SqliteError(db_, "prepare shard claim");
+    update.BindInt(1, kShardRunning);
+    update.BindText(2, owner);
+    update.BindInt(3, now + lease_ms);
+    update.BindText(4, job_id);
+    update.BindInt(5, index);
+    if (update.Step() != SQLITE_DONE) return SqliteError(db_, "shard claim");
+    absl::StatusOr<std::vector<JobShard>> shards = ReadShardRows(job_id, index);
+    if (!shards.ok()) return shards.status();
+    if (shards->empty()) return absl::InternalError("result store: claimed shard vanished");
+    return std::optional<JobShard>(std::move(shards->front()));
   }
 
   absl::StatusOr<std::optional<int>> RenewShard(const std::string& job_id, int index,
