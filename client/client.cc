@@ -161,6 +161,15 @@ absl::StatusOr<v1::TokenizeResponse> Client::Tokenize(const v1::TokenizeRequest&
   return response;
 }
 
+absl::StatusOr<v1::ClassifyResponse> Client::Classify(const v1::ClassifyRequest& request) {
+  grpc::ClientContext context;
+  Prepare(context);
+  v1::ClassifyResponse response;
+  grpc::Status status = models_->Classify(&context, request, &response);
+  if (!status.ok()) return FromGrpc(status);
+  return response;
+}
+
 absl::StatusOr<v1::LoglikelihoodResponse> Client::Loglikelihood(
     const v1::LoglikelihoodRequest& request) {
   const int64_t n = request.pairs_size();

@@ -65,6 +65,8 @@ class Client {
 
   absl::StatusOr<hgeval::v1::ListModelsResponse> ListModels();
   absl::StatusOr<hgeval::v1::TokenizeResponse> Tokenize(const hgeval::v1::TokenizeRequest& request);
+  // LRA classification.
+  absl::StatusOr<hgeval::v1::ClassifyResponse> Classify(const hgeval::v1::ClassifyRequest& request);
   // Splits the pairs into contiguous parts sent as concurrent calls (which round_robin
   // spreads over the servers) and merges the results in order.
   absl::StatusOr<hgeval::v1::LoglikelihoodResponse> Loglikelihood(

@@ -247,4 +247,40 @@ absl::StatusOr<std::vector<tasks::TokenTargetsResult>> RemoteLanguageModel::Scor
   return out;
 }
 
+absl::StatusOr<std::vector<tasks::ClassifyResult>> RemoteLanguageModel::Classify(
+    absl::Span<const tasks::ClassifyRequest> requests, const tasks::CallOptions& options) {
+  std::vector<tasks::ClassifyResult> out;
+  out.reserve(requests.size());
+  const size_t chunk = static_cast<size_t>(std::max<int64_t>(1, options_.chunk_per_server));
+  for (size_t start = 0; start < requests.size(); start += chunk) {
+    if (options.cancelled && options.cancelled()) return absl::CancelledError("cancelled");
+    const size_t end = std::min(requests.size(), start + chunk);
+    v1::ClassifyRequest request;
+    request.set_model(options_.model);
+    for (size_t i = start; i < end; ++i) {
+      v1::ClassifyExample* example = request.add_examples();
+      for (const tasks::ClassifyDocument& d : requests[i].documents) {
+        v1::ClassifyDocument* doc = example->add_documents();
+        doc->set_text(d.text);
+        doc->set_pixels(std::string(d.pixels.begin(), d.pixels.end()));
+        doc->set_channels(d.channels);
+      }
+    }
+    absl::StatusOr<v1::ClassifyResponse> response = WithRetry<v1::ClassifyResponse>(
+        options_.retry_for, [&] { return client_->Classify(request); });
+    if (!response.ok()) return response.status();
+    if (response->results_size() != static_cast<int>(end - start)) {
+      return absl::InternalError("classify: wrong number of results");
+    }
+    for (const v1::ClassifyResult& r : response->results()) {
+      out.push_back({std::vector<float>(r.logits().begin(), r.logits().end()), r.predicted()});
+      cached_ += r.cached();
+    }
+    if (options.progress) {
+      options.progress(static_cast<int64_t>(out.size()), static_cast<int64_t>(requests.size()));
+    }
+  }
+  return out;
+}
+
 }  // namespace hgeval::client

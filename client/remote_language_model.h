@@ -24,7 +24,7 @@ struct RemoteLanguageModelOptions {
 
 class RemoteLanguageModel : public tasks::LanguageModel {
  public:
-  // Reads the model's description from the first server.
+  // Reads the model's description from the server the channel picks.
   static absl::StatusOr<std::unique_ptr<RemoteLanguageModel>> Create(
       Client* client, RemoteLanguageModelOptions options);
 
@@ -40,6 +40,10 @@ class RemoteLanguageModel : public tasks::LanguageModel {
   // Token-id Loglikelihood calls with the top-1 token at every position; `logprob` is NaN.
   absl::StatusOr<std::vector<tasks::TokenTargetsResult>> ScoreTokenTargets(
       absl::Span<const tasks::TokenTargetsRequest> requests,
+      const tasks::CallOptions& options = {}) override;
+  // Classify calls (LRA classifiers), chunk_per_server examples per call.
+  absl::StatusOr<std::vector<tasks::ClassifyResult>> Classify(
+      absl::Span<const tasks::ClassifyRequest> requests,
       const tasks::CallOptions& options = {}) override;
   tasks::LanguageModelInfo info() const override { return info_; }
 

@@ -8,6 +8,7 @@ pkg_check_modules(RE2 REQUIRED IMPORTED_TARGET re2)
 pkg_check_modules(SENTENCEPIECE REQUIRED IMPORTED_TARGET sentencepiece)
 pkg_check_modules(OPENBLAS REQUIRED IMPORTED_TARGET openblas)
 find_package(ZLIB REQUIRED)
+find_package(PNG REQUIRED)  # LRA Pathfinder images (tasks/lra)
 
 if(NOT HGEVAL_ENGINE_ONLY)
   find_package(Protobuf REQUIRED)
@@ -16,6 +17,8 @@ if(NOT HGEVAL_ENGINE_ONLY)
   # The shared result store for a fleet of servers (--store=postgresql://...).
   pkg_check_modules(LIBPQ REQUIRED IMPORTED_TARGET libpq)
   pkg_check_modules(CAIRO REQUIRED IMPORTED_TARGET cairo)
+  # hgeval-server's OpenAI-compatible HTTP endpoint (Debian libcpp-httplib-dev).
+  pkg_check_modules(CPP_HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
 endif()
 
 set(HGEVAL_HAVE_CUDA OFF)

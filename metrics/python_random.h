@@ -20,6 +20,13 @@ class PythonRandom {
   double Random();
   // One index of random.choices(population of size n): floor(random() * n).
   int64_t ChoiceIndex(int64_t n);
+  // random.getrandbits(k) for 1 <= k <= 32.
+  uint32_t GetRandBits(int k);
+  // random._randbelow(n) for 1 <= n < 2^32 (getrandbits(n.bit_length()) until below n):
+  // what random.choice(seq) (n = len(seq)) and random.randint draw.
+  uint32_t RandBelow(uint32_t n);
+  // random.randint(a, b), a <= b, b - a < 2^32 - 1.
+  int64_t RandInt(int64_t a, int64_t b);
 
  private:
   static constexpr int kN = 624;

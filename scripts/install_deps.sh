@@ -5,15 +5,15 @@
 set -euo pipefail
 PACKAGES=(
   build-essential cmake ninja-build pkg-config git
-  libabsl-dev libre2-dev libsentencepiece-dev nlohmann-json3-dev libopenblas-dev zlib1g-dev
+  libabsl-dev libre2-dev libsentencepiece-dev nlohmann-json3-dev libopenblas-dev zlib1g-dev libpng-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc grpc-proto
-  libsqlite3-dev libpq-dev libcairo2-dev libssl-dev
+  libsqlite3-dev libpq-dev libcairo2-dev libssl-dev libcpp-httplib-dev
   libyaml-dev
   # PostgreSQL server binaries: the shared-store e2e tests start one (initdb, pg_ctl).
   postgresql
   clang libclang-rt-14-dev
-  python3-numpy
+  python3-numpy python3-grpcio python3-protobuf
 )
 missing=()
 for p in "${PACKAGES[@]}"; do

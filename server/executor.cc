@@ -1,7 +1,14 @@
 #include "server/executor.h"
 
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "server/sha256.h"
 
 namespace hgeval::server {
 
@@ -24,9 +31,51 @@ absl::Status WaitDone(absl::Mutex& mu, const bool& done, const CallControl& cont
   }
 }
 
+namespace {
+
+// The scheduler's scorer: one ScoreWork, packed with every other caller's work.
+absl::Status ScoreOnScheduler(LoadedModel& model, const std::vector<TokenPair>& pairs, int top_k,
+                              const CallControl& control, std::vector<ScoreResult>* results) {
+  auto work = std::make_shared<ScoreWork>();
+  work->deadline = control.deadline;
+  work->requests.reserve(pairs.size());
+  for (const TokenPair& pair : pairs) {
+    ScoreRequest r;
+    r.context = pair.context;
+    r.continuation = pair.continuation;
+    r.top_k = top_k;
+    work->requests.push_back(std::move(r));
+  }
+  if (absl::Status s = SubmitAndWait(*model.scheduler, work, control); !s.ok()) return s;
+  absl::MutexLock lock(&work->mu);
+  if (!work->status.ok()) return work->status;
+  *results = std::move(work->results);
+  return absl::OkStatus();
+}
+
+hgeval::v1::LoglikelihoodResult ToWire(const TokenPair& pair, const ScoreResult& r) {
+  hgeval::v1::LoglikelihoodResult out;
+  out.set_logprob(r.logprob);
+  out.set_is_greedy(r.is_greedy);
+  out.set_context_tokens(static_cast<int32_t>(pair.context.size()));
+  out.set_continuation_tokens(static_cast<int32_t>(pair.continuation.size()));
+  for (float lp : r.token_logprobs) out.add_token_logprobs(lp);
+  for (const auto& alternatives : r.top_k) {
+    hgeval::v1::TopTokens* t = out.add_top_k();
+    for (const TokenLogprob& a : alternatives) {
+      t->add_ids(a.token);
+      t->add_logprobs(a.logprob);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 absl::StatusOr<ScoreOutcome> Executor::ScorePairs(LoadedModel& model,
                                                   const std::vector<TokenPair>& pairs, int top_k,
-                                                  bool use_store, const CallControl& control) {
+                                                  bool use_store, const CallControl& control,
+                                                  const PairScorer& scorer) {
   ScoreOutcome outcome;
   outcome.results.resize(pairs.size());
   std::vector<StoreKey> keys(pairs.size());
@@ -36,7 +85,9 @@ absl::StatusOr<ScoreOutcome> Executor::ScorePairs(LoadedModel& model,
   }
   std::vector<bool> have(pairs.size(), false);
   if (use_store && store_ != nullptr) {
+    const absl::Time read_start = absl::Now();
     absl::StatusOr<std::vector<std::optional<std::string>>> stored = store_->GetMany(keys);
+    outcome.store_seconds += absl::ToDoubleSeconds(absl::Now() - read_start);
     if (!stored.ok()) return stored.status();
     for (size_t i = 0; i < pairs.size(); ++i) {
       if ((*stored)[i].has_value() && outcome.results[i].ParseFromString(*(*stored)[i])) {
@@ -54,47 +105,44 @@ absl::StatusOr<ScoreOutcome> Executor::ScorePairs(LoadedModel& model,
     if (first_of.emplace(keys[i].request_digest, i).second) compute_index.push_back(i);
   }
   if (!compute_index.empty()) {
-    auto work = std::make_shared<ScoreWork>();
-    work->deadline = control.deadline;
-    work->requests.reserve(compute_index.size());
-    for (size_t i : compute_index) {
-      ScoreRequest r;
-      r.context = pairs[i].context;
-      r.continuation = pairs[i].continuation;
-      r.top_k = top_k;
-      work->requests.push_back(std::move(r));
-    }
-    if (absl::Status s = model.scheduler->Submit(work); !s.ok()) return s;
-    if (absl::Status s = WaitDone(work->mu, work->done, control); !s.ok()) {
-      work->cancelled = true;
+    std::vector<TokenPair> missing;
+    missing.reserve(compute_index.size());
+    for (size_t i : compute_index) missing.push_back(pairs[i]);
+    std::vector<ScoreResult> computed;
+    std::vector<bool> stored(compute_index.size(), false);
+    // Writes the wire form of finished pairs and stores those not stored yet.
+    auto finish = [&](absl::Span<const size_t> finished) -> absl::Status {
+      std::vector<std::pair<StoreKey, std::string>> to_store;
+      to_store.reserve(finished.size());
+      for (size_t k : finished) {
+        if (k >= computed.size() || stored[k]) continue;
+        stored[k] = true;
+        const size_t i = compute_index[k];
+        outcome.results[i] = ToWire(pairs[i], computed[k]);
+        if (store_ != nullptr)
+          to_store.emplace_back(keys[i], outcome.results[i].SerializeAsString());
+      }
+      if (store_ == nullptr) return absl::OkStatus();
+      const absl::Time write_start = absl::Now();
+      absl::Status written = store_->PutMany(to_store);
+      outcome.store_seconds += absl::ToDoubleSeconds(absl::Now() - write_start);
+      return written;
+    };
+    if (scorer) {
+      computed.resize(missing.size());
+      if (absl::Status s = scorer(missing, top_k, &computed, finish); !s.ok()) return s;
+    } else if (absl::Status s = ScoreOnScheduler(model, missing, top_k, control, &computed);
+               !s.ok()) {
       return s;
     }
-    absl::MutexLock lock(&work->mu);
-    if (!work->status.ok()) return work->status;
-    std::vector<std::pair<StoreKey, std::string>> to_store;
-    to_store.reserve(compute_index.size());
-    for (size_t k = 0; k < compute_index.size(); ++k) {
-      const size_t i = compute_index[k];
-      const ScoreResult& r = work->results[k];
-      hgeval::v1::LoglikelihoodResult& out = outcome.results[i];
-      out.set_logprob(r.logprob);
-      out.set_is_greedy(r.is_greedy);
-      out.set_context_tokens(static_cast<int32_t>(pairs[i].context.size()));
-      out.set_continuation_tokens(static_cast<int32_t>(pairs[i].continuation.size()));
-      for (float lp : r.token_logprobs) out.add_token_logprobs(lp);
-      for (const auto& alternatives : r.top_k) {
-        hgeval::v1::TopTokens* t = out.add_top_k();
-        for (const TokenLogprob& a : alternatives) {
-          t->add_ids(a.token);
-          t->add_logprobs(a.logprob);
-        }
-      }
-      if (store_ != nullptr) to_store.emplace_back(keys[i], out.SerializeAsString());
+    if (computed.size() != missing.size()) {
+      return absl::InternalError(
+          absl::StrCat("scored ", computed.size(), " of ", missing.size(), " pairs"));
     }
+    std::vector<size_t> all(compute_index.size());
+    for (size_t k = 0; k < all.size(); ++k) all[k] = k;
+    if (absl::Status s = finish(all); !s.ok()) return s;
     outcome.computed = static_cast<int64_t>(compute_index.size());
-    if (store_ != nullptr) {
-      if (absl::Status s = store_->PutMany(to_store); !s.ok()) return s;
-    }
   }
   // Duplicates copy their first occurrence.
   for (size_t i = 0; i < pairs.size(); ++i) {
@@ -107,6 +155,74 @@ absl::StatusOr<ScoreOutcome> Executor::ScorePairs(LoadedModel& model,
     for (int32_t id : pairs[i].continuation) outcome.results[i].add_continuation_ids(id);
   }
   return outcome;
+}
+
+namespace {
+
+// SHA-256 of an example's converted inputs: per document its kind, sizes and values.
+std::string ClassifyDigest(const LraInput& input) {
+  std::string canonical;
+  for (const LraDocument& doc : input.documents) {
+    absl::StrAppend(&canonical, doc.tokens.empty() ? "p" : "t", doc.tokens.size(), ":",
+                    doc.pixels.size(), ":", doc.pool_length, ";");
+    canonical.append(reinterpret_cast<const char*>(doc.tokens.data()),
+                     doc.tokens.size() * sizeof(int32_t));
+    canonical.append(reinterpret_cast<const char*>(doc.pixels.data()),
+                     doc.pixels.size() * sizeof(float));
+  }
+  return Sha256Hex(canonical);
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<hgeval::v1::ClassifyResult>> Executor::Classify(
+    LoadedModel& model, const std::vector<LraInput>& inputs, bool use_store,
+    const CallControl& control, int64_t* cached) {
+  if (model.classify_scheduler == nullptr) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("model '", model.spec.name, "' is a language model, not an LRA classifier"));
+  }
+  std::vector<hgeval::v1::ClassifyResult> results(inputs.size());
+  std::vector<StoreKey> keys(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    keys[i] =
+        StoreKey{model.model_hash, model.tokenizer_hash, "classify", ClassifyDigest(inputs[i])};
+  }
+  std::vector<size_t> missing;
+  int64_t from_store = 0;
+  if (use_store && store_ != nullptr) {
+    absl::StatusOr<std::vector<std::optional<std::string>>> stored = store_->GetMany(keys);
+    if (!stored.ok()) return stored.status();
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      if ((*stored)[i].has_value() && results[i].ParseFromString(*(*stored)[i])) {
+        results[i].set_cached(true);
+        ++from_store;
+      } else {
+        missing.push_back(i);
+      }
+    }
+  } else {
+    for (size_t i = 0; i < inputs.size(); ++i) missing.push_back(i);
+  }
+  if (cached != nullptr) *cached = from_store;
+  if (missing.empty()) return results;
+  auto work = std::make_shared<ClassifyWork>();
+  work->deadline = control.deadline;
+  for (size_t i : missing) work->inputs.push_back(inputs[i]);
+  if (absl::Status s = SubmitAndWait(*model.classify_scheduler, work, control); !s.ok()) return s;
+  absl::MutexLock lock(&work->mu);
+  if (!work->status.ok()) return work->status;
+  std::vector<std::pair<StoreKey, std::string>> to_store;
+  for (size_t k = 0; k < missing.size(); ++k) {
+    hgeval::v1::ClassifyResult& out = results[missing[k]];
+    for (float v : work->logits[k]) out.add_logits(v);
+    out.set_predicted(PredictedClass(work->logits[k]));
+    if (store_ != nullptr) to_store.emplace_back(keys[missing[k]], out.SerializeAsString());
+  }
+  if (store_ != nullptr) {
+    if (absl::Status s = store_->PutMany(to_store); !s.ok()) return s;
+  }
+  return results;
 }
 
 }  // namespace hgeval::server

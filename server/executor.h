@@ -7,10 +7,14 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "absl/types/span.h"
+#include "engine/runtime/scoring.h"
 #include "hgeval/v1/models.pb.h"
 #include "server/model_registry.h"
 #include "server/request_prep.h"
@@ -29,17 +33,36 @@ struct CallControl {
 struct ScoreOutcome {
   // One per input pair; token_logprobs and top_k always filled.
   std::vector<hgeval::v1::LoglikelihoodResult> results;
-  int64_t cached = 0;    // answered from the store
-  int64_t computed = 0;  // distinct pairs computed now
+  int64_t cached = 0;        // answered from the store
+  int64_t computed = 0;      // distinct pairs computed now
+  double store_seconds = 0;  // reading and writing the result store
 };
+
+// Computes pairs that the store does not hold (distinct, in the order given): fills
+// `results` (one per pair) and may call `finished(indices)` for pairs whose results are
+// final before it returns, so they are stored early (a killed job loses little).
+using FinishedPairs = std::function<absl::Status(absl::Span<const size_t> indices)>;
+using PairScorer =
+    std::function<absl::Status(const std::vector<TokenPair>& pairs, int top_k,
+                               std::vector<ScoreResult>* results, const FinishedPairs& finished)>;
 
 class Executor {
  public:
   // `store` may be null (no caching).
   explicit Executor(ResultStore* store) : store_(store) {}
 
+  // Answers from the store what it holds and computes the rest with `scorer` (empty: the
+  // model's scheduler, where RPC work from every client is packed together).
   absl::StatusOr<ScoreOutcome> ScorePairs(LoadedModel& model, const std::vector<TokenPair>& pairs,
-                                          int top_k, bool use_store, const CallControl& control);
+                                          int top_k, bool use_store, const CallControl& control,
+                                          const PairScorer& scorer = nullptr);
+
+  // LRA classification (kind "classify" in the store, keyed by the converted inputs):
+  // stored results are answered, the rest go to the model's classify scheduler and are
+  // stored. `cached`, when given, receives how many came from the store.
+  absl::StatusOr<std::vector<hgeval::v1::ClassifyResult>> Classify(
+      LoadedModel& model, const std::vector<LraInput>& inputs, bool use_store,
+      const CallControl& control, int64_t* cached = nullptr);
 
   ResultStore* store() const { return store_; }
 
@@ -51,6 +74,20 @@ class Executor {
 // Returns CANCELLED / DEADLINE_EXCEEDED / UNAVAILABLE (server stopping) when cut short
 // (done stays false).
 absl::Status WaitDone(absl::Mutex& mu, const bool& done, const CallControl& control);
+
+// Submits `work` to `scheduler` and waits until it is done (WaitDone), marking it
+// cancelled when the wait is cut short. OK means done: the work's own status says how it
+// went.
+template <typename Scheduler, typename Work>
+absl::Status SubmitAndWait(Scheduler& scheduler, const std::shared_ptr<Work>& work,
+                           const CallControl& control) {
+  if (absl::Status s = scheduler.Submit(work); !s.ok()) return s;
+  if (absl::Status s = WaitDone(work->mu, work->done, control); !s.ok()) {
+    work->cancelled = true;
+    return s;
+  }
+  return absl::OkStatus();
+}
 
 }  // namespace hgeval::server
 

@@ -196,6 +196,8 @@ absl::StatusOr<std::string> JobManager::Submit(const v1::SubmitJobRequest& reque
   if (!model.ok()) return model.status();
   if (niah) {
     if (absl::Status s = ValidateNiahJob(request.niah(), **model); !s.ok()) return s;
+  } else if (absl::Status s = ValidateTasksForModel(tasks, **model); !s.ok()) {
+    return s;
   }
   v1::Job job;
   job.set_id(NewJobId());

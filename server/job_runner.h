@@ -41,6 +41,9 @@ struct JobContext {
 bool JobsSupported();
 // NOT_FOUND naming the first unknown task.
 absl::Status ValidateTasks(const std::vector<std::string>& tasks);
+// INVALID_ARGUMENT when the tasks do not fit the model: classify tasks (lra_*) need an
+// LRA classifier, every other task a language model.
+absl::Status ValidateTasksForModel(const std::vector<std::string>& tasks, const LoadedModel& model);
 // Shards a job splits into: one per task, one for a NIAH sweep.
 int JobShardCount(const hgeval::v1::Job& job);
 // What shard `index` runs: its task's name ("niah" for a sweep).

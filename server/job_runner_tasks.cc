@@ -1,5 +1,6 @@
 // Job runner on the tasks library: each shard (task) runs through the evaluator on a
-// StoreLanguageModel; the job's results are assembled from the shards' task reports.
+// StoreLanguageModel (an LRA classifier's tasks on a StoreLraClassifier); the job's
+// results are assembled from the shards' task reports.
 #include <algorithm>
 #include <cmath>
 
@@ -8,6 +9,7 @@
 #include "absl/time/clock.h"
 #include "server/job_runner.h"
 #include "server/store_language_model.h"
+#include "server/store_lra_classifier.h"
 #include "tasks/evaluator.h"
 #include "tasks/registry.h"
 #include "tasks/task_report_json.h"
@@ -29,6 +31,23 @@ absl::Status ValidateTasks(const std::vector<std::string>& names) {
   return absl::OkStatus();
 }
 
+absl::Status ValidateTasksForModel(const std::vector<std::string>& names,
+                                   const LoadedModel& model) {
+  const bool classifier = model.classifier != nullptr;
+  for (const std::string& name : names) {
+    absl::StatusOr<std::unique_ptr<tasks::Task>> task = tasks::CreateTask(name);
+    if (!task.ok()) return task.status();
+    const bool classify = (*task)->output_type() == tasks::RequestType::kClassify;
+    if (classify != classifier) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "task '", name, "' needs ", classify ? "an LRA classifier" : "a language model",
+          "; model '", model.spec.name, "' is ",
+          classifier ? "an LRA classifier" : "a language model", " (", model.family, ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 namespace {
 
 StoreLanguageModelOptions JobLanguageModelOptions(const v1::Job& job, const JobContext& context) {
@@ -38,6 +57,36 @@ StoreLanguageModelOptions JobLanguageModelOptions(const v1::Job& job, const JobC
   options.cancelled = context.cancelled;
   return options;
 }
+
+// The job's model as the tasks library sees it: a language model, or an LRA classifier
+// (classify requests only), both answering from the store.
+class JobModel {
+ public:
+  JobModel(const v1::Job& job, const JobContext& context) {
+    if (context.model->classifier != nullptr) {
+      classifier_ =
+          std::make_unique<StoreLraClassifier>(context.model, context.executor, context.cancelled);
+    } else {
+      language_model_ = std::make_unique<StoreLanguageModel>(context.model, context.executor,
+                                                             JobLanguageModelOptions(job, context));
+    }
+  }
+  tasks::LanguageModel& lm() {
+    return classifier_ ? static_cast<tasks::LanguageModel&>(*classifier_) : *language_model_;
+  }
+  int64_t cached() const { return classifier_ ? classifier_->cached() : language_model_->cached(); }
+  int64_t computed() const {
+    return classifier_ ? classifier_->computed() : language_model_->computed();
+  }
+  double store_seconds() const { return language_model_ ? language_model_->store_seconds() : 0; }
+  double prepare_seconds() const {
+    return language_model_ ? language_model_->prepare_seconds() : 0;
+  }
+
+ private:
+  std::unique_ptr<StoreLanguageModel> language_model_;
+  std::unique_ptr<StoreLraClassifier> classifier_;
+};
 
 tasks::EvaluatorOptions JobEvaluatorOptions(const v1::Job& job, const JobContext& context) {
   tasks::EvaluatorOptions options;
@@ -96,7 +145,7 @@ absl::StatusOr<ShardOutcome> RunJobShard(const v1::Job& job, int index, JobConte
   if (index < 0 || index >= job.tasks_size()) {
     return absl::InternalError(absl::StrCat("job '", job.id(), "' has no shard ", index));
   }
-  StoreLanguageModel lm(context.model, context.executor, JobLanguageModelOptions(job, context));
+  JobModel model(job, context);
   tasks::EvaluatorOptions options = JobEvaluatorOptions(job, context);
   const std::string& name = job.tasks(index);
   JobProgress progress;
@@ -105,23 +154,25 @@ absl::StatusOr<ShardOutcome> RunJobShard(const v1::Job& job, int index, JobConte
     progress.current_task = task;
     progress.requests_total = total;
     progress.requests_done = done;
-    progress.requests_cached = lm.cached();
+    progress.requests_cached = model.cached();
     if (context.progress) context.progress(progress);
   };
   absl::StatusOr<std::unique_ptr<tasks::Task>> task = tasks::CreateTask(name);
   if (!task.ok()) return task.status();
   if (context.progress) context.progress(progress);
-  absl::StatusOr<tasks::TaskReport> report = tasks::RunTask(lm, **task, options);
+  absl::StatusOr<tasks::TaskReport> report = tasks::RunTask(model.lm(), **task, options);
   if (!report.ok()) return report.status();
   ShardOutcome outcome;
   outcome.result = TaskResultOf(*report);
   outcome.task_report = tasks::TaskReportToJson(*report);
   outcome.requests_total = report->n_requests;
-  outcome.requests_cached = lm.cached();
-  outcome.requests_computed = lm.computed();
+  outcome.requests_cached = model.cached();
+  outcome.requests_computed = model.computed();
+  outcome.store_seconds = model.store_seconds();
+  outcome.prepare_seconds = model.prepare_seconds();
   progress.requests_total = report->n_requests;
   progress.requests_done = report->n_requests;
-  progress.requests_cached = lm.cached();
+  progress.requests_cached = model.cached();
   if (context.progress) context.progress(progress);
   return outcome;
 }
@@ -133,11 +184,12 @@ absl::StatusOr<std::string> AssembleJobResults(const v1::Job& job,
     if (shards.size() != 1) return absl::InternalError("a NIAH job has one shard");
     return shards.front().results_json;
   }
-  StoreLanguageModel lm(context.model, context.executor, JobLanguageModelOptions(job, context));
+  JobModel model(job, context);
   tasks::EvaluationReport report;
-  report.model = lm.info();
+  report.model = model.lm().info();
   report.options = JobEvaluatorOptions(job, context);
   int64_t cached = 0, computed = 0;
+  double store_seconds = 0, prepare_seconds = 0;
   for (const ShardOutcome& shard : shards) {
     absl::StatusOr<tasks::TaskReport> task = tasks::TaskReportFromJson(shard.task_report);
     if (!task.ok()) return task.status();
@@ -146,6 +198,8 @@ absl::StatusOr<std::string> AssembleJobResults(const v1::Job& job,
     report.tasks.push_back(*std::move(task));
     cached += shard.requests_cached;
     computed += shard.requests_computed;
+    store_seconds += shard.store_seconds;
+    prepare_seconds += shard.prepare_seconds;
   }
   try {
     nlohmann::json json = tasks::ResultsJson(report);
@@ -156,6 +210,10 @@ absl::StatusOr<std::string> AssembleJobResults(const v1::Job& job,
     }
     json["hgeval_job"] = {
         {"id", job.id()}, {"requests_cached", cached}, {"requests_computed", computed}};
+    if (context.model->classifier == nullptr) {
+      json["hgeval_job"]["store_seconds"] = store_seconds;
+      json["hgeval_job"]["prepare_seconds"] = prepare_seconds;
+    }
     return json.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
   } catch (const nlohmann::json::exception& e) {
     return absl::InternalError(absl::StrCat("writing results: ", e.what()));

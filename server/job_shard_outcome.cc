@@ -12,7 +12,9 @@ std::string SerializeShardOutcome(const ShardOutcome& outcome) {
                          {"results_csv", outcome.results_csv},
                          {"requests_total", outcome.requests_total},
                          {"requests_cached", outcome.requests_cached},
-                         {"requests_computed", outcome.requests_computed}};
+                         {"requests_computed", outcome.requests_computed},
+                         {"store_seconds", outcome.store_seconds},
+                         {"prepare_seconds", outcome.prepare_seconds}};
   return json.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
@@ -31,6 +33,8 @@ absl::StatusOr<ShardOutcome> ParseShardOutcome(const std::string& bytes) {
     outcome.requests_total = json.at("requests_total").get<int64_t>();
     outcome.requests_cached = json.at("requests_cached").get<int64_t>();
     outcome.requests_computed = json.at("requests_computed").get<int64_t>();
+    outcome.store_seconds = json.value("store_seconds", 0.0);
+    outcome.prepare_seconds = json.value("prepare_seconds", 0.0);
     return outcome;
   } catch (const nlohmann::json::exception& e) {
     return absl::DataLossError(absl::StrCat("job shard outcome: ", e.what()));

@@ -21,6 +21,8 @@ struct ShardOutcome {
   int64_t requests_total = 0;
   int64_t requests_cached = 0;    // answered from the store
   int64_t requests_computed = 0;  // computed by this shard's claimer(s)
+  double store_seconds = 0;       // reading and writing the store (language models)
+  double prepare_seconds = 0;     // preparing requests (language models)
 };
 
 std::string SerializeShardOutcome(const ShardOutcome& outcome);

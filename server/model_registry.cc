@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <set>
 
 #include "absl/strings/match.h"
@@ -13,6 +14,7 @@
 #include "server/log.h"
 #include "server/serialized_model.h"
 #include "server/sha256.h"
+#include "tasks/lra/engine_lra_classifier.h"
 
 namespace hgeval::server {
 namespace fs = std::filesystem;
@@ -71,6 +73,8 @@ int64_t LmEvalMaxLength(const LoadedModel& model, int64_t requested) {
   int64_t max_length = 2048;
   if (requested > 0) {
     max_length = requested;
+  } else if (model.model == nullptr) {
+    // An LRA classifier: no lm-eval length; the server's limit.
   } else if (model.model->config().max_position_embeddings > 0) {
     max_length = model.model->config().max_position_embeddings;
   } else if (model.info.max_context > 0) {
@@ -195,6 +199,9 @@ absl::StatusOr<std::unique_ptr<LoadedModel>> ModelRegistry::Load(const ModelSpec
   load_options.max_context = spec.max_context;
   load_options.threads = options_.threads;
   absl::StatusOr<std::unique_ptr<Checkpoint>> checkpoint = OpenModelCheckpoint(files->load_path);
+  if (checkpoint.ok() && IsLraClassifierConfig((*checkpoint)->config())) {
+    return LoadClassifier(spec, **checkpoint, load_options);
+  }
   absl::StatusOr<std::unique_ptr<Model>> model =
       checkpoint.ok() ? BuildModel(**checkpoint, load_options)
                       : absl::StatusOr<std::unique_ptr<Model>>(checkpoint.status());
@@ -232,6 +239,7 @@ absl::StatusOr<std::unique_ptr<LoadedModel>> ModelRegistry::Load(const ModelSpec
   loaded->tokenizer = *std::move(tokenizer);
   loaded->tokenizer_hash = loaded->tokenizer->ContentHash();
   loaded->info = loaded->model->info();
+  loaded->family = std::string(ModelFamilyName(loaded->info.family));
   loaded->max_sequence_tokens =
       loaded->info.max_context > 0
           ? std::min(loaded->info.max_context, options_.max_sequence_tokens)
@@ -246,10 +254,58 @@ absl::StatusOr<std::unique_ptr<LoadedModel>> ModelRegistry::Load(const ModelSpec
   LogInfo("model_loaded", {{"model", spec.name},
                            {"path", files->load_path},
                            {"tokenizer", tokenizer_path},
-                           {"family", std::string(ModelFamilyName(loaded->info.family))},
+                           {"family", loaded->family},
                            {"backend", loaded->info.backend},
                            {"model_hash", loaded->model_hash.substr(0, 16)},
                            {"seconds", absl::StrCat(absl::ToDoubleSeconds(absl::Now() - start))}});
+  return loaded;
+}
+
+absl::StatusOr<std::unique_ptr<LoadedModel>> ModelRegistry::LoadClassifier(
+    const ModelSpec& spec, const Checkpoint& checkpoint, const LoadOptions& options) const {
+  auto fail = [&](const absl::Status& s) {
+    return absl::Status(s.code(),
+                        absl::StrCat("loading LRA classifier '", spec.name, "': ", s.message()));
+  };
+  absl::StatusOr<std::unique_ptr<LraClassifier>> classifier =
+      BuildLraClassifier(checkpoint, options);
+  if (!classifier.ok()) return fail(classifier.status());
+  const std::string dir =
+      fs::is_directory(spec.path) ? spec.path : fs::path(spec.path).parent_path().string();
+  absl::StatusOr<std::optional<LraVocabulary>> vocab =
+      tasks::lra::LoadLraVocabularyBeside(dir, (*classifier)->config());
+  if (!vocab.ok()) return fail(vocab.status());
+  auto loaded = std::make_unique<LoadedModel>();
+  loaded->spec = spec;
+  loaded->model_hash = checkpoint.ContentHash();
+  // The vocabulary decides the ids, so it keys the store as a tokenizer does.
+  std::string vocab_text;
+  if (vocab->has_value()) {
+    std::ifstream in(dir + "/lra_vocab.json", std::ios::binary);
+    vocab_text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  loaded->tokenizer_hash = Sha256Hex(vocab_text).substr(0, 32);
+  loaded->lra_vocab = *std::move(vocab);
+  loaded->classifier = *std::move(classifier);
+  loaded->family = LraFamilyName(loaded->classifier->config());
+  const LraClassifierConfig& config = loaded->classifier->config();
+  loaded->info.vocab_size = config.embedding_encoder ? config.vocab_size : 0;
+  loaded->info.num_parameters = loaded->classifier->num_parameters();
+  loaded->info.backend = "cpu";
+  loaded->info.dtype = "fp32";
+  loaded->max_sequence_tokens = options_.max_sequence_tokens;
+  ClassifySchedulerOptions scheduler;
+  if (options_.scheduler.max_batch_tokens > 0) {
+    scheduler.max_batch_positions = options_.scheduler.max_batch_tokens;
+  }
+  scheduler.max_queued_examples = options_.scheduler.max_queued_requests;
+  loaded->classify_scheduler =
+      std::make_unique<ClassifyScheduler>(spec.name, loaded->classifier.get(), scheduler);
+  LogInfo("model_loaded", {{"model", spec.name},
+                           {"path", spec.path},
+                           {"family", loaded->family},
+                           {"backend", "cpu"},
+                           {"model_hash", loaded->model_hash.substr(0, 16)}});
   return loaded;
 }
 
@@ -340,6 +396,7 @@ void ModelRegistry::StopSchedulers() {
   absl::MutexLock lock(&mu_);
   for (auto& [name, model] : loaded_) {
     if (model->scheduler) model->scheduler->Stop();
+    if (model->classify_scheduler) model->classify_scheduler->Stop();
   }
 }
 

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,8 +17,11 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "engine/model/load_model.h"
+#include "engine/model/lra_classifier.h"
 #include "engine/model/model.h"
+#include "engine/tokenizer/lra_vocabulary.h"
 #include "engine/tokenizer/tokenizer.h"
+#include "server/classify_scheduler.h"
 #include "server/scheduler.h"
 
 namespace hgeval::server {
@@ -48,11 +52,17 @@ struct RegistryOptions {
   SchedulerOptions scheduler;
 };
 
-// A loaded model with its tokenizer, hashes and scheduler.
+// A loaded model with its tokenizer, hashes and scheduler. Either a language model
+// (model, tokenizer, scheduler) or an LRA classifier (classifier, its vocabulary when it
+// takes text, classify_scheduler); the other members are null.
 struct LoadedModel {
   ModelSpec spec;
   std::unique_ptr<Model> model;  // a SerializedModel: the scheduler and jobs share it
   std::unique_ptr<Tokenizer> tokenizer;
+  std::unique_ptr<LraClassifier> classifier;
+  std::optional<LraVocabulary> lra_vocab;
+  std::unique_ptr<ClassifyScheduler> classify_scheduler;
+  std::string family;  // "hgrn2", ..., or "lra_hgrn2" / "lra_hgrn1"
   std::string model_hash;
   std::string tokenizer_hash;
   ModelInfo info;
@@ -94,6 +104,10 @@ class ModelRegistry {
  private:
   absl::StatusOr<ModelSpec> Resolve(const std::string& name) const;
   absl::StatusOr<std::unique_ptr<LoadedModel>> Load(const ModelSpec& spec) const;
+  // The LRA classifier branch of Load: `checkpoint` holds an lra_classifier config.
+  absl::StatusOr<std::unique_ptr<LoadedModel>> LoadClassifier(const ModelSpec& spec,
+                                                              const Checkpoint& checkpoint,
+                                                              const LoadOptions& options) const;
 
   const RegistryOptions options_;
   mutable absl::Mutex mu_;

@@ -8,6 +8,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "engine/model/lra_input.h"
+#include "engine/tokenizer/utf8.h"
 #include "engine/util/status_macros.h"
 #include "server/log.h"
 #include "server/request_prep.h"
@@ -33,18 +35,22 @@ CallControl ControlFor(grpc::ServerContext* context, const std::atomic<bool>* se
 
 void FillModelInfo(const LoadedModel& model, v1::ModelInfo* info) {
   info->set_name(model.spec.name);
-  info->set_family(std::string(ModelFamilyName(model.info.family)));
+  info->set_family(model.family);
   info->set_vocab_size(model.info.vocab_size);
   info->set_max_sequence_tokens(model.max_sequence_tokens);
-  info->set_bos_token_id(model.tokenizer->bos_id());
-  info->set_eos_token_id(model.tokenizer->eos_id());
   info->set_num_parameters(model.info.num_parameters);
   info->set_backend(model.info.backend);
   info->set_dtype(model.info.dtype);
   info->set_model_hash(model.model_hash);
   info->set_tokenizer_hash(model.tokenizer_hash);
-  info->set_tokenizer_kind(std::string(model.tokenizer->kind()));
   info->set_loaded(true);
+  if (model.tokenizer == nullptr) {  // an LRA classifier
+    info->set_tokenizer_kind(model.lra_vocab.has_value() ? "lra_vocab" : "none");
+    return;
+  }
+  info->set_bos_token_id(model.tokenizer->bos_id());
+  info->set_eos_token_id(model.tokenizer->eos_id());
+  info->set_tokenizer_kind(std::string(model.tokenizer->kind()));
   info->set_lm_eval_max_length(LmEvalMaxLength(model, 0));
 }
 
@@ -91,10 +97,20 @@ class InflightCall {
 };
 }  // namespace
 
-absl::StatusOr<LoadedModel*> ModelServiceImpl::FindModel(const std::string& name) {
+absl::StatusOr<LoadedModel*> ModelServiceImpl::FindAnyModel(const std::string& name) {
   if (name.empty()) return absl::InvalidArgumentError("model is required");
   HG_RETURN_IF_ERROR(ValidateUtf8(name, "model"));
   return registry_->Get(name);
+}
+
+absl::StatusOr<LoadedModel*> ModelServiceImpl::FindModel(const std::string& name) {
+  absl::StatusOr<LoadedModel*> model = FindAnyModel(name);
+  if (model.ok() && (*model)->model == nullptr) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("model '", name, "' is an LRA classifier (", (*model)->family,
+                     "): it answers Classify only, not language-model calls"));
+  }
+  return model;
 }
 
 grpc::Status ModelServiceImpl::ListModels(grpc::ServerContext* context,
@@ -135,6 +151,39 @@ grpc::Status ModelServiceImpl::Tokenize(grpc::ServerContext* context,
     response->add_ids(id);
     if (request->return_pieces()) response->add_pieces((*model)->tokenizer->IdToPiece(id));
   }
+  return grpc::Status::OK;
+}
+
+grpc::Status ModelServiceImpl::Detokenize(grpc::ServerContext* context,
+                                          const v1::DetokenizeRequest* request,
+                                          v1::DetokenizeResponse* response) {
+  InflightCall call(&inflight_);
+  if (grpc::Status s = Admit(context); !s.ok()) return s;
+  if (request->ids_size() > limits_.max_request_tokens) {
+    return TooManyTokens(request->ids_size(), limits_.max_request_tokens);
+  }
+  absl::StatusOr<LoadedModel*> model = FindModel(request->model());
+  if (!model.ok()) return ToGrpcStatus(model.status());
+  const Tokenizer& tokenizer = *(*model)->tokenizer;
+  if (absl::Status s = ValidateIds(request->ids(), (*model)->info.vocab_size, "ids"); !s.ok()) {
+    return ToGrpcStatus(s);
+  }
+  StreamingDecoder decoder(&tokenizer);
+  std::string text;
+  for (int32_t id : request->ids()) {
+    absl::StatusOr<std::string> piece = decoder.Push(id);
+    if (!piece.ok()) return ToGrpcStatus(piece.status());
+    response->add_token_texts(*piece);
+    response->add_pieces(tokenizer.IdToPiece(id));
+    text += *piece;
+  }
+  absl::StatusOr<std::string> rest = decoder.Finish();
+  if (!rest.ok()) return ToGrpcStatus(rest.status());
+  if (!rest->empty() && response->token_texts_size() > 0) {
+    *response->mutable_token_texts(response->token_texts_size() - 1) += *rest;
+    text += *rest;
+  }
+  response->set_text(std::move(text));
   return grpc::Status::OK;
 }
 
@@ -557,6 +606,77 @@ grpc::Status ModelServiceImpl::Generate(grpc::ServerContext* context,
   LogInfo("generate", {{"model", request->model()},
                        {"prompt_tokens", absl::StrCat(prompt.size())},
                        {"generated_tokens", absl::StrCat(all_tokens.size())},
+                       {"ms", absl::StrCat(absl::ToInt64Milliseconds(absl::Now() - start))}});
+  return grpc::Status::OK;
+}
+
+grpc::Status ModelServiceImpl::Classify(grpc::ServerContext* context,
+                                        const v1::ClassifyRequest* request,
+                                        v1::ClassifyResponse* response) {
+  InflightCall call(&inflight_);
+  if (grpc::Status s = Admit(context); !s.ok()) return s;
+  const absl::Time start = absl::Now();
+  if (request->examples_size() == 0) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "examples is empty");
+  }
+  if (request->examples_size() > limits_.max_request_pairs) {
+    return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                        absl::StrCat("request has ", request->examples_size(),
+                                     " examples; this server accepts at most ",
+                                     limits_.max_request_pairs, " per call"));
+  }
+  int64_t bytes = 0;
+  for (const v1::ClassifyExample& e : request->examples()) {
+    for (const v1::ClassifyDocument& d : e.documents()) {
+      bytes += static_cast<int64_t>(d.text().size() + d.pixels().size());
+    }
+  }
+  if (grpc::Status s = CheckTextBytes(bytes); !s.ok()) return s;
+  absl::StatusOr<LoadedModel*> model = FindAnyModel(request->model());
+  if (!model.ok()) return ToGrpcStatus(model.status());
+  if ((*model)->classifier == nullptr) {
+    return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                        absl::StrCat("model '", request->model(), "' is a language model (",
+                                     (*model)->family, "), not an LRA classifier"));
+  }
+  const LraVocabulary* vocab = (*model)->lra_vocab.has_value() ? &*(*model)->lra_vocab : nullptr;
+  std::vector<LraInput> inputs(request->examples_size());
+  int64_t positions = 0;
+  for (int i = 0; i < request->examples_size(); ++i) {
+    for (const v1::ClassifyDocument& d : request->examples(i).documents()) {
+      const std::string where = absl::StrCat("examples[", i, "]: ");
+      if (!d.text().empty() && !utf8::IsValid(d.text())) {
+        return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, where + "text is not valid UTF-8");
+      }
+      const auto* pixels = reinterpret_cast<const uint8_t*>(d.pixels().data());
+      absl::StatusOr<LraDocument> doc =
+          MakeLraDocument((*model)->classifier->config(), vocab, d.text(),
+                          absl::MakeConstSpan(pixels, d.pixels().size()), d.channels());
+      if (!doc.ok()) {
+        return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                            where + std::string(doc.status().message()));
+      }
+      positions += static_cast<int64_t>(doc->tokens.size() + doc->pixels.size());
+      inputs[i].documents.push_back(*std::move(doc));
+    }
+  }
+  if (positions > limits_.max_request_tokens)
+    return TooManyTokens(positions, limits_.max_request_tokens);
+  int64_t cached = 0;
+  absl::StatusOr<std::vector<v1::ClassifyResult>> results =
+      executor_->Classify(**model, inputs, !request->no_cache(), Control(context), &cached);
+  if (!results.ok()) {
+    LogInfo("classify_failed", {{"model", request->model()},
+                                {"examples", absl::StrCat(inputs.size())},
+                                {"code", absl::StatusCodeToString(results.status().code())}});
+    return ToGrpcStatus(results.status());
+  }
+  for (v1::ClassifyResult& r : *results) *response->add_results() = std::move(r);
+  LogInfo("classify", {{"model", request->model()},
+                       {"peer", context->peer()},
+                       {"examples", absl::StrCat(inputs.size())},
+                       {"positions", absl::StrCat(positions)},
+                       {"cached", absl::StrCat(cached)},
                        {"ms", absl::StrCat(absl::ToInt64Milliseconds(absl::Now() - start))}});
   return grpc::Status::OK;
 }

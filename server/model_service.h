@@ -35,6 +35,9 @@ class ModelServiceImpl final : public hgeval::v1::ModelService::Service {
                           hgeval::v1::ListModelsResponse* response) override;
   grpc::Status Tokenize(grpc::ServerContext* context, const hgeval::v1::TokenizeRequest* request,
                         hgeval::v1::TokenizeResponse* response) override;
+  grpc::Status Detokenize(grpc::ServerContext* context,
+                          const hgeval::v1::DetokenizeRequest* request,
+                          hgeval::v1::DetokenizeResponse* response) override;
   grpc::Status Loglikelihood(grpc::ServerContext* context,
                              const hgeval::v1::LoglikelihoodRequest* request,
                              hgeval::v1::LoglikelihoodResponse* response) override;
@@ -43,6 +46,8 @@ class ModelServiceImpl final : public hgeval::v1::ModelService::Service {
                                     hgeval::v1::LoglikelihoodRollingResponse* response) override;
   grpc::Status Generate(grpc::ServerContext* context, const hgeval::v1::GenerateRequest* request,
                         grpc::ServerWriter<hgeval::v1::GenerateResponse>* writer) override;
+  grpc::Status Classify(grpc::ServerContext* context, const hgeval::v1::ClassifyRequest* request,
+                        hgeval::v1::ClassifyResponse* response) override;
 
   // While not ready, every call fails with UNAVAILABLE (start-up and shutdown).
   void set_ready(bool ready) { ready_ = ready; }
@@ -57,7 +62,10 @@ class ModelServiceImpl final : public hgeval::v1::ModelService::Service {
   // RESOURCE_EXHAUSTED when a call carries more text than max_request_bytes.
   grpc::Status CheckTextBytes(int64_t bytes) const;
   CallControl Control(grpc::ServerContext* context) const;
+  // A language model (the LM RPCs); FAILED_PRECONDITION for an LRA classifier.
   absl::StatusOr<LoadedModel*> FindModel(const std::string& name);
+  // Any model, language model or LRA classifier.
+  absl::StatusOr<LoadedModel*> FindAnyModel(const std::string& name);
 
   ModelRegistry* registry_;
   Executor* executor_;

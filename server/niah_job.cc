@@ -189,6 +189,10 @@ v1::TaskResult MetricsResult(const niah::NiahResult& result, int64_t cells) {
 }  // namespace
 
 absl::Status ValidateNiahJob(const v1::NiahJobSpec& spec, const LoadedModel& model) {
+  if (model.model == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "model '", model.spec.name, "' is an LRA classifier; NIAH sweeps need a language model"));
+  }
   absl::StatusOr<niah::NiahOptions> options = NiahOptionsFromSpec(spec);
   if (!options.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("niah: ", options.status().message()));

@@ -32,12 +32,23 @@
 #include "server/log.h"
 #include "server/model_registry.h"
 #include "server/model_service.h"
+#include "server/openai_completions.h"
+#include "server/openai_http_server.h"
 #include "server/result_store.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
           "Address to listen on (host:port). Port 0 picks a free port (see --port_file).");
 ABSL_FLAG(std::string, port_file, "",
           "Write the bound port number to this file once listening (useful with port 0).");
+ABSL_FLAG(std::string, http_listen, "",
+          "Also serve OpenAI's completions API over plain HTTP on this host:port (GET "
+          "/v1/models, POST /v1/completions, as lm-eval's local-completions model uses them; "
+          "vLLM's /tokenizer_info, /tokenize, /detokenize for lm-eval's remote tokenizer). "
+          "Calls go through the gRPC service's own handlers: the same request rules, limits, "
+          "result store, scheduler and bearer token (header 'Authorization: Bearer <token>'). "
+          "Empty (default): off. Port 0 picks a free port (see --http_port_file).");
+ABSL_FLAG(std::string, http_port_file, "",
+          "Write the bound --http_listen port to this file once listening.");
 ABSL_FLAG(std::string, config, "",
           "JSON model config: {\"models\": [{\"name\", \"path\", \"tokenizer\"?, \"device\"?, "
           "\"dtype\"?, \"max_context\"?}], \"roots\": [...], \"default_tokenizer\"?}. Relative "
@@ -126,6 +137,14 @@ absl::StatusOr<std::string> ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path));
   return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// Written atomically (rename) so that a reader never sees a partial number.
+void WritePortFile(const std::string& path, int port) {
+  if (path.empty()) return;
+  const std::string tmp = path + ".tmp";
+  std::ofstream(tmp) << port << "\n";
+  std::rename(tmp.c_str(), path.c_str());
 }
 
 int Run() {
@@ -261,11 +280,29 @@ int Run() {
     health->SetServingStatus("hgeval.v1.JobService", serving);
   };
   set_health(false);
-  if (!absl::GetFlag(FLAGS_port_file).empty()) {
-    const std::string tmp = absl::GetFlag(FLAGS_port_file) + ".tmp";
-    std::ofstream(tmp) << port << "\n";
-    std::rename(tmp.c_str(), absl::GetFlag(FLAGS_port_file).c_str());
+  // The HTTP endpoint is a client of this very server over its in-process channel, so
+  // every HTTP call passes the same handlers, checks and limits as a gRPC call.
+  grpc::ChannelArguments http_channel_args;
+  http_channel_args.SetMaxReceiveMessageSize(-1);
+  http_channel_args.SetMaxSendMessageSize(-1);
+  std::unique_ptr<hgeval::v1::ModelService::Stub> http_stub =
+      hgeval::v1::ModelService::NewStub(server->InProcessChannel(http_channel_args));
+  CompletionsGateway completions(http_stub.get());
+  RemoteTokenizerGateway tokenizer(http_stub.get());
+  OpenAiHttpServer http(&completions, &tokenizer, absl::GetFlag(FLAGS_max_message_bytes));
+  if (!absl::GetFlag(FLAGS_http_listen).empty()) {
+    absl::StatusOr<int> http_port = http.Start(absl::GetFlag(FLAGS_http_listen));
+    if (!http_port.ok()) {
+      LogError("http_listen_failed", {{"error", http_port.status().ToString()}});
+      server->Shutdown();
+      return 1;
+    }
+    WritePortFile(absl::GetFlag(FLAGS_http_port_file), *http_port);
+    LogInfo("http_listening",
+            {{"address", absl::GetFlag(FLAGS_http_listen)}, {"port", absl::StrCat(*http_port)}});
   }
+  // Last, so that a waiter on --port_file finds --http_port_file written too.
+  WritePortFile(absl::GetFlag(FLAGS_port_file), port);
   LogInfo("listening", {{"address", absl::GetFlag(FLAGS_listen)},
                         {"port", absl::StrCat(port)},
                         {"tls", tls ? "on" : "off"},
@@ -331,11 +368,15 @@ int Run() {
   set_health(false);
   model_service.set_ready(false);
   job_service.set_ready(false);
+  // The HTTP listener closes now; its calls in flight finish (or are cut short) with the
+  // gRPC ones, and idle keep-alive connections end within the keep-alive timeout.
+  std::thread http_stopper([&http] { http.Stop(); });
   absl::SleepFor(absl::Milliseconds(absl::GetFlag(FLAGS_shutdown_grace_ms)));
   if (model_service.inflight() > 0) {
     LogWarning("shutdown_grace_expired", {{"inflight", absl::StrCat(model_service.inflight())}});
     model_service.AbortInflight();
   }
+  http_stopper.join();
   jobs.Stop();
   registry.StopSchedulers();
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
@@ -349,8 +390,10 @@ int Run() {
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "serves language models over gRPC (hgeval.v1.ModelService, "
-      "hgeval.v1.JobService, grpc.health.v1.Health, reflection).\n"
-      "Example: hgeval-server --model_root=data/models --listen=127.0.0.1:50051\n"
+      "hgeval.v1.JobService, grpc.health.v1.Health, reflection) and, with --http_listen, "
+      "OpenAI's completions API over HTTP.\n"
+      "Example: hgeval-server --model_root=data/models --listen=127.0.0.1:50051 "
+      "--http_listen=127.0.0.1:8000\n"
       "Flags:");
   // --help lists this file's flags (absl matches only files named after the binary).
   absl::FlagsUsageConfig usage;

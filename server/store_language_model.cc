@@ -7,6 +7,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "engine/util/parallel_for.h"
 #include "server/request_prep.h"
 
 namespace hgeval::server {
@@ -16,6 +17,38 @@ StoreLanguageModel::StoreLanguageModel(LoadedModel* model, Executor* executor,
                                        StoreLanguageModelOptions options)
     : model_(model), executor_(executor), options_(std::move(options)) {
   max_length_ = LmEvalMaxLength(*model_, options_.max_length);
+  tasks::EngineLanguageModelOptions reuse;
+  reuse.bos_regime = options_.add_special ? tasks::BosRegime::kTokenizer : tasks::BosRegime::kNone;
+  reuse.max_length = max_length_;
+  reuse.prefix_token_id = PrefixToken(*model_->tokenizer);
+  reuse.context_reuse = true;
+  reuse_ = std::make_unique<tasks::EngineLanguageModel>(model_->model.get(),
+                                                        model_->tokenizer.get(), reuse);
+}
+
+absl::Status StoreLanguageModel::ScoreWithContextReuse(const std::vector<TokenPair>& pairs,
+                                                       std::vector<ScoreResult>* results,
+                                                       const FinishedPairs& finished,
+                                                       const tasks::CallOptions& options) {
+  auto to_score = [](const tasks::LoglikelihoodResult& r) {
+    ScoreResult out;
+    out.logprob = r.logprob;
+    out.is_greedy = r.is_greedy;
+    out.token_logprobs = r.token_logprobs;
+    return out;
+  };
+  const tasks::LanguageModelStats before = reuse_->stats();
+  absl::StatusOr<std::vector<tasks::LoglikelihoodResult>> scored = reuse_->ScoreTokens(
+      pairs, options,
+      [&](absl::Span<const size_t> done, absl::Span<const tasks::LoglikelihoodResult> got) {
+        for (size_t k : done) (*results)[k] = to_score(got[k]);
+        return finished(done);
+      });
+  const tasks::LanguageModelStats after = reuse_->stats();
+  stats_.tokens_fed += after.tokens_fed - before.tokens_fed;
+  if (!scored.ok()) return scored.status();
+  for (size_t k = 0; k < pairs.size(); ++k) (*results)[k] = to_score((*scored)[k]);
+  return absl::OkStatus();
 }
 
 CallControl StoreLanguageModel::Control(const tasks::CallOptions& options) const {
@@ -49,6 +82,7 @@ absl::StatusOr<std::vector<v1::LoglikelihoodResult>> StoreLanguageModel::ScoreCh
     if (!outcome.ok()) return outcome.status();
     cached_ += outcome->cached;
     computed_ += outcome->computed;
+    store_seconds_ += outcome->store_seconds;
     for (auto& r : outcome->results) {
       stats_.tokens_scored += r.continuation_tokens();
       if (!r.cached()) stats_.tokens_fed += r.context_tokens() + r.continuation_tokens() - 1;
@@ -66,25 +100,45 @@ absl::StatusOr<std::vector<tasks::LoglikelihoodResult>> StoreLanguageModel::Logl
   limits.max_length = max_length_;
   limits.truncate = true;
   limits.model_name = model_->spec.name;
-  std::vector<TokenPair> pairs;
-  pairs.reserve(requests.size());
-  for (size_t i = 0; i < requests.size(); ++i) {
+  // Tokenizing is pure per request: spread it over the cores, as the evaluator does.
+  const absl::Time prepare_start = absl::Now();
+  std::vector<absl::StatusOr<TokenPair>> prepared(requests.size(), absl::UnknownError("unset"));
+  ParallelFor(requests.size(), [&](size_t i) {
     v1::LoglikelihoodPair pair;
     pair.set_context(requests[i].context);
     pair.set_continuation(requests[i].continuation);
-    absl::StatusOr<TokenPair> p =
+    prepared[i] =
         PreparePair(pair, static_cast<int>(i), *model_->tokenizer, options_.add_special, limits);
+  });
+  std::vector<TokenPair> pairs;
+  pairs.reserve(requests.size());
+  for (absl::StatusOr<TokenPair>& p : prepared) {
     if (!p.ok()) return p.status();
     pairs.push_back(*std::move(p));
   }
-  int64_t done = 0;
+  prepare_seconds_ += absl::ToDoubleSeconds(absl::Now() - prepare_start);
+  // Progress counts every request: those the store answers count as done at once.
   const int64_t total = static_cast<int64_t>(pairs.size());
-  absl::StatusOr<std::vector<v1::LoglikelihoodResult>> scored =
-      ScoreChunked(pairs, options, [&](int64_t n) {
-        done += n;
-        if (options.progress) options.progress(done, total);
-      });
-  if (!scored.ok()) return scored.status();
+  int64_t answered = 0;
+  tasks::CallOptions reuse_options;
+  reuse_options.cancelled = Control(options).cancelled;
+  reuse_options.progress = [&](int64_t done, int64_t) {
+    if (options.progress) options.progress(answered + done, total);
+  };
+  const PairScorer scorer = [&](const std::vector<TokenPair>& missing, int,
+                                std::vector<ScoreResult>* results, const FinishedPairs& finished) {
+    answered = total - static_cast<int64_t>(missing.size());
+    return ScoreWithContextReuse(missing, results, finished, reuse_options);
+  };
+  absl::StatusOr<ScoreOutcome> outcome = executor_->ScorePairs(
+      *model_, pairs, /*top_k=*/0, /*use_store=*/true, Control(options), scorer);
+  if (!outcome.ok()) return outcome.status();
+  cached_ += outcome->cached;
+  computed_ += outcome->computed;
+  store_seconds_ += outcome->store_seconds;
+  if (options.progress) options.progress(total, total);
+  const std::vector<v1::LoglikelihoodResult>* scored = &outcome->results;
+  for (const v1::LoglikelihoodResult& r : *scored) stats_.tokens_scored += r.continuation_tokens();
   std::vector<tasks::LoglikelihoodResult> out(scored->size());
   for (size_t i = 0; i < out.size(); ++i) {
     out[i].logprob = (*scored)[i].logprob();
@@ -265,7 +319,7 @@ tasks::LanguageModelInfo StoreLanguageModel::info() const {
   info.prefix_token_id = PrefixToken(*model_->tokenizer);
   info.dtype = model_->info.dtype;
   info.backend = model_->info.backend;
-  info.context_reuse = false;
+  info.context_reuse = true;  // loglikelihood requests (see the header)
   info.rolling_mode = "windows";
   return info;
 }

@@ -1,24 +1,29 @@
 // tasks::LanguageModel for server jobs: lm-eval request semantics (the same request
 // preparation as the ModelService RPCs), answers from the result store where it can and
-// sends only missing requests to the model's scheduler, in chunks whose results are
-// stored as soon as they are computed (a killed job loses at most one chunk).
+// computes only missing requests, storing results as soon as they are computed (a killed
+// job loses at most one round or chunk). Loglikelihood requests run on the model through
+// the in-process evaluator's context reuse (a context is fed once and its choices fork
+// from its state), so a job feeds the tokens `hgeval-eval` feeds; rolling windows,
+// token targets and generations go through the model's scheduler in chunks.
 #ifndef HGEVAL_SERVER_STORE_LANGUAGE_MODEL_H_
 #define HGEVAL_SERVER_STORE_LANGUAGE_MODEL_H_
 
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 
 #include "server/executor.h"
 #include "server/model_registry.h"
+#include "tasks/engine_language_model.h"
 #include "tasks/language_model.h"
 
 namespace hgeval::server {
 
 struct StoreLanguageModelOptions {
-  bool add_special = false;   // BOS regime "tokenizer" (true) or "none"
-  int64_t max_length = 0;     // 0: lm-eval's rule (max_position_embeddings, max_context, 2048)
+  bool add_special = false;      // BOS regime "tokenizer" (true) or "none"
+  int64_t max_length = 0;        // 0: lm-eval's rule (max_position_embeddings, max_context, 2048)
   int64_t chunk_requests = 256;  // requests per scheduler submission / store write
   std::function<bool()> cancelled;  // the job's cancellation
 };
@@ -50,6 +55,9 @@ class StoreLanguageModel : public tasks::LanguageModel {
   // Requests answered from the store / computed, since construction.
   int64_t cached() const { return cached_; }
   int64_t computed() const { return computed_; }
+  // Wall time reading and writing the result store, and preparing (tokenizing) requests.
+  double store_seconds() const { return store_seconds_; }
+  double prepare_seconds() const { return prepare_seconds_; }
 
  private:
   // Scores pairs in chunks (with `top_k` alternatives per token); `done(n)` after each
@@ -58,14 +66,22 @@ class StoreLanguageModel : public tasks::LanguageModel {
       const std::vector<TokenPair>& pairs, const tasks::CallOptions& options,
       const std::function<void(int64_t)>& done, int top_k = 0);
   CallControl Control(const tasks::CallOptions& options) const;
+  // Executor scorer for loglikelihood pairs: the evaluator's context reuse on the model.
+  absl::Status ScoreWithContextReuse(const std::vector<TokenPair>& pairs,
+                                     std::vector<ScoreResult>* results,
+                                     const FinishedPairs& finished,
+                                     const tasks::CallOptions& options);
 
   LoadedModel* model_;
   Executor* executor_;
   StoreLanguageModelOptions options_;
   int64_t max_length_ = 2048;
+  std::unique_ptr<tasks::EngineLanguageModel> reuse_;
   tasks::LanguageModelStats stats_;
   std::atomic<int64_t> cached_{0};
   std::atomic<int64_t> computed_{0};
+  double store_seconds_ = 0;
+  double prepare_seconds_ = 0;
 };
 
 }  // namespace hgeval::server

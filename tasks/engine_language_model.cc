@@ -1,16 +1,16 @@
 #include "tasks/engine_language_model.h"
 
 #include <algorithm>
-#include <atomic>
+#include <chrono>
 #include <functional>
 #include <numeric>
-#include <thread>
 #include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "engine/util/parallel_for.h"
 #include "engine/util/status_macros.h"
 #include "metrics/text_counts.h"
 
@@ -35,6 +35,20 @@ struct Leaf {
   size_t request = 0;
   int node = -1;
   size_t depth = 0;
+};
+
+// Adds the wall time of its scope to `*seconds`.
+class ScopedSeconds {
+ public:
+  explicit ScopedSeconds(double* seconds)
+      : seconds_(seconds), start_(std::chrono::steady_clock::now()) {}
+  ~ScopedSeconds() {
+    *seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  }
+
+ private:
+  double* seconds_;
+  std::chrono::steady_clock::time_point start_;
 };
 
 size_t CommonPrefix(const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
@@ -204,7 +218,8 @@ absl::Status ForwardPacked(Model& model, absl::Span<const ForwardItem> items,
 }  // namespace
 
 absl::StatusOr<std::vector<LoglikelihoodResult>> EngineLanguageModel::ScoreTokens(
-    absl::Span<const TokenizedRequest> requests, const CallOptions& call) {
+    absl::Span<const TokenizedRequest> requests, const CallOptions& call,
+    const RequestsFinished& finished) {
   std::vector<LoglikelihoodResult> results(requests.size());
   for (const auto& r : requests) {
     if (r.context.empty() || r.continuation.empty()) {
@@ -283,9 +298,12 @@ absl::StatusOr<std::vector<LoglikelihoodResult>> EngineLanguageModel::ScoreToken
         PrefixNode& node = nodes[k];
         stats_.tokens_fed += static_cast<int64_t>(node.tokens.size());
         if (options_.count_only) continue;
-        HG_ASSIGN_OR_RETURN(
-            node.state,
-            StartState(*model_, node.parent < 0 ? nullptr : nodes[node.parent].state.get()));
+        {
+          ScopedSeconds timer(&stats_.state_seconds);
+          HG_ASSIGN_OR_RETURN(
+              node.state,
+              StartState(*model_, node.parent < 0 ? nullptr : nodes[node.parent].state.get()));
+        }
         ForwardItem item;
         item.tokens = node.tokens;
         item.state = node.state.get();
@@ -336,6 +354,7 @@ absl::StatusOr<std::vector<LoglikelihoodResult>> EngineLanguageModel::ScoreToken
         items[k - lb].tokens = f;
         items[k - lb].targets = t;
         if (leaf.node < 0) {
+          ScopedSeconds timer(&stats_.state_seconds);
           HG_ASSIGN_OR_RETURN(states[k - lb], StartState(*model_, nullptr));
           items[k - lb].state = states[k - lb].get();
         } else {
@@ -350,15 +369,18 @@ absl::StatusOr<std::vector<LoglikelihoodResult>> EngineLanguageModel::ScoreToken
         continue;
       }
       std::vector<ForwardOutput> outputs(items.size());
+      std::vector<size_t> batch_finished;
       auto after = [&](size_t first, size_t last) {
         for (size_t k = first; k < last; ++k) {
           const Leaf& leaf = leaves[lb + k];
+          batch_finished.push_back(leaf.request);
           const size_t n_cont = requests[leaf.request].continuation.size();
           const ForwardOutput& out = outputs[k];
           LoglikelihoodResult& result = results[leaf.request];
           result.logprob = 0.0;
           result.is_greedy = true;
           result.n_tokens = static_cast<int64_t>(n_cont);
+          result.token_logprobs.assign(out.logprob.end() - n_cont, out.logprob.end());
           for (size_t p = fed[k].size() - n_cont; p < fed[k].size(); ++p) {
             result.logprob += static_cast<double>(out.logprob[p]);
             if (!out.is_greedy[p]) result.is_greedy = false;
@@ -370,7 +392,10 @@ absl::StatusOr<std::vector<LoglikelihoodResult>> EngineLanguageModel::ScoreToken
       };
       HG_RETURN_IF_ERROR(ForwardPacked(*model_, items, absl::MakeSpan(outputs),
                                        options_.max_batch_tokens, call, after));
+      if (finished) HG_RETURN_IF_ERROR(finished(batch_finished, results));
     }
+    ScopedSeconds timer(&stats_.state_seconds);
+    nodes.clear();  // the round's shared-prefix states
   }
   for (size_t i = 0; i < requests.size(); ++i) {
     if (alias[i] != i) results[i] = results[alias[i]];
@@ -386,23 +411,11 @@ absl::StatusOr<std::vector<LoglikelihoodResult>> EngineLanguageModel::Loglikelih
   const size_t n = requests.size();
   std::vector<absl::StatusOr<TokenizedRequest>> tokenized(n, absl::UnknownError("unset"));
   std::vector<char> truncated(n, 0);
-  constexpr size_t kSlice = 256;
-  const size_t workers = std::min<size_t>(std::max(1u, std::thread::hardware_concurrency()),
-                                          (n + kSlice - 1) / kSlice);
-  std::atomic<size_t> next{0};
-  auto work = [&] {
-    for (size_t s = next.fetch_add(kSlice); s < n; s = next.fetch_add(kSlice)) {
-      for (size_t i = s; i < std::min(n, s + kSlice); ++i) {
-        bool cut = false;
-        tokenized[i] = Tokenize(requests[i], &cut);
-        truncated[i] = cut ? 1 : 0;
-      }
-    }
-  };
-  std::vector<std::thread> threads;
-  for (size_t w = 1; w < workers; ++w) threads.emplace_back(work);
-  work();
-  for (auto& t : threads) t.join();
+  ParallelFor(n, [&](size_t i) {
+    bool cut = false;
+    tokenized[i] = Tokenize(requests[i], &cut);
+    truncated[i] = cut ? 1 : 0;
+  });
   std::vector<TokenizedRequest> ready;
   ready.reserve(n);
   for (size_t i = 0; i < n; ++i) {

@@ -6,6 +6,7 @@
 #define HGEVAL_TASKS_ENGINE_LANGUAGE_MODEL_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -88,9 +89,17 @@ class EngineLanguageModel : public LanguageModel {
   // Encodes request text under the BOS regime (lm-eval tok_encode).
   absl::StatusOr<std::vector<int32_t>> Encode(std::string_view text) const;
 
-  // Scores token requests (reuse or from scratch per options). Exposed for tests.
+  // Called during ScoreTokens, after each Forward batch, with the indices of the distinct
+  // requests that batch finished (their results in `results` final); an error stops the
+  // call. Identical requests are reported once, by their first index.
+  using RequestsFinished = std::function<absl::Status(
+      absl::Span<const size_t> finished, absl::Span<const LoglikelihoodResult> results)>;
+
+  // Scores token requests (reuse or from scratch per options). Server jobs pass
+  // `finished` to store results as soon as they exist (a killed job loses one batch).
   absl::StatusOr<std::vector<LoglikelihoodResult>> ScoreTokens(
-      absl::Span<const TokenizedRequest> requests, const CallOptions& options = {});
+      absl::Span<const TokenizedRequest> requests, const CallOptions& options = {},
+      const RequestsFinished& finished = nullptr);
 
   int64_t max_length() const { return max_length_; }
   int32_t prefix_token_id() const { return prefix_token_id_; }

@@ -103,8 +103,9 @@ absl::StatusOr<TaskReport> RunTaskUnguarded(LanguageModel& model, const Task& ta
   const int64_t total = report.n_requests;
   int64_t finished_before = 0;
   model.ResetStats();
-  for (RequestType type : {RequestType::kLoglikelihood, RequestType::kLoglikelihoodRolling,
-                           RequestType::kGenerateUntil, RequestType::kTokenTargets}) {
+  for (RequestType type :
+       {RequestType::kLoglikelihood, RequestType::kLoglikelihoodRolling,
+        RequestType::kGenerateUntil, RequestType::kTokenTargets, RequestType::kClassify}) {
     std::vector<size_t> indices;
     for (size_t i = 0; i < requests.size(); ++i) {
       if (requests[i].type == type) indices.push_back(i);
@@ -143,6 +144,14 @@ absl::StatusOr<TaskReport> RunTaskUnguarded(LanguageModel& model, const Task& ta
         responses[indices[k]].logprob = results[k].logprob;
         responses[indices[k]].n_tokens = results[k].n_tokens;
         responses[indices[k]].argmax = std::move(results[k].argmax);
+      }
+    } else if (type == RequestType::kClassify) {
+      std::vector<ClassifyRequest> batch;
+      for (size_t i : indices) batch.push_back({requests[i].documents});
+      HG_ASSIGN_OR_RETURN(auto results, model.Classify(batch, call));
+      for (size_t k = 0; k < indices.size(); ++k) {
+        responses[indices[k]].logits = std::move(results[k].logits);
+        responses[indices[k]].predicted = results[k].predicted;
       }
     } else {
       std::vector<GenerateUntilRequest> batch;
@@ -196,6 +205,16 @@ absl::StatusOr<TaskReport> RunTaskUnguarded(LanguageModel& model, const Task& ta
             arguments.push_back({request.tokens, request.targets});
             resps.push_back({response.logprob, response.argmax});
             break;
+          case RequestType::kClassify: {
+            // The documents are in the logged doc; their sizes identify the input.
+            nlohmann::json sizes = nlohmann::json::array();
+            for (const ClassifyDocument& d : request.documents) {
+              sizes.push_back(d.pixels.empty() ? d.text.size() : d.pixels.size());
+            }
+            arguments.push_back(sizes);
+            resps.push_back({response.logits, response.predicted});
+            break;
+          }
         }
       }
       record["arguments"] = arguments;

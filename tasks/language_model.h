@@ -12,6 +12,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "tasks/classify_request.h"
 
 namespace hgeval::tasks {
 
@@ -23,9 +24,10 @@ struct LoglikelihoodRequest {
 };
 
 struct LoglikelihoodResult {
-  double logprob = 0.0;    // sum over the continuation tokens
-  bool is_greedy = false;  // every continuation token is the argmax
-  int64_t n_tokens = 0;    // continuation tokens scored
+  double logprob = 0.0;               // sum over the continuation tokens
+  bool is_greedy = false;             // every continuation token is the argmax
+  int64_t n_tokens = 0;               // continuation tokens scored
+  std::vector<float> token_logprobs;  // per continuation token (in-process scoring only)
 };
 
 // log p(text), conditioned on the prefix token only (lm-eval rolling windows).
@@ -66,6 +68,17 @@ struct TokenTargetsResult {
   int64_t n_tokens = 0;         // positions scored
 };
 
+// Sequence classification (LRA): the example's documents go through a non-causal
+// classifier; its logits and predicted class come back.
+struct ClassifyRequest {
+  std::vector<ClassifyDocument> documents;  // one, or two for the retrieval head
+};
+
+struct ClassifyResult {
+  std::vector<float> logits;
+  int32_t predicted = -1;  // argmax, lowest class on ties
+};
+
 // Per call: progress reports and cooperative cancellation.
 struct CallOptions {
   // Called now and then with the requests finished so far and the total.
@@ -99,6 +112,9 @@ struct LanguageModelStats {
   // Requests whose continuation was longer than max_length and was cut (only when the
   // model was asked to, see EngineLanguageModelOptions::truncate_long_continuations).
   int64_t truncated_requests = 0;
+  // Wall time spent outside Model::Forward creating, forking and dropping sequence states
+  // (in-process scoring; what a benchmark separates from the forward passes).
+  double state_seconds = 0;
 };
 
 class LanguageModel {
@@ -117,6 +133,13 @@ class LanguageModel {
       absl::Span<const TokenTargetsRequest> requests, const CallOptions& options = {}) {
     return absl::UnimplementedError(
         "this model does not take token-level (token_targets) requests");
+  }
+
+  // Optional: only LRA classifier checkpoints answer it.
+  virtual absl::StatusOr<std::vector<ClassifyResult>> Classify(
+      absl::Span<const ClassifyRequest> requests, const CallOptions& options = {}) {
+    return absl::UnimplementedError(
+        "this model is a language model, not an LRA classifier (classify requests)");
   }
 
   virtual LanguageModelInfo info() const = 0;

@@ -12,6 +12,8 @@ const char* RequestTypeName(RequestType type) {
       return "generate_until";
     case RequestType::kTokenTargets:
       return "token_targets";
+    case RequestType::kClassify:
+      return "classify";
   }
   return "unknown";
 }

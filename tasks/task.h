@@ -14,6 +14,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "nlohmann/json.hpp"
+#include "tasks/classify_request.h"
 
 namespace hgeval::tasks {
 
@@ -25,6 +26,7 @@ enum class RequestType {
   kLoglikelihoodRolling,
   kGenerateUntil,
   kTokenTargets,  // hgeval's token-level scoring (synthetic tasks such as MQAR)
+  kClassify,      // hgeval's sequence classification (Long Range Arena's classifiers)
 };
 const char* RequestTypeName(RequestType type);  // lm-eval's names where lm-eval has them
 
@@ -37,6 +39,7 @@ struct Request {
   bool windowless = false;         // loglikelihood_rolling only: one pass, no windows
   std::vector<int32_t> tokens;     // token_targets only: fed from an empty state
   std::vector<int32_t> targets;    // token_targets only: per token, -1 when not scored
+  std::vector<ClassifyDocument> documents;  // classify only: one, or two (retrieval)
 };
 
 struct Response {
@@ -45,6 +48,8 @@ struct Response {
   int64_t n_tokens = 0;
   std::string text;             // generate_until
   std::vector<int32_t> argmax;  // token_targets: the prediction at each scored position
+  std::vector<float> logits;    // classify: one per class
+  int32_t predicted = -1;       // classify: the argmax of the logits (lowest on ties)
 };
 
 // How per-doc samples of a metric combine into the task's number.

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Packs what the GPU machine needs to run the CUDA tests and benchmarks of an engine-only
-# CUDA build (that machine has CUDA, PyTorch and numpy, none of this project's Debian -dev
+# Packs what the GPU machine needs to run the CUDA tests and benchmarks of a CUDA build
+# (engine-only, or a full build: then also hgeval-server and hgeval, for
+# bench/cuda/suite_server_bench.sh) (that machine has CUDA, PyTorch and numpy, none of this project's Debian -dev
 # packages): the test and benchmark binaries (stripped), the shared libraries they load
 # that are not part of a base system or the CUDA toolkit, and, if given, fla's package for
 # the PyTorch peers. Output: OUT_DIR/bundle.tar.xz. On the GPU machine:
@@ -11,7 +12,7 @@
 #
 # Usage: bench/cuda/gpu_bundle.sh BUILD_DIR OUT_DIR [FLA_TARBALL]
 #   BUILD_DIR: cmake -S . -B BUILD_DIR -G Ninja -DCMAKE_BUILD_TYPE=Release \
-#                -DHGEVAL_ENGINE_ONLY=ON -DHGEVAL_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90a
+#                [-DHGEVAL_ENGINE_ONLY=ON] -DHGEVAL_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90a
 set -euo pipefail
 build=${1:?usage: gpu_bundle.sh BUILD_DIR OUT_DIR [FLA_TARBALL]}
 out=${2:?usage: gpu_bundle.sh BUILD_DIR OUT_DIR [FLA_TARBALL]}
@@ -20,7 +21,8 @@ stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/bin" "$stage/lib" "$out"
 bins=("$build"/tests/cuda/*_test "$build"/bench/cuda/cuda_bench "$build"/bench/cuda/niah_cuda_bench
-      "$build"/bench/cuda/suite_cuda_bench "$build"/tasks/tools/hgeval-eval)
+      "$build"/bench/cuda/suite_cuda_bench "$build"/tasks/tools/hgeval-eval
+      "$build"/server/hgeval-server "$build"/client/hgeval)
 for b in "${bins[@]}"; do
   [[ -x $b ]] || continue
   cp "$b" "$stage/bin/"

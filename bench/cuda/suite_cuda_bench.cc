@@ -13,12 +13,19 @@
 // batch) and one item per Forward call, and checks the per-sample log-likelihoods are
 // bitwise equal (issue 18's acceptance 2).
 //
+// --save_checkpoints DIR writes each random model as a Hugging Face folder
+// (DIR/<family>-1.3b: config.json, BF16 model.safetensors, the tokenizer's files) and runs
+// the suite on the model loaded back from it, so that bench/cuda/suite_server_bench.sh can
+// serve the same weights with hgeval-server; --samples_out FILE writes every task's
+// per-sample responses ({family: {task: [resps, ...]}}) to compare that job's samples with.
+//
 // Random weights are for timing only: the program refuses to run without
 // --random_weights (the accuracies it prints are chance).
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <string>
@@ -31,6 +38,8 @@
 #include "absl/strings/str_split.h"
 #include "bench/cuda/random_checkpoint.h"
 #include "bench/cuda/timed_model.h"
+#include "engine/loader/checkpoint.h"
+#include "engine/model/config.h"
 #include "engine/model/load_model.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "engine/util/status_macros.h"
@@ -57,6 +66,10 @@ ABSL_FLAG(std::string, requests_out, "", "folder for the peer's requests and con
 ABSL_FLAG(double, verify_limit, 0,
           "docs per task for the packed-vs-alone bitwise check (0: no check)");
 ABSL_FLAG(std::string, out, "", "JSON report path (default: stdout only)");
+ABSL_FLAG(std::string, save_checkpoints, "",
+          "write each model as DIR/<family>-1.3b (config, BF16 safetensors, tokenizer) and run "
+          "on the model loaded back from there");
+ABSL_FLAG(std::string, samples_out, "", "write per-sample responses of every task here (JSON)");
 
 namespace hgeval {
 namespace {
@@ -120,6 +133,26 @@ std::vector<double> SampleLogprobs(const tasks::TaskReport& report) {
   return out;
 }
 
+// Writes `config` with the family's random weights (BF16) and the tokenizer's files as a
+// Hugging Face folder.
+absl::Status SaveRandomCheckpoint(const std::string& family, const nlohmann::json& config,
+                                  const std::string& tokenizer_path, const std::string& folder) {
+  std::error_code error;
+  std::filesystem::create_directories(folder, error);
+  if (error) return absl::InternalError(absl::StrCat("creating ", folder, ": ", error.message()));
+  std::ofstream(folder + "/config.json") << config.dump(2) << "\n";
+  HG_ASSIGN_OR_RETURN(ModelConfig parsed, ParseModelConfig(config));
+  HG_RETURN_IF_ERROR(WriteSafetensors(folder + "/model.safetensors",
+                                      bench::RandomWeights(family, parsed), DType::kBF16));
+  for (const auto& entry : std::filesystem::directory_iterator(tokenizer_path, error)) {
+    if (!entry.is_regular_file()) continue;
+    std::filesystem::copy_file(entry.path(), folder + "/" + entry.path().filename().string(),
+                               std::filesystem::copy_options::overwrite_existing, error);
+    if (error) return absl::InternalError(absl::StrCat("copying the tokenizer: ", error.message()));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status Run(nlohmann::json& report) {
   const std::string source = SourceDir();
   const std::string tokenizer_path = absl::GetFlag(FLAGS_tokenizer).empty()
@@ -132,7 +165,10 @@ absl::Status Run(nlohmann::json& report) {
   eval.limit = absl::GetFlag(FLAGS_limit);
   eval.data_dir =
       absl::GetFlag(FLAGS_data_dir).empty() ? source + "/data" : absl::GetFlag(FLAGS_data_dir);
-  eval.bootstrap_iters = 0;
+  // Stderrs as hgeval-eval and a server job compute them (lm-eval's bootstrap for
+  // perplexity), so the three routes do the same work.
+  eval.log_samples = !absl::GetFlag(FLAGS_samples_out).empty();
+  nlohmann::json samples;
   report["dtype"] = absl::GetFlag(FLAGS_dtype);
   report["layers"] = absl::GetFlag(FLAGS_layers);
   report["weights"] = "random (timing only)";
@@ -146,6 +182,7 @@ absl::Status Run(nlohmann::json& report) {
     if (family != "hgrn2" && family != "llama") {
       return absl::InvalidArgumentError(absl::StrCat("unknown model '", family, "'"));
     }
+    nlohmann::json model_report;
     nlohmann::json config = bench::RandomModelConfig(family, absl::GetFlag(FLAGS_layers));
     config["vocab_size"] = tokenizer->vocab_size();
     if (family == "llama") config["max_position_embeddings"] = 4096;
@@ -156,8 +193,15 @@ absl::Status Run(nlohmann::json& report) {
     load.device = absl::GetFlag(FLAGS_device);
     load.dtype = absl::GetFlag(FLAGS_dtype);
     const auto tb = Clock::now();
-    HG_ASSIGN_OR_RETURN(std::unique_ptr<Model> model,
-                        bench::BuildRandomModel(family, config, load));
+    std::unique_ptr<Model> model;
+    if (const std::string saved = absl::GetFlag(FLAGS_save_checkpoints); !saved.empty()) {
+      const std::string folder = absl::StrCat(saved, "/", family, "-1.3b");
+      HG_RETURN_IF_ERROR(SaveRandomCheckpoint(family, config, tokenizer_path, folder));
+      HG_ASSIGN_OR_RETURN(model, LoadModel(folder, load));
+      model_report["checkpoint"] = folder;
+    } else {
+      HG_ASSIGN_OR_RETURN(model, bench::BuildRandomModel(family, config, load));
+    }
     std::fprintf(
         stderr, "[%s] built in %.1f s on %s, %lld params, batch_tokens %lld\n", family.c_str(),
         std::chrono::duration<double>(Clock::now() - tb).count(), model->info().backend.c_str(),
@@ -168,32 +212,27 @@ absl::Status Run(nlohmann::json& report) {
     lm_options.model_name = family + "-1.3B shape (random)";
     bench::TimedModel timed(model.get());
     tasks::EngineLanguageModel engine_lm(&timed, tokenizer.get(), lm_options);
-    RecordingLanguageModel lm(&engine_lm);
 
     // Warm-up (untimed): cuBLASLt algorithm choice, pools.
     {
       tasks::EvaluatorOptions warm = eval;
       warm.limit = 20;
       HG_ASSIGN_OR_RETURN(auto task, tasks::CreateTask("hellaswag"));
-      HG_RETURN_IF_ERROR(tasks::RunTask(lm, *task, warm).status());
+      HG_RETURN_IF_ERROR(tasks::RunTask(engine_lm, *task, warm).status());
     }
-    nlohmann::json model_report = {{"params", model->info().num_parameters},
-                                   {"backend", model->info().backend},
-                                   {"batch_tokens", model->info().batch_tokens}};
+    model_report["params"] = model->info().num_parameters;
+    model_report["backend"] = model->info().backend;
+    model_report["batch_tokens"] = model->info().batch_tokens;
     double total_seconds = 0;
     int64_t total_fed = 0;
     for (const std::string& name : task_names) {
       HG_ASSIGN_OR_RETURN(auto task, tasks::CreateTask(name));
-      if (!recorded && !requests_out.empty()) {
-        lm.StartTask(absl::StrCat(requests_out, "/", name, ".jsonl"));
-      }
-      lm.ResetStats();
+      engine_lm.ResetStats();
       timed.ResetTimes();
       const auto t0 = Clock::now();
-      HG_ASSIGN_OR_RETURN(tasks::TaskReport tr, tasks::RunTask(lm, *task, eval));
+      HG_ASSIGN_OR_RETURN(tasks::TaskReport tr, tasks::RunTask(engine_lm, *task, eval));
       const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-      lm.StopRecording();
-      const tasks::LanguageModelStats stats = lm.stats();
+      const tasks::LanguageModelStats stats = engine_lm.stats();
       // Forward calls (device work, launches, copies) vs the rest on the host (tokenizing,
       // prefix trees, state forks, metrics).
       const double forward = timed.times().prefill_seconds + timed.times().decode_seconds;
@@ -203,27 +242,31 @@ absl::Status Run(nlohmann::json& report) {
           {"forward_calls", timed.times().prefill_calls + timed.times().decode_steps},
           {"new_state_seconds", timed.times().new_state_seconds},
           {"new_states", timed.times().new_states},
+          {"state_seconds", stats.state_seconds},
           {"docs", tr.n_effective},
           {"requests", tr.n_requests},
           {"tokens_fed", stats.tokens_fed},
           {"tokens_scored", stats.tokens_scored},
           {"tokens_per_second", stats.tokens_fed / seconds}};
       for (size_t m = 0; m < tr.metrics.size(); ++m) row[tr.metrics[m].name] = tr.values[m];
+      if (eval.log_samples) {
+        nlohmann::json& resps = samples[family][name];
+        resps = nlohmann::json::array();
+        for (const nlohmann::json& sample : tr.samples) resps.push_back(sample["resps"]);
+      }
       model_report["tasks"][name] = row;
       total_seconds += seconds;
       total_fed += stats.tokens_fed;
       std::fprintf(stderr,
-                   "[%s] %-15s %8.2f s (forward %.2f s, %lld new states %.2f s) %10lld tokens "
+                   "[%s] %-15s %8.2f s (forward %.2f s, states %.2f s) %10lld tokens "
                    "fed %9.0f tok/s\n",
-                   family.c_str(), name.c_str(), seconds, forward,
-                   static_cast<long long>(timed.times().new_states),
-                   timed.times().new_state_seconds, static_cast<long long>(stats.tokens_fed),
-                   stats.tokens_fed / seconds);
+                   family.c_str(), name.c_str(), seconds, forward, stats.state_seconds,
+                   static_cast<long long>(stats.tokens_fed), stats.tokens_fed / seconds);
     }
-    recorded = true;
     // The host's own share: the same tasks with the model left out (tokenizing, prefix
     // trees, metrics; EngineLanguageModelOptions::count_only), to split the wall time into
-    // forward calls, state forks and host work.
+    // forward calls, state forks and host work. The peer's requests are recorded in a
+    // pass of their own, outside every timed one.
     {
       tasks::EngineLanguageModelOptions host_options = lm_options;
       host_options.count_only = true;
@@ -236,7 +279,13 @@ absl::Status Run(nlohmann::json& report) {
         const double s = std::chrono::duration<double>(Clock::now() - t0).count();
         model_report["tasks"][name]["host_only_seconds"] = s;
         host_seconds += s;
+        if (!recorded && !requests_out.empty()) {
+          RecordingLanguageModel recorder(&host_lm);
+          recorder.StartTask(absl::StrCat(requests_out, "/", name, ".jsonl"));
+          HG_RETURN_IF_ERROR(tasks::RunTask(recorder, *task, eval).status());
+        }
       }
+      recorded = true;
       model_report["suite_host_only_seconds"] = host_seconds;
       std::fprintf(stderr, "[%s] host work alone (count_only): %.2f s\n", family.c_str(),
                    host_seconds);
@@ -274,6 +323,11 @@ absl::Status Run(nlohmann::json& report) {
       if (different > 0) report["verify_failed"] = true;
     }
     report["models"][family] = model_report;
+  }
+  if (eval.log_samples) {
+    std::ofstream out(absl::GetFlag(FLAGS_samples_out));
+    out << samples.dump() << "\n";
+    if (!out) return absl::InternalError("cannot write --samples_out");
   }
   return absl::OkStatus();
 }

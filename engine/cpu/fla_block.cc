@@ -91,9 +91,9 @@ void ShortConv::Apply(float* x, int64_t t_len, std::vector<float>* window) const
 }
 
 absl::StatusOr<std::vector<std::vector<float>>> ReadLowerBounds(const Checkpoint& checkpoint,
+                                                                const std::string& name,
                                                                 int64_t layers, int64_t hidden) {
-  HG_ASSIGN_OR_RETURN(HostTensor raw,
-                      ReadTensor(checkpoint, "model.lower_bounds", {layers, hidden}));
+  HG_ASSIGN_OR_RETURN(HostTensor raw, ReadTensor(checkpoint, name, {layers, hidden}));
   std::vector<std::vector<float>> bounds(static_cast<size_t>(layers),
                                          std::vector<float>(static_cast<size_t>(hidden)));
   std::vector<double> p(static_cast<size_t>(layers));

@@ -98,10 +98,12 @@ class TokenMixer {
   virtual int64_t num_parameters() const = 0;
 };
 
-// fla's per-layer lower bounds (HGRN, HGRN2; specs/models.md §2.3): P = softmax over the
-// layer axis of `model.lower_bounds` [L, D] per channel, LB = cumsum(P) - P[0]. Row l is
+// fla's per-layer lower bounds (HGRN, HGRN2; specs/models.md §2.3; the LRA classifiers'
+// OpenNLPLab code uses the same rule): P = softmax over the layer axis of the tensor `name`
+// (fla: `model.lower_bounds`) [L, D] per channel, LB = cumsum(P) - P[0]. Row l is
 // layer l's bound (row 0 is all zeros). Computed in double, returned as float.
 absl::StatusOr<std::vector<std::vector<float>>> ReadLowerBounds(const Checkpoint& checkpoint,
+                                                                const std::string& name,
                                                                 int64_t layers, int64_t hidden);
 
 // HGRN / HGRN2's forget gate for the pre-activation f and the layer's bound lb (0: none),
@@ -137,7 +139,8 @@ absl::StatusOr<std::unique_ptr<Model>> BuildLowerBoundedFlaModel(const Checkpoin
   std::vector<std::vector<float>> bounds;
   int64_t extra = 0;
   if (config.use_lower_bound) {
-    auto read = ReadLowerBounds(checkpoint, config.num_layers, config.hidden_size);
+    auto read =
+        ReadLowerBounds(checkpoint, "model.lower_bounds", config.num_layers, config.hidden_size);
     if (!read.ok()) return read.status();
     bounds = *std::move(read);
     extra = config.num_layers * config.hidden_size;

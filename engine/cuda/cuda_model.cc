@@ -204,8 +204,8 @@ absl::Status CudaModel::EnqueueMixer(int layer, int rows, int num_seqs, bool dec
                                      dv, sptrs, optrs, layer * per_layer, chunk_states_.as<float>(),
                                      s));
       HG_LAUNCH(ChunkGlaOutputPacked(q_.as<float>(), k_.as<float>(), g_.as<float>(), v_.as<float>(),
-                                     chunk_states_.as<float>(), pack_, H, dk, dv, mixer_scale_,
-                                     o_.as<float>(), s));
+                                     chunk_states_.as<float>(), sptrs, optrs, layer * per_layer,
+                                     pack_, H, dk, dv, mixer_scale_, o_.as<float>(), s));
     }
     return absl::OkStatus();
   };

@@ -121,7 +121,9 @@ constexpr int kFlashTileRows = 128;
 // once, each chunk counted from its own sequence's start, so a sequence's arithmetic is
 // the same alone or packed. Sequence s starts from state_ptrs[s] + layer_offset and
 // writes its final state to out_ptrs[s] + layer_offset (out_ptrs null: back to
-// state_ptrs[s]; a null entry: nowhere, a read-only start).
+// state_ptrs[s]; a null entry: nowhere, a read-only start). The output launcher takes the
+// same pointers: a sequence whose final state goes elsewhere or nowhere has its first
+// chunk read the start state in place (the states launcher does not copy it).
 cudaError_t ChunkLocalCumsumPacked(float* g, const PackView& pack, int heads, int dk,
                                    cudaStream_t stream);
 cudaError_t ChunkGlaStatesPacked(const float* k, const float* G, const float* v,
@@ -129,8 +131,10 @@ cudaError_t ChunkGlaStatesPacked(const float* k, const float* G, const float* v,
                                  float* const* state_ptrs, float* const* out_ptrs,
                                  int64_t layer_offset, float* chunk_states, cudaStream_t stream);
 cudaError_t ChunkGlaOutputPacked(const float* q, const float* k, const float* G, const float* v,
-                                 const float* chunk_states, const PackView& pack, int heads, int dk,
-                                 int dv, float scale, float* o, cudaStream_t stream);
+                                 const float* chunk_states, float* const* state_ptrs,
+                                 float* const* out_ptrs, int64_t layer_offset,
+                                 const PackView& pack, int heads, int dk, int dv, float scale,
+                                 float* o, cudaStream_t stream);
 
 // In place: g (fp32 [T, H, K]) becomes its inclusive cumulative sum inside each chunk of
 // kGlaChunk tokens.

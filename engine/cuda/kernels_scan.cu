@@ -23,6 +23,27 @@ __device__ __forceinline__ int ChunkSeq(const PackView& p, int c) {
 __device__ __forceinline__ int ChunkRows(const PackView& p, int c) {
   return min(kC, SeqRowEnd(p, ChunkSeq(p, c)) - ChunkRow0(p, c));
 }
+__device__ __forceinline__ int SeqChunkEnd(const PackView& p, int s) {
+  return p.seq_chunk0 ? p.seq_chunk0[s + 1] : p.num_chunks;
+}
+__device__ __forceinline__ bool IsFirstChunk(const PackView& p, int c) {
+  return c == (p.seq_chunk0 ? p.seq_chunk0[ChunkSeq(p, c)] : 0);
+}
+// Whether sequence s keeps its final state: always in the single-sequence form
+// (state_ptrs null); in the packed form unless it is a read-only start (null out entry).
+__device__ __forceinline__ bool KeepsFinalState(float* const* state_ptrs, float* const* out_ptrs,
+                                                int s) {
+  if (state_ptrs == nullptr) return true;
+  return (out_ptrs != nullptr ? out_ptrs[s] : state_ptrs[s]) != nullptr;
+}
+// Whether the output kernel reads sequence s's start state in place for its first chunk:
+// in the packed form when the final state goes elsewhere (or nowhere). A state advanced
+// in place is overwritten by the scan before the output kernel runs, so its first chunk
+// reads the copy the scan leaves in the chunk states, as every later chunk does.
+__device__ __forceinline__ bool ReadsStartInPlace(float* const* state_ptrs,
+                                                  float* const* out_ptrs, int s) {
+  return state_ptrs != nullptr && out_ptrs != nullptr && out_ptrs[s] != state_ptrs[s];
+}
 
 // Grid (chunks, H); threads over K.
 __global__ void ChunkCumsumKernel(float* g, PackView pack, int heads, int dk) {
@@ -43,16 +64,22 @@ constexpr int kMaxDk = 256;
 constexpr int kLocalVT = 64;  // value columns per block of the local-state kernel
 
 // Phase 1, parallel over (chunk, head, value tile): the chunk's own contribution
-// U_c = sum_j (k_j * exp(G_last - G_j)) v_j^T, written to u [chunks, H, K, V].
+// U_c = sum_j (k_j * exp(G_last - G_j)) v_j^T, written to u [chunks, H, K, V]. The last
+// chunk's U only feeds the final state: a read-only start (the choices scored from a
+// shared context) keeps none, so its last chunk is skipped (for a one-chunk choice, all
+// of this phase).
 // 256 threads: 16 value groups of 4 columns x 16 key-row groups.
 template <int kRows>
 __global__ void __launch_bounds__(256)
     ChunkLocalStateKernel(const float* k, const float* G, const float* v, PackView pack, int heads,
-                          int dk, int dv, float* u) {
+                          int dk, int dv, float* const* state_ptrs, float* const* out_ptrs,
+                          float* u) {
   extern __shared__ float smem[];
   float* kd = smem;          // [kC][dk]
   float* vt = kd + kC * dk;  // [kC][kLocalVT]
   const int c = blockIdx.x, h = blockIdx.y, v0 = blockIdx.z * kLocalVT;
+  const int seq = ChunkSeq(pack, c);
+  if (c + 1 == SeqChunkEnd(pack, seq) && !KeepsFinalState(state_ptrs, out_ptrs, seq)) return;
   const int t0 = ChunkRow0(pack, c);
   const int n = ChunkRows(pack, c);
   const int tid = threadIdx.x;
@@ -112,7 +139,10 @@ __global__ void __launch_bounds__(256)
 // (h, k, v) and over sequences (grid.y): S_{c+1} = exp(G_last,c) S_c + U_c. In place,
 // u[c] becomes S_c (the state before chunk c). The sequence starts from its state pointer
 // (or `single` for the single-sequence form; null: zero) and writes the final state to
-// its out pointer (out_ptrs null: the state pointer; a null entry: nowhere).
+// its out pointer (out_ptrs null: the state pointer; a null entry: nowhere). Where the
+// output kernel reads the start state in place (ReadsStartInPlace) the first chunk's S is
+// not copied; a sequence that keeps no final state needs no U of its last chunk (not
+// computed, see above), and a one-chunk one needs nothing here.
 __global__ void ChunkStateScanKernel(const float* __restrict__ G, PackView pack, int heads, int dk,
                                      int dv, float* const* state_ptrs, float* const* out_ptrs,
                                      int64_t layer_offset, float* single, float* __restrict__ u) {
@@ -130,7 +160,10 @@ __global__ void ChunkStateScanKernel(const float* __restrict__ G, PackView pack,
   }
   const int64_t hk = e / dv;  // h * dk + k
   const int first = pack.seq_chunk0 ? pack.seq_chunk0[seq] : 0;
-  const int chunks = (pack.seq_chunk0 ? pack.seq_chunk0[seq + 1] : pack.num_chunks) - first;
+  const int chunks = SeqChunkEnd(pack, seq) - first;
+  const int first_written = ReadsStartInPlace(state_ptrs, out_ptrs, seq) ? 1 : 0;
+  const int with_u = out != nullptr ? chunks : chunks - 1;  // chunks whose U is used
+  if (out == nullptr && chunks <= first_written) return;
   const int row_end = SeqRowEnd(pack, seq);
   auto decay_of = [&](int x) {
     const int c = first + x;
@@ -142,8 +175,8 @@ __global__ void ChunkStateScanKernel(const float* __restrict__ G, PackView pack,
   float local[kAhead], dec[kAhead];
 #pragma unroll
   for (int x = 0; x < kAhead; ++x) {
-    local[x] = x < chunks ? us[x * per_chunk + e] : 0.0f;
-    dec[x] = x < chunks ? decay_of(x) : 0.0f;
+    local[x] = x < with_u ? us[x * per_chunk + e] : 0.0f;
+    dec[x] = x < with_u ? decay_of(x) : 0.0f;
   }
   float s = state != nullptr ? state[e] : 0.0f;
   for (int c0 = 0; c0 < chunks; c0 += kAhead) {
@@ -152,12 +185,12 @@ __global__ void ChunkStateScanKernel(const float* __restrict__ G, PackView pack,
       const int c = c0 + x;
       if (c < chunks) {
         const float cur = local[x], d = dec[x];
-        if (c + kAhead < chunks) {
+        if (c + kAhead < with_u) {
           local[x] = us[(c + kAhead) * per_chunk + e];
           dec[x] = decay_of(c + kAhead);
         }
-        us[c * per_chunk + e] = s;
-        s = fmaf(d, s, cur);
+        if (c >= first_written) us[c * per_chunk + e] = s;
+        if (c < with_u) s = fmaf(d, s, cur);
       }
     }
   }
@@ -176,11 +209,14 @@ __device__ __forceinline__ float Get(const float4& v, int i) {
   return i == 0 ? v.x : (i == 1 ? v.y : (i == 2 ? v.z : v.w));
 }
 
-// Grid (chunks, H), 256 threads as a 16 x 16 grid of 4 x 4 register tiles.
+// Grid (chunks, H), 256 threads as a 16 x 16 grid of 4 x 4 register tiles. A sequence's
+// first chunk reads its start state in place where ReadsStartInPlace (none: a zero
+// state, whose term is skipped); every other chunk reads its S from chunk_states.
 __global__ void __launch_bounds__(256)
     ChunkOutputKernel(const float* q, const float* k, const float* G, const float* v,
-                      const float* chunk_states, PackView pack, int heads, int dk, int dv,
-                      float scale, float* o) {
+                      const float* chunk_states, float* const* state_ptrs,
+                      float* const* out_ptrs, int64_t layer_offset, PackView pack, int heads,
+                      int dk, int dv, float scale, float* o) {
   extern __shared__ float smem[];
   float* at = smem;               // A transposed: at[j][i], [kC][kRowPad]
   float* sq = at + kC * kRowPad;  // slices, transposed: [kSlice][kRowPad]
@@ -279,6 +315,10 @@ __global__ void __launch_bounds__(256)
   __syncthreads();
 
   const float* S = chunk_states + (static_cast<int64_t>(c) * heads + h) * dk * dv;
+  if (IsFirstChunk(pack, c) && ReadsStartInPlace(state_ptrs, out_ptrs, ChunkSeq(pack, c))) {
+    const float* start = state_ptrs[ChunkSeq(pack, c)];
+    S = start == nullptr ? nullptr : start + layer_offset + static_cast<int64_t>(h) * dk * dv;
+  }
   const float* vbase = v + (static_cast<int64_t>(t0) * heads + h) * dv;
   // Staging area for 32 rows x 64 columns of S or v (reuses the slice buffers, dead now):
   // every global read is a coalesced block load, every inner-loop read an LDS.128.
@@ -287,7 +327,8 @@ __global__ void __launch_bounds__(256)
   float* stage = sq;
   constexpr int kStageRows = 32;
   constexpr int kStageLoads = kStageRows * 64 / kThreads;
-  const int s_stages = CeilDiv(dk, kStageRows), v_stages = CeilDiv(n, kStageRows);
+  const int s_stages = S == nullptr ? 0 : CeilDiv(dk, kStageRows);
+  const int v_stages = CeilDiv(n, kStageRows);
   const int per_block = s_stages + v_stages;
   const int total = CeilDiv(dv, 64) * per_block;
   float pre[kStageLoads];
@@ -585,7 +626,8 @@ cudaError_t LaunchChunkStates(const float* k, const float* G, const float* v, co
     cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                          static_cast<int>(smem));
     if (e != cudaSuccess) return e;
-    kernel<<<grid, 256, smem, stream>>>(k, G, v, pack, heads, dk, dv, chunk_states);
+    kernel<<<grid, 256, smem, stream>>>(k, G, v, pack, heads, dk, dv, state_ptrs, out_ptrs,
+                                        chunk_states);
     return cudaGetLastError();
   };
   cudaError_t err;
@@ -626,8 +668,10 @@ cudaError_t ChunkGlaStatesPacked(const float* k, const float* G, const float* v,
 }
 
 cudaError_t ChunkGlaOutputPacked(const float* q, const float* k, const float* G, const float* v,
-                                 const float* chunk_states, const PackView& pack, int heads, int dk,
-                                 int dv, float scale, float* o, cudaStream_t stream) {
+                                 const float* chunk_states, float* const* state_ptrs,
+                                 float* const* out_ptrs, int64_t layer_offset,
+                                 const PackView& pack, int heads, int dk, int dv, float scale,
+                                 float* o, cudaStream_t stream) {
   if (pack.num_chunks == 0) return cudaSuccess;
   if (dk > kMaxDk) return cudaErrorInvalidValue;
   const size_t smem = OutputSmem(dk);
@@ -635,8 +679,8 @@ cudaError_t ChunkGlaOutputPacked(const float* q, const float* k, const float* G,
       ChunkOutputKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
   if (err != cudaSuccess) return err;
   dim3 grid(pack.num_chunks, heads);
-  ChunkOutputKernel<<<grid, 256, smem, stream>>>(q, k, G, v, chunk_states, pack, heads, dk, dv,
-                                                 scale, o);
+  ChunkOutputKernel<<<grid, 256, smem, stream>>>(q, k, G, v, chunk_states, state_ptrs, out_ptrs,
+                                                 layer_offset, pack, heads, dk, dv, scale, o);
   return cudaGetLastError();
 }
 
@@ -653,8 +697,8 @@ cudaError_t ChunkGlaStates(const float* k, const float* G, const float* v, int t
 cudaError_t ChunkGlaOutput(const float* q, const float* k, const float* G, const float* v,
                            const float* chunk_states, int tokens, int heads, int dk, int dv,
                            float scale, float* o, cudaStream_t stream) {
-  return ChunkGlaOutputPacked(q, k, G, v, chunk_states, SingleSequence(tokens), heads, dk, dv,
-                              scale, o, stream);
+  return ChunkGlaOutputPacked(q, k, G, v, chunk_states, nullptr, nullptr, 0,
+                              SingleSequence(tokens), heads, dk, dv, scale, o, stream);
 }
 
 cudaError_t RecurrentGlaStep(const float* q, const float* k, const float* g, const float* v,

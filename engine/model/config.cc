@@ -69,6 +69,11 @@ absl::StatusOr<ModelFamily> FamilyOf(const json& config, std::string* model_type
   if (type == "llama" || type == "transformer") return ModelFamily::kLlama;
   if (type == "mamba") return ModelFamily::kMamba;
   if (type == "transnormer") return ModelFamily::kTnl;
+  if (type == "lra_classifier") {
+    return absl::InvalidArgumentError(
+        "config.json: model_type 'lra_classifier' is a Long Range Arena classifier, not a "
+        "language model; it is loaded by LoadLraClassifier and evaluated by the lra_* tasks");
+  }
   return absl::InvalidArgumentError(absl::StrCat(
       "config.json: unsupported model_type '", type,
       "' (supported: hgrn2, hgrn, gla, llama, transformer, mamba, transnormer)"));

@@ -15,6 +15,7 @@
 #include "tasks/cli_options.h"
 #include "tasks/engine_language_model.h"
 #include "tasks/evaluator.h"
+#include "tasks/lra/engine_lra_classifier.h"
 #include "tasks/registry.h"
 
 namespace hgeval::tasks {
@@ -56,6 +57,59 @@ Usage: hgeval-eval --model PATH --tasks NAMES [options]
   --quiet               no progress on stderr
 )";
 
+int Fail(const absl::Status& status) {
+  std::fprintf(stderr, "hgeval-eval: %s\n", status.ToString().c_str());
+  return 1;
+}
+
+// Runs the tasks, prints lm-eval's header and table, writes --output, --table and
+// --log-samples. `model_header` is the model's part of the header line.
+int EvaluateAndReport(LanguageModel& lm, const std::vector<std::string>& task_names,
+                      const EvaluatorOptions& eval_options, const std::string& model_header,
+                      const ParsedArgs& args, bool quiet) {
+  auto report = RunTasks(lm, task_names, eval_options);
+  if (!report.ok()) return Fail(report.status());
+
+  const nlohmann::json results = ResultsJson(*report);
+  const std::string table = ResultsTable(results);
+  // lm-eval's header line: the model, then the run's settings.
+  const std::string header =
+      model_header +
+      ", limit: " + (eval_options.limit > 0 ? absl::StrFormat("%g", eval_options.limit) : "None") +
+      ", num_fewshot: 0, batch_size: auto\n";
+  std::fputs(header.c_str(), stdout);
+  std::fputs(table.c_str(), stdout);
+  auto write_file = [&](const std::string& path, const std::string& text) -> bool {
+    std::ofstream out(path, std::ios::binary);
+    out << text;
+    if (!out) {
+      std::fprintf(stderr, "hgeval-eval: cannot write %s\n", path.c_str());
+      return false;
+    }
+    return true;
+  };
+  if (!args.Get("output").empty() &&
+      !write_file(args.Get("output"),
+                  results.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n")) {
+    return 1;
+  }
+  if (!args.Get("table").empty() && !write_file(args.Get("table"), header + table)) return 1;
+  if (eval_options.log_samples && !write_file(args.Get("log-samples"), SamplesJsonl(*report))) {
+    return 1;
+  }
+  if (!quiet) {
+    int64_t fed = 0, scored = 0;
+    for (const auto& t : report->tasks) {
+      fed += t.stats.tokens_fed;
+      scored += t.stats.tokens_scored;
+    }
+    std::fprintf(stderr, "done in %.1fs: %lld tokens fed, %lld tokens scored\n",
+                 report->total_seconds, static_cast<long long>(fed),
+                 static_cast<long long>(scored));
+  }
+  return 0;
+}
+
 int Run(int argc, char** argv) {
   auto args = ParseArgs(argc, argv,
                         {"model", "tokenizer", "tasks", "limit", "bos", "max-length", "output",
@@ -78,10 +132,7 @@ int Run(int argc, char** argv) {
     std::fprintf(stderr, "hgeval-eval: --model and --tasks are required (see --help)\n");
     return 2;
   }
-  auto fail = [](const absl::Status& status) {
-    std::fprintf(stderr, "hgeval-eval: %s\n", status.ToString().c_str());
-    return 1;
-  };
+  const auto fail = Fail;
   auto int_option = [&](const char* key, int64_t fallback) -> absl::StatusOr<int64_t> {
     const std::string v = args->Get(key);
     if (v.empty()) return fallback;
@@ -133,6 +184,24 @@ int Run(int argc, char** argv) {
                  std::chrono::duration<double>(now - start).count());
   };
 
+  // LRA tasks (classify requests) run on an LRA classifier checkpoint, not a language
+  // model: no tokenizer (its lra_vocab.json sits beside it), no lm-eval options.
+  bool classify_only = true;
+  for (const std::string& name : *task_names) {
+    auto task = CreateTask(name);
+    if (!task.ok()) return fail(task.status());
+    classify_only = classify_only && (*task)->output_type() == RequestType::kClassify;
+  }
+  if (classify_only) {
+    auto lra = lra::EngineLraClassifier::Load(args->Get("model"));
+    if (!lra.ok()) return fail(lra.status());
+    if (!quiet) {
+      std::fprintf(stderr, "model %s (%s, cpu fp32)\n", args->Get("model").c_str(),
+                   (*lra)->info().family.c_str());
+    }
+    return EvaluateAndReport(**lra, *task_names, eval_options, args->Get("model"), *args, quiet);
+  }
+
   // Token-level tasks (mqar) need no tokenizer, and checkpoints trained on them have none.
   bool token_level_only = true;
   for (const std::string& name : *task_names) {
@@ -163,47 +232,9 @@ int Run(int argc, char** argv) {
                  lm.info().dtype.c_str(), static_cast<long long>(lm.max_length()),
                  lm.info().bos_regime.c_str(), lm_options.context_reuse ? "on" : "off");
   }
-  auto report = RunTasks(lm, *task_names, eval_options);
-  if (!report.ok()) return fail(report.status());
-
-  const nlohmann::json results = ResultsJson(*report);
-  const std::string table = ResultsTable(results);
-  const std::string header =
-      lm_options.model_name + " (bos=" + lm.info().bos_regime +
-      ",max_length=" + std::to_string(lm.max_length()) +
-      "), limit: " + (eval_options.limit > 0 ? absl::StrFormat("%g", eval_options.limit) : "None") +
-      ", num_fewshot: 0, batch_size: auto\n";
-  std::fputs(header.c_str(), stdout);
-  std::fputs(table.c_str(), stdout);
-  auto write_file = [&](const std::string& path, const std::string& text) -> bool {
-    std::ofstream out(path, std::ios::binary);
-    out << text;
-    if (!out) {
-      std::fprintf(stderr, "hgeval-eval: cannot write %s\n", path.c_str());
-      return false;
-    }
-    return true;
-  };
-  if (!args->Get("output").empty() &&
-      !write_file(args->Get("output"),
-                  results.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n")) {
-    return 1;
-  }
-  if (!args->Get("table").empty() && !write_file(args->Get("table"), header + table)) return 1;
-  if (eval_options.log_samples && !write_file(args->Get("log-samples"), SamplesJsonl(*report))) {
-    return 1;
-  }
-  if (!quiet) {
-    int64_t fed = 0, scored = 0;
-    for (const auto& t : report->tasks) {
-      fed += t.stats.tokens_fed;
-      scored += t.stats.tokens_scored;
-    }
-    std::fprintf(stderr, "done in %.1fs: %lld tokens fed, %lld tokens scored\n",
-                 report->total_seconds, static_cast<long long>(fed),
-                 static_cast<long long>(scored));
-  }
-  return 0;
+  const std::string header = lm_options.model_name + " (bos=" + lm.info().bos_regime +
+                             ",max_length=" + std::to_string(lm.max_length()) + ")";
+  return EvaluateAndReport(lm, *task_names, eval_options, header, *args, quiet);
 }
 
 }  // namespace

@@ -120,6 +120,24 @@ TEST_F(JobMatchesEvaluatorTest, MultipleChoiceAndCompletionTasks) {
   ExpectSameRun(server, local, names);
 }
 
+TEST_F(JobMatchesEvaluatorTest, LoglikelihoodJobsFeedTheEvaluatorsTokens) {
+  // A job scores loglikelihood requests through the evaluator's context reuse: each
+  // shared context is fed once and its choices fork from its state, so the job feeds
+  // exactly the tokens hgeval-eval feeds (scoring every pair from scratch, as jobs did
+  // before, feeds each context once per choice).
+  const std::vector<std::string> names = {"arc_easy", "hellaswag", "piqa"};
+  const Json local = InProcess(names, 8);
+  const Json server = OnServer(*client_, names, 8);
+  ExpectSameRun(server, local, names);
+  for (const std::string& name : names) {
+    SCOPED_TRACE(name);
+    const Json& local_work = local.at("hgeval").at("tasks").at(name);
+    const Json& server_work = server.at("hgeval").at("tasks").at(name);
+    EXPECT_EQ(server_work.at("tokens_fed"), local_work.at("tokens_fed"));
+    EXPECT_EQ(server_work.at("tokens_scored"), local_work.at("tokens_scored"));
+  }
+}
+
 TEST_F(JobMatchesEvaluatorTest, RollingPerplexity) {
   // Rolling windows over whole documents (wikitext: word/byte perplexity, bits per byte).
   const std::vector<std::string> names = {"wikitext"};

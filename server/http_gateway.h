@@ -1,0 +1,48 @@
+// What hgeval-server's HTTP endpoints (server/openai_http_server.h) share: errors in
+// OpenAI's JSON shape, and calls into the gRPC service over its in-process channel that
+// carry the HTTP Authorization header as the call's metadata, so the service's own bearer
+// check applies.
+#ifndef HGEVAL_SERVER_HTTP_GATEWAY_H_
+#define HGEVAL_SERVER_HTTP_GATEWAY_H_
+
+#include <grpcpp/client_context.h>
+#include <grpcpp/support/status.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "nlohmann/json.hpp"
+
+namespace hgeval::server {
+
+// INVALID_ARGUMENT about a field of a request body; the field becomes OpenAI's `param`.
+absl::Status FieldError(const std::string& param, const std::string& message);
+// The field a status from FieldError names, if any.
+std::optional<std::string> ErrorParam(const absl::Status& status);
+
+// An error as the HTTP status and OpenAI's body {"error": {"message", "type", "param",
+// "code"}} (the mapping is tabled in docs/service.md).
+struct HttpError {
+  int http_status = 500;
+  std::string body;
+};
+HttpError ToHttpError(const absl::Status& status);
+
+// Appends a JSON array of token ids to `ids`; false when an element is not an integer.
+// Integers outside int32 are outside every vocabulary: they become -1, which the RPCs
+// report with the position.
+bool AppendTokenIds(const nlohmann::ordered_json& array, std::vector<int32_t>* ids);
+
+// UNAUTHENTICATED for an Authorization header gRPC cannot carry as metadata (it aborts the
+// process on values outside printable ASCII), as the service answers a wrong token.
+absl::Status CheckAuthorizationHeader(const std::string& authorization);
+// A call context carrying `authorization` (the HTTP header's value; empty: none).
+std::unique_ptr<grpc::ClientContext> NewCallContext(const std::string& authorization);
+absl::Status FromGrpcStatus(const grpc::Status& status);
+
+}  // namespace hgeval::server
+
+#endif  // HGEVAL_SERVER_HTTP_GATEWAY_H_

@@ -1,0 +1,52 @@
+// vLLM's tokenizer endpoints, which lm-evaluation-harness's `tokenizer_backend=remote` (the
+// `auto` default of local-completions in recent versions) probes and uses, so that lm-eval
+// needs no local copy of the model's tokenizer:
+//   GET  /tokenizer_info  {"model", "bos_token", "eos_token", "pad_token", "max_model_len"}
+//   POST /tokenize        {"model"?, "prompt", "add_special_tokens"?} -> {"tokens", "count",
+//                                                                         "max_model_len"}
+//   POST /detokenize      {"model"?, "tokens"} -> {"prompt"}
+// translated onto the Tokenize/Detokenize/ListModels RPCs. Requests that name no model use
+// the server's only model (vLLM serves one).
+#ifndef HGEVAL_SERVER_REMOTE_TOKENIZER_H_
+#define HGEVAL_SERVER_REMOTE_TOKENIZER_H_
+
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "hgeval/v1/models.grpc.pb.h"
+
+namespace hgeval::server {
+
+class RemoteTokenizerGateway {
+ public:
+  explicit RemoteTokenizerGateway(hgeval::v1::ModelService::StubInterface* stub) : stub_(stub) {}
+
+  // `model` may be empty (the only model). Bodies are the JSON responses above.
+  absl::StatusOr<std::string> Info(const std::string& model,
+                                   const std::string& authorization) const;
+  // A prompt that is exactly the BOS or EOS token's text (as Info names them) encodes to
+  // that token, as Hugging Face tokenizers parse special tokens in text: lm-eval's remote
+  // tokenizer finds bos_token_id / eos_token_id that way.
+  absl::StatusOr<std::string> Tokenize(std::string_view body,
+                                       const std::string& authorization) const;
+  absl::StatusOr<std::string> Detokenize(std::string_view body,
+                                         const std::string& authorization) const;
+
+ private:
+  struct Special {
+    std::string model;
+    int64_t max_model_len = 0;
+    int32_t bos_id = -1, eos_id = -1;
+    std::string bos_text, eos_text;  // empty when the id is -1
+  };
+  // The model (named, or the only one), loaded, with its special tokens' texts.
+  absl::StatusOr<Special> Describe(const std::string& model,
+                                   const std::string& authorization) const;
+
+  hgeval::v1::ModelService::StubInterface* stub_;
+};
+
+}  // namespace hgeval::server
+
+#endif  // HGEVAL_SERVER_REMOTE_TOKENIZER_H_
