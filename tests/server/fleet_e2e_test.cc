@@ -64,6 +64,12 @@ std::string ReadFile(const std::string& path) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
+size_t CountOf(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t p = text.find(what); p != std::string::npos; p = text.find(what, p + 1)) ++n;
+  return n;
+}
+
 // The results JSON without what differs between any two runs (wall-clock times, the
 // date, per-run work counters).
 nlohmann::json Comparable(const std::string& results_json) {
@@ -200,6 +206,27 @@ TEST(FleetTest, ThreeServersShareAPostgresStoreAndSurviveAKilledServer) {
   ASSERT_FALSE(cli_json.empty());
   EXPECT_EQ(Comparable(cli_json), Comparable(reference.results_json()));
   EXPECT_EQ(nlohmann::json::parse(cli_json)["hgeval_job"]["requests_computed"], 0);
+
+  // `--local` over the same list: the client's Loglikelihood calls are spread over both
+  // servers by round_robin (each logs calls), and the numbers equal the job's.
+  const std::string local_results = dir + "/local-results.json";
+  size_t calls_before[2];
+  for (int i = 0; i < 2; ++i) {
+    calls_before[i] = CountOf(ReadFile(servers[i].log_path()), "event=loglikelihood");
+  }
+  EXPECT_EQ(testing::RunCommand(
+                {testing::ClientBinary(), "run", "--local",
+                 "--server=" + servers[0].address() + "," + servers[1].address(), "--model=hgrn2",
+                 "--tasks=piqa", "--limit=40", "--data_dir=" + SourcePath("data"),
+                 "--progress=false", "--output=" + local_results},
+                &cli_out),
+            0)
+      << cli_out;
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_GT(CountOf(ReadFile(servers[i].log_path()), "event=loglikelihood"), calls_before[i])
+        << "fleet-" << i << " got no Loglikelihood call";
+  }
+  EXPECT_FALSE(ReadFile(local_results).empty());
 
   // No request computed twice, and the store holds exactly the reference run's requests.
   auto stats = (*shards_store)->Stats();
