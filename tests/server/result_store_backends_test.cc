@@ -323,6 +323,43 @@ TEST_P(StoreBackendTest, ReleasedShardsAreClaimedAgainAndCancelledJobsAreNot) {
   EXPECT_EQ((*store->GetJob("j"))->state, 5);
 }
 
+// A store written by a version before checksums and shards (its results rows have no
+// checksum column, its jobs no shards) is migrated at open: the column and the shards
+// table are added, old rows are recomputed rather than served, old jobs gain shards.
+TEST_P(StoreBackendTest, AStoreFromBeforeChecksumsAndShardsIsMigrated) {
+  const std::string blob = GetParam() == "sqlite" ? "BLOB" : "BYTEA";
+  const std::string bytes = GetParam() == "sqlite" ? "x'00'" : "'\\x00'::bytea";
+  ExecRaw(
+      "CREATE TABLE results (model_hash TEXT NOT NULL, tokenizer_hash TEXT NOT NULL,"
+      " kind TEXT NOT NULL, request_digest TEXT NOT NULL, response " +
+      blob +
+      " NOT NULL,"
+      " compute_count BIGINT NOT NULL DEFAULT 1, created_at BIGINT NOT NULL,"
+      " PRIMARY KEY (model_hash, tokenizer_hash, kind, request_digest))");
+  ExecRaw(
+      "CREATE TABLE jobs (id TEXT PRIMARY KEY, state BIGINT NOT NULL,"
+      " created_at BIGINT NOT NULL, job " +
+      blob + " NOT NULL)");
+  ExecRaw("INSERT INTO results VALUES ('m', 't', 'loglikelihood', 'old', " + bytes + ", 1, 0)");
+  ExecRaw("INSERT INTO jobs VALUES ('j-old', 1, 5, " + bytes + ")");
+  auto store = OpenStore();
+  ASSERT_NE(store, nullptr);
+  auto got = store->GetMany({Key("old")});
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_FALSE((*got)[0].has_value());  // unverifiable: recomputed
+  ASSERT_TRUE(store->PutMany({{Key("old"), "new"}}).ok());
+  EXPECT_EQ((*store->GetMany({Key("old")}))[0].value_or("?"), "new");
+  EXPECT_EQ(store->Stats()->max_compute_count, 2);
+  ASSERT_TRUE(store->EnsureShards("j-old", 2).ok());
+  auto claimed = store->ClaimShard("r", 60000, kRunnable);
+  ASSERT_TRUE(claimed.ok() && claimed->has_value()) << claimed.status();
+  EXPECT_EQ((*claimed)->job.id, "j-old");
+  // Opening again (another server starting) changes nothing.
+  auto again = OpenStore();
+  ASSERT_NE(again, nullptr);
+  EXPECT_EQ(again->JobShards("j-old")->size(), 2u);
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, StoreBackendTest, ::testing::Values("sqlite", "postgresql"),
                          [](const auto& info) { return info.param; });
 
