@@ -211,6 +211,10 @@ absl::StatusOr<std::string> JobManager::Submit(const v1::SubmitJobRequest& reque
   job.set_updated_at(job.created_at());
   const int shards = JobShardCount(job);
   if (absl::Status s = store_->CreateJob(RowOf(job), shards); !s.ok()) return s;
+  {
+    absl::MutexLock lock(&mu_);
+    ++submissions_;  // wakes idle workers at once
+  }
   Changed();
   LogInfo("job_submitted", {{"job", job.id()},
                             {"model", job.model()},
@@ -319,7 +323,7 @@ void JobManager::Worker() {
     {
       absl::MutexLock lock(&mu_);
       if (stopping_) return;
-      seen = version_;
+      seen = submissions_;
     }
     absl::StatusOr<std::optional<ClaimedShard>> claimed = store_->ClaimShard(
         options_.replica, absl::ToInt64Milliseconds(options_.lease), UnfinishedStates());
@@ -336,7 +340,9 @@ void JobManager::Worker() {
       }
     }
     absl::MutexLock lock(&mu_);
-    auto woken = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_ || version_ != seen; };
+    auto woken = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return stopping_ || submissions_ != seen;
+    };
     mu_.AwaitWithTimeout(absl::Condition(&woken), options_.poll);
   }
 }

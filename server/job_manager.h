@@ -76,7 +76,7 @@ class JobManager {
   absl::Status EndBeforeFinishing(const std::string& id, hgeval::v1::JobState state,
                                   const std::string& error);
   bool stopping();
-  // Wakes watchers and idle workers (something changed in the store).
+  // Wakes watchers (something changed in the store).
   void Changed();
 
   ResultStore* store_;
@@ -86,7 +86,8 @@ class JobManager {
 
   absl::Mutex mu_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  int64_t version_ ABSL_GUARDED_BY(mu_) = 0;  // local changes, for waiters
+  int64_t version_ ABSL_GUARDED_BY(mu_) = 0;      // local changes, for watchers
+  int64_t submissions_ ABSL_GUARDED_BY(mu_) = 0;  // local submits, for idle workers
   std::vector<std::thread> workers_;
 };
 
