@@ -131,8 +131,8 @@ absl::Status PostgresProcess::Start(const std::string& work_dir) {
         absl::StrCat("-p ", port_,
                      " -c listen_addresses=127.0.0.1 -c unix_socket_directories=''"
                      " -c fsync=off -c synchronous_commit=off -c full_page_writes=off");
-    running_ = Run({bin_dir_ + "/pg_ctl", "-D", data_dir_, "-l", data_dir_ + "/server.log", "-o",
-                    options, "-w", "-t", "60", "start"},
+    running_ = Run({bin_dir_ + "/pg_ctl", "-D", data_dir_, "-l", work_dir + "/postgres-server.log",
+                    "-o", options, "-w", "-t", "60", "start"},
                    user, log) == 0;
   }
   if (!running_) {
@@ -147,6 +147,9 @@ void PostgresProcess::Stop() {
   Run({bin_dir_ + "/pg_ctl", "-D", data_dir_, "-m", "immediate", "-w", "stop"}, UnprivilegedUser(),
       "/dev/null");
   running_ = false;
+  // The cluster (tens of MB) goes; the logs next to it stay.
+  std::error_code ec;
+  fs::remove_all(data_dir_, ec);
 }
 
 std::string PostgresProcess::Uri(const std::string& database) const {

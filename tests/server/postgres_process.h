@@ -24,9 +24,10 @@ class PostgresProcess {
   PostgresProcess(const PostgresProcess&) = delete;
   PostgresProcess& operator=(const PostgresProcess&) = delete;
 
-  // initdb + pg_ctl start under `work_dir` (its log: work_dir/postgres.log).
+  // initdb + pg_ctl start under `work_dir` (logs: work_dir/postgres.log, the server's
+  // work_dir/postgres-server.log).
   absl::Status Start(const std::string& work_dir);
-  // pg_ctl stop -m immediate.
+  // pg_ctl stop -m immediate; the cluster's files are removed.
   void Stop();
   // A new empty database; its connection URI.
   absl::StatusOr<std::string> CreateDatabase(const std::string& name);
