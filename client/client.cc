@@ -1,10 +1,17 @@
 #include "client/client.h"
 
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
 #include <algorithm>
 #include <future>
 #include <thread>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 
 namespace hgeval::client {
@@ -20,28 +27,87 @@ bool IsFinal(v1::JobState state) {
          state == v1::JOB_STATE_CANCELLED;
 }
 
+absl::StatusOr<std::string> ChannelTarget(const std::vector<std::string>& servers) {
+  if (servers.empty()) return absl::InvalidArgumentError("no server given");
+  if (servers.size() == 1) return servers.front();
+  std::vector<std::string> v4, v6;
+  for (const std::string& server : servers) {
+    const size_t colon = server.rfind(':');
+    if (server.find(":/") != std::string::npos || colon == std::string::npos || colon == 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--server list entry '", server,
+                       "' is not host:port (a target such as dns:///name:port goes alone)"));
+    }
+    std::string host = server.substr(0, colon);
+    const std::string port = server.substr(colon + 1);
+    if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
+      host = host.substr(1, host.size() - 2);
+    }
+    addrinfo* found = nullptr;
+    for (int family : {AF_INET, AF_INET6}) {
+      addrinfo hints{};
+      hints.ai_family = family;
+      hints.ai_socktype = SOCK_STREAM;
+      if (getaddrinfo(host.c_str(), port.c_str(), &hints, &found) == 0) break;
+      found = nullptr;
+    }
+    if (found == nullptr) {
+      return absl::UnavailableError(absl::StrCat("cannot resolve server '", server, "'"));
+    }
+    char text[INET6_ADDRSTRLEN] = {};
+    if (found->ai_family == AF_INET) {
+      inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(found->ai_addr)->sin_addr, text,
+                sizeof(text));
+      v4.push_back(absl::StrCat(text, ":", port));
+    } else {
+      inet_ntop(AF_INET6, &reinterpret_cast<sockaddr_in6*>(found->ai_addr)->sin6_addr, text,
+                sizeof(text));
+      v6.push_back(absl::StrCat("[", text, "]:", port));
+    }
+    freeaddrinfo(found);
+  }
+  if (!v4.empty() && !v6.empty()) {
+    return absl::InvalidArgumentError(
+        "--server list mixes IPv4 and IPv6 servers; gRPC balances one family per target");
+  }
+  return v4.empty() ? absl::StrCat("ipv6:", absl::StrJoin(v6, ","))
+                    : absl::StrCat("ipv4:", absl::StrJoin(v4, ","));
+}
+
 absl::StatusOr<std::unique_ptr<Client>> Client::Connect(const ClientOptions& options) {
-  if (options.servers.empty()) return absl::InvalidArgumentError("no server given");
+  absl::StatusOr<std::string> target = ChannelTarget(options.servers);
+  if (!target.ok()) return target.status();
   std::unique_ptr<Client> client(new Client(options));
+  client->target_ = *target;
+  client->parallel_calls_ =
+      options.parallel_calls > 0
+          ? options.parallel_calls
+          : (options.servers.size() > 1 ? static_cast<int>(options.servers.size())
+                                        : (absl::StartsWith(*target, "dns:") ? 4 : 1));
   std::shared_ptr<grpc::ChannelCredentials> credentials;
+  grpc::ChannelArguments args;
   if (options.tls) {
     grpc::SslCredentialsOptions ssl;
     ssl.pem_root_certs = options.tls_ca_pem;
     credentials = grpc::SslCredentials(ssl);
+    // A list is resolved to addresses: certificates are still checked against its first
+    // host name.
+    if (options.servers.size() > 1) {
+      const std::string& first = options.servers.front();
+      args.SetSslTargetNameOverride(first.substr(0, first.rfind(':')));
+    }
   } else {
     credentials = grpc::InsecureChannelCredentials();
   }
-  grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(256 << 20);
   args.SetMaxSendMessageSize(256 << 20);
-  for (const std::string& address : options.servers) {
-    Server server;
-    server.channel = grpc::CreateCustomChannel(address, credentials, args);
-    server.models = v1::ModelService::NewStub(server.channel);
-    server.jobs = v1::JobService::NewStub(server.channel);
-    server.health = grpc::health::v1::Health::NewStub(server.channel);
-    client->servers_.push_back(std::move(server));
-  }
+  // Every call to the next ready server (the default, pick_first, would send everything to
+  // one).
+  args.SetLoadBalancingPolicyName("round_robin");
+  client->channel_ = grpc::CreateCustomChannel(client->target_, credentials, args);
+  client->models_ = v1::ModelService::NewStub(client->channel_);
+  client->jobs_ = v1::JobService::NewStub(client->channel_);
+  client->health_ = grpc::health::v1::Health::NewStub(client->channel_);
   return client;
 }
 
@@ -52,39 +118,36 @@ void Client::Prepare(grpc::ClientContext& context, bool with_deadline) const {
   }
 }
 
-absl::StatusOr<std::string> Client::Health(size_t server, const std::string& service) {
+absl::StatusOr<std::string> Client::Health(const std::string& service) {
   grpc::ClientContext context;
   context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(5)));
   grpc::health::v1::HealthCheckRequest request;
   request.set_service(service);
   grpc::health::v1::HealthCheckResponse response;
-  grpc::Status status = servers_[server].health->Check(&context, request, &response);
+  grpc::Status status = health_->Check(&context, request, &response);
   if (!status.ok()) return FromGrpc(status);
   return grpc::health::v1::HealthCheckResponse::ServingStatus_Name(response.status());
 }
 
 absl::Status Client::WaitServing(absl::Duration timeout) {
   const absl::Time end = absl::Now() + timeout;
-  for (size_t i = 0; i < servers_.size(); ++i) {
-    for (;;) {
-      absl::StatusOr<std::string> h = Health(i);
-      if (h.ok() && *h == "SERVING") break;
-      if (absl::Now() > end) {
-        return absl::DeadlineExceededError(absl::StrCat(
-            options_.servers[i], " is not SERVING after ", absl::FormatDuration(timeout), " (",
-            h.ok() ? *h : h.status().ToString(), ")"));
-      }
-      absl::SleepFor(absl::Milliseconds(100));
+  for (;;) {
+    absl::StatusOr<std::string> h = Health();
+    if (h.ok() && *h == "SERVING") return absl::OkStatus();
+    if (absl::Now() > end) {
+      return absl::DeadlineExceededError(absl::StrCat(target_, " is not SERVING after ",
+                                                      absl::FormatDuration(timeout), " (",
+                                                      h.ok() ? *h : h.status().ToString(), ")"));
     }
+    absl::SleepFor(absl::Milliseconds(100));
   }
-  return absl::OkStatus();
 }
 
-absl::StatusOr<v1::ListModelsResponse> Client::ListModels(size_t server) {
+absl::StatusOr<v1::ListModelsResponse> Client::ListModels() {
   grpc::ClientContext context;
   Prepare(context);
   v1::ListModelsResponse response;
-  grpc::Status status = servers_[server].models->ListModels(&context, {}, &response);
+  grpc::Status status = models_->ListModels(&context, {}, &response);
   if (!status.ok()) return FromGrpc(status);
   return response;
 }
@@ -93,7 +156,7 @@ absl::StatusOr<v1::TokenizeResponse> Client::Tokenize(const v1::TokenizeRequest&
   grpc::ClientContext context;
   Prepare(context);
   v1::TokenizeResponse response;
-  grpc::Status status = servers_[0].models->Tokenize(&context, request, &response);
+  grpc::Status status = models_->Tokenize(&context, request, &response);
   if (!status.ok()) return FromGrpc(status);
   return response;
 }
@@ -102,7 +165,7 @@ absl::StatusOr<v1::ClassifyResponse> Client::Classify(const v1::ClassifyRequest&
   grpc::ClientContext context;
   Prepare(context);
   v1::ClassifyResponse response;
-  grpc::Status status = servers_[0].models->Classify(&context, request, &response);
+  grpc::Status status = models_->Classify(&context, request, &response);
   if (!status.ok()) return FromGrpc(status);
   return response;
 }
@@ -110,16 +173,14 @@ absl::StatusOr<v1::ClassifyResponse> Client::Classify(const v1::ClassifyRequest&
 absl::StatusOr<v1::LoglikelihoodResponse> Client::Loglikelihood(
     const v1::LoglikelihoodRequest& request) {
   const int64_t n = request.pairs_size();
-  int64_t shard = options_.shard_pairs > 0
-                      ? options_.shard_pairs
-                      : (n + static_cast<int64_t>(servers_.size()) - 1) /
-                            static_cast<int64_t>(servers_.size());
+  int64_t shard =
+      options_.shard_pairs > 0 ? options_.shard_pairs : (n + parallel_calls_ - 1) / parallel_calls_;
   shard = std::max<int64_t>(shard, 1);
   if (n <= shard) {
     grpc::ClientContext context;
     Prepare(context);
     v1::LoglikelihoodResponse response;
-    grpc::Status status = servers_[0].models->Loglikelihood(&context, request, &response);
+    grpc::Status status = models_->Loglikelihood(&context, request, &response);
     if (!status.ok()) return FromGrpc(status);
     return response;
   }
@@ -131,16 +192,16 @@ absl::StatusOr<v1::LoglikelihoodResponse> Client::Loglikelihood(
     for (int64_t i = s * shard; i < std::min(n, (s + 1) * shard); ++i) {
       *part.add_pairs() = request.pairs(static_cast<int>(i));
     }
-    const size_t server = static_cast<size_t>(s) % servers_.size();
-    futures.push_back(std::async(std::launch::async, [this, part = std::move(part), server]()
-                                     -> absl::StatusOr<v1::LoglikelihoodResponse> {
-      grpc::ClientContext context;
-      Prepare(context);
-      v1::LoglikelihoodResponse response;
-      grpc::Status status = servers_[server].models->Loglikelihood(&context, part, &response);
-      if (!status.ok()) return FromGrpc(status);
-      return response;
-    }));
+    futures.push_back(
+        std::async(std::launch::async,
+                   [this, part = std::move(part)]() -> absl::StatusOr<v1::LoglikelihoodResponse> {
+                     grpc::ClientContext context;
+                     Prepare(context);
+                     v1::LoglikelihoodResponse response;
+                     grpc::Status status = models_->Loglikelihood(&context, part, &response);
+                     if (!status.ok()) return FromGrpc(status);
+                     return response;
+                   }));
   }
   v1::LoglikelihoodResponse merged;
   absl::Status first_error;
@@ -159,7 +220,7 @@ absl::StatusOr<v1::LoglikelihoodResponse> Client::Loglikelihood(
 absl::StatusOr<v1::LoglikelihoodRollingResponse> Client::LoglikelihoodRolling(
     const v1::LoglikelihoodRollingRequest& request) {
   const int n = request.inputs_size();
-  const size_t servers = std::min<size_t>(servers_.size(), std::max(n, 1));
+  const size_t servers = std::min<size_t>(parallel_calls_, std::max(n, 1));
   std::vector<std::future<absl::StatusOr<v1::LoglikelihoodRollingResponse>>> futures;
   const int per = (n + static_cast<int>(servers) - 1) / static_cast<int>(servers);
   for (size_t s = 0; s < servers; ++s) {
@@ -169,15 +230,16 @@ absl::StatusOr<v1::LoglikelihoodRollingResponse> Client::LoglikelihoodRolling(
       *part.add_inputs() = request.inputs(i);
     }
     if (part.inputs_size() == 0 && n > 0) continue;
-    futures.push_back(std::async(std::launch::async, [this, part = std::move(part), s]()
-                                     -> absl::StatusOr<v1::LoglikelihoodRollingResponse> {
-      grpc::ClientContext context;
-      Prepare(context);
-      v1::LoglikelihoodRollingResponse response;
-      grpc::Status status = servers_[s].models->LoglikelihoodRolling(&context, part, &response);
-      if (!status.ok()) return FromGrpc(status);
-      return response;
-    }));
+    futures.push_back(std::async(
+        std::launch::async,
+        [this, part = std::move(part)]() -> absl::StatusOr<v1::LoglikelihoodRollingResponse> {
+          grpc::ClientContext context;
+          Prepare(context);
+          v1::LoglikelihoodRollingResponse response;
+          grpc::Status status = models_->LoglikelihoodRolling(&context, part, &response);
+          if (!status.ok()) return FromGrpc(status);
+          return response;
+        }));
   }
   v1::LoglikelihoodRollingResponse merged;
   for (auto& f : futures) {
@@ -195,8 +257,7 @@ absl::StatusOr<v1::GenerateResponse> Client::Generate(
   grpc::ClientContext own;
   if (context == nullptr) context = &own;
   Prepare(*context);
-  const size_t server = next_server_++ % servers_.size();
-  auto reader = servers_[server].models->Generate(context, request);
+  auto reader = models_->Generate(context, request);
   v1::GenerateResponse chunk, whole;
   while (reader->Read(&chunk)) {
     if (on_chunk) on_chunk(chunk);
@@ -215,51 +276,51 @@ absl::StatusOr<v1::GenerateResponse> Client::Generate(
   return whole;
 }
 
-absl::StatusOr<std::string> Client::SubmitJob(const v1::SubmitJobRequest& request, size_t server) {
+absl::StatusOr<std::string> Client::SubmitJob(const v1::SubmitJobRequest& request) {
   grpc::ClientContext context;
   Prepare(context);
   v1::SubmitJobResponse response;
-  grpc::Status status = servers_[server].jobs->SubmitJob(&context, request, &response);
+  grpc::Status status = jobs_->SubmitJob(&context, request, &response);
   if (!status.ok()) return FromGrpc(status);
   return response.job_id();
 }
 
-absl::StatusOr<v1::Job> Client::GetJob(const std::string& id, size_t server) {
+absl::StatusOr<v1::Job> Client::GetJob(const std::string& id) {
   grpc::ClientContext context;
   Prepare(context);
   v1::GetJobRequest request;
   request.set_job_id(id);
   v1::Job job;
-  grpc::Status status = servers_[server].jobs->GetJob(&context, request, &job);
+  grpc::Status status = jobs_->GetJob(&context, request, &job);
   if (!status.ok()) return FromGrpc(status);
   return job;
 }
 
-absl::StatusOr<v1::ListJobsResponse> Client::ListJobs(int limit, size_t server) {
+absl::StatusOr<v1::ListJobsResponse> Client::ListJobs(int limit) {
   grpc::ClientContext context;
   Prepare(context);
   v1::ListJobsRequest request;
   request.set_limit(limit);
   v1::ListJobsResponse response;
-  grpc::Status status = servers_[server].jobs->ListJobs(&context, request, &response);
+  grpc::Status status = jobs_->ListJobs(&context, request, &response);
   if (!status.ok()) return FromGrpc(status);
   return response;
 }
 
-absl::StatusOr<v1::Job> Client::CancelJob(const std::string& id, size_t server) {
+absl::StatusOr<v1::Job> Client::CancelJob(const std::string& id) {
   grpc::ClientContext context;
   Prepare(context);
   v1::CancelJobRequest request;
   request.set_job_id(id);
   v1::Job job;
-  grpc::Status status = servers_[server].jobs->CancelJob(&context, request, &job);
+  grpc::Status status = jobs_->CancelJob(&context, request, &job);
   if (!status.ok()) return FromGrpc(status);
   return job;
 }
 
 absl::StatusOr<v1::Job> Client::WatchJob(const std::string& id,
                                          const std::function<void(const v1::Job&)>& on_update,
-                                         absl::Duration reconnect_for, size_t server) {
+                                         absl::Duration reconnect_for) {
   absl::Time last_contact = absl::Now();
   v1::Job last;
   for (;;) {
@@ -267,7 +328,7 @@ absl::StatusOr<v1::Job> Client::WatchJob(const std::string& id,
     Prepare(context, /*with_deadline=*/false);
     v1::WatchJobRequest request;
     request.set_job_id(id);
-    auto reader = servers_[server].jobs->WatchJob(&context, request);
+    auto reader = jobs_->WatchJob(&context, request);
     v1::Job job;
     while (reader->Read(&job)) {
       last_contact = absl::Now();

@@ -1,17 +1,18 @@
-// A small C++ client for hgeval-server: model calls (sharded over several servers),
-// jobs (with re-watching after dropped connections) and health checks. Every call
+// A small C++ client for hgeval-server: model calls, jobs (with re-watching after dropped
+// connections) and health checks, over one gRPC channel. Several servers (a list, or a
+// dns:/// name resolving to many) are one channel under gRPC's round_robin policy: each
+// call goes to the next ready server, and calls avoid servers that went away. Every call
 // returns absl::Status with the server's code and message.
 #ifndef HGEVAL_CLIENT_CLIENT_H_
 #define HGEVAL_CLIENT_CLIENT_H_
 
-#include <atomic>
+#include <grpcpp/grpcpp.h>
+
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
 #include <vector>
-
-#include <grpcpp/grpcpp.h>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -22,7 +23,8 @@
 namespace hgeval::client {
 
 struct ClientOptions {
-  // host:port of each server; model calls are sharded over all of them.
+  // One gRPC target ("host:port", "dns:///name:port", "ipv4:a:p,b:p", ...) or several
+  // host:port addresses: balanced by gRPC's round_robin policy (ChannelTarget).
   std::vector<std::string> servers;
   // Bearer token sent as `authorization: Bearer <token>` (empty: none).
   std::string token;
@@ -30,35 +32,48 @@ struct ClientOptions {
   std::string tls_ca_pem;  // root certificates for TLS (empty: system roots)
   // Per-call deadline (0: none).
   absl::Duration timeout = absl::ZeroDuration();
-  // Pairs per call when a Loglikelihood request is split into shards (0: split evenly).
+  // Calls kept in flight at once for one large request (a Loglikelihood or rolling request
+  // is split into this many calls, which round_robin spreads over the servers). 0: the
+  // number of addresses given (4 for a single dns:/// name).
+  int parallel_calls = 0;
+  // Pairs per call when a Loglikelihood request is split (0: split evenly over
+  // parallel_calls).
   int64_t shard_pairs = 0;
 };
 
 absl::Status FromGrpc(const grpc::Status& status);
 
+// The channel target for `servers`: one entry as given; several host:port entries as one
+// ipv4:/ipv6: target (host names resolved here, once) that round_robin balances.
+absl::StatusOr<std::string> ChannelTarget(const std::vector<std::string>& servers);
+
 class Client {
  public:
   static absl::StatusOr<std::unique_ptr<Client>> Connect(const ClientOptions& options);
 
-  size_t num_servers() const { return servers_.size(); }
   const ClientOptions& options() const { return options_; }
+  // The channel's target (see ChannelTarget).
+  const std::string& target() const { return target_; }
+  // Calls kept in flight for one large request (ClientOptions::parallel_calls resolved).
+  int parallel_calls() const { return parallel_calls_; }
 
-  // "SERVING", "NOT_SERVING", ... for `service` ("" = the whole server) on server i.
-  absl::StatusOr<std::string> Health(size_t server = 0, const std::string& service = "");
-  // Waits until every server reports SERVING.
+  // "SERVING", "NOT_SERVING", ... for `service` ("" = the whole server), from the server
+  // the channel picks.
+  absl::StatusOr<std::string> Health(const std::string& service = "");
+  // Waits until a server reports SERVING.
   absl::Status WaitServing(absl::Duration timeout);
 
-  absl::StatusOr<hgeval::v1::ListModelsResponse> ListModels(size_t server = 0);
+  absl::StatusOr<hgeval::v1::ListModelsResponse> ListModels();
   absl::StatusOr<hgeval::v1::TokenizeResponse> Tokenize(const hgeval::v1::TokenizeRequest& request);
-  // LRA classification on the first server.
+  // LRA classification.
   absl::StatusOr<hgeval::v1::ClassifyResponse> Classify(const hgeval::v1::ClassifyRequest& request);
-  // Splits the pairs into contiguous shards, one concurrent call per shard spread over the
-  // servers, and merges the results in order.
+  // Splits the pairs into contiguous parts sent as concurrent calls (which round_robin
+  // spreads over the servers) and merges the results in order.
   absl::StatusOr<hgeval::v1::LoglikelihoodResponse> Loglikelihood(
       const hgeval::v1::LoglikelihoodRequest& request);
   absl::StatusOr<hgeval::v1::LoglikelihoodRollingResponse> LoglikelihoodRolling(
       const hgeval::v1::LoglikelihoodRollingRequest& request);
-  // Streams the generation (servers taken in turn); `on_chunk` sees every message. Returns the concatenated
+  // Streams the generation; `on_chunk` sees every message. Returns the concatenated
   // result (text and token ids of all messages, finish fields of the last). `context`
   // may be given to cancel from another thread.
   absl::StatusOr<hgeval::v1::GenerateResponse> Generate(
@@ -66,37 +81,35 @@ class Client {
       const std::function<void(const hgeval::v1::GenerateResponse&)>& on_chunk = nullptr,
       grpc::ClientContext* context = nullptr);
 
-  absl::StatusOr<std::string> SubmitJob(const hgeval::v1::SubmitJobRequest& request,
-                                        size_t server = 0);
-  absl::StatusOr<hgeval::v1::Job> GetJob(const std::string& id, size_t server = 0);
-  absl::StatusOr<hgeval::v1::ListJobsResponse> ListJobs(int limit, size_t server = 0);
-  absl::StatusOr<hgeval::v1::Job> CancelJob(const std::string& id, size_t server = 0);
+  absl::StatusOr<std::string> SubmitJob(const hgeval::v1::SubmitJobRequest& request);
+  absl::StatusOr<hgeval::v1::Job> GetJob(const std::string& id);
+  absl::StatusOr<hgeval::v1::ListJobsResponse> ListJobs(int limit);
+  absl::StatusOr<hgeval::v1::Job> CancelJob(const std::string& id);
   // Watches until the job reaches a final state, calling `on_update` for every state
   // seen. A dropped stream (UNAVAILABLE, server restart...) is re-opened until
-  // `reconnect_for` passes without a successful reconnection.
+  // `reconnect_for` passes without a successful reconnection (on a fleet sharing a store,
+  // the re-opened stream may be served by another server).
   absl::StatusOr<hgeval::v1::Job> WatchJob(
       const std::string& id, const std::function<void(const hgeval::v1::Job&)>& on_update,
-      absl::Duration reconnect_for = absl::Minutes(10), size_t server = 0);
+      absl::Duration reconnect_for = absl::Minutes(10));
 
   // Sets the token and deadline on a context.
   void Prepare(grpc::ClientContext& context, bool with_deadline = true) const;
 
-  hgeval::v1::ModelService::Stub& models(size_t i) { return *servers_[i].models; }
-  hgeval::v1::JobService::Stub& jobs(size_t i) { return *servers_[i].jobs; }
-  std::shared_ptr<grpc::Channel> channel(size_t i) { return servers_[i].channel; }
+  hgeval::v1::ModelService::Stub& models() { return *models_; }
+  hgeval::v1::JobService::Stub& jobs() { return *jobs_; }
+  std::shared_ptr<grpc::Channel> channel() { return channel_; }
 
  private:
-  struct Server {
-    std::shared_ptr<grpc::Channel> channel;
-    std::unique_ptr<hgeval::v1::ModelService::Stub> models;
-    std::unique_ptr<hgeval::v1::JobService::Stub> jobs;
-    std::unique_ptr<grpc::health::v1::Health::Stub> health;
-  };
   explicit Client(ClientOptions options) : options_(std::move(options)) {}
 
   ClientOptions options_;
-  std::vector<Server> servers_;
-  std::atomic<size_t> next_server_{0};  // round-robin for Generate
+  std::string target_;
+  int parallel_calls_ = 1;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<hgeval::v1::ModelService::Stub> models_;
+  std::unique_ptr<hgeval::v1::JobService::Stub> jobs_;
+  std::unique_ptr<grpc::health::v1::Health::Stub> health_;
 };
 
 bool IsFinal(hgeval::v1::JobState state);

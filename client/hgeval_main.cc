@@ -24,7 +24,10 @@
 #include "tasks/evaluator.h"
 
 ABSL_FLAG(std::vector<std::string>, server, {"127.0.0.1:50051"},
-          "Server address(es) host:port, comma-separated. Model calls are sharded over all.");
+          "Server: host:port, a gRPC target such as dns:///name:port (every address the name "
+          "resolves to), or several host:port comma-separated. Several servers are one "
+          "channel under gRPC's round_robin policy; for jobs they must share one store "
+          "(hgeval-server --store=postgresql://...).");
 ABSL_FLAG(std::string, token, "", "Bearer token (also $HGEVAL_AUTH_TOKEN, --token_file).");
 ABSL_FLAG(std::string, token_file, "", "File holding the bearer token.");
 ABSL_FLAG(bool, tls, false, "Use TLS.");
@@ -62,8 +65,9 @@ ABSL_FLAG(bool, progress, true, "run/watch: progress bar with ETA on stderr.");
 ABSL_FLAG(double, reconnect_for, 600,
           "run/watch: keep re-watching a job this many seconds after the connection drops.");
 ABSL_FLAG(bool, local, false,
-          "run: evaluate the tasks in this client, sharding model requests over every "
-          "--server (the default when several servers are given; one server: a server job).");
+          "run: evaluate the tasks in this client, its model calls spread over the --server "
+          "replicas by round_robin (default: a server job, which a fleet sharing a store "
+          "splits into shards).");
 ABSL_FLAG(std::string, data_dir, "data",
           "run --local: the task datasets (the repository's data/).");
 ABSL_FLAG(double, wait, 0, "health: wait up to this many seconds for SERVING.");
@@ -134,14 +138,10 @@ int Health(Client& client) {
     absl::Status s = client.WaitServing(absl::Seconds(wait));
     if (!s.ok()) return Fail(s);
   }
-  int rc = 0;
-  for (size_t i = 0; i < client.num_servers(); ++i) {
-    absl::StatusOr<std::string> h = client.Health(i);
-    std::printf("%s\t%s\n", client.options().servers[i].c_str(),
-                h.ok() ? h->c_str() : h.status().ToString().c_str());
-    if (!h.ok() || *h != "SERVING") rc = 1;
-  }
-  return rc;
+  absl::StatusOr<std::string> h = client.Health();
+  std::printf("%s\t%s\n", client.target().c_str(),
+              h.ok() ? h->c_str() : h.status().ToString().c_str());
+  return h.ok() && *h == "SERVING" ? 0 : 1;
 }
 
 int Tokenize(Client& client) {
@@ -352,7 +352,7 @@ int PrintFinalJob(const v1::Job& job) {
   return 0;
 }
 
-// Tasks evaluated here, model requests sharded over all servers.
+// Tasks evaluated here, model calls spread over the servers by the channel.
 int RunLocal(Client& client) {
   RemoteLanguageModelOptions lm_options;
   lm_options.model = absl::GetFlag(FLAGS_model);
@@ -376,8 +376,8 @@ int RunLocal(Client& client) {
     std::fprintf(stderr, "\r%s\033[K",
                  FormatProgress(view, absl::ToDoubleSeconds(absl::Now() - start)).c_str());
   };
-  std::fprintf(stderr, "evaluating in the client, sharding over %zu server(s)\n",
-               client.num_servers());
+  std::fprintf(stderr, "evaluating in the client, %d calls at a time to %s\n",
+               client.parallel_calls(), client.target().c_str());
   absl::StatusOr<tasks::EvaluationReport> report =
       tasks::RunTasks(**lm, absl::GetFlag(FLAGS_tasks), options);
   if (progress) std::fprintf(stderr, "\n");
@@ -402,7 +402,7 @@ int Run(Client& client) {
         absl::StrCat("--num_fewshot ", absl::GetFlag(FLAGS_num_fewshot),
                      " is not supported: hgeval evaluates zero-shot only (0)")));
   }
-  if (client.num_servers() > 1 || absl::GetFlag(FLAGS_local)) return RunLocal(client);
+  if (absl::GetFlag(FLAGS_local)) return RunLocal(client);
   v1::SubmitJobRequest request;
   request.set_model(absl::GetFlag(FLAGS_model));
   for (const std::string& t : absl::GetFlag(FLAGS_tasks)) request.add_tasks(t);

@@ -30,64 +30,54 @@ absl::StatusOr<T> WithRetry(absl::Duration retry_for, const F& call) {
 absl::StatusOr<std::unique_ptr<RemoteLanguageModel>> RemoteLanguageModel::Create(
     Client* client, RemoteLanguageModelOptions options) {
   std::unique_ptr<RemoteLanguageModel> lm(new RemoteLanguageModel(client, options));
-  // Make sure every server has the model loaded and they agree on what it is.
-  std::string hash;
-  for (size_t s = 0; s < client->num_servers(); ++s) {
-    v1::TokenizeRequest probe;
-    probe.set_model(options.model);
-    probe.set_text("a");
-    absl::StatusOr<v1::TokenizeResponse> ok = client->Tokenize(probe);
-    // A model without a tokenizer (token-level requests only) refuses text but is there.
-    if (!ok.ok() && ok.status().code() != absl::StatusCode::kFailedPrecondition) {
-      return ok.status();
-    }
-    absl::StatusOr<v1::ListModelsResponse> models = client->ListModels(s);
+  // Make sure the model is there (loaded) and learn what it is. Servers behind one target
+  // are replicas serving the same models; the results record the model hash they report.
+  v1::TokenizeRequest probe;
+  probe.set_model(options.model);
+  probe.set_text("a");
+  absl::StatusOr<v1::TokenizeResponse> ok = client->Tokenize(probe);
+  // A model without a tokenizer (token-level requests only) refuses text but is there.
+  if (!ok.ok() && ok.status().code() != absl::StatusCode::kFailedPrecondition) {
+    return ok.status();
+  }
+  absl::StatusOr<v1::ListModelsResponse> models = client->ListModels();
+  if (!models.ok()) return models.status();
+  const v1::ModelInfo* info = nullptr;
+  for (const auto& m : models->models()) {
+    if (m.name() == options.model && m.loaded()) info = &m;
+  }
+  if (info == nullptr) {
+    // Loads on first use: ask once to load it, then describe.
+    v1::LoglikelihoodRequest warm;
+    warm.set_model(options.model);
+    // Token ids, which every model takes (one without a tokenizer refuses text).
+    warm.add_pairs()->add_context_ids(0);
+    warm.mutable_pairs(0)->add_continuation_ids(0);
+    grpc::ClientContext context;
+    client->Prepare(context);
+    v1::LoglikelihoodResponse ignored;
+    grpc::Status st = client->models().Loglikelihood(&context, warm, &ignored);
+    if (!st.ok()) return FromGrpc(st);
+    models = client->ListModels();
     if (!models.ok()) return models.status();
-    const v1::ModelInfo* info = nullptr;
     for (const auto& m : models->models()) {
-      if (m.name() == options.model && m.loaded()) info = &m;
-    }
-    if (info == nullptr) {
-      // Loads on first use: ask once to load it, then describe.
-      v1::LoglikelihoodRequest warm;
-      warm.set_model(options.model);
-      // Token ids, which every model takes (one without a tokenizer refuses text).
-      warm.add_pairs()->add_context_ids(0);
-      warm.mutable_pairs(0)->add_continuation_ids(0);
-      grpc::ClientContext context;
-      client->Prepare(context);
-      v1::LoglikelihoodResponse ignored;
-      grpc::Status st = client->models(s).Loglikelihood(&context, warm, &ignored);
-      if (!st.ok()) return FromGrpc(st);
-      models = client->ListModels(s);
-      if (!models.ok()) return models.status();
-      for (const auto& m : models->models()) {
-        if (m.name() == options.model) info = &m;
-      }
-    }
-    if (info == nullptr) {
-      return absl::NotFoundError(
-          absl::StrCat("model '", options.model, "' not on ", client->options().servers[s]));
-    }
-    if (s == 0) {
-      hash = info->model_hash();
-      lm->info_.model = info->name();
-      lm->info_.model_hash = info->model_hash();
-      lm->info_.family = info->family();
-      lm->info_.tokenizer = info->tokenizer_kind();
-      lm->info_.tokenizer_hash = info->tokenizer_hash();
-      lm->info_.max_length =
-          options.max_length > 0 ? options.max_length : info->lm_eval_max_length();
-      lm->info_.prefix_token_id =
-          info->bos_token_id() >= 0 ? info->bos_token_id() : info->eos_token_id();
-      lm->info_.dtype = info->dtype();
-      lm->info_.backend = info->backend();
-    } else if (info->model_hash() != hash) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("servers disagree on model '", options.model,
-                       "': ", client->options().servers[s], " has different weights"));
+      if (m.name() == options.model) info = &m;
     }
   }
+  if (info == nullptr) {
+    return absl::NotFoundError(
+        absl::StrCat("model '", options.model, "' not on ", client->target()));
+  }
+  lm->info_.model = info->name();
+  lm->info_.model_hash = info->model_hash();
+  lm->info_.family = info->family();
+  lm->info_.tokenizer = info->tokenizer_kind();
+  lm->info_.tokenizer_hash = info->tokenizer_hash();
+  lm->info_.max_length = options.max_length > 0 ? options.max_length : info->lm_eval_max_length();
+  lm->info_.prefix_token_id =
+      info->bos_token_id() >= 0 ? info->bos_token_id() : info->eos_token_id();
+  lm->info_.dtype = info->dtype();
+  lm->info_.backend = info->backend();
   lm->info_.bos_regime = options.bos_mode == v1::BOS_MODE_NONE ? "none" : "tokenizer";
   lm->info_.context_reuse = false;
   lm->info_.rolling_mode = "windows";
@@ -99,8 +89,8 @@ absl::StatusOr<std::vector<tasks::LoglikelihoodResult>> RemoteLanguageModel::Log
     absl::Span<const tasks::LoglikelihoodRequest> requests, const tasks::CallOptions& options) {
   std::vector<tasks::LoglikelihoodResult> out;
   out.reserve(requests.size());
-  const size_t block =
-      static_cast<size_t>(options_.chunk_per_server) * std::max<size_t>(1, client_->num_servers());
+  const size_t block = static_cast<size_t>(options_.chunk_per_server) *
+                       static_cast<size_t>(client_->parallel_calls());
   for (size_t start = 0; start < requests.size(); start += block) {
     if (options.cancelled && options.cancelled()) return absl::CancelledError("cancelled");
     v1::LoglikelihoodRequest request;
@@ -141,7 +131,7 @@ absl::StatusOr<std::vector<tasks::RollingResult>> RemoteLanguageModel::Loglikeli
     }
   }
   std::vector<tasks::RollingResult> out;
-  const size_t block = 4 * std::max<size_t>(1, client_->num_servers());
+  const size_t block = 4 * static_cast<size_t>(client_->parallel_calls());
   for (size_t start = 0; start < requests.size(); start += block) {
     if (options.cancelled && options.cancelled()) return absl::CancelledError("cancelled");
     v1::LoglikelihoodRollingRequest request;
@@ -203,8 +193,8 @@ absl::StatusOr<std::vector<tasks::TokenTargetsResult>> RemoteLanguageModel::Scor
     absl::Span<const tasks::TokenTargetsRequest> requests, const tasks::CallOptions& options) {
   std::vector<tasks::TokenTargetsResult> out;
   out.reserve(requests.size());
-  const size_t block =
-      static_cast<size_t>(options_.chunk_per_server) * std::max<size_t>(1, client_->num_servers());
+  const size_t block = static_cast<size_t>(options_.chunk_per_server) *
+                       static_cast<size_t>(client_->parallel_calls());
   for (size_t start = 0; start < requests.size(); start += block) {
     if (options.cancelled && options.cancelled()) return absl::CancelledError("cancelled");
     const size_t end = std::min(requests.size(), start + block);

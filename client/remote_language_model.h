@@ -18,13 +18,13 @@ struct RemoteLanguageModelOptions {
   std::string model;
   hgeval::v1::BosMode bos_mode = hgeval::v1::BOS_MODE_TOKENIZER;
   int64_t max_length = 0;          // 0: the server's lm_eval_max_length for the model
-  int64_t chunk_per_server = 256;  // pairs per call
+  int64_t chunk_per_server = 256;  // pairs per call (parallel_calls calls in flight)
   absl::Duration retry_for = absl::Minutes(5);
 };
 
 class RemoteLanguageModel : public tasks::LanguageModel {
  public:
-  // Reads the model's description from the first server.
+  // Reads the model's description from the server the channel picks.
   static absl::StatusOr<std::unique_ptr<RemoteLanguageModel>> Create(
       Client* client, RemoteLanguageModelOptions options);
 

@@ -14,6 +14,8 @@ if(NOT HGEVAL_ENGINE_ONLY)
   find_package(Protobuf REQUIRED)
   find_package(gRPC CONFIG REQUIRED)
   pkg_check_modules(SQLITE3 REQUIRED IMPORTED_TARGET sqlite3)
+  # The shared result store for a fleet of servers (--store=postgresql://...).
+  pkg_check_modules(LIBPQ REQUIRED IMPORTED_TARGET libpq)
   pkg_check_modules(CAIRO REQUIRED IMPORTED_TARGET cairo)
   # hgeval-server's OpenAI-compatible HTTP endpoint (Debian libcpp-httplib-dev).
   pkg_check_modules(CPP_HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)

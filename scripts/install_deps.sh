@@ -8,7 +8,10 @@ PACKAGES=(
   libabsl-dev libre2-dev libsentencepiece-dev nlohmann-json3-dev libopenblas-dev zlib1g-dev libpng-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc grpc-proto
-  libsqlite3-dev libcairo2-dev libssl-dev libcpp-httplib-dev
+  libsqlite3-dev libpq-dev libcairo2-dev libssl-dev libcpp-httplib-dev
+  libyaml-dev
+  # PostgreSQL server binaries: the shared-store e2e tests start one (initdb, pg_ctl).
+  postgresql
   clang libclang-rt-14-dev
   python3-numpy python3-grpcio python3-protobuf
 )

@@ -1,13 +1,16 @@
 #include "server/job_manager.h"
 
 #include <algorithm>
+#include <atomic>
 #include <ctime>
 #include <random>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "server/job_runner.h"
+#include "server/job_shard_outcome.h"
 #include "server/log.h"
 
 namespace hgeval::server {
@@ -35,33 +38,101 @@ JobManager::JobManager(ResultStore* store, ModelRegistry* registry, Executor* ex
 
 JobManager::~JobManager() { Stop(); }
 
-absl::Status JobManager::Persist(const v1::Job& job) {
+namespace {
+
+const std::vector<int>& UnfinishedStates() {
+  static const std::vector<int> states = {v1::JOB_STATE_QUEUED, v1::JOB_STATE_RUNNING};
+  return states;
+}
+
+StoredJob RowOf(const v1::Job& job) {
   StoredJob stored;
   stored.id = job.id();
   stored.state = job.state();
   stored.created_at = job.created_at();
   stored.blob = job.SerializeAsString();
-  return store_->PutJob(stored);
+  return stored;
+}
+
+absl::StatusOr<v1::Job> ParseJob(const StoredJob& row) {
+  v1::Job job;
+  if (!job.ParseFromString(row.blob)) {
+    return absl::DataLossError(absl::StrCat("job '", row.id, "' is corrupt in the store"));
+  }
+  job.set_state(static_cast<v1::JobState>(row.state));
+  return job;
+}
+
+// The finished tasks of the done shards, in task order.
+absl::StatusOr<std::vector<ShardOutcome>> DoneOutcomes(const std::vector<JobShard>& shards) {
+  std::vector<ShardOutcome> outcomes;
+  for (const JobShard& shard : shards) {
+    if (shard.state != kShardDone) continue;
+    absl::StatusOr<ShardOutcome> outcome = ParseShardOutcome(shard.result);
+    if (!outcome.ok()) return outcome.status();
+    outcomes.push_back(*std::move(outcome));
+  }
+  return outcomes;
+}
+
+int64_t NowSeconds() { return static_cast<int64_t>(std::time(nullptr)); }
+
+// The shards' progress and finished tasks, into the job (a running job's view, or a job
+// cancelled or failed before its end).
+absl::Status AddShardProgress(const std::vector<JobShard>& shards, v1::Job& job) {
+  int64_t total = 0, done = 0, cached = 0;
+  std::string current;
+  job.clear_results();
+  for (const JobShard& shard : shards) {
+    if (shard.state == kShardDone) {
+      absl::StatusOr<ShardOutcome> outcome = ParseShardOutcome(shard.result);
+      if (!outcome.ok()) return outcome.status();
+      *job.add_results() = outcome->result;
+      total += outcome->requests_total;
+      done += outcome->requests_total;
+      cached += outcome->requests_cached;
+      continue;
+    }
+    total += shard.requests_total;
+    done += shard.requests_done;
+    cached += shard.requests_cached;
+    if (shard.state == kShardRunning && current.empty()) current = JobShardName(job, shard.index);
+  }
+  job.set_requests_total(total);
+  job.set_requests_done(done);
+  job.set_requests_cached(cached);
+  job.set_current_task(current);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+bool JobManager::stopping() {
+  absl::MutexLock lock(&mu_);
+  return stopping_;
+}
+
+void JobManager::Changed() {
+  absl::MutexLock lock(&mu_);
+  ++version_;
 }
 
 absl::Status JobManager::Start() {
-  absl::StatusOr<std::vector<StoredJob>> unfinished =
-      store_->JobsInStates({v1::JOB_STATE_QUEUED, v1::JOB_STATE_RUNNING});
+  // Shards this replica held when it last stopped (or died) are queued again at once
+  // rather than after their lease.
+  if (absl::Status s = store_->ReleaseShards(options_.replica); !s.ok()) return s;
+  absl::StatusOr<std::vector<StoredJob>> unfinished = store_->JobsInStates(UnfinishedStates());
   if (!unfinished.ok()) return unfinished.status();
-  {
-    absl::MutexLock lock(&mu_);
-    for (const StoredJob& stored : *unfinished) {
-      v1::Job job;
-      if (!job.ParseFromString(stored.blob)) continue;
-      LogInfo("job_resumed", {{"job", job.id()},
-                              {"state", v1::JobState_Name(job.state())},
-                              {"requests_done", absl::StrCat(job.requests_done())}});
-      job.set_state(v1::JOB_STATE_QUEUED);
-      jobs_[job.id()] = job;
-      versions_[job.id()] = 0;
-      queue_.push_back(job.id());
-    }
+  for (const StoredJob& stored : *unfinished) {
+    absl::StatusOr<v1::Job> job = ParseJob(stored);
+    if (!job.ok()) continue;
+    // Jobs stored before shards existed gain them (idempotent for the others).
+    if (absl::Status s = store_->EnsureShards(job->id(), JobShardCount(*job)); !s.ok()) return s;
   }
+  LogInfo("jobs_started", {{"replica", options_.replica},
+                           {"store", store_->backend()},
+                           {"unfinished_jobs", absl::StrCat(unfinished->size())},
+                           {"workers", absl::StrCat(std::max(1, options_.workers))}});
   for (int i = 0; i < std::max(1, options_.workers); ++i) {
     workers_.emplace_back([this] { Worker(); });
   }
@@ -71,12 +142,16 @@ absl::Status JobManager::Start() {
 void JobManager::Stop() {
   {
     absl::MutexLock lock(&mu_);
+    if (stopping_ && workers_.empty()) return;
     stopping_ = true;
   }
   for (std::thread& t : workers_) {
     if (t.joinable()) t.join();
   }
   workers_.clear();
+  if (absl::Status s = store_->ReleaseShards(options_.replica); !s.ok()) {
+    LogError("shard_release_failed", {{"replica", options_.replica}, {"error", s.ToString()}});
+  }
 }
 
 absl::StatusOr<std::string> JobManager::Submit(const v1::SubmitJobRequest& request) {
@@ -91,9 +166,9 @@ absl::StatusOr<std::string> JobManager::Submit(const v1::SubmitJobRequest& reque
     return absl::InvalidArgumentError("options.max_length must be >= 0");
   }
   if (!v1::BosMode_IsValid(request.options().bos_mode())) {
-    return absl::InvalidArgumentError(absl::StrCat("options.bos_mode ",
-                                                   request.options().bos_mode(),
-                                                   " is not a BosMode (0: unset = tokenizer, 1: tokenizer, 2: none)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("options.bos_mode ", request.options().bos_mode(),
+                     " is not a BosMode (0: unset = tokenizer, 1: tokenizer, 2: none)"));
   }
   {
     std::vector<std::string> seen;
@@ -107,9 +182,9 @@ absl::StatusOr<std::string> JobManager::Submit(const v1::SubmitJobRequest& reque
   // Few-shot prompting is not implemented: refuse rather than run zero-shot under a
   // few-shot label.
   if (request.options().num_fewshot() != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "options.num_fewshot ", request.options().num_fewshot(),
-        " is not supported: hgeval evaluates zero-shot only (num_fewshot 0)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("options.num_fewshot ", request.options().num_fewshot(),
+                     " is not supported: hgeval evaluates zero-shot only (num_fewshot 0)"));
   }
   std::vector<std::string> tasks(request.tasks().begin(), request.tasks().end());
   if (!niah) {
@@ -132,34 +207,40 @@ absl::StatusOr<std::string> JobManager::Submit(const v1::SubmitJobRequest& reque
   *job.mutable_options() = request.options();
   if (niah) *job.mutable_niah() = request.niah();
   job.set_state(v1::JOB_STATE_QUEUED);
-  job.set_created_at(static_cast<int64_t>(std::time(nullptr)));
+  job.set_created_at(NowSeconds());
   job.set_updated_at(job.created_at());
-  if (absl::Status s = Persist(job); !s.ok()) return s;
-  absl::MutexLock lock(&mu_);
-  jobs_[job.id()] = job;
-  versions_[job.id()] = 0;
-  queue_.push_back(job.id());
+  const int shards = JobShardCount(job);
+  if (absl::Status s = store_->CreateJob(RowOf(job), shards); !s.ok()) return s;
+  {
+    absl::MutexLock lock(&mu_);
+    ++submissions_;  // wakes idle workers at once
+  }
+  Changed();
   LogInfo("job_submitted", {{"job", job.id()},
                             {"model", job.model()},
                             {"tasks", niah ? std::string("niah") : absl::StrJoin(tasks, ",")},
-                            {"limit", absl::StrCat(job.limit())}});
+                            {"limit", absl::StrCat(job.limit())},
+                            {"shards", absl::StrCat(shards)}});
   return job.id();
 }
 
-absl::StatusOr<v1::Job> JobManager::Get(const std::string& id) {
-  {
-    absl::MutexLock lock(&mu_);
-    auto it = jobs_.find(id);
-    if (it != jobs_.end()) return it->second;
+absl::StatusOr<v1::Job> JobManager::View(const StoredJob& row) {
+  absl::StatusOr<v1::Job> job = ParseJob(row);
+  if (!job.ok() || IsFinalJobState(job->state())) return job;
+  absl::StatusOr<std::vector<JobShard>> shards = store_->JobShards(row.id);
+  if (!shards.ok()) return shards.status();
+  if (absl::Status s = AddShardProgress(*shards, *job); !s.ok()) return s;
+  for (const JobShard& shard : *shards) {
+    if (shard.attempts > 0) job->set_state(v1::JOB_STATE_RUNNING);
   }
+  return job;
+}
+
+absl::StatusOr<v1::Job> JobManager::Get(const std::string& id) {
   absl::StatusOr<std::optional<StoredJob>> stored = store_->GetJob(id);
   if (!stored.ok()) return stored.status();
   if (!stored->has_value()) return absl::NotFoundError(absl::StrCat("unknown job '", id, "'"));
-  v1::Job job;
-  if (!job.ParseFromString((*stored)->blob)) {
-    return absl::DataLossError(absl::StrCat("job '", id, "' is corrupt in the store"));
-  }
-  return job;
+  return View(**stored);
 }
 
 absl::StatusOr<std::vector<v1::Job>> JobManager::List(int limit) {
@@ -167,202 +248,256 @@ absl::StatusOr<std::vector<v1::Job>> JobManager::List(int limit) {
   if (!stored.ok()) return stored.status();
   std::vector<v1::Job> jobs;
   for (const StoredJob& s : *stored) {
-    absl::StatusOr<v1::Job> job = Get(s.id);
+    absl::StatusOr<v1::Job> job = View(s);
     if (job.ok()) jobs.push_back(*std::move(job));
   }
   return jobs;
 }
 
-absl::StatusOr<v1::Job> JobManager::Cancel(const std::string& id) {
-  absl::StatusOr<v1::Job> job = Get(id);
-  if (!job.ok()) return job.status();
-  if (IsFinalJobState(job->state())) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "job '", id, "' already finished (", v1::JobState_Name(job->state()), ")"));
-  }
-  Update(id, [](v1::Job& j) { j.set_state(v1::JOB_STATE_CANCELLED); }, true);
-  LogInfo("job_cancelled", {{"job", id}});
-  return Get(id);
+absl::Status JobManager::EndBeforeFinishing(const std::string& id, v1::JobState state,
+                                            const std::string& error) {
+  absl::Status s = store_->UpdateJob(
+      id,
+      [&](const StoredJob& row,
+          const std::vector<JobShard>& shards) -> absl::StatusOr<std::optional<StoredJob>> {
+        absl::StatusOr<v1::Job> job = ParseJob(row);
+        if (!job.ok()) return job.status();
+        if (IsFinalJobState(job->state())) {
+          return absl::FailedPreconditionError(absl::StrCat("job '", id, "' already finished (",
+                                                            v1::JobState_Name(job->state()), ")"));
+        }
+        // The tasks that did finish, and the progress, stay readable.
+        if (absl::Status s = AddShardProgress(shards, *job); !s.ok()) return s;
+        job->set_current_task("");
+        job->set_state(state);
+        job->set_error(error);
+        job->set_updated_at(NowSeconds());
+        return std::optional<StoredJob>(RowOf(*job));
+      });
+  Changed();
+  return s;
 }
 
-void JobManager::Update(const std::string& id, const std::function<void(v1::Job&)>& change,
-                        bool persist_now) {
-  v1::Job snapshot;
-  bool persist = persist_now;
-  {
-    absl::MutexLock lock(&mu_);
-    auto it = jobs_.find(id);
-    if (it == jobs_.end()) return;
-    const bool was_cancelled = it->second.state() == v1::JOB_STATE_CANCELLED;
-    change(it->second);
-    if (was_cancelled) it->second.set_state(v1::JOB_STATE_CANCELLED);  // sticky
-    it->second.set_updated_at(static_cast<int64_t>(std::time(nullptr)));
-    ++versions_[id];
-    const absl::Time now = absl::Now();
-    if (now - last_persist_[id] > absl::Milliseconds(500)) persist = true;
-    if (persist) last_persist_[id] = now;
-    snapshot = it->second;
-  }
-  if (persist) {
-    if (absl::Status s = Persist(snapshot); !s.ok()) {
-      LogError("job_persist_failed", {{"job", id}, {"error", s.ToString()}});
-    }
-  }
+absl::StatusOr<v1::Job> JobManager::Cancel(const std::string& id) {
+  if (absl::Status s = EndBeforeFinishing(id, v1::JOB_STATE_CANCELLED, ""); !s.ok()) return s;
+  LogInfo("job_cancelled", {{"job", id}});
+  return Get(id);
 }
 
 absl::Status JobManager::Watch(const std::string& id,
                                const std::function<bool(const v1::Job&)>& send,
                                const std::function<bool()>& stop) {
-  int64_t seen = -1;
+  std::string last_sent;
+  bool sent = false;
   for (;;) {
-    v1::Job job;
-    bool live = false;
+    int64_t seen;
     {
       absl::MutexLock lock(&mu_);
-      auto changed = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        auto v = versions_.find(id);
-        return stopping_ || v == versions_.end() || v->second != seen;
-      };
-      mu_.AwaitWithTimeout(absl::Condition(&changed), absl::Milliseconds(200));
       if (stopping_) return absl::UnavailableError("the server is shutting down");
-      auto it = jobs_.find(id);
-      if (it != jobs_.end()) {
-        if (versions_[id] == seen) {
-          if (stop()) return absl::CancelledError("watch cancelled by the client");
-          continue;
-        }
-        seen = versions_[id];
-        job = it->second;
-        live = true;
-      }
+      seen = version_;
     }
-    if (!live) {
-      absl::StatusOr<v1::Job> stored = Get(id);
-      if (!stored.ok()) return stored.status();
-      job = *std::move(stored);
+    absl::StatusOr<v1::Job> job = Get(id);
+    if (!job.ok()) return job.status();
+    v1::Job comparable = *job;
+    comparable.clear_updated_at();
+    std::string serialized = comparable.SerializeAsString();
+    if (!sent || serialized != last_sent) {
+      if (!send(*job)) return absl::CancelledError("the client went away");
+      sent = true;
+      last_sent = std::move(serialized);
     }
-    if (!send(job)) return absl::CancelledError("the client went away");
-    if (IsFinalJobState(job.state())) return absl::OkStatus();
-    if (!live) {
-      // Not live and not final: it is queued in another process state; poll.
-      absl::SleepFor(absl::Milliseconds(200));
-    }
+    if (IsFinalJobState(job->state())) return absl::OkStatus();
     if (stop()) return absl::CancelledError("watch cancelled by the client");
+    // Local changes wake at once; other servers' changes are seen within the poll.
+    absl::MutexLock lock(&mu_);
+    auto changed = [&]()
+                       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_ || version_ != seen; };
+    mu_.AwaitWithTimeout(absl::Condition(&changed), absl::Milliseconds(200));
   }
 }
 
 void JobManager::Worker() {
+  bool store_failing = false;
   for (;;) {
-    std::string id;
+    int64_t seen;
     {
       absl::MutexLock lock(&mu_);
-      auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        return stopping_ || !queue_.empty();
-      };
-      mu_.Await(absl::Condition(&ready));
       if (stopping_) return;
-      id = queue_.front();
-      queue_.pop_front();
+      seen = submissions_;
     }
-    RunOne(id);
+    absl::StatusOr<std::optional<ClaimedShard>> claimed = store_->ClaimShard(
+        options_.replica, absl::ToInt64Milliseconds(options_.lease), UnfinishedStates());
+    if (!claimed.ok()) {
+      if (!store_failing) {
+        LogError("shard_claim_failed", {{"error", claimed.status().ToString()}});
+      }
+      store_failing = true;
+    } else {
+      store_failing = false;
+      if (claimed->has_value()) {
+        RunShard(**claimed);
+        continue;
+      }
+    }
+    absl::MutexLock lock(&mu_);
+    auto woken = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return stopping_ || submissions_ != seen;
+    };
+    mu_.AwaitWithTimeout(absl::Condition(&woken), options_.poll);
   }
 }
 
-void JobManager::RunOne(const std::string& id) {
-  v1::Job job;
-  {
-    absl::MutexLock lock(&mu_);
-    auto it = jobs_.find(id);
-    if (it == jobs_.end()) return;
-    job = it->second;
-  }
-  if (job.state() == v1::JOB_STATE_CANCELLED) {
-    absl::MutexLock lock(&mu_);
-    jobs_.erase(id);
-    ++versions_[id];
-    return;
-  }
-  Update(id, [](v1::Job& j) {
-    j.set_state(v1::JOB_STATE_RUNNING);
-    j.clear_results();
-    j.set_requests_done(0);
-    j.set_requests_cached(0);
-    j.set_requests_total(0);
-  }, true);
-  LogInfo("job_started", {{"job", id}, {"model", job.model()}});
+void JobManager::RunShard(const ClaimedShard& claimed) {
+  const std::string& id = claimed.job.id;
+  const int index = claimed.shard.index;
+  absl::StatusOr<v1::Job> parsed = ParseJob(claimed.job);
+  const std::string name = parsed.ok() ? JobShardName(*parsed, index) : "";
+  LogInfo("shard_started", {{"job", id},
+                            {"shard", absl::StrCat(index)},
+                            {"task", name},
+                            {"attempt", absl::StrCat(claimed.shard.attempts)},
+                            {"replica", options_.replica}});
   const absl::Time start = absl::Now();
-  absl::StatusOr<std::string> results;
-  std::string results_csv;
-  absl::StatusOr<LoadedModel*> model = registry_->Get(job.model());
+
+  // The heartbeat: renews the lease with the progress so far, and notices when the shard
+  // should be left (the job was cancelled or failed elsewhere, or the lease was lost).
+  absl::Mutex progress_mu;
+  ShardProgress progress;
+  std::atomic<bool> leave{false};
+  std::string leave_reason;
+  absl::Notification finished;
+  std::thread heartbeat([&] {
+    // Progress is written within 50 ms of changing (readers on any server see it); the
+    // lease is renewed at least every third of its length.
+    const absl::Duration renew_every = std::min(options_.lease / 3, absl::Milliseconds(500));
+    absl::Time renewed = absl::Now();
+    ShardProgress written;
+    while (!finished.WaitForNotificationWithTimeout(absl::Milliseconds(50))) {
+      ShardProgress now;
+      {
+        absl::MutexLock lock(&progress_mu);
+        now = progress;
+      }
+      const bool moved = now.requests_total != written.requests_total ||
+                         now.requests_done != written.requests_done ||
+                         now.requests_cached != written.requests_cached;
+      if (!moved && absl::Now() - renewed < renew_every) continue;
+      renewed = absl::Now();
+      written = now;
+      absl::StatusOr<std::optional<int>> state = store_->RenewShard(
+          id, index, options_.replica, absl::ToInt64Milliseconds(options_.lease), now);
+      if (!state.ok()) {
+        LogWarning("shard_renew_failed", {{"job", id}, {"error", state.status().ToString()}});
+        continue;
+      }
+      if (!state->has_value() || IsFinalJobState(static_cast<v1::JobState>(**state))) {
+        absl::MutexLock lock(&progress_mu);
+        leave_reason = state->has_value() ? v1::JobState_Name(**state) : "lease lost";
+        leave = true;
+        return;
+      }
+      Changed();
+    }
+  });
+
+  absl::StatusOr<ShardOutcome> outcome = absl::UnknownError("shard not run");
+  JobContext context;
+  absl::StatusOr<LoadedModel*> model =
+      parsed.ok() ? registry_->Get(parsed->model()) : absl::StatusOr<LoadedModel*>(parsed.status());
   if (!model.ok()) {
-    results = model.status();
+    outcome = model.status();
   } else {
-    JobContext context;
     context.model = *model;
     context.executor = executor_;
     context.data_dir = options_.data_dir;
     context.progress = [&](const JobProgress& p) {
-      Update(id, [&](v1::Job& j) {
-        j.set_current_task(p.current_task);
-        j.set_requests_total(p.requests_total);
-        j.set_requests_done(p.requests_done);
-        j.set_requests_cached(p.requests_cached);
-      }, false);
+      absl::MutexLock lock(&progress_mu);
+      progress.requests_total = p.requests_total;
+      progress.requests_done = p.requests_done;
+      progress.requests_cached = p.requests_cached;
     };
-    context.task_done = [&](const v1::TaskResult& r) {
-      Update(id, [&](v1::Job& j) { *j.add_results() = r; }, true);
-    };
-    context.cancelled = [&] {
-      absl::MutexLock lock(&mu_);
-      auto it = jobs_.find(id);
-      return stopping_ || it == jobs_.end() || it->second.state() == v1::JOB_STATE_CANCELLED;
-    };
-    if (job.has_niah()) {
-      absl::StatusOr<NiahJobOutput> niah = RunNiahJob(job, context);
-      if (niah.ok()) {
-        results = std::move(niah->results_json);
-        results_csv = std::move(niah->results_csv);
-      } else {
-        results = niah.status();
-      }
-    } else {
-      results = RunJobTasks(job, context);
-    }
+    context.cancelled = [&] { return leave.load() || stopping(); };
+    outcome = RunJobShard(*parsed, index, context);
   }
-  bool stopping;
-  {
-    absl::MutexLock lock(&mu_);
-    stopping = stopping_;
-  }
-  if (stopping && !results.ok()) {
-    // Left RUNNING in the store: resumed at the next start.
-    LogInfo("job_interrupted", {{"job", id}});
+  finished.Notify();
+  heartbeat.join();
+
+  if (leave.load() || (stopping() && !outcome.ok())) {
+    absl::MutexLock lock(&progress_mu);
+    LogInfo("shard_left", {{"job", id},
+                           {"shard", absl::StrCat(index)},
+                           {"reason", leave.load() ? leave_reason : "server stopping"}});
     return;
   }
-  Update(id, [&](v1::Job& j) {
-    if (results.ok()) {
-      j.set_state(v1::JOB_STATE_SUCCEEDED);
-      j.set_results_json(*results);
-      j.set_results_csv(results_csv);
-      j.set_current_task("");
-    } else if (j.state() != v1::JOB_STATE_CANCELLED) {
-      j.set_state(v1::JOB_STATE_FAILED);
-      j.set_error(std::string(results.status().message()));
-    }
-  }, true);
-  v1::Job final_job;
-  {
-    absl::MutexLock lock(&mu_);
-    final_job = jobs_[id];
-    jobs_.erase(id);
-    ++versions_[id];
+  if (!outcome.ok()) {
+    const std::string error(outcome.status().message());
+    absl::Status s = EndBeforeFinishing(id, v1::JOB_STATE_FAILED, error);
+    if (absl::IsFailedPrecondition(s)) return;  // cancelled or failed elsewhere meanwhile
+    if (!s.ok()) LogError("job_persist_failed", {{"job", id}, {"error", s.ToString()}});
+    LogInfo("job_finished", {{"job", id}, {"state", "JOB_STATE_FAILED"}, {"error", error}});
+    return;
   }
-  LogInfo("job_finished", {{"job", id},
-                           {"state", v1::JobState_Name(final_job.state())},
-                           {"requests", absl::StrCat(final_job.requests_done())},
-                           {"cached", absl::StrCat(final_job.requests_cached())},
-                           {"seconds", absl::StrCat(absl::ToDoubleSeconds(absl::Now() - start))},
-                           {"error", final_job.error()}});
+
+  bool job_done = false;
+  v1::Job final_job;
+  absl::StatusOr<bool> owned = store_->FinishShard(
+      id, index, options_.replica, SerializeShardOutcome(*outcome),
+      [&](const StoredJob& row,
+          const std::vector<JobShard>& shards) -> absl::StatusOr<std::optional<StoredJob>> {
+        absl::StatusOr<v1::Job> job = ParseJob(row);
+        if (!job.ok()) return job.status();
+        if (IsFinalJobState(job->state())) return std::optional<StoredJob>();
+        for (const JobShard& shard : shards) {
+          if (shard.state != kShardDone) return std::optional<StoredJob>();
+        }
+        // The last shard: this server writes the job's results.
+        absl::StatusOr<std::vector<ShardOutcome>> outcomes = DoneOutcomes(shards);
+        if (!outcomes.ok()) return outcomes.status();
+        absl::StatusOr<std::string> results = AssembleJobResults(*job, *outcomes, context);
+        if (!results.ok()) return results.status();
+        int64_t total = 0, cached = 0;
+        for (const ShardOutcome& o : *outcomes) {
+          *job->add_results() = o.result;
+          total += o.requests_total;
+          cached += o.requests_cached;
+          if (!o.results_csv.empty()) job->set_results_csv(o.results_csv);
+        }
+        job->set_state(v1::JOB_STATE_SUCCEEDED);
+        job->set_results_json(*std::move(results));
+        job->set_requests_total(total);
+        job->set_requests_done(total);
+        job->set_requests_cached(cached);
+        job->set_current_task("");
+        job->set_updated_at(NowSeconds());
+        job_done = true;
+        final_job = *job;
+        return std::optional<StoredJob>(RowOf(*job));
+      });
+  Changed();
+  if (!owned.ok()) {
+    LogError("shard_finish_failed",
+             {{"job", id}, {"shard", absl::StrCat(index)}, {"error", owned.status().ToString()}});
+    return;
+  }
+  if (!*owned) {
+    // Another replica claimed it after this one's lease ran out; its outcome counts.
+    LogWarning("shard_lost", {{"job", id}, {"shard", absl::StrCat(index)}});
+    return;
+  }
+  LogInfo("shard_finished", {{"job", id},
+                             {"shard", absl::StrCat(index)},
+                             {"task", name},
+                             {"requests", absl::StrCat(outcome->requests_total)},
+                             {"computed", absl::StrCat(outcome->requests_computed)},
+                             {"cached", absl::StrCat(outcome->requests_cached)},
+                             {"seconds", absl::StrCat(absl::ToDoubleSeconds(absl::Now() - start))},
+                             {"replica", options_.replica}});
+  if (job_done) {
+    LogInfo("job_finished", {{"job", id},
+                             {"state", v1::JobState_Name(final_job.state())},
+                             {"requests", absl::StrCat(final_job.requests_done())},
+                             {"cached", absl::StrCat(final_job.requests_cached())}});
+  }
 }
 
 }  // namespace hgeval::server

@@ -1,13 +1,16 @@
-// Jobs: queued, run one at a time per worker, persisted in the result store's jobs table
-// (every state change at once, progress at most twice a second), resumed after a
-// restart, watched by any number of clients.
+// Jobs over the result store: a submitted job is a row in the jobs table plus one shard
+// row per task (server/job_runner.h). Every server sharing the store (one with SQLite, a
+// fleet with PostgreSQL) runs workers that claim shards with a lease, renew it while they
+// work (recording progress) and store each shard's outcome; the server finishing a job's
+// last shard writes the job's results. A server that dies stops renewing, and once its
+// lease runs out another claims the shard (recomputing nothing already stored); a server
+// restarted under the same --replica name takes its shards back at once. Jobs are read,
+// watched and cancelled through any server.
 #ifndef HGEVAL_SERVER_JOB_MANAGER_H_
 #define HGEVAL_SERVER_JOB_MANAGER_H_
 
 #include <cstdint>
-#include <deque>
 #include <functional>
-#include <map>
 #include <string>
 #include <thread>
 #include <vector>
@@ -15,6 +18,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "hgeval/v1/jobs.pb.h"
 #include "server/executor.h"
 #include "server/model_registry.h"
@@ -24,7 +28,14 @@ namespace hgeval::server {
 
 struct JobManagerOptions {
   std::string data_dir;  // the tasks' datasets (the repository's data/)
-  int workers = 1;
+  int workers = 1;       // shards this server runs at once
+  // This server's name in shard claims; unique among the servers sharing a store and
+  // stable across its restarts (hgeval-server: host:port).
+  std::string replica = "local";
+  // How long a claim outlives its claimer's last renewal (renewed every third of it).
+  absl::Duration lease = absl::Seconds(30);
+  // How often idle workers look in the store for shards that other servers queued.
+  absl::Duration poll = absl::Milliseconds(500);
 };
 
 class JobManager {
@@ -33,38 +44,50 @@ class JobManager {
              JobManagerOptions options);
   ~JobManager();
 
-  // Loads unfinished jobs from the store and starts the workers.
+  // This server's name in shard claims (before Start; default options.replica).
+  void set_replica(const std::string& name) { options_.replica = name; }
+  // Takes back the shards this replica held before a restart, gives jobs stored before
+  // shards existed their shards, and starts the workers.
   absl::Status Start();
-  // Stops the workers; running jobs stay RUNNING in the store (resumed at next start).
+  // Stops the workers and puts the shards they held back in the queue (another server, or
+  // this one at its next start, resumes them).
   void Stop();
 
   absl::StatusOr<std::string> Submit(const hgeval::v1::SubmitJobRequest& request);
   absl::StatusOr<hgeval::v1::Job> Get(const std::string& id);
   absl::StatusOr<std::vector<hgeval::v1::Job>> List(int limit);
   absl::StatusOr<hgeval::v1::Job> Cancel(const std::string& id);
-  // Calls `send` with the job now and after every change until a final state, `send`
-  // returns false or `stop` returns true.
+  // Calls `send` with the job now and after every change (seen in the store, so changes
+  // made by other servers too) until a final state, `send` returns false or `stop` returns
+  // true.
   absl::Status Watch(const std::string& id, const std::function<bool(const hgeval::v1::Job&)>& send,
                      const std::function<bool()>& stop);
 
  private:
   void Worker();
-  void RunOne(const std::string& id);
-  void Update(const std::string& id, const std::function<void(hgeval::v1::Job&)>& change,
-              bool persist_now);
-  absl::Status Persist(const hgeval::v1::Job& job);
+  // Runs a claimed shard to its end: finished (the job's results written when it was the
+  // last), failed (the job fails), or left (the job was cancelled or failed elsewhere, the
+  // lease was lost, or this server is stopping).
+  void RunShard(const ClaimedShard& claimed);
+  // The job as stored, with the progress and finished tasks of its shards.
+  absl::StatusOr<hgeval::v1::Job> View(const StoredJob& row);
+  // Ends an unfinished job as `state` (cancelled, failed) with its progress so far;
+  // FAILED_PRECONDITION when it had already ended.
+  absl::Status EndBeforeFinishing(const std::string& id, hgeval::v1::JobState state,
+                                  const std::string& error);
+  bool stopping();
+  // Wakes watchers (something changed in the store).
+  void Changed();
 
   ResultStore* store_;
   ModelRegistry* registry_;
   Executor* executor_;
-  const JobManagerOptions options_;
+  JobManagerOptions options_;
 
   absl::Mutex mu_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  std::map<std::string, hgeval::v1::Job> jobs_ ABSL_GUARDED_BY(mu_);  // live (unfinished) jobs
-  std::map<std::string, int64_t> versions_ ABSL_GUARDED_BY(mu_);
-  std::map<std::string, absl::Time> last_persist_ ABSL_GUARDED_BY(mu_);
-  std::deque<std::string> queue_ ABSL_GUARDED_BY(mu_);
+  int64_t version_ ABSL_GUARDED_BY(mu_) = 0;      // local changes, for watchers
+  int64_t submissions_ ABSL_GUARDED_BY(mu_) = 0;  // local submits, for idle workers
   std::vector<std::thread> workers_;
 };
 

@@ -1,8 +1,10 @@
 // Runs one evaluation job's tasks through the tasks library (tasks/evaluator.h) on a
-// LanguageModel backed by the result store: stored requests are answered from SQLite,
+// LanguageModel backed by the result store: stored requests are answered from the store,
 // only the missing ones are computed (through the model's scheduler, so job traffic
-// batches with client traffic) and written back at once. A job restarted after a crash
-// therefore recomputes nothing already stored.
+// batches with client traffic) and written back at once. A job restarted after a crash,
+// or a shard taken over from a killed replica, therefore recomputes nothing already
+// stored. A job runs as shards (one per task; one for a NIAH sweep) that replicas sharing
+// the store claim (server/job_manager.h); the last one assembles the job's results.
 #ifndef HGEVAL_SERVER_JOB_RUNNER_H_
 #define HGEVAL_SERVER_JOB_RUNNER_H_
 
@@ -14,6 +16,7 @@
 #include "absl/status/statusor.h"
 #include "hgeval/v1/jobs.pb.h"
 #include "server/executor.h"
+#include "server/job_shard_outcome.h"
 #include "server/model_registry.h"
 
 namespace hgeval::server {
@@ -41,8 +44,18 @@ absl::Status ValidateTasks(const std::vector<std::string>& tasks);
 // INVALID_ARGUMENT when the tasks do not fit the model: classify tasks (lra_*) need an
 // LRA classifier, every other task a language model.
 absl::Status ValidateTasksForModel(const std::vector<std::string>& tasks, const LoadedModel& model);
-// Runs the job; returns the results JSON (lm-eval layout) as text.
-absl::StatusOr<std::string> RunJobTasks(const hgeval::v1::Job& job, JobContext& context);
+// Shards a job splits into: one per task, one for a NIAH sweep.
+int JobShardCount(const hgeval::v1::Job& job);
+// What shard `index` runs: its task's name ("niah" for a sweep).
+std::string JobShardName(const hgeval::v1::Job& job, int index);
+// Runs shard `index` of the job.
+absl::StatusOr<ShardOutcome> RunJobShard(const hgeval::v1::Job& job, int index,
+                                         JobContext& context);
+// The job's results JSON (lm-eval layout; a sweep's own layout) from every shard's
+// outcome, in shard order: the same document one process running every task would write.
+absl::StatusOr<std::string> AssembleJobResults(const hgeval::v1::Job& job,
+                                               const std::vector<ShardOutcome>& shards,
+                                               JobContext& context);
 
 // NIAH jobs (server/niah_job.cc). InvalidArgument naming what is wrong with the spec, or
 // when the longest prompt plus its answer exceeds the model's sequence limit.

@@ -1,5 +1,7 @@
-// Job runner on the tasks library: each task runs through the evaluator on a
-// StoreLanguageModel; per-task results are published as each task finishes.
+// Job runner on the tasks library: each shard (task) runs through the evaluator on a
+// StoreLanguageModel (an LRA classifier's tasks on a StoreLraClassifier); the job's
+// results are assembled from the shards' task reports.
+#include <algorithm>
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
@@ -10,6 +12,7 @@
 #include "server/store_lra_classifier.h"
 #include "tasks/evaluator.h"
 #include "tasks/registry.h"
+#include "tasks/task_report_json.h"
 
 namespace hgeval::server {
 namespace v1 = ::hgeval::v1;
@@ -45,69 +48,159 @@ absl::Status ValidateTasksForModel(const std::vector<std::string>& names,
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::string> RunJobTasks(const v1::Job& job, JobContext& context) {
-  StoreLanguageModelOptions lm_options;
-  lm_options.add_special = AddsSpecialTokens(job.options().bos_mode());
-  lm_options.max_length = job.options().max_length();
-  lm_options.cancelled = context.cancelled;
-  // A language model, or an LRA classifier (classify requests only).
-  std::unique_ptr<StoreLanguageModel> language_model;
-  std::unique_ptr<StoreLraClassifier> classifier;
-  if (context.model->classifier != nullptr) {
-    classifier =
-        std::make_unique<StoreLraClassifier>(context.model, context.executor, context.cancelled);
-  } else {
-    language_model =
-        std::make_unique<StoreLanguageModel>(context.model, context.executor, lm_options);
-  }
-  tasks::LanguageModel& lm =
-      classifier ? static_cast<tasks::LanguageModel&>(*classifier) : *language_model;
-  auto cached = [&] { return classifier ? classifier->cached() : language_model->cached(); };
-  auto computed = [&] { return classifier ? classifier->computed() : language_model->computed(); };
+namespace {
 
-  tasks::EvaluationReport report;
-  report.model = lm.info();
-  report.options.limit = job.limit();
-  report.options.data_dir = context.data_dir;
-  report.options.log_samples = job.options().log_samples();
-  report.options.cancelled = context.cancelled;
+StoreLanguageModelOptions JobLanguageModelOptions(const v1::Job& job, const JobContext& context) {
+  StoreLanguageModelOptions options;
+  options.add_special = AddsSpecialTokens(job.options().bos_mode());
+  options.max_length = job.options().max_length();
+  options.cancelled = context.cancelled;
+  return options;
+}
+
+// The job's model as the tasks library sees it: a language model, or an LRA classifier
+// (classify requests only), both answering from the store.
+class JobModel {
+ public:
+  JobModel(const v1::Job& job, const JobContext& context) {
+    if (context.model->classifier != nullptr) {
+      classifier_ =
+          std::make_unique<StoreLraClassifier>(context.model, context.executor, context.cancelled);
+    } else {
+      language_model_ = std::make_unique<StoreLanguageModel>(context.model, context.executor,
+                                                             JobLanguageModelOptions(job, context));
+    }
+  }
+  tasks::LanguageModel& lm() {
+    return classifier_ ? static_cast<tasks::LanguageModel&>(*classifier_) : *language_model_;
+  }
+  int64_t cached() const { return classifier_ ? classifier_->cached() : language_model_->cached(); }
+  int64_t computed() const {
+    return classifier_ ? classifier_->computed() : language_model_->computed();
+  }
+  double store_seconds() const { return language_model_ ? language_model_->store_seconds() : 0; }
+  double prepare_seconds() const {
+    return language_model_ ? language_model_->prepare_seconds() : 0;
+  }
+
+ private:
+  std::unique_ptr<StoreLanguageModel> language_model_;
+  std::unique_ptr<StoreLraClassifier> classifier_;
+};
+
+tasks::EvaluatorOptions JobEvaluatorOptions(const v1::Job& job, const JobContext& context) {
+  tasks::EvaluatorOptions options;
+  options.limit = job.limit();
+  options.data_dir = context.data_dir;
+  options.log_samples = job.options().log_samples();
+  options.cancelled = context.cancelled;
+  return options;
+}
+
+v1::TaskResult TaskResultOf(const tasks::TaskReport& report) {
+  v1::TaskResult result;
+  result.set_task(report.name);
+  result.set_samples(report.n_effective);
+  result.set_version(absl::StrCat(report.version));
+  for (size_t m = 0; m < report.metrics.size(); ++m) {
+    const std::string& metric = report.metrics[m].name;
+    (*result.mutable_metrics())[absl::StrCat(metric, ",none")] = report.values[m];
+    if (m < report.stderrs.size() && std::isfinite(report.stderrs[m])) {
+      (*result.mutable_metrics())[absl::StrCat(metric, "_stderr,none")] = report.stderrs[m];
+    }
+  }
+  return result;
+}
+
+absl::StatusOr<ShardOutcome> RunNiahShard(const v1::Job& job, JobContext& context) {
+  ShardOutcome outcome;
+  JobContext shard_context = context;
+  JobProgress last;
+  shard_context.progress = [&](const JobProgress& p) {
+    last = p;
+    if (context.progress) context.progress(p);
+  };
+  shard_context.task_done = [&](const v1::TaskResult& r) { outcome.result = r; };
+  absl::StatusOr<NiahJobOutput> niah = RunNiahJob(job, shard_context);
+  if (!niah.ok()) return niah.status();
+  outcome.results_json = std::move(niah->results_json);
+  outcome.results_csv = std::move(niah->results_csv);
+  outcome.requests_total = last.requests_total;
+  outcome.requests_cached = last.requests_cached;
+  outcome.requests_computed = last.requests_total - last.requests_cached;
+  return outcome;
+}
+
+}  // namespace
+
+int JobShardCount(const v1::Job& job) { return job.has_niah() ? 1 : std::max(1, job.tasks_size()); }
+
+std::string JobShardName(const v1::Job& job, int index) {
+  if (job.has_niah() || index < 0 || index >= job.tasks_size()) return "niah";
+  return job.tasks(index);
+}
+
+absl::StatusOr<ShardOutcome> RunJobShard(const v1::Job& job, int index, JobContext& context) {
+  if (job.has_niah()) return RunNiahShard(job, context);
+  if (index < 0 || index >= job.tasks_size()) {
+    return absl::InternalError(absl::StrCat("job '", job.id(), "' has no shard ", index));
+  }
+  JobModel model(job, context);
+  tasks::EvaluatorOptions options = JobEvaluatorOptions(job, context);
+  const std::string& name = job.tasks(index);
   JobProgress progress;
-  int64_t finished_total = 0;
-  report.options.progress = [&](const std::string& task, int64_t done, int64_t total) {
+  progress.current_task = name;
+  options.progress = [&](const std::string& task, int64_t done, int64_t total) {
     progress.current_task = task;
-    progress.requests_total = finished_total + total;
-    progress.requests_done = finished_total + done;
-    progress.requests_cached = cached();
+    progress.requests_total = total;
+    progress.requests_done = done;
+    progress.requests_cached = model.cached();
     if (context.progress) context.progress(progress);
   };
-  const absl::Time start = absl::Now();
-  for (const std::string& name : job.tasks()) {
-    absl::StatusOr<std::unique_ptr<tasks::Task>> task = tasks::CreateTask(name);
-    if (!task.ok()) return task.status();
-    progress.current_task = name;
-    if (context.progress) context.progress(progress);
-    absl::StatusOr<tasks::TaskReport> task_report = tasks::RunTask(lm, **task, report.options);
-    if (!task_report.ok()) return task_report.status();
-    finished_total += task_report->n_requests;
-    progress.requests_total = finished_total;
-    progress.requests_done = finished_total;
-    progress.requests_cached = cached();
-    if (context.progress) context.progress(progress);
-    v1::TaskResult result;
-    result.set_task(name);
-    result.set_samples(task_report->n_effective);
-    result.set_version(absl::StrCat(task_report->version));
-    for (size_t m = 0; m < task_report->metrics.size(); ++m) {
-      const std::string& metric = task_report->metrics[m].name;
-      (*result.mutable_metrics())[absl::StrCat(metric, ",none")] = task_report->values[m];
-      if (m < task_report->stderrs.size() && std::isfinite(task_report->stderrs[m])) {
-        (*result.mutable_metrics())[absl::StrCat(metric, "_stderr,none")] = task_report->stderrs[m];
-      }
-    }
-    if (context.task_done) context.task_done(result);
-    report.tasks.push_back(*std::move(task_report));
+  absl::StatusOr<std::unique_ptr<tasks::Task>> task = tasks::CreateTask(name);
+  if (!task.ok()) return task.status();
+  if (context.progress) context.progress(progress);
+  absl::StatusOr<tasks::TaskReport> report = tasks::RunTask(model.lm(), **task, options);
+  if (!report.ok()) return report.status();
+  ShardOutcome outcome;
+  outcome.result = TaskResultOf(*report);
+  outcome.task_report = tasks::TaskReportToJson(*report);
+  outcome.requests_total = report->n_requests;
+  outcome.requests_cached = model.cached();
+  outcome.requests_computed = model.computed();
+  outcome.store_seconds = model.store_seconds();
+  outcome.prepare_seconds = model.prepare_seconds();
+  progress.requests_total = report->n_requests;
+  progress.requests_done = report->n_requests;
+  progress.requests_cached = model.cached();
+  if (context.progress) context.progress(progress);
+  return outcome;
+}
+
+absl::StatusOr<std::string> AssembleJobResults(const v1::Job& job,
+                                               const std::vector<ShardOutcome>& shards,
+                                               JobContext& context) {
+  if (job.has_niah()) {
+    if (shards.size() != 1) return absl::InternalError("a NIAH job has one shard");
+    return shards.front().results_json;
   }
-  report.total_seconds = absl::ToDoubleSeconds(absl::Now() - start);
+  JobModel model(job, context);
+  tasks::EvaluationReport report;
+  report.model = model.lm().info();
+  report.options = JobEvaluatorOptions(job, context);
+  int64_t cached = 0, computed = 0;
+  double store_seconds = 0, prepare_seconds = 0;
+  for (const ShardOutcome& shard : shards) {
+    absl::StatusOr<tasks::TaskReport> task = tasks::TaskReportFromJson(shard.task_report);
+    if (!task.ok()) return task.status();
+    // Compute time summed over the shards (they may have run side by side).
+    report.total_seconds += task->seconds;
+    report.tasks.push_back(*std::move(task));
+    cached += shard.requests_cached;
+    computed += shard.requests_computed;
+    store_seconds += shard.store_seconds;
+    prepare_seconds += shard.prepare_seconds;
+  }
   try {
     nlohmann::json json = tasks::ResultsJson(report);
     if (job.options().log_samples()) {
@@ -116,10 +209,10 @@ absl::StatusOr<std::string> RunJobTasks(const v1::Job& job, JobContext& context)
       for (const tasks::TaskReport& task : report.tasks) json["samples"][task.name] = task.samples;
     }
     json["hgeval_job"] = {
-        {"id", job.id()}, {"requests_cached", cached()}, {"requests_computed", computed()}};
-    if (language_model != nullptr) {
-      json["hgeval_job"]["store_seconds"] = language_model->store_seconds();
-      json["hgeval_job"]["prepare_seconds"] = language_model->prepare_seconds();
+        {"id", job.id()}, {"requests_cached", cached}, {"requests_computed", computed}};
+    if (context.model->classifier == nullptr) {
+      json["hgeval_job"]["store_seconds"] = store_seconds;
+      json["hgeval_job"]["prepare_seconds"] = prepare_seconds;
     }
     return json.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
   } catch (const nlohmann::json::exception& e) {

@@ -3,7 +3,9 @@
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
@@ -74,7 +76,17 @@ ABSL_FLAG(int64_t, max_context, 0,
           "0: the config's). lm-eval tasks keep max_position_embeddings as max_length.");
 ABSL_FLAG(int, threads, 0, "CPU threads per model (0: all cores).");
 ABSL_FLAG(std::string, store, "hgeval-store.sqlite",
-          "SQLite result store (results and jobs). ':memory:' keeps nothing across restarts.");
+          "Result store (results and jobs): a SQLite file (':memory:' keeps nothing across "
+          "restarts), or postgresql://user@host:port/db for one store shared by a fleet of "
+          "servers (jobs split into shards that every server claims; password through "
+          "PGPASSWORD or ~/.pgpass rather than the URI).");
+ABSL_FLAG(std::string, replica, "",
+          "This server's name in job shard claims: unique among servers sharing a store and "
+          "stable across restarts (a restarted server takes its shards back at once). "
+          "Empty: <hostname>:<port>.");
+ABSL_FLAG(int64_t, job_lease_ms, 30000,
+          "A job shard claimed by a server that stops renewing it (killed, cut off) is "
+          "claimed by another server after this long.");
 ABSL_FLAG(std::string, auth_token_file, "",
           "File holding the bearer token clients must send (metadata 'authorization: Bearer "
           "<token>'). Also $HGEVAL_AUTH_TOKEN. Empty: no authentication.");
@@ -226,6 +238,7 @@ int Run() {
   job_options.data_dir =
       absl::GetFlag(FLAGS_data_dir).empty() ? "data" : absl::GetFlag(FLAGS_data_dir);
   job_options.workers = absl::GetFlag(FLAGS_job_workers);
+  job_options.lease = absl::Milliseconds(std::max<int64_t>(1, absl::GetFlag(FLAGS_job_lease_ms)));
   JobManager jobs(store->get(), &registry, &executor, job_options);
   JobServiceImpl job_service(&jobs, &auth);
 
@@ -294,7 +307,7 @@ int Run() {
                         {"port", absl::StrCat(port)},
                         {"tls", tls ? "on" : "off"},
                         {"auth", auth.enabled() ? "bearer" : "off"},
-                        {"store", absl::GetFlag(FLAGS_store)}});
+                        {"store", RedactedStoreSpec(absl::GetFlag(FLAGS_store))}});
   std::signal(SIGTERM, OnSignal);
   std::signal(SIGINT, OnSignal);
 
@@ -316,8 +329,22 @@ int Run() {
   while (absl::Now() - start < delay && g_signal == 0) absl::SleepFor(absl::Milliseconds(10));
   // Jobs start before anything is served: a jobs table that cannot be read (a damaged
   // store) would otherwise leave a server that accepts jobs and never runs them.
+  std::string replica = absl::GetFlag(FLAGS_replica);
+  if (replica.empty()) {
+    char host[256] = {};
+    if (gethostname(host, sizeof(host) - 1) != 0) std::snprintf(host, sizeof(host), "localhost");
+    replica = absl::StrCat(host, ":", port);
+  }
+  jobs.set_replica(replica);
   if (absl::Status s = jobs.Start(); !s.ok()) {
-    LogError("jobs_start_failed", {{"store", absl::GetFlag(FLAGS_store)}, {"error", s.ToString()}});
+    const std::string store_name = RedactedStoreSpec(absl::GetFlag(FLAGS_store));
+    LogError("jobs_start_failed", {{"store", store_name}, {"error", s.ToString()}});
+    if (IsPostgresStoreSpec(absl::GetFlag(FLAGS_store))) {
+      std::fprintf(stderr, "hgeval-server: cannot read the jobs in --store %s: %s\n",
+                   store_name.c_str(), std::string(s.message()).c_str());
+      server->Shutdown();
+      return 2;
+    }
     std::fprintf(stderr,
                  "hgeval-server: cannot read the jobs in --store %s: %s\n"
                  "The file is damaged. Move it aside to start with an empty store (stored "

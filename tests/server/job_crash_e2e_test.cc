@@ -55,20 +55,11 @@ TEST_P(JobCrashTest, KilledMidJobResumesWithoutRecomputingAndMatchesAnUninterrup
   const CrashCase& c = GetParam();
   const std::string dir = testing::MakeTempDir("job-crash");
   // Uninterrupted reference run.
-  v1::Job reference;
-  {
-    ServerProcess server;
-    ASSERT_TRUE(server.Start(dir, Args(dir + "/reference.sqlite")).ok());
-    auto client = Connect(server.address());
-    ASSERT_TRUE(client->WaitServing(absl::Seconds(30)).ok());
-    auto id = client->SubmitJob(Job(c));
-    ASSERT_TRUE(id.ok()) << id.status();
-    auto job = client->WatchJob(*id, nullptr);
-    ASSERT_TRUE(job.ok()) << job.status();
-    ASSERT_EQ(job->state(), v1::JOB_STATE_SUCCEEDED) << job->error();
-    reference = *job;
-    server.Stop(SIGTERM);
-  }
+  absl::StatusOr<v1::Job> reference_run =
+      testing::RunJobOnNewServer(dir, Args(dir + "/reference.sqlite"), Job(c));
+  ASSERT_TRUE(reference_run.ok()) << reference_run.status();
+  ASSERT_EQ(reference_run->state(), v1::JOB_STATE_SUCCEEDED) << reference_run->error();
+  const v1::Job& reference = *reference_run;
   ASSERT_GE(reference.requests_total(), c.min_requests);
 
   // The same job on a fresh store, killed part-way.

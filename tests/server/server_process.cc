@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
+#include "client/client.h"
 #include "tests/support/paths.h"
 
 namespace hgeval::testing {
@@ -118,6 +119,23 @@ int ServerProcess::Stop(int signal, absl::Duration timeout) {
 
 int64_t ServerProcess::RssKib() const { return ProcStatusKib(pid_, "VmRSS:"); }
 int64_t ServerProcess::PeakRssKib() const { return ProcStatusKib(pid_, "VmHWM:"); }
+
+absl::StatusOr<hgeval::v1::Job> RunJobOnNewServer(const std::string& work_dir,
+                                                  const std::vector<std::string>& args,
+                                                  const hgeval::v1::SubmitJobRequest& request) {
+  ServerProcess server;
+  if (absl::Status s = server.Start(work_dir, args); !s.ok()) return s;
+  client::ClientOptions options;
+  options.servers = {server.address()};
+  absl::StatusOr<std::unique_ptr<client::Client>> client = client::Client::Connect(options);
+  if (!client.ok()) return client.status();
+  if (absl::Status s = (*client)->WaitServing(absl::Seconds(30)); !s.ok()) return s;
+  absl::StatusOr<std::string> id = (*client)->SubmitJob(request);
+  if (!id.ok()) return id.status();
+  absl::StatusOr<hgeval::v1::Job> job = (*client)->WatchJob(*id, nullptr);
+  server.Stop(SIGTERM);
+  return job;
+}
 
 int RunCommand(const std::vector<std::string>& argv, std::string* out) {
   int pipefd[2];

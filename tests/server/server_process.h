@@ -8,7 +8,9 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "hgeval/v1/jobs.pb.h"
 
 namespace hgeval::testing {
 
@@ -51,6 +53,12 @@ class ServerProcess {
   std::string address_;
   std::string log_path_;
 };
+
+// Starts a server with `args` in `work_dir`, runs `request` as a job to its end (any final
+// state) and stops the server: a reference run.
+absl::StatusOr<hgeval::v1::Job> RunJobOnNewServer(const std::string& work_dir,
+                                                  const std::vector<std::string>& args,
+                                                  const hgeval::v1::SubmitJobRequest& request);
 
 // Runs a command, returns its exit status; stdout into *out.
 int RunCommand(const std::vector<std::string>& argv, std::string* out);

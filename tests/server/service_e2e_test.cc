@@ -528,7 +528,7 @@ TEST_F(ServiceTest, CancellingOneGenerationLeavesTheOthersIntact) {
 }
 
 TEST_F(ServiceTest, ReflectionListsTheServicesAndServesTheirDescriptors) {
-  auto stub = grpc::reflection::v1alpha::ServerReflection::NewStub(client_->channel(0));
+  auto stub = grpc::reflection::v1alpha::ServerReflection::NewStub(client_->channel());
   grpc::ClientContext context;
   auto stream = stub->ServerReflectionInfo(&context);
   grpc::reflection::v1alpha::ServerReflectionRequest request;
@@ -691,10 +691,10 @@ TEST(ServiceHealthTest, NotServingDuringStartAndShutdown) {
   }
   ASSERT_TRUE(h.ok()) << h.status();
   EXPECT_EQ(*h, "NOT_SERVING");
-  EXPECT_EQ(*client->Health(0, "hgeval.v1.ModelService"), "NOT_SERVING");
+  EXPECT_EQ(*client->Health("hgeval.v1.ModelService"), "NOT_SERVING");
   ExpectStatus(client->ListModels().status(), absl::StatusCode::kUnavailable, "not serving");
   ASSERT_TRUE(client->WaitServing(absl::Seconds(30)).ok());
-  EXPECT_EQ(*client->Health(0, "hgeval.v1.ModelService"), "SERVING");
+  EXPECT_EQ(*client->Health("hgeval.v1.ModelService"), "SERVING");
   EXPECT_TRUE(client->ListModels().ok());
   // Shutting down: NOT_SERVING during the grace period, then gone.
   kill(server.pid(), SIGTERM);
