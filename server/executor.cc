@@ -8,6 +8,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "server/background_store_writer.h"
 #include "server/sha256.h"
 
 namespace hgeval::server {
@@ -110,19 +111,24 @@ absl::StatusOr<ScoreOutcome> Executor::ScorePairs(LoadedModel& model,
     for (size_t i : compute_index) missing.push_back(pairs[i]);
     std::vector<ScoreResult> computed;
     std::vector<bool> stored(compute_index.size(), false);
+    // A scorer's batches are stored while it computes the next ones.
+    std::optional<BackgroundStoreWriter> writer;
+    if (store_ != nullptr && scorer) writer.emplace(store_);
     // Writes the wire form of finished pairs and stores those not stored yet.
     auto finish = [&](absl::Span<const size_t> finished) -> absl::Status {
-      std::vector<std::pair<StoreKey, std::string>> to_store;
+      BackgroundStoreWriter::Rows to_store;
       to_store.reserve(finished.size());
       for (size_t k : finished) {
         if (k >= computed.size() || stored[k]) continue;
         stored[k] = true;
         const size_t i = compute_index[k];
         outcome.results[i] = ToWire(pairs[i], computed[k]);
-        if (store_ != nullptr)
+        if (store_ != nullptr) {
           to_store.emplace_back(keys[i], outcome.results[i].SerializeAsString());
+        }
       }
-      if (store_ == nullptr) return absl::OkStatus();
+      if (store_ == nullptr || to_store.empty()) return absl::OkStatus();
+      if (writer) return writer->Put(std::move(to_store));
       const absl::Time write_start = absl::Now();
       absl::Status written = store_->PutMany(to_store);
       outcome.store_seconds += absl::ToDoubleSeconds(absl::Now() - write_start);
@@ -142,6 +148,10 @@ absl::StatusOr<ScoreOutcome> Executor::ScorePairs(LoadedModel& model,
     std::vector<size_t> all(compute_index.size());
     for (size_t k = 0; k < all.size(); ++k) all[k] = k;
     if (absl::Status s = finish(all); !s.ok()) return s;
+    if (writer) {
+      if (absl::Status s = writer->Finish(); !s.ok()) return s;
+      outcome.store_seconds += writer->seconds();
+    }
     outcome.computed = static_cast<int64_t>(compute_index.size());
   }
   // Duplicates copy their first occurrence.
