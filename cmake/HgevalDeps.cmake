@@ -8,6 +8,7 @@ pkg_check_modules(RE2 REQUIRED IMPORTED_TARGET re2)
 pkg_check_modules(SENTENCEPIECE REQUIRED IMPORTED_TARGET sentencepiece)
 pkg_check_modules(OPENBLAS REQUIRED IMPORTED_TARGET openblas)
 find_package(ZLIB REQUIRED)
+find_package(OpenSSL REQUIRED)  # libcrypto: SHA-256 (engine/util/sha256)
 find_package(PNG REQUIRED)  # LRA Pathfinder images (tasks/lra)
 
 if(NOT HGEVAL_ENGINE_ONLY)

@@ -1,17 +1,17 @@
 #include "server/auth.h"
 
 #include <openssl/crypto.h>
-#include <openssl/sha.h>
 
 #include <string_view>
+
+#include "engine/util/sha256.h"
 
 namespace hgeval::server {
 namespace {
 
 std::string RawSha256(std::string_view data) {
-  unsigned char digest[SHA256_DIGEST_LENGTH];
-  SHA256(reinterpret_cast<const unsigned char*>(data.data()), data.size(), digest);
-  return std::string(reinterpret_cast<const char*>(digest), sizeof(digest));
+  const auto digest = Sha256Digest(data);
+  return std::string(digest.begin(), digest.end());
 }
 
 }  // namespace

@@ -8,8 +8,8 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "engine/util/sha256.h"
 #include "server/background_store_writer.h"
-#include "server/sha256.h"
 
 namespace hgeval::server {
 

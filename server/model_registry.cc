@@ -10,10 +10,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "engine/tokenizer/token_only_tokenizer.h"
+#include "engine/util/sha256.h"
 #include "nlohmann/json.hpp"
 #include "server/log.h"
 #include "server/serialized_model.h"
-#include "server/sha256.h"
 #include "tasks/lra/engine_lra_classifier.h"
 
 namespace hgeval::server {

@@ -4,7 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "server/sha256.h"
+#include "engine/util/sha256.h"
 
 namespace hgeval::server {
 namespace {

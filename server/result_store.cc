@@ -4,9 +4,9 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "engine/util/sha256.h"
 #include "server/log.h"
 #include "server/postgres_result_store.h"
-#include "server/sha256.h"
 #include "server/sqlite_result_store.h"
 
 namespace hgeval::server {

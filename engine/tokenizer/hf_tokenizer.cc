@@ -23,11 +23,11 @@
 #include "absl/strings/string_view.h"
 #include "engine/tokenizer/bpe_merge.h"
 #include "engine/tokenizer/regex_splitter.h"
-#include "engine/tokenizer/sha256.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "engine/tokenizer/tokenizer_config.h"
 #include "engine/tokenizer/utf8.h"
 #include "engine/tokenizer/word_cache.h"
+#include "engine/util/sha256.h"
 #include "engine/util/status_macros.h"
 
 namespace hgeval {

@@ -12,10 +12,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "engine/tokenizer/bpe_merge.h"
-#include "engine/tokenizer/sha256.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "engine/tokenizer/tokenizer_factories.h"
 #include "engine/tokenizer/utf8.h"
+#include "engine/util/sha256.h"
 
 namespace hgeval {
 namespace {

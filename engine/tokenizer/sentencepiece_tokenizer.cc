@@ -4,11 +4,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/tokenizer/sentencepiece_backend.h"
-#include "engine/tokenizer/sha256.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "engine/tokenizer/tokenizer_config.h"
 #include "engine/tokenizer/tokenizer_factories.h"
 #include "engine/tokenizer/utf8.h"
+#include "engine/util/sha256.h"
 #include "engine/util/status_macros.h"
 
 namespace hgeval {
