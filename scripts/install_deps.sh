@@ -5,7 +5,7 @@
 set -euo pipefail
 PACKAGES=(
   build-essential cmake ninja-build pkg-config git
-  libabsl-dev libre2-dev libsentencepiece-dev nlohmann-json3-dev libopenblas-dev zlib1g-dev libpng-dev
+  libabsl-dev libre2-dev libsentencepiece-dev nlohmann-json3-dev zlib1g-dev libpng-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc grpc-proto
   libsqlite3-dev libpq-dev libcairo2-dev libssl-dev libcpp-httplib-dev
