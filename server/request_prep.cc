@@ -4,48 +4,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "engine/tokenizer/utf8.h"
 #include "engine/util/sha256.h"
 
 namespace hgeval::server {
 namespace {
-
-// Byte offset of the first invalid UTF-8 sequence, or -1.
-int64_t FirstInvalidUtf8(std::string_view s) {
-  size_t i = 0;
-  while (i < s.size()) {
-    const unsigned char c = static_cast<unsigned char>(s[i]);
-    size_t len;
-    uint32_t cp;
-    if (c < 0x80) {
-      ++i;
-      continue;
-    } else if ((c & 0xE0) == 0xC0) {
-      len = 2;
-      cp = c & 0x1F;
-    } else if ((c & 0xF0) == 0xE0) {
-      len = 3;
-      cp = c & 0x0F;
-    } else if ((c & 0xF8) == 0xF0) {
-      len = 4;
-      cp = c & 0x07;
-    } else {
-      return static_cast<int64_t>(i);
-    }
-    if (i + len > s.size()) return static_cast<int64_t>(i);
-    for (size_t k = 1; k < len; ++k) {
-      const unsigned char cc = static_cast<unsigned char>(s[i + k]);
-      if ((cc & 0xC0) != 0x80) return static_cast<int64_t>(i);
-      cp = (cp << 6) | (cc & 0x3F);
-    }
-    const bool overlong =
-        (len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000);
-    if (overlong || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
-      return static_cast<int64_t>(i);
-    }
-    i += len;
-  }
-  return -1;
-}
 
 void AppendIds(std::string& out, absl::Span<const int32_t> ids) {
   absl::StrAppend(&out, ids.size(), ":", absl::StrJoin(ids, ","), ";");
@@ -54,8 +17,8 @@ void AppendIds(std::string& out, absl::Span<const int32_t> ids) {
 }  // namespace
 
 absl::Status ValidateUtf8(std::string_view text, const std::string& what) {
-  const int64_t bad = FirstInvalidUtf8(text);
-  if (bad < 0) return absl::OkStatus();
+  const size_t bad = utf8::FirstInvalidOffset(text);
+  if (bad == std::string_view::npos) return absl::OkStatus();
   return absl::InvalidArgumentError(
       absl::StrCat(what, " is not valid UTF-8 (invalid byte sequence at offset ", bad, ")"));
 }

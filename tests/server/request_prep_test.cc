@@ -168,6 +168,23 @@ TEST(Utf8Test, AcceptsValidRejectsOverlongAndSurrogates) {
   EXPECT_FALSE(ValidateUtf8(std::string("abc\xE2\x82"), "t").ok());   // truncated
 }
 
+// The offset is that of the first ill-formed sequence's first byte, after any valid prefix.
+TEST(Utf8Test, NamesTheOffsetOfTheFirstBadSequence) {
+  struct Case {
+    std::string text;
+    const char* offset;
+  };
+  for (const Case& c : {Case{"\x80", "offset 0)"},                      // stray continuation
+                        Case{"ab\xF8\x88\x80\x80\x80", "offset 2)"},    // 5-byte form
+                        Case{"\xC3\xA9\xF4\x90\x80\x80", "offset 2)"},  // > U+10FFFF
+                        Case{"\xE2\x9C\x93\xE0\x80\xAF", "offset 3)"},  // overlong 3-byte
+                        Case{"\xF0\x9D\x84\x9Ex\xE2\x28\xA1", "offset 5)"}}) {
+    const absl::Status status = ValidateUtf8(c.text, "prompt");
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(status.message(), HasSubstr(c.offset)) << status.message();
+  }
+}
+
 TEST(DigestTest, DependsOnEveryPart) {
   TokenPair a{{1, 2}, {3}};
   TokenPair b{{1}, {2, 3}};
