@@ -7,58 +7,12 @@
 namespace hgeval::tasks {
 namespace {
 
-// Decodes the code point at text[i] (length in *len); malformed bytes are one unit.
-char32_t CodePointAt(std::string_view text, size_t i, size_t* len) {
-  const unsigned char c = static_cast<unsigned char>(text[i]);
-  size_t n = 1;
-  char32_t cp = c;
-  if (c >= 0xC2 && c < 0xE0) {
-    n = 2;
-    cp = c & 0x1F;
-  } else if (c >= 0xE0 && c < 0xF0) {
-    n = 3;
-    cp = c & 0x0F;
-  } else if (c >= 0xF0 && c < 0xF8) {
-    n = 4;
-    cp = c & 0x07;
-  }
-  if (n == 1 || i + n > text.size()) {
-    *len = 1;
-    return c < 0x80 ? c : 0xFFFD;
-  }
-  for (size_t k = 1; k < n; ++k) {
-    const unsigned char cc = static_cast<unsigned char>(text[i + k]);
-    if ((cc & 0xC0) != 0x80) {
-      *len = 1;
-      return 0xFFFD;
-    }
-    cp = (cp << 6) | (cc & 0x3F);
-  }
-  *len = n;
-  return cp;
-}
-
-// Bytes of leading Python whitespace.
-size_t LeadingSpace(std::string_view text) {
-  size_t i = 0;
-  while (i < text.size()) {
-    size_t len = 1;
-    const char32_t cp = CodePointAt(text, i, &len);
-    if (!metrics::IsPythonWhitespace(cp)) break;
-    i += len;
-  }
-  return i;
-}
-
 // Bytes of text without its trailing Python whitespace.
 size_t EndWithoutTrailingSpace(std::string_view text) {
   size_t end = 0;
   size_t i = 0;
   while (i < text.size()) {
-    size_t len = 1;
-    const char32_t cp = CodePointAt(text, i, &len);
-    i += len;
-    if (!metrics::IsPythonWhitespace(cp)) end = i;
+    if (!metrics::IsPythonWhitespace(metrics::NextCodePoint(text, &i))) end = i;
   }
   return end;
 }
@@ -104,11 +58,7 @@ std::string PyReplace(std::string_view text, std::string_view from, std::string_
   return out;
 }
 
-std::string PyStrip(std::string_view text) {
-  const size_t end = EndWithoutTrailingSpace(text);
-  const size_t begin = LeadingSpace(text.substr(0, end));
-  return std::string(text.substr(begin, end - begin));
-}
+std::string PyStrip(std::string_view text) { return std::string(metrics::PythonStrip(text)); }
 
 std::string PyRstrip(std::string_view text) {
   return std::string(text.substr(0, EndWithoutTrailingSpace(text)));

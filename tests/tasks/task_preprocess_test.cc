@@ -24,6 +24,23 @@ std::vector<Doc> LoadOrDie(const std::string& name) {
   return docs.ok() ? *docs : std::vector<Doc>{};
 }
 
+// Python's str.strip() / str.rstrip() with no argument strip what str.isspace() accepts:
+// Unicode White_Space plus U+001C..U+001F, e.g.
+//   "\u3000\x1ca b\xa0\u2003\n".strip() == "a b". Ill-formed UTF-8 bytes are never space.
+TEST(PyStripTest, StripsPythonWhitespaceOnly) {
+  const std::string text =
+      "\xE3\x80\x80\x1C"
+      "a b\xC2\xA0\xE2\x80\x83\n";
+  EXPECT_EQ(PyStrip(text), "a b");
+  EXPECT_EQ(PyRstrip(text),
+            "\xE3\x80\x80\x1C"
+            "a b");
+  EXPECT_EQ(PyStrip(" \t\xE2\x80\xA8 "), "");
+  EXPECT_EQ(PyStrip(""), "");
+  // U+200B (zero width space) is not whitespace for Python; ill-formed bytes are kept.
+  EXPECT_EQ(PyStrip(" \xE2\x80\x8B\xFF "), "\xE2\x80\x8B\xFF");
+}
+
 TEST(HellaswagTest, PreprocessFollowsLmEvalSteps) {
   // strip; " [title]" -> ". "; delete [..] (non-greedy); one pass of "  " -> " ".
   EXPECT_EQ(
