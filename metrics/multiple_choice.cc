@@ -3,6 +3,8 @@
 #include <cmath>
 #include <vector>
 
+#include "metrics/text_counts.h"
+
 namespace hgeval::metrics {
 
 int64_t ArgmaxFirst(absl::Span<const double> values) {
@@ -15,26 +17,9 @@ int64_t ArgmaxFirst(absl::Span<const double> values) {
 }
 
 int64_t CodePointLength(std::string_view utf8) {
+  // A truncated or malformed sequence counts byte by byte (NextCodePoint's U+FFFD units).
   int64_t count = 0;
-  size_t i = 0;
-  while (i < utf8.size()) {
-    const unsigned char c = static_cast<unsigned char>(utf8[i]);
-    size_t len = 1;
-    if (c >= 0xF0 && c < 0xF8) {
-      len = 4;
-    } else if (c >= 0xE0) {
-      len = c < 0xF0 ? 3 : 1;
-    } else if (c >= 0xC2) {
-      len = 2;
-    }
-    // A truncated or malformed sequence counts byte by byte.
-    bool ok = i + len <= utf8.size();
-    for (size_t k = 1; ok && k < len; ++k) {
-      ok = (static_cast<unsigned char>(utf8[i + k]) & 0xC0) == 0x80;
-    }
-    i += ok ? len : 1;
-    ++count;
-  }
+  for (size_t i = 0; i < utf8.size(); ++count) NextCodePoint(utf8, &i);
   return count;
 }
 

@@ -42,6 +42,10 @@ TEST(AccNormTest, CodePointsNotBytes) {
   EXPECT_EQ(CodePointLength("a\xE2\x80\x94z"), 3);    // em dash
   EXPECT_EQ(CodePointLength("\xF0\x9F\x98\x80"), 1);  // emoji
   EXPECT_EQ(CodePointLength(""), 0);
+  // Truncated or ill-formed sequences count byte by byte.
+  EXPECT_EQ(CodePointLength("\xE2\x80"), 2);
+  EXPECT_EQ(CodePointLength("\xE2\x28\xA1"), 3);
+  EXPECT_EQ(CodePointLength("\xFF\xC3\xA9"), 2);
 }
 
 }  // namespace
