@@ -6,6 +6,7 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/tokenizer/utf8.h"
 #include "metrics/text_counts.h"
 
 namespace hgeval::metrics {
@@ -60,7 +61,7 @@ bool IsWordChar(char32_t cp) {
     return (cp >= 'a' && cp <= 'z') || (cp >= 'A' && cp <= 'Z') || (cp >= '0' && cp <= '9') ||
            cp == '_';
   }
-  if (IsPythonWhitespace(cp)) return false;
+  if (utf8::IsPythonWhitespace(cp)) return false;
   if (cp >= 0x80 && cp <= 0xBF)
     return cp == 0xAA || cp == 0xB2 || cp == 0xB3 || cp == 0xB5 || cp == 0xB9 || cp == 0xBA ||
            (cp >= 0xBC && cp <= 0xBE);

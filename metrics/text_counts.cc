@@ -2,7 +2,12 @@
 
 #include <algorithm>
 
+#include "engine/tokenizer/utf8.h"
+
 namespace hgeval::metrics {
+
+// Python's whitespace rule (the parameters below are named utf8, hence no utf8:: prefix).
+using ::hgeval::utf8::IsPythonWhitespace;
 
 char32_t NextCodePoint(std::string_view utf8, size_t* i) {
   const unsigned char c = static_cast<unsigned char>(utf8[*i]);
@@ -32,24 +37,6 @@ char32_t NextCodePoint(std::string_view utf8, size_t* i) {
   }
   *i += len;
   return cp;
-}
-
-bool IsPythonWhitespace(char32_t c) {
-  if (c >= 0x09 && c <= 0x0D) return true;
-  if (c >= 0x1C && c <= 0x20) return true;
-  switch (c) {
-    case 0x85:
-    case 0xA0:
-    case 0x1680:
-    case 0x2028:
-    case 0x2029:
-    case 0x202F:
-    case 0x205F:
-    case 0x3000:
-      return true;
-    default:
-      return c >= 0x2000 && c <= 0x200A;
-  }
 }
 
 int64_t PythonWhitespaceSplitCount(std::string_view utf8) {

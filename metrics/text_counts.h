@@ -14,8 +14,7 @@ namespace hgeval::metrics {
 // decodes as U+FFFD (one byte consumed).
 char32_t NextCodePoint(std::string_view utf8, size_t* i);
 
-// Python str.isspace() for one code point (what re's \s matches in a str pattern).
-bool IsPythonWhitespace(char32_t code_point);
+// Whitespace below is Python's str.isspace() (utf8::IsPythonWhitespace).
 
 // len(re.split(r"\s+", text)): maximal runs of Unicode whitespace + 1.
 int64_t PythonWhitespaceSplitCount(std::string_view utf8);

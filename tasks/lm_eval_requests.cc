@@ -4,8 +4,8 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "engine/tokenizer/utf8.h"
 #include "engine/util/status_macros.h"
-#include "metrics/text_counts.h"
 
 namespace hgeval::tasks {
 
@@ -29,7 +29,7 @@ size_t TrailingPythonWhitespaceBytes(std::string_view s) {
     } else {
       break;  // 4-byte sequences are never whitespace
     }
-    if (!metrics::IsPythonWhitespace(cp)) break;
+    if (!utf8::IsPythonWhitespace(cp)) break;
     end = begin;
   }
   return s.size() - end;

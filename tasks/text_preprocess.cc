@@ -2,6 +2,7 @@
 
 #include <cctype>
 
+#include "engine/tokenizer/utf8.h"
 #include "metrics/text_counts.h"
 
 namespace hgeval::tasks {
@@ -12,7 +13,7 @@ size_t EndWithoutTrailingSpace(std::string_view text) {
   size_t end = 0;
   size_t i = 0;
   while (i < text.size()) {
-    if (!metrics::IsPythonWhitespace(metrics::NextCodePoint(text, &i))) end = i;
+    if (!utf8::IsPythonWhitespace(metrics::NextCodePoint(text, &i))) end = i;
   }
   return end;
 }

@@ -162,6 +162,8 @@ bool IsWhiteSpace(char32_t cp) {
   }
 }
 
+bool IsPythonWhitespace(char32_t cp) { return IsWhiteSpace(cp) || (cp >= 0x1C && cp <= 0x1F); }
+
 bool ParseByteFallbackPiece(std::string_view piece, uint8_t* byte) {
   if (piece.size() != 6 || piece.substr(0, 3) != "<0x" || piece[5] != '>') return false;
   int value = 0;

@@ -38,6 +38,11 @@ size_t IncompleteTailLength(std::string_view text);
 // Unicode White_Space property (what \s means in Oniguruma, fancy-regex and Rust regex).
 bool IsWhiteSpace(char32_t cp);
 
+// Python's str.isspace() for one code point: what str.strip(), str.split() and re's \s in a
+// str pattern use, so lm-eval's text rules. White_Space plus U+001C..U+001F, which Python
+// also counts as separators.
+bool IsPythonWhitespace(char32_t cp);
+
 inline constexpr std::string_view kReplacementChar = "\xEF\xBF\xBD";
 
 // A byte-fallback piece "<0xNN>" (exactly 6 chars, two hex digits of either case) -> the

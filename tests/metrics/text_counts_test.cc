@@ -1,6 +1,7 @@
 // Word / byte counts of wikitext's process_results.
 #include "metrics/text_counts.h"
 
+#include "engine/tokenizer/utf8.h"
 #include "gtest/gtest.h"
 
 namespace hgeval::metrics {
@@ -28,8 +29,8 @@ TEST(WordCountTest, UnicodeWhitespace) {
   EXPECT_EQ(PythonWhitespaceSplitCount("a\x1C"
                                        "b"),
             2);  // file separator
-  EXPECT_TRUE(IsPythonWhitespace(0x85));
-  EXPECT_FALSE(IsPythonWhitespace(0x200B));
+  EXPECT_TRUE(utf8::IsPythonWhitespace(0x85));
+  EXPECT_FALSE(utf8::IsPythonWhitespace(0x200B));
 }
 
 TEST(ByteCountTest, Utf8Bytes) { EXPECT_EQ(Utf8ByteCount("\xC3\xA9t\xC3\xA9"), 5); }
