@@ -3,7 +3,7 @@
 #include <cmath>
 #include <vector>
 
-#include "metrics/text_counts.h"
+#include "engine/tokenizer/utf8.h"
 
 namespace hgeval::metrics {
 
@@ -17,9 +17,9 @@ int64_t ArgmaxFirst(absl::Span<const double> values) {
 }
 
 int64_t CodePointLength(std::string_view utf8) {
-  // A truncated or malformed sequence counts byte by byte (NextCodePoint's U+FFFD units).
+  // A truncated or malformed sequence counts byte by byte (U+FFFD units).
   int64_t count = 0;
-  for (size_t i = 0; i < utf8.size(); ++count) NextCodePoint(utf8, &i);
+  for (size_t i = 0; i < utf8.size(); ++count) ::hgeval::utf8::NextCodePointLenient(utf8, &i);
   return count;
 }
 

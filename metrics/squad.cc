@@ -12,24 +12,6 @@
 namespace hgeval::metrics {
 namespace {
 
-void AppendUtf8(char32_t cp, std::string& out) {
-  if (cp < 0x80) {
-    out.push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else if (cp < 0x10000) {
-    out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else {
-    out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  }
-}
-
 char32_t ToLower(char32_t cp) {
   if (cp >= 'A' && cp <= 'Z') return cp + 32;
   if ((cp >= 0xC0 && cp <= 0xDE && cp != 0xD7)) return cp + 32;  // Latin-1
@@ -86,7 +68,7 @@ std::string SquadNormalize(std::string_view text) {
   // lower(), then delete ASCII punctuation (string.punctuation).
   std::vector<char32_t> cps;
   for (size_t i = 0; i < text.size();) {
-    const char32_t cp = NextCodePoint(text, &i);
+    const char32_t cp = utf8::NextCodePointLenient(text, &i);
     if (cp == 0x130) {  // Python: "\u0130".lower() == "i\u0307"
       cps.push_back('i');
       cps.push_back(0x307);
@@ -116,7 +98,7 @@ std::string SquadNormalize(std::string_view text) {
       spaced.push_back(' ');
       i += matched;
     } else {
-      AppendUtf8(cps[i], spaced);
+      utf8::Append(cps[i], &spaced);
       ++i;
     }
   }

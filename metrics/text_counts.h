@@ -10,10 +10,6 @@
 
 namespace hgeval::metrics {
 
-// Decodes one UTF-8 sequence at utf8[*i] and advances *i past it; a malformed byte
-// decodes as U+FFFD (one byte consumed).
-char32_t NextCodePoint(std::string_view utf8, size_t* i);
-
 // Whitespace below is Python's str.isspace() (utf8::IsPythonWhitespace).
 
 // len(re.split(r"\s+", text)): maximal runs of Unicode whitespace + 1.

@@ -13,7 +13,7 @@ size_t EndWithoutTrailingSpace(std::string_view text) {
   size_t end = 0;
   size_t i = 0;
   while (i < text.size()) {
-    if (!utf8::IsPythonWhitespace(metrics::NextCodePoint(text, &i))) end = i;
+    if (!utf8::IsPythonWhitespace(utf8::NextCodePointLenient(text, &i))) end = i;
   }
   return end;
 }

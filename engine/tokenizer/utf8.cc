@@ -145,6 +145,36 @@ size_t IncompleteTailLength(std::string_view text) {
   return 0;
 }
 
+char32_t NextCodePointLenient(std::string_view text, size_t* pos) {
+  const unsigned char c = static_cast<unsigned char>(text[*pos]);
+  size_t len = 1;
+  char32_t cp = c;
+  if (c >= 0xF0 && c < 0xF8) {
+    len = 4;
+    cp = c & 0x07;
+  } else if (c >= 0xE0 && c < 0xF0) {
+    len = 3;
+    cp = c & 0x0F;
+  } else if (c >= 0xC2 && c < 0xE0) {
+    len = 2;
+    cp = c & 0x1F;
+  }
+  if (len == 1 || *pos + len > text.size()) {
+    ++*pos;
+    return c < 0x80 ? c : 0xFFFD;
+  }
+  for (size_t k = 1; k < len; ++k) {
+    const unsigned char cc = static_cast<unsigned char>(text[*pos + k]);
+    if ((cc & 0xC0) != 0x80) {
+      ++*pos;
+      return 0xFFFD;
+    }
+    cp = (cp << 6) | (cc & 0x3F);
+  }
+  *pos += len;
+  return cp;
+}
+
 bool IsWhiteSpace(char32_t cp) {
   if (cp <= 0x20) return cp == 0x20 || (cp >= 0x09 && cp <= 0x0D);
   switch (cp) {

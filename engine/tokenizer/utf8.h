@@ -23,6 +23,13 @@ size_t FirstInvalidOffset(std::string_view text);
 // end), so callers never read out of bounds.
 char32_t DecodeAt(std::string_view text, size_t pos);
 
+// Lenient decoding for the Python text rules of metrics and tasks (strip, split, lengths):
+// decodes the sequence at text[*pos] and advances *pos past it. A lead byte C2..F7 with
+// enough continuation bytes decodes without range checks (so overlongs from E0/F0,
+// surrogates and F5..F7 leads pass); any other byte is U+FFFD and consumes one byte.
+// Those rules' results on ill-formed bytes are pinned by tests, hence not DecodeAt.
+char32_t NextCodePointLenient(std::string_view text, size_t* pos);
+
 // Appends the UTF-8 encoding of code point cp.
 void Append(char32_t cp, std::string* out);
 std::string Encode(char32_t cp);

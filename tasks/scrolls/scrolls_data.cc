@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "engine/tokenizer/utf8.h"
 #include "engine/util/status_macros.h"
 #include "metrics/text_counts.h"
 #include "re2/re2.h"
@@ -28,7 +29,7 @@ absl::StatusOr<std::string> StringField(const nlohmann::json& object, const char
 // Byte length of the first / last UTF-8 code point of a non-empty string.
 size_t FirstCodePointBytes(std::string_view s) {
   size_t i = 0;
-  metrics::NextCodePoint(s, &i);
+  utf8::NextCodePointLenient(s, &i);
   return i;
 }
 size_t LastCodePointBytes(std::string_view s) {
