@@ -285,6 +285,34 @@ absl::StatusOr<std::string> Client::SubmitJob(const v1::SubmitJobRequest& reques
   return response.job_id();
 }
 
+absl::Status Client::FetchResultsLeftOut(v1::Job& job) {
+  if (!IsFinal(job.state()) || job.results_bytes() == 0 || !job.results_json().empty() ||
+      !job.results_csv().empty()) {
+    return absl::OkStatus();
+  }
+  grpc::ClientContext context;
+  Prepare(context, /*with_deadline=*/false);
+  v1::GetJobRequest request;
+  request.set_job_id(job.id());
+  auto reader = jobs_->GetJobResults(&context, request);
+  v1::JobResultsChunk chunk;
+  std::string json, csv;
+  while (reader->Read(&chunk)) {
+    json += chunk.results_json();
+    csv += chunk.results_csv();
+  }
+  grpc::Status status = reader->Finish();
+  if (!status.ok()) return FromGrpc(status);
+  if (static_cast<int64_t>(json.size() + csv.size()) != job.results_bytes()) {
+    return absl::DataLossError(absl::StrCat("job ", job.id(), ": received ",
+                                            json.size() + csv.size(),
+                                            " bytes of results, expected ", job.results_bytes()));
+  }
+  job.set_results_json(std::move(json));
+  job.set_results_csv(std::move(csv));
+  return absl::OkStatus();
+}
+
 absl::StatusOr<v1::Job> Client::GetJob(const std::string& id) {
   grpc::ClientContext context;
   Prepare(context);
@@ -293,6 +321,7 @@ absl::StatusOr<v1::Job> Client::GetJob(const std::string& id) {
   v1::Job job;
   grpc::Status status = jobs_->GetJob(&context, request, &job);
   if (!status.ok()) return FromGrpc(status);
+  if (absl::Status s = FetchResultsLeftOut(job); !s.ok()) return s;
   return job;
 }
 
@@ -336,7 +365,10 @@ absl::StatusOr<v1::Job> Client::WatchJob(const std::string& id,
       if (on_update) on_update(job);
     }
     grpc::Status status = reader->Finish();
-    if (IsFinal(last.state()) && last.id() == id) return last;
+    if (IsFinal(last.state()) && last.id() == id) {
+      if (absl::Status s = FetchResultsLeftOut(last); !s.ok()) return s;
+      return last;
+    }
     const grpc::StatusCode code = status.error_code();
     if (code == grpc::StatusCode::NOT_FOUND || code == grpc::StatusCode::UNAUTHENTICATED ||
         code == grpc::StatusCode::INVALID_ARGUMENT || code == grpc::StatusCode::PERMISSION_DENIED) {

@@ -82,6 +82,9 @@ class Client {
       grpc::ClientContext* context = nullptr);
 
   absl::StatusOr<std::string> SubmitJob(const hgeval::v1::SubmitJobRequest& request);
+  // GetJob and WatchJob return a finished job with its results: where the server left
+  // them out of the message (Job.results_bytes over its inline limit) they are fetched
+  // with GetJobResults.
   absl::StatusOr<hgeval::v1::Job> GetJob(const std::string& id);
   absl::StatusOr<hgeval::v1::ListJobsResponse> ListJobs(int limit);
   absl::StatusOr<hgeval::v1::Job> CancelJob(const std::string& id);
@@ -101,6 +104,9 @@ class Client {
   std::shared_ptr<grpc::Channel> channel() { return channel_; }
 
  private:
+  // Fills in a finished job's results left out of its message (GetJobResults).
+  absl::Status FetchResultsLeftOut(hgeval::v1::Job& job);
+
   explicit Client(ClientOptions options) : options_(std::move(options)) {}
 
   ClientOptions options_;

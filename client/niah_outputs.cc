@@ -5,8 +5,8 @@
 #include <system_error>
 
 #include "absl/strings/str_cat.h"
-#include "client/heatmap/niah_heatmap.h"
 #include "engine/util/status_macros.h"
+#include "tasks/niah/heatmap/niah_heatmap.h"
 #include "tasks/niah/output.h"
 
 namespace hgeval::client {

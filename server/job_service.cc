@@ -1,5 +1,8 @@
 #include "server/job_service.h"
 
+#include <algorithm>
+#include <string>
+
 #include "absl/strings/str_cat.h"
 #include "server/model_service.h"
 #include "server/request_prep.h"
@@ -41,6 +44,16 @@ grpc::Status CheckSubmitNames(const v1::SubmitJobRequest& request) {
 
 }  // namespace
 
+v1::Job JobServiceImpl::Outgoing(v1::Job job) const {
+  const int64_t bytes = static_cast<int64_t>(job.results_json().size() + job.results_csv().size());
+  job.set_results_bytes(bytes);
+  if (bytes > max_inline_results_bytes_) {
+    job.clear_results_json();
+    job.clear_results_csv();
+  }
+  return job;
+}
+
 grpc::Status JobServiceImpl::SubmitJob(grpc::ServerContext* context,
                                        const v1::SubmitJobRequest* request,
                                        v1::SubmitJobResponse* response) {
@@ -58,7 +71,8 @@ grpc::Status JobServiceImpl::WatchJob(grpc::ServerContext* context,
   if (grpc::Status s = Admit(context); !s.ok()) return s;
   if (grpc::Status s = CheckUtf8(request->job_id(), "job_id"); !s.ok()) return s;
   return ToGrpcStatus(jobs_->Watch(
-      request->job_id(), [writer](const v1::Job& job) { return writer->Write(job); },
+      request->job_id(),
+      [this, writer](const v1::Job& job) { return writer->Write(Outgoing(job)); },
       [context] { return context->IsCancelled(); }));
 }
 
@@ -68,7 +82,36 @@ grpc::Status JobServiceImpl::GetJob(grpc::ServerContext* context, const v1::GetJ
   if (grpc::Status s = CheckUtf8(request->job_id(), "job_id"); !s.ok()) return s;
   absl::StatusOr<v1::Job> job = jobs_->Get(request->job_id());
   if (!job.ok()) return ToGrpcStatus(job.status());
-  *response = *std::move(job);
+  *response = Outgoing(*std::move(job));
+  return grpc::Status::OK;
+}
+
+grpc::Status JobServiceImpl::GetJobResults(grpc::ServerContext* context,
+                                           const v1::GetJobRequest* request,
+                                           grpc::ServerWriter<v1::JobResultsChunk>* writer) {
+  if (grpc::Status s = Admit(context); !s.ok()) return s;
+  if (grpc::Status s = CheckUtf8(request->job_id(), "job_id"); !s.ok()) return s;
+  absl::StatusOr<v1::Job> job = jobs_->Get(request->job_id());
+  if (!job.ok()) return ToGrpcStatus(job.status());
+  if (job->state() != v1::JOB_STATE_SUCCEEDED && job->state() != v1::JOB_STATE_FAILED &&
+      job->state() != v1::JOB_STATE_CANCELLED) {
+    return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                        absl::StrCat("job ", request->job_id(), " has not finished"));
+  }
+  constexpr size_t kChunk = 4 << 20;
+  const std::string& json = job->results_json();
+  const std::string& csv = job->results_csv();
+  for (size_t at = 0; at < json.size() + csv.size(); at += kChunk) {
+    if (context->IsCancelled()) return grpc::Status(grpc::StatusCode::CANCELLED, "cancelled");
+    v1::JobResultsChunk chunk;
+    const size_t end = at + kChunk;
+    if (at < json.size()) chunk.set_results_json(json.substr(at, std::min(end, json.size()) - at));
+    if (end > json.size()) {
+      const size_t from = at > json.size() ? at - json.size() : 0;
+      chunk.set_results_csv(csv.substr(from, std::min(end - json.size(), csv.size()) - from));
+    }
+    if (!writer->Write(chunk)) return grpc::Status(grpc::StatusCode::CANCELLED, "client gone");
+  }
   return grpc::Status::OK;
 }
 
@@ -100,7 +143,7 @@ grpc::Status JobServiceImpl::CancelJob(grpc::ServerContext* context,
   if (grpc::Status s = CheckUtf8(request->job_id(), "job_id"); !s.ok()) return s;
   absl::StatusOr<v1::Job> job = jobs_->Cancel(request->job_id());
   if (!job.ok()) return ToGrpcStatus(job.status());
-  *response = *std::move(job);
+  *response = Outgoing(*std::move(job));
   return grpc::Status::OK;
 }
 

@@ -3,6 +3,7 @@
 #define HGEVAL_SERVER_JOB_SERVICE_H_
 
 #include <atomic>
+#include <cstdint>
 
 #include "hgeval/v1/jobs.grpc.pb.h"
 #include "server/auth.h"
@@ -10,9 +11,15 @@
 
 namespace hgeval::server {
 
+// Results larger than this many bytes stay out of Job messages (GetJobResults streams
+// them): well under the default message limit, whatever else the Job carries.
+inline constexpr int64_t kDefaultMaxInlineResultsBytes = 16 << 20;
+
 class JobServiceImpl final : public hgeval::v1::JobService::Service {
  public:
-  JobServiceImpl(JobManager* jobs, const BearerAuth* auth) : jobs_(jobs), auth_(auth) {}
+  JobServiceImpl(JobManager* jobs, const BearerAuth* auth,
+                 int64_t max_inline_results_bytes = kDefaultMaxInlineResultsBytes)
+      : jobs_(jobs), auth_(auth), max_inline_results_bytes_(max_inline_results_bytes) {}
 
   grpc::Status SubmitJob(grpc::ServerContext* context, const hgeval::v1::SubmitJobRequest* request,
                          hgeval::v1::SubmitJobResponse* response) override;
@@ -24,14 +31,19 @@ class JobServiceImpl final : public hgeval::v1::JobService::Service {
                         hgeval::v1::ListJobsResponse* response) override;
   grpc::Status CancelJob(grpc::ServerContext* context, const hgeval::v1::CancelJobRequest* request,
                          hgeval::v1::Job* response) override;
+  grpc::Status GetJobResults(grpc::ServerContext* context, const hgeval::v1::GetJobRequest* request,
+                             grpc::ServerWriter<hgeval::v1::JobResultsChunk>* writer) override;
 
   void set_ready(bool ready) { ready_ = ready; }
 
  private:
   grpc::Status Admit(grpc::ServerContext* context) const;
+  // Sets results_bytes and leaves the results out when they are larger than the limit.
+  hgeval::v1::Job Outgoing(hgeval::v1::Job job) const;
 
   JobManager* jobs_;
   const BearerAuth* auth_;
+  const int64_t max_inline_results_bytes_;
   std::atomic<bool> ready_{false};
 };
 

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "engine/model/lra_input.h"
+#include "engine/runtime/generation.h"
 #include "engine/tokenizer/utf8.h"
 #include "engine/util/status_macros.h"
 #include "server/log.h"
@@ -408,17 +409,6 @@ size_t HeldBack(std::string_view text, const std::vector<std::string>& until) {
   return held;
 }
 
-// The text cut before the first stop string.
-std::string CutAtStop(std::string text, const std::vector<std::string>& until) {
-  size_t cut = text.size();
-  for (const std::string& stop : until) {
-    const size_t pos = text.find(stop);
-    if (pos != std::string::npos) cut = std::min(cut, pos);
-  }
-  text.resize(cut);
-  return text;
-}
-
 }  // namespace
 
 grpc::Status ModelServiceImpl::Generate(grpc::ServerContext* context,
@@ -585,7 +575,7 @@ grpc::Status ModelServiceImpl::Generate(grpc::ServerContext* context,
     result = work->result;
   }
   if (absl::StatusOr<std::string> rest = decoder.Finish(); rest.ok()) text += *rest;
-  const std::string final_text = CutAtStop(text, until);
+  const std::string final_text = CutAtStopStrings(text, until);
   v1::GenerateResponse last;
   if (final_text.size() > emitted) last.set_text(final_text.substr(emitted));
   for (; sent_ids < all_tokens.size(); ++sent_ids) last.add_token_ids(all_tokens[sent_ids]);

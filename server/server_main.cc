@@ -112,6 +112,9 @@ ABSL_FLAG(int64_t, max_queued_requests, 16384,
 ABSL_FLAG(int64_t, max_generations, 256,
           "Generations queued or running per model before RESOURCE_EXHAUSTED.");
 ABSL_FLAG(int64_t, max_message_bytes, 64 << 20, "Largest request message in bytes.");
+ABSL_FLAG(int64_t, max_inline_results_bytes, hgeval::server::kDefaultMaxInlineResultsBytes,
+          "Job results larger than this stay out of WatchJob/GetJob messages and are fetched "
+          "in pieces with GetJobResults (the hgeval client does this itself).");
 ABSL_FLAG(std::string, data_dir, "",
           "Task datasets for jobs (the repository's data/ folder). Default: ./data.");
 ABSL_FLAG(int, job_workers, 1, "Jobs run at the same time.");
@@ -240,7 +243,7 @@ int Run() {
   job_options.workers = absl::GetFlag(FLAGS_job_workers);
   job_options.lease = absl::Milliseconds(std::max<int64_t>(1, absl::GetFlag(FLAGS_job_lease_ms)));
   JobManager jobs(store->get(), &registry, &executor, job_options);
-  JobServiceImpl job_service(&jobs, &auth);
+  JobServiceImpl job_service(&jobs, &auth, absl::GetFlag(FLAGS_max_inline_results_bytes));
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();

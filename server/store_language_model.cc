@@ -7,6 +7,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "engine/runtime/generation.h"
 #include "engine/util/parallel_for.h"
 #include "server/request_prep.h"
 
@@ -277,11 +278,7 @@ absl::StatusOr<std::vector<tasks::GenerateUntilResult>> StoreLanguageModel::Gene
       if (!works[k]->status.ok()) return works[k]->status;
       absl::StatusOr<std::string> text = tokenizer.Decode(works[k]->result.tokens);
       if (!text.ok()) return text.status();
-      std::string cut = *text;
-      for (const std::string& u : requests[start + k].until) {
-        const size_t at = cut.find(u);
-        if (!u.empty() && at != std::string::npos) cut.resize(at);
-      }
+      std::string cut = CutAtStopStrings(*std::move(text), requests[start + k].until);
       out[start + k].text = cut;
       out[start + k].n_tokens = static_cast<int64_t>(works[k]->result.tokens.size());
       stats_.tokens_generated += out[start + k].n_tokens;

@@ -10,6 +10,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "engine/runtime/generation.h"
 #include "engine/util/parallel_for.h"
 #include "engine/util/status_macros.h"
 #include "metrics/text_counts.h"
@@ -526,9 +527,7 @@ absl::StatusOr<std::vector<GenerateUntilResult>> EngineLanguageModel::GenerateUn
         stats_.tokens_generated += 1;
         l.feed = {token};
         HG_ASSIGN_OR_RETURN(std::string text, tokenizer_->Decode(l.generated, true));
-        for (const auto& s : l.until) {
-          if (!s.empty() && text.find(s) != std::string::npos) stop = true;
-        }
+        if (FirstStopString(text, l.until) != std::string::npos) stop = true;
         if (static_cast<int>(l.generated.size()) >= l.max_new) stop = true;
       }
       if (stop) {
@@ -541,12 +540,8 @@ absl::StatusOr<std::vector<GenerateUntilResult>> EngineLanguageModel::GenerateUn
   }
   for (auto& l : live) {
     GenerateUntilResult& result = results[l.request];
-    HG_ASSIGN_OR_RETURN(result.text, tokenizer_->Decode(l.generated, true));
-    for (const auto& s : l.until) {
-      if (s.empty()) continue;
-      const size_t at = result.text.find(s);
-      if (at != std::string::npos) result.text.resize(at);
-    }
+    HG_ASSIGN_OR_RETURN(std::string text, tokenizer_->Decode(l.generated, true));
+    result.text = CutAtStopStrings(std::move(text), l.until);
     result.n_tokens = static_cast<int64_t>(l.generated.size());
   }
   return results;

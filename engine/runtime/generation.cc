@@ -131,12 +131,7 @@ absl::StatusOr<std::vector<int64_t>> DecodeBatch::Step() {
       live.feed.assign(1, token);
       if (!live.request.stop_strings.empty()) {
         HG_ASSIGN_OR_RETURN(std::string text, tokenizer_->Decode(live.result.tokens));
-        size_t cut = std::string::npos;
-        for (const std::string& stop : live.request.stop_strings) {
-          if (stop.empty()) continue;
-          cut = std::min(cut, text.find(stop));
-        }
-        if (cut != std::string::npos) {
+        if (FirstStopString(text, live.request.stop_strings) != std::string::npos) {
           live.finished = true;
           live.result.finish_reason = FinishReason::kStopString;
         }
@@ -148,12 +143,8 @@ absl::StatusOr<std::vector<int64_t>> DecodeBatch::Step() {
       }
     }
     if (live.finished && tokenizer_ != nullptr) {
-      HG_ASSIGN_OR_RETURN(live.result.text, tokenizer_->Decode(live.result.tokens));
-      for (const std::string& stop : live.request.stop_strings) {
-        if (stop.empty()) continue;
-        const size_t at = live.result.text.find(stop);
-        if (at != std::string::npos) live.result.text.resize(at);
-      }
+      HG_ASSIGN_OR_RETURN(std::string text, tokenizer_->Decode(live.result.tokens));
+      live.result.text = CutAtStopStrings(std::move(text), live.request.stop_strings);
     }
   }
   return ids;
@@ -176,6 +167,20 @@ GenerateResult DecodeBatch::Take(int64_t id) {
   }
   live_.erase(it);
   return result;
+}
+
+size_t FirstStopString(std::string_view text, absl::Span<const std::string> stops) {
+  size_t first = std::string::npos;
+  for (const std::string& stop : stops) {
+    if (!stop.empty()) first = std::min(first, text.find(stop));
+  }
+  return first;
+}
+
+std::string CutAtStopStrings(std::string text, absl::Span<const std::string> stops) {
+  const size_t at = FirstStopString(text, stops);
+  if (at != std::string::npos) text.resize(at);
+  return text;
 }
 
 absl::StatusOr<std::vector<GenerateResult>> Generate(Model& model, const Tokenizer* tokenizer,

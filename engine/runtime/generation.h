@@ -8,6 +8,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -82,6 +83,12 @@ class DecodeBatch {
   int64_t next_id_ = 0;
   absl::flat_hash_map<int64_t, std::unique_ptr<Live>> live_;
 };
+
+// Where the first of `stops` (empty ones ignored) begins in `text`; npos when none occurs.
+size_t FirstStopString(std::string_view text, absl::Span<const std::string> stops);
+// `text` cut before the first stop string, empty ones ignored (lm-eval's generate_until:
+// `for term in until: if len(term) > 0: s = s.split(term)[0]`). Every route cuts here.
+std::string CutAtStopStrings(std::string text, absl::Span<const std::string> stops);
 
 // Convenience: runs every request to completion in one DecodeBatch.
 absl::StatusOr<std::vector<GenerateResult>> Generate(Model& model, const Tokenizer* tokenizer,

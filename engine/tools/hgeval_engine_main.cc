@@ -375,11 +375,7 @@ absl::Status GenerateCommand(const CliFlags& flags) {
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   GenerateResult result = batch.Take(id);
-  for (const std::string& stop : stops) {
-    if (stop.empty()) continue;
-    const size_t at = text.find(stop);
-    if (at != std::string::npos) text.resize(at);
-  }
+  text = CutAtStopStrings(std::move(text), stops);
   const char* reason = "length";
   switch (result.finish_reason) {
     case FinishReason::kLength:

@@ -275,15 +275,37 @@ class Client:
 
     def watch_job(self, job_id: str) -> Iterator[jobs_pb2.Job]:
         """Yields the job's state as it changes, the last one final (succeeded, failed or
-        cancelled)."""
+        cancelled) and carrying its results."""
         request = jobs_pb2.WatchJobRequest(job_id=job_id.encode())
         for job in self._stream(self._jobs.WatchJob, request):
-            yield job
             if is_final(job.state):
+                yield self._with_results(job)
                 return
+            yield job
 
     def get_job(self, job_id: str) -> jobs_pb2.Job:
-        return self._call(self._jobs.GetJob, jobs_pb2.GetJobRequest(job_id=job_id.encode()))
+        job = self._call(self._jobs.GetJob, jobs_pb2.GetJobRequest(job_id=job_id.encode()))
+        return self._with_results(job)
+
+    def _with_results(self, job: jobs_pb2.Job) -> jobs_pb2.Job:
+        """Results larger than the server's inline limit are left out of Job messages
+        (results_bytes says so) and fetched in pieces with GetJobResults."""
+        if not is_final(job.state) or job.results_bytes == 0 or job.results_json or job.results_csv:
+            return job
+        request = jobs_pb2.GetJobRequest(job_id=job.id.encode())
+        json_parts, csv_parts = [], []
+        for chunk in self._stream(self._jobs.GetJobResults, request):
+            json_parts.append(chunk.results_json)
+            csv_parts.append(chunk.results_csv)
+        results_json, results_csv = b"".join(json_parts), b"".join(csv_parts)
+        if len(results_json) + len(results_csv) != job.results_bytes:
+            raise RuntimeError(
+                f"job {job.id}: received {len(results_json) + len(results_csv)} bytes of "
+                f"results, expected {job.results_bytes}"
+            )
+        job.results_json = results_json.decode()
+        job.results_csv = results_csv.decode()
+        return job
 
     def list_jobs(self, limit: int = 0) -> List[jobs_pb2.Job]:
         return list(self._call(self._jobs.ListJobs, jobs_pb2.ListJobsRequest(limit=limit)).jobs)

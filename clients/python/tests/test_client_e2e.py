@@ -1,6 +1,7 @@
 """The hgeval Python client against a real hgeval-server: every RPC, a job with progress,
 bearer auth, errors."""
 
+import json
 import math
 import unittest
 
@@ -134,6 +135,30 @@ class ClientTest(unittest.TestCase):
         with self.assertRaises(hgeval.HgevalError) as caught:
             self.client.get_job("no-such-job")
         self.assertEqual(caught.exception.code, grpc.StatusCode.NOT_FOUND)
+
+
+class LargeResultsTest(unittest.TestCase):
+    """Results over the server's inline limit are left out of Job messages and fetched in
+    pieces: watch_job and get_job return them whole."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.server = ServerProcess(["--max_inline_results_bytes=2048"])
+        cls.client = hgeval.Client(cls.server.address, timeout=120)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.client.close()
+        cls.server.stop()
+
+    def test_results_over_the_inline_limit_arrive_whole(self):
+        job_id = self.client.submit_job(MODEL, ["arc_easy"], limit=4, bos="none", log_samples=True)
+        final = list(self.client.watch_job(job_id))[-1]
+        self.assertEqual(final.state, jobs_pb2.JOB_STATE_SUCCEEDED, final.error)
+        self.assertGreater(final.results_bytes, 2048)
+        self.assertEqual(len(final.results_json.encode()), final.results_bytes)
+        self.assertEqual(len(json.loads(final.results_json)["samples"]["arc_easy"]), 4)
+        self.assertEqual(self.client.get_job(job_id).results_json, final.results_json)
 
 
 class AuthTest(unittest.TestCase):

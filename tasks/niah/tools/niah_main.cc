@@ -25,11 +25,9 @@
 #include "engine/util/status_macros.h"
 #include "tasks/niah/context.h"
 #include "tasks/niah/grid.h"
+#include "tasks/niah/heatmap/niah_heatmap.h"
 #include "tasks/niah/output.h"
 #include "tasks/niah/sweep.h"
-#ifdef HGEVAL_HAVE_HEATMAP
-#include "client/heatmap/niah_heatmap.h"
-#endif
 
 ABSL_FLAG(std::string, model, "", "Model: Hugging Face folder or llama2.c .bin");
 ABSL_FLAG(std::string, tokenizer, "", "Tokenizer file or folder (default: the model folder)");
@@ -151,16 +149,12 @@ absl::Status Run() {
 
   const std::string out = absl::GetFlag(FLAGS_out);
   HG_RETURN_IF_ERROR(WriteNiahOutputs(result, out));
-#ifdef HGEVAL_HAVE_HEATMAP
   heatmap::HeatmapOptions heatmap_options;
   heatmap_options.title = NiahHeatmapTitle(options.model_name, NiahModeName(options.mode));
   heatmap_options.subtitle = heatmap::NiahMetricsSubtitle(result.metrics);
   heatmap_options.training_length = options.training_length;
   HG_RETURN_IF_ERROR(heatmap::WriteNiahHeatmapPng(
       result.grid, heatmap_options, (std::filesystem::path(out) / kNiahHeatmapPng).string()));
-#else
-  std::fprintf(stderr, "hgeval-niah: built without cairo; no heatmap drawn\n");
-#endif
   std::printf(
       "weighted_avg_acc %.4f  niah_score %.4f  avg_acc %.4f  cells %lld  prefill tokens %lld "
       "(naive %lld)  decode tokens %lld  %.2f s\n",

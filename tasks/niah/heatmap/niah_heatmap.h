@@ -2,8 +2,8 @@
 // cell per (context length, depth), x "Token Limit", y "Depth Percent" (0 at the top),
 // colours #F0496E -> #EBB839 -> #0CD79F over the score range with a colour bar, a title,
 // a subtitle with the metrics, and an optional dashed line at the training length.
-#ifndef HGEVAL_CLIENT_HEATMAP_NIAH_HEATMAP_H_
-#define HGEVAL_CLIENT_HEATMAP_NIAH_HEATMAP_H_
+#ifndef HGEVAL_TASKS_NIAH_HEATMAP_NIAH_HEATMAP_H_
+#define HGEVAL_TASKS_NIAH_HEATMAP_NIAH_HEATMAP_H_
 
 #include <cstdint>
 #include <string>
@@ -48,4 +48,4 @@ absl::Status WriteNiahHeatmapPng(const metrics::NiahGridScores& grid, const Heat
 
 }  // namespace hgeval::heatmap
 
-#endif  // HGEVAL_CLIENT_HEATMAP_NIAH_HEATMAP_H_
+#endif  // HGEVAL_TASKS_NIAH_HEATMAP_NIAH_HEATMAP_H_

@@ -6,9 +6,9 @@
 #include <limits>
 #include <string>
 
-#include "client/heatmap/niah_heatmap.h"
 #include "gtest/gtest.h"
 #include "metrics/niah_metrics.h"
+#include "tasks/niah/heatmap/niah_heatmap.h"
 #include "tests/support/paths.h"
 
 namespace hgeval::heatmap {

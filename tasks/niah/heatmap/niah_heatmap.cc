@@ -1,4 +1,4 @@
-#include "client/heatmap/niah_heatmap.h"
+#include "tasks/niah/heatmap/niah_heatmap.h"
 
 #include <cairo.h>
 
