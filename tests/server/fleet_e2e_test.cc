@@ -53,12 +53,6 @@ v1::SubmitJobRequest FleetJob() {
   return request;
 }
 
-std::unique_ptr<client::Client> Connect(const std::string& address) {
-  client::ClientOptions options;
-  options.servers = {address};
-  return *client::Client::Connect(options);
-}
-
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path);
   return std::string(std::istreambuf_iterator<char>(in), {});
@@ -123,7 +117,7 @@ TEST(FleetTest, ThreeServersShareAPostgresStoreAndSurviveAKilledServer) {
   }
   std::unique_ptr<client::Client> clients[kServers];
   for (int i = 0; i < kServers; ++i) {
-    clients[i] = Connect(servers[i].address());
+    clients[i] = testing::ConnectClient(servers[i].address());
     ASSERT_TRUE(clients[i]->WaitServing(absl::Seconds(30)).ok());
   }
   const absl::Time fleet_start = absl::Now();

@@ -24,9 +24,9 @@ namespace v1 = ::hgeval::v1;
 
 struct CrashCase {
   std::string task;
-  int limit = 0;           // docs (0: all)
-  int64_t min_requests;    // the job is at least this large
-  int64_t kill_after;      // requests done before the kill
+  int limit = 0;         // docs (0: all)
+  int64_t min_requests;  // the job is at least this large
+  int64_t kill_after;    // requests done before the kill
 };
 
 std::vector<std::string> Args(const std::string& store) {
@@ -41,12 +41,6 @@ v1::SubmitJobRequest Job(const CrashCase& c) {
   request.add_tasks(c.task);
   if (c.limit > 0) request.set_limit(c.limit);
   return request;
-}
-
-std::unique_ptr<client::Client> Connect(const std::string& address) {
-  client::ClientOptions options;
-  options.servers = {address};
-  return *client::Client::Connect(options);
 }
 
 class JobCrashTest : public ::testing::TestWithParam<CrashCase> {};
@@ -67,13 +61,15 @@ TEST_P(JobCrashTest, KilledMidJobResumesWithoutRecomputingAndMatchesAnUninterrup
   ServerProcess server;
   ASSERT_TRUE(server.Start(dir, Args(store)).ok());
   const std::string address = server.address();
-  auto client = Connect(address);
+  auto client = testing::ConnectClient(address);
   ASSERT_TRUE(client->WaitServing(absl::Seconds(30)).ok());
   auto id = client->SubmitJob(Job(c));
   ASSERT_TRUE(id.ok()) << id.status();
   // A watcher that must survive the crash by re-watching.
   absl::StatusOr<v1::Job> watched;
-  std::thread watcher([&] { watched = Connect(address)->WatchJob(*id, nullptr, absl::Seconds(60)); });
+  std::thread watcher([&] {
+    watched = testing::ConnectClient(address)->WatchJob(*id, nullptr, absl::Seconds(60));
+  });
   int64_t done_before_kill = 0;
   for (;;) {
     auto job = client->GetJob(*id);
@@ -132,11 +128,11 @@ TEST_P(JobCrashTest, KilledMidJobResumesWithoutRecomputingAndMatchesAnUninterrup
               static_cast<long long>(stats->results));
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Jobs, JobCrashTest,
-    ::testing::Values(CrashCase{"piqa", 1000, 2000, 600},  // 2 requests per doc
-                      CrashCase{"scrolls_qmsum", 0, 272, 60}),
-    [](const auto& info) { return info.param.task; });
+INSTANTIATE_TEST_SUITE_P(Jobs, JobCrashTest,
+                         ::testing::Values(CrashCase{"piqa", 1000, 2000,
+                                                     600},  // 2 requests per doc
+                                           CrashCase{"scrolls_qmsum", 0, 272, 60}),
+                         [](const auto& info) { return info.param.task; });
 
 }  // namespace
 }  // namespace hgeval

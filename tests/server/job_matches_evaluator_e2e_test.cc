@@ -97,9 +97,7 @@ class JobMatchesEvaluatorTest : public ::testing::Test {
                                  "--data_dir=" + SourcePath("data"), "--store=" + dir + "/s.sqlite",
                                  "--shutdown_grace_ms=0"})
                     .ok());
-    client::ClientOptions options;
-    options.servers = {server_.address()};
-    client_ = *client::Client::Connect(options);
+    client_ = testing::ConnectClient(server_.address());
     ASSERT_TRUE(client_->WaitServing(absl::Seconds(60)).ok());
   }
   void TearDown() override { server_.Stop(SIGTERM); }

@@ -33,9 +33,7 @@ class JobResultsTest : public ::testing::Test {
                           "--data_dir=" + SourcePath("data"), "--store=" + dir_ + "/s.sqlite",
                           "--max_inline_results_bytes=4096", "--shutdown_grace_ms=0"})
             .ok());
-    client::ClientOptions options;
-    options.servers = {server_.address()};
-    client_ = *client::Client::Connect(options);
+    client_ = testing::ConnectClient(server_.address());
     ASSERT_TRUE(client_->WaitServing(absl::Seconds(60)).ok());
   }
   void TearDown() override { server_.Stop(SIGTERM); }

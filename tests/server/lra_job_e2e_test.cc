@@ -46,9 +46,7 @@ class LraJobTest : public ::testing::Test {
                     .Start(dir_, {"--model=lra=" + model_dir_, "--data_dir=" + SourcePath("data"),
                                   "--store=" + dir_ + "/s.sqlite", "--shutdown_grace_ms=0"})
                     .ok());
-    client::ClientOptions options;
-    options.servers = {server_.address()};
-    client_ = *client::Client::Connect(options);
+    client_ = testing::ConnectClient(server_.address());
     ASSERT_TRUE(client_->WaitServing(absl::Seconds(60)).ok());
   }
   void TearDown() override {

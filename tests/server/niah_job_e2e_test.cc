@@ -54,12 +54,6 @@ v1::SubmitJobRequest NiahJob(int max_batch = 0) {
   return request;
 }
 
-std::unique_ptr<client::Client> Connect(const std::string& address) {
-  client::ClientOptions options;
-  options.servers = {address};
-  return *client::Client::Connect(options);
-}
-
 v1::Job RunToEnd(client::Client& client, const v1::SubmitJobRequest& request) {
   absl::StatusOr<std::string> id = client.SubmitJob(request);
   EXPECT_TRUE(id.ok()) << id.status();
@@ -116,7 +110,7 @@ class NiahJobTest : public ::testing::Test {
     dir_ = new std::string(testing::MakeTempDir("niah-job"));
     server_ = new ServerProcess();
     ASSERT_TRUE(server_->Start(*dir_, Args(*dir_ + "/store.sqlite")).ok());
-    client_ = Connect(server_->address()).release();
+    client_ = testing::ConnectClient(server_->address()).release();
     ASSERT_TRUE(client_->WaitServing(absl::Seconds(60)).ok());
   }
   static void TearDownTestSuite() {
@@ -307,7 +301,7 @@ TEST(NiahJobLlamaTest, KvCacheSnapshotsPastTheTrainingLengthEqualTheInProcessSwe
                                "--data_dir=" + SourcePath("data"), "--store=" + dir + "/s.sqlite",
                                "--max_context=2048", "--shutdown_grace_ms=0"})
                   .ok());
-  auto client = Connect(server.address());
+  auto client = testing::ConnectClient(server.address());
   ASSERT_TRUE(client->WaitServing(absl::Seconds(60)).ok());
   v1::SubmitJobRequest request = NiahJob();
   request.set_model("llama");
@@ -325,13 +319,14 @@ TEST(NiahJobCrashTest, KilledMidSweepResumesWithoutComputingAnyCellTwice) {
   ServerProcess server;
   ASSERT_TRUE(server.Start(dir, Args(store)).ok());
   const std::string address = server.address();
-  auto client = Connect(address);
+  auto client = testing::ConnectClient(address);
   ASSERT_TRUE(client->WaitServing(absl::Seconds(60)).ok());
   absl::StatusOr<std::string> id = client->SubmitJob(NiahJob(/*max_batch=*/1));
   ASSERT_TRUE(id.ok()) << id.status();
   absl::StatusOr<v1::Job> watched;
-  std::thread watcher(
-      [&] { watched = Connect(address)->WatchJob(*id, nullptr, absl::Seconds(60)); });
+  std::thread watcher([&] {
+    watched = testing::ConnectClient(address)->WatchJob(*id, nullptr, absl::Seconds(60));
+  });
   for (;;) {
     absl::StatusOr<v1::Job> job = client->GetJob(*id);
     ASSERT_TRUE(job.ok()) << job.status();

@@ -137,6 +137,12 @@ absl::StatusOr<hgeval::v1::Job> RunJobOnNewServer(const std::string& work_dir,
   return job;
 }
 
+std::unique_ptr<client::Client> ConnectClient(const std::string& address) {
+  client::ClientOptions options;
+  options.servers = {address};
+  return *client::Client::Connect(options);
+}
+
 int RunCommand(const std::vector<std::string>& argv, std::string* out) {
   int pipefd[2];
   if (pipe(pipefd) != 0) return -1;

@@ -4,12 +4,14 @@
 
 #include <sys/types.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "client/client.h"
 #include "hgeval/v1/jobs.pb.h"
 
 namespace hgeval::testing {
@@ -59,6 +61,10 @@ class ServerProcess {
 absl::StatusOr<hgeval::v1::Job> RunJobOnNewServer(const std::string& work_dir,
                                                   const std::vector<std::string>& args,
                                                   const hgeval::v1::SubmitJobRequest& request);
+
+// A client of the one server at `address` (test servers run without TLS or tokens unless
+// the test sets them up itself).
+std::unique_ptr<client::Client> ConnectClient(const std::string& address);
 
 // Runs a command, returns its exit status; stdout into *out.
 int RunCommand(const std::vector<std::string>& argv, std::string* out);
