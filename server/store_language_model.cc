@@ -39,16 +39,23 @@ absl::Status StoreLanguageModel::ScoreWithContextReuse(const std::vector<TokenPa
     return out;
   };
   const tasks::LanguageModelStats before = reuse_->stats();
+  std::vector<bool> filled(pairs.size(), false);
   absl::StatusOr<std::vector<tasks::LoglikelihoodResult>> scored = reuse_->ScoreTokens(
       pairs, options,
       [&](absl::Span<const size_t> done, absl::Span<const tasks::LoglikelihoodResult> got) {
-        for (size_t k : done) (*results)[k] = to_score(got[k]);
+        for (size_t k : done) {
+          (*results)[k] = to_score(got[k]);
+          filled[k] = true;
+        }
         return finished(done);
       });
   const tasks::LanguageModelStats after = reuse_->stats();
   stats_.tokens_fed += after.tokens_fed - before.tokens_fed;
   if (!scored.ok()) return scored.status();
-  for (size_t k = 0; k < pairs.size(); ++k) (*results)[k] = to_score((*scored)[k]);
+  // Identical pairs are reported once; the rest take their results here.
+  for (size_t k = 0; k < pairs.size(); ++k) {
+    if (!filled[k]) (*results)[k] = to_score((*scored)[k]);
+  }
   return absl::OkStatus();
 }
 
@@ -138,13 +145,13 @@ absl::StatusOr<std::vector<tasks::LoglikelihoodResult>> StoreLanguageModel::Logl
   computed_ += outcome->computed;
   store_seconds_ += outcome->store_seconds;
   if (options.progress) options.progress(total, total);
-  const std::vector<v1::LoglikelihoodResult>* scored = &outcome->results;
-  for (const v1::LoglikelihoodResult& r : *scored) stats_.tokens_scored += r.continuation_tokens();
-  std::vector<tasks::LoglikelihoodResult> out(scored->size());
+  std::vector<tasks::LoglikelihoodResult> out(outcome->results.size());
   for (size_t i = 0; i < out.size(); ++i) {
-    out[i].logprob = (*scored)[i].logprob();
-    out[i].is_greedy = (*scored)[i].is_greedy();
-    out[i].n_tokens = (*scored)[i].continuation_tokens();
+    const v1::LoglikelihoodResult& r = outcome->results[i];
+    out[i].logprob = r.logprob();
+    out[i].is_greedy = r.is_greedy();
+    out[i].n_tokens = r.continuation_tokens();
+    stats_.tokens_scored += r.continuation_tokens();
   }
   stats_.requests += static_cast<int64_t>(requests.size());
   return out;
