@@ -19,6 +19,9 @@ LIMIT="${MQAR_TIME_LIMIT:-420}"
 # A training that hangs is killed this long after the time limit (its folder is then
 # missing; the others are kept).
 GRACE="${MQAR_GRACE:-100}"
+# Extra mqar_train.py arguments for every training (e.g. a small CPU smoke run:
+# MQAR_EXTRA_ARGS="--train-examples 512 --test-examples 64 --batch 32 --epochs 1").
+read -r -a EXTRA <<<"${MQAR_EXTRA_ARGS:-}"
 SCRIPT=tools/train/mqar_train.py
 
 mkdir -p "$OUT/mqar"
@@ -38,7 +41,7 @@ for arch in hgrn2 hgrn; do
     name="${arch}_d${d}"
     timeout --kill-after=10 "$((LIMIT + GRACE))" \
       "$PYTHON" "$SCRIPT" --arch "$arch" --d-model "$d" --setting 256,16 \
-      --time-limit "$LIMIT" --bf16-weights --out "$OUT/mqar" >"$OUT/$name.log" 2>&1 &
+      --time-limit "$LIMIT" --bf16-weights --out "$OUT/mqar" "${EXTRA[@]}" >"$OUT/$name.log" 2>&1 &
     names+=("$name")
     pids+=("$!")
   done

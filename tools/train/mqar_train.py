@@ -22,8 +22,8 @@ zoology's prepare_data with DataConfig.seed 123 (one train and one test segment)
 Recipe (zoology's Figure 2: AdamW, weight decay 0.1, batch 512/256/128 by L, 64 epochs,
 early stop at 0.99 test accuracy, learning rates swept over logspace(-4, -2, 4)): peak lr
 2.15e-3 for HGRN2/HGRN (that sweep's third value) and 1e-3 for LLaMA, linear warmup over
-3% of the planned steps, cosine decay to 5% whose progress also follows the elapsed
-fraction of --time-limit. The loss and the logits are computed at the labelled positions
+the first 3% of the run, then cosine decay to 5%, where the run's progress is the larger of
+the step fraction and the elapsed fraction of --time-limit. The loss and the logits are computed at the labelled positions
 only (the same loss as cross-entropy with ignore_index -100).
 
 Not written here: the trained checkpoints themselves (they need a GPU). This script has
@@ -270,21 +270,20 @@ def evaluate(torch, model, inputs, labels, batch, tie_margin=1e-3):
 
 
 class Schedule:
-    """Linear warmup, then cosine decay to `floor` x peak. Progress is the larger of the
-    step fraction and the elapsed fraction of the time limit, so that a time-limited run
-    still ends at the low learning rate."""
+    """Linear warmup over `warmup` of the run, then cosine decay to `floor` x peak. The
+    run's progress is the larger of the step fraction and the elapsed fraction of the time
+    limit, so that a time-limited run warms up and decays within its time."""
 
-    def __init__(self, peak, total_steps, warmup_steps, time_limit, floor=0.05):
-        self.peak, self.total, self.warmup = peak, total_steps, max(1, warmup_steps)
+    def __init__(self, peak, total_steps, warmup, time_limit, floor=0.05):
+        self.peak, self.total, self.warmup = peak, total_steps, warmup
         self.time_limit, self.floor = time_limit, floor
 
     def lr(self, step, elapsed):
-        progress = step / self.total
-        if self.time_limit:
-            progress = max(progress, elapsed / self.time_limit)
+        by_time = elapsed / self.time_limit if self.time_limit else 0.0
+        progress = max((step + 1) / self.total, by_time)
+        warm = min(1.0, progress / self.warmup) if self.warmup > 0 else 1.0
         cosine = 0.5 * (1 + math.cos(math.pi * min(1.0, progress)))
-        return self.peak * min(1.0, (step + 1) / self.warmup) * (
-            self.floor + (1 - self.floor) * cosine)
+        return self.peak * warm * (self.floor + (1 - self.floor) * cosine)
 
 
 GOLDEN_TOLERANCE = 3e-5
@@ -325,7 +324,8 @@ def main():
     ap.add_argument("--lr", type=float, default=0,
                     help="peak learning rate (0: 1e-3 for llama, 2.15e-3 for hgrn2/hgrn)")
     ap.add_argument("--warmup", type=float, default=0.03,
-                    help="warmup as a fraction of the planned steps")
+                    help="warmup as a fraction of the run (of the steps, or of --time-limit "
+                         "when that comes first)")
     ap.add_argument("--epochs", type=int, default=64)
     ap.add_argument("--batch", type=int, default=0, help="0: zoology's (512/256/128 by L)")
     ap.add_argument("--train-examples", type=int, default=100_000)
@@ -385,7 +385,7 @@ def main():
                                   weight_decay=args.weight_decay)
     steps_per_epoch = math.ceil(len(x_train) / batch)
     total_steps = args.epochs * steps_per_epoch
-    schedule = Schedule(peak_lr, total_steps, int(args.warmup * total_steps), args.time_limit)
+    schedule = Schedule(peak_lr, total_steps, args.warmup, args.time_limit)
     log = []
     start = time.time()
     step = 0
