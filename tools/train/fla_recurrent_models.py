@@ -35,16 +35,10 @@ HGRN2_G_NORM_EPS = 1e-5
 class NumpyOps:
     """The array operations the models need, in numpy (float64 checks)."""
 
+    # Called on the class (never an instance), with the axis positional.
     exp, log, log1p, logaddexp = np.exp, np.log, np.log1p, np.logaddexp
-    einsum, swapaxes = np.einsum, np.swapaxes
-
-    @staticmethod
-    def cumsum(x, axis):
-        return np.cumsum(x, axis)
-
-    @staticmethod
-    def stack(xs, axis):
-        return np.stack(xs, axis)
+    einsum, swapaxes = staticmethod(np.einsum), staticmethod(np.swapaxes)
+    cumsum, stack = staticmethod(np.cumsum), staticmethod(np.stack)
 
     @staticmethod
     def sigmoid(x):
@@ -88,16 +82,9 @@ def torch_ops(torch):
 
     class TorchOps:
         exp, log, log1p, logaddexp = torch.exp, torch.log, torch.log1p, torch.logaddexp
-        einsum, swapaxes = torch.einsum, torch.swapaxes
+        einsum, swapaxes = staticmethod(torch.einsum), torch.swapaxes
+        cumsum, stack = torch.cumsum, torch.stack
         sigmoid, logsigmoid, rsqrt = torch.sigmoid, functional.logsigmoid, torch.rsqrt
-
-        @staticmethod
-        def cumsum(x, axis):
-            return torch.cumsum(x, axis)
-
-        @staticmethod
-        def stack(xs, axis):
-            return torch.stack(xs, axis)
 
         @staticmethod
         def softmax0(x):
