@@ -26,8 +26,9 @@ the first 3% of the run, then cosine decay to 5%, where the run's progress is th
 the step fraction and the elapsed fraction of --time-limit. The loss and the logits are computed at the labelled positions
 only (the same loss as cross-entropy with ignore_index -100).
 
-Not written here: the trained checkpoints themselves (they need a GPU). This script has
-not been run in hgeval's CI (no PyTorch there).
+Not written here: the trained checkpoints themselves (they need a GPU). This script is
+not run in hgeval's CI (no PyTorch there); its HGRN2/HGRN maths are, through the numpy
+twin (tests/tasks/fla_recurrent_models_test.py).
 
 Departures from zoology's model: hgeval's engine runs the Hugging Face / fla block layout
 (token mixer + gated MLP per layer); zoology's Figure-2 models use an Identity state
