@@ -432,6 +432,14 @@ def torch_fla_model(torch, config, chunk=16):
         def forward(self, ids):
             return fla_forward(ops, dict(self.named_parameters()), config, ids, chunk)
 
+        def position_logits(self, ids, positions):
+            """Logits [B, P, vocab] at positions [B, P] of each row (static shapes, so a
+            training step can be captured as a CUDA graph)."""
+            p = dict(self.named_parameters())
+            hidden = fla_hidden(ops, p, config, ids, chunk)
+            index = positions[:, :, None].expand(-1, -1, hidden.shape[-1])
+            return hidden.gather(1, index) @ output_embeddings(p, config).T
+
         def labelled_logits(self, ids, mask):
             """Logits [M, vocab] at the M positions where mask [B, T] is true (training and
             scoring need no others; 1/16 of the output-layer work at MQAR's density)."""

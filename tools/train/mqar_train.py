@@ -247,6 +247,105 @@ def labelled_logits(model, x, mask):
     return model(x)[mask]
 
 
+def labelled_positions(labels, pairs):
+    """[N, K] positions of the K labelled tokens of each row (every MQAR example has
+    exactly K), in increasing order, and the labels there."""
+    positions = (labels != -100).nonzero()[:, 1].reshape(len(labels), pairs)
+    return positions, labels.gather(1, positions)
+
+
+def position_logits(model, x, positions):
+    """Logits [B, K, vocab] at positions [B, K]."""
+    if hasattr(model, "position_logits"):
+        return model.position_logits(x, positions)
+    logits = model(x)
+    return logits.gather(1, positions[:, :, None].expand(-1, -1, logits.shape[-1]))
+
+
+class GraphedStep:
+    """One training step (forward, loss at the labelled positions, backward, AdamW) captured
+    as a CUDA graph. MQAR's shapes are static (B rows, K labels each), and these small models
+    are bound by launching ~1,000 kernels a step, so replaying one graph is many times
+    faster. The learning rate lives in a device tensor the graph reads. Off the GPU, or if
+    capture fails, the same step runs eagerly."""
+
+    def __init__(self, torch, model, peak_lr, weight_decay, batch, seq_len, pairs, device):
+        self.torch, self.model = torch, model
+        cuda = device == "cuda"
+        # On the GPU the rate is a device tensor the graph reads; 0 while warming up and
+        # capturing, so those steps leave the weights as they are.
+        self.lr = torch.tensor(0.0, device=device) if cuda else peak_lr
+        self.optimizer = torch.optim.AdamW(model.parameters(), lr=self.lr,
+                                           weight_decay=weight_decay, capturable=cuda)
+        self.x = torch.zeros(batch, seq_len, dtype=torch.long, device=device)
+        self.positions = torch.zeros(batch, pairs, dtype=torch.long, device=device)
+        self.targets = torch.zeros(batch, pairs, dtype=torch.long, device=device)
+        # Any valid positions for the warm-up steps.
+        self.positions.copy_(torch.arange(pairs, device=device).expand(batch, -1))
+        self.graph, self.loss = None, None
+        self.mode = "eager"
+        if cuda:
+            try:
+                self._capture()
+                self.mode = "cuda graph"
+            except Exception as error:  # noqa: BLE001 - fall back, and say so
+                print(f"CUDA graph capture failed ({error}); training eagerly", flush=True)
+                self.graph = None
+
+    def _loss(self):
+        logits = position_logits(self.model, self.x, self.positions)
+        return self.torch.nn.functional.cross_entropy(
+            logits.reshape(-1, logits.shape[-1]).float(), self.targets.reshape(-1))
+
+    def _eager(self):
+        self.optimizer.zero_grad(set_to_none=True)
+        loss = self._loss()
+        loss.backward()
+        self.optimizer.step()
+        return loss
+
+    def _capture(self):
+        torch = self.torch
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):  # warm-up on a side stream, as capture requires
+            for _ in range(3):
+                self._eager()
+        torch.cuda.current_stream().wait_stream(side)
+        self.graph = torch.cuda.CUDAGraph()
+        # Gradients None before capture: backward inside the graph then writes fresh ones
+        # (from the graph's pool) on every replay instead of accumulating.
+        self.optimizer.zero_grad(set_to_none=True)
+        with torch.cuda.graph(self.graph):
+            self.loss = self._loss()
+            self.loss.backward()
+            self.optimizer.step()
+        # The warm-up steps (at rate 0) left moments and step counts behind: start afresh,
+        # in place, since the graph holds these very tensors.
+        with torch.no_grad():
+            for state in self.optimizer.state.values():
+                for value in state.values():
+                    if torch.is_tensor(value):
+                        value.zero_()
+
+    def step(self, x, positions, targets, lr):
+        """One update on a batch (the batch size given at construction); returns the loss
+        as a device tensor."""
+        self.x.copy_(x)
+        self.positions.copy_(positions)
+        self.targets.copy_(targets)
+        if self.graph is None:
+            for group in self.optimizer.param_groups:
+                if isinstance(group["lr"], float):
+                    group["lr"] = lr
+                else:
+                    group["lr"].fill_(lr)
+            return self._eager().detach()
+        self.lr.fill_(lr)
+        self.graph.replay()
+        return self.loss.detach()
+
+
 def evaluate(torch, model, inputs, labels, batch, tie_margin=1e-3):
     """zoology's metric: per example mean of argmax == label over labelled positions, then
     the mean (float32 as torch computes it). Also counts labelled positions whose top-2
@@ -382,9 +481,10 @@ def main():
                                                 args.mlp_ratio, bool(args.short_conv),
                                                 args.chunk)
     model.to(device)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=peak_lr,
-                                  weight_decay=args.weight_decay)
-    steps_per_epoch = math.ceil(len(x_train) / batch)
+    pos_train, target_train = labelled_positions(y_train, pairs)
+    trainer = GraphedStep(torch, model, peak_lr, args.weight_decay, batch, seq_len, pairs,
+                          device)
+    steps_per_epoch = len(x_train) // batch  # full batches only: the graph's shapes are fixed
     total_steps = args.epochs * steps_per_epoch
     schedule = Schedule(peak_lr, total_steps, args.warmup, args.time_limit)
     log = []
@@ -392,31 +492,25 @@ def main():
     step = 0
     out_of_time = False
     print(f"{args.arch} d{args.d_model} L{seq_len} K{pairs}: {sum(p.numel() for p in model.parameters())}"
-          f" parameters, batch {batch}, peak lr {peak_lr:g}, device {device}", flush=True)
+          f" parameters, batch {batch}, peak lr {peak_lr:g}, device {device}, steps "
+          f"{trainer.mode}", flush=True)
     for epoch in range(args.epochs):
         order = torch.randperm(len(x_train), device=device)
-        total, seen = 0.0, 0
-        for i in range(0, len(order), batch):
+        losses = []
+        for i in range(0, steps_per_epoch * batch, batch):
             elapsed = time.time() - start
             if args.time_limit and elapsed > args.time_limit:
                 out_of_time = True
                 break
-            for group in optimizer.param_groups:
-                group["lr"] = schedule.lr(step, elapsed)
             idx = order[i:i + batch]
-            x, y = x_train[idx], y_train[idx]
-            mask = y != -100
-            logits = labelled_logits(model, x, mask)
-            loss = torch.nn.functional.cross_entropy(logits.float(), y[mask])
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            optimizer.step()
+            losses.append(trainer.step(x_train[idx], pos_train[idx], target_train[idx],
+                                       schedule.lr(step, elapsed)))
             step += 1
-            total += float(loss) * len(idx)
-            seen += len(idx)
+        total = float(torch.stack(losses).mean()) if losses else float("nan")
+        seen = 1
         acc, _, _ = evaluate(torch, model, x_test, y_test, batch)
-        log.append({"epoch": epoch, "steps": step, "train_loss": total / max(1, seen),
-                    "test_accuracy": acc, "lr": optimizer.param_groups[0]["lr"],
+        log.append({"epoch": epoch, "steps": step, "train_loss": total / seen,
+                    "test_accuracy": acc, "lr": schedule.lr(step, time.time() - start),
                     "seconds": time.time() - start})
         print(json.dumps(log[-1]), flush=True)
         if acc >= 0.99:  # zoology's early stop
