@@ -248,10 +248,32 @@ def labelled_logits(model, x, mask):
 
 
 def labelled_positions(labels, pairs):
-    """[N, K] positions of the K labelled tokens of each row (every MQAR example has
-    exactly K), in increasing order, and the labels there."""
-    positions = (labels != -100).nonzero()[:, 1].reshape(len(labels), pairs)
-    return positions, labels.gather(1, positions)
+    """numpy [N, K] positions of the labelled tokens of each row, in increasing order, and
+    the labels there; a row with fewer than K labels (a shorter curriculum example) is
+    padded with unlabelled positions, whose target -100 the loss ignores."""
+    positions = np.argsort(labels == -100, axis=1, kind="stable")[:, :pairs]
+    return positions, np.take_along_axis(labels, positions, 1)
+
+
+# The easier settings mixed into (256, 16) training (zoology's Figure-2 runs train on a mix
+# of lengths and pair counts): (L, K, examples). Recurrent models learn recall on short
+# sequences first; trained on (256, 16) alone, every HGRN run stayed at chance.
+CURRICULUM = [(64, 4, 100_000), (128, 8, 20_000)]
+
+
+def training_set(train_seed, seq_len, pairs, count, curriculum):
+    """The (seq_len, pairs) train segment (zoology's seed) plus, with `curriculum`, the
+    CURRICULUM segments (seeds train_seed + 1, + 2, ...), shorter rows padded with token 0
+    (MQAR's filler) and label -100 at the end, where a causal model never looks back."""
+    xs, ys = [], []
+    segments = [(seq_len, pairs, count)] + (CURRICULUM if curriculum else [])
+    for index, (length, k, n) in enumerate(segments):
+        if length > seq_len:
+            continue
+        x, y = mqar_examples(train_seed + index, length, k, VOCAB, n, POWER_A)
+        xs.append(np.pad(x, ((0, 0), (0, seq_len - length))))
+        ys.append(np.pad(y, ((0, 0), (0, seq_len - length)), constant_values=-100))
+    return np.concatenate(xs), np.concatenate(ys)
 
 
 def position_logits(model, x, positions):
@@ -429,6 +451,8 @@ def main():
     ap.add_argument("--epochs", type=int, default=64)
     ap.add_argument("--batch", type=int, default=0, help="0: zoology's (512/256/128 by L)")
     ap.add_argument("--train-examples", type=int, default=100_000)
+    ap.add_argument("--curriculum", type=int, choices=[0, 1], default=1,
+                    help="also train on the shorter CURRICULUM settings (padded to L)")
     ap.add_argument("--test-examples", type=int, default=3_000)
     ap.add_argument("--mlp-ratio", type=int, default=1)
     ap.add_argument("--short-conv", type=int, choices=[0, 1], default=1,
@@ -466,11 +490,13 @@ def main():
     torch.backends.cudnn.allow_tf32 = True
     torch.manual_seed(args.seed)
     train_seed, test_seed = zoology_seeds()
-    x_train, y_train = mqar_examples(train_seed, seq_len, pairs, VOCAB, args.train_examples,
-                                     POWER_A)
+    x_train, y_train = training_set(train_seed, seq_len, pairs, args.train_examples,
+                                    bool(args.curriculum))
+    pos_train, target_train = labelled_positions(y_train, pairs)
     x_test, y_test = mqar_examples(test_seed, seq_len, pairs, VOCAB, args.test_examples, POWER_A)
-    to = lambda a: torch.from_numpy(a).to(device)  # noqa: E731
+    to = lambda a: torch.from_numpy(np.ascontiguousarray(a)).to(device)  # noqa: E731
     x_train, y_train, x_test, y_test = to(x_train), to(y_train), to(x_test), to(y_test)
+    pos_train, target_train = to(pos_train), to(target_train)
 
     if args.arch == "llama":
         model, config, export = build_llama(torch, args.d_model, seq_len, args.mlp_ratio)
@@ -481,7 +507,6 @@ def main():
                                                 args.mlp_ratio, bool(args.short_conv),
                                                 args.chunk)
     model.to(device)
-    pos_train, target_train = labelled_positions(y_train, pairs)
     trainer = GraphedStep(torch, model, peak_lr, args.weight_decay, batch, seq_len, pairs,
                           device)
     steps_per_epoch = len(x_train) // batch  # full batches only: the graph's shapes are fixed
