@@ -4,8 +4,8 @@
 
 namespace hgeval::server {
 
-BackgroundStoreWriter::BackgroundStoreWriter(ResultStore* store)
-    : store_(store), thread_([this] { Loop(); }) {}
+BackgroundStoreWriter::BackgroundStoreWriter(ResultStore* store, Written on_written)
+    : store_(store), on_written_(std::move(on_written)), thread_([this] { Loop(); }) {}
 
 BackgroundStoreWriter::~BackgroundStoreWriter() { Finish().IgnoreError(); }
 
@@ -47,6 +47,7 @@ void BackgroundStoreWriter::Loop() {
     }
     const absl::Time start = absl::Now();
     absl::Status written = store_->PutMany(rows);
+    if (written.ok() && on_written_) on_written_(rows.size());
     absl::MutexLock lock(&mu_);
     seconds_ += absl::ToDoubleSeconds(absl::Now() - start);
     if (status_.ok()) status_ = written;

@@ -1,11 +1,14 @@
 // Writes result-store rows on a thread of its own, in the order given, so that a caller
 // scoring batch after batch (a job on the GPU) does not wait for each batch's rows to be
 // stored before starting the next one. Finish() waits for every row and returns the first
-// write error; rows handed over before a crash may be lost, as a batch in flight would be.
+// write error; rows handed over before a crash may be lost, as a batch in flight would be,
+// which is why `on_written` (called on the writer's thread after each batch is stored) and
+// not Put() is what a caller counts as done.
 #ifndef HGEVAL_SERVER_BACKGROUND_STORE_WRITER_H_
 #define HGEVAL_SERVER_BACKGROUND_STORE_WRITER_H_
 
 #include <deque>
+#include <functional>
 #include <string>
 #include <thread>
 #include <utility>
@@ -22,7 +25,9 @@ class BackgroundStoreWriter {
  public:
   using Rows = std::vector<std::pair<StoreKey, std::string>>;
 
-  explicit BackgroundStoreWriter(ResultStore* store);
+  using Written = std::function<void(size_t rows)>;
+
+  explicit BackgroundStoreWriter(ResultStore* store, Written on_written = nullptr);
   ~BackgroundStoreWriter();  // Finish()es
   BackgroundStoreWriter(const BackgroundStoreWriter&) = delete;
   BackgroundStoreWriter& operator=(const BackgroundStoreWriter&) = delete;
@@ -38,6 +43,7 @@ class BackgroundStoreWriter {
   void Loop();
 
   ResultStore* const store_;
+  const Written on_written_;
   mutable absl::Mutex mu_;
   std::deque<Rows> queue_ ABSL_GUARDED_BY(mu_);
   bool writing_ ABSL_GUARDED_BY(mu_) = false;

@@ -113,25 +113,35 @@ absl::StatusOr<ScoreOutcome> Executor::ScorePairs(LoadedModel& model,
     std::vector<bool> stored(compute_index.size(), false);
     // A scorer's batches are stored while it computes the next ones.
     std::optional<BackgroundStoreWriter> writer;
-    if (store_ != nullptr && scorer) writer.emplace(store_);
+    if (store_ != nullptr && scorer) {
+      writer.emplace(store_, [&control](size_t rows) {
+        if (control.pairs_kept) control.pairs_kept(static_cast<int64_t>(rows));
+      });
+    }
     // Writes the wire form of finished pairs and stores those not stored yet.
     auto finish = [&](absl::Span<const size_t> finished) -> absl::Status {
       BackgroundStoreWriter::Rows to_store;
       to_store.reserve(finished.size());
+      int64_t kept = 0;
       for (size_t k : finished) {
         if (k >= computed.size() || stored[k]) continue;
         stored[k] = true;
+        ++kept;
         const size_t i = compute_index[k];
         outcome.results[i] = ToWire(pairs[i], computed[k]);
         if (store_ != nullptr) {
           to_store.emplace_back(keys[i], outcome.results[i].SerializeAsString());
         }
       }
-      if (store_ == nullptr || to_store.empty()) return absl::OkStatus();
+      if (store_ == nullptr || to_store.empty()) {
+        if (control.pairs_kept && kept > 0) control.pairs_kept(kept);
+        return absl::OkStatus();
+      }
       if (writer) return writer->Put(std::move(to_store));
       const absl::Time write_start = absl::Now();
       absl::Status written = store_->PutMany(to_store);
       outcome.store_seconds += absl::ToDoubleSeconds(absl::Now() - write_start);
+      if (written.ok() && control.pairs_kept) control.pairs_kept(kept);
       return written;
     };
     if (scorer) {

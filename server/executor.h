@@ -28,6 +28,9 @@ struct CallControl {
   absl::Time deadline = absl::InfiniteFuture();
   // Set by the server when its shutdown grace has run out: waits end with UNAVAILABLE.
   const std::atomic<bool>* server_stopping = nullptr;
+  // Called (possibly from another thread) with the number of computed pairs whose results
+  // are final and, where there is a store, stored: what a killed job keeps. May be empty.
+  std::function<void(int64_t pairs)> pairs_kept;
 };
 
 struct ScoreOutcome {

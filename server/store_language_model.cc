@@ -1,6 +1,7 @@
 #include "server/store_language_model.h"
 
 #include <algorithm>
+#include <atomic>
 #include <limits>
 #include <string>
 
@@ -125,21 +126,24 @@ absl::StatusOr<std::vector<tasks::LoglikelihoodResult>> StoreLanguageModel::Logl
     pairs.push_back(*std::move(p));
   }
   prepare_seconds_ += absl::ToDoubleSeconds(absl::Now() - prepare_start);
-  // Progress counts every request: those the store answers count as done at once.
+  // Progress counts what a killed job keeps: requests the store answers at once, then
+  // computed ones as their results are stored (on the store writer's thread).
   const int64_t total = static_cast<int64_t>(pairs.size());
-  int64_t answered = 0;
-  tasks::CallOptions reuse_options;
-  reuse_options.cancelled = Control(options).cancelled;
-  reuse_options.progress = [&](int64_t done, int64_t) {
-    if (options.progress) options.progress(answered + done, total);
+  std::atomic<int64_t> kept{0};
+  CallControl control = Control(options);
+  control.pairs_kept = [&](int64_t n) {
+    const int64_t now = kept.fetch_add(n) + n;
+    if (options.progress) options.progress(std::min(now, total), total);
   };
+  tasks::CallOptions reuse_options;
+  reuse_options.cancelled = control.cancelled;
   const PairScorer scorer = [&](const std::vector<TokenPair>& missing, int,
                                 std::vector<ScoreResult>* results, const FinishedPairs& finished) {
-    answered = total - static_cast<int64_t>(missing.size());
+    control.pairs_kept(total - static_cast<int64_t>(missing.size()));
     return ScoreWithContextReuse(missing, results, finished, reuse_options);
   };
   absl::StatusOr<ScoreOutcome> outcome = executor_->ScorePairs(
-      *model_, pairs, /*top_k=*/0, /*use_store=*/true, Control(options), scorer);
+      *model_, pairs, /*top_k=*/0, /*use_store=*/true, control, scorer);
   if (!outcome.ok()) return outcome.status();
   cached_ += outcome->cached;
   computed_ += outcome->computed;
