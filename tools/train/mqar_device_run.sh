@@ -3,10 +3,10 @@
 # network; run from the repository root). First checks the plain-PyTorch models against
 # fla's reference logits (tests/golden; stops on a mismatch), then trains hgrn2 and hgrn at
 # d 64 and 128 on (L, K) = (256, 16), all four at once on the one GPU, each for at most
-# MQAR_TIME_LIMIT seconds of training (default 420). Writes
+# MQAR_TIME_LIMIT seconds from its start (data generation included; default 420). Writes
 #   $OUT/mqar/<arch>_d<d>_L256_K16/{config.json,model.safetensors,mqar_train.json}
 #   $OUT/check_golden.log, $OUT/<arch>_d<d>.log, $OUT/summary.txt
-# The whole run takes about MQAR_TIME_LIMIT + 60 s (data generation, start-up, export).
+# The whole run takes about MQAR_TIME_LIMIT + 30 s (golden check, final evaluation, export).
 #
 #   OUT=/some/folder tools/train/mqar_device_run.sh
 set -euo pipefail

@@ -45,6 +45,7 @@ import os
 import struct
 import sys
 import time
+PROGRAM_START = time.time()
 
 import numpy as np
 
@@ -462,7 +463,9 @@ def main():
     ap.add_argument("--seed", type=int, default=0, help="torch init seed")
     ap.add_argument("--fla", default="", help="a folder holding fla's source")
     ap.add_argument("--time-limit", type=float, default=0,
-                    help="stop training after this many seconds (0: none), mid-epoch")
+                    help="stop training this many seconds after the program started (data "
+                         "generation included; 0: none), mid-epoch; the final evaluation and "
+                         "export follow")
     ap.add_argument("--bf16-weights", action="store_true",
                     help="round the final weights to bfloat16 and store them as BF16 (half "
                          "the size); the accuracy is measured on the rounded weights")
@@ -511,9 +514,12 @@ def main():
                           device)
     steps_per_epoch = len(x_train) // batch  # full batches only: the graph's shapes are fixed
     total_steps = args.epochs * steps_per_epoch
-    schedule = Schedule(peak_lr, total_steps, args.warmup, args.time_limit)
     log = []
     start = time.time()
+    # The limit counts from the program's start, so that a caller's wall-clock timeout
+    # (limit + a grace for the final evaluation and export) is never hit mid-training.
+    limit = max(1.0, args.time_limit - (start - PROGRAM_START)) if args.time_limit else 0
+    schedule = Schedule(peak_lr, total_steps, args.warmup, limit)
     step = 0
     out_of_time = False
     print(f"{args.arch} d{args.d_model} L{seq_len} K{pairs}: {sum(p.numel() for p in model.parameters())}"
@@ -524,7 +530,7 @@ def main():
         losses = []
         for i in range(0, steps_per_epoch * batch, batch):
             elapsed = time.time() - start
-            if args.time_limit and elapsed > args.time_limit:
+            if limit and elapsed > limit:
                 out_of_time = True
                 break
             idx = order[i:i + batch]
