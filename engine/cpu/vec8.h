@@ -16,8 +16,10 @@ typedef float V8 __attribute__((vector_size(32)));
 typedef int32_t V8i __attribute__((vector_size(32)));
 
 // One function body per instruction set, picked once at load time by the CPU's features
-// (GCC function multi-versioning): AVX-512, AVX2, or the generic x86-64 build.
-#if defined(__x86_64__)
+// (GCC function multi-versioning): AVX-512, AVX2, or the generic x86-64 build. Clang
+// refuses 32-byte vectors passed between a clone and these (untargeted) helpers, so a
+// Clang build (the fuzzing one) keeps the generic body alone: same bits, slower.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define HGEVAL_CPU_CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
 #else
 #define HGEVAL_CPU_CLONES

@@ -56,8 +56,8 @@ TEST(Vec8, TransposedSumsReduceEachVectorInTheFixedOrder) {
     }
     const V8 sums = TransposedSums8(acc);
     for (int i = 0; i < 8; ++i) {
-      const float expected = HorizontalSum8(acc[i]);
-      EXPECT_EQ(0, std::memcmp(&sums[i], &expected, sizeof(float))) << "vector " << i;
+      const float got = sums[i], expected = HorizontalSum8(acc[i]);
+      EXPECT_EQ(0, std::memcmp(&got, &expected, sizeof(float))) << "vector " << i;
     }
   }
 }
@@ -75,7 +75,8 @@ __attribute__((always_inline)) inline void Mix(const float* a, const float* b, i
   Store8(out, sum);
 }
 
-#if defined(__x86_64__)
+// GCC only, as the kernels' clones (vec8.h).
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 void MixGeneric(const float* a, const float* b, int n, float* out) { Mix(a, b, n, out); }
 __attribute__((target("avx2"))) void MixAvx2(const float* a, const float* b, int n, float* out) {
   Mix(a, b, n, out);
@@ -104,7 +105,7 @@ TEST(Vec8, EveryInstructionSetGivesTheSameBits) {
     EXPECT_EQ(0, std::memcmp(generic, other, sizeof(generic))) << "AVX-512";
   }
 }
-#endif  // __x86_64__
+#endif  // GCC on x86-64
 
 }  // namespace
 }  // namespace hgeval::cpu
