@@ -191,6 +191,9 @@ def main():
                               "avx512vl"]),
             "load_average_before": [round(v, 2) for v in load_before],
             "load_average_after": [round(v, 2) for v in os.getloadavg()],
+            # With other work on the cores (load average >= 1) threads lose their time
+            # slices, OpenMP's spinning ones most: all-threads numbers are then unreliable.
+            "quiet": max(load_before[0], os.getloadavg()[0]) < 1.0,
         },
         "workload": {
             "model": "data/models/stories260K/stories260K.bin",
