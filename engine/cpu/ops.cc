@@ -159,7 +159,10 @@ void ScoreHead(const float* hidden, int64_t d, const HostTensor& lm_head, const 
     const bool last = (item.want_last_logprobs || item.want_last_argmax) && t == t_len - 1;
     if (scored || last || item.want_all_logits) rows.push_back(t);
   }
-  constexpr int64_t kBlock = 64;
+  // Buffers sized for the rows at hand: a decode step's one row must not allocate (and
+  // page-fault) a 64-row block of logits every token.
+  constexpr int64_t kMaxBlock = 64;
+  const int64_t kBlock = std::min<int64_t>(kMaxBlock, static_cast<int64_t>(rows.size()));
   std::vector<float> x(static_cast<size_t>(kBlock * d));
   std::vector<float> logits(static_cast<size_t>(kBlock * vocab));
   for (size_t b0 = 0; b0 < rows.size(); b0 += kBlock) {

@@ -5,44 +5,48 @@
 #include <vector>
 
 #include "engine/cpu/ops.h"
+#include "engine/cpu/vec8.h"
 
 namespace hgeval::cpu {
 namespace {
 
-// Eight lanes; lane l accumulates the products at k ≡ l (mod 8), in k order. GCC lowers it
-// to AVX or to pairs of SSE registers; either way each lane does the same IEEE operations
-// (no fused multiply-add: the build does not contract), so results do not depend on the
-// instruction set either.
-typedef float V8 __attribute__((vector_size(32)));
-
-__attribute__((always_inline)) inline void Load(const float* p, V8* v) {
-  std::memcpy(v, p, sizeof(V8));
-}
+// Eight lanes; lane l accumulates the products at k ≡ l (mod 8), in k order (a last
+// partial chunk is zero-padded), and the lanes are summed in HorizontalSum8's fixed tree.
+// Multiplies and adds stay separate (vec8.h), so every instruction-set clone gives the
+// same bits.
 
 // MR rows of x against NR rows of W, each element reduced in the same fixed order.
 template <int MR, int NR>
 __attribute__((always_inline)) inline void Tile(const float* x, int64_t k, const float* w, float* y,
                                                 int64_t ldy) {
-  V8 acc[MR][NR];
-  for (int m = 0; m < MR; ++m) {
-    for (int n = 0; n < NR; ++n) acc[m][n] = V8{0, 0, 0, 0, 0, 0, 0, 0};
-  }
+  V8 acc[MR * NR];
+  for (int a = 0; a < MR * NR; ++a) acc[a] = Splat8(0.0f);
   int64_t i = 0;
   for (; i + 8 <= k; i += 8) {
     V8 wv[NR];
-    for (int n = 0; n < NR; ++n) Load(w + n * k + i, &wv[n]);
+    for (int n = 0; n < NR; ++n) wv[n] = Load8(w + n * k + i);
     for (int m = 0; m < MR; ++m) {
-      V8 xv;
-      Load(x + m * k + i, &xv);
-      for (int n = 0; n < NR; ++n) acc[m][n] += xv * wv[n];
+      const V8 xv = Load8(x + m * k + i);
+      for (int n = 0; n < NR; ++n) acc[m * NR + n] += xv * wv[n];
     }
   }
-  for (int m = 0; m < MR; ++m) {
-    for (int n = 0; n < NR; ++n) {
-      float l[8];
-      for (int j = 0; j < 8; ++j) l[j] = acc[m][n][j];
-      for (int64_t j = i; j < k; ++j) l[j - i] += x[m * k + j] * w[n * k + j];
-      y[m * ldy + n] = ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));
+  if (i < k) {
+    for (int m = 0; m < MR; ++m) {
+      const V8 xv = LoadPartial8(x + m * k + i, k - i);
+      for (int n = 0; n < NR; ++n) acc[m * NR + n] += xv * LoadPartial8(w + n * k + i, k - i);
+    }
+  }
+  if constexpr (MR * NR == 1) {
+    y[0] = HorizontalSum8(acc[0]);
+  } else {
+    // Eight sums at a time through one transpose; missing ones padded with zeros.
+    for (int a0 = 0; a0 < MR * NR; a0 += 8) {
+      V8 group[8];
+      for (int j = 0; j < 8; ++j) group[j] = a0 + j < MR * NR ? acc[a0 + j] : Splat8(0.0f);
+      const V8 sums = TransposedSums8(group);
+      for (int j = 0; j < 8 && a0 + j < MR * NR; ++j) {
+        y[(a0 + j) / NR * ldy + (a0 + j) % NR] = sums[j];
+      }
     }
   }
 }
@@ -55,9 +59,8 @@ constexpr int64_t kRowBlock = 64;
 
 // Columns [n0, n1) of y for all rows: tiles of kMr x kNr, edges with smaller tiles (same
 // per-element arithmetic).
-__attribute__((target_clones("avx2", "default"))) void Columns(const float* x, int64_t m, int64_t k,
-                                                               const float* w, int64_t n,
-                                                               int64_t n0, int64_t n1, float* y) {
+HGEVAL_CPU_CLONES void Columns(const float* x, int64_t m, int64_t k, const float* w, int64_t n,
+                               int64_t n0, int64_t n1, float* y) {
   for (int64_t r0 = 0; r0 < m; r0 += kRowBlock) {
     const int64_t r1 = std::min(m, r0 + kRowBlock);
     const int64_t full_end = r0 + (r1 - r0) / kMr * kMr;
