@@ -12,24 +12,16 @@ namespace hgeval::tasks {
 size_t TrailingPythonWhitespaceBytes(std::string_view s) {
   size_t end = s.size();
   while (end > 0) {
-    // Step back over one UTF-8 sequence.
-    size_t begin = end - 1;
-    while (begin > 0 && (static_cast<unsigned char>(s[begin]) & 0xC0) == 0x80 && end - begin < 4) {
-      --begin;
+    // The well-formed sequence that ends at `end`, if any. Python's rstrip() sees code
+    // points, so a stray byte (a lone 0x85 or 0xA0, an overlong C0 A0) is not whitespace.
+    size_t begin = end;
+    for (size_t back = 1; back <= 4 && back <= end; ++back) {
+      if (utf8::SequenceLength(s, end - back) == back) {
+        begin = end - back;
+        break;
+      }
     }
-    const std::string_view seq = s.substr(begin, end - begin);
-    char32_t cp = 0;
-    const unsigned char c0 = static_cast<unsigned char>(seq[0]);
-    if (seq.size() == 1) {
-      cp = c0;
-    } else if (seq.size() == 2 && (c0 & 0xE0) == 0xC0) {
-      cp = ((c0 & 0x1F) << 6) | (seq[1] & 0x3F);
-    } else if (seq.size() == 3 && (c0 & 0xF0) == 0xE0) {
-      cp = ((c0 & 0x0F) << 12) | ((seq[1] & 0x3F) << 6) | (seq[2] & 0x3F);
-    } else {
-      break;  // 4-byte sequences are never whitespace
-    }
-    if (!utf8::IsPythonWhitespace(cp)) break;
+    if (begin == end || !utf8::IsPythonWhitespace(utf8::DecodeAt(s, begin))) break;
     end = begin;
   }
   return s.size() - end;

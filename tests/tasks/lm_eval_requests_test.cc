@@ -36,6 +36,14 @@ TEST_F(LmEvalRequestsTest, UnicodeTrailingWhitespaceMovesToTheContinuation) {
   EXPECT_EQ(TrailingPythonWhitespaceBytes("a\xe3\x80\x80 "), 4u);  // U+3000, space
   EXPECT_EQ(TrailingPythonWhitespaceBytes("a\x1f"), 1u);           // unit separator
   EXPECT_EQ(TrailingPythonWhitespaceBytes("a\xe2\x80\x8b"), 0u);   // U+200B is not
+  // U+0085 and U+00A0 are whitespace as code points (C2 85, C2 A0); the lone bytes 0x85
+  // and 0xA0 are no code point at all, nor is the overlong C0 A0 (a space's bits).
+  EXPECT_EQ(TrailingPythonWhitespaceBytes("a\xc2\x85"), 2u);
+  EXPECT_EQ(TrailingPythonWhitespaceBytes("\x85"), 0u);
+  EXPECT_EQ(TrailingPythonWhitespaceBytes("\xa0"), 0u);
+  EXPECT_EQ(TrailingPythonWhitespaceBytes("a\xa0"), 0u);
+  EXPECT_EQ(TrailingPythonWhitespaceBytes("a\xc0\xa0"), 0u);
+  EXPECT_EQ(TrailingPythonWhitespaceBytes("\x85 "), 1u);
   for (const std::string space : {" ", "\xc2\xa0", "\xe3\x80\x80"}) {
     auto pair = EncodeLmEvalPair(*tokenizer_, "Once upon a" + space, "time", false, prefix_);
     ASSERT_TRUE(pair.ok()) << pair.status();
