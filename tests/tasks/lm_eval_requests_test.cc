@@ -122,5 +122,34 @@ TEST(GenerationContextTest, KeepsTheLastTokensAndRefusesNoRoom) {
   }
 }
 
+// One generate_until request for every route (HFLM.generate_until): tok_encode, the
+// last max_length - max_gen_toks tokens, an empty prompt conditioned on the prefix
+// token, EOS ends generation and its text joins the stop sequences.
+TEST_F(LmEvalRequestsTest, GenerateUntilRequestIsLmEvals) {
+  const std::vector<std::string> until = {"\n\n"};
+  const std::vector<int32_t> whole = Encode("Once upon a time there was a cat", true);
+  ASSERT_GT(whole.size(), 4u);
+  auto cut = MakeLmEvalGenerateRequest(*tokenizer_, "Once upon a time there was a cat", until,
+                                       /*max_gen_toks=*/6, /*add_bos=*/true,
+                                       /*max_length=*/10, prefix_);
+  ASSERT_TRUE(cut.ok()) << cut.status();
+  EXPECT_EQ(cut->prompt, std::vector<int32_t>(whole.end() - 4, whole.end()));
+  EXPECT_EQ(cut->max_new_tokens, 6);
+  EXPECT_EQ(cut->sampling.temperature, 0.0f);  // greedy
+  const int32_t eos = tokenizer_->eos_id();
+  ASSERT_GE(eos, 0);
+  EXPECT_EQ(cut->stop_tokens, std::vector<int32_t>{eos});
+  std::vector<std::string> stops = until;
+  const std::string eos_text = *tokenizer_->Decode(std::vector<int32_t>{eos}, false);
+  if (!eos_text.empty()) stops.push_back(eos_text);
+  EXPECT_EQ(cut->stop_strings, stops);
+
+  auto empty = MakeLmEvalGenerateRequest(*tokenizer_, "", until, 6, false, 10, prefix_);
+  ASSERT_TRUE(empty.ok()) << empty.status();
+  EXPECT_EQ(empty->prompt, std::vector<int32_t>{prefix_});
+  auto no_room = MakeLmEvalGenerateRequest(*tokenizer_, "a", until, 10, false, 10, prefix_);
+  EXPECT_EQ(no_room.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace hgeval::tasks
