@@ -170,6 +170,9 @@ absl::StatusOr<std::vector<tasks::GenerateUntilResult>> RemoteLanguageModel::Gen
       request.set_bos_mode(options_.bos_mode);
       request.set_max_tokens(requests[i].max_gen_toks);
       for (const std::string& u : requests[i].until) request.add_until(u);
+      // The server prepares it as the evaluator and jobs do (prompt cut, EOS text).
+      request.set_lm_eval(true);
+      request.set_max_length(static_cast<int32_t>(options_.max_length));
       futures.push_back(std::async(std::launch::async, [this, request] {
         return WithRetry<v1::GenerateResponse>(options_.retry_for,
                                                [&] { return client_->Generate(request); });

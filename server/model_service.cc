@@ -423,8 +423,15 @@ grpc::Status ModelServiceImpl::Generate(grpc::ServerContext* context,
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                         "give either prompt (text) or prompt_ids, not both");
   }
-  if (!has_text && !has_ids) {
+  if (!has_text && !has_ids && !request->lm_eval()) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "the prompt is empty");
+  }
+  if (request->lm_eval() && has_ids) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "lm_eval prepares a text prompt; prompt_ids cannot be given with it");
+  }
+  if (request->max_length() < 0) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "max_length must be >= 0");
   }
   if (grpc::Status s = CheckTextBytes(static_cast<int64_t>(request->prompt().size())); !s.ok()) {
     return s;
@@ -457,7 +464,16 @@ grpc::Status ModelServiceImpl::Generate(grpc::ServerContext* context,
   if (!model.ok()) return ToGrpcStatus(model.status());
   const Tokenizer& tokenizer = *(*model)->tokenizer;
   std::vector<int32_t> prompt;
-  if (has_ids) {
+  if (request->lm_eval()) {
+    if (absl::Status s = ValidateUtf8(request->prompt(), "prompt"); !s.ok()) return ToGrpcStatus(s);
+    absl::StatusOr<GenerateRequest> prepared = tasks::MakeLmEvalGenerateRequest(
+        tokenizer, request->prompt(), until, request->max_tokens(),
+        AddsSpecialTokens(request->bos_mode()), LmEvalMaxLength(**model, request->max_length()),
+        PrefixToken(tokenizer));
+    if (!prepared.ok()) return ToGrpcStatus(prepared.status());
+    prompt = std::move(prepared->prompt);
+    until = std::move(prepared->stop_strings);
+  } else if (has_ids) {
     if (absl::Status s =
             ValidateIds(request->prompt_ids(), (*model)->info.vocab_size, "prompt_ids");
         !s.ok()) {
