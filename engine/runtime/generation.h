@@ -107,9 +107,9 @@ struct GenerateOptions {
   std::function<void(int64_t finished, int64_t total)> progress;
 };
 
-// Runs every request to completion in one DecodeBatch: the one decode loop of the
-// in-process evaluator and hgeval-engine (the server's scheduler drives a DecodeBatch
-// itself, adding requests between steps).
+// Runs every request to completion in one DecodeBatch: how the in-process evaluator and
+// the NIAH sweep decode (the server's scheduler and hgeval-engine step a DecodeBatch
+// themselves, to add requests between steps or stream tokens).
 absl::StatusOr<std::vector<GenerateResult>> Generate(Model& model, const Tokenizer* tokenizer,
                                                      absl::Span<const GenerateRequest> requests,
                                                      const GenerateOptions& options = {});

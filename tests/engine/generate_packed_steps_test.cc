@@ -1,7 +1,7 @@
-// hgeval::Generate, the one decode loop of the evaluator, the NIAH sweep and
-// hgeval-engine: a step's Forward calls packed to a token budget (what the evaluator
-// uses to bound memory) give the same tokens as one call per step, and every result
-// counts the tokens it fed (prompt, then each emitted token that was fed back).
+// hgeval::Generate, the decode loop of the evaluator and the NIAH sweep: a step's Forward calls
+// packed to a token budget (what the evaluator uses to bound memory) give the same tokens as one
+// call per step, and every result counts the tokens it fed (prompt, then each emitted token that
+// was fed back).
 #include <memory>
 #include <string>
 #include <vector>
