@@ -10,6 +10,7 @@
 #include "engine/runtime/generation.h"
 #include "engine/util/parallel_for.h"
 #include "server/request_prep.h"
+#include "tasks/engine_language_model.h"
 
 namespace hgeval::server {
 namespace v1 = ::hgeval::v1;
@@ -308,7 +309,8 @@ tasks::LanguageModelInfo StoreLanguageModel::info() const {
   info.family = std::string(ModelFamilyName(model_->info.family));
   info.tokenizer = std::string(model_->tokenizer->kind());
   info.tokenizer_hash = model_->tokenizer_hash;
-  info.bos_regime = options_.add_special ? "tokenizer" : "none";
+  info.bos_regime = std::string(tasks::BosRegimeName(
+      options_.add_special ? tasks::BosRegime::kTokenizer : tasks::BosRegime::kNone));
   info.max_length = max_length_;
   info.prefix_token_id = PrefixToken(*model_->tokenizer);
   info.dtype = model_->info.dtype;
