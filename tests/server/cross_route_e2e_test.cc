@@ -10,23 +10,22 @@
 #include <signal.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "client/client.h"
-#include "client/remote_language_model.h"
 #include "engine/model/load_model.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
-#include "tasks/cli_options.h"
 #include "tasks/engine_language_model.h"
-#include "tasks/evaluator.h"
 #include "tasks/niah/context.h"
 #include "tasks/niah/haystack.h"
 #include "tasks/niah/sweep.h"
+#include "tests/server/lm_eval_routes.h"
 #include "tests/server/server_process.h"
 #include "tests/support/paths.h"
 
@@ -48,100 +47,35 @@ const std::vector<std::string> kTasks = {
     "hellaswag", "winogrande",    "boolq",      "lambada_openai", "lambada_standard"};
 const std::vector<std::string> kWikitext = {"wikitext"};
 
-// Which BOS regime a route is given: none (its default left alone) or lm-eval <= 0.4.9.1's.
+// The three routes on the server's "stories". bos: none (each route's default left alone)
+// or lm-eval <= 0.4.9.1's regime.
 enum class Bos { kRouteDefault, kNone };
 
-Json WithSamples(const tasks::EvaluationReport& report) {
-  Json out = tasks::ResultsJson(report);
-  for (const tasks::TaskReport& task : report.tasks) out["samples"][task.name] = task.samples;
-  return out;
-}
-
-tasks::EvaluatorOptions EvaluatorOptions(int limit) {
-  tasks::EvaluatorOptions options;
-  options.limit = limit;
-  options.data_dir = SourcePath("data");
-  options.log_samples = true;
-  return options;
-}
-
-// hgeval-eval's route: the checkpoint opened in this process, its content hash recorded.
 Json InProcess(const std::vector<std::string>& task_names, int limit, Bos bos) {
-  absl::StatusOr<tasks::OpenedModel> opened =
-      tasks::OpenModelAndTokenizer(SourcePath(kModel), SourcePath(kTokenizer), "cpu", "fp32", 0);
-  EXPECT_TRUE(opened.ok()) << opened.status();
-  if (!opened.ok()) return {};
-  tasks::EngineLanguageModelOptions options;
-  if (bos == Bos::kNone) options.bos_regime = tasks::BosRegime::kNone;
-  options.model_name = SourcePath(kModel);
-  options.tokenizer_name = SourcePath(kTokenizer);
-  options.model_hash = opened->checkpoint->ContentHash();
-  tasks::EngineLanguageModel lm(opened->model.get(), opened->tokenizer.get(), options);
-  absl::StatusOr<tasks::EvaluationReport> report =
-      tasks::RunTasks(lm, task_names, EvaluatorOptions(limit));
-  EXPECT_TRUE(report.ok()) << report.status();
-  return report.ok() ? WithSamples(*report) : Json();
+  return testing::RunInProcess(
+      SourcePath(kModel), SourcePath(kTokenizer), task_names, limit,
+      bos == Bos::kNone ? std::optional(tasks::BosRegime::kNone) : std::nullopt);
 }
-
-// hgeval run's route: a job on the server.
+std::optional<v1::BosMode> WireBos(Bos bos) {
+  return bos == Bos::kNone ? std::optional(v1::BOS_MODE_NONE) : std::nullopt;
+}
 Json Job(client::Client& client, const std::vector<std::string>& task_names, int limit, Bos bos) {
-  v1::SubmitJobRequest request;
-  request.set_model("stories");
-  for (const std::string& name : task_names) request.add_tasks(name);
-  request.set_limit(limit);
-  request.mutable_options()->set_log_samples(true);
-  if (bos == Bos::kNone) request.mutable_options()->set_bos_mode(v1::BOS_MODE_NONE);
-  absl::StatusOr<std::string> id = client.SubmitJob(request);
-  EXPECT_TRUE(id.ok()) << id.status();
-  if (!id.ok()) return {};
-  absl::StatusOr<v1::Job> job = client.WatchJob(*id, nullptr);
-  EXPECT_TRUE(job.ok()) << job.status();
-  if (!job.ok()) return {};
-  EXPECT_EQ(job->state(), v1::JOB_STATE_SUCCEEDED) << job->error();
-  return Json::parse(job->results_json());
+  return testing::RunAsJob(client, "stories", task_names, limit, WireBos(bos));
 }
-
-// hgeval run --local's route: the tasks here, every model call an RPC.
 Json PerRequest(client::Client& client, const std::vector<std::string>& task_names, int limit,
                 Bos bos) {
-  client::RemoteLanguageModelOptions options;
-  options.model = "stories";
-  if (bos == Bos::kNone) options.bos_mode = v1::BOS_MODE_NONE;
-  absl::StatusOr<std::unique_ptr<client::RemoteLanguageModel>> lm =
-      client::RemoteLanguageModel::Create(&client, options);
-  EXPECT_TRUE(lm.ok()) << lm.status();
-  if (!lm.ok()) return {};
-  absl::StatusOr<tasks::EvaluationReport> report =
-      tasks::RunTasks(**lm, task_names, EvaluatorOptions(limit));
-  EXPECT_TRUE(report.ok()) << report.status();
-  return report.ok() ? WithSamples(*report) : Json();
+  return testing::RunPerRequest(client, "stories", task_names, limit, WireBos(bos));
 }
 
-// Per-sample requests and responses, metrics and the recorded facts of the run, equal.
+// Per-sample records, metrics, task facts and the recorded facts of the run, equal.
 // What legitimately differs is left out: how the model is named (a path in process, the
 // registry name on the server), timings and the work counters (the client reuses no
 // context, so it feeds more tokens).
 void ExpectSameRun(const Json& got, const Json& want, const std::vector<std::string>& task_names,
                    const std::string& route) {
   SCOPED_TRACE(route);
-  ASSERT_TRUE(got.is_object() && want.is_object());
-  for (const std::string& name : task_names) {
-    SCOPED_TRACE(name);
-    const Json& got_samples = got.at("samples").at(name);
-    const Json& want_samples = want.at("samples").at(name);
-    ASSERT_EQ(got_samples.size(), want_samples.size());
-    ASSERT_FALSE(want_samples.empty());
-    for (size_t i = 0; i < want_samples.size(); ++i) {
-      SCOPED_TRACE(i);
-      // doc, arguments, resps (log-likelihoods and greedy flags, exactly; generations),
-      // filtered responses and the per-sample metrics.
-      EXPECT_EQ(got_samples[i], want_samples[i]);
-    }
-    EXPECT_EQ(got.at("results").at(name), want.at("results").at(name));
-    for (const char* key : {"configs", "versions", "n-shot", "higher_is_better", "n-samples"}) {
-      EXPECT_EQ(got.at(key).at(name), want.at(key).at(name)) << key;
-    }
-  }
+  testing::ExpectSameTaskResults(got, want, task_names);
+  if (!got.is_object() || !want.is_object()) return;
   EXPECT_EQ(got.contains("groups"), want.contains("groups"));
   if (want.contains("groups")) EXPECT_EQ(got.at("groups"), want.at("groups"));
   for (const char* key :
