@@ -99,6 +99,7 @@ absl::StatusOr<NiahResult> RunNiahSweep(Model& model, const Tokenizer& tokenizer
   if (!result.options.texts.has_value()) result.options.texts = DefaultNiahTexts(options.mode);
   const NiahTexts& texts = *result.options.texts;
   result.tokenizer_kind = std::string(tokenizer.kind());
+  result.tokenizer_hash = tokenizer.ContentHash();
 
   // Haystack and layouts.
   HG_ASSIGN_OR_RETURN(std::vector<Essay> essays, ReadHaystackEssays(options.essays_dir));

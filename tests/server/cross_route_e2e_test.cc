@@ -17,6 +17,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "client/client.h"
+#include "engine/loader/checkpoint.h"
 #include "engine/model/load_model.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "gtest/gtest.h"
@@ -24,6 +25,7 @@
 #include "tasks/engine_language_model.h"
 #include "tasks/niah/context.h"
 #include "tasks/niah/haystack.h"
+#include "tasks/niah/output.h"
 #include "tasks/niah/sweep.h"
 #include "tests/server/lm_eval_routes.h"
 #include "tests/server/server_process.h"
@@ -171,10 +173,14 @@ TEST_F(CrossRouteTest, NiahGridEqualsOnEveryRoute) {
   const std::vector<double> depths = {0, 50, 100};
   constexpr int kNewTokens = 16;
 
-  absl::StatusOr<std::unique_ptr<Model>> model = LoadModel(SourcePath(kModel), LoadOptions());
+  // As hgeval-niah opens it: the checkpoint's content hash is the results' model_hash.
+  absl::StatusOr<std::unique_ptr<Checkpoint>> checkpoint = OpenModelCheckpoint(SourcePath(kModel));
+  ASSERT_TRUE(checkpoint.ok()) << checkpoint.status();
+  absl::StatusOr<std::unique_ptr<Model>> model = BuildModel(**checkpoint, LoadOptions());
   absl::StatusOr<std::unique_ptr<Tokenizer>> tokenizer = LoadTokenizer(SourcePath(kTokenizer));
   ASSERT_TRUE(model.ok() && tokenizer.ok());
   niah::NiahOptions options;
+  options.model_hash = (*checkpoint)->ContentHash();
   options.grid.lengths = lengths;
   options.grid.depths = depths;
   options.max_new_tokens = kNewTokens;
@@ -195,6 +201,12 @@ TEST_F(CrossRouteTest, NiahGridEqualsOnEveryRoute) {
   ASSERT_TRUE(job.ok()) << job.status();
   ASSERT_EQ(job->state(), v1::JOB_STATE_SUCCEEDED) << job->error();
   const Json job_json = Json::parse(job->results_json());
+  // One model hash and tokenizer hash in both results files.
+  const Json local_json = Json::parse(niah::NiahResultToJson(*local));
+  EXPECT_FALSE(local_json.at("model_hash").get<std::string>().empty());
+  EXPECT_EQ(job_json.at("model_hash"), local_json.at("model_hash"));
+  EXPECT_FALSE(local_json.at("tokenizer_hash").get<std::string>().empty());
+  EXPECT_EQ(job_json.at("tokenizer_hash"), local_json.at("tokenizer_hash"));
   const Json& job_cells = job_json.at("cells");
   ASSERT_EQ(job_cells.size(), local->cells.size());
 

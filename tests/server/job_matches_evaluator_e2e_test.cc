@@ -68,6 +68,9 @@ TEST_F(JobMatchesEvaluatorTest, MultipleChoiceAndCompletionTasks) {
   const Json local = InProcess(names, 6);
   const Json server = OnServer(*client_, names, 6);
   testing::ExpectSameTaskResults(server, local, names);
+  // One model hash for a Hugging Face folder: the checkpoint's content hash on both routes.
+  EXPECT_FALSE(local.at("config").at("model_hash").get<std::string>().empty());
+  EXPECT_EQ(server.at("config").at("model_hash"), local.at("config").at("model_hash"));
 }
 
 TEST_F(JobMatchesEvaluatorTest, LoglikelihoodJobsFeedTheEvaluatorsTokens) {
