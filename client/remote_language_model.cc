@@ -6,6 +6,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "proto/hgeval/v1/bos_mode.h"
+#include "tasks/engine_language_model.h"
 
 namespace hgeval::client {
 namespace v1 = ::hgeval::v1;
@@ -78,7 +80,9 @@ absl::StatusOr<std::unique_ptr<RemoteLanguageModel>> RemoteLanguageModel::Create
       info->bos_token_id() >= 0 ? info->bos_token_id() : info->eos_token_id();
   lm->info_.dtype = info->dtype();
   lm->info_.backend = info->backend();
-  lm->info_.bos_regime = options.bos_mode == v1::BOS_MODE_NONE ? "none" : "tokenizer";
+  lm->info_.bos_regime = std::string(tasks::BosRegimeName(v1::AddsSpecialTokens(options.bos_mode)
+                                                              ? tasks::BosRegime::kTokenizer
+                                                              : tasks::BosRegime::kNone));
   lm->info_.context_reuse = false;
   lm->info_.rolling_mode = "windows";
   lm->options_.max_length = lm->info_.max_length;
@@ -170,6 +174,9 @@ absl::StatusOr<std::vector<tasks::GenerateUntilResult>> RemoteLanguageModel::Gen
       request.set_bos_mode(options_.bos_mode);
       request.set_max_tokens(requests[i].max_gen_toks);
       for (const std::string& u : requests[i].until) request.add_until(u);
+      // The server prepares it as the evaluator and jobs do (prompt cut, EOS text).
+      request.set_lm_eval(true);
+      request.set_max_length(static_cast<int32_t>(options_.max_length));
       futures.push_back(std::async(std::launch::async, [this, request] {
         return WithRetry<v1::GenerateResponse>(options_.retry_for,
                                                [&] { return client_->Generate(request); });

@@ -16,7 +16,8 @@ namespace hgeval::client {
 
 struct RemoteLanguageModelOptions {
   std::string model;
-  hgeval::v1::BosMode bos_mode = hgeval::v1::BOS_MODE_TOKENIZER;
+  // Unset: the server's default, lm-eval >= 0.4.9.2's rule (proto/hgeval/v1/bos_mode.h).
+  hgeval::v1::BosMode bos_mode = hgeval::v1::BOS_MODE_UNSPECIFIED;
   int64_t max_length = 0;          // 0: the server's lm_eval_max_length for the model
   int64_t chunk_per_server = 256;  // pairs per call (parallel_calls calls in flight)
   absl::Duration retry_for = absl::Minutes(5);

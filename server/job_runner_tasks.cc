@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
+#include "proto/hgeval/v1/bos_mode.h"
 #include "server/job_runner.h"
 #include "server/store_language_model.h"
 #include "server/store_lra_classifier.h"
@@ -52,7 +53,7 @@ namespace {
 
 StoreLanguageModelOptions JobLanguageModelOptions(const v1::Job& job, const JobContext& context) {
   StoreLanguageModelOptions options;
-  options.add_special = AddsSpecialTokens(job.options().bos_mode());
+  options.add_special = v1::AddsSpecialTokens(job.options().bos_mode());
   options.max_length = job.options().max_length();
   options.cancelled = context.cancelled;
   return options;

@@ -12,6 +12,7 @@
 #include "engine/runtime/generation.h"
 #include "engine/tokenizer/utf8.h"
 #include "engine/util/status_macros.h"
+#include "proto/hgeval/v1/bos_mode.h"
 #include "server/log.h"
 #include "server/request_prep.h"
 
@@ -228,7 +229,7 @@ grpc::Status ModelServiceImpl::Loglikelihood(grpc::ServerContext* context,
     limits.max_length = std::min<int64_t>(limits.max_length, request->max_length());
   limits.truncate = request->truncate();
   limits.model_name = request->model();
-  const bool add_special = AddsSpecialTokens(request->bos_mode());
+  const bool add_special = v1::AddsSpecialTokens(request->bos_mode());
   std::vector<TokenPair> pairs;
   pairs.reserve(request->pairs_size());
   int64_t tokens = 0;
@@ -324,8 +325,8 @@ grpc::Status ModelServiceImpl::LoglikelihoodRolling(grpc::ServerContext* context
       if (absl::Status s = ValidateUtf8(input.text(), where + ".text"); !s.ok()) {
         return ToGrpcStatus(s);
       }
-      absl::StatusOr<std::vector<int32_t>> encoded =
-          tasks::EncodeLmEvalText(tokenizer, input.text(), AddsSpecialTokens(request->bos_mode()));
+      absl::StatusOr<std::vector<int32_t>> encoded = tasks::EncodeLmEvalText(
+          tokenizer, input.text(), v1::AddsSpecialTokens(request->bos_mode()));
       if (!encoded.ok()) return ToGrpcStatus(encoded.status());
       ids = *std::move(encoded);
     }
@@ -423,8 +424,15 @@ grpc::Status ModelServiceImpl::Generate(grpc::ServerContext* context,
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                         "give either prompt (text) or prompt_ids, not both");
   }
-  if (!has_text && !has_ids) {
+  if (!has_text && !has_ids && !request->lm_eval()) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "the prompt is empty");
+  }
+  if (request->lm_eval() && has_ids) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "lm_eval prepares a text prompt; prompt_ids cannot be given with it");
+  }
+  if (request->max_length() < 0) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "max_length must be >= 0");
   }
   if (grpc::Status s = CheckTextBytes(static_cast<int64_t>(request->prompt().size())); !s.ok()) {
     return s;
@@ -457,7 +465,16 @@ grpc::Status ModelServiceImpl::Generate(grpc::ServerContext* context,
   if (!model.ok()) return ToGrpcStatus(model.status());
   const Tokenizer& tokenizer = *(*model)->tokenizer;
   std::vector<int32_t> prompt;
-  if (has_ids) {
+  if (request->lm_eval()) {
+    if (absl::Status s = ValidateUtf8(request->prompt(), "prompt"); !s.ok()) return ToGrpcStatus(s);
+    absl::StatusOr<GenerateRequest> prepared = tasks::MakeLmEvalGenerateRequest(
+        tokenizer, request->prompt(), until, request->max_tokens(),
+        v1::AddsSpecialTokens(request->bos_mode()), LmEvalMaxLength(**model, request->max_length()),
+        PrefixToken(tokenizer));
+    if (!prepared.ok()) return ToGrpcStatus(prepared.status());
+    prompt = std::move(prepared->prompt);
+    until = std::move(prepared->stop_strings);
+  } else if (has_ids) {
     if (absl::Status s =
             ValidateIds(request->prompt_ids(), (*model)->info.vocab_size, "prompt_ids");
         !s.ok()) {
@@ -467,7 +484,7 @@ grpc::Status ModelServiceImpl::Generate(grpc::ServerContext* context,
   } else {
     if (absl::Status s = ValidateUtf8(request->prompt(), "prompt"); !s.ok()) return ToGrpcStatus(s);
     absl::StatusOr<std::vector<int32_t>> ids = tasks::EncodeLmEvalText(
-        tokenizer, request->prompt(), AddsSpecialTokens(request->bos_mode()));
+        tokenizer, request->prompt(), v1::AddsSpecialTokens(request->bos_mode()));
     if (!ids.ok()) return ToGrpcStatus(ids.status());
     prompt = *std::move(ids);
     if (prompt.empty()) {

@@ -230,6 +230,7 @@ absl::StatusOr<NiahJobOutput> RunNiahJob(const v1::Job& job, JobContext& context
   options.essays_dir =
       (std::filesystem::path(context.data_dir) / "niah" / "PaulGrahamEssays").string();
   options.model_name = job.model();
+  options.model_hash = model.model_hash;
   options.training_length = job.niah().has_training_length()
                                 ? job.niah().training_length()
                                 : model.model->config().max_position_embeddings;

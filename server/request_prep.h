@@ -29,12 +29,6 @@ struct PairLimits {
   std::string model_name;  // for messages
 };
 
-// Whether text is encoded with the tokenizer's special tokens: every mode but
-// BOS_MODE_NONE (unset means lm-eval >= 0.4.9.2's rule, BOS_MODE_TOKENIZER).
-inline bool AddsSpecialTokens(hgeval::v1::BosMode mode) {
-  return mode != hgeval::v1::BOS_MODE_NONE;
-}
-
 // INVALID_ARGUMENT naming `what` and the byte offset when `text` is not UTF-8.
 absl::Status ValidateUtf8(std::string_view text, const std::string& what);
 // INVALID_ARGUMENT when an id is outside [0, vocab_size).

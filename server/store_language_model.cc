@@ -11,6 +11,7 @@
 #include "engine/runtime/generation.h"
 #include "engine/util/parallel_for.h"
 #include "server/request_prep.h"
+#include "tasks/engine_language_model.h"
 
 namespace hgeval::server {
 namespace v1 = ::hgeval::v1;
@@ -221,25 +222,15 @@ absl::StatusOr<std::vector<tasks::GenerateUntilResult>> StoreLanguageModel::Gene
     std::vector<std::shared_ptr<GenerateWork>> works(end - start);
     for (size_t i = start; i < end; ++i) {
       const tasks::GenerateUntilRequest& r = requests[i];
-      absl::StatusOr<std::vector<int32_t>> prompt =
-          tasks::EncodeLmEvalText(tokenizer, r.context, options_.add_special);
-      if (!prompt.ok()) return prompt.status();
-      if (r.max_gen_toks > 0) {
-        if (absl::Status s =
-                tasks::TruncateGenerationContext(max_length_, r.max_gen_toks, &*prompt);
-            !s.ok()) {
-          return s;
-        }
-      }
-      if (prompt->empty()) prompt->push_back(PrefixToken(tokenizer));
-      keys.push_back(
-          StoreKey{model_->model_hash, model_->tokenizer_hash, "generate",
-                   GenerateDigest(*prompt, r.max_gen_toks, r.until, 0.0f, 1.0f, 0, false)});
+      absl::StatusOr<GenerateRequest> prepared = tasks::MakeLmEvalGenerateRequest(
+          tokenizer, r.context, r.until, r.max_gen_toks, options_.add_special, max_length_,
+          PrefixToken(tokenizer));
+      if (!prepared.ok()) return prepared.status();
+      keys.push_back(StoreKey{model_->model_hash, model_->tokenizer_hash, "generate",
+                              GenerateDigest(prepared->prompt, prepared->max_new_tokens,
+                                             prepared->stop_strings, 0.0f, 1.0f, 0, false)});
       auto work = std::make_shared<GenerateWork>();
-      work->request.prompt = *std::move(prompt);
-      work->request.max_new_tokens = r.max_gen_toks;
-      if (tokenizer.eos_id() >= 0) work->request.stop_tokens.push_back(tokenizer.eos_id());
-      work->request.stop_strings = r.until;
+      work->request = *std::move(prepared);
       works[i - start] = std::move(work);
     }
     std::vector<std::optional<std::string>> stored(keys.size());
@@ -289,7 +280,7 @@ absl::StatusOr<std::vector<tasks::GenerateUntilResult>> StoreLanguageModel::Gene
       if (!works[k]->status.ok()) return works[k]->status;
       absl::StatusOr<std::string> text = tokenizer.Decode(works[k]->result.tokens);
       if (!text.ok()) return text.status();
-      std::string cut = CutAtStopStrings(*std::move(text), requests[start + k].until);
+      std::string cut = CutAtStopStrings(*std::move(text), works[k]->request.stop_strings);
       out[start + k].text = cut;
       out[start + k].n_tokens = static_cast<int64_t>(works[k]->result.tokens.size());
       stats_.tokens_generated += out[start + k].n_tokens;
@@ -322,7 +313,8 @@ tasks::LanguageModelInfo StoreLanguageModel::info() const {
   info.family = std::string(ModelFamilyName(model_->info.family));
   info.tokenizer = std::string(model_->tokenizer->kind());
   info.tokenizer_hash = model_->tokenizer_hash;
-  info.bos_regime = options_.add_special ? "tokenizer" : "none";
+  info.bos_regime = std::string(tasks::BosRegimeName(
+      options_.add_special ? tasks::BosRegime::kTokenizer : tasks::BosRegime::kNone));
   info.max_length = max_length_;
   info.prefix_token_id = PrefixToken(*model_->tokenizer);
   info.dtype = model_->info.dtype;

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "engine/runtime/generation.h"
+#include "engine/runtime/packed_forward.h"
 #include "engine/util/parallel_for.h"
 #include "engine/util/status_macros.h"
 #include "metrics/text_counts.h"
@@ -190,30 +191,13 @@ absl::StatusOr<TokenizedRequest> EngineLanguageModel::Tokenize(const Loglikeliho
 
 namespace {
 
-// Runs items through Model::Forward in packed batches of at most max_batch_tokens
-// (a longer item runs alone). `after_batch(first, last)` sees each finished range.
+// The evaluator's packing: ForwardInPacks at the model's token budget, cancellable.
 absl::Status ForwardPacked(Model& model, absl::Span<const ForwardItem> items,
                            absl::Span<ForwardOutput> outputs, int64_t max_batch_tokens,
                            const CallOptions& call,
                            const std::function<void(size_t, size_t)>& after_batch) {
-  size_t first = 0;
-  const int64_t budget = BatchTokens(model, max_batch_tokens);
-  while (first < items.size()) {
-    if (call.cancelled && call.cancelled()) return absl::CancelledError("cancelled");
-    size_t last = first;
-    int64_t tokens = 0;
-    while (last < items.size()) {
-      const int64_t n = static_cast<int64_t>(items[last].tokens.size());
-      if (last > first && tokens + n > budget) break;
-      tokens += n;
-      ++last;
-    }
-    HG_RETURN_IF_ERROR(
-        model.Forward(items.subspan(first, last - first), outputs.subspan(first, last - first)));
-    if (after_batch) after_batch(first, last);
-    first = last;
-  }
-  return absl::OkStatus();
+  return ForwardInPacks(model, items, outputs, BatchTokens(model, max_batch_tokens), call.cancelled,
+                        after_batch);
 }
 
 }  // namespace
@@ -469,80 +453,28 @@ absl::StatusOr<std::vector<RollingResult>> EngineLanguageModel::LoglikelihoodRol
 
 absl::StatusOr<std::vector<GenerateUntilResult>> EngineLanguageModel::GenerateUntil(
     absl::Span<const GenerateUntilRequest> requests, const CallOptions& call) {
+  std::vector<GenerateRequest> prepared;
+  prepared.reserve(requests.size());
+  for (const GenerateUntilRequest& r : requests) {
+    HG_ASSIGN_OR_RETURN(GenerateRequest request,
+                        MakeLmEvalGenerateRequest(*tokenizer_, r.context, r.until, r.max_gen_toks,
+                                                  options_.bos_regime == BosRegime::kTokenizer,
+                                                  max_length_, prefix_token_id_));
+    prepared.push_back(std::move(request));
+  }
+  stats_.requests += static_cast<int64_t>(requests.size());
+  GenerateOptions generate;
+  generate.decode.max_batch_tokens = BatchTokens(*model_, options_.max_batch_tokens);
+  generate.cancelled = call.cancelled;
+  generate.progress = call.progress;
+  HG_ASSIGN_OR_RETURN(std::vector<GenerateResult> generated,
+                      Generate(*model_, tokenizer_, prepared, generate));
   std::vector<GenerateUntilResult> results(requests.size());
-  const int32_t eos = tokenizer_->eos_id();
-  std::string eos_text;
-  if (eos >= 0) {
-    HG_ASSIGN_OR_RETURN(eos_text, tokenizer_->Decode(std::vector<int32_t>{eos}, false));
-  }
-  struct Live {
-    size_t request;
-    std::unique_ptr<SequenceState> state;
-    std::vector<int32_t> feed;
-    std::vector<int32_t> generated;
-    std::vector<std::string> until;
-    int max_new = 256;
-    bool finished = false;
-  };
-  std::vector<Live> live(requests.size());
-  for (size_t i = 0; i < requests.size(); ++i) {
-    Live& l = live[i];
-    l.request = i;
-    l.max_new = requests[i].max_gen_toks;
-    l.until = requests[i].until;
-    if (!eos_text.empty()) l.until.push_back(eos_text);
-    HG_ASSIGN_OR_RETURN(l.feed, Encode(requests[i].context));
-    if (l.max_new > 0)
-      HG_RETURN_IF_ERROR(TruncateGenerationContext(max_length_, l.max_new, &l.feed));
-    if (l.feed.empty()) l.feed = {prefix_token_id_};
-    HG_ASSIGN_OR_RETURN(l.state, StartState(*model_, nullptr));
-    stats_.requests += 1;
-    if (l.max_new <= 0) l.finished = true;
-  }
-  int64_t done = 0;
-  for (const auto& l : live) done += l.finished ? 1 : 0;
-  while (true) {
-    std::vector<ForwardItem> items;
-    std::vector<size_t> index;
-    for (size_t i = 0; i < live.size(); ++i) {
-      if (live[i].finished) continue;
-      ForwardItem item;
-      item.tokens = live[i].feed;
-      item.state = live[i].state.get();
-      item.want_last_argmax = true;  // greedy (lm-eval generate_until: do_sample=False)
-      items.push_back(item);
-      index.push_back(i);
-      stats_.tokens_fed += static_cast<int64_t>(live[i].feed.size());
-    }
-    if (items.empty()) break;
-    std::vector<ForwardOutput> outputs(items.size());
-    HG_RETURN_IF_ERROR(ForwardPacked(*model_, items, absl::MakeSpan(outputs),
-                                     options_.max_batch_tokens, call, nullptr));
-    for (size_t k = 0; k < index.size(); ++k) {
-      Live& l = live[index[k]];
-      const int32_t token = outputs[k].last_argmax;
-      bool stop = token == eos;
-      if (!stop) {
-        l.generated.push_back(token);
-        stats_.tokens_generated += 1;
-        l.feed = {token};
-        HG_ASSIGN_OR_RETURN(std::string text, tokenizer_->Decode(l.generated, true));
-        if (FirstStopString(text, l.until) != std::string::npos) stop = true;
-        if (static_cast<int>(l.generated.size()) >= l.max_new) stop = true;
-      }
-      if (stop) {
-        l.finished = true;
-        l.state.reset();
-        ++done;
-      }
-    }
-    if (call.progress) call.progress(done, static_cast<int64_t>(requests.size()));
-  }
-  for (auto& l : live) {
-    GenerateUntilResult& result = results[l.request];
-    HG_ASSIGN_OR_RETURN(std::string text, tokenizer_->Decode(l.generated, true));
-    result.text = CutAtStopStrings(std::move(text), l.until);
-    result.n_tokens = static_cast<int64_t>(l.generated.size());
+  for (size_t i = 0; i < generated.size(); ++i) {
+    results[i].text = std::move(generated[i].text);
+    results[i].n_tokens = static_cast<int64_t>(generated[i].tokens.size());
+    stats_.tokens_fed += generated[i].tokens_fed;
+    stats_.tokens_generated += results[i].n_tokens;
   }
   return results;
 }

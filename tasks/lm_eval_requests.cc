@@ -12,24 +12,16 @@ namespace hgeval::tasks {
 size_t TrailingPythonWhitespaceBytes(std::string_view s) {
   size_t end = s.size();
   while (end > 0) {
-    // Step back over one UTF-8 sequence.
-    size_t begin = end - 1;
-    while (begin > 0 && (static_cast<unsigned char>(s[begin]) & 0xC0) == 0x80 && end - begin < 4) {
-      --begin;
+    // The well-formed sequence that ends at `end`, if any. Python's rstrip() sees code
+    // points, so a stray byte (a lone 0x85 or 0xA0, an overlong C0 A0) is not whitespace.
+    size_t begin = end;
+    for (size_t back = 1; back <= 4 && back <= end; ++back) {
+      if (utf8::SequenceLength(s, end - back) == back) {
+        begin = end - back;
+        break;
+      }
     }
-    const std::string_view seq = s.substr(begin, end - begin);
-    char32_t cp = 0;
-    const unsigned char c0 = static_cast<unsigned char>(seq[0]);
-    if (seq.size() == 1) {
-      cp = c0;
-    } else if (seq.size() == 2 && (c0 & 0xE0) == 0xC0) {
-      cp = ((c0 & 0x1F) << 6) | (seq[1] & 0x3F);
-    } else if (seq.size() == 3 && (c0 & 0xF0) == 0xE0) {
-      cp = ((c0 & 0x0F) << 12) | ((seq[1] & 0x3F) << 6) | (seq[2] & 0x3F);
-    } else {
-      break;  // 4-byte sequences are never whitespace
-    }
-    if (!utf8::IsPythonWhitespace(cp)) break;
+    if (begin == end || !utf8::IsPythonWhitespace(utf8::DecodeAt(s, begin))) break;
     end = begin;
   }
   return s.size() - end;
@@ -106,6 +98,26 @@ absl::Status TruncateGenerationContext(int64_t max_length, int64_t max_gen_toks,
     context->erase(context->begin(), context->end() - keep);
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<GenerateRequest> MakeLmEvalGenerateRequest(
+    const Tokenizer& tokenizer, std::string_view context, absl::Span<const std::string> until,
+    int64_t max_gen_toks, bool add_bos, int64_t max_length, int32_t prefix_token) {
+  GenerateRequest request;
+  HG_ASSIGN_OR_RETURN(request.prompt, EncodeLmEvalText(tokenizer, context, add_bos));
+  if (max_gen_toks > 0) {
+    HG_RETURN_IF_ERROR(TruncateGenerationContext(max_length, max_gen_toks, &request.prompt));
+  }
+  if (request.prompt.empty()) request.prompt = {prefix_token};
+  request.max_new_tokens = static_cast<int>(std::max<int64_t>(0, max_gen_toks));
+  request.stop_strings.assign(until.begin(), until.end());
+  if (const int32_t eos = tokenizer.eos_id(); eos >= 0) {
+    request.stop_tokens = {eos};
+    HG_ASSIGN_OR_RETURN(std::string eos_text,
+                        tokenizer.Decode(std::vector<int32_t>{eos}, /*skip_special=*/false));
+    if (!eos_text.empty()) request.stop_strings.push_back(std::move(eos_text));
+  }
+  return request;
 }
 
 std::vector<TokenPair> MakeRollingWindows(absl::Span<const int32_t> tokens, int32_t prefix_token,

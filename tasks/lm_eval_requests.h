@@ -8,11 +8,13 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "engine/runtime/generation.h"
 #include "engine/tokenizer/tokenizer.h"
 
 namespace hgeval::tasks {
@@ -55,6 +57,18 @@ void TruncateLmEvalPair(int64_t max_length, TokenPair* pair);
 // room, as lm-eval asserts max_ctx_len > 0.
 absl::Status TruncateGenerationContext(int64_t max_length, int64_t max_gen_toks,
                                        std::vector<int32_t>* context);
+
+// lm-eval's generate_until request (HFLM.generate_until) for the engine's decoder, the
+// one rule of the evaluator, jobs and the Generate RPC's lm-eval mode: the context
+// encoded as tok_encode and, when max_gen_toks > 0, cut to its last max_length -
+// max_gen_toks tokens (an empty prompt becomes [prefix_token]); greedy; generation stops
+// at the EOS token, and the EOS token's text joins `until` (HFLM appends
+// tok_decode(eot_token_id) to the stop sequences). max_gen_toks <= 0 generates nothing.
+absl::StatusOr<GenerateRequest> MakeLmEvalGenerateRequest(const Tokenizer& tokenizer,
+                                                          std::string_view context,
+                                                          absl::Span<const std::string> until,
+                                                          int64_t max_gen_toks, bool add_bos,
+                                                          int64_t max_length, int32_t prefix_token);
 
 // lm-eval get_rolling_token_windows + make_disjoint_window with context_len 1: the first
 // window is [prefix_token] then up to max_length tokens; each later window predicts the

@@ -1,110 +1,19 @@
 #include "engine/cpu/ops.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
-#include <condition_variable>
 #include <limits>
-#include <mutex>
-#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "engine/cpu/row_invariant_linear.h"
 #include "engine/util/status_macros.h"
+#include "engine/util/worker_pool.h"
 
 namespace hgeval::cpu {
 namespace {
 
 // The calling thread's ParallelFor thread limit (ScopedCpuThreads); 0 = all.
 thread_local int tls_thread_limit = 0;
-
-// A fixed pool of workers for ParallelFor. Work is split into contiguous index ranges, so
-// which thread runs an index never changes a result (each index is computed alone).
-class WorkerPool {
- public:
-  WorkerPool() {
-    const unsigned n = std::max(1u, std::thread::hardware_concurrency());
-    for (unsigned i = 1; i < n; ++i) {
-      const int index = static_cast<int>(i) - 1;
-      threads_.emplace_back([this, index] { Loop(index); });
-    }
-  }
-  ~WorkerPool() {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      stop_ = true;
-    }
-    cv_.notify_all();
-    for (auto& t : threads_) t.join();
-  }
-
-  void Run(int64_t n, const std::function<void(int64_t)>& fn, int limit) {
-    if (n <= 0) return;
-    // Helpers taking part besides the caller.
-    const int helpers = limit > 0 ? std::min(limit - 1, static_cast<int>(threads_.size()))
-                                  : static_cast<int>(threads_.size());
-    if (helpers == 0 || n == 1) {
-      for (int64_t i = 0; i < n; ++i) fn(i);
-      return;
-    }
-    std::unique_lock<std::mutex> run_lock(run_mu_);  // one parallel region at a time
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      fn_ = &fn;
-      n_ = n;
-      next_.store(0);
-      helpers_ = helpers;
-      pending_ = helpers;
-      ++generation_;
-    }
-    cv_.notify_all();
-    Work();
-    std::unique_lock<std::mutex> lock(mu_);
-    done_cv_.wait(lock, [this] { return pending_ == 0; });
-    fn_ = nullptr;
-  }
-
- private:
-  void Work() {
-    for (;;) {
-      const int64_t i = next_.fetch_add(1);
-      if (i >= n_) return;
-      (*fn_)(i);
-    }
-  }
-  void Loop(int index) {
-    uint64_t seen = 0;
-    for (;;) {
-      {
-        std::unique_lock<std::mutex> lock(mu_);
-        cv_.wait(lock, [&] { return stop_ || generation_ != seen; });
-        if (stop_) return;
-        seen = generation_;
-        if (index >= helpers_) continue;  // not part of this region
-      }
-      Work();
-      std::lock_guard<std::mutex> lock(mu_);
-      if (--pending_ == 0) done_cv_.notify_one();
-    }
-  }
-
-  std::vector<std::thread> threads_;
-  std::mutex run_mu_;
-  std::mutex mu_;
-  std::condition_variable cv_, done_cv_;
-  const std::function<void(int64_t)>* fn_ = nullptr;
-  int64_t n_ = 0;
-  std::atomic<int64_t> next_{0};
-  int pending_ = 0;
-  int helpers_ = 0;
-  uint64_t generation_ = 0;
-  bool stop_ = false;
-};
-
-WorkerPool& Pool() {
-  static WorkerPool* pool = new WorkerPool();
-  return *pool;
-}
 
 }  // namespace
 
@@ -221,7 +130,7 @@ void ScoreHead(const float* hidden, int64_t d, const HostTensor& lm_head, const 
 }
 
 void ParallelFor(int64_t n, const std::function<void(int64_t)>& fn) {
-  Pool().Run(n, fn, tls_thread_limit);
+  RunOnWorkerPool(n, fn, tls_thread_limit);
 }
 
 ScopedCpuThreads::ScopedCpuThreads(int threads) : previous_(tls_thread_limit) {

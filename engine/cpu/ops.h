@@ -48,8 +48,9 @@ void GatedMlp(const float* x, int64_t m, const HostTensor& gate, const HostTenso
 void ScoreHead(const float* hidden, int64_t d, const HostTensor& lm_head, const ForwardItem& item,
                ForwardOutput* out);
 
-// Runs fn(i) for i in [0, n) on the shared CPU worker pool (blocking), using at most the
-// calling thread's limit of threads (ScopedCpuThreads; default all cores).
+// Runs fn(i) for i in [0, n) on the process's worker pool (engine/util/worker_pool.h;
+// blocking), using at most the calling thread's limit of threads (ScopedCpuThreads;
+// default all cores). Loops of different models run at the same time.
 void ParallelFor(int64_t n, const std::function<void(int64_t)>& fn);
 
 // While alive, ParallelFor calls made on this thread use at most `threads` threads (the

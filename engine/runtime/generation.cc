@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "absl/strings/str_cat.h"
+#include "engine/runtime/packed_forward.h"
 #include "engine/util/status_macros.h"
 
 namespace hgeval {
@@ -63,8 +64,8 @@ struct DecodeBatch::Live {
   Live(const GenerateRequest& r) : sampler(r.sampling), request(r) {}
 };
 
-DecodeBatch::DecodeBatch(Model* model, const Tokenizer* tokenizer)
-    : model_(model), tokenizer_(tokenizer) {}
+DecodeBatch::DecodeBatch(Model* model, const Tokenizer* tokenizer, DecodeOptions options)
+    : model_(model), tokenizer_(tokenizer), options_(options) {}
 
 DecodeBatch::~DecodeBatch() = default;
 
@@ -117,9 +118,11 @@ absl::StatusOr<std::vector<int64_t>> DecodeBatch::Step() {
     items[j].want_last_logprobs = !greedy;
   }
   std::vector<ForwardOutput> outputs(items.size());
-  HG_RETURN_IF_ERROR(model_->Forward(items, absl::MakeSpan(outputs)));
+  HG_RETURN_IF_ERROR(
+      ForwardInPacks(*model_, items, absl::MakeSpan(outputs), options_.max_batch_tokens));
   for (size_t j = 0; j < ids.size(); ++j) {
     Live& live = *live_[ids[j]];
+    live.result.tokens_fed += static_cast<int64_t>(live.feed.size());
     const int32_t token = items[j].want_last_argmax ? outputs[j].last_argmax
                                                     : live.sampler.Sample(outputs[j].last_logprobs);
     const auto& stops = live.request.stop_tokens;
@@ -184,17 +187,25 @@ std::string CutAtStopStrings(std::string text, absl::Span<const std::string> sto
 }
 
 absl::StatusOr<std::vector<GenerateResult>> Generate(Model& model, const Tokenizer* tokenizer,
-                                                     absl::Span<const GenerateRequest> requests) {
-  DecodeBatch batch(&model, tokenizer);
+                                                     absl::Span<const GenerateRequest> requests,
+                                                     const GenerateOptions& options) {
+  DecodeBatch batch(&model, tokenizer, options.decode);
   std::vector<int64_t> ids;
   ids.reserve(requests.size());
   for (const GenerateRequest& request : requests) {
     HG_ASSIGN_OR_RETURN(int64_t id, batch.Add(request));
     ids.push_back(id);
   }
+  const int64_t total = static_cast<int64_t>(ids.size());
   for (;;) {
+    if (options.cancelled && options.cancelled()) return absl::CancelledError("cancelled");
     HG_ASSIGN_OR_RETURN(std::vector<int64_t> stepped, batch.Step());
     if (stepped.empty()) break;
+    if (options.progress) {
+      int64_t finished = 0;
+      for (int64_t id : ids) finished += batch.finished(id) ? 1 : 0;
+      options.progress(finished, total);
+    }
   }
   std::vector<GenerateResult> results;
   results.reserve(ids.size());

@@ -5,6 +5,7 @@
 #define HGEVAL_ENGINE_RUNTIME_GENERATION_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <random>
 #include <string>
@@ -51,6 +52,13 @@ struct GenerateResult {
   std::vector<int32_t> tokens;  // generated ids (stop token excluded)
   std::string text;             // decoded, cut at the first stop string (if a tokenizer)
   FinishReason finish_reason = FinishReason::kLength;
+  int64_t tokens_fed = 0;  // prompt and generated tokens run through the model
+};
+
+struct DecodeOptions {
+  // Tokens per Model::Forward call within a step (newcomers' prompts are the long items;
+  // a longer one runs alone); 0: each step in one call.
+  int64_t max_batch_tokens = 0;
 };
 
 // A set of live sequences decoded together. Add() queues a sequence; each Step() prefills
@@ -58,7 +66,7 @@ struct GenerateResult {
 class DecodeBatch {
  public:
   // `tokenizer` may be null when no request uses stop strings.
-  DecodeBatch(Model* model, const Tokenizer* tokenizer);
+  DecodeBatch(Model* model, const Tokenizer* tokenizer, DecodeOptions options = {});
   ~DecodeBatch();
   DecodeBatch(const DecodeBatch&) = delete;
   DecodeBatch& operator=(const DecodeBatch&) = delete;
@@ -80,6 +88,7 @@ class DecodeBatch {
   struct Live;
   Model* model_;
   const Tokenizer* tokenizer_;
+  DecodeOptions options_;
   int64_t next_id_ = 0;
   absl::flat_hash_map<int64_t, std::unique_ptr<Live>> live_;
 };
@@ -90,9 +99,20 @@ size_t FirstStopString(std::string_view text, absl::Span<const std::string> stop
 // `for term in until: if len(term) > 0: s = s.split(term)[0]`). Every route cuts here.
 std::string CutAtStopStrings(std::string text, absl::Span<const std::string> stops);
 
-// Convenience: runs every request to completion in one DecodeBatch.
+struct GenerateOptions {
+  DecodeOptions decode;
+  // Polled before every step; true stops the call with CANCELLED.
+  std::function<bool()> cancelled;
+  // After every step: requests finished so far, and the total.
+  std::function<void(int64_t finished, int64_t total)> progress;
+};
+
+// Runs every request to completion in one DecodeBatch: how the in-process evaluator and
+// the NIAH sweep decode (the server's scheduler and hgeval-engine step a DecodeBatch
+// themselves, to add requests between steps or stream tokens).
 absl::StatusOr<std::vector<GenerateResult>> Generate(Model& model, const Tokenizer* tokenizer,
-                                                     absl::Span<const GenerateRequest> requests);
+                                                     absl::Span<const GenerateRequest> requests,
+                                                     const GenerateOptions& options = {});
 
 }  // namespace hgeval
 

@@ -18,17 +18,6 @@
 #include "tasks/niah/haystack.h"
 
 namespace hgeval::niah {
-namespace {
-
-// Tokens fed back while decoding: every emitted token but the last, which ends the
-// sequence without being fed (a sampled stop token is never fed either).
-int64_t DecodeTokensFed(const GenerateResult& r) {
-  const int64_t emitted = static_cast<int64_t>(r.tokens.size());
-  if (r.finish_reason == FinishReason::kStopToken) return emitted;
-  return std::max<int64_t>(0, emitted - 1);
-}
-
-}  // namespace
 
 void ScoreNiahCell(const NiahOptions& options, const NiahTexts& texts, NiahCellResult& cell) {
   cell.rouge1_score =
@@ -110,6 +99,7 @@ absl::StatusOr<NiahResult> RunNiahSweep(Model& model, const Tokenizer& tokenizer
   if (!result.options.texts.has_value()) result.options.texts = DefaultNiahTexts(options.mode);
   const NiahTexts& texts = *result.options.texts;
   result.tokenizer_kind = std::string(tokenizer.kind());
+  result.tokenizer_hash = tokenizer.ContentHash();
 
   // Haystack and layouts.
   HG_ASSIGN_OR_RETURN(std::vector<Essay> essays, ReadHaystackEssays(options.essays_dir));
@@ -224,7 +214,9 @@ absl::StatusOr<NiahResult> RunNiahSweep(Model& model, const Tokenizer& tokenizer
     for (size_t i = begin; i < end; ++i) {
       NiahCellResult& cell = result.cells[order[i]];
       GenerateResult& g = generated[i - begin];
-      result.stats.decode_tokens_fed += DecodeTokensFed(g);
+      // Tokens fed back while decoding: what the decoder fed beyond the prompt.
+      result.stats.decode_tokens_fed +=
+          g.tokens_fed - static_cast<int64_t>(requests[i - begin].prompt.size());
       cell.ran = true;
       cell.generated = std::move(g.text);
       cell.generated_tokens = std::move(g.tokens);

@@ -59,6 +59,7 @@ struct NiahOptions {
   std::function<bool()> cancelled;
   // Labels for the outputs.
   std::string model_name;
+  std::string model_hash;       // the checkpoint's content hash (Checkpoint::ContentHash)
   int64_t training_length = 0;  // 0: unknown
 };
 
@@ -89,6 +90,7 @@ struct NiahSweepStats {
 struct NiahResult {
   NiahOptions options;  // as run (texts filled in)
   std::string tokenizer_kind;
+  std::string tokenizer_hash;         // Tokenizer::ContentHash()
   std::vector<NiahCellResult> cells;  // length-major: cells[l * depths + d]
   metrics::NiahGridScores grid;       // scores[l][d]; NaN for cells not run
   metrics::NiahMetrics metrics;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "engine/tokenizer/token_only_tokenizer.h"
 #include "engine/util/status_macros.h"
@@ -35,6 +36,7 @@ Usage: hgeval-eval --model PATH --tasks NAMES [options]
                         tasks); "list" prints the known tasks
   --limit N             first N docs per task (a value < 1 is a fraction)
   --bos MODE            none (lm-eval <= 0.4.9.1) or tokenizer (>= 0.4.9.2, default)
+  --num-fewshot N       0 only (zero-shot; other values are refused)
   --max-length N        lm-eval max_length (default: config max_position_embeddings,
                         else 2048)
   --output FILE         results JSON (lm-eval layout); the table goes to stdout
@@ -114,7 +116,7 @@ int Run(int argc, char** argv) {
   auto args = ParseArgs(argc, argv,
                         {"model", "tokenizer", "tasks", "limit", "bos", "max-length", "output",
                          "table", "log-samples", "data-dir", "device", "dtype", "threads",
-                         "bootstrap-iters", "max-batch-tokens"},
+                         "bootstrap-iters", "max-batch-tokens", "num-fewshot"},
                         {"no-reuse", "windowless", "quiet", "truncate-long-continuations"});
   if (!args.ok()) {
     std::fprintf(stderr, "hgeval-eval: %s\n", std::string(args.status().message()).c_str());
@@ -143,6 +145,12 @@ int Run(int argc, char** argv) {
     return out;
   };
 
+  // Zero-shot only, as hgeval run and server jobs: a few-shot request is refused rather
+  // than run zero-shot under a few-shot label.
+  if (const std::string shots = args->Get("num-fewshot", "0"); shots != "0") {
+    return fail(absl::InvalidArgumentError(absl::StrCat(
+        "--num-fewshot ", shots, " is not supported: hgeval evaluates zero-shot only (0)")));
+  }
   auto task_names = ExpandTaskList(args->Get("tasks"));
   if (!task_names.ok()) return fail(task_names.status());
   EngineLanguageModelOptions lm_options;

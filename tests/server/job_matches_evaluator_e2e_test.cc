@@ -9,12 +9,10 @@
 #include <vector>
 
 #include "client/client.h"
-#include "engine/model/load_model.h"
-#include "engine/tokenizer/tokenizer.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "tasks/engine_language_model.h"
-#include "tasks/evaluator.h"
+#include "tests/server/lm_eval_routes.h"
 #include "tests/server/server_process.h"
 #include "tests/support/paths.h"
 
@@ -29,62 +27,16 @@ namespace v1 = ::hgeval::v1;
 constexpr char kModel[] = "tests/golden/hgrn2";
 constexpr char kTokenizer[] = "data/models/stories260K/tok512.bin";
 
+// lm-eval <= 0.4.9.1's regime unless told: these runs pin the request shapes; the
+// cross-route test runs every route's default.
 Json InProcess(const std::vector<std::string>& task_names, int limit,
                tasks::BosRegime bos = tasks::BosRegime::kNone) {
-  absl::StatusOr<std::unique_ptr<Model>> model = LoadModel(SourcePath(kModel), LoadOptions());
-  absl::StatusOr<std::unique_ptr<Tokenizer>> tokenizer = LoadTokenizer(SourcePath(kTokenizer));
-  EXPECT_TRUE(model.ok() && tokenizer.ok());
-  if (!model.ok() || !tokenizer.ok()) return {};
-  tasks::EngineLanguageModelOptions lm_options;
-  lm_options.bos_regime = bos;
-  tasks::EngineLanguageModel lm(model->get(), tokenizer->get(), lm_options);
-  tasks::EvaluatorOptions options;
-  options.limit = limit;
-  options.data_dir = SourcePath("data");
-  options.log_samples = true;
-  absl::StatusOr<tasks::EvaluationReport> report = tasks::RunTasks(lm, task_names, options);
-  EXPECT_TRUE(report.ok()) << report.status();
-  if (!report.ok()) return {};
-  Json out = tasks::ResultsJson(*report);
-  for (const tasks::TaskReport& task : report->tasks) out["samples"][task.name] = task.samples;
-  return out;
+  return testing::RunInProcess(SourcePath(kModel), SourcePath(kTokenizer), task_names, limit, bos);
 }
 
 Json OnServer(client::Client& client, const std::vector<std::string>& task_names, int limit,
               v1::BosMode bos = v1::BOS_MODE_NONE) {
-  v1::SubmitJobRequest request;
-  request.set_model("hgrn2");
-  for (const std::string& name : task_names) request.add_tasks(name);
-  request.set_limit(limit);
-  request.mutable_options()->set_log_samples(true);
-  request.mutable_options()->set_bos_mode(bos);
-  absl::StatusOr<std::string> id = client.SubmitJob(request);
-  EXPECT_TRUE(id.ok()) << id.status();
-  if (!id.ok()) return {};
-  absl::StatusOr<v1::Job> job = client.WatchJob(*id, nullptr);
-  EXPECT_TRUE(job.ok()) << job.status();
-  if (!job.ok()) return {};
-  EXPECT_EQ(job->state(), v1::JOB_STATE_SUCCEEDED) << job->error();
-  return Json::parse(job->results_json());
-}
-
-void ExpectSameRun(const Json& server, const Json& local,
-                   const std::vector<std::string>& task_names) {
-  for (const std::string& name : task_names) {
-    SCOPED_TRACE(name);
-    const Json& server_samples = server.at("samples").at(name);
-    const Json& local_samples = local.at("samples").at(name);
-    ASSERT_EQ(server_samples.size(), local_samples.size());
-    ASSERT_FALSE(local_samples.empty());
-    for (size_t i = 0; i < local_samples.size(); ++i) {
-      SCOPED_TRACE(i);
-      EXPECT_EQ(server_samples[i].at("doc_id"), local_samples[i].at("doc_id"));
-      EXPECT_EQ(server_samples[i].at("arguments"), local_samples[i].at("arguments"));
-      // Log-likelihoods (and greedy flags), exactly.
-      EXPECT_EQ(server_samples[i].at("resps"), local_samples[i].at("resps"));
-    }
-    EXPECT_EQ(server.at("results").at(name), local.at("results").at(name));
-  }
+  return testing::RunAsJob(client, "hgrn2", task_names, limit, bos);
 }
 
 class JobMatchesEvaluatorTest : public ::testing::Test {
@@ -115,7 +67,10 @@ TEST_F(JobMatchesEvaluatorTest, MultipleChoiceAndCompletionTasks) {
                                           "winogrande", "boolq",         "lambada_openai"};
   const Json local = InProcess(names, 6);
   const Json server = OnServer(*client_, names, 6);
-  ExpectSameRun(server, local, names);
+  testing::ExpectSameTaskResults(server, local, names);
+  // One model hash for a Hugging Face folder: the checkpoint's content hash on both routes.
+  EXPECT_FALSE(local.at("config").at("model_hash").get<std::string>().empty());
+  EXPECT_EQ(server.at("config").at("model_hash"), local.at("config").at("model_hash"));
 }
 
 TEST_F(JobMatchesEvaluatorTest, LoglikelihoodJobsFeedTheEvaluatorsTokens) {
@@ -126,7 +81,7 @@ TEST_F(JobMatchesEvaluatorTest, LoglikelihoodJobsFeedTheEvaluatorsTokens) {
   const std::vector<std::string> names = {"arc_easy", "hellaswag", "piqa"};
   const Json local = InProcess(names, 8);
   const Json server = OnServer(*client_, names, 8);
-  ExpectSameRun(server, local, names);
+  testing::ExpectSameTaskResults(server, local, names);
   for (const std::string& name : names) {
     SCOPED_TRACE(name);
     const Json& local_work = local.at("hgeval").at("tasks").at(name);
@@ -141,7 +96,7 @@ TEST_F(JobMatchesEvaluatorTest, RollingPerplexity) {
   const std::vector<std::string> names = {"wikitext"};
   const Json local = InProcess(names, 1);
   const Json server = OnServer(*client_, names, 1);
-  ExpectSameRun(server, local, names);
+  testing::ExpectSameTaskResults(server, local, names);
 }
 
 TEST_F(JobMatchesEvaluatorTest, ScrollsGenerationAndMultipleChoice) {
@@ -150,7 +105,7 @@ TEST_F(JobMatchesEvaluatorTest, ScrollsGenerationAndMultipleChoice) {
   const std::vector<std::string> names = {"scrolls_contractnli", "scrolls_qmsum"};
   const Json local = InProcess(names, 4);
   const Json server = OnServer(*client_, names, 4);
-  ExpectSameRun(server, local, names);
+  testing::ExpectSameTaskResults(server, local, names);
 }
 
 TEST_F(JobMatchesEvaluatorTest, TokenizerBosRegime) {
@@ -158,7 +113,7 @@ TEST_F(JobMatchesEvaluatorTest, TokenizerBosRegime) {
   const std::vector<std::string> names = {"arc_easy", "winogrande", "lambada_openai", "wikitext"};
   const Json local = InProcess(names, 2, tasks::BosRegime::kTokenizer);
   const Json server = OnServer(*client_, names, 2, v1::BOS_MODE_TOKENIZER);
-  ExpectSameRun(server, local, names);
+  testing::ExpectSameTaskResults(server, local, names);
 }
 
 }  // namespace

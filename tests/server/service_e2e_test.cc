@@ -421,6 +421,20 @@ TEST_F(ServiceTest, InvalidRequestsFailWithCodeAndMessage) {
     g.set_max_tokens(200);
     ExpectStatus(client_->Generate(g).status(), StatusCode::kResourceExhausted,
                  "exceeds model 'hgrn2' limit of 96 tokens per sequence");
+    // lm-eval's generate_until preparation: text prompts only, and room for the context.
+    g.set_lm_eval(true);
+    g.set_max_length(64);
+    ExpectStatus(client_->Generate(g).status(), StatusCode::kInvalidArgument,
+                 "max_gen_toks (200) must be less than max_length (64)");
+    g.set_max_length(-1);
+    ExpectStatus(client_->Generate(g).status(), StatusCode::kInvalidArgument,
+                 "max_length must be >= 0");
+    g.set_max_length(0);
+    g.set_max_tokens(4);
+    g.clear_prompt();
+    g.add_prompt_ids(1);
+    ExpectStatus(client_->Generate(g).status(), StatusCode::kInvalidArgument,
+                 "prompt_ids cannot be given with it");
   }
   {
     v1::TokenizeRequest t;

@@ -48,6 +48,9 @@ TEST(HgevalEvalTest, HelpAndErrors) {
   EXPECT_EQ(RunCommand(BaseCommand() + " --tasks no_such_task 2>/dev/null", &out), 1);
   EXPECT_EQ(RunCommand(BaseCommand() + " --tasks piqa --bos sometimes 2>/dev/null", &out), 1);
   EXPECT_EQ(RunCommand(Tool() + " --frobnicate 2>/dev/null", &out), 2);
+  // Zero-shot only: a few-shot run is refused with the reason, not run zero-shot.
+  EXPECT_EQ(RunCommand(BaseCommand() + " --tasks piqa --num-fewshot 5 2>&1", &out), 1);
+  EXPECT_NE(out.find("--num-fewshot 5 is not supported"), std::string::npos) << out;
   EXPECT_EQ(RunCommand(Tool() + " --tasks list", &out), 0);
   EXPECT_NE(out.find("winogrande"), std::string::npos);
 }

@@ -36,6 +36,14 @@ TEST_F(LmEvalRequestsTest, UnicodeTrailingWhitespaceMovesToTheContinuation) {
   EXPECT_EQ(TrailingPythonWhitespaceBytes("a\xe3\x80\x80 "), 4u);  // U+3000, space
   EXPECT_EQ(TrailingPythonWhitespaceBytes("a\x1f"), 1u);           // unit separator
   EXPECT_EQ(TrailingPythonWhitespaceBytes("a\xe2\x80\x8b"), 0u);   // U+200B is not
+  // U+0085 and U+00A0 are whitespace as code points (C2 85, C2 A0); the lone bytes 0x85
+  // and 0xA0 are no code point at all, nor is the overlong C0 A0 (a space's bits).
+  EXPECT_EQ(TrailingPythonWhitespaceBytes("a\xc2\x85"), 2u);
+  EXPECT_EQ(TrailingPythonWhitespaceBytes("\x85"), 0u);
+  EXPECT_EQ(TrailingPythonWhitespaceBytes("\xa0"), 0u);
+  EXPECT_EQ(TrailingPythonWhitespaceBytes("a\xa0"), 0u);
+  EXPECT_EQ(TrailingPythonWhitespaceBytes("a\xc0\xa0"), 0u);
+  EXPECT_EQ(TrailingPythonWhitespaceBytes("\x85 "), 1u);
   for (const std::string space : {" ", "\xc2\xa0", "\xe3\x80\x80"}) {
     auto pair = EncodeLmEvalPair(*tokenizer_, "Once upon a" + space, "time", false, prefix_);
     ASSERT_TRUE(pair.ok()) << pair.status();
@@ -112,6 +120,35 @@ TEST(GenerationContextTest, KeepsTheLastTokensAndRefusesNoRoom) {
     EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
     EXPECT_NE(s.message().find("must be less than max_length (8)"), std::string::npos) << s;
   }
+}
+
+// One generate_until request for every route (HFLM.generate_until): tok_encode, the
+// last max_length - max_gen_toks tokens, an empty prompt conditioned on the prefix
+// token, EOS ends generation and its text joins the stop sequences.
+TEST_F(LmEvalRequestsTest, GenerateUntilRequestIsLmEvals) {
+  const std::vector<std::string> until = {"\n\n"};
+  const std::vector<int32_t> whole = Encode("Once upon a time there was a cat", true);
+  ASSERT_GT(whole.size(), 4u);
+  auto cut = MakeLmEvalGenerateRequest(*tokenizer_, "Once upon a time there was a cat", until,
+                                       /*max_gen_toks=*/6, /*add_bos=*/true,
+                                       /*max_length=*/10, prefix_);
+  ASSERT_TRUE(cut.ok()) << cut.status();
+  EXPECT_EQ(cut->prompt, std::vector<int32_t>(whole.end() - 4, whole.end()));
+  EXPECT_EQ(cut->max_new_tokens, 6);
+  EXPECT_EQ(cut->sampling.temperature, 0.0f);  // greedy
+  const int32_t eos = tokenizer_->eos_id();
+  ASSERT_GE(eos, 0);
+  EXPECT_EQ(cut->stop_tokens, std::vector<int32_t>{eos});
+  std::vector<std::string> stops = until;
+  const std::string eos_text = *tokenizer_->Decode(std::vector<int32_t>{eos}, false);
+  if (!eos_text.empty()) stops.push_back(eos_text);
+  EXPECT_EQ(cut->stop_strings, stops);
+
+  auto empty = MakeLmEvalGenerateRequest(*tokenizer_, "", until, 6, false, 10, prefix_);
+  ASSERT_TRUE(empty.ok()) << empty.status();
+  EXPECT_EQ(empty->prompt, std::vector<int32_t>{prefix_});
+  auto no_room = MakeLmEvalGenerateRequest(*tokenizer_, "a", until, 10, false, 10, prefix_);
+  EXPECT_EQ(no_room.status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

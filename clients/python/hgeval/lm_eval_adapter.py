@@ -4,7 +4,8 @@ hgeval-server's RPCs.
   loglikelihood          -> Loglikelihood (text pairs; the server applies lm-eval's pair
                             encoding and left truncation to max_length)
   loglikelihood_rolling  -> LoglikelihoodRolling (lm-eval's disjoint windows of max_length)
-  generate_until         -> Generate (until, max_gen_toks, greedy unless sampling is asked)
+  generate_until         -> Generate (lm_eval mode: the context cut as lm-eval; until,
+                            max_gen_toks, greedy unless sampling is asked)
 
 The mapping functions below need only this package; the `HgevalLM` class exists when
 lm_eval is installed. lm-eval's command line does not import third-party models, so run
@@ -57,12 +58,15 @@ def generate_request(
     bos: Optional[str],
     default_max_gen_toks: int = DEFAULT_MAX_GEN_TOKS,
     seed: int = 1234,
+    max_length: int = 0,
 ) -> models_pb2.GenerateRequest:
     """An lm-eval `generate_until` request (context, gen_kwargs) as a Generate request.
 
     Greedy unless the task asks for sampling, as lm-eval's HF model decides: do_sample=True,
     or a temperature > 0 with do_sample unset. Keys the server cannot honour raise
-    ValueError instead of being dropped silently.
+    ValueError instead of being dropped silently. The server prepares it as lm-eval's
+    generate_until (`lm_eval`: the context cut to its last max_length - max_gen_toks
+    tokens, the EOS token's text added to `until`), as hgeval's own evaluator does.
     """
     kwargs = dict(gen_kwargs)
     until = kwargs.pop("until", None)
@@ -90,6 +94,8 @@ def generate_request(
         temperature=temperature if sample else 0.0,
         top_p=top_p if sample else 0.0,
         seed=seed if sample else 0,
+        lm_eval=True,
+        max_length=max_length,
     )
 
 
@@ -172,6 +178,7 @@ if LM is not None:
                     bos=self.bos,
                     default_max_gen_toks=self.max_gen_toks,
                     seed=self.seed,
+                    max_length=self.max_length,
                 )
                 out.append(self.client.generate_request(mapped).text)
             return out

@@ -39,6 +39,10 @@ class MappingTest(unittest.TestCase):
         self.assertEqual(list(r.until), [b"\n\n", b"."])
         self.assertEqual(r.max_tokens, 10)
         self.assertEqual(r.temperature, 0.0)  # greedy
+        self.assertTrue(r.lm_eval)  # prepared as lm-eval's generate_until
+        self.assertEqual(r.max_length, 0)  # the model's lm_eval_max_length
+        r = lm_eval_adapter.generate_request(MODEL, "x", {}, bos=None, max_length=512)
+        self.assertEqual(r.max_length, 512)
         r = lm_eval_adapter.generate_request(MODEL, "x", {"until": "\n"}, bos=None)
         self.assertEqual(list(r.until), [b"\n"])
         self.assertEqual(r.max_tokens, lm_eval_adapter.DEFAULT_MAX_GEN_TOKS)

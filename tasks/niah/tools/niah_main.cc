@@ -20,6 +20,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "engine/loader/checkpoint.h"
 #include "engine/model/load_model.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "engine/util/status_macros.h"
@@ -123,7 +124,11 @@ absl::Status Run() {
   load.dtype = absl::GetFlag(FLAGS_dtype);
   load.threads = absl::GetFlag(FLAGS_threads);
   load.max_context = absl::GetFlag(FLAGS_max_context);
-  HG_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, LoadModel(model_path, load));
+  // The checkpoint stays open beside the model; its content hash goes into the results,
+  // the same model_hash every route records.
+  HG_ASSIGN_OR_RETURN(std::unique_ptr<Checkpoint> checkpoint, OpenModelCheckpoint(model_path));
+  HG_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, BuildModel(*checkpoint, load));
+  options.model_hash = checkpoint->ContentHash();
   const std::string tokenizer_path =
       absl::GetFlag(FLAGS_tokenizer).empty() ? model_path : absl::GetFlag(FLAGS_tokenizer);
   HG_ASSIGN_OR_RETURN(std::unique_ptr<Tokenizer> tokenizer, LoadTokenizer(tokenizer_path));
