@@ -7,8 +7,6 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
-#include "absl/flags/usage.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -19,9 +17,12 @@
 #include "client/niah_command.h"
 #include "client/remote_language_model.h"
 #include "client/results_table.h"
+#include "engine/cli/command_line.h"
+#include "engine/cli/generation_flags.h"
 #include "google/protobuf/util/json_util.h"
 #include "nlohmann/json.hpp"
 #include "tasks/evaluator.h"
+#include "tasks/progress_bar.h"
 
 ABSL_FLAG(std::vector<std::string>, server, {"127.0.0.1:50051"},
           "Server: host:port, a gRPC target such as dns:///name:port (every address the name "
@@ -36,7 +37,9 @@ ABSL_FLAG(double, timeout, 0, "Per-call deadline in seconds (0: none).");
 ABSL_FLAG(std::string, model, "", "Model name (see `hgeval models`).");
 // score / generate / tokenize
 ABSL_FLAG(std::string, context, "", "score: the context text.");
-ABSL_FLAG(std::string, continuation, "", "score: the continuation text.");
+ABSL_FLAG(hgeval::cli::EscapedList, continuation, {},
+          "score: continuations to score after --context, comma-separated (C escapes; \\x2c "
+          "for a comma); one pair each.");
 ABSL_FLAG(std::string, input, "",
           "score: JSON lines file of {\"context\", \"continuation\"} (or \"context_ids\", "
           "\"continuation_ids\"); rolling: JSON lines of {\"text\"}.");
@@ -49,11 +52,6 @@ ABSL_FLAG(std::string, bos, "tokenizer",
           "(lm-eval <= 0.4.9.1).");
 ABSL_FLAG(int, max_length, 0, "score/rolling/run: sequence limit (0: the model's).");
 ABSL_FLAG(std::string, prompt, "", "generate: the prompt text.");
-ABSL_FLAG(int, max_tokens, 64, "generate: most tokens to generate.");
-ABSL_FLAG(std::vector<std::string>, until, {}, "generate: stop strings (comma-separated).");
-ABSL_FLAG(double, temperature, 0, "generate: 0 = greedy; > 0 samples.");
-ABSL_FLAG(double, top_p, 1, "generate: nucleus mass.");
-ABSL_FLAG(uint64_t, seed, 0, "generate: sampling seed.");
 // run / jobs
 ABSL_FLAG(std::vector<std::string>, tasks, {}, "run: lm-eval task names, comma-separated.");
 ABSL_FLAG(int, limit, 0, "run: documents per task (0: all).");
@@ -61,7 +59,7 @@ ABSL_FLAG(std::string, output, "", "run: write the results JSON here.");
 ABSL_FLAG(bool, log_samples, false, "run: keep per-sample records in the results.");
 ABSL_FLAG(int, num_fewshot, 0,
           "run: few-shot examples; only 0 (zero-shot) is supported, anything else is refused.");
-ABSL_FLAG(bool, progress, true, "run/watch: progress bar with ETA on stderr.");
+ABSL_FLAG(bool, progress, true, "run/watch/niah: progress bar with ETA on stderr.");
 ABSL_FLAG(double, reconnect_for, 600,
           "run/watch: keep re-watching a job this many seconds after the connection drops.");
 ABSL_FLAG(bool, local, false,
@@ -76,8 +74,11 @@ namespace hgeval::client {
 namespace {
 namespace v1 = ::hgeval::v1;
 
+// generate's --max_tokens when none is given.
+constexpr int kDefaultMaxTokens = 64;
+
 constexpr char kUsage[] =
-    "client for hgeval-server.\n"
+    "hgeval: client for hgeval-server.\n"
     "Usage: hgeval <command> [flags]\n"
     "Commands:\n"
     "  models                      list the server's models\n"
@@ -86,15 +87,14 @@ constexpr char kUsage[] =
     "  score --model M --context C --continuation X   (or --input pairs.jsonl)\n"
     "  rolling --model M --text T                     (or --input texts.jsonl)\n"
     "  generate --model M --prompt P [--max_tokens N --until a,b --temperature T --top_p P "
-    "--seed S]\n"
+    "--seed S --ignore_eos]\n"
     "  run --model M --tasks a,b [--limit N] [--output results.json]   submit a job, show\n"
     "      progress, print the results table (re-watches after dropped connections)\n"
     "  niah --model M [--mode easy|standard --preset quick|paper --lengths a,b --depths a,b\n"
-    "      --out DIR]   Needle-in-a-Haystack sweep as a server job: progress, then\n"
+    "      --output_dir DIR]   Needle-in-a-Haystack sweep as a server job: progress, then\n"
     "      DIR/niah_results.json, niah_grid.csv and niah_heatmap.png (resumable: --job ID)\n"
     "  jobs [--limit N]            list jobs\n"
-    "  job ID | watch ID | cancel ID\n"
-    "Flags:";
+    "  job ID | watch ID | cancel ID";
 
 int Fail(const absl::Status& status) {
   std::fprintf(stderr, "hgeval: %s: %s\n", absl::StatusCodeToString(status.code()).c_str(),
@@ -225,9 +225,11 @@ int Score(Client& client) {
       return Fail(absl::InvalidArgumentError(e.what()));
     }
   } else {
-    v1::LoglikelihoodPair* pair = request.add_pairs();
-    pair->set_context(absl::GetFlag(FLAGS_context));
-    pair->set_continuation(absl::GetFlag(FLAGS_continuation));
+    for (const std::string& continuation : absl::GetFlag(FLAGS_continuation).items) {
+      v1::LoglikelihoodPair* pair = request.add_pairs();
+      pair->set_context(absl::GetFlag(FLAGS_context));
+      pair->set_continuation(continuation);
+    }
   }
   v1::LoglikelihoodRequest shell = request;
   shell.clear_pairs();
@@ -288,11 +290,15 @@ int Generate(Client& client) {
   request.set_model(absl::GetFlag(FLAGS_model));
   request.set_prompt(absl::GetFlag(FLAGS_prompt));
   request.set_bos_mode(Bos());
-  request.set_max_tokens(absl::GetFlag(FLAGS_max_tokens));
-  for (const std::string& u : absl::GetFlag(FLAGS_until)) request.add_until(u);
-  request.set_temperature(static_cast<float>(absl::GetFlag(FLAGS_temperature)));
-  request.set_top_p(static_cast<float>(absl::GetFlag(FLAGS_top_p)));
-  request.set_seed(absl::GetFlag(FLAGS_seed));
+  absl::StatusOr<int> max_tokens = cli::MaxTokensFromFlags(kDefaultMaxTokens);
+  if (!max_tokens.ok()) return Fail(max_tokens.status());
+  request.set_max_tokens(*max_tokens);
+  for (const std::string& u : cli::UntilFromFlags({})) request.add_until(u);
+  request.set_ignore_eos(cli::IgnoreEosFromFlags());
+  const cli::Sampling sampling = cli::SamplingFromFlags();
+  request.set_temperature(static_cast<float>(sampling.temperature));
+  request.set_top_p(static_cast<float>(sampling.top_p));
+  request.set_seed(sampling.seed);
   absl::StatusOr<v1::GenerateResponse> r =
       client.Generate(request, [](const v1::GenerateResponse& c) {
         std::fwrite(c.text().data(), 1, c.text().size(), stdout);
@@ -307,30 +313,25 @@ int Generate(Client& client) {
   return 0;
 }
 
+// What a job's progress bar shows.
+tasks::Progress JobProgress(const v1::Job& job) {
+  return {.done = job.requests_done(),
+          .total = job.requests_total(),
+          .cached = job.requests_cached(),
+          .unit = job.has_niah() ? "cells" : "requests",
+          .label = job.current_task()};
+}
+
 // Watches with a progress bar on stderr; returns the final job.
 absl::StatusOr<v1::Job> WatchWithProgress(Client& client, const std::string& id) {
-  const bool progress = absl::GetFlag(FLAGS_progress);
-  absl::Time running_since = absl::InfinitePast();
-  int64_t done_at_start = 0;
-  std::string previous_task;
-  absl::StatusOr<v1::Job> job = client.WatchJob(
+  tasks::ProgressBar bar(absl::GetFlag(FLAGS_progress));
+  return client.WatchJob(
       id,
       [&](const v1::Job& j) {
-        if (!progress) return;
-        if (j.state() == v1::JOB_STATE_RUNNING && running_since == absl::InfinitePast()) {
-          running_since = absl::Now();
-          done_at_start = j.requests_cached();
-        }
-        const double elapsed = running_since == absl::InfinitePast()
-                                   ? 0
-                                   : absl::ToDoubleSeconds(absl::Now() - running_since);
-        std::fprintf(stderr, "\r%s\033[K", FormatProgress(j, elapsed).c_str());
-        (void)done_at_start;
-        std::fflush(stderr);
+        // The rate (and so the ETA) counts from when the job starts running.
+        if (j.state() != v1::JOB_STATE_QUEUED) bar.Update(JobProgress(j));
       },
       absl::Seconds(absl::GetFlag(FLAGS_reconnect_for)));
-  if (progress) std::fprintf(stderr, "\n");
-  return job;
 }
 
 int PrintFinalJob(const v1::Job& job) {
@@ -365,25 +366,19 @@ int RunLocal(Client& client) {
   options.limit = absl::GetFlag(FLAGS_limit);
   options.data_dir = absl::GetFlag(FLAGS_data_dir);
   options.log_samples = absl::GetFlag(FLAGS_log_samples);
-  const absl::Time start = absl::Now();
-  const bool progress = absl::GetFlag(FLAGS_progress);
+  tasks::ProgressBar bar(absl::GetFlag(FLAGS_progress));
   options.progress = [&](const std::string& task, int64_t done, int64_t total) {
-    if (!progress) return;
-    v1::Job view;
-    view.set_requests_done(done);
-    view.set_requests_total(total);
-    view.set_current_task(task);
-    std::fprintf(stderr, "\r%s\033[K",
-                 FormatProgress(view, absl::ToDoubleSeconds(absl::Now() - start)).c_str());
+    bar.Update({.done = done, .total = total, .label = task});
   };
   std::fprintf(stderr, "evaluating in the client, %d calls at a time to %s\n",
                client.parallel_calls(), client.target().c_str());
   absl::StatusOr<tasks::EvaluationReport> report =
       tasks::RunTasks(**lm, absl::GetFlag(FLAGS_tasks), options);
-  if (progress) std::fprintf(stderr, "\n");
+  bar.Finish();
   if (!report.ok()) return Fail(report.status());
   try {
     nlohmann::json results = tasks::ResultsJson(*report);
+    if (options.log_samples) results["samples"] = tasks::SamplesByTask(*report);
     if (!absl::GetFlag(FLAGS_output).empty()) {
       std::ofstream out(absl::GetFlag(FLAGS_output));
       out << results.dump(2) << "\n";
@@ -432,12 +427,12 @@ int Jobs(Client& client) {
   return 0;
 }
 
-int Main(const std::vector<char*>& args) {
-  if (args.size() < 2) {
-    std::fprintf(stderr, "hgeval: %s\n", kUsage);
+int Main(const std::vector<std::string>& args) {
+  if (args.empty()) {
+    std::fprintf(stderr, "%s\n", kUsage);
     return 2;
   }
-  const std::string command = args[1];
+  const std::string& command = args[0];
   ClientOptions options;
   options.servers = absl::GetFlag(FLAGS_server);
   if (const char* env = std::getenv("HGEVAL_AUTH_TOKEN"); env != nullptr) options.token = env;
@@ -465,8 +460,8 @@ int Main(const std::vector<char*>& args) {
   if (command == "run") return Run(c);
   if (command == "jobs") return Jobs(c);
   if (command == "niah") return RunNiahCommand(c, WatchWithProgress);
-  if ((command == "job" || command == "watch" || command == "cancel") && args.size() >= 3) {
-    const std::string id = args[2];
+  if ((command == "job" || command == "watch" || command == "cancel") && args.size() >= 2) {
+    const std::string& id = args[1];
     absl::StatusOr<v1::Job> job = command == "job"      ? c.GetJob(id)
                                   : command == "cancel" ? c.CancelJob(id)
                                                         : WatchWithProgress(c, id);
@@ -475,7 +470,7 @@ int Main(const std::vector<char*>& args) {
     std::printf("%s\n", ToJson(*job).c_str());
     return 0;
   }
-  std::fprintf(stderr, "hgeval: unknown command '%s'\nhgeval: %s\n", command.c_str(), kUsage);
+  std::fprintf(stderr, "hgeval: unknown command '%s'\n%s\n", command.c_str(), kUsage);
   return 2;
 }
 
@@ -483,8 +478,8 @@ int Main(const std::vector<char*>& args) {
 }  // namespace hgeval::client
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage(hgeval::client::kUsage);
-  std::vector<char*> args = absl::ParseCommandLine(argc, argv);
+  const std::vector<std::string> args =
+      hgeval::cli::ParseCommandLine(argc, argv, hgeval::client::kUsage);
   if (const std::string bos = absl::GetFlag(FLAGS_bos); bos != "tokenizer" && bos != "none") {
     std::fprintf(stderr, "hgeval: --bos must be tokenizer or none, got '%s'\n", bos.c_str());
     return 2;

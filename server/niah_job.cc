@@ -33,7 +33,82 @@ constexpr char kNiahCellKind[] = "niah_cell";
 // sizes before any list is sorted or any cell key built, so an absurd grid costs nothing.
 constexpr int64_t kMaxNiahCells = 16384;
 
-// The sweep options a spec asks for (defaults: hgeval-niah's).
+// Everything that decides a cell's generated tokens, as the digest of canonical JSON:
+// the texts, the haystack's content, the cell's place and the decoding settings (scoring
+// settings are left out: stored cells are rescored).
+std::string CellDigest(const niah::NiahOptions& options, const std::string& essays_digest,
+                       int64_t length, double depth) {
+  const niah::NiahTexts& texts = *options.texts;
+  const Json canonical{{"v", 1},
+                       {"needle", texts.needle},
+                       {"suffix", texts.prompt_suffix},
+                       {"essays", essays_digest},
+                       {"buffer_tokens", options.buffer_tokens},
+                       {"length", length},
+                       {"depth", depth},
+                       {"max_new_tokens", options.max_new_tokens},
+                       {"stop_strings", options.stop_strings},
+                       {"stop_at_eos", options.stop_at_eos},
+                       {"decoding", "greedy"}};
+  return Sha256Hex(canonical.dump(-1, ' ', true, Json::error_handler_t::replace));
+}
+
+// Stored form of a cell's generation. The text is C-escaped: model output need not be
+// valid UTF-8 and must come back byte for byte.
+std::string EncodeCell(const niah::NiahCellResult& cell) {
+  return Json{{"text", absl::CEscape(cell.generated)},
+              {"tokens", cell.generated_tokens},
+              {"finish_reason", static_cast<int>(cell.finish_reason)}}
+      .dump();
+}
+
+absl::Status DecodeCell(const std::string& stored, niah::NiahCellResult& cell) {
+  try {
+    const Json j = Json::parse(stored);
+    std::string error;
+    if (!absl::CUnescape(j.at("text").get<std::string>(), &cell.generated, &error)) {
+      return absl::DataLossError(absl::StrCat("stored NIAH cell: ", error));
+    }
+    cell.generated_tokens = j.at("tokens").get<std::vector<int32_t>>();
+    const int reason = j.at("finish_reason").get<int>();
+    if (reason < 0 || reason > static_cast<int>(FinishReason::kCancelled)) {
+      return absl::DataLossError("stored NIAH cell: bad finish reason");
+    }
+    cell.finish_reason = static_cast<FinishReason>(reason);
+  } catch (const Json::exception& e) {
+    return absl::DataLossError(absl::StrCat("stored NIAH cell: ", e.what()));
+  }
+  cell.ran = true;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> EssaysDigest(const std::string& dir) {
+  HG_ASSIGN_OR_RETURN(std::vector<niah::Essay> essays, niah::ReadHaystackEssays(dir));
+  std::string all;
+  for (const niah::Essay& essay : essays) {
+    absl::StrAppend(&all, essay.name, "\n", Sha256Hex(essay.text), "\n");
+  }
+  return Sha256Hex(all);
+}
+
+v1::TaskResult MetricsResult(const niah::NiahResult& result, int64_t cells) {
+  v1::TaskResult out;
+  out.set_task("niah");
+  out.set_samples(cells);
+  out.set_version("1");
+  auto& m = *out.mutable_metrics();
+  m["weighted_avg_acc,none"] = result.metrics.weighted_average_accuracy;
+  m["niah_score,none"] = result.metrics.niah_score;
+  m["avg_acc,none"] = result.metrics.average_accuracy;
+  for (const metrics::NiahNamedAccuracy& named : result.metrics.named) {
+    m[absl::StrCat("acc@", named.length, ",none")] = named.acc_at;
+    m[absl::StrCat("acc<=", named.length, ",none")] = named.acc_up_to;
+  }
+  return out;
+}
+
+}  // namespace
+
 absl::StatusOr<niah::NiahOptions> NiahOptionsFromSpec(const v1::NiahJobSpec& spec) {
   niah::NiahOptions options;
 
@@ -111,82 +186,6 @@ absl::StatusOr<niah::NiahOptions> NiahOptionsFromSpec(const v1::NiahJobSpec& spe
   options.texts = niah::DefaultNiahTexts(options.mode);
   return options;
 }
-
-// Everything that decides a cell's generated tokens, as the digest of canonical JSON:
-// the texts, the haystack's content, the cell's place and the decoding settings (scoring
-// settings are left out: stored cells are rescored).
-std::string CellDigest(const niah::NiahOptions& options, const std::string& essays_digest,
-                       int64_t length, double depth) {
-  const niah::NiahTexts& texts = *options.texts;
-  const Json canonical{{"v", 1},
-                       {"needle", texts.needle},
-                       {"suffix", texts.prompt_suffix},
-                       {"essays", essays_digest},
-                       {"buffer_tokens", options.buffer_tokens},
-                       {"length", length},
-                       {"depth", depth},
-                       {"max_new_tokens", options.max_new_tokens},
-                       {"stop_strings", options.stop_strings},
-                       {"stop_at_eos", options.stop_at_eos},
-                       {"decoding", "greedy"}};
-  return Sha256Hex(canonical.dump(-1, ' ', true, Json::error_handler_t::replace));
-}
-
-// Stored form of a cell's generation. The text is C-escaped: model output need not be
-// valid UTF-8 and must come back byte for byte.
-std::string EncodeCell(const niah::NiahCellResult& cell) {
-  return Json{{"text", absl::CEscape(cell.generated)},
-              {"tokens", cell.generated_tokens},
-              {"finish_reason", static_cast<int>(cell.finish_reason)}}
-      .dump();
-}
-
-absl::Status DecodeCell(const std::string& stored, niah::NiahCellResult& cell) {
-  try {
-    const Json j = Json::parse(stored);
-    std::string error;
-    if (!absl::CUnescape(j.at("text").get<std::string>(), &cell.generated, &error)) {
-      return absl::DataLossError(absl::StrCat("stored NIAH cell: ", error));
-    }
-    cell.generated_tokens = j.at("tokens").get<std::vector<int32_t>>();
-    const int reason = j.at("finish_reason").get<int>();
-    if (reason < 0 || reason > static_cast<int>(FinishReason::kCancelled)) {
-      return absl::DataLossError("stored NIAH cell: bad finish reason");
-    }
-    cell.finish_reason = static_cast<FinishReason>(reason);
-  } catch (const Json::exception& e) {
-    return absl::DataLossError(absl::StrCat("stored NIAH cell: ", e.what()));
-  }
-  cell.ran = true;
-  return absl::OkStatus();
-}
-
-absl::StatusOr<std::string> EssaysDigest(const std::string& dir) {
-  HG_ASSIGN_OR_RETURN(std::vector<niah::Essay> essays, niah::ReadHaystackEssays(dir));
-  std::string all;
-  for (const niah::Essay& essay : essays) {
-    absl::StrAppend(&all, essay.name, "\n", Sha256Hex(essay.text), "\n");
-  }
-  return Sha256Hex(all);
-}
-
-v1::TaskResult MetricsResult(const niah::NiahResult& result, int64_t cells) {
-  v1::TaskResult out;
-  out.set_task("niah");
-  out.set_samples(cells);
-  out.set_version("1");
-  auto& m = *out.mutable_metrics();
-  m["weighted_avg_acc,none"] = result.metrics.weighted_average_accuracy;
-  m["niah_score,none"] = result.metrics.niah_score;
-  m["avg_acc,none"] = result.metrics.average_accuracy;
-  for (const metrics::NiahNamedAccuracy& named : result.metrics.named) {
-    m[absl::StrCat("acc@", named.length, ",none")] = named.acc_at;
-    m[absl::StrCat("acc<=", named.length, ",none")] = named.acc_up_to;
-  }
-  return out;
-}
-
-}  // namespace
 
 absl::Status ValidateNiahJob(const v1::NiahJobSpec& spec, const LoadedModel& model) {
   if (model.model == nullptr) {

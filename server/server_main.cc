@@ -16,14 +16,12 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
-#include "absl/flags/usage.h"
-#include "absl/flags/usage_config.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "engine/cli/command_line.h"
 #include "server/auth.h"
 #include "server/executor.h"
 #include "server/job_manager.h"
@@ -391,19 +389,17 @@ int Run() {
 }  // namespace hgeval::server
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage(
-      "serves language models over gRPC (hgeval.v1.ModelService, "
+  const std::vector<std::string> positional = hgeval::cli::ParseCommandLine(
+      argc, argv,
+      "hgeval-server: serves language models over gRPC (hgeval.v1.ModelService, "
       "hgeval.v1.JobService, grpc.health.v1.Health, reflection) and, with --http_listen, "
       "OpenAI's completions API over HTTP.\n"
       "Example: hgeval-server --model_root=data/models --listen=127.0.0.1:50051 "
-      "--http_listen=127.0.0.1:8000\n"
-      "Flags:");
-  // --help lists this file's flags (absl matches only files named after the binary).
-  absl::FlagsUsageConfig usage;
-  usage.contains_help_flags = [](absl::string_view file) {
-    return absl::EndsWith(file, "server/server_main.cc");
-  };
-  absl::SetFlagsUsageConfig(usage);
-  absl::ParseCommandLine(argc, argv);
+      "--http_listen=127.0.0.1:8000");
+  if (!positional.empty()) {
+    std::fprintf(stderr, "hgeval-server: unexpected argument '%s' (see --help)\n",
+                 positional[0].c_str());
+    return 2;
+  }
   return hgeval::server::Run();
 }

@@ -51,8 +51,17 @@ std::string FlagsHelp() {
             [](const auto* a, const auto* b) { return a->Name() < b->Name(); });
   std::string out;
   for (const absl::CommandLineFlag* flag : flags) {
-    absl::StrAppend(&out, "  --", flag->Name(), "=", flag->DefaultValue(), "\n      ", flag->Help(),
-                    "\n");
+    absl::StrAppend(&out, "  --", flag->Name(), "=", flag->DefaultValue(), "\n");
+    // The help text, wrapped at 88 columns under the flag.
+    std::string line = "     ";
+    for (absl::string_view word : absl::StrSplit(flag->Help(), ' ', absl::SkipEmpty())) {
+      if (line.size() + 1 + word.size() > 88 && line.size() > 5) {
+        absl::StrAppend(&out, line, "\n");
+        line = "     ";
+      }
+      absl::StrAppend(&line, " ", word);
+    }
+    absl::StrAppend(&out, line, "\n");
   }
   return out;
 }
@@ -81,7 +90,7 @@ absl::Status RefuseFlagsOutside(int argc, char** argv, absl::Span<const absl::st
 bool AbslParseFlag(absl::string_view text, EscapedList* list, std::string* error) {
   list->items.clear();
   if (text.empty()) return true;
-  for (absl::string_view item : absl::StrSplit(text, ',')) {
+  for (absl::string_view item : absl::StrSplit(text, ',', absl::SkipEmpty())) {
     std::string unescaped;
     if (!absl::CUnescape(item, &unescaped, error)) return false;
     list->items.push_back(std::move(unescaped));
@@ -95,6 +104,18 @@ std::string AbslUnparseFlag(const EscapedList& list) {
     escaped.push_back(absl::StrReplaceAll(absl::CEscape(item), {{",", "\\x2c"}}));
   }
   return absl::StrJoin(escaped, ",");
+}
+
+bool AbslParseFlag(absl::string_view text, OptionalEscapedList* list, std::string* error) {
+  EscapedList parsed;
+  if (!AbslParseFlag(text, &parsed, error)) return false;
+  list->given = true;
+  list->items = std::move(parsed.items);
+  return true;
+}
+
+std::string AbslUnparseFlag(const OptionalEscapedList& list) {
+  return list.given ? AbslUnparseFlag(EscapedList{list.items}) : "(unset)";
 }
 
 }  // namespace hgeval::cli

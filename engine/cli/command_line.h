@@ -29,12 +29,21 @@ absl::Status RefuseFlagsOutside(int argc, char** argv, absl::Span<const absl::st
                                 absl::string_view command);
 
 // A comma-separated list whose items may carry C escapes (`\n`, `\t`, `\x2c` for a comma,
-// `\\`): stop strings and texts given as flags. An empty flag is an empty list.
+// `\\`): stop strings and texts given as flags. Empty items are dropped.
 struct EscapedList {
   std::vector<std::string> items;
 };
 bool AbslParseFlag(absl::string_view text, EscapedList* list, std::string* error);
 std::string AbslUnparseFlag(const EscapedList& list);
+
+// An EscapedList that knows whether it was given: unset keeps a command's own default,
+// `--flag=` (given, empty) means none.
+struct OptionalEscapedList {
+  bool given = false;
+  std::vector<std::string> items;
+};
+bool AbslParseFlag(absl::string_view text, OptionalEscapedList* list, std::string* error);
+std::string AbslUnparseFlag(const OptionalEscapedList& list);
 
 }  // namespace hgeval::cli
 

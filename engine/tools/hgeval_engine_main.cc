@@ -20,6 +20,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "engine/cli/command_line.h"
+#include "engine/cli/generation_flags.h"
 #include "engine/cli/model_flags.h"
 #include "engine/model/load_model.h"
 #include "engine/runtime/generation.h"
@@ -46,14 +47,6 @@ ABSL_FLAG(std::string, continuation_ids, "",
 ABSL_FLAG(int, top_k, 0, "score: also list the k most likely tokens at each position.");
 ABSL_FLAG(std::string, prompt, "",
           "generate: the prompt text (default: the positional words; none: BOS only).");
-ABSL_FLAG(int, max_tokens, 256, "generate: most tokens to generate.");
-ABSL_FLAG(double, temperature, 0, "generate: sampling temperature; 0 is greedy.");
-ABSL_FLAG(double, top_p, 1, "generate: nucleus sampling mass in (0, 1].");
-ABSL_FLAG(uint64_t, seed, 0, "generate: sampling seed (same seed, same text).");
-ABSL_FLAG(hgeval::cli::EscapedList, until, {},
-          "generate: stop strings, comma-separated (C escapes such as \\n; \\x2c for a "
-          "comma); the text is cut before the first.");
-ABSL_FLAG(bool, ignore_eos, false, "generate: do not stop at the EOS token.");
 ABSL_FLAG(bool, stats, false, "generate: print token counts and speed on stderr.");
 ABSL_FLAG(bool, json, false, "Print one JSON object instead of text.");
 
@@ -61,6 +54,8 @@ namespace hgeval::tools {
 namespace {
 
 constexpr int kUsageError = 2;
+// generate's --max_tokens when none is given.
+constexpr int kDefaultMaxTokens = 256;
 
 constexpr char kMainUsage[] =
     "hgeval-engine: run a language model checkpoint with the hgeval engine.\n"
@@ -317,8 +312,7 @@ absl::Status ScoreCommand(const std::vector<std::string>& words) {
 absl::Status GenerateCommand(const std::vector<std::string>& words) {
   HG_ASSIGN_OR_RETURN(std::unique_ptr<Tokenizer> tokenizer, OpenTokenizer());
   HG_ASSIGN_OR_RETURN(const bool bos, BosFromFlag());
-  const int max_tokens = absl::GetFlag(FLAGS_max_tokens);
-  if (max_tokens < 0) return absl::InvalidArgumentError("--max_tokens must be >= 0");
+  HG_ASSIGN_OR_RETURN(const int max_tokens, cli::MaxTokensFromFlags(kDefaultMaxTokens));
 
   GenerateRequest request;
   const std::string prompt_flag = absl::GetFlag(FLAGS_prompt);
@@ -332,18 +326,19 @@ absl::Status GenerateCommand(const std::vector<std::string>& words) {
     }
     request.prompt.push_back(tokenizer->bos_id());
   }
-  request.sampling.temperature = static_cast<float>(absl::GetFlag(FLAGS_temperature));
-  request.sampling.top_p = static_cast<float>(absl::GetFlag(FLAGS_top_p));
-  request.sampling.seed = absl::GetFlag(FLAGS_seed);
+  const cli::Sampling sampling = cli::SamplingFromFlags();
+  request.sampling.temperature = static_cast<float>(sampling.temperature);
+  request.sampling.top_p = static_cast<float>(sampling.top_p);
+  request.sampling.seed = sampling.seed;
   request.max_new_tokens = max_tokens;
-  if (!absl::GetFlag(FLAGS_ignore_eos)) {
+  if (!cli::IgnoreEosFromFlags()) {
     if (tokenizer->eos_id() >= 0) request.stop_tokens.push_back(tokenizer->eos_id());
     // llama2.c ends a sample at BOS, which separates its training stories.
     if (tokenizer->kind() == "llama2c" && tokenizer->bos_id() >= 0) {
       request.stop_tokens.push_back(tokenizer->bos_id());
     }
   }
-  const std::vector<std::string> stops = absl::GetFlag(FLAGS_until).items;
+  const std::vector<std::string> stops = cli::UntilFromFlags({});
   const bool json = absl::GetFlag(FLAGS_json);
   HG_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, OpenModel());
   const int64_t limit = model->info().max_context;
