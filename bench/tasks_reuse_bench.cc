@@ -12,23 +12,16 @@
 
 #include "absl/flags/flag.h"
 #include "engine/cli/command_line.h"
+#include "engine/cli/common_flags.h"
 #include "engine/cli/model_flags.h"
 #include "nlohmann/json.hpp"
 #include "tasks/cli_options.h"
 #include "tasks/engine_language_model.h"
+#include "tasks/eval_flags.h"
 #include "tasks/evaluator.h"
 #include "tasks/registry.h"
 
-ABSL_FLAG(std::string, tasks,
-          "piqa,hellaswag,winogrande,arc_easy,arc_challenge,openbookqa,boolq,social_iqa,"
-          "lambada_openai",
-          "Comma-separated lm-eval task names.");
-ABSL_FLAG(double, limit, 0, "Docs per task (0: all).");
-ABSL_FLAG(std::string, bos, "tokenizer", "BOS regime: tokenizer or none.");
-ABSL_FLAG(int64_t, max_length, 0, "lm-eval max_length (0: the model's).");
 ABSL_FLAG(int64_t, max_batch_tokens, 4096, "Tokens per forward call.");
-ABSL_FLAG(std::string, output, "", "Write the JSON here (default: stdout).");
-ABSL_FLAG(std::string, data_dir, "", "Task datasets (default: the source tree's data/).");
 ABSL_FLAG(bool, count_only, false, "Only count tokens, do not run the model.");
 ABSL_FLAG(bool, run_scratch, false, "Also time the suite without reuse.");
 ABSL_FLAG(bool, truncate_long_continuations, false,
@@ -37,6 +30,10 @@ ABSL_FLAG(bool, truncate_long_continuations, false,
 
 namespace hgeval::tasks {
 namespace {
+
+constexpr char kDefaultTasks[] =
+    "piqa,hellaswag,winogrande,arc_easy,arc_challenge,openbookqa,boolq,social_iqa,"
+    "lambada_openai";
 
 constexpr char kUsage[] =
     "tasks_reuse_bench: tokens fed with / without shared-context reuse, suite wall time.\n"
@@ -81,25 +78,25 @@ int Run(int argc, char** argv) {
   };
   auto model_path = cli::ModelPathFromFlags();
   if (!model_path.ok()) return fail(model_path.status());
-  auto tasks = ExpandTaskList(absl::GetFlag(FLAGS_tasks));
+  // The commonsense tasks + lambada_openai unless --tasks says otherwise.
+  auto tasks = ExpandTaskList(TasksFlag().empty() ? kDefaultTasks : TasksFlag());
   if (!tasks.ok()) return fail(tasks.status());
-  auto bos = ParseBosRegime(absl::GetFlag(FLAGS_bos));
-  if (!bos.ok()) return fail(bos.status());
+  auto tokenizer_bos = cli::TokenizerBosFromFlags();
+  if (!tokenizer_bos.ok()) return fail(tokenizer_bos.status());
+  auto evaluator_options = EvaluatorOptionsFromFlags();
+  if (!evaluator_options.ok()) return fail(evaluator_options.status());
   auto load_options = cli::LoadOptionsFromFlags();
   if (!load_options.ok()) return fail(load_options.status());
   auto opened = OpenModelAndTokenizer(*model_path, absl::GetFlag(FLAGS_tokenizer), *load_options);
   if (!opened.ok()) return fail(opened.status());
 
   EngineLanguageModelOptions options;
-  options.bos_regime = *bos;
-  options.max_length = absl::GetFlag(FLAGS_max_length);
+  options.bos_regime = *tokenizer_bos ? BosRegime::kTokenizer : BosRegime::kNone;
+  options.max_length = MaxLengthFromFlags();
   options.max_batch_tokens = absl::GetFlag(FLAGS_max_batch_tokens);
   options.model_name = *model_path;
   options.truncate_long_continuations = absl::GetFlag(FLAGS_truncate_long_continuations);
-  EvaluatorOptions eval_options;
-  eval_options.limit = absl::GetFlag(FLAGS_limit);
-  eval_options.data_dir =
-      absl::GetFlag(FLAGS_data_dir).empty() ? DefaultDataDir() : absl::GetFlag(FLAGS_data_dir);
+  EvaluatorOptions eval_options = *evaluator_options;
   eval_options.bootstrap_iters = 0;
 
   // Exact token counts, no model run.
@@ -163,10 +160,10 @@ int Run(int argc, char** argv) {
     }
   }
   const std::string text = out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
-  if (absl::GetFlag(FLAGS_output).empty()) {
+  if (OutputFromFlags().empty()) {
     std::fputs(text.c_str(), stdout);
   } else {
-    std::ofstream(absl::GetFlag(FLAGS_output)) << text;
+    std::ofstream(OutputFromFlags()) << text;
   }
   return 0;
 }

@@ -18,9 +18,11 @@
 #include "client/remote_language_model.h"
 #include "client/results_table.h"
 #include "engine/cli/command_line.h"
+#include "engine/cli/common_flags.h"
 #include "engine/cli/generation_flags.h"
 #include "google/protobuf/util/json_util.h"
 #include "nlohmann/json.hpp"
+#include "tasks/eval_flags.h"
 #include "tasks/evaluator.h"
 #include "tasks/progress_bar.h"
 
@@ -47,27 +49,14 @@ ABSL_FLAG(std::string, text, "", "tokenize / rolling: the text.");
 ABSL_FLAG(bool, token_logprobs, false, "score/rolling: print per-token log-probabilities.");
 ABSL_FLAG(int, top_k, 0, "score: top-k alternatives per continuation token.");
 ABSL_FLAG(bool, truncate, false, "score: left-truncate over-long pairs as lm-eval does.");
-ABSL_FLAG(std::string, bos, "tokenizer",
-          "BOS regime for text: tokenizer (lm-eval >= 0.4.9.2, the default everywhere) or none "
-          "(lm-eval <= 0.4.9.1).");
-ABSL_FLAG(int, max_length, 0, "score/rolling/run: sequence limit (0: the model's).");
 ABSL_FLAG(std::string, prompt, "", "generate: the prompt text.");
 // run / jobs
-ABSL_FLAG(std::vector<std::string>, tasks, {}, "run: lm-eval task names, comma-separated.");
-ABSL_FLAG(int, limit, 0, "run: documents per task (0: all).");
-ABSL_FLAG(std::string, output, "", "run: write the results JSON here.");
-ABSL_FLAG(bool, log_samples, false, "run: keep per-sample records in the results.");
-ABSL_FLAG(int, num_fewshot, 0,
-          "run: few-shot examples; only 0 (zero-shot) is supported, anything else is refused.");
-ABSL_FLAG(bool, progress, true, "run/watch/niah: progress bar with ETA on stderr.");
 ABSL_FLAG(double, reconnect_for, 600,
           "run/watch: keep re-watching a job this many seconds after the connection drops.");
 ABSL_FLAG(bool, local, false,
           "run: evaluate the tasks in this client, its model calls spread over the --server "
           "replicas by round_robin (default: a server job, which a fleet sharing a store "
           "splits into shards).");
-ABSL_FLAG(std::string, data_dir, "data",
-          "run --local: the task datasets (the repository's data/).");
 ABSL_FLAG(double, wait, 0, "health: wait up to this many seconds for SERVING.");
 
 namespace hgeval::client {
@@ -111,8 +100,9 @@ std::string ToJson(const google::protobuf::Message& message) {
   return out;
 }
 
+// --bos, checked in main().
 v1::BosMode Bos() {
-  return absl::GetFlag(FLAGS_bos) == "none" ? v1::BOS_MODE_NONE : v1::BOS_MODE_TOKENIZER;
+  return *cli::TokenizerBosFromFlags() ? v1::BOS_MODE_TOKENIZER : v1::BOS_MODE_NONE;
 }
 
 int Models(Client& client) {
@@ -203,7 +193,7 @@ int Score(Client& client) {
   request.set_return_token_logprobs(absl::GetFlag(FLAGS_token_logprobs));
   request.set_top_k(absl::GetFlag(FLAGS_top_k));
   request.set_truncate(absl::GetFlag(FLAGS_truncate));
-  request.set_max_length(absl::GetFlag(FLAGS_max_length));
+  request.set_max_length(tasks::MaxLengthFromFlags());
   if (!absl::GetFlag(FLAGS_input).empty()) {
     absl::StatusOr<std::vector<nlohmann::json>> lines = ReadJsonLines(absl::GetFlag(FLAGS_input));
     if (!lines.ok()) return Fail(lines.status());
@@ -257,7 +247,7 @@ int Rolling(Client& client) {
   v1::LoglikelihoodRollingRequest request;
   request.set_model(absl::GetFlag(FLAGS_model));
   request.set_bos_mode(Bos());
-  request.set_max_length(absl::GetFlag(FLAGS_max_length));
+  request.set_max_length(tasks::MaxLengthFromFlags());
   request.set_return_token_logprobs(absl::GetFlag(FLAGS_token_logprobs));
   if (!absl::GetFlag(FLAGS_input).empty()) {
     absl::StatusOr<std::vector<nlohmann::json>> lines = ReadJsonLines(absl::GetFlag(FLAGS_input));
@@ -324,7 +314,7 @@ tasks::Progress JobProgress(const v1::Job& job) {
 
 // Watches with a progress bar on stderr; returns the final job.
 absl::StatusOr<v1::Job> WatchWithProgress(Client& client, const std::string& id) {
-  tasks::ProgressBar bar(absl::GetFlag(FLAGS_progress));
+  tasks::ProgressBar bar(cli::ProgressFromFlags());
   return client.WatchJob(
       id,
       [&](const v1::Job& j) {
@@ -335,11 +325,12 @@ absl::StatusOr<v1::Job> WatchWithProgress(Client& client, const std::string& id)
 }
 
 int PrintFinalJob(const v1::Job& job) {
-  if (!absl::GetFlag(FLAGS_output).empty() && !job.results_json().empty()) {
-    std::ofstream out(absl::GetFlag(FLAGS_output));
+  const std::string output = tasks::OutputFromFlags();
+  if (!output.empty() && !job.results_json().empty()) {
+    std::ofstream out(output);
     out << job.results_json() << "\n";
-    if (!out) return Fail(absl::InternalError("cannot write " + absl::GetFlag(FLAGS_output)));
-    std::fprintf(stderr, "results written to %s\n", absl::GetFlag(FLAGS_output).c_str());
+    if (!out) return Fail(absl::InternalError("cannot write " + output));
+    std::fprintf(stderr, "results written to %s\n", output.c_str());
   }
   std::printf("job %s: %s (model %s, %lld requests, %lld from the store)\n", job.id().c_str(),
               v1::JobState_Name(job.state()).c_str(), job.model().c_str(),
@@ -358,31 +349,30 @@ int RunLocal(Client& client) {
   RemoteLanguageModelOptions lm_options;
   lm_options.model = absl::GetFlag(FLAGS_model);
   lm_options.bos_mode = Bos();
-  lm_options.max_length = absl::GetFlag(FLAGS_max_length);
+  lm_options.max_length = tasks::MaxLengthFromFlags();
   absl::StatusOr<std::unique_ptr<RemoteLanguageModel>> lm =
       RemoteLanguageModel::Create(&client, lm_options);
   if (!lm.ok()) return Fail(lm.status());
-  tasks::EvaluatorOptions options;
-  options.limit = absl::GetFlag(FLAGS_limit);
-  options.data_dir = absl::GetFlag(FLAGS_data_dir);
-  options.log_samples = absl::GetFlag(FLAGS_log_samples);
-  tasks::ProgressBar bar(absl::GetFlag(FLAGS_progress));
+  absl::StatusOr<tasks::EvaluatorOptions> evaluator_options = tasks::EvaluatorOptionsFromFlags();
+  if (!evaluator_options.ok()) return Fail(evaluator_options.status());
+  tasks::EvaluatorOptions& options = *evaluator_options;
+  tasks::ProgressBar bar(cli::ProgressFromFlags());
   options.progress = [&](const std::string& task, int64_t done, int64_t total) {
     bar.Update({.done = done, .total = total, .label = task});
   };
   std::fprintf(stderr, "evaluating in the client, %d calls at a time to %s\n",
                client.parallel_calls(), client.target().c_str());
   absl::StatusOr<tasks::EvaluationReport> report =
-      tasks::RunTasks(**lm, absl::GetFlag(FLAGS_tasks), options);
+      tasks::RunTasks(**lm, tasks::TaskNamesFromFlags(), options);
   bar.Finish();
   if (!report.ok()) return Fail(report.status());
   try {
     nlohmann::json results = tasks::ResultsJson(*report);
     if (options.log_samples) results["samples"] = tasks::SamplesByTask(*report);
-    if (!absl::GetFlag(FLAGS_output).empty()) {
-      std::ofstream out(absl::GetFlag(FLAGS_output));
+    if (const std::string output = tasks::OutputFromFlags(); !output.empty()) {
+      std::ofstream out(output);
       out << results.dump(2) << "\n";
-      std::fprintf(stderr, "results written to %s\n", absl::GetFlag(FLAGS_output).c_str());
+      std::fprintf(stderr, "results written to %s\n", output.c_str());
     }
     std::printf("%s", tasks::ResultsTable(results).c_str());
   } catch (const nlohmann::json::exception& e) {
@@ -392,20 +382,25 @@ int RunLocal(Client& client) {
 }
 
 int Run(Client& client) {
-  if (absl::GetFlag(FLAGS_num_fewshot) != 0) {
-    return Fail(absl::InvalidArgumentError(
-        absl::StrCat("--num_fewshot ", absl::GetFlag(FLAGS_num_fewshot),
-                     " is not supported: hgeval evaluates zero-shot only (0)")));
-  }
+  // The flags' own checks (--num_fewshot, --limit) for both routes.
+  absl::StatusOr<tasks::EvaluatorOptions> evaluator_options = tasks::EvaluatorOptionsFromFlags();
+  if (!evaluator_options.ok()) return Fail(evaluator_options.status());
   if (absl::GetFlag(FLAGS_local)) return RunLocal(client);
+  const double limit = evaluator_options->limit;
+  if (limit != static_cast<int32_t>(limit)) {
+    return Fail(absl::InvalidArgumentError(
+        absl::StrCat("--limit ", limit,
+                     ": a job takes a whole number of documents per task (a fraction "
+                     "works with --local and hgeval-eval)")));
+  }
   v1::SubmitJobRequest request;
   request.set_model(absl::GetFlag(FLAGS_model));
-  for (const std::string& t : absl::GetFlag(FLAGS_tasks)) request.add_tasks(t);
-  request.set_limit(absl::GetFlag(FLAGS_limit));
+  for (const std::string& t : tasks::TaskNamesFromFlags()) request.add_tasks(t);
+  request.set_limit(static_cast<int32_t>(limit));
   request.mutable_options()->set_bos_mode(Bos());
-  request.mutable_options()->set_max_length(absl::GetFlag(FLAGS_max_length));
-  request.mutable_options()->set_log_samples(absl::GetFlag(FLAGS_log_samples));
-  request.mutable_options()->set_num_fewshot(absl::GetFlag(FLAGS_num_fewshot));
+  request.mutable_options()->set_max_length(tasks::MaxLengthFromFlags());
+  request.mutable_options()->set_log_samples(evaluator_options->log_samples);
+  request.mutable_options()->set_num_fewshot(tasks::NumFewshotFromFlags());
   absl::StatusOr<std::string> id = client.SubmitJob(request);
   if (!id.ok()) return Fail(id.status());
   std::fprintf(stderr, "submitted job %s\n", id->c_str());
@@ -415,7 +410,8 @@ int Run(Client& client) {
 }
 
 int Jobs(Client& client) {
-  absl::StatusOr<v1::ListJobsResponse> jobs = client.ListJobs(absl::GetFlag(FLAGS_limit));
+  absl::StatusOr<v1::ListJobsResponse> jobs =
+      client.ListJobs(static_cast<int>(tasks::LimitFromFlags()));
   if (!jobs.ok()) return Fail(jobs.status());
   for (const v1::Job& job : jobs->jobs()) {
     std::printf("%s\t%s\t%s\t%s\tlimit=%d\t%lld/%lld\n", job.id().c_str(),
@@ -480,8 +476,8 @@ int Main(const std::vector<std::string>& args) {
 int main(int argc, char** argv) {
   const std::vector<std::string> args =
       hgeval::cli::ParseCommandLine(argc, argv, hgeval::client::kUsage);
-  if (const std::string bos = absl::GetFlag(FLAGS_bos); bos != "tokenizer" && bos != "none") {
-    std::fprintf(stderr, "hgeval: --bos must be tokenizer or none, got '%s'\n", bos.c_str());
+  if (const absl::StatusOr<bool> bos = hgeval::cli::TokenizerBosFromFlags(); !bos.ok()) {
+    std::fprintf(stderr, "hgeval: %s\n", std::string(bos.status().message()).c_str());
     return 2;
   }
   return hgeval::client::Main(args);

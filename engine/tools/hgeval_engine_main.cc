@@ -20,6 +20,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "engine/cli/command_line.h"
+#include "engine/cli/common_flags.h"
 #include "engine/cli/generation_flags.h"
 #include "engine/cli/model_flags.h"
 #include "engine/model/load_model.h"
@@ -31,10 +32,6 @@
 
 ABSL_FLAG(std::string, text, "", "tokenize: the text (default: the positional words, else stdin).");
 ABSL_FLAG(bool, pieces, false, "tokenize: print each id with its vocabulary piece.");
-ABSL_FLAG(std::string, bos, "tokenizer",
-          "BOS regime: tokenizer (the tokenizer's special tokens, e.g. BOS, as lm-eval >= "
-          "0.4.9.2) or none (plain text, lm-eval <= 0.4.9.1). An empty context or prompt "
-          "starts from BOS either way.");
 ABSL_FLAG(std::string, context, "",
           "score: the context text (default: the positional words, else stdin).");
 ABSL_FLAG(hgeval::cli::EscapedList, continuation, {},
@@ -78,15 +75,6 @@ constexpr absl::string_view kModelFlags[] = {"model", "tokenizer", "device",
 
 std::string Dump(const nlohmann::json& j) {
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-}
-
-absl::StatusOr<bool> BosFromFlag() {
-  const std::string bos = absl::GetFlag(FLAGS_bos);
-  if (bos != "tokenizer" && bos != "none") {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--bos must be tokenizer or none, got '", bos, "'"));
-  }
-  return bos == "tokenizer";
 }
 
 // The text argument: the flag, else the positional words joined by spaces, else stdin.
@@ -139,7 +127,7 @@ std::string Piece(const Tokenizer& tokenizer, int32_t id) { return tokenizer.IdT
 
 absl::Status Tokenize(const std::vector<std::string>& words) {
   HG_ASSIGN_OR_RETURN(std::unique_ptr<Tokenizer> tokenizer, OpenTokenizer());
-  HG_ASSIGN_OR_RETURN(const bool bos, BosFromFlag());
+  HG_ASSIGN_OR_RETURN(const bool bos, cli::TokenizerBosFromFlags());
   const std::string text =
       InputText(absl::GetFlag(FLAGS_text), !absl::GetFlag(FLAGS_text).empty(), words);
   HG_ASSIGN_OR_RETURN(std::vector<int32_t> ids, tokenizer->Encode(text, bos));
@@ -218,7 +206,7 @@ absl::Status ScoreCommand(const std::vector<std::string>& words) {
   } else if (!ids_mode) {
     return opened.status();
   }
-  HG_ASSIGN_OR_RETURN(const bool bos, BosFromFlag());
+  HG_ASSIGN_OR_RETURN(const bool bos, cli::TokenizerBosFromFlags());
   std::vector<ScoreRequest> requests;
   std::vector<std::string> labels;
   if (ids_mode) {
@@ -311,7 +299,7 @@ absl::Status ScoreCommand(const std::vector<std::string>& words) {
 
 absl::Status GenerateCommand(const std::vector<std::string>& words) {
   HG_ASSIGN_OR_RETURN(std::unique_ptr<Tokenizer> tokenizer, OpenTokenizer());
-  HG_ASSIGN_OR_RETURN(const bool bos, BosFromFlag());
+  HG_ASSIGN_OR_RETURN(const bool bos, cli::TokenizerBosFromFlags());
   HG_ASSIGN_OR_RETURN(const int max_tokens, cli::MaxTokensFromFlags(kDefaultMaxTokens));
 
   GenerateRequest request;

@@ -10,47 +10,31 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/str_format.h"
 #include "engine/cli/command_line.h"
+#include "engine/cli/common_flags.h"
 #include "engine/cli/model_flags.h"
 #include "engine/tokenizer/token_only_tokenizer.h"
 #include "engine/util/status_macros.h"
 #include "tasks/cli_options.h"
 #include "tasks/engine_language_model.h"
+#include "tasks/eval_flags.h"
 #include "tasks/evaluator.h"
 #include "tasks/lra/engine_lra_classifier.h"
 #include "tasks/progress_bar.h"
 #include "tasks/registry.h"
 
-ABSL_FLAG(std::string, tasks, "",
-          "Comma-separated lm-eval task names; groups: commonsense, lm_eval_suite (all "
-          "eleven), scrolls (the seven SCROLLS tasks); \"list\" prints the known tasks. "
-          "--tokenizer none: token-level tasks only (mqar), the default when every task "
-          "given is one.");
-ABSL_FLAG(double, limit, 0, "First N docs per task (0: all; a value < 1 is a fraction).");
-ABSL_FLAG(std::string, bos, "tokenizer",
-          "BOS regime: tokenizer (lm-eval >= 0.4.9.2, the default everywhere) or none "
-          "(lm-eval <= 0.4.9.1).");
-ABSL_FLAG(int64_t, max_length, 0,
-          "lm-eval max_length (0: config max_position_embeddings, else 2048).");
-ABSL_FLAG(std::string, output, "",
-          "Write the results JSON (lm-eval layout) here; the table goes to stdout.");
 ABSL_FLAG(std::string, table, "", "Also write the markdown table to this file.");
-ABSL_FLAG(bool, log_samples, false,
-          "Keep lm-eval's per-sample records in the results JSON (under \"samples\").");
 ABSL_FLAG(bool, context_reuse, true,
           "Score the choices of a context from one shared-context fork (false: every request "
           "from scratch; same numbers).");
 ABSL_FLAG(bool, windowless_rolling, false,
           "Rolling log-likelihood in one window carrying state (recurrent models) instead of "
           "lm-eval's windows.");
-ABSL_FLAG(std::string, data_dir, "",
-          "Task datasets (default: $HGEVAL_DATA_DIR, else the source tree's data/).");
 ABSL_FLAG(int64_t, bootstrap_iters, 100000, "Bootstrap iterations for perplexity stderr.");
 ABSL_FLAG(int64_t, max_batch_tokens, 0,
           "Tokens per forward call (0: the model's choice, 4096 on the CPU, 16384 on CUDA).");
 ABSL_FLAG(bool, truncate_long_continuations, false,
           "Score only the last max_length tokens of a longer continuation (lm-eval refuses "
           "such requests; counted in the results' hgeval.tasks[task].truncated_requests).");
-ABSL_FLAG(bool, progress, true, "Progress bar and run summary on stderr.");
 
 namespace hgeval::tasks {
 namespace {
@@ -92,7 +76,7 @@ int EvaluateAndReport(LanguageModel& lm, const std::vector<std::string>& task_na
     }
     return true;
   };
-  const std::string output = absl::GetFlag(FLAGS_output);
+  const std::string output = OutputFromFlags();
   if (!output.empty() &&
       !write_file(output,
                   results.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n")) {
@@ -100,7 +84,7 @@ int EvaluateAndReport(LanguageModel& lm, const std::vector<std::string>& task_na
   }
   const std::string table_path = absl::GetFlag(FLAGS_table);
   if (!table_path.empty() && !write_file(table_path, header + table)) return 1;
-  if (absl::GetFlag(FLAGS_progress)) {
+  if (cli::ProgressFromFlags()) {
     int64_t fed = 0, scored = 0;
     for (const auto& t : report->tasks) {
       fed += t.stats.tokens_fed;
@@ -120,7 +104,7 @@ int Run(int argc, char** argv) {
                  positional[0].c_str());
     return 2;
   }
-  const std::string tasks_flag = absl::GetFlag(FLAGS_tasks);
+  const std::string tasks_flag = TasksFlag();
   if (tasks_flag == "list") {
     for (const auto& name : RegisteredTaskNames()) std::printf("%s\n", name.c_str());
     return 0;
@@ -134,10 +118,10 @@ int Run(int argc, char** argv) {
   auto task_names = ExpandTaskList(tasks_flag);
   if (!task_names.ok()) return Fail(task_names.status());
   EngineLanguageModelOptions lm_options;
-  auto bos = ParseBosRegime(absl::GetFlag(FLAGS_bos));
-  if (!bos.ok()) return Fail(bos.status());
-  lm_options.bos_regime = *bos;
-  lm_options.max_length = absl::GetFlag(FLAGS_max_length);
+  auto tokenizer_bos = cli::TokenizerBosFromFlags();
+  if (!tokenizer_bos.ok()) return Fail(tokenizer_bos.status());
+  lm_options.bos_regime = *tokenizer_bos ? BosRegime::kTokenizer : BosRegime::kNone;
+  lm_options.max_length = MaxLengthFromFlags();
   lm_options.max_batch_tokens = absl::GetFlag(FLAGS_max_batch_tokens);
   lm_options.context_reuse = absl::GetFlag(FLAGS_context_reuse);
   lm_options.windowless_rolling = absl::GetFlag(FLAGS_windowless_rolling);
@@ -146,13 +130,11 @@ int Run(int argc, char** argv) {
   const std::string tokenizer_flag = absl::GetFlag(FLAGS_tokenizer);
   lm_options.tokenizer_name = tokenizer_flag.empty() ? model_path : tokenizer_flag;
 
-  EvaluatorOptions eval_options;
-  eval_options.data_dir =
-      absl::GetFlag(FLAGS_data_dir).empty() ? DefaultDataDir() : absl::GetFlag(FLAGS_data_dir);
+  auto evaluator_options = EvaluatorOptionsFromFlags();
+  if (!evaluator_options.ok()) return Fail(evaluator_options.status());
+  EvaluatorOptions& eval_options = *evaluator_options;
   eval_options.bootstrap_iters = absl::GetFlag(FLAGS_bootstrap_iters);
-  eval_options.log_samples = absl::GetFlag(FLAGS_log_samples);
-  eval_options.limit = absl::GetFlag(FLAGS_limit);
-  const bool progress = absl::GetFlag(FLAGS_progress);
+  const bool progress = cli::ProgressFromFlags();
   ProgressBar bar(progress);
   eval_options.progress = [&](const std::string& task, int64_t done, int64_t total) {
     bar.Update({.done = done, .total = total, .label = task});

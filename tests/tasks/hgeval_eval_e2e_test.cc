@@ -47,6 +47,9 @@ TEST(HgevalEvalTest, HelpAndErrors) {
   EXPECT_EQ(RunCommand(Tool() + " --tasks piqa 2>/dev/null", &out), 2);
   EXPECT_EQ(RunCommand(BaseCommand() + " --tasks no_such_task 2>/dev/null", &out), 1);
   EXPECT_EQ(RunCommand(BaseCommand() + " --tasks piqa --bos sometimes 2>/dev/null", &out), 1);
+  // Few-shot is not implemented: refused, as `hgeval run` refuses it, not ignored.
+  EXPECT_EQ(RunCommand(BaseCommand() + " --tasks piqa --num_fewshot 5 2>&1", &out), 1);
+  EXPECT_NE(out.find("--num_fewshot 5 is not supported"), std::string::npos) << out;
   EXPECT_EQ(RunCommand(Tool() + " --frobnicate 2>/dev/null", &out), 1);  // Abseil refuses it
   EXPECT_EQ(RunCommand(Tool() + " stray 2>/dev/null", &out), 2);
   EXPECT_EQ(RunCommand(Tool() + " --tasks list", &out), 0);

@@ -18,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "engine/cli/command_line.h"
+#include "engine/cli/common_flags.h"
 #include "engine/cli/model_flags.h"
 #include "engine/model/load_model.h"
 #include "engine/tokenizer/tokenizer.h"
@@ -33,7 +34,6 @@
 ABSL_FLAG(std::string, model_name, "", "Name in the title and JSON (default: file name).");
 ABSL_FLAG(std::string, essays, "",
           "Haystack folder (default: data/niah/PaulGrahamEssays of the source tree).");
-ABSL_FLAG(bool, progress, true, "Progress bar on stderr.");
 
 namespace hgeval::niah {
 namespace {
@@ -67,7 +67,7 @@ absl::Status Run() {
                options.model_name.c_str(), std::string(NiahModeName(options.mode)).c_str(),
                options.grid.lengths.size(), options.grid.depths.size(),
                options.prefix_reuse ? "on" : "off");
-  tasks::ProgressBar bar(absl::GetFlag(FLAGS_progress));
+  tasks::ProgressBar bar(cli::ProgressFromFlags());
   HG_ASSIGN_OR_RETURN(NiahResult result,
                       RunNiahSweep(*model, *tokenizer, options, [&](int64_t done, int64_t total) {
                         bar.Update({.done = done, .total = total, .unit = "cells"});
