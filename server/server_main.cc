@@ -22,6 +22,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "engine/cli/command_line.h"
+#include "engine/cli/load_flags.h"
 #include "server/auth.h"
 #include "server/executor.h"
 #include "server/job_manager.h"
@@ -66,13 +67,6 @@ ABSL_FLAG(std::string, tokenizer, "",
 ABSL_FLAG(std::vector<std::string>, preload, {},
           "Models to load before reporting SERVING (comma-separated; 'all' for every model). "
           "Others load on first use.");
-ABSL_FLAG(std::string, device, "cpu", "Device for --model/--model_root models: cpu, cuda, cuda:N.");
-ABSL_FLAG(std::string, dtype, "fp32", "Arithmetic dtype for CUDA models: fp32 or bf16.");
-ABSL_FLAG(int64_t, max_context, 0,
-          "LLaMA --model/--model_root models: accept sequences up to this many positions, past "
-          "max_position_embeddings (RoPE extrapolation, e.g. NIAH beyond the training length; "
-          "0: the config's). lm-eval tasks keep max_position_embeddings as max_length.");
-ABSL_FLAG(int, threads, 0, "CPU threads per model (0: all cores).");
 ABSL_FLAG(std::string, store, "hgeval-store.sqlite",
           "Result store (results and jobs): a SQLite file (':memory:' keeps nothing across "
           "restarts), or postgresql://user@host:port/db for one store shared by a fleet of "
@@ -158,6 +152,13 @@ int Run() {
       return 2;
     }
   }
+  // --device, --dtype, --max_context: every --model and --model_root model's (a --config
+  // entry may say otherwise); --threads: the CPU models'.
+  absl::StatusOr<LoadOptions> load = cli::LoadOptionsFromFlags();
+  if (!load.ok()) {
+    LogError("flag_invalid", {{"error", load.status().ToString()}});
+    return 2;
+  }
   for (const std::string& m : absl::GetFlag(FLAGS_model)) {
     std::pair<std::string, std::string> kv = absl::StrSplit(m, absl::MaxSplits('=', 1));
     if (!IsValidModelName(kv.first) || kv.second.empty()) {
@@ -167,21 +168,21 @@ int Run() {
     ModelSpec spec;
     spec.name = kv.first;
     spec.path = kv.second;
-    spec.device = absl::GetFlag(FLAGS_device);
-    spec.dtype = absl::GetFlag(FLAGS_dtype);
-    spec.max_context = absl::GetFlag(FLAGS_max_context);
+    spec.device = load->device;
+    spec.dtype = load->dtype;
+    spec.max_context = load->max_context;
     registry_options.models.push_back(spec);
   }
-  registry_options.root_model_defaults.device = absl::GetFlag(FLAGS_device);
-  registry_options.root_model_defaults.dtype = absl::GetFlag(FLAGS_dtype);
-  registry_options.root_model_defaults.max_context = absl::GetFlag(FLAGS_max_context);
+  registry_options.root_model_defaults.device = load->device;
+  registry_options.root_model_defaults.dtype = load->dtype;
+  registry_options.root_model_defaults.max_context = load->max_context;
   for (const std::string& root : absl::GetFlag(FLAGS_model_root))
     registry_options.roots.push_back(root);
   if (!absl::GetFlag(FLAGS_tokenizer).empty()) {
     registry_options.default_tokenizer = absl::GetFlag(FLAGS_tokenizer);
   }
   registry_options.max_sequence_tokens = absl::GetFlag(FLAGS_max_sequence_tokens);
-  registry_options.threads = absl::GetFlag(FLAGS_threads);
+  registry_options.threads = load->threads;
   registry_options.scheduler.max_batch_tokens = absl::GetFlag(FLAGS_max_batch_tokens);
   registry_options.scheduler.max_queued_requests = absl::GetFlag(FLAGS_max_queued_requests);
   registry_options.scheduler.max_generations = absl::GetFlag(FLAGS_max_generations);

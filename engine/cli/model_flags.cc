@@ -1,23 +1,13 @@
 #include "engine/cli/model_flags.h"
 
-#include <cstdint>
-
 #include "absl/flags/flag.h"
 #include "absl/status/status.h"
-#include "absl/strings/match.h"
-#include "absl/strings/str_cat.h"
 
 ABSL_FLAG(std::string, model, "",
           "Model: a Hugging Face checkpoint folder or a llama2.c .bin file.");
 ABSL_FLAG(std::string, tokenizer, "",
           "Tokenizer file or folder (tokenizer.json, tokenizer.model, *.tiktoken, tok*.bin); "
           "default: the one in the model's folder.");
-ABSL_FLAG(std::string, device, "cpu", "Device: cpu, cuda or cuda:N.");
-ABSL_FLAG(std::string, dtype, "fp32", "Arithmetic dtype: fp32, or bf16 (CUDA only).");
-ABSL_FLAG(int, threads, 0, "CPU threads (0: all cores).");
-ABSL_FLAG(int64_t, max_context, 0,
-          "LLaMA: accept sequences up to this many positions, past max_position_embeddings "
-          "(RoPE extrapolation); 0: the config's. Recurrent models ignore it.");
 
 namespace hgeval::cli {
 
@@ -25,20 +15,6 @@ absl::StatusOr<std::string> ModelPathFromFlags() {
   std::string model = absl::GetFlag(FLAGS_model);
   if (model.empty()) return absl::InvalidArgumentError("--model is required");
   return model;
-}
-
-absl::StatusOr<LoadOptions> LoadOptionsFromFlags() {
-  LoadOptions options;
-  options.device = absl::GetFlag(FLAGS_device);
-  options.dtype = absl::GetFlag(FLAGS_dtype);
-  options.threads = absl::GetFlag(FLAGS_threads);
-  options.max_context = absl::GetFlag(FLAGS_max_context);
-  if (options.device != "cpu" && options.device != "cuda" &&
-      !absl::StartsWith(options.device, "cuda:")) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--device must be cpu, cuda or cuda:N, got '", options.device, "'"));
-  }
-  return options;
 }
 
 }  // namespace hgeval::cli

@@ -1,6 +1,6 @@
-// The flags that pick and load a local checkpoint, declared once for the in-process
-// programs (hgeval-engine, hgeval-eval, hgeval-niah): --model, --tokenizer, --device,
-// --dtype, --threads, --max_context.
+// The flags that pick a local checkpoint, declared once for the in-process programs
+// (hgeval-engine, hgeval-eval, hgeval-niah): --model and --tokenizer, and with
+// load_flags.h how to build it. (hgeval-server has its own --model, a list of NAME=PATH.)
 #ifndef HGEVAL_ENGINE_CLI_MODEL_FLAGS_H_
 #define HGEVAL_ENGINE_CLI_MODEL_FLAGS_H_
 
@@ -8,7 +8,7 @@
 
 #include "absl/flags/declare.h"
 #include "absl/status/statusor.h"
-#include "engine/model/load_model.h"
+#include "engine/cli/load_flags.h"
 
 ABSL_DECLARE_FLAG(std::string, model);
 ABSL_DECLARE_FLAG(std::string, tokenizer);
@@ -17,10 +17,6 @@ namespace hgeval::cli {
 
 // --model, or InvalidArgument saying it is required.
 absl::StatusOr<std::string> ModelPathFromFlags();
-
-// --device, --dtype, --threads and --max_context; InvalidArgument for a device other than
-// cpu, cuda or cuda:N (BuildModel checks the rest).
-absl::StatusOr<LoadOptions> LoadOptionsFromFlags();
 
 }  // namespace hgeval::cli
 
