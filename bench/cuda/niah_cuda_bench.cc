@@ -41,7 +41,7 @@
 
 ABSL_FLAG(bool, random_weights, false,
           "required: acknowledge that the models get random weights (timing only)");
-ABSL_FLAG(std::string, models, "hgrn2,llama", "comma-separated: hgrn2, llama");
+ABSL_FLAG(std::string, models, "hgrn2,llama", "comma-separated: hgrn2, llama, tnl");
 ABSL_FLAG(std::string, dtype, "bf16", "fp32 or bf16");
 ABSL_FLAG(std::string, device, "cuda",
           "cuda or cuda:N; cpu (with --dtype fp32, few --layers and --max_cells) only to "
@@ -102,11 +102,14 @@ absl::StatusOr<std::vector<int>> IntList(const std::string& text) {
 }
 
 absl::StatusOr<std::unique_ptr<Model>> BuildRandomModel(const std::string& family,
-                                                        const LoadOptions& load) {
+                                                        const LoadOptions& load,
+                                                        int64_t tokenizer_vocab) {
   nlohmann::json cfg_json = bench::RandomModelConfig(family, absl::GetFlag(FLAGS_layers));
   if (family == "llama") {
     cfg_json["max_position_embeddings"] = absl::GetFlag(FLAGS_llama_training_length);
   }
+  // TNL's own vocabulary is 64,000; the sweep's tokenizer decides it here (timing only).
+  if (family == "tnl") cfg_json["vocab_size"] = tokenizer_vocab;
   return bench::BuildRandomModel(family, cfg_json, load);
 }
 
@@ -146,7 +149,7 @@ absl::Status Run(nlohmann::json& report) {
 
   for (const std::string& family :
        std::vector<std::string>(absl::StrSplit(absl::GetFlag(FLAGS_models), ','))) {
-    if (family != "hgrn2" && family != "llama") {
+    if (!bench::IsRandomModelFamily(family)) {
       return absl::InvalidArgumentError(absl::StrCat("unknown model '", family, "'"));
     }
     LoadOptions load;
@@ -154,7 +157,8 @@ absl::Status Run(nlohmann::json& report) {
     load.dtype = absl::GetFlag(FLAGS_dtype);
     if (family == "llama") load.max_context = absl::GetFlag(FLAGS_llama_max_context);
     const auto tb = Clock::now();
-    HG_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, BuildRandomModel(family, load));
+    HG_ASSIGN_OR_RETURN(std::unique_ptr<Model> model,
+                        BuildRandomModel(family, load, tokenizer->vocab_size()));
     auto* cuda_model = dynamic_cast<cuda::CudaModel*>(model.get());  // null on the CPU
     const std::string device_name = cuda_model != nullptr ? cuda_model->device_name() : "cpu";
     report["gpu"] = device_name;
@@ -184,8 +188,7 @@ absl::Status Run(nlohmann::json& report) {
     for (int max_batch : batches) {
       niah::NiahOptions options = base;
       options.max_batch = max_batch;
-      options.model_name =
-          family == "llama" ? "LLaMA-1.3B shape (random)" : "HGRN2-1.3B shape (random)";
+      options.model_name = bench::RandomModelLabel(family);
       timed.ResetTimes();
       if (cuda_model != nullptr) cuda_model->ResetPeakDeviceBytes();
       const auto t0 = Clock::now();

@@ -49,6 +49,16 @@ HostTensor Ones(int64_t n) {
 
 }  // namespace
 
+bool IsRandomModelFamily(const std::string& family) {
+  return family == "hgrn2" || family == "llama" || family == "tnl";
+}
+
+std::string RandomModelLabel(const std::string& family) {
+  if (family == "hgrn2") return "HGRN2-1.3B shape (random)";
+  if (family == "tnl") return "TNL-1B class shape (random)";
+  return "LLaMA-1.3B shape (random)";
+}
+
 nlohmann::json RandomModelConfig(const std::string& family, int layers) {
   if (family == "hgrn2") {
     return {{"model_type", "hgrn2"},   {"hidden_size", 2048}, {"num_hidden_layers", layers},

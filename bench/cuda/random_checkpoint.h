@@ -1,4 +1,4 @@
-// Random-weight checkpoints of the issue-6 1.3B shapes (HGRN2 and LLaMA), shared by the
+// Random-weight checkpoints of the 1.3B-class shapes (HGRN2, LLaMA, TNL), shared by the
 // CUDA benchmarks. For timing only: nothing built from them is saved or evaluated.
 #ifndef HGEVAL_BENCH_CUDA_RANDOM_CHECKPOINT_H_
 #define HGEVAL_BENCH_CUDA_RANDOM_CHECKPOINT_H_
@@ -25,6 +25,11 @@ void FillRandom(std::vector<float>& data, float amplitude, uint64_t seed);
 // "llama" (D 2048, 16 heads, MLP 5632, vocab 32000, max_position_embeddings 65536) or
 // "tnl" (D 2048, 16 heads, GLU 5632, vocab 64000, LRPE on layer 0).
 nlohmann::json RandomModelConfig(const std::string& family, int layers);
+
+// Whether RandomModelConfig knows `family` ("hgrn2", "llama", "tnl").
+bool IsRandomModelFamily(const std::string& family);
+// "HGRN2-1.3B shape (random)", "LLaMA-1.3B shape (random)", "TNL-1B class shape (random)".
+std::string RandomModelLabel(const std::string& family);
 
 // Weights under the family's Hugging Face / fla names: matrices uniform with variance
 // 1 / fan_in, norm weights 1, HGRN2 lower bounds uniform. Deterministic (fixed seeds).

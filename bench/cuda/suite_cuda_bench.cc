@@ -50,7 +50,7 @@
 
 ABSL_FLAG(bool, random_weights, false,
           "required: acknowledge that the models get random weights (timing only)");
-ABSL_FLAG(std::string, models, "hgrn2,llama", "comma-separated: hgrn2, llama");
+ABSL_FLAG(std::string, models, "hgrn2,llama", "comma-separated: hgrn2, llama, tnl");
 ABSL_FLAG(std::string, tasks,
           "piqa,arc_easy,arc_challenge,hellaswag,winogrande,openbookqa,boolq,social_iqa,"
           "lambada_openai",
@@ -179,7 +179,7 @@ absl::Status Run(nlohmann::json& report) {
   bool recorded = false;
   for (const std::string& family :
        std::vector<std::string>(absl::StrSplit(absl::GetFlag(FLAGS_models), ','))) {
-    if (family != "hgrn2" && family != "llama") {
+    if (!bench::IsRandomModelFamily(family)) {
       return absl::InvalidArgumentError(absl::StrCat("unknown model '", family, "'"));
     }
     nlohmann::json model_report;
@@ -209,7 +209,7 @@ absl::Status Run(nlohmann::json& report) {
         static_cast<long long>(BatchTokens(*model, absl::GetFlag(FLAGS_max_batch_tokens))));
     tasks::EngineLanguageModelOptions lm_options;
     lm_options.max_batch_tokens = absl::GetFlag(FLAGS_max_batch_tokens);
-    lm_options.model_name = family + "-1.3B shape (random)";
+    lm_options.model_name = bench::RandomModelLabel(family);
     bench::TimedModel timed(model.get());
     tasks::EngineLanguageModel engine_lm(&timed, tokenizer.get(), lm_options);
 
@@ -337,7 +337,7 @@ absl::Status Run(nlohmann::json& report) {
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
-      "suite_cuda_bench --random_weights [--models hgrn2,llama] [--limit N] "
+      "suite_cuda_bench --random_weights [--models hgrn2,llama,tnl] [--limit N] "
       "[--requests_out DIR] [--verify_limit N] [--out FILE]\n"
       "Times the paper's zero-shot suite through the tasks layer on random 1.3B shapes.");
   absl::ParseCommandLine(argc, argv);

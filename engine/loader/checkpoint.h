@@ -1,6 +1,6 @@
 // A model checkpoint: config.json plus named tensors, from a Hugging Face folder
-// (model.safetensors, or shards listed in model.safetensors.index.json), from a llama2.c
-// .bin file, or built in memory (tests, random-weight benchmark models).
+// (model.safetensors or pytorch_model.bin, or shards listed in their index.json), from a
+// llama2.c .bin file, or built in memory (tests, random-weight benchmark models).
 #ifndef HGEVAL_ENGINE_LOADER_CHECKPOINT_H_
 #define HGEVAL_ENGINE_LOADER_CHECKPOINT_H_
 
@@ -59,7 +59,8 @@ class Checkpoint {
 };
 
 // Opens a Hugging Face checkpoint folder: config.json and model.safetensors or
-// model.safetensors.index.json with its shards. Files are memory-mapped and validated
+// model.safetensors.index.json with its shards; failing those, pytorch_model.bin or
+// pytorch_model.bin.index.json with its shards (engine/loader/torch_checkpoint.h). Files are memory-mapped and validated
 // (header bounds, offsets within the file and non-overlapping, dtype sizes).
 absl::StatusOr<std::unique_ptr<Checkpoint>> OpenCheckpoint(const std::string& dir);
 

@@ -1,5 +1,6 @@
 // OpenCheckpoint: a Hugging Face folder with config.json and model.safetensors, or
-// model.safetensors.index.json and its shards.
+// model.safetensors.index.json and its shards; failing those, PyTorch's pytorch_model.bin
+// or pytorch_model.bin.index.json and its shards (torch.save archives).
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -11,6 +12,7 @@
 #include "engine/loader/mapped_file.h"
 #include "engine/loader/safetensors.h"
 #include "engine/loader/tensor_table.h"
+#include "engine/loader/torch_checkpoint.h"
 #include "engine/util/status_macros.h"
 
 namespace hgeval {
@@ -45,9 +47,11 @@ absl::StatusOr<nlohmann::json> ParseJsonObject(const std::string& path, const st
   return value;
 }
 
-// Maps and validates one safetensors file; its tensors are returned by name.
+// Maps and validates one weights file (safetensors, or a torch.save archive for names
+// ending in .bin); its tensors are returned by name.
 absl::StatusOr<std::map<std::string, TensorEntry>> OpenShard(const std::string& path,
                                                              TensorTableCheckpoint& table) {
+  if (absl::EndsWith(path, ".bin")) return OpenTorchCheckpointFile(path, table);
   HG_ASSIGN_OR_RETURN(std::shared_ptr<const MappedFile> mapped, MappedFile::Open(path));
   HG_ASSIGN_OR_RETURN(std::vector<SafetensorsTensor> tensors,
                       ParseSafetensors(path, mapped->bytes()));
@@ -121,18 +125,24 @@ absl::StatusOr<std::unique_ptr<Checkpoint>> OpenCheckpoint(const std::string& di
   auto table =
       std::make_unique<TensorTableCheckpoint>(std::move(config), std::move(config_text), dir);
 
-  const std::string single_path = (fs::path(dir) / "model.safetensors").string();
-  const std::string index_path = (fs::path(dir) / "model.safetensors.index.json").string();
-  if (fs::exists(single_path, error)) {
-    HG_ASSIGN_OR_RETURN(auto entries, OpenShard(single_path, *table));
-    for (auto& [name, entry] : entries) table->AddTensor(std::move(entry));
-  } else if (fs::exists(index_path, error)) {
-    HG_RETURN_IF_ERROR(AddShardedTensors(dir, index_path, *table));
-  } else {
-    return absl::NotFoundError(absl::StrCat(
-        dir, ": neither model.safetensors nor model.safetensors.index.json is present"));
+  // safetensors first, as transformers prefers them when both are present.
+  for (const char* stem : {"model.safetensors", "pytorch_model.bin"}) {
+    const std::string single_path = (fs::path(dir) / stem).string();
+    const std::string index_path = single_path + ".index.json";
+    if (fs::exists(single_path, error)) {
+      HG_ASSIGN_OR_RETURN(auto entries, OpenShard(single_path, *table));
+      for (auto& [name, entry] : entries) table->AddTensor(std::move(entry));
+      return std::unique_ptr<Checkpoint>(std::move(table));
+    }
+    if (fs::exists(index_path, error)) {
+      HG_RETURN_IF_ERROR(AddShardedTensors(dir, index_path, *table));
+      return std::unique_ptr<Checkpoint>(std::move(table));
+    }
   }
-  return std::unique_ptr<Checkpoint>(std::move(table));
+  return absl::NotFoundError(
+      absl::StrCat(dir,
+                   ": no weights: none of model.safetensors, model.safetensors.index.json, "
+                   "pytorch_model.bin, pytorch_model.bin.index.json is present"));
 }
 
 }  // namespace hgeval

@@ -1,7 +1,8 @@
 // The trained MQAR fixtures (data/models/mqar/*, made by tools/train/mqar_train.py on a
 // GPU): the engine's accuracy on the setting each was trained on equals the accuracy
 // PyTorch measured on the same 3,000 zoology test examples (mqar_train.json): the same
-// number of correct argmaxes at the labelled positions.
+// number of correct argmaxes at the labelled positions (up to the near ties a recurrent
+// fixture records).
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -68,8 +69,14 @@ TEST(MqarTrainedFixtureTest, EngineAccuracyEqualsPyTorchs) {
         "acc_L" + std::to_string(spec.input_seq_len) + "_K" + std::to_string(spec.num_kv_pairs);
     const double pytorch = train["test_accuracy_pytorch"][key].get<double>();
     // PyTorch's mean is float32 (~1e-7 off the exact one); one prediction that differs
-    // moves the accuracy by 1/48,000 ~ 2e-5, so 1e-6 means the same predictions.
-    EXPECT_NEAR(engine, pytorch, 1e-6) << key;
+    // moves the accuracy by 1/48,000 ~ 2e-5, so 1e-6 means the same predictions. The
+    // recurrent fixtures (GPU chunkwise scans vs the engine's sequential fp32 ones) record
+    // how many labelled positions have top-2 logits closer than 1e-3: only those may flip,
+    // so each adds one prediction's worth; they must stay rare.
+    const double positions = static_cast<double>(spec.num_examples * spec.num_kv_pairs);
+    const int64_t near_ties = train.value("near_ties_1e-3", int64_t{0});
+    EXPECT_LE(near_ties, positions / 100) << "too many near ties for an exact comparison";
+    EXPECT_NEAR(engine, pytorch, 1e-6 + static_cast<double>(near_ties) / positions) << key;
     RecordProperty(entry.path().filename().string() + "_accuracy", std::to_string(engine));
     ++checked;
   }
