@@ -17,7 +17,7 @@ v1::NiahJobSpec NiahSpecFromOptions(const niah::NiahOptions& options,
   spec.set_max_new_tokens(options.max_new_tokens);
   if (options.stop_strings.empty()) spec.set_no_stop_strings(true);
   for (const std::string& stop : options.stop_strings) spec.add_stop_strings(stop);
-  spec.set_ignore_eos(!options.stop_at_eos);
+  spec.set_ignore_eos(options.ignore_eos);
   spec.set_scorer(std::string(niah::NiahScorerName(options.scorer)));
   spec.set_no_stemmer(!options.rouge_use_stemmer);
   spec.set_threshold(options.metric_options.threshold);

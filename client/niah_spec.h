@@ -11,9 +11,9 @@
 
 namespace hgeval::client {
 
-// The grid goes as explicit lists; each option in the spec's own sense (ignore_eos,
-// no_stemmer, no_prefix_reuse: proto3 booleans default to false). `training_length`
-// unset: the model's max_position_embeddings.
+// The grid goes as explicit lists; ignore_eos as it is; the stemmer and prefix reuse in
+// the spec's negative sense (no_stemmer, no_prefix_reuse), since proto3 booleans default
+// to false. `training_length` unset: the model's max_position_embeddings.
 hgeval::v1::NiahJobSpec NiahSpecFromOptions(const niah::NiahOptions& options,
                                             std::optional<int64_t> training_length);
 

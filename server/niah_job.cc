@@ -48,7 +48,9 @@ std::string CellDigest(const niah::NiahOptions& options, const std::string& essa
                        {"depth", depth},
                        {"max_new_tokens", options.max_new_tokens},
                        {"stop_strings", options.stop_strings},
-                       {"stop_at_eos", options.stop_at_eos},
+                       // Spelled as when the first cells were stored: a new key would
+                       // make every stored cell a miss.
+                       {"stop_at_eos", !options.ignore_eos},
                        {"decoding", "greedy"}};
   return Sha256Hex(canonical.dump(-1, ' ', true, Json::error_handler_t::replace));
 }
@@ -154,7 +156,7 @@ absl::StatusOr<niah::NiahOptions> NiahOptionsFromSpec(const v1::NiahJobSpec& spe
       HG_RETURN_IF_ERROR(ValidateUtf8(stop, "niah.stop_strings"));
     }
   }
-  options.stop_at_eos = !spec.ignore_eos();
+  options.ignore_eos = spec.ignore_eos();
   if (!spec.scorer().empty()) {
     HG_ASSIGN_OR_RETURN(options.scorer, niah::ParseNiahScorer(spec.scorer()));
   }

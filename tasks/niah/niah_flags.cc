@@ -50,7 +50,7 @@ absl::StatusOr<NiahOptions> NiahOptionsFromFlags() {
   const NiahOptions defaults;
   HG_ASSIGN_OR_RETURN(options.max_new_tokens, cli::MaxTokensFromFlags(defaults.max_new_tokens));
   options.stop_strings = cli::UntilFromFlags(defaults.stop_strings);
-  options.stop_at_eos = !cli::IgnoreEosFromFlags();
+  options.ignore_eos = cli::IgnoreEosFromFlags();
   HG_ASSIGN_OR_RETURN(options.scorer, ParseNiahScorer(absl::GetFlag(FLAGS_scorer)));
   options.rouge_use_stemmer = absl::GetFlag(FLAGS_stemmer);
   options.metric_options.threshold = absl::GetFlag(FLAGS_threshold);

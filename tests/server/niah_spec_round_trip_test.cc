@@ -37,7 +37,7 @@ void ExpectSameSweep(const niah::NiahOptions& a, const niah::NiahOptions& b) {
   EXPECT_EQ(a.buffer_tokens, b.buffer_tokens);
   EXPECT_EQ(a.max_new_tokens, b.max_new_tokens);
   EXPECT_EQ(a.stop_strings, b.stop_strings);
-  EXPECT_EQ(a.stop_at_eos, b.stop_at_eos);
+  EXPECT_EQ(a.ignore_eos, b.ignore_eos);
   EXPECT_EQ(a.scorer, b.scorer);
   EXPECT_EQ(a.rouge_use_stemmer, b.rouge_use_stemmer);
   EXPECT_EQ(a.metric_options.threshold, b.metric_options.threshold);
@@ -60,7 +60,7 @@ TEST(NiahSpecRoundTripTest, DefaultFlagsAreHgevalNiahsDefaultsOnBothSides) {
   ASSERT_TRUE(on_server.ok()) << on_server.status();
   ExpectSameSweep(*from_flags, *on_server);
   EXPECT_EQ(on_server->stop_strings, std::vector<std::string>{"\n"});
-  EXPECT_TRUE(on_server->stop_at_eos);
+  EXPECT_FALSE(on_server->ignore_eos);
 }
 
 TEST(NiahSpecRoundTripTest, EveryOptionKeepsItsSenseAcrossTheWire) {
@@ -81,7 +81,7 @@ TEST(NiahSpecRoundTripTest, EveryOptionKeepsItsSenseAcrossTheWire) {
   EXPECT_EQ(from_flags->grid.lengths, (std::vector<int64_t>{300, 600}));
   EXPECT_EQ(from_flags->max_new_tokens, 8);
   EXPECT_TRUE(from_flags->stop_strings.empty());
-  EXPECT_FALSE(from_flags->stop_at_eos);
+  EXPECT_TRUE(from_flags->ignore_eos);
   EXPECT_FALSE(from_flags->rouge_use_stemmer);
   EXPECT_FALSE(from_flags->prefix_reuse);
 
