@@ -34,6 +34,7 @@
 #include "server/openai_completions.h"
 #include "server/openai_http_server.h"
 #include "server/result_store.h"
+#include "tasks/eval_flags.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
           "Address to listen on (host:port). Port 0 picks a free port (see --port_file).");
@@ -107,8 +108,6 @@ ABSL_FLAG(int64_t, max_message_bytes, 64 << 20, "Largest request message in byte
 ABSL_FLAG(int64_t, max_inline_results_bytes, hgeval::server::kDefaultMaxInlineResultsBytes,
           "Job results larger than this stay out of WatchJob/GetJob messages and are fetched "
           "in pieces with GetJobResults (the hgeval client does this itself).");
-ABSL_FLAG(std::string, data_dir, "",
-          "Task datasets for jobs (the repository's data/ folder). Default: ./data.");
 ABSL_FLAG(int, job_workers, 1, "Jobs run at the same time.");
 ABSL_FLAG(int, startup_delay_ms, 0,
           "Keep reporting NOT_SERVING this long after the port opens (load-balancer warm-up; "
@@ -237,8 +236,7 @@ int Run() {
   limits.max_generate_tokens = absl::GetFlag(FLAGS_max_generate_tokens);
   ModelServiceImpl model_service(&registry, &executor, &auth, limits);
   JobManagerOptions job_options;
-  job_options.data_dir =
-      absl::GetFlag(FLAGS_data_dir).empty() ? "data" : absl::GetFlag(FLAGS_data_dir);
+  job_options.data_dir = tasks::DataDirFromFlags();
   job_options.workers = absl::GetFlag(FLAGS_job_workers);
   job_options.lease = absl::Milliseconds(std::max<int64_t>(1, absl::GetFlag(FLAGS_job_lease_ms)));
   JobManager jobs(store->get(), &registry, &executor, job_options);

@@ -3,7 +3,6 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "tasks/cli_options.h"
 
 ABSL_FLAG(std::string, tasks, "",
           "run: lm-eval task names, comma-separated; groups: commonsense, lm_eval_suite (all "
@@ -20,9 +19,6 @@ ABSL_FLAG(bool, log_samples, false,
 ABSL_FLAG(int64_t, max_length, 0,
           "lm-eval max_length (0: the model's: max_position_embeddings, else its context, "
           "else 2048).");
-ABSL_FLAG(std::string, data_dir, "",
-          "Task datasets for in-process runs (default: $HGEVAL_DATA_DIR, else the source "
-          "tree's data/, else ./data).");
 
 namespace hgeval::tasks {
 
@@ -41,8 +37,7 @@ absl::StatusOr<EvaluatorOptions> EvaluatorOptionsFromFlags() {
   EvaluatorOptions options;
   options.limit = absl::GetFlag(FLAGS_limit);
   if (!(options.limit >= 0)) return absl::InvalidArgumentError("--limit must be >= 0");
-  options.data_dir =
-      absl::GetFlag(FLAGS_data_dir).empty() ? DefaultDataDir() : absl::GetFlag(FLAGS_data_dir);
+  options.data_dir = DataDirFromFlags();
   options.log_samples = absl::GetFlag(FLAGS_log_samples);
   return options;
 }

@@ -1,7 +1,8 @@
 // The flags of an lm-eval run, declared once for the programs that run one: `hgeval run`
 // (a server job, or --local in the client) and hgeval-eval (in process): --tasks, --limit,
-// --num_fewshot, --output, --log_samples, --max_length, --data_dir. A library of its own
-// (hgeval_eval_flags), outside the tasks archive, so that only those programs have them.
+// --num_fewshot, --output, --log_samples, --max_length, --data_dir (the server's too). A
+// library of its own (hgeval_eval_flags), outside the tasks archive, so that only those
+// programs have them.
 #ifndef HGEVAL_TASKS_EVAL_FLAGS_H_
 #define HGEVAL_TASKS_EVAL_FLAGS_H_
 
@@ -30,6 +31,8 @@ double LimitFromFlags();
 int NumFewshotFromFlags();
 // --max_length: lm-eval's max_length (0: the model's).
 int64_t MaxLengthFromFlags();
+// --data_dir, else DefaultDataDir() (data_dir_flags.cc: hgeval-server has this flag alone).
+std::string DataDirFromFlags();
 // --output: where the results JSON goes ("" for nowhere).
 std::string OutputFromFlags();
 
