@@ -215,7 +215,11 @@ int Score(Client& client) {
       return Fail(absl::InvalidArgumentError(e.what()));
     }
   } else {
-    for (const std::string& continuation : absl::GetFlag(FLAGS_continuation).items) {
+    const std::vector<std::string> continuations = absl::GetFlag(FLAGS_continuation).items;
+    if (continuations.empty()) {
+      return Fail(absl::InvalidArgumentError("score needs --continuation (or --input)"));
+    }
+    for (const std::string& continuation : continuations) {
       v1::LoglikelihoodPair* pair = request.add_pairs();
       pair->set_context(absl::GetFlag(FLAGS_context));
       pair->set_continuation(continuation);
