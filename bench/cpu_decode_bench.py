@@ -116,9 +116,9 @@ def llama2c_once(binary, model_dir, steps, threads):
 
 def hgeval_once(engine, model_dir, steps, threads):
     # From BOS alone every forward pass yields one token, so run.c's -n steps is
-    # --max-tokens steps; both time steps 2..steps.
+    # --max_tokens steps; both time steps 2..steps.
     cmd = [engine, "generate", "--model", os.path.join(model_dir, "stories260K.bin"),
-           "--threads", str(threads), "--max-tokens", str(steps), "--temperature", "0",
+           "--threads", str(threads), "--max_tokens", str(steps), "--temperature", "0",
            "--stats"]
     stdout, stderr = run(cmd)
     m = re.search(r"then ([0-9.]+) tok/s", stderr)
@@ -219,7 +219,7 @@ def main():
             "commit": git_commit(),
             "kernel_clone": kernel_clone(),
             "command": f"hgeval-engine generate --model stories260K.bin --threads N "
-                       f"--max-tokens {args.steps} --temperature 0 --stats",
+                       f"--max_tokens {args.steps} --temperature 0 --stats",
             **{m: summary(r) for m, r in rates["hgeval"].items()},
         },
         "greedy_text": {

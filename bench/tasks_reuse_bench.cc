@@ -3,41 +3,41 @@
 // the suite (default: the eight commonsense tasks + lambada_openai, no limit) with reuse
 // on (and optionally off). Writes JSON.
 //   tasks_reuse_bench --model PATH --tokenizer PATH [--tasks LIST] [--limit N]
-//                     [--output FILE] [--count-only] [--run-scratch]
+//                     [--output FILE] [--count_only] [--run_scratch]
 #include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <string>
 #include <vector>
 
-#include "absl/strings/numbers.h"
+#include "absl/flags/flag.h"
+#include "engine/cli/command_line.h"
+#include "engine/cli/common_flags.h"
+#include "engine/cli/model_flags.h"
 #include "nlohmann/json.hpp"
 #include "tasks/cli_options.h"
 #include "tasks/engine_language_model.h"
+#include "tasks/eval_flags.h"
 #include "tasks/evaluator.h"
 #include "tasks/registry.h"
+
+ABSL_FLAG(int64_t, max_batch_tokens, 4096, "Tokens per forward call.");
+ABSL_FLAG(bool, count_only, false, "Only count tokens, do not run the model.");
+ABSL_FLAG(bool, run_scratch, false, "Also time the suite without reuse.");
+ABSL_FLAG(bool, truncate_long_continuations, false,
+          "Score only the last max_length tokens of longer continuations (lm-eval refuses "
+          "them).");
 
 namespace hgeval::tasks {
 namespace {
 
-constexpr char kUsage[] =
-    R"(tasks_reuse_bench: tokens fed with / without shared-context reuse, suite wall time.
+constexpr char kDefaultTasks[] =
+    "piqa,hellaswag,winogrande,arc_easy,arc_challenge,openbookqa,boolq,social_iqa,"
+    "lambada_openai";
 
-  --model PATH          checkpoint folder or llama2.c .bin (required)
-  --tokenizer PATH      tokenizer (default: the model folder's)
-  --tasks LIST          default: piqa,hellaswag,winogrande,arc_easy,arc_challenge,
-                        openbookqa,boolq,social_iqa,lambada_openai
-  --limit N             docs per task (default: all)
-  --bos MODE            none | tokenizer (default tokenizer)
-  --max-length N        lm-eval max_length
-  --device DEV          cpu (default) | cuda[:N];  --dtype fp32|bf16;  --threads N
-  --max-batch-tokens N  tokens per forward call (default 4096)
-  --output FILE         JSON (default: stdout)
-  --count-only          only count tokens, do not run the model
-  --run-scratch         also time the suite without reuse
-  --truncate-long-continuations  score only the last max_length tokens of longer
-                        continuations (lm-eval refuses them)
-)";
+constexpr char kUsage[] =
+    "tasks_reuse_bench: tokens fed with / without shared-context reuse, suite wall time.\n"
+    "Usage: tasks_reuse_bench --model PATH [--tokenizer PATH] [flags]";
 
 struct SuiteRun {
   double seconds = 0;
@@ -71,62 +71,41 @@ absl::StatusOr<SuiteRun> RunSuite(Model* model, const Tokenizer* tokenizer,
 }
 
 int Run(int argc, char** argv) {
-  auto args = ParseArgs(argc, argv,
-                        {"model", "tokenizer", "tasks", "limit", "bos", "max-length", "device",
-                         "dtype", "threads", "max-batch-tokens", "output", "data-dir"},
-                        {"count-only", "run-scratch", "truncate-long-continuations"});
-  if (!args.ok()) {
-    std::fprintf(stderr, "%s\n", std::string(args.status().message()).c_str());
-    return 2;
-  }
-  if (args->help || args->Get("model").empty()) {
-    std::fputs(kUsage, args->help ? stdout : stderr);
-    return args->help ? 0 : 2;
-  }
+  cli::ParseCommandLine(argc, argv, kUsage);
   auto fail = [](const absl::Status& s) {
     std::fprintf(stderr, "tasks_reuse_bench: %s\n", s.ToString().c_str());
     return 1;
   };
-  auto tasks = ExpandTaskList(
-      args->Get("tasks",
-                "piqa,hellaswag,winogrande,arc_easy,arc_challenge,openbookqa,boolq,social_iqa,"
-                "lambada_openai"));
+  auto model_path = cli::ModelPathFromFlags();
+  if (!model_path.ok()) return fail(model_path.status());
+  // The commonsense tasks + lambada_openai unless --tasks says otherwise.
+  auto tasks = ExpandTaskList(TasksFlag().empty() ? kDefaultTasks : TasksFlag());
   if (!tasks.ok()) return fail(tasks.status());
-  int64_t max_length = 0, threads = 0, batch_tokens = 4096;
-  double limit = 0;
-  if ((!args->Get("max-length").empty() &&
-       !absl::SimpleAtoi(args->Get("max-length"), &max_length)) ||
-      (!args->Get("threads").empty() && !absl::SimpleAtoi(args->Get("threads"), &threads)) ||
-      (!args->Get("max-batch-tokens").empty() &&
-       !absl::SimpleAtoi(args->Get("max-batch-tokens"), &batch_tokens)) ||
-      (!args->Get("limit").empty() && !absl::SimpleAtod(args->Get("limit"), &limit))) {
-    return fail(absl::InvalidArgumentError("bad numeric option"));
-  }
-  auto bos = ParseBosRegime(args->Get("bos", "tokenizer"));
-  if (!bos.ok()) return fail(bos.status());
-  auto opened =
-      OpenModelAndTokenizer(args->Get("model"), args->Get("tokenizer"), args->Get("device", "cpu"),
-                            args->Get("dtype", "fp32"), static_cast<int>(threads));
+  auto tokenizer_bos = cli::TokenizerBosFromFlags();
+  if (!tokenizer_bos.ok()) return fail(tokenizer_bos.status());
+  auto evaluator_options = EvaluatorOptionsFromFlags();
+  if (!evaluator_options.ok()) return fail(evaluator_options.status());
+  auto load_options = cli::LoadOptionsFromFlags();
+  if (!load_options.ok()) return fail(load_options.status());
+  auto opened = OpenModelAndTokenizer(*model_path, absl::GetFlag(FLAGS_tokenizer), *load_options);
   if (!opened.ok()) return fail(opened.status());
 
   EngineLanguageModelOptions options;
-  options.bos_regime = *bos;
-  options.max_length = max_length;
-  options.max_batch_tokens = batch_tokens;
-  options.model_name = args->Get("model");
-  options.truncate_long_continuations = args->Has("truncate-long-continuations");
-  EvaluatorOptions eval_options;
-  eval_options.limit = limit;
-  eval_options.data_dir = args->Get("data-dir", DefaultDataDir());
+  options.bos_regime = *tokenizer_bos ? BosRegime::kTokenizer : BosRegime::kNone;
+  options.max_length = MaxLengthFromFlags();
+  options.max_batch_tokens = absl::GetFlag(FLAGS_max_batch_tokens);
+  options.model_name = *model_path;
+  options.truncate_long_continuations = absl::GetFlag(FLAGS_truncate_long_continuations);
+  EvaluatorOptions eval_options = *evaluator_options;
   eval_options.bootstrap_iters = 0;
 
   // Exact token counts, no model run.
   nlohmann::json out;
-  out["model"] = args->Get("model");
-  out["tokenizer"] = args->Get("tokenizer");
+  out["model"] = *model_path;
+  out["tokenizer"] = absl::GetFlag(FLAGS_tokenizer);
   out["backend"] = opened->model->info().backend;
   out["dtype"] = opened->model->info().dtype;
-  out["limit"] = limit;
+  out["limit"] = eval_options.limit;
   out["tasks"] = nlohmann::json::object();
   options.count_only = true;
   options.context_reuse = true;
@@ -159,11 +138,11 @@ int Run(int argc, char** argv) {
                         ? 1.0 - double(reuse_count->tokens_fed) / double(scratch_count->tokens_fed)
                         : 0.0}};
 
-  if (!args->Has("count-only")) {
+  if (!absl::GetFlag(FLAGS_count_only)) {
     eval_options.bootstrap_iters = 100000;
     options.count_only = false;
     for (bool reuse : {true, false}) {
-      if (!reuse && !args->Has("run-scratch")) continue;
+      if (!reuse && !absl::GetFlag(FLAGS_run_scratch)) continue;
       options.context_reuse = reuse;
       std::fprintf(stderr, "running the suite %s reuse...\n", reuse ? "with" : "without");
       auto run =
@@ -181,10 +160,10 @@ int Run(int argc, char** argv) {
     }
   }
   const std::string text = out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
-  if (args->Get("output").empty()) {
+  if (OutputFromFlags().empty()) {
     std::fputs(text.c_str(), stdout);
   } else {
-    std::ofstream(args->Get("output")) << text;
+    std::ofstream(OutputFromFlags()) << text;
   }
   return 0;
 }

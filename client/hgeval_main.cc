@@ -7,8 +7,6 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
-#include "absl/flags/usage.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -19,9 +17,14 @@
 #include "client/niah_command.h"
 #include "client/remote_language_model.h"
 #include "client/results_table.h"
+#include "engine/cli/command_line.h"
+#include "engine/cli/common_flags.h"
+#include "engine/cli/generation_flags.h"
 #include "google/protobuf/util/json_util.h"
 #include "nlohmann/json.hpp"
+#include "tasks/eval_flags.h"
 #include "tasks/evaluator.h"
+#include "tasks/progress_bar.h"
 
 ABSL_FLAG(std::vector<std::string>, server, {"127.0.0.1:50051"},
           "Server: host:port, a gRPC target such as dns:///name:port (every address the name "
@@ -36,7 +39,9 @@ ABSL_FLAG(double, timeout, 0, "Per-call deadline in seconds (0: none).");
 ABSL_FLAG(std::string, model, "", "Model name (see `hgeval models`).");
 // score / generate / tokenize
 ABSL_FLAG(std::string, context, "", "score: the context text.");
-ABSL_FLAG(std::string, continuation, "", "score: the continuation text.");
+ABSL_FLAG(hgeval::cli::EscapedList, continuation, {},
+          "score: continuations to score after --context, comma-separated (C escapes; \\x2c "
+          "for a comma); one pair each.");
 ABSL_FLAG(std::string, input, "",
           "score: JSON lines file of {\"context\", \"continuation\"} (or \"context_ids\", "
           "\"continuation_ids\"); rolling: JSON lines of {\"text\"}.");
@@ -44,40 +49,25 @@ ABSL_FLAG(std::string, text, "", "tokenize / rolling: the text.");
 ABSL_FLAG(bool, token_logprobs, false, "score/rolling: print per-token log-probabilities.");
 ABSL_FLAG(int, top_k, 0, "score: top-k alternatives per continuation token.");
 ABSL_FLAG(bool, truncate, false, "score: left-truncate over-long pairs as lm-eval does.");
-ABSL_FLAG(std::string, bos, "tokenizer",
-          "BOS regime for text: tokenizer (lm-eval >= 0.4.9.2, the default everywhere) or none "
-          "(lm-eval <= 0.4.9.1).");
-ABSL_FLAG(int, max_length, 0, "score/rolling/run: sequence limit (0: the model's).");
 ABSL_FLAG(std::string, prompt, "", "generate: the prompt text.");
-ABSL_FLAG(int, max_tokens, 64, "generate: most tokens to generate.");
-ABSL_FLAG(std::vector<std::string>, until, {}, "generate: stop strings (comma-separated).");
-ABSL_FLAG(double, temperature, 0, "generate: 0 = greedy; > 0 samples.");
-ABSL_FLAG(double, top_p, 1, "generate: nucleus mass.");
-ABSL_FLAG(uint64_t, seed, 0, "generate: sampling seed.");
 // run / jobs
-ABSL_FLAG(std::vector<std::string>, tasks, {}, "run: lm-eval task names, comma-separated.");
-ABSL_FLAG(int, limit, 0, "run: documents per task (0: all).");
-ABSL_FLAG(std::string, output, "", "run: write the results JSON here.");
-ABSL_FLAG(bool, log_samples, false, "run: keep per-sample records in the results.");
-ABSL_FLAG(int, num_fewshot, 0,
-          "run: few-shot examples; only 0 (zero-shot) is supported, anything else is refused.");
-ABSL_FLAG(bool, progress, true, "run/watch: progress bar with ETA on stderr.");
 ABSL_FLAG(double, reconnect_for, 600,
           "run/watch: keep re-watching a job this many seconds after the connection drops.");
 ABSL_FLAG(bool, local, false,
           "run: evaluate the tasks in this client, its model calls spread over the --server "
           "replicas by round_robin (default: a server job, which a fleet sharing a store "
           "splits into shards).");
-ABSL_FLAG(std::string, data_dir, "data",
-          "run --local: the task datasets (the repository's data/).");
 ABSL_FLAG(double, wait, 0, "health: wait up to this many seconds for SERVING.");
 
 namespace hgeval::client {
 namespace {
 namespace v1 = ::hgeval::v1;
 
+// generate's --max_tokens when none is given.
+constexpr int kDefaultMaxTokens = 64;
+
 constexpr char kUsage[] =
-    "client for hgeval-server.\n"
+    "hgeval: client for hgeval-server.\n"
     "Usage: hgeval <command> [flags]\n"
     "Commands:\n"
     "  models                      list the server's models\n"
@@ -86,15 +76,14 @@ constexpr char kUsage[] =
     "  score --model M --context C --continuation X   (or --input pairs.jsonl)\n"
     "  rolling --model M --text T                     (or --input texts.jsonl)\n"
     "  generate --model M --prompt P [--max_tokens N --until a,b --temperature T --top_p P "
-    "--seed S]\n"
+    "--seed S --ignore_eos]\n"
     "  run --model M --tasks a,b [--limit N] [--output results.json]   submit a job, show\n"
     "      progress, print the results table (re-watches after dropped connections)\n"
     "  niah --model M [--mode easy|standard --preset quick|paper --lengths a,b --depths a,b\n"
-    "      --out DIR]   Needle-in-a-Haystack sweep as a server job: progress, then\n"
+    "      --output_dir DIR]   Needle-in-a-Haystack sweep as a server job: progress, then\n"
     "      DIR/niah_results.json, niah_grid.csv and niah_heatmap.png (resumable: --job ID)\n"
     "  jobs [--limit N]            list jobs\n"
-    "  job ID | watch ID | cancel ID\n"
-    "Flags:";
+    "  job ID | watch ID | cancel ID";
 
 int Fail(const absl::Status& status) {
   std::fprintf(stderr, "hgeval: %s: %s\n", absl::StatusCodeToString(status.code()).c_str(),
@@ -111,8 +100,9 @@ std::string ToJson(const google::protobuf::Message& message) {
   return out;
 }
 
+// --bos, checked in main().
 v1::BosMode Bos() {
-  return absl::GetFlag(FLAGS_bos) == "none" ? v1::BOS_MODE_NONE : v1::BOS_MODE_TOKENIZER;
+  return *cli::TokenizerBosFromFlags() ? v1::BOS_MODE_TOKENIZER : v1::BOS_MODE_NONE;
 }
 
 int Models(Client& client) {
@@ -203,7 +193,7 @@ int Score(Client& client) {
   request.set_return_token_logprobs(absl::GetFlag(FLAGS_token_logprobs));
   request.set_top_k(absl::GetFlag(FLAGS_top_k));
   request.set_truncate(absl::GetFlag(FLAGS_truncate));
-  request.set_max_length(absl::GetFlag(FLAGS_max_length));
+  request.set_max_length(tasks::MaxLengthFromFlags());
   if (!absl::GetFlag(FLAGS_input).empty()) {
     absl::StatusOr<std::vector<nlohmann::json>> lines = ReadJsonLines(absl::GetFlag(FLAGS_input));
     if (!lines.ok()) return Fail(lines.status());
@@ -225,9 +215,15 @@ int Score(Client& client) {
       return Fail(absl::InvalidArgumentError(e.what()));
     }
   } else {
-    v1::LoglikelihoodPair* pair = request.add_pairs();
-    pair->set_context(absl::GetFlag(FLAGS_context));
-    pair->set_continuation(absl::GetFlag(FLAGS_continuation));
+    const std::vector<std::string> continuations = absl::GetFlag(FLAGS_continuation).items;
+    if (continuations.empty()) {
+      return Fail(absl::InvalidArgumentError("score needs --continuation (or --input)"));
+    }
+    for (const std::string& continuation : continuations) {
+      v1::LoglikelihoodPair* pair = request.add_pairs();
+      pair->set_context(absl::GetFlag(FLAGS_context));
+      pair->set_continuation(continuation);
+    }
   }
   v1::LoglikelihoodRequest shell = request;
   shell.clear_pairs();
@@ -255,7 +251,7 @@ int Rolling(Client& client) {
   v1::LoglikelihoodRollingRequest request;
   request.set_model(absl::GetFlag(FLAGS_model));
   request.set_bos_mode(Bos());
-  request.set_max_length(absl::GetFlag(FLAGS_max_length));
+  request.set_max_length(tasks::MaxLengthFromFlags());
   request.set_return_token_logprobs(absl::GetFlag(FLAGS_token_logprobs));
   if (!absl::GetFlag(FLAGS_input).empty()) {
     absl::StatusOr<std::vector<nlohmann::json>> lines = ReadJsonLines(absl::GetFlag(FLAGS_input));
@@ -288,11 +284,15 @@ int Generate(Client& client) {
   request.set_model(absl::GetFlag(FLAGS_model));
   request.set_prompt(absl::GetFlag(FLAGS_prompt));
   request.set_bos_mode(Bos());
-  request.set_max_tokens(absl::GetFlag(FLAGS_max_tokens));
-  for (const std::string& u : absl::GetFlag(FLAGS_until)) request.add_until(u);
-  request.set_temperature(static_cast<float>(absl::GetFlag(FLAGS_temperature)));
-  request.set_top_p(static_cast<float>(absl::GetFlag(FLAGS_top_p)));
-  request.set_seed(absl::GetFlag(FLAGS_seed));
+  absl::StatusOr<int> max_tokens = cli::MaxTokensFromFlags(kDefaultMaxTokens);
+  if (!max_tokens.ok()) return Fail(max_tokens.status());
+  request.set_max_tokens(*max_tokens);
+  for (const std::string& u : cli::UntilFromFlags({})) request.add_until(u);
+  request.set_ignore_eos(cli::IgnoreEosFromFlags());
+  const cli::Sampling sampling = cli::SamplingFromFlags();
+  request.set_temperature(static_cast<float>(sampling.temperature));
+  request.set_top_p(static_cast<float>(sampling.top_p));
+  request.set_seed(sampling.seed);
   absl::StatusOr<v1::GenerateResponse> r =
       client.Generate(request, [](const v1::GenerateResponse& c) {
         std::fwrite(c.text().data(), 1, c.text().size(), stdout);
@@ -307,38 +307,34 @@ int Generate(Client& client) {
   return 0;
 }
 
+// What a job's progress bar shows.
+tasks::Progress JobProgress(const v1::Job& job) {
+  return {.done = job.requests_done(),
+          .total = job.requests_total(),
+          .cached = job.requests_cached(),
+          .unit = job.has_niah() ? "cells" : "requests",
+          .label = job.current_task()};
+}
+
 // Watches with a progress bar on stderr; returns the final job.
 absl::StatusOr<v1::Job> WatchWithProgress(Client& client, const std::string& id) {
-  const bool progress = absl::GetFlag(FLAGS_progress);
-  absl::Time running_since = absl::InfinitePast();
-  int64_t done_at_start = 0;
-  std::string previous_task;
-  absl::StatusOr<v1::Job> job = client.WatchJob(
+  tasks::ProgressBar bar(cli::ProgressFromFlags());
+  return client.WatchJob(
       id,
       [&](const v1::Job& j) {
-        if (!progress) return;
-        if (j.state() == v1::JOB_STATE_RUNNING && running_since == absl::InfinitePast()) {
-          running_since = absl::Now();
-          done_at_start = j.requests_cached();
-        }
-        const double elapsed = running_since == absl::InfinitePast()
-                                   ? 0
-                                   : absl::ToDoubleSeconds(absl::Now() - running_since);
-        std::fprintf(stderr, "\r%s\033[K", FormatProgress(j, elapsed).c_str());
-        (void)done_at_start;
-        std::fflush(stderr);
+        // The rate (and so the ETA) counts from when the job starts running.
+        if (j.state() != v1::JOB_STATE_QUEUED) bar.Update(JobProgress(j));
       },
       absl::Seconds(absl::GetFlag(FLAGS_reconnect_for)));
-  if (progress) std::fprintf(stderr, "\n");
-  return job;
 }
 
 int PrintFinalJob(const v1::Job& job) {
-  if (!absl::GetFlag(FLAGS_output).empty() && !job.results_json().empty()) {
-    std::ofstream out(absl::GetFlag(FLAGS_output));
+  const std::string output = tasks::OutputFromFlags();
+  if (!output.empty() && !job.results_json().empty()) {
+    std::ofstream out(output);
     out << job.results_json() << "\n";
-    if (!out) return Fail(absl::InternalError("cannot write " + absl::GetFlag(FLAGS_output)));
-    std::fprintf(stderr, "results written to %s\n", absl::GetFlag(FLAGS_output).c_str());
+    if (!out) return Fail(absl::InternalError("cannot write " + output));
+    std::fprintf(stderr, "results written to %s\n", output.c_str());
   }
   std::printf("job %s: %s (model %s, %lld requests, %lld from the store)\n", job.id().c_str(),
               v1::JobState_Name(job.state()).c_str(), job.model().c_str(),
@@ -357,37 +353,30 @@ int RunLocal(Client& client) {
   RemoteLanguageModelOptions lm_options;
   lm_options.model = absl::GetFlag(FLAGS_model);
   lm_options.bos_mode = Bos();
-  lm_options.max_length = absl::GetFlag(FLAGS_max_length);
+  lm_options.max_length = tasks::MaxLengthFromFlags();
   absl::StatusOr<std::unique_ptr<RemoteLanguageModel>> lm =
       RemoteLanguageModel::Create(&client, lm_options);
   if (!lm.ok()) return Fail(lm.status());
-  tasks::EvaluatorOptions options;
-  options.limit = absl::GetFlag(FLAGS_limit);
-  options.data_dir = absl::GetFlag(FLAGS_data_dir);
-  options.log_samples = absl::GetFlag(FLAGS_log_samples);
-  const absl::Time start = absl::Now();
-  const bool progress = absl::GetFlag(FLAGS_progress);
+  absl::StatusOr<tasks::EvaluatorOptions> evaluator_options = tasks::EvaluatorOptionsFromFlags();
+  if (!evaluator_options.ok()) return Fail(evaluator_options.status());
+  tasks::EvaluatorOptions& options = *evaluator_options;
+  tasks::ProgressBar bar(cli::ProgressFromFlags());
   options.progress = [&](const std::string& task, int64_t done, int64_t total) {
-    if (!progress) return;
-    v1::Job view;
-    view.set_requests_done(done);
-    view.set_requests_total(total);
-    view.set_current_task(task);
-    std::fprintf(stderr, "\r%s\033[K",
-                 FormatProgress(view, absl::ToDoubleSeconds(absl::Now() - start)).c_str());
+    bar.Update({.done = done, .total = total, .label = task});
   };
   std::fprintf(stderr, "evaluating in the client, %d calls at a time to %s\n",
                client.parallel_calls(), client.target().c_str());
   absl::StatusOr<tasks::EvaluationReport> report =
-      tasks::RunTasks(**lm, absl::GetFlag(FLAGS_tasks), options);
-  if (progress) std::fprintf(stderr, "\n");
+      tasks::RunTasks(**lm, tasks::TaskNamesFromFlags(), options);
+  bar.Finish();
   if (!report.ok()) return Fail(report.status());
   try {
     nlohmann::json results = tasks::ResultsJson(*report);
-    if (!absl::GetFlag(FLAGS_output).empty()) {
-      std::ofstream out(absl::GetFlag(FLAGS_output));
+    if (options.log_samples) results["samples"] = tasks::SamplesByTask(*report);
+    if (const std::string output = tasks::OutputFromFlags(); !output.empty()) {
+      std::ofstream out(output);
       out << results.dump(2) << "\n";
-      std::fprintf(stderr, "results written to %s\n", absl::GetFlag(FLAGS_output).c_str());
+      std::fprintf(stderr, "results written to %s\n", output.c_str());
     }
     std::printf("%s", tasks::ResultsTable(results).c_str());
   } catch (const nlohmann::json::exception& e) {
@@ -397,20 +386,25 @@ int RunLocal(Client& client) {
 }
 
 int Run(Client& client) {
-  if (absl::GetFlag(FLAGS_num_fewshot) != 0) {
-    return Fail(absl::InvalidArgumentError(
-        absl::StrCat("--num_fewshot ", absl::GetFlag(FLAGS_num_fewshot),
-                     " is not supported: hgeval evaluates zero-shot only (0)")));
-  }
+  // The flags' own checks (--num_fewshot, --limit) for both routes.
+  absl::StatusOr<tasks::EvaluatorOptions> evaluator_options = tasks::EvaluatorOptionsFromFlags();
+  if (!evaluator_options.ok()) return Fail(evaluator_options.status());
   if (absl::GetFlag(FLAGS_local)) return RunLocal(client);
+  const double limit = evaluator_options->limit;
+  if (limit != static_cast<int32_t>(limit)) {
+    return Fail(absl::InvalidArgumentError(
+        absl::StrCat("--limit ", limit,
+                     ": a job takes a whole number of documents per task (a fraction "
+                     "works with --local and hgeval-eval)")));
+  }
   v1::SubmitJobRequest request;
   request.set_model(absl::GetFlag(FLAGS_model));
-  for (const std::string& t : absl::GetFlag(FLAGS_tasks)) request.add_tasks(t);
-  request.set_limit(absl::GetFlag(FLAGS_limit));
+  for (const std::string& t : tasks::TaskNamesFromFlags()) request.add_tasks(t);
+  request.set_limit(static_cast<int32_t>(limit));
   request.mutable_options()->set_bos_mode(Bos());
-  request.mutable_options()->set_max_length(absl::GetFlag(FLAGS_max_length));
-  request.mutable_options()->set_log_samples(absl::GetFlag(FLAGS_log_samples));
-  request.mutable_options()->set_num_fewshot(absl::GetFlag(FLAGS_num_fewshot));
+  request.mutable_options()->set_max_length(tasks::MaxLengthFromFlags());
+  request.mutable_options()->set_log_samples(evaluator_options->log_samples);
+  request.mutable_options()->set_num_fewshot(tasks::NumFewshotFromFlags());
   absl::StatusOr<std::string> id = client.SubmitJob(request);
   if (!id.ok()) return Fail(id.status());
   std::fprintf(stderr, "submitted job %s\n", id->c_str());
@@ -420,7 +414,8 @@ int Run(Client& client) {
 }
 
 int Jobs(Client& client) {
-  absl::StatusOr<v1::ListJobsResponse> jobs = client.ListJobs(absl::GetFlag(FLAGS_limit));
+  absl::StatusOr<v1::ListJobsResponse> jobs =
+      client.ListJobs(static_cast<int>(tasks::LimitFromFlags()));
   if (!jobs.ok()) return Fail(jobs.status());
   for (const v1::Job& job : jobs->jobs()) {
     std::printf("%s\t%s\t%s\t%s\tlimit=%d\t%lld/%lld\n", job.id().c_str(),
@@ -432,12 +427,12 @@ int Jobs(Client& client) {
   return 0;
 }
 
-int Main(const std::vector<char*>& args) {
-  if (args.size() < 2) {
-    std::fprintf(stderr, "hgeval: %s\n", kUsage);
+int Main(const std::vector<std::string>& args) {
+  if (args.empty()) {
+    std::fprintf(stderr, "%s\n", kUsage);
     return 2;
   }
-  const std::string command = args[1];
+  const std::string& command = args[0];
   ClientOptions options;
   options.servers = absl::GetFlag(FLAGS_server);
   if (const char* env = std::getenv("HGEVAL_AUTH_TOKEN"); env != nullptr) options.token = env;
@@ -465,8 +460,8 @@ int Main(const std::vector<char*>& args) {
   if (command == "run") return Run(c);
   if (command == "jobs") return Jobs(c);
   if (command == "niah") return RunNiahCommand(c, WatchWithProgress);
-  if ((command == "job" || command == "watch" || command == "cancel") && args.size() >= 3) {
-    const std::string id = args[2];
+  if ((command == "job" || command == "watch" || command == "cancel") && args.size() >= 2) {
+    const std::string& id = args[1];
     absl::StatusOr<v1::Job> job = command == "job"      ? c.GetJob(id)
                                   : command == "cancel" ? c.CancelJob(id)
                                                         : WatchWithProgress(c, id);
@@ -475,7 +470,7 @@ int Main(const std::vector<char*>& args) {
     std::printf("%s\n", ToJson(*job).c_str());
     return 0;
   }
-  std::fprintf(stderr, "hgeval: unknown command '%s'\nhgeval: %s\n", command.c_str(), kUsage);
+  std::fprintf(stderr, "hgeval: unknown command '%s'\n%s\n", command.c_str(), kUsage);
   return 2;
 }
 
@@ -483,10 +478,10 @@ int Main(const std::vector<char*>& args) {
 }  // namespace hgeval::client
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage(hgeval::client::kUsage);
-  std::vector<char*> args = absl::ParseCommandLine(argc, argv);
-  if (const std::string bos = absl::GetFlag(FLAGS_bos); bos != "tokenizer" && bos != "none") {
-    std::fprintf(stderr, "hgeval: --bos must be tokenizer or none, got '%s'\n", bos.c_str());
+  const std::vector<std::string> args =
+      hgeval::cli::ParseCommandLine(argc, argv, hgeval::client::kUsage);
+  if (const absl::StatusOr<bool> bos = hgeval::cli::TokenizerBosFromFlags(); !bos.ok()) {
+    std::fprintf(stderr, "hgeval: %s\n", std::string(bos.status().message()).c_str());
     return 2;
   }
   return hgeval::client::Main(args);

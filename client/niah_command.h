@@ -1,6 +1,7 @@
 // `hgeval niah`: a Needle-in-a-Haystack sweep as a server job. Submits it (or re-attaches
 // to a running one with --job), shows progress, and writes the results JSON, the grid CSV
-// and the heatmap PNG (drawn here) to --out.
+// and the heatmap PNG (drawn here) to --output_dir. The sweep's flags are hgeval-niah's
+// (tasks/niah/niah_flags.h).
 #ifndef HGEVAL_CLIENT_NIAH_COMMAND_H_
 #define HGEVAL_CLIENT_NIAH_COMMAND_H_
 
@@ -15,9 +16,6 @@ namespace hgeval::client {
 // Watches a job to its final state (with the CLI's progress bar).
 using JobWatcher =
     std::function<absl::StatusOr<hgeval::v1::Job>(Client& client, const std::string& id)>;
-
-// The sweep the command-line flags ask for. InvalidArgument for malformed lists.
-absl::StatusOr<hgeval::v1::NiahJobSpec> NiahSpecFromFlags();
 
 // Returns the process exit code.
 int RunNiahCommand(Client& client, const JobWatcher& watch);

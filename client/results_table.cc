@@ -1,10 +1,8 @@
 #include "client/results_table.h"
 
-#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 
-#include "absl/strings/str_format.h"
 #include "nlohmann/json.hpp"
 #include "tasks/evaluator.h"
 
@@ -40,26 +38,6 @@ std::string FormatResultsTable(const hgeval::v1::Job& job) {
     results["n-shot"][task.task()] = job.options().num_fewshot();
   }
   return tasks::ResultsTable(results);
-}
-
-std::string FormatProgress(const hgeval::v1::Job& job, double elapsed_s, int width) {
-  const int64_t total = job.requests_total();
-  const int64_t done = job.requests_done();
-  const double fraction = total > 0 ? std::min(1.0, static_cast<double>(done) / total) : 0.0;
-  const int filled = static_cast<int>(fraction * width);
-  std::string bar = std::string(filled, '#') + std::string(width - filled, '.');
-  std::string eta = "--:--";
-  const int64_t computed_done = done - job.requests_cached();
-  if (total > 0 && done > 0 && done < total && elapsed_s > 0.5 && computed_done > 0) {
-    const double rate = computed_done / elapsed_s;
-    const int64_t seconds = static_cast<int64_t>((total - done) / rate);
-    eta = absl::StrFormat("%d:%02d:%02d", seconds / 3600, (seconds / 60) % 60, seconds % 60);
-  } else if (total > 0 && done >= total) {
-    eta = "0:00:00";
-  }
-  return absl::StrFormat(
-      "[%s] %3d%% %d/%d %s (%d cached)  ETA %s  %s", bar, static_cast<int>(fraction * 100), done,
-      total, job.has_niah() ? "cells" : "requests", job.requests_cached(), eta, job.current_task());
 }
 
 }  // namespace hgeval::client

@@ -11,9 +11,6 @@ namespace hgeval::client {
 
 std::string FormatResultsTable(const hgeval::v1::Job& job);
 
-// A progress line: bar, percent, counts, ETA. `elapsed_s` since the job started running.
-std::string FormatProgress(const hgeval::v1::Job& job, double elapsed_s, int width = 30);
-
 }  // namespace hgeval::client
 
 #endif  // HGEVAL_CLIENT_RESULTS_TABLE_H_

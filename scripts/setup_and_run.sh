@@ -52,7 +52,7 @@ echo "== results JSON: $WORK/results.json"
 # stories260K reads at most 512 tokens: a small grid that fits (the presets need more).
 echo "== niah: a 3 x 3 Needle-in-a-Haystack sweep as a server job"
 "$CLIENT" niah --server="$ADDRESS" --model=stories260K --mode=easy --lengths=300,400,500 \
-  --depths=0,50,100 --out="$WORK/niah"
+  --depths=0,50,100 --output_dir="$WORK/niah"
 stop_server
 trap - EXIT
 echo "== server stopped"

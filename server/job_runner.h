@@ -18,6 +18,7 @@
 #include "server/executor.h"
 #include "server/job_shard_outcome.h"
 #include "server/model_registry.h"
+#include "tasks/niah/sweep.h"
 
 namespace hgeval::server {
 
@@ -56,6 +57,10 @@ absl::StatusOr<ShardOutcome> RunJobShard(const hgeval::v1::Job& job, int index,
 absl::StatusOr<std::string> AssembleJobResults(const hgeval::v1::Job& job,
                                                const std::vector<ShardOutcome>& shards,
                                                JobContext& context);
+
+// The sweep a NIAH job spec asks for (unset fields: hgeval-niah's defaults); the inverse
+// of client::NiahSpecFromOptions. InvalidArgument naming what is wrong with the spec.
+absl::StatusOr<niah::NiahOptions> NiahOptionsFromSpec(const hgeval::v1::NiahJobSpec& spec);
 
 // NIAH jobs (server/niah_job.cc). InvalidArgument naming what is wrong with the spec, or
 // when the longest prompt plus its answer exceeds the model's sequence limit.

@@ -206,8 +206,7 @@ absl::StatusOr<std::string> AssembleJobResults(const v1::Job& job,
     nlohmann::json json = tasks::ResultsJson(report);
     if (job.options().log_samples()) {
       // lm-eval writes samples_<task>.jsonl; a job returns them in its results.
-      json["samples"] = nlohmann::json::object();
-      for (const tasks::TaskReport& task : report.tasks) json["samples"][task.name] = task.samples;
+      json["samples"] = tasks::SamplesByTask(report);
     }
     json["hgeval_job"] = {
         {"id", job.id()}, {"requests_cached", cached}, {"requests_computed", computed}};

@@ -33,85 +33,6 @@ constexpr char kNiahCellKind[] = "niah_cell";
 // sizes before any list is sorted or any cell key built, so an absurd grid costs nothing.
 constexpr int64_t kMaxNiahCells = 16384;
 
-// The sweep options a spec asks for (defaults: hgeval-niah's).
-absl::StatusOr<niah::NiahOptions> NiahOptionsFromSpec(const v1::NiahJobSpec& spec) {
-  niah::NiahOptions options;
-
-  if (!spec.mode().empty()) {
-    HG_ASSIGN_OR_RETURN(options.mode, niah::ParseNiahMode(spec.mode()));
-  }
-  HG_ASSIGN_OR_RETURN(options.grid,
-                      niah::NiahGridPreset(spec.preset().empty() ? "quick" : spec.preset()));
-  if (!spec.lengths().empty()) {
-    options.grid.lengths.assign(spec.lengths().begin(), spec.lengths().end());
-  }
-  if (!spec.depths().empty())
-    options.grid.depths.assign(spec.depths().begin(), spec.depths().end());
-  const int64_t lengths = static_cast<int64_t>(options.grid.lengths.size());
-  const int64_t depths = static_cast<int64_t>(options.grid.depths.size());
-  if (lengths > kMaxNiahCells || depths > kMaxNiahCells || lengths * depths > kMaxNiahCells) {
-    return absl::InvalidArgumentError(absl::StrCat("niah: ", lengths, " lengths x ", depths,
-                                                   " depths is over the limit of ", kMaxNiahCells,
-                                                   " cells per job"));
-  }
-  niah::NormalizeNiahGrid(options.grid);
-  HG_RETURN_IF_ERROR(niah::ValidateNiahGrid(options.grid));
-  if (spec.has_buffer_tokens()) {
-    if (spec.buffer_tokens() < 0)
-      return absl::InvalidArgumentError("niah.buffer_tokens must be >= 0");
-    options.buffer_tokens = spec.buffer_tokens();
-  }
-  if (spec.has_max_new_tokens()) {
-    if (spec.max_new_tokens() < 1 || spec.max_new_tokens() > 4096) {
-      return absl::InvalidArgumentError("niah.max_new_tokens must be in [1, 4096]");
-    }
-    options.max_new_tokens = spec.max_new_tokens();
-  }
-  if (spec.no_stop_strings()) {
-    if (!spec.stop_strings().empty()) {
-      return absl::InvalidArgumentError("niah: stop_strings given together with no_stop_strings");
-    }
-    options.stop_strings.clear();
-  } else if (!spec.stop_strings().empty()) {
-    options.stop_strings.assign(spec.stop_strings().begin(), spec.stop_strings().end());
-    for (const std::string& stop : options.stop_strings) {
-      if (stop.empty()) return absl::InvalidArgumentError("niah: an empty stop string");
-      HG_RETURN_IF_ERROR(ValidateUtf8(stop, "niah.stop_strings"));
-    }
-  }
-  options.stop_at_eos = !spec.ignore_eos();
-  if (!spec.scorer().empty()) {
-    HG_ASSIGN_OR_RETURN(options.scorer, niah::ParseNiahScorer(spec.scorer()));
-  }
-  options.rouge_use_stemmer = !spec.no_stemmer();
-  if (spec.has_threshold()) {
-    if (!std::isfinite(spec.threshold())) {
-      return absl::InvalidArgumentError("niah.threshold must be a finite number");
-    }
-    options.metric_options.threshold = spec.threshold();
-  }
-  if (spec.has_depth_alpha()) options.metric_options.depth_alpha = spec.depth_alpha();
-  if (spec.has_length_alpha()) options.metric_options.length_alpha = spec.length_alpha();
-  // Written as !(x > 0) so that NaN is refused too.
-  if (!(options.metric_options.depth_alpha > 0) || !(options.metric_options.length_alpha > 0) ||
-      std::isinf(options.metric_options.depth_alpha) ||
-      std::isinf(options.metric_options.length_alpha)) {
-    return absl::InvalidArgumentError("niah: depth_alpha and length_alpha must be finite and > 0");
-  }
-  options.prefix_reuse = !spec.no_prefix_reuse();
-  if (spec.max_batch() < 0 || spec.max_batch() > 256) {
-    return absl::InvalidArgumentError("niah.max_batch must be in [0, 256] (0: the default)");
-  }
-  if (spec.max_batch() > 0) options.max_batch = spec.max_batch();
-  if (spec.max_cells() < 0) return absl::InvalidArgumentError("niah.max_cells must be >= 0");
-  options.max_cells = spec.max_cells();
-  if (spec.has_training_length() && spec.training_length() < 0) {
-    return absl::InvalidArgumentError("niah.training_length must be >= 0");
-  }
-  options.texts = niah::DefaultNiahTexts(options.mode);
-  return options;
-}
-
 // Everything that decides a cell's generated tokens, as the digest of canonical JSON:
 // the texts, the haystack's content, the cell's place and the decoding settings (scoring
 // settings are left out: stored cells are rescored).
@@ -127,7 +48,9 @@ std::string CellDigest(const niah::NiahOptions& options, const std::string& essa
                        {"depth", depth},
                        {"max_new_tokens", options.max_new_tokens},
                        {"stop_strings", options.stop_strings},
-                       {"stop_at_eos", options.stop_at_eos},
+                       // Spelled as when the first cells were stored: a new key would
+                       // make every stored cell a miss.
+                       {"stop_at_eos", !options.ignore_eos},
                        {"decoding", "greedy"}};
   return Sha256Hex(canonical.dump(-1, ' ', true, Json::error_handler_t::replace));
 }
@@ -187,6 +110,84 @@ v1::TaskResult MetricsResult(const niah::NiahResult& result, int64_t cells) {
 }
 
 }  // namespace
+
+absl::StatusOr<niah::NiahOptions> NiahOptionsFromSpec(const v1::NiahJobSpec& spec) {
+  niah::NiahOptions options;
+
+  if (!spec.mode().empty()) {
+    HG_ASSIGN_OR_RETURN(options.mode, niah::ParseNiahMode(spec.mode()));
+  }
+  HG_ASSIGN_OR_RETURN(options.grid,
+                      niah::NiahGridPreset(spec.preset().empty() ? "quick" : spec.preset()));
+  if (!spec.lengths().empty()) {
+    options.grid.lengths.assign(spec.lengths().begin(), spec.lengths().end());
+  }
+  if (!spec.depths().empty())
+    options.grid.depths.assign(spec.depths().begin(), spec.depths().end());
+  const int64_t lengths = static_cast<int64_t>(options.grid.lengths.size());
+  const int64_t depths = static_cast<int64_t>(options.grid.depths.size());
+  if (lengths > kMaxNiahCells || depths > kMaxNiahCells || lengths * depths > kMaxNiahCells) {
+    return absl::InvalidArgumentError(absl::StrCat("niah: ", lengths, " lengths x ", depths,
+                                                   " depths is over the limit of ", kMaxNiahCells,
+                                                   " cells per job"));
+  }
+  niah::NormalizeNiahGrid(options.grid);
+  HG_RETURN_IF_ERROR(niah::ValidateNiahGrid(options.grid));
+  if (spec.has_buffer_tokens()) {
+    if (spec.buffer_tokens() < 0)
+      return absl::InvalidArgumentError("niah.buffer_tokens must be >= 0");
+    options.buffer_tokens = spec.buffer_tokens();
+  }
+  if (spec.has_max_new_tokens()) {
+    if (spec.max_new_tokens() < 1 || spec.max_new_tokens() > 4096) {
+      return absl::InvalidArgumentError("niah.max_new_tokens must be in [1, 4096]");
+    }
+    options.max_new_tokens = spec.max_new_tokens();
+  }
+  if (spec.no_stop_strings()) {
+    if (!spec.stop_strings().empty()) {
+      return absl::InvalidArgumentError("niah: stop_strings given together with no_stop_strings");
+    }
+    options.stop_strings.clear();
+  } else if (!spec.stop_strings().empty()) {
+    options.stop_strings.assign(spec.stop_strings().begin(), spec.stop_strings().end());
+    for (const std::string& stop : options.stop_strings) {
+      if (stop.empty()) return absl::InvalidArgumentError("niah: an empty stop string");
+      HG_RETURN_IF_ERROR(ValidateUtf8(stop, "niah.stop_strings"));
+    }
+  }
+  options.ignore_eos = spec.ignore_eos();
+  if (!spec.scorer().empty()) {
+    HG_ASSIGN_OR_RETURN(options.scorer, niah::ParseNiahScorer(spec.scorer()));
+  }
+  options.rouge_use_stemmer = !spec.no_stemmer();
+  if (spec.has_threshold()) {
+    if (!std::isfinite(spec.threshold())) {
+      return absl::InvalidArgumentError("niah.threshold must be a finite number");
+    }
+    options.metric_options.threshold = spec.threshold();
+  }
+  if (spec.has_depth_alpha()) options.metric_options.depth_alpha = spec.depth_alpha();
+  if (spec.has_length_alpha()) options.metric_options.length_alpha = spec.length_alpha();
+  // Written as !(x > 0) so that NaN is refused too.
+  if (!(options.metric_options.depth_alpha > 0) || !(options.metric_options.length_alpha > 0) ||
+      std::isinf(options.metric_options.depth_alpha) ||
+      std::isinf(options.metric_options.length_alpha)) {
+    return absl::InvalidArgumentError("niah: depth_alpha and length_alpha must be finite and > 0");
+  }
+  options.prefix_reuse = !spec.no_prefix_reuse();
+  if (spec.max_batch() < 0 || spec.max_batch() > 256) {
+    return absl::InvalidArgumentError("niah.max_batch must be in [0, 256] (0: the default)");
+  }
+  if (spec.max_batch() > 0) options.max_batch = spec.max_batch();
+  if (spec.max_cells() < 0) return absl::InvalidArgumentError("niah.max_cells must be >= 0");
+  options.max_cells = spec.max_cells();
+  if (spec.has_training_length() && spec.training_length() < 0) {
+    return absl::InvalidArgumentError("niah.training_length must be >= 0");
+  }
+  options.texts = niah::DefaultNiahTexts(options.mode);
+  return options;
+}
 
 absl::Status ValidateNiahJob(const v1::NiahJobSpec& spec, const LoadedModel& model) {
   if (model.model == nullptr) {

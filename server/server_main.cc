@@ -16,14 +16,13 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
-#include "absl/flags/usage.h"
-#include "absl/flags/usage_config.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "engine/cli/command_line.h"
+#include "engine/cli/load_flags.h"
 #include "server/auth.h"
 #include "server/executor.h"
 #include "server/job_manager.h"
@@ -35,6 +34,7 @@
 #include "server/openai_completions.h"
 #include "server/openai_http_server.h"
 #include "server/result_store.h"
+#include "tasks/eval_flags.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
           "Address to listen on (host:port). Port 0 picks a free port (see --port_file).");
@@ -68,13 +68,6 @@ ABSL_FLAG(std::string, tokenizer, "",
 ABSL_FLAG(std::vector<std::string>, preload, {},
           "Models to load before reporting SERVING (comma-separated; 'all' for every model). "
           "Others load on first use.");
-ABSL_FLAG(std::string, device, "cpu", "Device for --model/--model_root models: cpu, cuda, cuda:N.");
-ABSL_FLAG(std::string, dtype, "fp32", "Arithmetic dtype for CUDA models: fp32 or bf16.");
-ABSL_FLAG(int64_t, max_context, 0,
-          "LLaMA --model/--model_root models: accept sequences up to this many positions, past "
-          "max_position_embeddings (RoPE extrapolation, e.g. NIAH beyond the training length; "
-          "0: the config's). lm-eval tasks keep max_position_embeddings as max_length.");
-ABSL_FLAG(int, threads, 0, "CPU threads per model (0: all cores).");
 ABSL_FLAG(std::string, store, "hgeval-store.sqlite",
           "Result store (results and jobs): a SQLite file (':memory:' keeps nothing across "
           "restarts), or postgresql://user@host:port/db for one store shared by a fleet of "
@@ -115,8 +108,6 @@ ABSL_FLAG(int64_t, max_message_bytes, 64 << 20, "Largest request message in byte
 ABSL_FLAG(int64_t, max_inline_results_bytes, hgeval::server::kDefaultMaxInlineResultsBytes,
           "Job results larger than this stay out of WatchJob/GetJob messages and are fetched "
           "in pieces with GetJobResults (the hgeval client does this itself).");
-ABSL_FLAG(std::string, data_dir, "",
-          "Task datasets for jobs (the repository's data/ folder). Default: ./data.");
 ABSL_FLAG(int, job_workers, 1, "Jobs run at the same time.");
 ABSL_FLAG(int, startup_delay_ms, 0,
           "Keep reporting NOT_SERVING this long after the port opens (load-balancer warm-up; "
@@ -160,6 +151,13 @@ int Run() {
       return 2;
     }
   }
+  // --device, --dtype, --max_context: every --model and --model_root model's (a --config
+  // entry may say otherwise); --threads: the CPU models'.
+  absl::StatusOr<LoadOptions> load = cli::LoadOptionsFromFlags();
+  if (!load.ok()) {
+    LogError("flag_invalid", {{"error", load.status().ToString()}});
+    return 2;
+  }
   for (const std::string& m : absl::GetFlag(FLAGS_model)) {
     std::pair<std::string, std::string> kv = absl::StrSplit(m, absl::MaxSplits('=', 1));
     if (!IsValidModelName(kv.first) || kv.second.empty()) {
@@ -169,21 +167,21 @@ int Run() {
     ModelSpec spec;
     spec.name = kv.first;
     spec.path = kv.second;
-    spec.device = absl::GetFlag(FLAGS_device);
-    spec.dtype = absl::GetFlag(FLAGS_dtype);
-    spec.max_context = absl::GetFlag(FLAGS_max_context);
+    spec.device = load->device;
+    spec.dtype = load->dtype;
+    spec.max_context = load->max_context;
     registry_options.models.push_back(spec);
   }
-  registry_options.root_model_defaults.device = absl::GetFlag(FLAGS_device);
-  registry_options.root_model_defaults.dtype = absl::GetFlag(FLAGS_dtype);
-  registry_options.root_model_defaults.max_context = absl::GetFlag(FLAGS_max_context);
+  registry_options.root_model_defaults.device = load->device;
+  registry_options.root_model_defaults.dtype = load->dtype;
+  registry_options.root_model_defaults.max_context = load->max_context;
   for (const std::string& root : absl::GetFlag(FLAGS_model_root))
     registry_options.roots.push_back(root);
   if (!absl::GetFlag(FLAGS_tokenizer).empty()) {
     registry_options.default_tokenizer = absl::GetFlag(FLAGS_tokenizer);
   }
   registry_options.max_sequence_tokens = absl::GetFlag(FLAGS_max_sequence_tokens);
-  registry_options.threads = absl::GetFlag(FLAGS_threads);
+  registry_options.threads = load->threads;
   registry_options.scheduler.max_batch_tokens = absl::GetFlag(FLAGS_max_batch_tokens);
   registry_options.scheduler.max_queued_requests = absl::GetFlag(FLAGS_max_queued_requests);
   registry_options.scheduler.max_generations = absl::GetFlag(FLAGS_max_generations);
@@ -238,8 +236,7 @@ int Run() {
   limits.max_generate_tokens = absl::GetFlag(FLAGS_max_generate_tokens);
   ModelServiceImpl model_service(&registry, &executor, &auth, limits);
   JobManagerOptions job_options;
-  job_options.data_dir =
-      absl::GetFlag(FLAGS_data_dir).empty() ? "data" : absl::GetFlag(FLAGS_data_dir);
+  job_options.data_dir = tasks::DataDirFromFlags();
   job_options.workers = absl::GetFlag(FLAGS_job_workers);
   job_options.lease = absl::Milliseconds(std::max<int64_t>(1, absl::GetFlag(FLAGS_job_lease_ms)));
   JobManager jobs(store->get(), &registry, &executor, job_options);
@@ -391,19 +388,17 @@ int Run() {
 }  // namespace hgeval::server
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage(
-      "serves language models over gRPC (hgeval.v1.ModelService, "
+  const std::vector<std::string> positional = hgeval::cli::ParseCommandLine(
+      argc, argv,
+      "hgeval-server: serves language models over gRPC (hgeval.v1.ModelService, "
       "hgeval.v1.JobService, grpc.health.v1.Health, reflection) and, with --http_listen, "
       "OpenAI's completions API over HTTP.\n"
       "Example: hgeval-server --model_root=data/models --listen=127.0.0.1:50051 "
-      "--http_listen=127.0.0.1:8000\n"
-      "Flags:");
-  // --help lists this file's flags (absl matches only files named after the binary).
-  absl::FlagsUsageConfig usage;
-  usage.contains_help_flags = [](absl::string_view file) {
-    return absl::EndsWith(file, "server/server_main.cc");
-  };
-  absl::SetFlagsUsageConfig(usage);
-  absl::ParseCommandLine(argc, argv);
+      "--http_listen=127.0.0.1:8000");
+  if (!positional.empty()) {
+    std::fprintf(stderr, "hgeval-server: unexpected argument '%s' (see --help)\n",
+                 positional[0].c_str());
+    return 2;
+  }
   return hgeval::server::Run();
 }

@@ -182,7 +182,7 @@ absl::StatusOr<TokenizedRequest> EngineLanguageModel::Tokenize(const Loglikeliho
     return absl::InvalidArgumentError(
         absl::StrCat("continuation of ", out.continuation.size(),
                      " tokens is longer than max_length ", max_length_,
-                     " (lm-eval asserts here too; hgeval-eval --truncate-long-continuations "
+                     " (lm-eval asserts here too; hgeval-eval --truncate_long_continuations "
                      "scores its last max_length tokens)"));
   }
   TruncateLmEvalPair(max_length_, &out);

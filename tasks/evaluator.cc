@@ -476,14 +476,9 @@ std::string ResultsTable(const nlohmann::json& results) {
   return out;
 }
 
-std::string SamplesJsonl(const EvaluationReport& report) {
-  std::string out;
-  for (const TaskReport& task : report.tasks) {
-    for (const auto& sample : task.samples) {
-      out += sample.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-      out += "\n";
-    }
-  }
+nlohmann::json SamplesByTask(const EvaluationReport& report) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const TaskReport& task : report.tasks) out[task.name] = task.samples;
   return out;
 }
 

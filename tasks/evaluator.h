@@ -70,8 +70,9 @@ int64_t EffectiveDocCount(int64_t n, double limit);
 nlohmann::json ResultsJson(const EvaluationReport& report);
 // lm-eval's markdown table (U make_table) from a results JSON.
 std::string ResultsTable(const nlohmann::json& results);
-// One JSON object per line for every sample of every task (needs log_samples).
-std::string SamplesJsonl(const EvaluationReport& report);
+// lm-eval's per-sample records by task, {"piqa": [...], ...} (needs log_samples): what
+// every route puts under the results JSON's "samples" when asked to log samples.
+nlohmann::json SamplesByTask(const EvaluationReport& report);
 
 }  // namespace hgeval::tasks
 

@@ -18,7 +18,7 @@
 
 namespace hgeval::tasks {
 
-// A dataset record, as the task's loader produced it (also written to --log-samples).
+// A dataset record, as the task's loader produced it (also written with --log_samples).
 using Doc = nlohmann::json;
 
 enum class RequestType {
@@ -105,7 +105,7 @@ class Task {
                                                  absl::Span<const MetricSample> samples) const {
     return absl::UnimplementedError("task " + name() + " has no corpus-level metric " + metric);
   }
-  // For --log-samples: the gold target as lm-eval logs it (index or string).
+  // For --log_samples: the gold target as lm-eval logs it (index or string).
   virtual nlohmann::json Target(const Doc& doc) const { return nullptr; }
 };
 

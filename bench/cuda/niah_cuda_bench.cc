@@ -128,7 +128,7 @@ absl::Status Run(nlohmann::json& report) {
   base.max_new_tokens = absl::GetFlag(FLAGS_max_new_tokens);
   if (!absl::GetFlag(FLAGS_stops)) {
     base.stop_strings.clear();
-    base.stop_at_eos = false;
+    base.ignore_eos = true;
   }
   base.prefix_reuse = true;
   base.max_cells = absl::GetFlag(FLAGS_max_cells);

@@ -8,8 +8,10 @@
 #include <iterator>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "absl/flags/flag.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/match.h"
@@ -17,20 +19,42 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "engine/cli/command_line.h"
+#include "engine/cli/common_flags.h"
+#include "engine/cli/generation_flags.h"
+#include "engine/cli/model_flags.h"
 #include "engine/model/load_model.h"
 #include "engine/runtime/generation.h"
 #include "engine/runtime/scoring.h"
 #include "engine/tokenizer/tokenizer.h"
-#include "engine/tools/cli_flags.h"
 #include "engine/util/status_macros.h"
 #include "nlohmann/json.hpp"
+
+ABSL_FLAG(std::string, text, "", "tokenize: the text (default: the positional words, else stdin).");
+ABSL_FLAG(bool, pieces, false, "tokenize: print each id with its vocabulary piece.");
+ABSL_FLAG(std::string, context, "",
+          "score: the context text (default: the positional words, else stdin).");
+ABSL_FLAG(hgeval::cli::EscapedList, continuation, {},
+          "score: continuations to score after the context, comma-separated (C escapes; "
+          "\\x2c for a comma).");
+ABSL_FLAG(std::string, context_ids, "", "score: the context as token ids (comma-separated).");
+ABSL_FLAG(std::string, continuation_ids, "",
+          "score: continuations as token ids, ids comma-separated, continuations separated "
+          "by ';' (e.g. 261,378;400).");
+ABSL_FLAG(int, top_k, 0, "score: also list the k most likely tokens at each position.");
+ABSL_FLAG(std::string, prompt, "",
+          "generate: the prompt text (default: the positional words; none: BOS only).");
+ABSL_FLAG(bool, stats, false, "generate: print token counts and speed on stderr.");
+ABSL_FLAG(bool, json, false, "Print one JSON object instead of text.");
 
 namespace hgeval::tools {
 namespace {
 
 constexpr int kUsageError = 2;
+// generate's --max_tokens when none is given.
+constexpr int kDefaultMaxTokens = 256;
 
-constexpr char kMainHelp[] =
+constexpr char kMainUsage[] =
     "hgeval-engine: run a language model checkpoint with the hgeval engine.\n"
     "\n"
     "Usage: hgeval-engine <command> [flags] [text]\n"
@@ -38,44 +62,35 @@ constexpr char kMainHelp[] =
     "Commands:\n"
     "  tokenize   text -> token ids\n"
     "  score      log-probability of a continuation after a context (per token, greedy)\n"
-    "  generate   text from a prompt (greedy, or sampled with --temperature/--top-p/--seed)\n"
+    "  generate   text from a prompt (greedy, or sampled with --temperature/--top_p/--seed)\n"
     "\n"
     "Models: a Hugging Face checkpoint folder (config.json + model.safetensors or shards;\n"
-    "HGRN2, HGRN, GLA, LLaMA / fla transformer, Mamba) or a llama2.c .bin file.\n"
-    "Run 'hgeval-engine <command> --help' for the flags of a command.\n";
+    "HGRN2, HGRN, GLA, LLaMA / fla transformer, Mamba, TNL) or a llama2.c .bin file.\n"
+    "Run 'hgeval-engine <command> --help' for a command's usage.\n";
 
-void AddModelFlags(CliFlags* flags) {
-  flags->AddValue("model", "checkpoint folder or llama2.c .bin file (required)");
-  flags->AddValue("tokenizer",
-                  "tokenizer file or folder (tokenizer.json, tokenizer.model, *.tiktoken, "
-                  "tok*.bin); default: the one in the model's folder");
-  flags->AddValue("device", "cpu, cuda or cuda:N (without a usable GPU: the CPU)", "cpu");
-  flags->AddValue("dtype", "fp32 or bf16 (bf16 on CUDA only; the CPU computes in fp32)", "fp32");
-  flags->AddValue("threads", "CPU worker threads (0: all cores)", "0");
-  flags->AddValue("max-context",
-                  "LLaMA: accept up to this many positions, past the training length (RoPE "
-                  "extrapolation); 0: max_position_embeddings",
-                  "0");
+// The flags every command reads, and those that load the model.
+constexpr absl::string_view kOutputFlags[] = {"json"};
+constexpr absl::string_view kModelFlags[] = {"model", "tokenizer", "device",
+                                             "dtype", "threads",   "max_context"};
+
+std::string Dump(const nlohmann::json& j) {
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-void AddCommonFlags(CliFlags* flags) {
-  flags->AddSwitch("json", "print one JSON object instead of text");
-  flags->AddSwitch("help", "show this help");
-}
-
-// The text argument: --text, else the positional words joined by spaces, else stdin.
-std::string InputText(const CliFlags& flags, const std::string& text_flag) {
-  if (flags.Has(text_flag)) return flags.Value(text_flag);
-  if (!flags.positional().empty()) return absl::StrJoin(flags.positional(), " ");
+// The text argument: the flag, else the positional words joined by spaces, else stdin.
+std::string InputText(const std::string& flag_value, bool flag_given,
+                      const std::vector<std::string>& words) {
+  if (flag_given) return flag_value;
+  if (!words.empty()) return absl::StrJoin(words, " ");
   return std::string(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
 }
 
-absl::StatusOr<std::unique_ptr<Tokenizer>> OpenTokenizer(const CliFlags& flags) {
-  if (flags.Has("tokenizer")) return LoadTokenizer(flags.Value("tokenizer"));
-  if (!flags.Has("model")) {
+absl::StatusOr<std::unique_ptr<Tokenizer>> OpenTokenizer() {
+  if (!absl::GetFlag(FLAGS_tokenizer).empty()) return LoadTokenizer(absl::GetFlag(FLAGS_tokenizer));
+  if (absl::GetFlag(FLAGS_model).empty()) {
     return absl::InvalidArgumentError("pass --model or --tokenizer");
   }
-  const std::filesystem::path model = flags.Value("model");
+  const std::filesystem::path model = absl::GetFlag(FLAGS_model);
   const std::string where =
       std::filesystem::is_directory(model) ? model.string() : model.parent_path().string();
   auto tokenizer = LoadTokenizer(where.empty() ? "." : where);
@@ -87,18 +102,9 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> OpenTokenizer(const CliFlags& flags) 
   return tokenizer;
 }
 
-absl::StatusOr<std::unique_ptr<Model>> OpenModel(const CliFlags& flags) {
-  if (!flags.Has("model")) return absl::InvalidArgumentError("--model is required");
-  LoadOptions options;
-  options.device = flags.Value("device");
-  options.dtype = flags.Value("dtype");
-  HG_ASSIGN_OR_RETURN(int64_t threads, flags.Int("threads"));
-  options.threads = static_cast<int>(threads);
-  HG_ASSIGN_OR_RETURN(options.max_context, flags.Int("max-context"));
-  if (options.device != "cpu" && !absl::StartsWith(options.device, "cuda")) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--device must be cpu, cuda or cuda:N, got '", options.device, "'"));
-  }
+absl::StatusOr<std::unique_ptr<Model>> OpenModel() {
+  HG_ASSIGN_OR_RETURN(std::string path, cli::ModelPathFromFlags());
+  HG_ASSIGN_OR_RETURN(LoadOptions options, cli::LoadOptionsFromFlags());
   if (absl::StartsWith(options.device, "cuda") && !CudaAvailable()) {
     std::fprintf(stderr,
                  "hgeval-engine: --device %s: no usable CUDA GPU (none visible, or this build "
@@ -111,11 +117,7 @@ absl::StatusOr<std::unique_ptr<Model>> OpenModel(const CliFlags& flags) {
                  options.dtype.c_str());
     options.dtype = "fp32";
   }
-  return LoadModel(flags.Value("model"), options);
-}
-
-std::string Dump(const nlohmann::json& j) {
-  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return LoadModel(path, options);
 }
 
 // A token's text for display: its vocabulary piece.
@@ -123,22 +125,24 @@ std::string Piece(const Tokenizer& tokenizer, int32_t id) { return tokenizer.IdT
 
 // ---- tokenize ----
 
-absl::Status Tokenize(const CliFlags& flags) {
-  HG_ASSIGN_OR_RETURN(std::unique_ptr<Tokenizer> tokenizer, OpenTokenizer(flags));
-  const std::string text = InputText(flags, "text");
-  HG_ASSIGN_OR_RETURN(std::vector<int32_t> ids,
-                      tokenizer->Encode(text, flags.Switch("add-special")));
-  if (flags.Switch("json")) {
+absl::Status Tokenize(const std::vector<std::string>& words) {
+  HG_ASSIGN_OR_RETURN(std::unique_ptr<Tokenizer> tokenizer, OpenTokenizer());
+  HG_ASSIGN_OR_RETURN(const bool bos, cli::TokenizerBosFromFlags());
+  const std::string text =
+      InputText(absl::GetFlag(FLAGS_text), !absl::GetFlag(FLAGS_text).empty(), words);
+  HG_ASSIGN_OR_RETURN(std::vector<int32_t> ids, tokenizer->Encode(text, bos));
+  const bool pieces = absl::GetFlag(FLAGS_pieces);
+  if (absl::GetFlag(FLAGS_json)) {
     nlohmann::json out = {{"ids", ids}, {"tokenizer", tokenizer->kind()}};
-    if (flags.Switch("pieces")) {
-      nlohmann::json pieces = nlohmann::json::array();
-      for (int32_t id : ids) pieces.push_back(Piece(*tokenizer, id));
-      out["pieces"] = pieces;
+    if (pieces) {
+      nlohmann::json list = nlohmann::json::array();
+      for (int32_t id : ids) list.push_back(Piece(*tokenizer, id));
+      out["pieces"] = list;
     }
     std::printf("%s\n", Dump(out).c_str());
     return absl::OkStatus();
   }
-  if (flags.Switch("pieces")) {
+  if (pieces) {
     for (int32_t id : ids) {
       std::printf("%d\t%s\n", id, Dump(nlohmann::json(Piece(*tokenizer, id))).c_str());
     }
@@ -150,7 +154,7 @@ absl::Status Tokenize(const CliFlags& flags) {
 
 // ---- score ----
 
-absl::StatusOr<std::vector<int32_t>> ParseIds(const std::string& text) {
+absl::StatusOr<std::vector<int32_t>> ParseIds(absl::string_view text) {
   std::vector<int32_t> ids;
   for (absl::string_view part : absl::StrSplit(text, absl::ByAnyChar(", "), absl::SkipEmpty())) {
     int32_t id;
@@ -181,7 +185,7 @@ absl::Status EncodePair(const Tokenizer& tokenizer, std::string context, std::st
   } else {
     continuation_ids->assign(whole.begin() + context_ids->size(), whole.end());
   }
-  if (bos || context_ids->empty()) {
+  if ((bos && tokenizer.adds_bos()) || context_ids->empty()) {
     // An empty context is scored after BOS (or EOS when there is none), as lm-eval does.
     const int32_t prefix = tokenizer.bos_id() >= 0 ? tokenizer.bos_id() : tokenizer.eos_id();
     if (prefix < 0) {
@@ -193,54 +197,55 @@ absl::Status EncodePair(const Tokenizer& tokenizer, std::string context, std::st
   return absl::OkStatus();
 }
 
-absl::Status ScoreCommand(const CliFlags& flags) {
-  const bool ids_mode = flags.Has("context-ids");
+absl::Status ScoreCommand(const std::vector<std::string>& words) {
+  const bool ids_mode = !absl::GetFlag(FLAGS_context_ids).empty();
   std::unique_ptr<Tokenizer> tokenizer;
-  auto opened = OpenTokenizer(flags);
+  auto opened = OpenTokenizer();
   if (opened.ok()) {
     tokenizer = std::move(*opened);
   } else if (!ids_mode) {
     return opened.status();
   }
-  HG_ASSIGN_OR_RETURN(int64_t top_k, flags.Int("top-k"));
+  HG_ASSIGN_OR_RETURN(const bool bos, cli::TokenizerBosFromFlags());
   std::vector<ScoreRequest> requests;
   std::vector<std::string> labels;
   if (ids_mode) {
     ScoreRequest r;
-    HG_ASSIGN_OR_RETURN(r.context, ParseIds(flags.Value("context-ids")));
-    for (const std::string& c : flags.Values("continuation-ids")) {
+    HG_ASSIGN_OR_RETURN(r.context, ParseIds(absl::GetFlag(FLAGS_context_ids)));
+    for (absl::string_view c :
+         absl::StrSplit(absl::GetFlag(FLAGS_continuation_ids), ';', absl::SkipWhitespace())) {
       HG_ASSIGN_OR_RETURN(r.continuation, ParseIds(c));
       requests.push_back(r);
-      labels.push_back(c);
+      labels.emplace_back(c);
     }
   } else {
-    if (!flags.Has("context") && flags.positional().empty()) {
-      return absl::InvalidArgumentError("score needs --context (or --context-ids)");
+    const std::string context_flag = absl::GetFlag(FLAGS_context);
+    if (context_flag.empty() && words.empty()) {
+      return absl::InvalidArgumentError("score needs --context (or --context_ids)");
     }
-    const std::string context = InputText(flags, "context");
-    for (const std::string& c : flags.Values("continuation")) {
+    const std::string context = InputText(context_flag, !context_flag.empty(), words);
+    for (const std::string& c : absl::GetFlag(FLAGS_continuation).items) {
       ScoreRequest r;
-      HG_RETURN_IF_ERROR(
-          EncodePair(*tokenizer, context, c, flags.Switch("bos"), &r.context, &r.continuation));
+      HG_RETURN_IF_ERROR(EncodePair(*tokenizer, context, c, bos, &r.context, &r.continuation));
       requests.push_back(std::move(r));
       labels.push_back(c);
     }
   }
   if (requests.empty()) {
-    return absl::InvalidArgumentError("score needs at least one --continuation");
+    return absl::InvalidArgumentError("score needs a --continuation (or --continuation_ids)");
   }
   for (size_t i = 0; i < requests.size(); ++i) {
-    requests[i].top_k = static_cast<int>(top_k);
+    requests[i].top_k = absl::GetFlag(FLAGS_top_k);
     if (requests[i].context.empty() || requests[i].continuation.empty()) {
       return absl::InvalidArgumentError(absl::StrCat(
           "continuation '", labels[i], "': context and continuation need at least one token"));
     }
   }
-  HG_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, OpenModel(flags));
+  HG_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, OpenModel());
   HG_ASSIGN_OR_RETURN(std::vector<ScoreResult> results, Score(*model, requests));
 
   auto piece = [&](int32_t id) { return tokenizer ? Piece(*tokenizer, id) : std::to_string(id); };
-  if (flags.Switch("json")) {
+  if (absl::GetFlag(FLAGS_json)) {
     nlohmann::json out = nlohmann::json::array();
     for (size_t i = 0; i < results.size(); ++i) {
       const ScoreResult& r = results[i];
@@ -292,39 +297,38 @@ absl::Status ScoreCommand(const CliFlags& flags) {
 
 // ---- generate ----
 
-absl::Status GenerateCommand(const CliFlags& flags) {
-  HG_ASSIGN_OR_RETURN(std::unique_ptr<Tokenizer> tokenizer, OpenTokenizer(flags));
-  HG_ASSIGN_OR_RETURN(int64_t max_tokens, flags.Int("max-tokens"));
-  HG_ASSIGN_OR_RETURN(double temperature, flags.Double("temperature"));
-  HG_ASSIGN_OR_RETURN(double top_p, flags.Double("top-p"));
-  HG_ASSIGN_OR_RETURN(int64_t seed, flags.Int("seed"));
-  if (max_tokens < 0) return absl::InvalidArgumentError("--max-tokens must be >= 0");
+absl::Status GenerateCommand(const std::vector<std::string>& words) {
+  HG_ASSIGN_OR_RETURN(std::unique_ptr<Tokenizer> tokenizer, OpenTokenizer());
+  HG_ASSIGN_OR_RETURN(const bool bos, cli::TokenizerBosFromFlags());
+  HG_ASSIGN_OR_RETURN(const int max_tokens, cli::MaxTokensFromFlags(kDefaultMaxTokens));
 
   GenerateRequest request;
-  const std::string prompt = flags.Has("prompt") || !flags.positional().empty()
-                                 ? InputText(flags, "prompt")
+  const std::string prompt_flag = absl::GetFlag(FLAGS_prompt);
+  const std::string prompt = !prompt_flag.empty() || !words.empty()
+                                 ? InputText(prompt_flag, !prompt_flag.empty(), words)
                                  : std::string();
-  HG_ASSIGN_OR_RETURN(request.prompt, tokenizer->Encode(prompt, !flags.Switch("no-special")));
+  HG_ASSIGN_OR_RETURN(request.prompt, tokenizer->Encode(prompt, bos));
   if (request.prompt.empty()) {
     if (tokenizer->bos_id() < 0) {
       return absl::InvalidArgumentError("the prompt is empty and the tokenizer has no BOS");
     }
     request.prompt.push_back(tokenizer->bos_id());
   }
-  request.sampling.temperature = static_cast<float>(temperature);
-  request.sampling.top_p = static_cast<float>(top_p);
-  request.sampling.seed = static_cast<uint64_t>(seed);
-  request.max_new_tokens = static_cast<int>(max_tokens);
-  if (!flags.Switch("ignore-eos")) {
+  const cli::Sampling sampling = cli::SamplingFromFlags();
+  request.sampling.temperature = static_cast<float>(sampling.temperature);
+  request.sampling.top_p = static_cast<float>(sampling.top_p);
+  request.sampling.seed = sampling.seed;
+  request.max_new_tokens = max_tokens;
+  if (!cli::IgnoreEosFromFlags()) {
     if (tokenizer->eos_id() >= 0) request.stop_tokens.push_back(tokenizer->eos_id());
     // llama2.c ends a sample at BOS, which separates its training stories.
     if (tokenizer->kind() == "llama2c" && tokenizer->bos_id() >= 0) {
       request.stop_tokens.push_back(tokenizer->bos_id());
     }
   }
-  const std::vector<std::string> stops = flags.Values("stop");
-
-  HG_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, OpenModel(flags));
+  const std::vector<std::string> stops = cli::UntilFromFlags({});
+  const bool json = absl::GetFlag(FLAGS_json);
+  HG_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, OpenModel());
   const int64_t limit = model->info().max_context;
   if (limit > 0 && static_cast<int64_t>(request.prompt.size()) + request.max_new_tokens > limit) {
     const int64_t room = std::max<int64_t>(0, limit - static_cast<int64_t>(request.prompt.size()));
@@ -342,7 +346,7 @@ absl::Status GenerateCommand(const CliFlags& flags) {
   // Text is decoded incrementally after the prompt (so rules that look at the previous
   // token, such as llama2.c's space after BOS, apply) and streamed unless stop strings or
   // JSON output need the whole text first.
-  const bool stream = stops.empty() && !flags.Switch("json");
+  const bool stream = stops.empty() && !json;
   StreamingDecoder decoder(tokenizer.get());
   for (int32_t id : request.prompt) HG_RETURN_IF_ERROR(decoder.Push(id).status());
   std::string text;
@@ -394,7 +398,7 @@ absl::Status GenerateCommand(const CliFlags& flags) {
   const double decode_rate =
       result.tokens.size() > 1 ? (result.tokens.size() - 1) / std::max(1e-9, seconds - first_step_s)
                                : 0.0;
-  if (flags.Switch("json")) {
+  if (json) {
     nlohmann::json out = {{"text", text},
                           {"tokens", result.tokens},
                           {"prompt_tokens", request.prompt.size()},
@@ -407,7 +411,7 @@ absl::Status GenerateCommand(const CliFlags& flags) {
   } else {
     std::printf("\n");
   }
-  if (flags.Switch("stats")) {
+  if (absl::GetFlag(FLAGS_stats)) {
     std::fprintf(stderr,
                  "hgeval-engine: %zu prompt + %zu generated tokens in %.3f s (first step %.3f s, "
                  "then %.1f tok/s), finish: %s, device %s\n",
@@ -420,96 +424,85 @@ absl::Status GenerateCommand(const CliFlags& flags) {
 struct Command {
   const char* name;
   const char* usage;
-  void (*declare)(CliFlags*);
-  absl::Status (*run)(const CliFlags&);
+  std::vector<absl::string_view> flags;  // besides kOutputFlags
+  absl::Status (*run)(const std::vector<std::string>& words);
 };
 
-const Command kCommands[] = {
-    {"tokenize",
-     "Usage: hgeval-engine tokenize (--tokenizer T | --model M) [--add-special] [TEXT...]\n"
-     "Prints the token ids of TEXT (or --text, or stdin), space-separated.\n",
-     [](CliFlags* f) {
-       f->AddValue("text", "the text (default: the positional words, else stdin)");
-       f->AddValue("model", "checkpoint folder or .bin whose tokenizer to use");
-       f->AddValue("tokenizer", "tokenizer file or folder");
-       f->AddSwitch("add-special", "add the tokenizer's special tokens (BOS) as HF does");
-       f->AddSwitch("pieces", "print each id with its vocabulary piece");
-       AddCommonFlags(f);
-     },
-     Tokenize},
-    {"score",
-     "Usage: hgeval-engine score --model M --context TEXT --continuation TEXT "
-     "[--continuation TEXT...]\n"
-     "       hgeval-engine score --model M --context-ids 1,2,3 --continuation-ids 4,5\n"
-     "Prints log p(continuation | context) summed over its tokens, whether every token is\n"
-     "the greedy choice, and the per-token log-probabilities. Text pairs are tokenised as\n"
-     "lm-evaluation-harness does (continuation tokens = encode(context+continuation) after\n"
-     "encode(context)); an empty context starts from BOS.\n",
-     [](CliFlags* f) {
-       AddModelFlags(f);
-       f->AddValue("context", "the context text (default: the positional words, else stdin)");
-       f->AddValue("continuation", "a continuation to score", "", /*repeatable=*/true);
-       f->AddValue("context-ids", "the context as token ids (comma-separated)");
-       f->AddValue("continuation-ids", "a continuation as token ids", "", /*repeatable=*/true);
-       f->AddSwitch("bos", "prepend BOS to the context");
-       f->AddValue("top-k", "also list the k most likely tokens at each position", "0");
-       AddCommonFlags(f);
-     },
-     ScoreCommand},
-    {"generate",
-     "Usage: hgeval-engine generate --model M [--prompt TEXT | TEXT...] [--max-tokens N]\n"
-     "       [--temperature T] [--top-p P] [--seed S] [--stop STR...]\n"
-     "Generates text after the prompt (encoded with the tokenizer's special tokens, e.g.\n"
-     "BOS; an empty prompt is BOS alone). Greedy unless --temperature > 0. Stops at EOS\n"
-     "(llama2.c tokenizers: at BOS too, as llama2.c's run does), a stop string, or\n"
-     "--max-tokens.\n",
-     [](CliFlags* f) {
-       AddModelFlags(f);
-       f->AddValue("prompt", "the prompt text (default: the positional words; none: BOS only)");
-       f->AddValue("max-tokens", "most tokens to generate", "256");
-       f->AddValue("temperature", "sampling temperature; 0 is greedy", "0");
-       f->AddValue("top-p", "nucleus sampling mass in (0, 1]", "1");
-       f->AddValue("seed", "sampling seed (same seed, same text)", "0");
-       f->AddValue("stop", "stop string (text is cut before it)", "", /*repeatable=*/true);
-       f->AddSwitch("no-special", "encode the prompt without special tokens (no BOS)");
-       f->AddSwitch("ignore-eos", "do not stop at EOS");
-       f->AddSwitch("stats", "print token counts and speed on stderr");
-       AddCommonFlags(f);
-     },
-     GenerateCommand},
-};
+std::vector<absl::string_view> With(std::vector<absl::string_view> flags,
+                                    absl::Span<const absl::string_view> more) {
+  flags.insert(flags.end(), more.begin(), more.end());
+  return flags;
+}
+
+const std::vector<Command>& Commands() {
+  static const auto* commands = new std::vector<Command>{
+      {"tokenize",
+       "Usage: hgeval-engine tokenize (--tokenizer T | --model M) [--bos tokenizer|none] "
+       "[--pieces] [TEXT...]\n"
+       "Prints the token ids of TEXT (or --text, or stdin), space-separated.\n"
+       "Flags: --model --tokenizer --text --bos --pieces --json",
+       {"model", "tokenizer", "text", "bos", "pieces"},
+       Tokenize},
+      {"score",
+       "Usage: hgeval-engine score --model M --context TEXT --continuation TEXT[,TEXT...]\n"
+       "       hgeval-engine score --model M --context_ids 1,2,3 --continuation_ids '4,5;6'\n"
+       "Prints log p(continuation | context) summed over its tokens, whether every token is\n"
+       "the greedy choice, and the per-token log-probabilities. Text pairs are tokenised as\n"
+       "lm-evaluation-harness does (continuation tokens = encode(context+continuation) after\n"
+       "encode(context)); --bos tokenizer (the default) starts the context with the\n"
+       "tokenizer's BOS; an empty context starts from BOS.\n"
+       "Flags: the model flags, --context --continuation --context_ids --continuation_ids "
+       "--bos --top_k --json",
+       With({"context", "continuation", "context_ids", "continuation_ids", "bos", "top_k"},
+            kModelFlags),
+       ScoreCommand},
+      {"generate",
+       "Usage: hgeval-engine generate --model M [--prompt TEXT | TEXT...] [--max_tokens N]\n"
+       "       [--temperature T] [--top_p P] [--seed S] [--until STR,...]\n"
+       "Generates text after the prompt (encoded with the tokenizer's special tokens, e.g.\n"
+       "BOS, unless --bos none; an empty prompt is BOS alone). Greedy unless --temperature\n"
+       "> 0. Stops at EOS (llama2.c tokenizers: at BOS too, as llama2.c's run does; not with\n"
+       "--ignore_eos), a stop string of --until, or --max_tokens.\n"
+       "Flags: the model flags, --prompt --max_tokens --temperature --top_p --seed --until "
+       "--bos --ignore_eos --stats --json",
+       With({"prompt", "max_tokens", "temperature", "top_p", "seed", "until", "bos", "ignore_eos",
+             "stats"},
+            kModelFlags),
+       GenerateCommand},
+  };
+  return *commands;
+}
 
 int Main(int argc, char** argv) {
-  if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h" ||
-      std::string(argv[1]) == "help") {
-    std::fputs(kMainHelp, argc < 2 ? stderr : stdout);
-    return argc < 2 ? kUsageError : 0;
-  }
-  const std::string name = argv[1];
   const Command* command = nullptr;
-  for (const Command& c : kCommands) {
-    if (name == c.name) command = &c;
+  if (argc >= 2) {
+    for (const Command& c : Commands()) {
+      if (absl::string_view(argv[1]) == c.name) command = &c;
+    }
   }
+  const std::string usage =
+      command == nullptr ? kMainUsage : absl::StrCat(command->usage, "\n\n", kMainUsage);
+  std::vector<std::string> words = cli::ParseCommandLine(argc, argv, usage);
   if (command == nullptr) {
-    std::fprintf(stderr, "hgeval-engine: unknown command '%s'\n\n%s", name.c_str(), kMainHelp);
+    if (!words.empty() && words[0] == "help") {
+      std::fputs(kMainUsage, stdout);
+      return 0;
+    }
+    if (!words.empty()) {
+      std::fprintf(stderr, "hgeval-engine: unknown command '%s'\n\n", words[0].c_str());
+    }
+    std::fputs(kMainUsage, stderr);
     return kUsageError;
   }
-  CliFlags flags;
-  command->declare(&flags);
-  if (absl::Status parsed = flags.Parse(argc, argv, 2); !parsed.ok()) {
-    std::fprintf(stderr, "hgeval-engine %s: %s\n\n%s\nFlags:\n%s", command->name,
-                 std::string(parsed.message()).c_str(), command->usage, flags.Help().c_str());
-    return kUsageError;
-  }
-  if (flags.Switch("help")) {
-    std::printf("%s\nFlags:\n%s", command->usage, flags.Help().c_str());
-    return 0;
-  }
-  absl::Status status;
-  try {
-    status = command->run(flags);
-  } catch (const std::exception& e) {  // nlohmann::json and the standard library
-    status = absl::InternalError(e.what());
+  words.erase(words.begin());  // the command
+  absl::Status status =
+      cli::RefuseFlagsOutside(argc, argv, With(command->flags, kOutputFlags), command->name);
+  if (status.ok()) {
+    try {
+      status = command->run(words);
+    } catch (const std::exception& e) {  // nlohmann::json and the standard library
+      status = absl::InternalError(e.what());
+    }
   }
   if (!status.ok()) {
     std::fprintf(stderr, "hgeval-engine %s: %s\n", command->name, status.ToString().c_str());

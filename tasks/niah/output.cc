@@ -113,7 +113,7 @@ std::string NiahResultToJson(const NiahResult& r) {
             {{"buffer_tokens", o.buffer_tokens},
              {"max_new_tokens", o.max_new_tokens},
              {"stop_strings", o.stop_strings},
-             {"stop_at_eos", o.stop_at_eos},
+             {"stop_at_eos", !o.ignore_eos},  // the results file's established key
              {"decoding", "greedy"},
              {"scorer", NiahScorerName(o.scorer)},
              {"rouge_use_stemmer", o.rouge_use_stemmer},

@@ -154,7 +154,7 @@ absl::StatusOr<NiahResult> RunNiahSweep(Model& model, const Tokenizer& tokenizer
   GenerateRequest request_template;
   request_template.max_new_tokens = options.max_new_tokens;
   request_template.stop_strings = options.stop_strings;
-  if (options.stop_at_eos) {
+  if (!options.ignore_eos) {
     for (int32_t eos : {tokenizer.eos_id(), model.info().eos_token_id}) {
       if (eos >= 0 &&
           std::find(request_template.stop_tokens.begin(), request_template.stop_tokens.end(),

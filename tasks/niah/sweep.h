@@ -42,7 +42,7 @@ struct NiahOptions {
   // answer completes a sentence, so the first newline ends it.
   int max_new_tokens = 32;
   std::vector<std::string> stop_strings = {"\n"};
-  bool stop_at_eos = true;
+  bool ignore_eos = false;  // true: EOS does not end a cell's answer
   // Scoring: the cell score in [0, 10] is the chosen scorer's; both are recorded.
   NiahScorer scorer = NiahScorer::kRouge1;
   bool rouge_use_stemmer = true;              // as the LLM-free ROUGE NIAH scorer does

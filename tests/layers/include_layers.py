@@ -56,6 +56,7 @@ ENGINE = (
     "engine/cuda",
     "engine/model",
     "engine/runtime",
+    "engine/cli",
 )
 EVERYTHING = None  # bench/ and tests/: any room, any library
 
@@ -75,6 +76,8 @@ ROOMS = {
         ["engine/util", "engine/loader", "engine/tokenizer", "engine/cpu", "engine/cuda"]
     ),
     "engine/runtime": _room(["engine/util", "engine/tokenizer", "engine/model"]),
+    # The command-line convention and the model-loading flags of every program.
+    "engine/cli": _room(["engine/util", "engine/loader", "engine/tokenizer", "engine/model"]),
     "engine/tools": _room(ENGINE),
     # Python's whitespace and the lenient decoder of its text rules live in the one UTF-8
     # module, engine/tokenizer/utf8.h.

@@ -102,12 +102,12 @@ TEST_F(LraJobTest, HgevalRunGivesTheInProcessAccuracy) {
 
   // hgeval-eval on the checkpoint folder, in process.
   const std::string eval_output = dir_ + "/eval_results.json";
-  ASSERT_EQ(
-      testing::RunCommand({std::string(HGEVAL_BINARY_DIR) + "/tasks/tools/hgeval-eval", "--model",
-                           model_dir_, "--tasks", "lra_listops", "--limit", std::to_string(kLimit),
-                           "--data-dir", SourcePath("data"), "--quiet", "--output", eval_output},
-                          &stdout_text),
-      0)
+  ASSERT_EQ(testing::RunCommand(
+                {std::string(HGEVAL_BINARY_DIR) + "/tasks/tools/hgeval-eval", "--model", model_dir_,
+                 "--tasks", "lra_listops", "--limit", std::to_string(kLimit), "--data_dir",
+                 SourcePath("data"), "--noprogress", "--output", eval_output},
+                &stdout_text),
+            0)
       << stdout_text;
   std::ifstream eval_in(eval_output);
   const Json eval = Json::parse(eval_in);

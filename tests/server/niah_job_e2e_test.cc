@@ -242,8 +242,8 @@ TEST_F(NiahJobTest, CliWritesResultsGridAndHeatmap) {
   std::string stdout_text;
   const int rc = testing::RunCommand(
       {testing::ClientBinary(), "niah", "--server=" + server_->address(), "--model=hgrn2",
-       "--mode=standard", "--lengths=300,600", "--depths=0,50,100", "--max_new_tokens=8",
-       "--progress=false", "--out=" + out},
+       "--mode=standard", "--lengths=300,600", "--depths=0,50,100", "--max_tokens=8",
+       "--progress=false", "--output_dir=" + out},
       &stdout_text);
   ASSERT_EQ(rc, 0) << stdout_text;
   EXPECT_NE(stdout_text.find("weighted_avg_acc"), std::string::npos) << stdout_text;
@@ -278,7 +278,7 @@ TEST_F(NiahJobTest, CliWritesResultsGridAndHeatmap) {
   ASSERT_TRUE(before.ok());
   const std::string again = *dir_ + "/cli-again";
   ASSERT_EQ(testing::RunCommand({testing::ClientBinary(), "niah", "--server=" + server_->address(),
-                                 "--job=" + job_id, "--progress=false", "--out=" + again},
+                                 "--job=" + job_id, "--progress=false", "--output_dir=" + again},
                                 &stdout_text),
             0)
       << stdout_text;

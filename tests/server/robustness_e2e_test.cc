@@ -344,10 +344,10 @@ TEST(HelpTest, ServerAndNiahHelpListTheirFlags) {
       {testing::ServerBinary(),
        {"--model_root", "--max_request_bytes", "--max_request_tokens", "--shutdown_grace_ms",
         "--auth_token_file", "--store"}},
-      {testing::NiahBinary(), {"--model", "--out", "--lengths", "--depths"}}};
+      {testing::NiahBinary(), {"--model", "--output_dir", "--lengths", "--depths"}}};
   for (const auto& [binary, flags] : cases) {
     std::string out;
-    testing::RunCommand({binary, "--help"}, &out);  // exits 1 after printing, as absl does
+    EXPECT_EQ(testing::RunCommand({binary, "--help"}, &out), 0) << binary;
     EXPECT_THAT(out, ::testing::Not(HasSubstr("No flags matched"))) << binary;
     for (const std::string& flag : flags) EXPECT_THAT(out, HasSubstr(flag)) << binary;
   }

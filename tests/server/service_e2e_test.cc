@@ -7,9 +7,12 @@
 #include <limits>
 #include <memory>
 #include <set>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "client/client.h"
 #include "engine/model/load_model.h"
@@ -595,6 +598,29 @@ TEST_F(ServiceTest, CliScoresAndGeneratesLikeTheLibrary) {
   // Compared as numbers (a 6-digit string match failed once the value's rounding changed).
   EXPECT_EQ(nlohmann::json::parse(out)["logprob"].get<double>(), expected->results(0).logprob())
       << out;
+  out.clear();
+  // Several continuations of one context (a comma list, as every list flag): one pair each,
+  // printed in order; "\x2c" is a comma inside one.
+  ASSERT_EQ(testing::RunCommand({testing::ClientBinary(), "score", "--server=" + server_->address(),
+                                 "--model=hgrn2", "--context=Once upon a ",
+                                 "--continuation=time there was,day\\x2c a"},
+                                &out),
+            0);
+  request.add_pairs()->set_context("Once upon a ");
+  request.mutable_pairs(1)->set_continuation("day, a");
+  auto both = client_->Loglikelihood(request);
+  ASSERT_TRUE(both.ok());
+  const std::vector<std::string> lines = absl::StrSplit(out, '\n', absl::SkipEmpty());
+  ASSERT_EQ(lines.size(), 2u) << out;
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_EQ(nlohmann::json::parse(lines[i])["logprob"].get<double>(), both->results(i).logprob())
+        << lines[i];
+  }
+  out.clear();
+  EXPECT_EQ(testing::RunCommand({testing::ClientBinary(), "score", "--server=" + server_->address(),
+                                 "--model=hgrn2", "--context=a"},
+                                &out),
+            1);  // no continuation: refused, not an empty call
   out.clear();
   ASSERT_EQ(testing::RunCommand(
                 {testing::ClientBinary(), "models", "--server=" + server_->address()}, &out),

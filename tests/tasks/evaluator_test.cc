@@ -116,9 +116,10 @@ TEST_F(EvaluatorTest, MultipleChoiceResultsMatchRecomputedScores) {
   EXPECT_NE(table.find("|     |       |none  |     0|acc_norm|\xE2\x86\x91  |"), std::string::npos)
       << table;
 
-  const std::string samples = SamplesJsonl(*report);
-  EXPECT_EQ(std::count(samples.begin(), samples.end(), '\n'), 6);
-  const auto first = nlohmann::json::parse(samples.substr(0, samples.find('\n')));
+  const nlohmann::json samples = SamplesByTask(*report);
+  ASSERT_EQ(samples.size(), 1u);
+  ASSERT_EQ(samples["piqa"].size(), 6u);
+  const nlohmann::json& first = samples["piqa"][0];
   EXPECT_EQ(first["doc_id"], 0);
   EXPECT_EQ(first["task"], "piqa");
   EXPECT_EQ(first["arguments"].size(), 2u);

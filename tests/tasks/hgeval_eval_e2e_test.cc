@@ -1,5 +1,5 @@
 // The hgeval-eval tool end to end on stories260K: flags, the results JSON, the table on
-// stdout, per-sample JSONL, --no-reuse giving the same numbers, and errors.
+// stdout, per-sample records, --nocontext_reuse giving the same numbers, and errors.
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -36,21 +36,22 @@ std::string ReadAll(const std::string& path) {
 std::string BaseCommand() {
   using hgeval::testing::SourcePath;
   return Tool() + " --model " + SourcePath("data/models/stories260K/stories260K.bin") +
-         " --tokenizer " + SourcePath("data/models/stories260K/tok512.bin") + " --data-dir " +
-         SourcePath("data") + " --quiet";
+         " --tokenizer " + SourcePath("data/models/stories260K/tok512.bin") + " --data_dir " +
+         SourcePath("data") + " --noprogress";
 }
 
 TEST(HgevalEvalTest, HelpAndErrors) {
   std::string out;
   EXPECT_EQ(RunCommand(Tool() + " --help", &out), 0);
-  EXPECT_NE(out.find("--log-samples"), std::string::npos);
+  EXPECT_NE(out.find("--log_samples"), std::string::npos);
   EXPECT_EQ(RunCommand(Tool() + " --tasks piqa 2>/dev/null", &out), 2);
   EXPECT_EQ(RunCommand(BaseCommand() + " --tasks no_such_task 2>/dev/null", &out), 1);
   EXPECT_EQ(RunCommand(BaseCommand() + " --tasks piqa --bos sometimes 2>/dev/null", &out), 1);
-  EXPECT_EQ(RunCommand(Tool() + " --frobnicate 2>/dev/null", &out), 2);
-  // Zero-shot only: a few-shot run is refused with the reason, not run zero-shot.
-  EXPECT_EQ(RunCommand(BaseCommand() + " --tasks piqa --num-fewshot 5 2>&1", &out), 1);
-  EXPECT_NE(out.find("--num-fewshot 5 is not supported"), std::string::npos) << out;
+  // Few-shot is not implemented: refused, as `hgeval run` refuses it, not ignored.
+  EXPECT_EQ(RunCommand(BaseCommand() + " --tasks piqa --num_fewshot 5 2>&1", &out), 1);
+  EXPECT_NE(out.find("--num_fewshot 5 is not supported"), std::string::npos) << out;
+  EXPECT_EQ(RunCommand(Tool() + " --frobnicate 2>/dev/null", &out), 1);  // Abseil refuses it
+  EXPECT_EQ(RunCommand(Tool() + " stray 2>/dev/null", &out), 2);
   EXPECT_EQ(RunCommand(Tool() + " --tasks list", &out), 0);
   EXPECT_NE(out.find("winogrande"), std::string::npos);
 }
@@ -59,10 +60,8 @@ TEST(HgevalEvalTest, RunsTasksAndWritesLmEvalOutputs) {
   const std::string dir = hgeval::testing::MakeTempDir("hgeval_eval");
   std::string table;
   const std::string common = BaseCommand() + " --tasks arc_easy,lambada_openai --limit 4" +
-                             " --bos none --bootstrap-iters 1000";
-  ASSERT_EQ(
-      RunCommand(common + " --output " + dir + "/r.json --log-samples " + dir + "/s.jsonl", &table),
-      0);
+                             " --bos none --bootstrap_iters 1000";
+  ASSERT_EQ(RunCommand(common + " --output " + dir + "/r.json --log_samples", &table), 0);
   EXPECT_NE(table.find("|arc_easy      |      1|none  |     0|acc"), std::string::npos) << table;
   EXPECT_NE(table.find("perplexity"), std::string::npos);
   const auto results = nlohmann::json::parse(ReadAll(dir + "/r.json"));
@@ -73,11 +72,12 @@ TEST(HgevalEvalTest, RunsTasksAndWritesLmEvalOutputs) {
   EXPECT_EQ(results["config"]["model_family"], "llama");
   EXPECT_EQ(results["config"]["context_reuse"], true);
   EXPECT_FALSE(results["config"]["model_hash"].get<std::string>().empty());
-  const std::string samples = ReadAll(dir + "/s.jsonl");
-  EXPECT_EQ(std::count(samples.begin(), samples.end(), '\n'), 8);
+  // --log_samples: lm-eval's per-sample records in the results JSON, as a server job's.
+  EXPECT_EQ(results["samples"]["arc_easy"].size(), 4u);
+  EXPECT_EQ(results["samples"]["lambada_openai"].size(), 4u);
 
   // From scratch: the same numbers (LLaMA forks are exact), more tokens fed.
-  ASSERT_EQ(RunCommand(common + " --no-reuse --output " + dir + "/r2.json", &table), 0);
+  ASSERT_EQ(RunCommand(common + " --nocontext_reuse --output " + dir + "/r2.json", &table), 0);
   const auto scratch = nlohmann::json::parse(ReadAll(dir + "/r2.json"));
   EXPECT_EQ(scratch["config"]["context_reuse"], false);
   EXPECT_EQ(scratch["results"]["arc_easy"]["acc,none"], results["results"]["arc_easy"]["acc,none"]);

@@ -36,10 +36,10 @@ TEST(MqarEvalCliTest, RunsTheStandardTaskWithoutATokenizer) {
   ASSERT_TRUE(hgeval::testing::WriteMqarVocabLlama(dir).ok());
   const std::string output = dir + "/results.json";
   std::string table;
-  ASSERT_EQ(
-      RunCommand(Tool() + " --model " + dir + " --tasks mqar --limit 8 --quiet --output " + output,
-                 &table),
-      0)
+  ASSERT_EQ(RunCommand(Tool() + " --model " + dir +
+                           " --tasks mqar --limit 8 --noprogress --output " + output,
+                       &table),
+            0)
       << table;
   EXPECT_NE(table.find("acc_L512_K64"), std::string::npos) << table;
   std::ifstream in(output);
@@ -58,12 +58,14 @@ TEST(MqarEvalCliTest, RunsTheStandardTaskWithoutATokenizer) {
   EXPECT_EQ(cli["results"]["mqar"], ResultsJson(*report)["results"]["mqar"]);
 
   std::string out;
-  EXPECT_EQ(RunCommand(Tool() + " --model " + dir + " --tasks piqa --limit 2 --quiet 2>&1", &out),
-            1);
-  EXPECT_EQ(RunCommand(Tool() + " --model " + dir + " --tokenizer none --tasks piqa --limit 2 " +
-                           "--quiet --data-dir " + hgeval::testing::SourcePath("data") + " 2>&1",
-                       &out),
-            1);
+  EXPECT_EQ(
+      RunCommand(Tool() + " --model " + dir + " --tasks piqa --limit 2 --noprogress 2>&1", &out),
+      1);
+  EXPECT_EQ(
+      RunCommand(Tool() + " --model " + dir + " --tokenizer none --tasks piqa --limit 2 " +
+                     "--noprogress --data_dir " + hgeval::testing::SourcePath("data") + " 2>&1",
+                 &out),
+      1);
   EXPECT_NE(out.find("no tokenizer"), std::string::npos) << out;
 }
 

@@ -23,7 +23,7 @@ NiahOptions PastTrainingLengthSweep() {
   options.essays_dir = SourcePath("data/niah/PaulGrahamEssays");
   options.max_new_tokens = 6;
   options.stop_strings = {};  // random weights: keep every cell at full length
-  options.stop_at_eos = false;
+  options.ignore_eos = true;
   options.max_batch = 3;
   return options;
 }

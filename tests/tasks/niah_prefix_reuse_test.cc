@@ -38,7 +38,7 @@ TEST_P(NiahPrefixReuseTest, SameTokensAndScoresAsNaive) {
   options.essays_dir = SourcePath("data/niah/PaulGrahamEssays");
   options.max_new_tokens = 12;
   options.stop_strings = {};  // random weights: keep every cell at full length
-  options.stop_at_eos = false;
+  options.ignore_eos = true;
   options.prefix_reuse = true;
   options.max_batch = 3;  // several haystack segments, snapshots shared across lengths
   auto reuse = RunNiahSweep(**model, **tokenizer, options);
@@ -105,7 +105,7 @@ TEST_P(NiahPrefixReuseTest, ShortContinuationsFromSnapshotsMatchNaive) {
   options.texts = texts;
   options.max_new_tokens = 6;
   options.stop_strings = {};
-  options.stop_at_eos = false;
+  options.ignore_eos = true;
   options.max_batch = 4;
   auto reuse = RunNiahSweep(**model, **tokenizer, options);
   ASSERT_TRUE(reuse.ok()) << reuse.status();

@@ -1,0 +1,20 @@
+#include "engine/cli/model_flags.h"
+
+#include "absl/flags/flag.h"
+#include "absl/status/status.h"
+
+ABSL_FLAG(std::string, model, "",
+          "Model: a Hugging Face checkpoint folder or a llama2.c .bin file.");
+ABSL_FLAG(std::string, tokenizer, "",
+          "Tokenizer file or folder (tokenizer.json, tokenizer.model, *.tiktoken, tok*.bin); "
+          "default: the one in the model's folder.");
+
+namespace hgeval::cli {
+
+absl::StatusOr<std::string> ModelPathFromFlags() {
+  std::string model = absl::GetFlag(FLAGS_model);
+  if (model.empty()) return absl::InvalidArgumentError("--model is required");
+  return model;
+}
+
+}  // namespace hgeval::cli
