@@ -33,7 +33,7 @@ Json RunInProcess(const std::string& model_path, const std::string& tokenizer_pa
                   const std::vector<std::string>& task_names, int limit,
                   std::optional<tasks::BosRegime> bos) {
   absl::StatusOr<tasks::OpenedModel> opened =
-      tasks::OpenModelAndTokenizer(model_path, tokenizer_path, "cpu", "fp32", 0);
+      tasks::OpenModelAndTokenizer(model_path, tokenizer_path, LoadOptions{});
   EXPECT_TRUE(opened.ok()) << opened.status();
   if (!opened.ok()) return {};
   tasks::EngineLanguageModelOptions options;
