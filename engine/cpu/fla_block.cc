@@ -90,32 +90,6 @@ void ShortConv::Apply(float* x, int64_t t_len, std::vector<float>* window) const
   std::copy_n(in.begin() + t_len * c_len, past * c_len, window->begin());
 }
 
-absl::StatusOr<std::vector<std::vector<float>>> ReadLowerBounds(const Checkpoint& checkpoint,
-                                                                const std::string& name,
-                                                                int64_t layers, int64_t hidden) {
-  HG_ASSIGN_OR_RETURN(HostTensor raw, ReadTensor(checkpoint, name, {layers, hidden}));
-  std::vector<std::vector<float>> bounds(static_cast<size_t>(layers),
-                                         std::vector<float>(static_cast<size_t>(hidden)));
-  std::vector<double> p(static_cast<size_t>(layers));
-  for (int64_t c = 0; c < hidden; ++c) {
-    double max_value = raw.data[c];
-    for (int64_t l = 1; l < layers; ++l)
-      max_value = std::max<double>(max_value, raw.data[l * hidden + c]);
-    double sum = 0.0;
-    for (int64_t l = 0; l < layers; ++l) {
-      p[l] = std::exp(static_cast<double>(raw.data[l * hidden + c]) - max_value);
-      sum += p[l];
-    }
-    // cumsum(P) - P[0]: layer l gets P[1] + ... + P[l].
-    double cumulative = 0.0;
-    for (int64_t l = 0; l < layers; ++l) {
-      if (l > 0) cumulative += p[l] / sum;
-      bounds[l][c] = static_cast<float>(cumulative);
-    }
-  }
-  return bounds;
-}
-
 namespace {
 
 struct FlaBlock {

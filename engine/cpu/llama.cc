@@ -92,19 +92,11 @@ class LlamaModel : public Model {
   absl::Status Forward(absl::Span<const ForwardItem> items,
                        absl::Span<ForwardOutput> outputs) override {
     std::vector<std::unique_ptr<SequenceState>> copies;
+    // Checks every item (positions within max_context too) before advancing any state,
+    // so a rejected batch changes nothing.
     HG_ASSIGN_OR_RETURN(std::vector<LlamaState*> states,
-                        OwnStates<LlamaState>(this, items, outputs, config_.vocab_size, &copies));
-    // Check every item before advancing any state, so a rejected batch changes nothing.
-    for (size_t i = 0; i < items.size(); ++i) {
-      const LlamaState* state = states[i];
-      const int64_t end = state->position() + static_cast<int64_t>(items[i].tokens.size());
-      if (info_.max_context > 0 && end > info_.max_context) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "item ", i, ": ", state->position(), " consumed + ", items[i].tokens.size(),
-            " new tokens = ", end, " exceeds the model's maximum context of ", info_.max_context,
-            " tokens (LoadOptions::max_context; default max_position_embeddings)"));
-      }
-    }
+                        OwnStates<LlamaState>(this, items, outputs, config_.vocab_size, &copies,
+                                              info_.max_context));
     for (size_t i = 0; i < items.size(); ++i) {
       RunItem(items[i], states[i], &outputs[i]);
     }

@@ -7,11 +7,12 @@
 #include <cstddef>
 #include <cstdio>
 #include <cstring>
-#include <numeric>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "engine/cuda/gemm.h"
+#include "engine/model/forward_validation.h"
+#include "engine/model/top_k.h"
 #include "engine/util/status_macros.h"
 
 namespace hgeval::cuda {
@@ -26,18 +27,6 @@ const char* Offset(const void* base, int64_t elements, Act act) {
 }
 char* Offset(void* base, int64_t elements, Act act) {
   return static_cast<char*>(base) + elements * static_cast<int64_t>(ActSize(act));
-}
-
-std::vector<TokenLogprob> TopK(const float* row, int64_t vocab, int k) {
-  k = static_cast<int>(std::min<int64_t>(k, vocab));
-  std::vector<int32_t> idx(vocab);
-  std::iota(idx.begin(), idx.end(), 0);
-  std::partial_sort(idx.begin(), idx.begin() + k, idx.end(), [row](int32_t a, int32_t b) {
-    return row[a] > row[b] || (row[a] == row[b] && a < b);
-  });
-  std::vector<TokenLogprob> out(k);
-  for (int i = 0; i < k; ++i) out[i] = TokenLogprob{idx[i], row[idx[i]]};
-  return out;
 }
 
 }  // namespace
@@ -474,7 +463,7 @@ absl::Status CudaModel::RunPack(absl::Span<const ForwardItem> items,
       host.row_seq[rows] = q;
       const int32_t target = item.targets.empty() ? -1 : item.targets[t];
       const bool last = (item.want_last_logprobs || item.want_last_argmax) && t == T - 1;
-      if (target >= 0 || last) {
+      if (target >= 0 || last || item.want_all_logits) {
         host.logit_rows[logit_count] = rows;
         host.targets[logit_count] = target;
         logit_rows.push_back({seg.item, t});
@@ -536,6 +525,14 @@ absl::Status CudaModel::RunPack(absl::Span<const ForwardItem> items,
     HG_RETURN_IF_ERROR(pinned_gemm_->Run(s, c, V_, D_, Mat(logit_x_.get(), act_, D_),
                                          Mat(lm_head_.get(), act_, D_), logits_.get(), Act::kF32,
                                          V_));
+    // Raw logits (want_all_logits) leave before the log-softmax normalises rows in place.
+    for (int j = c0; j < c0 + c; ++j) {
+      const ForwardItem& item = items[logit_rows[j].item];
+      if (!item.want_all_logits) continue;
+      HG_CUDA_RETURN(cudaMemcpyAsync(
+          outputs[logit_rows[j].item].logits.data() + logit_rows[j].t * V_,
+          logits_.as<float>() + (j - c0) * V_, V_ * sizeof(float), cudaMemcpyDeviceToHost, s));
+    }
     HG_LAUNCH(LogSoftmaxGather(logits_.as<float>(), c, static_cast<int>(V_), dev.targets + c0,
                                dev.lp + c0, dev.am + c0, any_full, s));
     if (!any_full) continue;
@@ -552,7 +549,9 @@ absl::Status CudaModel::RunPack(absl::Span<const ForwardItem> items,
                                      V_ * sizeof(float), cudaMemcpyDeviceToHost, s));
       HG_CUDA_RETURN(cudaStreamSynchronize(s));
       if (last) out.last_logprobs = row_buf;
-      if (item.top_k > 0 && target >= 0) out.top_k[t] = TopK(row_buf.data(), V_, item.top_k);
+      if (item.top_k > 0 && target >= 0) {
+        out.top_k[t] = TopKLogprobs(row_buf, item.top_k, 0.0);
+      }
     }
   }
   if (logit_count > 0) {
@@ -715,7 +714,7 @@ absl::Status CudaModel::RunDecodeGroup(absl::Span<const ForwardItem* const> item
       out->logprob[0] = hio->lp[r];
       out->argmax[0] = hio->am[r];
       out->is_greedy[0] = hio->am[r] == target ? 1 : 0;
-      if (it.top_k > 0) out->top_k[0] = TopK(row_buf.data(), V_, it.top_k);
+      if (it.top_k > 0) out->top_k[0] = TopKLogprobs(row_buf, it.top_k, 0.0);
     }
   }
   return absl::OkStatus();
@@ -726,21 +725,24 @@ absl::Status CudaModel::Forward(absl::Span<const ForwardItem> given,
   if (outputs.size() != given.size()) {
     return absl::InvalidArgumentError("Forward: outputs.size() must equal items.size()");
   }
+  HG_RETURN_IF_ERROR(ValidateForwardItems(given, outputs.size(), V_, info_.max_context));
   DeviceGuard guard(ctx_->device());
   // Items continuing from a read-only start: the recurrent families read it in place; a
   // LLaMA item needs its own KV cache to write its keys into, so it gets a copy.
   std::vector<ForwardItem> resolved(given.begin(), given.end());
   std::vector<std::unique_ptr<SequenceState>> copies;
+  absl::flat_hash_set<const SequenceState*> seen;
   for (size_t i = 0; i < resolved.size(); ++i) {
     ForwardItem& it = resolved[i];
-    if ((it.state == nullptr) == (it.start == nullptr)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "Forward: item ", i, " needs exactly one of a state to advance and a start state"));
-    }
     const auto* src = dynamic_cast<const CudaSequenceState*>(it.state ? it.state : it.start);
     if (src == nullptr || src->owner() != this) {
       return absl::InvalidArgumentError(
           absl::StrCat("Forward: item ", i, " has no state made by this model"));
+    }
+    // A pack runs each state at most once (its segments would race).
+    if (it.state != nullptr && !seen.insert(it.state).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("Forward: item ", i, " shares its state with another item"));
     }
     if (it.start != nullptr && config_.family == ModelFamily::kLlama) {
       HG_ASSIGN_OR_RETURN(std::unique_ptr<SequenceState> copy, CloneState(*it.start));
@@ -750,45 +752,6 @@ absl::Status CudaModel::Forward(absl::Span<const ForwardItem> given,
     }
   }
   absl::Span<const ForwardItem> items = resolved;
-  absl::flat_hash_set<const SequenceState*> seen;
-  for (size_t i = 0; i < items.size(); ++i) {
-    const ForwardItem& it = items[i];
-    const auto* st = static_cast<const CudaSequenceState*>(it.state ? it.state : it.start);
-    if (it.state != nullptr && !seen.insert(st).second) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("Forward: item ", i, " shares its state with another item"));
-    }
-    if (!it.targets.empty() && it.targets.size() != it.tokens.size()) {
-      return absl::InvalidArgumentError(absl::StrCat("Forward: item ", i, " has ",
-                                                     it.targets.size(), " targets for ",
-                                                     it.tokens.size(), " tokens"));
-    }
-    if (it.tokens.empty() &&
-        (it.want_last_logprobs || it.want_last_argmax || !it.targets.empty())) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("Forward: item ", i, " asks for log-probabilities but feeds no tokens"));
-    }
-    if (it.top_k < 0) return absl::InvalidArgumentError("Forward: top_k must be >= 0");
-    const int64_t end = st->position() + static_cast<int64_t>(it.tokens.size());
-    if (info_.max_context > 0 && end > info_.max_context) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("item ", i, ": ", st->position(), " consumed + ", it.tokens.size(),
-                       " new tokens = ", end, " exceeds the model's maximum context of ",
-                       info_.max_context, " tokens (max_position_embeddings)"));
-    }
-    for (int32_t tok : it.tokens) {
-      if (tok < 0 || tok >= V_) {
-        return absl::InvalidArgumentError(absl::StrCat("Forward: item ", i, " token ", tok,
-                                                       " is outside the vocabulary [0, ", V_, ")"));
-      }
-    }
-    for (int32_t tgt : it.targets) {
-      if (tgt < -1 || tgt >= V_) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("Forward: item ", i, " target ", tgt, " is outside the vocabulary"));
-      }
-    }
-  }
   std::vector<const ForwardItem*> decode_items;
   std::vector<ForwardOutput*> decode_outs;
   std::vector<size_t> packed_items;
@@ -803,7 +766,10 @@ absl::Status CudaModel::Forward(absl::Span<const ForwardItem> given,
     if (it.top_k > 0) out.top_k.resize(T);
     out.last_logprobs.clear();
     out.last_argmax = -1;
-    if (T == 1 && it.state != nullptr) {
+    out.logits.clear();
+    if (it.want_all_logits) out.logits.resize(T * V_);
+    // The decode step normalises its logits in place: raw logits come from a pack.
+    if (T == 1 && it.state != nullptr && !it.want_all_logits) {
       decode_items.push_back(&it);
       decode_outs.push_back(&out);
     } else if (T >= 1) {

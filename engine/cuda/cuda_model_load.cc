@@ -7,20 +7,14 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/cuda/cuda_model.h"
+#include "engine/loader/float_convert.h"
 #include "engine/loader/weight_reader.h"
+#include "engine/model/lower_bounds.h"
 #include "engine/model/tnl_decay.h"
 #include "engine/util/status_macros.h"
 
 namespace hgeval::cuda {
 namespace {
-
-uint16_t FloatToBf16(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return 0x7fc0;  // NaN
-  u += 0x7fffu + ((u >> 16) & 1u);                     // round to nearest even
-  return static_cast<uint16_t>(u >> 16);
-}
 
 struct Names {
   std::string embed, final_norm, head, layer_prefix, norm1, norm2, mixer;
@@ -175,30 +169,12 @@ absl::Status CudaModel::LoadWeights(const Checkpoint& ck) {
     }
   }
 
-  // HGRN2 / HGRN lower bounds: softmax over layers, cumsum, minus the first row.
+  // HGRN2 / HGRN lower bounds (engine/model/lower_bounds.h).
   std::vector<std::vector<float>> lower_bounds;
   if ((c.family == ModelFamily::kHgrn2 || c.family == ModelFamily::kHgrn) && c.use_lower_bound) {
     const int64_t width = c.family == ModelFamily::kHgrn ? D_ * c.expand_ratio : D_;
-    HG_ASSIGN_OR_RETURN(HostTensor lb,
-                        ck.ReadFloat("model.lower_bounds", std::vector<int64_t>{L_, width}));
-    info_.num_parameters += lb.numel();
-    lower_bounds.assign(L_, std::vector<float>(width));
-    for (int64_t ch = 0; ch < width; ++ch) {
-      double mx = -INFINITY;
-      for (int64_t l = 0; l < L_; ++l)
-        mx = std::max(mx, static_cast<double>(lb.data[l * width + ch]));
-      std::vector<double> p(L_);
-      double sum = 0;
-      for (int64_t l = 0; l < L_; ++l) {
-        p[l] = std::exp(lb.data[l * width + ch] - mx);
-        sum += p[l];
-      }
-      double cum = 0;
-      for (int64_t l = 0; l < L_; ++l) {
-        cum += p[l] / sum;
-        lower_bounds[l][ch] = static_cast<float>(cum - p[0] / sum);
-      }
-    }
+    HG_ASSIGN_OR_RETURN(lower_bounds, ReadLowerBounds(ck, "model.lower_bounds", L_, width));
+    info_.num_parameters += L_ * width;
   }
 
   switch (c.family) {

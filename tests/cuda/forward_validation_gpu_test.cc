@@ -1,0 +1,80 @@
+// The CUDA backend checks Forward batches with the CPU's rules (ValidateForwardItems):
+// target ids below -1 are refused, want_all_logits returns the raw logits of every fed
+// position (and is refused on an item feeding no token). Skipped without a GPU.
+#include <cmath>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "tests/cuda/cuda_test_util.h"
+
+namespace hgeval {
+namespace {
+
+class ForwardValidationGpuTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    if (!testing::HaveGpu()) GTEST_SKIP() << "no CUDA GPU";
+  }
+};
+
+TEST_P(ForwardValidationGpuTest, RefusesTargetsBelowMinusOneAndLeavesTheStateAlone) {
+  auto model = testing::BuildGoldenCudaModel(GetParam(), "fp32");
+  ASSERT_TRUE(model.ok()) << model.status();
+  std::unique_ptr<SequenceState> state = (*model)->NewState();
+  for (const std::vector<int32_t>& tokens : {std::vector<int32_t>{3}, {3, 4, 5}}) {
+    std::vector<int32_t> targets(tokens.size(), 4);
+    targets.back() = -2;
+    ForwardItem item;
+    item.tokens = tokens;
+    item.targets = targets;
+    item.state = state.get();
+    ForwardOutput out;
+    EXPECT_EQ((*model)->Forward({&item, 1}, {&out, 1}).code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_EQ(state->position(), 0);
+  }
+}
+
+TEST_P(ForwardValidationGpuTest, AllLogitsAreTheRawLogitsOfEveryPosition) {
+  auto model = testing::BuildGoldenCudaModel(GetParam(), "fp32");
+  ASSERT_TRUE(model.ok()) << model.status();
+  const int64_t vocab = (*model)->info().vocab_size;
+  // Four tokens (a pack) and one token continuing a state (what the decode step would run).
+  for (const std::vector<int32_t>& tokens : {std::vector<int32_t>{3, 4, 5, 6}, {7}}) {
+    std::unique_ptr<SequenceState> a = (*model)->NewState(), b = (*model)->NewState();
+    std::vector<int32_t> targets;
+    for (int32_t t : tokens) targets.push_back(t + 1);
+    ForwardItem scored;
+    scored.tokens = tokens;
+    scored.targets = targets;
+    scored.state = a.get();
+    ForwardItem all = scored;
+    all.state = b.get();
+    all.want_all_logits = true;
+    std::vector<ForwardOutput> out(2);
+    ASSERT_TRUE((*model)->Forward({scored, all}, absl::MakeSpan(out)).ok());
+    ASSERT_EQ(out[1].logits.size(), tokens.size() * vocab);
+    EXPECT_TRUE(out[0].logits.empty());
+    for (size_t t = 0; t < tokens.size(); ++t) {
+      const float* row = out[1].logits.data() + t * vocab;
+      double sum = 0.0;
+      for (int64_t v = 0; v < vocab; ++v) sum += std::exp(static_cast<double>(row[v]));
+      EXPECT_NEAR(row[targets[t]] - std::log(sum), out[0].logprob[t], 1e-4) << "position " << t;
+    }
+    EXPECT_EQ(b->position(), static_cast<int64_t>(tokens.size()));
+  }
+  std::unique_ptr<SequenceState> state = (*model)->NewState();
+  ForwardItem empty;
+  empty.state = state.get();
+  empty.want_all_logits = true;
+  ForwardOutput unused;
+  EXPECT_EQ((*model)->Forward({&empty, 1}, {&unused, 1}).code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+INSTANTIATE_TEST_SUITE_P(Families, ForwardValidationGpuTest,
+                         ::testing::Values("hgrn2", "hgrn", "gla", "llama", "mamba", "tnl"));
+
+}  // namespace
+}  // namespace hgeval
