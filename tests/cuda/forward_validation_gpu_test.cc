@@ -74,7 +74,10 @@ TEST_P(ForwardValidationGpuTest, AllLogitsAreTheRawLogitsOfEveryPosition) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, ForwardValidationGpuTest,
-                         ::testing::Values("hgrn2", "hgrn", "gla", "llama", "mamba", "tnl"));
+                         ::testing::Values("hgrn2", "hgrn", "gla", "llama", "mamba", "tnl"),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           return info.param;
+                         });
 
 }  // namespace
 }  // namespace hgeval
