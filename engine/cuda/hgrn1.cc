@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "engine/cuda/cuda_mixers.h"
-#include "engine/model/lower_bounds.h"
+#include "engine/cuda/lower_bounds.h"
 #include "engine/util/status_macros.h"
 
 namespace hgeval::cuda {
@@ -19,11 +19,7 @@ class HgrnMixer final : public CudaTokenMixer {
   absl::Status Load(const Checkpoint& ck, const BlockTensorNames& names,
                     DeviceAllocator& alloc) override {
     const int64_t D = config_.hidden_size, L = config_.num_layers, E = width_;
-    std::vector<std::vector<float>> lower_bounds;
-    if (config_.use_lower_bound) {
-      HG_ASSIGN_OR_RETURN(lower_bounds, ReadLowerBounds(ck, "model.lower_bounds", L, E));
-      alloc.AddParameters(L * E);
-    }
+    HG_ASSIGN_OR_RETURN(lower_bounds_, UploadLowerBounds(ck, config_, E, alloc));
     layers_.resize(L);
     for (int64_t l = 0; l < L; ++l) {
       Layer& w = layers_[l];
@@ -36,9 +32,6 @@ class HgrnMixer final : public CudaTokenMixer {
       HG_RETURN_IF_ERROR(alloc.UploadFloat(gn, &w.g_norm));
       HG_ASSIGN_OR_RETURN(HostTensor o, ck.ReadFloat(m + "o_proj.weight", {D, E}));
       HG_RETURN_IF_ERROR(alloc.UploadAct({&o}, &w.o_proj));
-      if (!lower_bounds.empty() && l > 0) {
-        HG_RETURN_IF_ERROR(alloc.UploadDerived(lower_bounds[l], &w.lower_bound));
-      }
     }
     return absl::OkStatus();
   }
@@ -56,7 +49,8 @@ class HgrnMixer final : public CudaTokenMixer {
     float* proj = scratch_.proj.as<float>();
     float* o = scratch_.o.as<float>();
     HG_RETURN_IF_ERROR(scratch_.ProjectIn(pass, w.ifg_proj, act_));
-    HG_CUDA_RETURN(HgrnGates(proj, pass.rows, E, w.lower_bound.as<float>(), pass.stream));
+    HG_CUDA_RETURN(
+        HgrnGates(proj, pass.rows, E, lower_bounds_[pass.layer].as<float>(), pass.stream));
     HG_CUDA_RETURN(HgrnScan(proj, pass.in->seq_row0, pass.num_seqs, E, pass.in->state_ptrs,
                             pass.in->out_ptrs, pass.layer * StateFloatsPerLayer(), o, pass.stream));
     HG_CUDA_RETURN(RmsNormGated(o, E, proj + 2 * E, scratch_.proj_width, w.g_norm.as<float>(),
@@ -67,10 +61,9 @@ class HgrnMixer final : public CudaTokenMixer {
 
  private:
   struct Layer {
-    DeviceBuffer ifg_proj;     // act [3E, D]: i_proj | f_proj | g_proj
-    DeviceBuffer g_norm;       // fp32 [E]
-    DeviceBuffer o_proj;       // act [D, E]
-    DeviceBuffer lower_bound;  // fp32 [E] (layers > 0 with lower bounds)
+    DeviceBuffer ifg_proj;  // act [3E, D]: i_proj | f_proj | g_proj
+    DeviceBuffer g_norm;    // fp32 [E]
+    DeviceBuffer o_proj;    // act [D, E]
   };
 
   ModelConfig config_;
@@ -78,6 +71,7 @@ class HgrnMixer final : public CudaTokenMixer {
   int64_t width_;  // E = D * expand_ratio
   ProjectionScratch scratch_;
   std::vector<Layer> layers_;
+  std::vector<DeviceBuffer> lower_bounds_;  // fp32 per layer (empty: none)
 };
 
 }  // namespace

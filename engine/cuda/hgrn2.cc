@@ -8,7 +8,7 @@
 
 #include "engine/cuda/cuda_mixers.h"
 #include "engine/cuda/linear_attention.h"
-#include "engine/model/lower_bounds.h"
+#include "engine/cuda/lower_bounds.h"
 #include "engine/util/status_macros.h"
 
 namespace hgeval::cuda {
@@ -30,11 +30,7 @@ class Hgrn2Mixer final : public CudaTokenMixer {
                     DeviceAllocator& alloc) override {
     const int64_t D = config_.hidden_size, L = config_.num_layers;
     // Lower bounds (engine/model/lower_bounds.h): layer 0 has none.
-    std::vector<std::vector<float>> lower_bounds;
-    if (config_.use_lower_bound) {
-      HG_ASSIGN_OR_RETURN(lower_bounds, ReadLowerBounds(ck, "model.lower_bounds", L, D));
-      alloc.AddParameters(L * D);
-    }
+    HG_ASSIGN_OR_RETURN(lower_bounds_, UploadLowerBounds(ck, config_, D, alloc));
     layers_.resize(L);
     for (int64_t l = 0; l < L; ++l) {
       Layer& w = layers_[l];
@@ -47,9 +43,6 @@ class Hgrn2Mixer final : public CudaTokenMixer {
       HG_RETURN_IF_ERROR(alloc.UploadFloat(gn, &w.g_norm));
       HG_ASSIGN_OR_RETURN(HostTensor o, ck.ReadFloat(m + "o_proj.weight", {D, D}));
       HG_RETURN_IF_ERROR(alloc.UploadAct({&o}, &w.o_proj));
-      if (!lower_bounds.empty() && l > 0) {
-        HG_RETURN_IF_ERROR(alloc.UploadDerived(lower_bounds[l], &w.lower_bound));
-      }
     }
     return absl::OkStatus();
   }
@@ -71,13 +64,14 @@ class Hgrn2Mixer final : public CudaTokenMixer {
     float* o = scratch_.o.as<float>();
     HG_RETURN_IF_ERROR(scratch_.ProjectIn(pass, w.qfi_proj, act_));
     if (pass.decode) {
-      HG_CUDA_RETURN(Hgrn2DecodeStep(proj, w.lower_bound.as<float>(), pass.rows,
+      HG_CUDA_RETURN(Hgrn2DecodeStep(proj, lower_bounds_[pass.layer].as<float>(), pass.rows,
                                      static_cast<int>(attention_.heads()),
                                      static_cast<int>(attention_.dk()), attention_.scale(),
                                      pass.in->state_ptrs, state_offset, o, pass.stream));
     } else {
-      HG_CUDA_RETURN(Hgrn2Gates(proj, pass.rows, D, w.lower_bound.as<float>(), attention_.q(),
-                                attention_.k(), attention_.g(), attention_.v(), pass.stream));
+      HG_CUDA_RETURN(Hgrn2Gates(proj, pass.rows, D, lower_bounds_[pass.layer].as<float>(),
+                                attention_.q(), attention_.k(), attention_.g(), attention_.v(),
+                                pass.stream));
       HG_RETURN_IF_ERROR(attention_.Enqueue(pass, state_offset, o));
     }
     // g_norm: one RMSNorm over all D channels (not per head).
@@ -88,10 +82,9 @@ class Hgrn2Mixer final : public CudaTokenMixer {
 
  private:
   struct Layer {
-    DeviceBuffer qfi_proj;     // act [3D, D]: q_proj | f_proj | i_proj
-    DeviceBuffer g_norm;       // fp32 [D]
-    DeviceBuffer o_proj;       // act [D, D]
-    DeviceBuffer lower_bound;  // fp32 [D] (layers > 0 with lower bounds)
+    DeviceBuffer qfi_proj;  // act [3D, D]: q_proj | f_proj | i_proj
+    DeviceBuffer g_norm;    // fp32 [D]
+    DeviceBuffer o_proj;    // act [D, D]
   };
 
   ModelConfig config_;
@@ -99,6 +92,7 @@ class Hgrn2Mixer final : public CudaTokenMixer {
   CudaLinearAttention attention_;
   ProjectionScratch scratch_;
   std::vector<Layer> layers_;
+  std::vector<DeviceBuffer> lower_bounds_;  // fp32 per layer (empty: none)
 };
 
 }  // namespace

@@ -1,13 +1,13 @@
 // The CUDA backend checks Forward batches with the CPU's rules (ValidateForwardItems):
 // target ids below -1 are refused, want_all_logits returns the raw logits of every fed
 // position (and is refused on an item feeding no token). Skipped without a GPU.
-#include <cmath>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
 #include "tests/cuda/cuda_test_util.h"
+#include "tests/support/all_logits_check.h"
 
 namespace hgeval {
 namespace {
@@ -54,14 +54,7 @@ TEST_P(ForwardValidationGpuTest, AllLogitsAreTheRawLogitsOfEveryPosition) {
     all.want_all_logits = true;
     std::vector<ForwardOutput> out(2);
     ASSERT_TRUE((*model)->Forward({scored, all}, absl::MakeSpan(out)).ok());
-    ASSERT_EQ(out[1].logits.size(), tokens.size() * vocab);
-    EXPECT_TRUE(out[0].logits.empty());
-    for (size_t t = 0; t < tokens.size(); ++t) {
-      const float* row = out[1].logits.data() + t * vocab;
-      double sum = 0.0;
-      for (int64_t v = 0; v < vocab; ++v) sum += std::exp(static_cast<double>(row[v]));
-      EXPECT_NEAR(row[targets[t]] - std::log(sum), out[0].logprob[t], 1e-4) << "position " << t;
-    }
+    testing::ExpectRawLogitsOfEveryPosition(out[1], out[0], targets, vocab, 1e-4);
     EXPECT_EQ(b->position(), static_cast<int64_t>(tokens.size()));
   }
   std::unique_ptr<SequenceState> state = (*model)->NewState();

@@ -3,13 +3,13 @@
 // differ from the CPU one (target ids below -1, want_all_logits), on the CPU models.
 #include "engine/model/forward_validation.h"
 
-#include <cmath>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
 #include "tests/engine/engine_test_models.h"
+#include "tests/support/all_logits_check.h"
 
 namespace hgeval {
 namespace {
@@ -134,19 +134,11 @@ TEST_P(CpuForwardValidationTest, AllLogitsAreTheRawLogitsOfEveryPosition) {
   all.want_all_logits = true;
   std::vector<ForwardOutput> out(2);
   ASSERT_TRUE(model->Forward({scored, all}, absl::MakeSpan(out)).ok());
-  ASSERT_EQ(out[1].logits.size(), tokens.size() * vocab);
-  EXPECT_TRUE(out[0].logits.empty());
-  for (size_t t = 0; t < tokens.size(); ++t) {
-    const float* row = out[1].logits.data() + t * vocab;
-    double sum = 0.0;
-    for (int64_t v = 0; v < vocab; ++v) sum += std::exp(static_cast<double>(row[v]));
-    // Raw logits: log p(target) = logit - logsumexp.
-    EXPECT_NEAR(row[targets[t]] - std::log(sum), out[0].logprob[t], 1e-4) << "position " << t;
-    EXPECT_EQ(out[1].logprob[t], out[0].logprob[t]);
-  }
+  testing::ExpectRawLogitsOfEveryPosition(out[1], out[0], targets, vocab, 1e-4);
+  EXPECT_EQ(out[1].logprob, out[0].logprob);  // the same rows, the same arithmetic
+  std::unique_ptr<SequenceState> fresh = model->NewState();
   ForwardItem empty;
-  empty.state = model->NewState().release();
-  std::unique_ptr<SequenceState> owned(empty.state);
+  empty.state = fresh.get();
   empty.want_all_logits = true;
   ForwardOutput unused;
   EXPECT_EQ(model->Forward({&empty, 1}, {&unused, 1}).code(), absl::StatusCode::kInvalidArgument);
