@@ -39,24 +39,10 @@ TEST_P(ForwardValidationGpuTest, RefusesTargetsBelowMinusOneAndLeavesTheStateAlo
 TEST_P(ForwardValidationGpuTest, AllLogitsAreTheRawLogitsOfEveryPosition) {
   auto model = testing::BuildGoldenCudaModel(GetParam(), "fp32");
   ASSERT_TRUE(model.ok()) << model.status();
-  const int64_t vocab = (*model)->info().vocab_size;
-  // Four tokens (a pack) and one token continuing a state (what the decode step would run).
-  for (const std::vector<int32_t>& tokens : {std::vector<int32_t>{3, 4, 5, 6}, {7}}) {
-    std::unique_ptr<SequenceState> a = (*model)->NewState(), b = (*model)->NewState();
-    std::vector<int32_t> targets;
-    for (int32_t t : tokens) targets.push_back(t + 1);
-    ForwardItem scored;
-    scored.tokens = tokens;
-    scored.targets = targets;
-    scored.state = a.get();
-    ForwardItem all = scored;
-    all.state = b.get();
-    all.want_all_logits = true;
-    std::vector<ForwardOutput> out(2);
-    ASSERT_TRUE((*model)->Forward({scored, all}, absl::MakeSpan(out)).ok());
-    testing::ExpectRawLogitsOfEveryPosition(out[1], out[0], targets, vocab, 1e-4);
-    EXPECT_EQ(b->position(), static_cast<int64_t>(tokens.size()));
-  }
+  // Four tokens (a pack) and one token continuing a state (the decode step's shape; an
+  // item wanting all logits runs packed).
+  testing::ExpectAllLogitsMatchScoring(**model, {3, 4, 5, 6}, {4, 5, 6, 7}, 1e-4);
+  testing::ExpectAllLogitsMatchScoring(**model, {7}, {8}, 1e-4);
   std::unique_ptr<SequenceState> state = (*model)->NewState();
   ForwardItem empty;
   empty.state = state.get();

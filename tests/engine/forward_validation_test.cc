@@ -122,20 +122,7 @@ TEST_P(CpuForwardValidationTest, RefusesTargetsBelowMinusOneAndLeavesTheStateAlo
 TEST_P(CpuForwardValidationTest, AllLogitsAreTheRawLogitsOfEveryPosition) {
   std::unique_ptr<Model> model = testing::LoadTestModel(GetParam());
   ASSERT_NE(model, nullptr);
-  const int64_t vocab = model->info().vocab_size;
-  std::unique_ptr<SequenceState> a = model->NewState(), b = model->NewState();
-  const std::vector<int32_t> tokens = {3, 4, 5, 6}, targets = {4, 5, 6, 7};
-  ForwardItem scored;
-  scored.tokens = tokens;
-  scored.targets = targets;
-  scored.state = a.get();
-  ForwardItem all = scored;
-  all.state = b.get();
-  all.want_all_logits = true;
-  std::vector<ForwardOutput> out(2);
-  ASSERT_TRUE(model->Forward({scored, all}, absl::MakeSpan(out)).ok());
-  testing::ExpectRawLogitsOfEveryPosition(out[1], out[0], targets, vocab, 1e-4);
-  EXPECT_EQ(out[1].logprob, out[0].logprob);  // the same rows, the same arithmetic
+  testing::ExpectAllLogitsMatchScoring(*model, {3, 4, 5, 6}, {4, 5, 6, 7}, 1e-4);
   std::unique_ptr<SequenceState> fresh = model->NewState();
   ForwardItem empty;
   empty.state = fresh.get();

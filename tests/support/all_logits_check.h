@@ -10,13 +10,13 @@
 
 namespace hgeval::testing {
 
-// `all` came from an item with want_all_logits, `scored` from the same tokens and
-// `targets` without it: all.logits holds targets.size() rows of `vocab` raw logits (not
-// log-probabilities) whose logit - logsumexp at each target is within `tolerance` of
-// scored.logprob; `scored` holds no logits. Failures are gtest expectations.
-void ExpectRawLogitsOfEveryPosition(const ForwardOutput& all, const ForwardOutput& scored,
-                                    const std::vector<int32_t>& targets, int64_t vocab,
-                                    double tolerance);
+// Feeds `tokens` with `targets` from two fresh states in one Forward call, one item with
+// want_all_logits, and expects: that item's logits hold tokens.size() rows of raw logits
+// (not log-probabilities) whose logit - logsumexp at each target is within `tolerance`
+// of the other item's log-probability; the other item holds no logits; both states
+// advanced. Failures are gtest expectations.
+void ExpectAllLogitsMatchScoring(Model& model, const std::vector<int32_t>& tokens,
+                                 const std::vector<int32_t>& targets, double tolerance);
 
 }  // namespace hgeval::testing
 
