@@ -1,9 +1,13 @@
-// CPU backend entry point: builds any supported family from a checkpoint (fp32 maths).
+// The CPU backend's family list: one builder per family (fp32 maths), one file each
+// (hgrn2.cc, hgrn1.cc, gla.cc, llama.cc, mamba.cc, tnl.cc; the CUDA backend's
+// cuda_mixers.h mirrors it). A new family adds its builder and its case here.
 #ifndef HGEVAL_ENGINE_CPU_CPU_MODELS_H_
 #define HGEVAL_ENGINE_CPU_CPU_MODELS_H_
 
+#include <cstdint>
 #include <memory>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "engine/loader/checkpoint.h"
 #include "engine/model/config.h"
@@ -20,6 +24,27 @@ absl::StatusOr<std::unique_ptr<Model>> BuildLlama(const Checkpoint& ckpt, const 
                                                   int64_t max_context = 0);
 absl::StatusOr<std::unique_ptr<Model>> BuildMamba(const Checkpoint& ckpt, const ModelConfig& c);
 absl::StatusOr<std::unique_ptr<Model>> BuildTnl(const Checkpoint& ckpt, const ModelConfig& c);
+
+// The builder of c.family: the backend's one switch on the family.
+inline absl::StatusOr<std::unique_ptr<Model>> BuildCpuModel(const Checkpoint& ckpt,
+                                                            const ModelConfig& c,
+                                                            int64_t max_context) {
+  switch (c.family) {
+    case ModelFamily::kHgrn2:
+      return BuildHgrn2(ckpt, c);
+    case ModelFamily::kHgrn:
+      return BuildHgrn(ckpt, c);
+    case ModelFamily::kGla:
+      return BuildGla(ckpt, c);
+    case ModelFamily::kLlama:
+      return BuildLlama(ckpt, c, max_context);
+    case ModelFamily::kMamba:
+      return BuildMamba(ckpt, c);
+    case ModelFamily::kTnl:
+      return BuildTnl(ckpt, c);
+  }
+  return absl::InternalError("unknown model family");
+}
 
 }  // namespace hgeval::cpu
 

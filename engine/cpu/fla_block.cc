@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "engine/cpu/ops.h"
 #include "engine/cpu/row_invariant_linear.h"
+#include "engine/model/tensor_names.h"
 #include "engine/util/status_macros.h"
 
 namespace hgeval::cpu {
@@ -88,32 +89,6 @@ void ShortConv::Apply(float* x, int64_t t_len, std::vector<float>* window) const
     }
   }
   std::copy_n(in.begin() + t_len * c_len, past * c_len, window->begin());
-}
-
-absl::StatusOr<std::vector<std::vector<float>>> ReadLowerBounds(const Checkpoint& checkpoint,
-                                                                const std::string& name,
-                                                                int64_t layers, int64_t hidden) {
-  HG_ASSIGN_OR_RETURN(HostTensor raw, ReadTensor(checkpoint, name, {layers, hidden}));
-  std::vector<std::vector<float>> bounds(static_cast<size_t>(layers),
-                                         std::vector<float>(static_cast<size_t>(hidden)));
-  std::vector<double> p(static_cast<size_t>(layers));
-  for (int64_t c = 0; c < hidden; ++c) {
-    double max_value = raw.data[c];
-    for (int64_t l = 1; l < layers; ++l)
-      max_value = std::max<double>(max_value, raw.data[l * hidden + c]);
-    double sum = 0.0;
-    for (int64_t l = 0; l < layers; ++l) {
-      p[l] = std::exp(static_cast<double>(raw.data[l * hidden + c]) - max_value);
-      sum += p[l];
-    }
-    // cumsum(P) - P[0]: layer l gets P[1] + ... + P[l].
-    double cumulative = 0.0;
-    for (int64_t l = 0; l < layers; ++l) {
-      if (l > 0) cumulative += p[l] / sum;
-      bounds[l][c] = static_cast<float>(cumulative);
-    }
-  }
-  return bounds;
 }
 
 namespace {
@@ -201,27 +176,24 @@ absl::StatusOr<std::unique_ptr<Model>> BuildFlaModel(
   if (static_cast<int64_t>(mixers.size()) != config.num_layers) {
     return absl::InternalError("BuildFlaModel: one token mixer per layer is needed");
   }
-  HG_ASSIGN_OR_RETURN(HostTensor embeddings,
-                      ReadTensor(checkpoint, "model.embeddings.weight", {vocab, d}));
+  const BlockTensorNames names = BlockTensorNamesFor(checkpoint, config);
+  HG_ASSIGN_OR_RETURN(HostTensor embeddings, ReadTensor(checkpoint, names.embed, {vocab, d}));
   int64_t params = embeddings.numel() + extra_parameters;
   std::vector<FlaBlock> blocks(mixers.size());
   for (int64_t l = 0; l < config.num_layers; ++l) {
-    const std::string prefix = absl::StrCat("model.layers.", l, ".");
     FlaBlock& block = blocks[l];
-    HG_ASSIGN_OR_RETURN(block.attn_norm, ReadTensor(checkpoint, prefix + "attn_norm.weight", {d}));
-    HG_ASSIGN_OR_RETURN(block.mlp_norm, ReadTensor(checkpoint, prefix + "mlp_norm.weight", {d}));
-    HG_ASSIGN_OR_RETURN(block.mlp,
-                        ReadGatedMlp(checkpoint, prefix + "mlp", config.intermediate_size, d));
+    HG_ASSIGN_OR_RETURN(block.attn_norm, ReadTensor(checkpoint, names.Norm1Weight(l), {d}));
+    HG_ASSIGN_OR_RETURN(block.mlp_norm, ReadTensor(checkpoint, names.Norm2Weight(l), {d}));
+    HG_ASSIGN_OR_RETURN(block.mlp, ReadBlockMlp(checkpoint, config, l));
     block.mixer = std::move(mixers[l]);
     params += block.attn_norm.numel() + block.mlp_norm.numel() + block.mlp.gate.numel() +
               block.mlp.up.numel() + block.mlp.down.numel() + block.mixer->num_parameters();
   }
-  HG_ASSIGN_OR_RETURN(HostTensor norm, ReadTensor(checkpoint, "model.norm.weight", {d}));
+  HG_ASSIGN_OR_RETURN(HostTensor norm, ReadTensor(checkpoint, names.final_norm, {d}));
   params += norm.numel();
-  const bool head_stored = checkpoint.Has("lm_head.weight");
-  HG_ASSIGN_OR_RETURN(HostTensor lm_head,
-                      ReadLmHead(checkpoint, "lm_head.weight", "model.embeddings.weight",
-                                 config.tie_word_embeddings, vocab, d));
+  const bool head_stored = checkpoint.Has(names.head);
+  HG_ASSIGN_OR_RETURN(HostTensor lm_head, ReadLmHead(checkpoint, names.head, names.embed,
+                                                     config.tie_word_embeddings, vocab, d));
   if (head_stored && !config.tie_word_embeddings) params += lm_head.numel();
 
   ModelInfo info;

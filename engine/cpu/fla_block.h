@@ -18,6 +18,7 @@
 #include "engine/loader/checkpoint.h"
 #include "engine/loader/weight_reader.h"
 #include "engine/model/config.h"
+#include "engine/model/lower_bounds.h"
 #include "engine/model/model.h"
 
 namespace hgeval::cpu {
@@ -98,13 +99,8 @@ class TokenMixer {
   virtual int64_t num_parameters() const = 0;
 };
 
-// fla's per-layer lower bounds (HGRN, HGRN2; specs/models.md §2.3; the LRA classifiers'
-// OpenNLPLab code uses the same rule): P = softmax over the layer axis of the tensor `name`
-// (fla: `model.lower_bounds`) [L, D] per channel, LB = cumsum(P) - P[0]. Row l is
-// layer l's bound (row 0 is all zeros). Computed in double, returned as float.
-absl::StatusOr<std::vector<std::vector<float>>> ReadLowerBounds(const Checkpoint& checkpoint,
-                                                                const std::string& name,
-                                                                int64_t layers, int64_t hidden);
+// fla's per-layer lower bounds: the rule is the model's (engine/model/lower_bounds.h).
+using ::hgeval::ReadLowerBounds;
 
 // HGRN / HGRN2's forget gate for the pre-activation f and the layer's bound lb (0: none),
 // in double: log_gate = log(lb + (1 - lb)·σ(f)) (fla: logaddexp(log lb, log1p(-lb) +

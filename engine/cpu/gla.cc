@@ -13,6 +13,7 @@
 #include "engine/cpu/linear_attention.h"
 #include "engine/cpu/ops.h"
 #include "engine/cpu/row_invariant_linear.h"
+#include "engine/model/tensor_names.h"
 #include "engine/util/status_macros.h"
 
 namespace hgeval::cpu {
@@ -60,7 +61,7 @@ class GlaMixer final : public TokenMixer {
     mixer->shape_.scale = 1.0 / std::sqrt(static_cast<double>(key_dim / heads));
     mixer->clamp_min_ = config.clamp_min;
     HG_ASSIGN_OR_RETURN(mixer->feature_map_, FeatureMap(config.feature_map));
-    const std::string p = absl::StrCat("model.layers.", layer, ".attn.");
+    const std::string p = BlockTensorNamesFor(checkpoint, config).MixerPrefix(layer);
     HG_ASSIGN_OR_RETURN(mixer->q_proj_, ReadTensor(checkpoint, p + "q_proj.weight", {key_dim, d}));
     HG_ASSIGN_OR_RETURN(mixer->k_proj_,
                         ReadTensor(checkpoint, p + "k_proj.weight", {key_dim / group, d}));

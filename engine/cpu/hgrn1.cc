@@ -11,6 +11,7 @@
 #include "engine/cpu/fla_block.h"
 #include "engine/cpu/ops.h"
 #include "engine/cpu/row_invariant_linear.h"
+#include "engine/model/tensor_names.h"
 #include "engine/util/status_macros.h"
 
 namespace hgeval::cpu {
@@ -28,7 +29,7 @@ class HgrnMixer final : public TokenMixer {
     mixer->e_ = e;
     mixer->eps_ = static_cast<float>(config.norm_eps);
     mixer->lower_bound_ = std::move(lower_bound);
-    const std::string p = absl::StrCat("model.layers.", layer, ".attn.");
+    const std::string p = BlockTensorNamesFor(checkpoint, config).MixerPrefix(layer);
     HG_ASSIGN_OR_RETURN(mixer->i_proj_, ReadTensor(checkpoint, p + "i_proj.weight", {e, d}));
     HG_ASSIGN_OR_RETURN(mixer->f_proj_, ReadTensor(checkpoint, p + "f_proj.weight", {e, d}));
     HG_ASSIGN_OR_RETURN(mixer->g_proj_, ReadTensor(checkpoint, p + "g_proj.weight", {e, d}));

@@ -12,6 +12,7 @@
 #include "engine/cpu/linear_attention.h"
 #include "engine/cpu/ops.h"
 #include "engine/cpu/row_invariant_linear.h"
+#include "engine/model/tensor_names.h"
 #include "engine/util/status_macros.h"
 
 namespace hgeval::cpu {
@@ -37,7 +38,7 @@ class Hgrn2Mixer final : public TokenMixer {
     mixer->shape_.value_dim = d / config.num_heads;
     mixer->shape_.scale = 1.0 / std::sqrt(static_cast<double>(config.expand_ratio));
     mixer->lower_bound_ = std::move(lower_bound);
-    const std::string p = absl::StrCat("model.layers.", layer, ".attn.");
+    const std::string p = BlockTensorNamesFor(checkpoint, config).MixerPrefix(layer);
     HG_ASSIGN_OR_RETURN(mixer->q_proj_, ReadTensor(checkpoint, p + "q_proj.weight", {d, d}));
     HG_ASSIGN_OR_RETURN(mixer->f_proj_, ReadTensor(checkpoint, p + "f_proj.weight", {d, d}));
     HG_ASSIGN_OR_RETURN(mixer->i_proj_, ReadTensor(checkpoint, p + "i_proj.weight", {d, d}));

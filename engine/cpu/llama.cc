@@ -10,13 +10,13 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_replace.h"
 #include "engine/cpu/attention.h"
 #include "engine/cpu/cpu_models.h"
 #include "engine/cpu/ops.h"
 #include "engine/cpu/rope.h"
 #include "engine/cpu/row_invariant_linear.h"
 #include "engine/loader/weight_reader.h"
+#include "engine/model/tensor_names.h"
 #include "engine/util/status_macros.h"
 
 namespace hgeval::cpu {
@@ -92,19 +92,11 @@ class LlamaModel : public Model {
   absl::Status Forward(absl::Span<const ForwardItem> items,
                        absl::Span<ForwardOutput> outputs) override {
     std::vector<std::unique_ptr<SequenceState>> copies;
+    // Checks every item (positions within max_context too) before advancing any state,
+    // so a rejected batch changes nothing.
     HG_ASSIGN_OR_RETURN(std::vector<LlamaState*> states,
-                        OwnStates<LlamaState>(this, items, outputs, config_.vocab_size, &copies));
-    // Check every item before advancing any state, so a rejected batch changes nothing.
-    for (size_t i = 0; i < items.size(); ++i) {
-      const LlamaState* state = states[i];
-      const int64_t end = state->position() + static_cast<int64_t>(items[i].tokens.size());
-      if (info_.max_context > 0 && end > info_.max_context) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "item ", i, ": ", state->position(), " consumed + ", items[i].tokens.size(),
-            " new tokens = ", end, " exceeds the model's maximum context of ", info_.max_context,
-            " tokens (LoadOptions::max_context; default max_position_embeddings)"));
-      }
-    }
+                        OwnStates<LlamaState>(this, items, outputs, config_.vocab_size, &copies,
+                                              info_.max_context));
     for (size_t i = 0; i < items.size(); ++i) {
       RunItem(items[i], states[i], &outputs[i]);
     }
@@ -174,15 +166,6 @@ class LlamaModel : public Model {
   LlamaScratch scratch_;
 };
 
-// Hugging Face tensor names; fla "transformer" checkpoints differ only in these names.
-std::string TensorName(const ModelConfig& c, const std::string& hf_name) {
-  if (!c.fla_key_names) return hf_name;
-  return absl::StrReplaceAll(hf_name, {{"model.embed_tokens.", "model.embeddings."},
-                                       {".input_layernorm.", ".attn_norm."},
-                                       {".self_attn.", ".attn."},
-                                       {".post_attention_layernorm.", ".mlp_norm."}});
-}
-
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Model>> BuildLlama(const Checkpoint& ckpt, const ModelConfig& c,
@@ -194,32 +177,32 @@ absl::StatusOr<std::unique_ptr<Model>> BuildLlama(const Checkpoint& ckpt, const 
   const int64_t q_dim = c.num_heads * c.head_dim;
   const int64_t kv_dim = c.num_kv_heads * c.head_dim;
   int64_t parameters = 0;
-  auto read = [&](const std::string& hf_name,
+  const BlockTensorNames names = BlockTensorNamesFor(ckpt, c);
+  auto read = [&](const std::string& name,
                   std::vector<int64_t> shape) -> absl::StatusOr<HostTensor> {
-    HG_ASSIGN_OR_RETURN(HostTensor tensor, ckpt.ReadFloat(TensorName(c, hf_name), shape));
+    HG_ASSIGN_OR_RETURN(HostTensor tensor, ckpt.ReadFloat(name, shape));
     parameters += tensor.numel();
     return tensor;
   };
 
-  HG_ASSIGN_OR_RETURN(HostTensor embeddings, read("model.embed_tokens.weight", {c.vocab_size, d}));
+  HG_ASSIGN_OR_RETURN(HostTensor embeddings, read(names.embed, {c.vocab_size, d}));
   std::vector<LlamaLayer> layers(c.num_layers);
   for (int64_t l = 0; l < c.num_layers; ++l) {
-    const std::string p = absl::StrCat("model.layers.", l, ".");
+    const std::string m = names.MixerPrefix(l);
     LlamaLayer& layer = layers[l];
-    HG_ASSIGN_OR_RETURN(layer.attn_norm, read(p + "input_layernorm.weight", {d}));
-    HG_ASSIGN_OR_RETURN(layer.q_proj, read(p + "self_attn.q_proj.weight", {q_dim, d}));
-    HG_ASSIGN_OR_RETURN(layer.k_proj, read(p + "self_attn.k_proj.weight", {kv_dim, d}));
-    HG_ASSIGN_OR_RETURN(layer.v_proj, read(p + "self_attn.v_proj.weight", {kv_dim, d}));
-    HG_ASSIGN_OR_RETURN(layer.o_proj, read(p + "self_attn.o_proj.weight", {d, q_dim}));
-    HG_ASSIGN_OR_RETURN(layer.mlp_norm, read(p + "post_attention_layernorm.weight", {d}));
-    HG_ASSIGN_OR_RETURN(layer.mlp, ReadGatedMlp(ckpt, p + "mlp", c.intermediate_size, d));
+    HG_ASSIGN_OR_RETURN(layer.attn_norm, read(names.Norm1Weight(l), {d}));
+    HG_ASSIGN_OR_RETURN(layer.q_proj, read(m + "q_proj.weight", {q_dim, d}));
+    HG_ASSIGN_OR_RETURN(layer.k_proj, read(m + "k_proj.weight", {kv_dim, d}));
+    HG_ASSIGN_OR_RETURN(layer.v_proj, read(m + "v_proj.weight", {kv_dim, d}));
+    HG_ASSIGN_OR_RETURN(layer.o_proj, read(m + "o_proj.weight", {d, q_dim}));
+    HG_ASSIGN_OR_RETURN(layer.mlp_norm, read(names.Norm2Weight(l), {d}));
+    HG_ASSIGN_OR_RETURN(layer.mlp, ReadBlockMlp(ckpt, c, l));
     parameters += 3 * c.intermediate_size * d;
   }
-  HG_ASSIGN_OR_RETURN(HostTensor final_norm, read("model.norm.weight", {d}));
-  HG_ASSIGN_OR_RETURN(HostTensor lm_head,
-                      ReadLmHead(ckpt, "lm_head.weight", TensorName(c, "model.embed_tokens.weight"),
-                                 c.tie_word_embeddings, c.vocab_size, d));
-  if (ckpt.Has("lm_head.weight")) parameters += lm_head.numel();
+  HG_ASSIGN_OR_RETURN(HostTensor final_norm, read(names.final_norm, {d}));
+  HG_ASSIGN_OR_RETURN(HostTensor lm_head, ReadLmHead(ckpt, names.head, names.embed,
+                                                     c.tie_word_embeddings, c.vocab_size, d));
+  if (ckpt.Has(names.head)) parameters += lm_head.numel();
 
   ModelInfo info;
   info.family = ModelFamily::kLlama;

@@ -14,6 +14,7 @@
 #include "engine/cpu/ops.h"
 #include "engine/cpu/row_invariant_linear.h"
 #include "engine/loader/weight_reader.h"
+#include "engine/model/tensor_names.h"
 #include "engine/util/status_macros.h"
 
 namespace hgeval::cpu {
@@ -240,18 +241,13 @@ absl::StatusOr<std::unique_ptr<Model>> BuildMamba(const Checkpoint& ckpt, const 
     return tensor;
   };
 
-  // transformers' load hook also accepts the older `backbone.embedding.` name.
-  const std::string embedding_name =
-      ckpt.Has("backbone.embeddings.weight") || !ckpt.Has("backbone.embedding.weight")
-          ? "backbone.embeddings.weight"
-          : "backbone.embedding.weight";
-  HG_ASSIGN_OR_RETURN(HostTensor embeddings, read(embedding_name, {c.vocab_size, d}));
+  const BlockTensorNames names = BlockTensorNamesFor(ckpt, c);
+  HG_ASSIGN_OR_RETURN(HostTensor embeddings, read(names.embed, {c.vocab_size, d}));
   std::vector<MambaLayer> layers(c.num_layers);
   for (int64_t l = 0; l < c.num_layers; ++l) {
-    const std::string p = absl::StrCat("backbone.layers.", l, ".");
-    const std::string m = p + "mixer.";
+    const std::string m = names.MixerPrefix(l);
     MambaLayer& layer = layers[l];
-    HG_ASSIGN_OR_RETURN(layer.norm, read(p + "norm.weight", {d}));
+    HG_ASSIGN_OR_RETURN(layer.norm, read(names.Norm1Weight(l), {d}));
     HG_ASSIGN_OR_RETURN(layer.in_proj, read(m + "in_proj.weight", {2 * e, d}));
     if (c.use_bias) {
       HG_ASSIGN_OR_RETURN(layer.in_proj_bias, read(m + "in_proj.bias", {2 * e}));
@@ -270,10 +266,10 @@ absl::StatusOr<std::unique_ptr<Model>> BuildMamba(const Checkpoint& ckpt, const 
     HG_ASSIGN_OR_RETURN(layer.d_skip, read(m + "D", {e}));
     HG_ASSIGN_OR_RETURN(layer.out_proj, read(m + "out_proj.weight", {d, e}));
   }
-  HG_ASSIGN_OR_RETURN(HostTensor final_norm, read("backbone.norm_f.weight", {d}));
-  HG_ASSIGN_OR_RETURN(HostTensor lm_head, ReadLmHead(ckpt, "lm_head.weight", embedding_name,
+  HG_ASSIGN_OR_RETURN(HostTensor final_norm, read(names.final_norm, {d}));
+  HG_ASSIGN_OR_RETURN(HostTensor lm_head, ReadLmHead(ckpt, names.head, names.embed,
                                                      c.tie_word_embeddings, c.vocab_size, d));
-  if (ckpt.Has("lm_head.weight")) parameters += lm_head.numel();
+  if (ckpt.Has(names.head)) parameters += lm_head.numel();
 
   ModelInfo info;
   info.family = ModelFamily::kMamba;

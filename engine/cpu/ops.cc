@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/cpu/row_invariant_linear.h"
+#include "engine/model/top_k.h"
 #include "engine/util/status_macros.h"
 #include "engine/util/worker_pool.h"
 
@@ -106,17 +107,7 @@ void ScoreHead(const float* hidden, int64_t d, const HostTensor& lm_head, const 
         out->logprob[t] = static_cast<float>(row[target] - lse);
         out->is_greedy[t] = target == best ? 1 : 0;
         if (item.top_k > 0) {
-          const int64_t k = std::min<int64_t>(item.top_k, vocab);
-          std::vector<int32_t> ids(static_cast<size_t>(vocab));
-          for (int64_t v = 0; v < vocab; ++v) ids[v] = static_cast<int32_t>(v);
-          std::partial_sort(ids.begin(), ids.begin() + k, ids.end(), [&](int32_t a, int32_t b) {
-            return row[a] != row[b] ? row[a] > row[b] : a < b;
-          });
-          auto& top = out->top_k[t];
-          top.resize(static_cast<size_t>(k));
-          for (int64_t j = 0; j < k; ++j) {
-            top[j] = {ids[j], static_cast<float>(row[ids[j]] - lse)};
-          }
+          out->top_k[t] = TopKLogprobs(absl::MakeConstSpan(row, vocab), item.top_k, lse);
         }
       }
       if (last_row) {
@@ -152,47 +143,6 @@ absl::StatusOr<std::vector<SequenceState*>> ResolveStates(
     copies->push_back(std::move(copy));
   }
   return states;
-}
-
-absl::Status ValidateItems(absl::Span<const ForwardItem> items, absl::Span<ForwardOutput> outputs,
-                           int64_t vocab) {
-  if (items.size() != outputs.size()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("Forward: ", items.size(), " items but ", outputs.size(), " outputs"));
-  }
-  for (size_t i = 0; i < items.size(); ++i) {
-    const ForwardItem& item = items[i];
-    if ((item.state == nullptr) == (item.start == nullptr)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "Forward: item ", i, " needs exactly one of a state to advance and a start state"));
-    }
-    if (!item.targets.empty() && item.targets.size() != item.tokens.size()) {
-      return absl::InvalidArgumentError(absl::StrCat("Forward: item ", i, " has ",
-                                                     item.tokens.size(), " tokens but ",
-                                                     item.targets.size(), " targets"));
-    }
-    if (item.tokens.empty() &&
-        (item.want_last_logprobs || item.want_last_argmax || item.want_all_logits)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("Forward: item ", i, " asks for log-probs but feeds no token"));
-    }
-    for (int32_t id : item.tokens) {
-      if (id < 0 || id >= vocab) {
-        return absl::InvalidArgumentError(absl::StrCat("Forward: item ", i, " has token id ", id,
-                                                       " outside the vocabulary [0, ", vocab, ")"));
-      }
-    }
-    for (int32_t id : item.targets) {
-      if (id < -1 || id >= vocab) {
-        return absl::InvalidArgumentError(absl::StrCat("Forward: item ", i, " has target id ", id,
-                                                       " outside the vocabulary [0, ", vocab, ")"));
-      }
-    }
-    if (item.top_k < 0) {
-      return absl::InvalidArgumentError(absl::StrCat("Forward: item ", i, " has top_k < 0"));
-    }
-  }
-  return absl::OkStatus();
 }
 
 }  // namespace hgeval::cpu

@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
 #include "engine/loader/checkpoint.h"
+#include "engine/model/forward_validation.h"
 #include "engine/model/model.h"
 
 namespace hgeval::cpu {
@@ -66,30 +67,24 @@ class ScopedCpuThreads {
   int previous_;
 };
 
-// Validates items for a model with `vocab` entries: state present, token and target ids
-// in range, target length equal to tokens length. Errors are InvalidArgument.
 // The state each item advances: its `state`, or a private copy of its `start` held in
 // `copies` (dropped by the caller after the call).
 absl::StatusOr<std::vector<SequenceState*>> ResolveStates(
     absl::Span<const ForwardItem> items, std::vector<std::unique_ptr<SequenceState>>* copies);
 
-// ValidateItems, then each item's state (ResolveStates) as the model's own state type:
+// ValidateForwardItems (engine/model/forward_validation.h; max_context > 0 bounds the
+// positions), then each item's state (ResolveStates) as the model's own state type:
 // INVALID_ARGUMENT when one was made by another model. What every CPU family's Forward
 // checks before it changes anything.
 template <typename StateT>
 absl::StatusOr<std::vector<StateT*>> OwnStates(const void* owner,
                                                absl::Span<const ForwardItem> items,
                                                absl::Span<ForwardOutput> outputs, int64_t vocab,
-                                               std::vector<std::unique_ptr<SequenceState>>* copies);
-
-absl::Status ValidateItems(absl::Span<const ForwardItem> items, absl::Span<ForwardOutput> outputs,
-                           int64_t vocab);
-
-template <typename StateT>
-absl::StatusOr<std::vector<StateT*>> OwnStates(
-    const void* owner, absl::Span<const ForwardItem> items, absl::Span<ForwardOutput> outputs,
-    int64_t vocab, std::vector<std::unique_ptr<SequenceState>>* copies) {
-  if (absl::Status s = ValidateItems(items, outputs, vocab); !s.ok()) return s;
+                                               std::vector<std::unique_ptr<SequenceState>>* copies,
+                                               int64_t max_context = 0) {
+  if (absl::Status s = ValidateForwardItems(items, outputs.size(), vocab, max_context); !s.ok()) {
+    return s;
+  }
   absl::StatusOr<std::vector<SequenceState*>> resolved = ResolveStates(items, copies);
   if (!resolved.ok()) return resolved.status();
   std::vector<StateT*> states(items.size());

@@ -16,6 +16,7 @@
 #include "engine/cpu/ops.h"
 #include "engine/cpu/row_invariant_linear.h"
 #include "engine/loader/weight_reader.h"
+#include "engine/model/tensor_names.h"
 #include "engine/model/tnl_decay.h"
 #include "engine/util/status_macros.h"
 
@@ -208,19 +209,22 @@ absl::StatusOr<std::unique_ptr<Model>> BuildTnl(const Checkpoint& ckpt, const Mo
     parameters += tensor.numel();
     return tensor;
   };
-  HG_ASSIGN_OR_RETURN(HostTensor embeddings, read("model.embed_tokens.weight", {c.vocab_size, d}));
+  const BlockTensorNames names = BlockTensorNamesFor(ckpt, c);
+  HG_ASSIGN_OR_RETURN(HostTensor embeddings, read(names.embed, {c.vocab_size, d}));
   std::vector<TnlLayer> layers(L);
   for (int64_t l = 0; l < L; ++l) {
-    const std::string p = absl::StrCat("model.layers.", l, ".");
+    const std::string p = names.LayerPrefix(l), m = names.MixerPrefix(l);
     TnlLayer& layer = layers[l];
-    HG_ASSIGN_OR_RETURN(layer.qkvu, read(p + "token_mixer.qkvu_proj.weight", {4 * d, d}));
-    HG_ASSIGN_OR_RETURN(layer.out, read(p + "token_mixer.out_proj.weight", {d, d}));
+    HG_ASSIGN_OR_RETURN(layer.qkvu, read(m + "qkvu_proj.weight", {4 * d, d}));
+    HG_ASSIGN_OR_RETURN(layer.out, read(m + "out_proj.weight", {d, d}));
     if (!c.tnl_lrpe.empty() && c.tnl_lrpe[l]) {
-      HG_ASSIGN_OR_RETURN(layer.theta, read(p + "token_mixer.lrpe.theta", {h, 1, e}));
+      HG_ASSIGN_OR_RETURN(layer.theta, read(m + "lrpe.theta", {h, 1, e}));
     }
-    HG_ASSIGN_OR_RETURN(layer.l1, read(p + "channel_mixer.l1.weight", {g, d}));
-    HG_ASSIGN_OR_RETURN(layer.l2, read(p + "channel_mixer.l2.weight", {g, d}));
-    HG_ASSIGN_OR_RETURN(layer.l3, read(p + "channel_mixer.l3.weight", {d, g}));
+    HG_ASSIGN_OR_RETURN(GatedMlpWeights glu, ReadBlockMlp(ckpt, c, l));
+    parameters += glu.gate.numel() + glu.up.numel() + glu.down.numel();
+    layer.l1 = std::move(glu.gate);
+    layer.l2 = std::move(glu.up);
+    layer.l3 = std::move(glu.down);
     if (c.use_bias) {
       HG_ASSIGN_OR_RETURN(layer.b1, read(p + "channel_mixer.l1.bias", {g}));
       HG_ASSIGN_OR_RETURN(layer.b2, read(p + "channel_mixer.l2.bias", {g}));
@@ -228,10 +232,9 @@ absl::StatusOr<std::unique_ptr<Model>> BuildTnl(const Checkpoint& ckpt, const Mo
     }
     layer.decay = TnlDecays(h, l, L);
   }
-  HG_ASSIGN_OR_RETURN(HostTensor lm_head,
-                      ReadLmHead(ckpt, "lm_head.weight", "model.embed_tokens.weight",
-                                 c.tie_word_embeddings, c.vocab_size, d));
-  if (ckpt.Has("lm_head.weight")) parameters += lm_head.numel();
+  HG_ASSIGN_OR_RETURN(HostTensor lm_head, ReadLmHead(ckpt, names.head, names.embed,
+                                                     c.tie_word_embeddings, c.vocab_size, d));
+  if (ckpt.Has(names.head)) parameters += lm_head.numel();
 
   ModelInfo info;
   info.family = ModelFamily::kTnl;

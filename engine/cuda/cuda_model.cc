@@ -1,5 +1,5 @@
 // CudaModel forward passes: batching into the sequence and decode paths, the shared
-// block skeleton, the family mixers and the fused log-softmax head.
+// block skeleton around the family's token mixer, and the fused log-softmax head.
 #include "engine/cuda/cuda_model.h"
 
 #include <algorithm>
@@ -7,11 +7,12 @@
 #include <cstddef>
 #include <cstdio>
 #include <cstring>
-#include <numeric>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "engine/cuda/gemm.h"
+#include "engine/model/forward_validation.h"
+#include "engine/model/top_k.h"
 #include "engine/util/status_macros.h"
 
 namespace hgeval::cuda {
@@ -20,25 +21,6 @@ namespace {
 #define HG_LAUNCH(expr) HG_CUDA_RETURN(expr)
 
 MatRef Mat(const void* ptr, Act act, int64_t ld) { return MatRef{ptr, act, ld}; }
-
-const char* Offset(const void* base, int64_t elements, Act act) {
-  return static_cast<const char*>(base) + elements * static_cast<int64_t>(ActSize(act));
-}
-char* Offset(void* base, int64_t elements, Act act) {
-  return static_cast<char*>(base) + elements * static_cast<int64_t>(ActSize(act));
-}
-
-std::vector<TokenLogprob> TopK(const float* row, int64_t vocab, int k) {
-  k = static_cast<int>(std::min<int64_t>(k, vocab));
-  std::vector<int32_t> idx(vocab);
-  std::iota(idx.begin(), idx.end(), 0);
-  std::partial_sort(idx.begin(), idx.begin() + k, idx.end(), [row](int32_t a, int32_t b) {
-    return row[a] > row[b] || (row[a] == row[b] && a < b);
-  });
-  std::vector<TokenLogprob> out(k);
-  for (int i = 0; i < k; ++i) out[i] = TokenLogprob{idx[i], row[idx[i]]};
-  return out;
-}
 
 }  // namespace
 
@@ -82,7 +64,7 @@ std::unique_ptr<SequenceState> CudaSequenceState::Clone() const {
 std::unique_ptr<SequenceState> CudaModel::NewState() const {
   DeviceGuard guard(ctx_->device());
   auto st = std::make_unique<CudaSequenceState>(this, ctx_);
-  const int64_t floats = RecurrentFloatsPerLayer() * L_;
+  const int64_t floats = state_floats_per_layer_ * L_;
   if (floats > 0) {
     auto buf = DeviceBuffer::Make(ctx_->pool(), floats * sizeof(float));
     if (!buf.ok() ||
@@ -99,8 +81,9 @@ absl::Status CudaModel::EnsureKvCapacity(CudaSequenceState* st, int64_t needed) 
   if (needed <= st->kv_cap_) return absl::OkStatus();
   int64_t cap = std::max<int64_t>({needed, 2 * st->kv_cap_, 256});
   cap = (cap + 255) / 256 * 256;
-  const int64_t row_bytes = kv_heads_ * dk_ * static_cast<int64_t>(ActSize(act_));
-  HG_ASSIGN_OR_RETURN(DeviceBuffer fresh, Alloc(L_ * 2 * cap * row_bytes));
+  const int64_t row_bytes = layout_.kv_row_bytes;
+  HG_ASSIGN_OR_RETURN(DeviceBuffer fresh,
+                      DeviceBuffer::Make(ctx_->pool(), L_ * 2 * cap * row_bytes));
   if (st->kv_cap_ > 0 && st->position_ > 0) {
     HG_CUDA_RETURN(cudaMemcpy2DAsync(fresh.get(), cap * row_bytes, st->kv_.get(),
                                      st->kv_cap_ * row_bytes, st->position_ * row_bytes, 2 * L_,
@@ -113,244 +96,47 @@ absl::Status CudaModel::EnsureKvCapacity(CudaSequenceState* st, int64_t needed) 
 
 // ---- layers ------------------------------------------------------------------------
 
-absl::Status CudaModel::Linear(int64_t m, int64_t n, int64_t k, MatRef a, MatRef w, void* c,
-                               Act c_act, int64_t ldc) {
-  if (decoding_) return GemmNT(ctx_->cublas(), m, n, k, a, w, c, c_act, ldc);
-  return pinned_gemm_->Run(ctx_->stream(), m, n, k, a, w, c, c_act, ldc);
-}
-
-absl::Status CudaModel::EnqueueMlp(int layer, int rows) {
-  const LayerWeights& w = layers_[layer];
-  HG_RETURN_IF_ERROR(Linear(rows, 2 * I_, D_, Mat(x_.get(), act_, D_),
-                            Mat(w.mlp_gate_up.get(), act_, D_), gu_.get(), act_, 2 * I_));
+absl::Status CudaModel::EnqueueMlp(const MixerPass& pass) {
+  const BlockWeights& w = blocks_[pass.layer];
+  const int rows = pass.rows;
+  HG_RETURN_IF_ERROR(pass.Linear(rows, 2 * I_, D_, Mat(x_.get(), act_, D_),
+                                 Mat(w.mlp_gate_up.get(), act_, D_), gu_.get(), act_, 2 * I_));
   // TNL's GLU has no activation: l3(l1(x) * l2(x)).
   HG_LAUNCH(SwiGlu(gu_.get(), rows, static_cast<int>(I_), mlp_.get(), act_, ctx_->stream(),
-                   /*silu=*/config_.family != ModelFamily::kTnl));
-  HG_RETURN_IF_ERROR(Linear(rows, D_, I_, Mat(mlp_.get(), act_, I_),
-                            Mat(w.mlp_down.get(), act_, I_), delta_.get(), Act::kF32, D_));
+                   layout_.mlp_silu));
+  HG_RETURN_IF_ERROR(pass.Linear(rows, D_, I_, Mat(mlp_.get(), act_, I_),
+                                 Mat(w.mlp_down.get(), act_, I_), delta_.get(), Act::kF32, D_));
   return absl::OkStatus();
-}
-
-// Prefill attention of the current pack (its keys are in the caches already).
-absl::Status CudaModel::LlamaPrefillAttention(int layer) {
-  const int64_t H = heads_, Hkv = kv_heads_, hd = dk_, G = H / Hkv;
-  if (act_ == Act::kBF16 && (hd == 32 || hd == 64 || hd == 128)) {
-    // Tensor-core flash attention over every tile of the pack: no score matrix in memory.
-    HG_LAUNCH(FlashPrefillAttentionPacked(qkv_.get(), pack_, static_cast<int>(H),
-                                          static_cast<int>(Hkv), static_cast<int>(hd), cur_.kv_ptrs,
-                                          cur_.caps, cur_.positions, layer, mixer_scale_,
-                                          att_o_.get(), ctx_->stream()));
-    return absl::OkStatus();
-  }
-  // fp32 (exactness) path: score tiles through cuBLAS in plain fp32, one sequence at a
-  // time (shapes from the sequence alone, so its results do not depend on the pack).
-  const int64_t W = (H + 2 * Hkv) * hd, kvw = Hkv * hd;
-  const int64_t es = static_cast<int64_t>(ActSize(act_));
-  cublasHandle_t cb = ctx_->cublas();
-  for (size_t q = 0; q < pack_states_.size(); ++q) {
-    const CudaSequenceState* seq = pack_states_[q];
-    const int64_t row0 = pack_seq_row0_[q];
-    const int64_t rows = pack_seq_row0_[q + 1] - row0;
-    const int64_t pos0 = pack_seq_pos0_[q];
-    const int64_t cap = seq->kv_cap_;
-    const void* kl = Offset(seq->kv_.get(), (layer * 2) * cap * kvw, act_);
-    const void* vl = Offset(seq->kv_.get(), (layer * 2 + 1) * cap * kvw, act_);
-    constexpr int64_t kBudget = 256ll << 20;
-    const int64_t tk_max = pos0 + rows;
-    int64_t tq = kBudget / (H * tk_max * (4 + es));
-    tq = std::clamp<int64_t>(tq, 16, 512);
-    tq = std::min<int64_t>(tq, rows);
-    HG_RETURN_IF_ERROR(Grow(&scores_, H * tq * tk_max * 4));
-    HG_RETURN_IF_ERROR(Grow(&probs_, H * tq * tk_max * es));
-    for (int64_t a = 0; a < rows; a += tq) {
-      const int64_t b = std::min<int64_t>(a + tq, rows);
-      const int64_t m = b - a, tk = pos0 + b;
-      for (int64_t g = 0; g < G; ++g) {
-        HG_RETURN_IF_ERROR(GemmNTBatched(
-            cb, m, tk, hd, Mat(Offset(qkv_.get(), (row0 + a) * W + g * hd, act_), act_, W), G * hd,
-            Mat(kl, act_, kvw), hd, scores_.as<float>() + g * Hkv * m * tk, Act::kF32, tk, m * tk,
-            static_cast<int>(Hkv), mixer_scale_));
-      }
-      HG_LAUNCH(CausalSoftmax(scores_.as<float>(), static_cast<int>(H), static_cast<int>(m),
-                              static_cast<int>(tk), pos0 + a, probs_.get(), act_, ctx_->stream()));
-      for (int64_t g = 0; g < G; ++g) {
-        HG_RETURN_IF_ERROR(GemmNNBatched(
-            cb, m, hd, tk, Mat(Offset(probs_.get(), g * Hkv * m * tk, act_), act_, tk), m * tk,
-            Mat(vl, act_, kvw), hd, Offset(att_o_.get(), (row0 + a) * H * hd + g * hd, act_), act_,
-            H * hd, G * hd, static_cast<int>(Hkv)));
-      }
-    }
-  }
-  return absl::OkStatus();
-}
-
-absl::Status CudaModel::EnqueueMixer(int layer, int rows, int num_seqs, bool decode) {
-  const LayerWeights& w = layers_[layer];
-  cudaStream_t s = ctx_->stream();
-  const int64_t per_layer = RecurrentFloatsPerLayer();
-  float* const* sptrs = cur_.state_ptrs;
-  float* const* optrs = cur_.out_ptrs;  // null: states are written back in place
-  const int H = static_cast<int>(heads_), dk = static_cast<int>(dk_), dv = static_cast<int>(dv_);
-  const float eps = static_cast<float>(config_.norm_eps);
-
-  auto gla_recurrence = [&]() -> absl::Status {
-    if (decode) {
-      HG_LAUNCH(RecurrentGlaStep(q_.as<float>(), k_.as<float>(), g_.as<float>(), v_.as<float>(),
-                                 rows, H, dk, dv, mixer_scale_, sptrs, layer * per_layer,
-                                 o_.as<float>(), s));
-    } else {
-      HG_LAUNCH(ChunkLocalCumsumPacked(g_.as<float>(), pack_, H, dk, s));
-      HG_LAUNCH(ChunkGlaStatesPacked(k_.as<float>(), g_.as<float>(), v_.as<float>(), pack_, H, dk,
-                                     dv, sptrs, optrs, layer * per_layer, chunk_states_.as<float>(),
-                                     s));
-      HG_LAUNCH(ChunkGlaOutputPacked(q_.as<float>(), k_.as<float>(), g_.as<float>(), v_.as<float>(),
-                                     chunk_states_.as<float>(), sptrs, optrs, layer * per_layer,
-                                     pack_, H, dk, dv, mixer_scale_, o_.as<float>(), s));
-    }
-    return absl::OkStatus();
-  };
-
-  switch (config_.family) {
-    case ModelFamily::kHgrn2: {
-      HG_RETURN_IF_ERROR(Linear(rows, proj_width_, D_, Mat(x_.get(), act_, D_),
-                                Mat(w.w_in.get(), act_, D_), proj_.get(), Act::kF32, proj_width_));
-      if (decode) {
-        HG_LAUNCH(Hgrn2DecodeStep(proj_.as<float>(), w.lower_bound.as<float>(), rows, H, dk,
-                                  mixer_scale_, sptrs, layer * per_layer, o_.as<float>(), s));
-      } else {
-        HG_LAUNCH(Hgrn2Gates(proj_.as<float>(), rows, static_cast<int>(D_),
-                             w.lower_bound.as<float>(), q_.as<float>(), k_.as<float>(),
-                             g_.as<float>(), v_.as<float>(), s));
-        HG_RETURN_IF_ERROR(gla_recurrence());
-      }
-      // g_norm runs through fla's rms_norm_linear with its default eps 1e-5.
-      HG_LAUNCH(RmsNormGated(o_.as<float>(), D_, nullptr, 0, w.g_norm.as<float>(), 1e-5f, rows,
-                             static_cast<int>(D_), static_cast<int>(D_), onorm_.get(), act_, D_,
-                             s));
-      break;
-    }
-    case ModelFamily::kGla: {
-      HG_RETURN_IF_ERROR(Linear(rows, proj_width_, D_, Mat(x_.get(), act_, D_),
-                                Mat(w.w_in.get(), act_, D_), proj_.get(), Act::kF32, proj_width_));
-      const int64_t kvk = kv_heads_ * dk_;
-      HG_RETURN_IF_ERROR(Linear(rows, kvk, 16,
-                                Mat(proj_.as<float>() + gla_gk_off_, Act::kF32, proj_width_),
-                                Mat(w.gk_w.get(), Act::kF32, 16), gk_.get(), Act::kF32, kvk));
-      HG_LAUNCH(AddBias(gk_.as<float>(), kvk, w.gk_b.as<float>(), rows, static_cast<int>(kvk), s));
-      HG_LAUNCH(GlaGates(proj_.as<float>(), proj_width_, gla_k_off_, gla_v_off_, gk_.as<float>(),
-                         rows, H, static_cast<int>(kv_heads_), dk, dv, 16.0f,
-                         config_.clamp_min.has_value(),
-                         static_cast<float>(config_.clamp_min.value_or(0.0)), q_.as<float>(),
-                         k_.as<float>(), g_.as<float>(), v_.as<float>(), s));
-      HG_RETURN_IF_ERROR(gla_recurrence());
-      const float* gate = config_.use_output_gate ? proj_.as<float>() + gla_g_off_ : nullptr;
-      HG_LAUNCH(RmsNormGated(o_.as<float>(), mix_width_, gate, proj_width_, w.g_norm.as<float>(),
-                             eps, rows, static_cast<int>(mix_width_), dv, onorm_.get(), act_,
-                             mix_width_, s));
-      break;
-    }
-    case ModelFamily::kTnl: {
-      // Linear attention with a constant decay per head: the GLA recurrences with g fixed
-      // to log(decay) and no scale; then u * SimpleRMSNorm(o) (the gate without activation).
-      HG_RETURN_IF_ERROR(Linear(rows, proj_width_, D_, Mat(x_.get(), act_, D_),
-                                Mat(w.w_in.get(), act_, D_), proj_.get(), Act::kF32, proj_width_));
-      HG_LAUNCH(TnlGates(proj_.as<float>(), rows, H, static_cast<int>(tnl_head_dim_), dk,
-                         w.lrpe_theta.get() ? w.lrpe_theta.as<float>() : nullptr, cur_.positions,
-                         w.log_decay.as<float>(), q_.as<float>(), k_.as<float>(), g_.as<float>(),
-                         v_.as<float>(), s));
-      HG_RETURN_IF_ERROR(gla_recurrence());
-      HG_LAUNCH(RmsNormGated(o_.as<float>(), D_, proj_.as<float>() + 3 * D_, proj_width_,
-                             w.g_norm.as<float>(), eps, rows, static_cast<int>(D_),
-                             static_cast<int>(D_), onorm_.get(), act_, D_, s,
-                             /*gate_silu=*/false));
-      break;
-    }
-    case ModelFamily::kHgrn: {
-      const int E = static_cast<int>(mix_width_);
-      HG_RETURN_IF_ERROR(Linear(rows, proj_width_, D_, Mat(x_.get(), act_, D_),
-                                Mat(w.w_in.get(), act_, D_), proj_.get(), Act::kF32, proj_width_));
-      HG_LAUNCH(HgrnGates(proj_.as<float>(), rows, E, w.lower_bound.as<float>(), s));
-      HG_LAUNCH(HgrnScan(proj_.as<float>(), cur_.seq_row0, num_seqs, E, sptrs, optrs,
-                         layer * per_layer, o_.as<float>(), s));
-      HG_LAUNCH(RmsNormGated(o_.as<float>(), E, proj_.as<float>() + 2 * E, proj_width_,
-                             w.g_norm.as<float>(), eps, rows, E, E, onorm_.get(), act_, E, s));
-      break;
-    }
-    case ModelFamily::kLlama: {
-      const int Hkv = static_cast<int>(kv_heads_);
-      const int64_t W = (heads_ + 2 * kv_heads_) * dk_;
-      HG_RETURN_IF_ERROR(Linear(rows, W, D_, Mat(x_.get(), act_, D_), Mat(w.w_in.get(), act_, D_),
-                                qkv_.get(), act_, W));
-      HG_LAUNCH(
-          ApplyRope(qkv_.get(), act_, rows, H, Hkv, dk, cur_.positions, config_.rope_theta, s));
-      HG_LAUNCH(KvWrite(qkv_.get(), act_, rows, cur_.row_seq, H, Hkv, dk, cur_.kv_ptrs, cur_.caps,
-                        cur_.positions, layer, s));
-      if (decode) {
-        HG_LAUNCH(DecodeAttention(qkv_.get(), act_, rows, H, Hkv, dk, cur_.kv_ptrs, cur_.caps,
-                                  cur_.positions, layer, mixer_scale_, attn_partial_.as<float>(),
-                                  att_o_.get(), s));
-      } else {
-        HG_RETURN_IF_ERROR(LlamaPrefillAttention(layer));
-      }
-      HG_RETURN_IF_ERROR(Linear(rows, D_, mix_width_, Mat(att_o_.get(), act_, mix_width_),
-                                Mat(w.w_out.get(), act_, mix_width_), delta_.get(), Act::kF32, D_));
-      return absl::OkStatus();
-    }
-    case ModelFamily::kMamba: {
-      const int E = static_cast<int>(mix_width_);
-      const int N = static_cast<int>(config_.state_size);
-      const int kc = static_cast<int>(config_.conv_kernel);
-      HG_RETURN_IF_ERROR(Linear(rows, 2 * E, D_, Mat(x_.get(), act_, D_),
-                                Mat(w.w_in.get(), act_, D_), proj_.get(), Act::kF32, 2 * E));
-      if (w.in_bias.get()) {
-        HG_LAUNCH(AddBias(proj_.as<float>(), 2 * E, w.in_bias.as<float>(), rows, 2 * E, s));
-      }
-      HG_LAUNCH(MambaConv(proj_.as<float>(), cur_.seq_row0, num_seqs, E, kc, w.conv_w.as<float>(),
-                          w.conv_b.as<float>(), sptrs, optrs, layer * per_layer, xc_.get(),
-                          Act::kF32, s));
-      // The conv output, x_proj, dt_proj and the scan stay fp32 in both modes (small
-      // next to in_proj/out_proj; the selective scan is sensitive to dt, B and C).
-      HG_RETURN_IF_ERROR(Linear(rows, mamba_xdbc_, E, Mat(xc_.get(), Act::kF32, E),
-                                Mat(w.x_proj.get(), Act::kF32, E), xdbc_.get(), Act::kF32,
-                                mamba_xdbc_));
-      // dt_proj in fp32 (small: E x R): delta, B and C stay fp32 into the scan.
-      HG_RETURN_IF_ERROR(Linear(rows, E, mamba_dt_rank_, Mat(xdbc_.get(), Act::kF32, mamba_xdbc_),
-                                Mat(w.dt_w.get(), Act::kF32, mamba_dt_rank_), dt_.get(), Act::kF32,
-                                E));
-      HG_LAUNCH(MambaScan(xc_.as<float>(), dt_.as<float>(), w.dt_b.as<float>(), xdbc_.as<float>(),
-                          mamba_xdbc_, static_cast<int>(mamba_dt_rank_), proj_.as<float>(),
-                          w.a_neg.as<float>(), w.d_skip.as<float>(), cur_.seq_row0, num_seqs, E, N,
-                          sptrs, optrs, layer * per_layer + static_cast<int64_t>(E) * (kc - 1),
-                          y_.get(), act_, s));
-      HG_RETURN_IF_ERROR(Linear(rows, D_, E, Mat(y_.get(), act_, E), Mat(w.w_out.get(), act_, E),
-                                delta_.get(), Act::kF32, D_));
-      if (w.out_bias.get()) {
-        HG_LAUNCH(
-            AddBias(delta_.as<float>(), D_, w.out_bias.as<float>(), rows, static_cast<int>(D_), s));
-      }
-      return absl::OkStatus();
-    }
-  }
-  // HGRN2, GLA, HGRN, TNL: o_proj over the normalised mixer output.
-  return Linear(rows, D_, mix_width_, Mat(onorm_.get(), act_, mix_width_),
-                Mat(w.w_out.get(), act_, mix_width_), delta_.get(), Act::kF32, D_);
 }
 
 absl::Status CudaModel::EnqueueLayers(int rows, int num_seqs, bool decode) {
-  decoding_ = decode;
   cudaStream_t s = ctx_->stream();
   const float eps = static_cast<float>(config_.norm_eps);
   const int d = static_cast<int>(D_);
+  const PackHostView host{pack_seq_row0_, pack_seq_pos0_, pack_kv_, pack_kv_cap_};
+  MixerPass pass;
+  pass.rows = rows;
+  pass.num_seqs = num_seqs;
+  pass.decode = decode;
+  pass.in = &cur_;
+  pass.pack = &pack_;
+  pass.host = &host;
+  pass.x = x_.get();
+  pass.delta = delta_.as<float>();
+  pass.stream = s;
+  pass.cublas = ctx_->cublas();
+  pass.pinned = pinned_gemm_.get();
   HG_LAUNCH(EmbedRows(embed_.get(), act_, cur_.ids, rows, d, h_.as<float>(), s));
   for (int l = 0; l < L_; ++l) {
-    const LayerWeights& w = layers_[l];
+    const BlockWeights& w = blocks_[l];
+    pass.layer = l;
     HG_LAUNCH(AddRmsNorm(h_.as<float>(), l == 0 ? nullptr : delta_.as<float>(), w.norm1.as<float>(),
                          eps, rows, d, x_.get(), act_, s));
-    HG_RETURN_IF_ERROR(EnqueueMixer(l, rows, num_seqs, decode));
-    if (config_.family != ModelFamily::kMamba) {
+    HG_RETURN_IF_ERROR(mixer_->Enqueue(pass));
+    if (layout_.mlp) {
       HG_LAUNCH(AddRmsNorm(h_.as<float>(), delta_.as<float>(), w.norm2.as<float>(), eps, rows, d,
                            x_.get(), act_, s));
-      HG_RETURN_IF_ERROR(EnqueueMlp(l, rows));
+      HG_RETURN_IF_ERROR(EnqueueMlp(pass));
     }
   }
   HG_LAUNCH(AddRmsNorm(h_.as<float>(), delta_.as<float>(), final_norm_.as<float>(), eps, rows, d,
@@ -434,7 +220,7 @@ absl::Status CudaModel::RunPack(absl::Span<const ForwardItem> items,
   cudaStream_t s = ctx_->stream();
   const int num_seqs = static_cast<int>(segments.size());
   // KV capacity first: growing a cache moves it.
-  if (config_.family == ModelFamily::kLlama) {
+  if (layout_.kv_row_bytes > 0) {
     for (const PackSegment& seg : segments) {
       auto* st = static_cast<CudaSequenceState*>(items[seg.item].state);
       HG_RETURN_IF_ERROR(EnsureKvCapacity(st, st->position_ + seg.length));
@@ -445,7 +231,8 @@ absl::Status CudaModel::RunPack(absl::Span<const ForwardItem> items,
   PackTables dev = LayoutPack(pack_dev_.get(), max_pack_chunks_);
   pack_seq_row0_.assign(1, 0);
   pack_seq_pos0_.clear();
-  pack_states_.clear();
+  pack_kv_.clear();
+  pack_kv_cap_.clear();
   int rows = 0, chunks = 0, tiles = 0, logit_count = 0;
   // Per logit row: which item and token it reports, and whether the item wants the row.
   struct LogitRow {
@@ -474,7 +261,7 @@ absl::Status CudaModel::RunPack(absl::Span<const ForwardItem> items,
       host.row_seq[rows] = q;
       const int32_t target = item.targets.empty() ? -1 : item.targets[t];
       const bool last = (item.want_last_logprobs || item.want_last_argmax) && t == T - 1;
-      if (target >= 0 || last) {
+      if (target >= 0 || last || item.want_all_logits) {
         host.logit_rows[logit_count] = rows;
         host.targets[logit_count] = target;
         logit_rows.push_back({seg.item, t});
@@ -496,7 +283,8 @@ absl::Status CudaModel::RunPack(absl::Span<const ForwardItem> items,
     host.seq_chunk0[q + 1] = chunks;
     pack_seq_row0_.push_back(rows);
     pack_seq_pos0_.push_back(pos0);
-    pack_states_.push_back(st);
+    pack_kv_.push_back(st->kv_.get());
+    pack_kv_cap_.push_back(st->kv_cap_);
   }
   HG_CUDA_RETURN(
       cudaMemcpyAsync(pack_dev_.get(), pack_host_, host.input_bytes, cudaMemcpyHostToDevice, s));
@@ -536,6 +324,14 @@ absl::Status CudaModel::RunPack(absl::Span<const ForwardItem> items,
     HG_RETURN_IF_ERROR(pinned_gemm_->Run(s, c, V_, D_, Mat(logit_x_.get(), act_, D_),
                                          Mat(lm_head_.get(), act_, D_), logits_.get(), Act::kF32,
                                          V_));
+    // Raw logits (want_all_logits) leave before the log-softmax normalises rows in place.
+    for (int j = c0; j < c0 + c; ++j) {
+      const ForwardItem& item = items[logit_rows[j].item];
+      if (!item.want_all_logits) continue;
+      HG_CUDA_RETURN(cudaMemcpyAsync(
+          outputs[logit_rows[j].item].logits.data() + logit_rows[j].t * V_,
+          logits_.as<float>() + (j - c0) * V_, V_ * sizeof(float), cudaMemcpyDeviceToHost, s));
+    }
     HG_LAUNCH(LogSoftmaxGather(logits_.as<float>(), c, static_cast<int>(V_), dev.targets + c0,
                                dev.lp + c0, dev.am + c0, any_full, s));
     if (!any_full) continue;
@@ -552,7 +348,9 @@ absl::Status CudaModel::RunPack(absl::Span<const ForwardItem> items,
                                      V_ * sizeof(float), cudaMemcpyDeviceToHost, s));
       HG_CUDA_RETURN(cudaStreamSynchronize(s));
       if (last) out.last_logprobs = row_buf;
-      if (item.top_k > 0 && target >= 0) out.top_k[t] = TopK(row_buf.data(), V_, item.top_k);
+      if (item.top_k > 0 && target >= 0) {
+        out.top_k[t] = TopKLogprobs(row_buf, item.top_k, 0.0);
+      }
     }
   }
   if (logit_count > 0) {
@@ -632,7 +430,7 @@ absl::Status CudaModel::RunDecodeGroup(absl::Span<const ForwardItem* const> item
                                        absl::Span<ForwardOutput* const> outs) {
   cudaStream_t s = ctx_->stream();
   const int n = static_cast<int>(items.size());
-  if (config_.family == ModelFamily::kLlama) {
+  if (layout_.kv_row_bytes > 0) {
     for (const ForwardItem* it : items) {
       auto* st = static_cast<CudaSequenceState*>(it->state);
       HG_RETURN_IF_ERROR(EnsureKvCapacity(st, st->position_ + 1));
@@ -715,7 +513,7 @@ absl::Status CudaModel::RunDecodeGroup(absl::Span<const ForwardItem* const> item
       out->logprob[0] = hio->lp[r];
       out->argmax[0] = hio->am[r];
       out->is_greedy[0] = hio->am[r] == target ? 1 : 0;
-      if (it.top_k > 0) out->top_k[0] = TopK(row_buf.data(), V_, it.top_k);
+      if (it.top_k > 0) out->top_k[0] = TopKLogprobs(row_buf, it.top_k, 0.0);
     }
   }
   return absl::OkStatus();
@@ -726,23 +524,26 @@ absl::Status CudaModel::Forward(absl::Span<const ForwardItem> given,
   if (outputs.size() != given.size()) {
     return absl::InvalidArgumentError("Forward: outputs.size() must equal items.size()");
   }
+  HG_RETURN_IF_ERROR(ValidateForwardItems(given, outputs.size(), V_, info_.max_context));
   DeviceGuard guard(ctx_->device());
   // Items continuing from a read-only start: the recurrent families read it in place; a
   // LLaMA item needs its own KV cache to write its keys into, so it gets a copy.
   std::vector<ForwardItem> resolved(given.begin(), given.end());
   std::vector<std::unique_ptr<SequenceState>> copies;
+  absl::flat_hash_set<const SequenceState*> seen;
   for (size_t i = 0; i < resolved.size(); ++i) {
     ForwardItem& it = resolved[i];
-    if ((it.state == nullptr) == (it.start == nullptr)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "Forward: item ", i, " needs exactly one of a state to advance and a start state"));
-    }
     const auto* src = dynamic_cast<const CudaSequenceState*>(it.state ? it.state : it.start);
     if (src == nullptr || src->owner() != this) {
       return absl::InvalidArgumentError(
           absl::StrCat("Forward: item ", i, " has no state made by this model"));
     }
-    if (it.start != nullptr && config_.family == ModelFamily::kLlama) {
+    // A pack runs each state at most once (its segments would race).
+    if (it.state != nullptr && !seen.insert(it.state).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("Forward: item ", i, " shares its state with another item"));
+    }
+    if (it.start != nullptr && layout_.kv_row_bytes > 0) {
       HG_ASSIGN_OR_RETURN(std::unique_ptr<SequenceState> copy, CloneState(*it.start));
       it.state = copy.get();
       it.start = nullptr;
@@ -750,45 +551,6 @@ absl::Status CudaModel::Forward(absl::Span<const ForwardItem> given,
     }
   }
   absl::Span<const ForwardItem> items = resolved;
-  absl::flat_hash_set<const SequenceState*> seen;
-  for (size_t i = 0; i < items.size(); ++i) {
-    const ForwardItem& it = items[i];
-    const auto* st = static_cast<const CudaSequenceState*>(it.state ? it.state : it.start);
-    if (it.state != nullptr && !seen.insert(st).second) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("Forward: item ", i, " shares its state with another item"));
-    }
-    if (!it.targets.empty() && it.targets.size() != it.tokens.size()) {
-      return absl::InvalidArgumentError(absl::StrCat("Forward: item ", i, " has ",
-                                                     it.targets.size(), " targets for ",
-                                                     it.tokens.size(), " tokens"));
-    }
-    if (it.tokens.empty() &&
-        (it.want_last_logprobs || it.want_last_argmax || !it.targets.empty())) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("Forward: item ", i, " asks for log-probabilities but feeds no tokens"));
-    }
-    if (it.top_k < 0) return absl::InvalidArgumentError("Forward: top_k must be >= 0");
-    const int64_t end = st->position() + static_cast<int64_t>(it.tokens.size());
-    if (info_.max_context > 0 && end > info_.max_context) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("item ", i, ": ", st->position(), " consumed + ", it.tokens.size(),
-                       " new tokens = ", end, " exceeds the model's maximum context of ",
-                       info_.max_context, " tokens (max_position_embeddings)"));
-    }
-    for (int32_t tok : it.tokens) {
-      if (tok < 0 || tok >= V_) {
-        return absl::InvalidArgumentError(absl::StrCat("Forward: item ", i, " token ", tok,
-                                                       " is outside the vocabulary [0, ", V_, ")"));
-      }
-    }
-    for (int32_t tgt : it.targets) {
-      if (tgt < -1 || tgt >= V_) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("Forward: item ", i, " target ", tgt, " is outside the vocabulary"));
-      }
-    }
-  }
   std::vector<const ForwardItem*> decode_items;
   std::vector<ForwardOutput*> decode_outs;
   std::vector<size_t> packed_items;
@@ -803,7 +565,10 @@ absl::Status CudaModel::Forward(absl::Span<const ForwardItem> given,
     if (it.top_k > 0) out.top_k.resize(T);
     out.last_logprobs.clear();
     out.last_argmax = -1;
-    if (T == 1 && it.state != nullptr) {
+    out.logits.clear();
+    if (it.want_all_logits) out.logits.resize(T * V_);
+    // The decode step normalises its logits in place: raw logits come from a pack.
+    if (T == 1 && it.state != nullptr && !it.want_all_logits) {
       decode_items.push_back(&it);
       decode_outs.push_back(&out);
     } else if (T >= 1) {

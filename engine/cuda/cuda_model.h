@@ -1,6 +1,7 @@
-// The CUDA language model: one class for all six families (HGRN2, HGRN, GLA, LLaMA,
-// Mamba, TNL). The block skeleton, MLP, head and batching are shared; the token mixer is
-// chosen by family.
+// The CUDA language model: the skeleton shared by all six families (HGRN2, HGRN, GLA,
+// LLaMA, Mamba, TNL): embedding, the blocks' norms and MLP, the final norm, the head,
+// packing and decode graphs. Each family's token mixer (weights, state layout, scratch,
+// kernels) is a CudaTokenMixer in the family's own file (token_mixer.h, cuda_mixers.h).
 //
 // Execution paths (chosen per item from the item alone, so an item's results never
 // depend on its batch companions):
@@ -28,19 +29,15 @@
 #include "engine/cuda/device.h"
 #include "engine/cuda/gemm.h"
 #include "engine/cuda/kernels.h"
+#include "engine/cuda/token_mixer.h"
 #include "engine/loader/checkpoint.h"
 #include "engine/model/config.h"
 #include "engine/model/model.h"
 
 namespace hgeval::cuda {
 
-// Rows (tokens) of one packed forward; also the segment length of longer items.
-constexpr int kPackRows = 16384;
-constexpr int kDecodeRows = 32;
 // Rows whose logits are computed at once (fp32 [kLogitRows, vocab] scratch).
 constexpr int kLogitRows = 512;
-// Device memory for the chunkwise recurrences' per-chunk states of one pack.
-constexpr int64_t kChunkStateBudget = 1ll << 30;
 
 class CudaModel;
 
@@ -55,20 +52,6 @@ struct DecodeIo {
   // Outputs (from here on: device -> host).
   float lp[kDecodeRows];
   int32_t am[kDecodeRows];
-};
-
-// Device inputs the layer kernels read (the pack's tables or the decode block).
-struct RowInputs {
-  const int32_t* ids = nullptr;
-  const int64_t* positions = nullptr;
-  float* const* state_ptrs = nullptr;
-  void* const* kv_ptrs = nullptr;
-  const int64_t* caps = nullptr;
-  const int32_t* seq_row0 = nullptr;  // [num_seqs + 1]
-  const int32_t* row_seq = nullptr;   // [rows]
-  // Where each sequence's state goes after the pass (null: back to state_ptrs; a null
-  // entry: nowhere, for items continuing from a read-only start).
-  float* const* out_ptrs = nullptr;
 };
 
 // One segment of an item in a pack: tokens [offset, offset + length) of items[item].
@@ -100,24 +83,16 @@ class CudaSequenceState : public SequenceState {
   int64_t kv_cap_ = 0;
 };
 
-// Device weights of one layer. Unused members stay empty.
-struct LayerWeights {
+// Device weights of one block around its token mixer.
+struct BlockWeights {
   DeviceBuffer norm1, norm2;           // fp32 [D] (Mamba: norm1 only)
-  DeviceBuffer mlp_gate_up, mlp_down;  // act [2I, D], [D, I]
-  DeviceBuffer w_in;                   // act: fused input projection of the mixer
-  DeviceBuffer w_out;                  // act: output projection [D, *]
-  DeviceBuffer g_norm;                 // fp32
-  DeviceBuffer lower_bound;            // fp32 [D] (HGRN2/HGRN, layers > 0)
-  // GLA: gk_proj.1 (fp32).
-  DeviceBuffer gk_w, gk_b;
-  // Mamba.
-  DeviceBuffer in_bias, out_bias, conv_w, conv_b, x_proj, dt_w, dt_b, a_neg, d_skip;
-  // TNL: LRPE angles (fp32 [H * e], LRPE layers only) and log decay per head (fp32 [H]).
-  DeviceBuffer lrpe_theta, log_decay;
+  DeviceBuffer mlp_gate_up, mlp_down;  // act [2I, D], [D, I] (not Mamba)
 };
 
 class CudaModel : public Model {
  public:
+  // Around config.family's token mixer (cuda_mixers.h); UNIMPLEMENTED for
+  // configurations the family's kernels do not cover.
   static absl::StatusOr<std::unique_ptr<CudaModel>> Build(const Checkpoint& checkpoint,
                                                           const ModelConfig& config, int device,
                                                           Act act, int64_t max_context = 0);
@@ -140,17 +115,11 @@ class CudaModel : public Model {
   friend class CudaSequenceState;
   CudaModel() = default;
 
-  absl::Status LoadWeights(const Checkpoint& checkpoint);
-  absl::Status AllocateScratch();
-  absl::Status UploadFloat(const HostTensor& t, DeviceBuffer* out);
-  absl::Status UploadAct(const std::vector<const HostTensor*>& parts, DeviceBuffer* out);
-  absl::StatusOr<DeviceBuffer> Alloc(size_t bytes);
-  absl::Status Grow(DeviceBuffer* buf, size_t bytes);
+  absl::Status LoadWeights(const Checkpoint& checkpoint, DeviceAllocator& alloc);
+  absl::Status AllocateScratch(DeviceAllocator& alloc);
 
   // Bytes of the pack tables (host and device each).
   size_t PackTableBytes() const;
-  // Per-sequence state sizes.
-  int64_t RecurrentFloatsPerLayer() const;
   absl::Status EnsureKvCapacity(CudaSequenceState* st, int64_t needed);
 
   // Splits the multi-token items into segments and runs them as packs.
@@ -165,45 +134,33 @@ class CudaModel : public Model {
   // Runs the layers over `rows` rows of `num_seqs` sequences in scratch (h -> final normed
   // x). Decode: one row per sequence; otherwise the pack in pack_.
   absl::Status EnqueueLayers(int rows, int num_seqs, bool decode);
-  absl::Status EnqueueMixer(int layer, int rows, int num_seqs, bool decode);
-  absl::Status EnqueueMlp(int layer, int rows);
-  absl::Status LlamaPrefillAttention(int layer);
-  // C = A W^T: the decode step's fixed shape through cublasGemmEx, packs through the
-  // pinned algorithms.
-  absl::Status Linear(int64_t m, int64_t n, int64_t k, MatRef a, MatRef w, void* c, Act c_act,
-                      int64_t ldc);
+  absl::Status EnqueueMlp(const MixerPass& pass);
 
   ModelInfo info_;
   ModelConfig config_;
   Act act_ = Act::kF32;
   std::shared_ptr<DeviceContext> ctx_;
 
+  // The family's token mixer and how its block differs from fla's.
+  std::unique_ptr<CudaTokenMixer> mixer_;
+  BlockLayout layout_;
+  int64_t state_floats_per_layer_ = 0;  // recurrent state, fp32, per layer and sequence
+
   // Shapes.
   int64_t D_ = 0, V_ = 0, L_ = 0, I_ = 0;
-  int64_t heads_ = 0, kv_heads_ = 0, dk_ = 0, dv_ = 0;  // GLA-form heads (HGRN2/GLA), LLaMA
-  int64_t proj_width_ = 0;                              // fp32 projection output width per row
-  int64_t mix_width_ = 0;  // mixer output width before o_proj (HGRN: E, GLA: Dv, ...)
-  int64_t gla_k_off_ = 0, gla_v_off_ = 0, gla_g_off_ = 0, gla_gk_off_ = 0;
-  int64_t mamba_dt_rank_ = 0, mamba_xdbc_ = 0;
-  int64_t tnl_head_dim_ = 0;  // TNL: e = D / H (dk_ is 2e when any layer has LRPE)
-  float mixer_scale_ = 1.0f;
 
   // Weights.
   DeviceBuffer embed_, lm_head_, final_norm_;
-  std::vector<LayerWeights> layers_;
+  std::vector<BlockWeights> blocks_;
 
   // Scratch (fixed at build so graphs stay valid).
-  DeviceBuffer h_, x_, delta_, proj_, q_, k_, g_, v_, o_, onorm_, gu_, mlp_, chunk_states_;
-  DeviceBuffer gk_, qkv_, att_o_, attn_partial_, xc_, xdbc_, dt_, y_;
+  DeviceBuffer h_, x_, delta_, gu_, mlp_;
   DeviceBuffer logits_, logit_x_;
   DeviceBuffer identity_rows_;  // int32 0, 1, ..., kDecodeRows: the decode step's tables
-  // Grown on demand (fp32 LLaMA prefill only).
-  DeviceBuffer scores_, probs_;
 
   DeviceBuffer decode_io_;
   void* host_io_ = nullptr;
   RowInputs cur_;
-  bool decoding_ = false;
 
   // Pack tables: one pinned host block and its device mirror (same layout), uploaded with
   // one copy per pack; pack_ views the device side.
@@ -212,10 +169,11 @@ class CudaModel : public Model {
   size_t pack_bytes_ = 0;
   int64_t max_pack_chunks_ = 0;
   PackView pack_;
-  // Host copies of the current pack's per-sequence data (fp32 LLaMA attention).
+  // Host copies of the current pack's per-sequence data (PackHostView).
   std::vector<int32_t> pack_seq_row0_;
   std::vector<int64_t> pack_seq_pos0_;
-  std::vector<const CudaSequenceState*> pack_states_;
+  std::vector<void*> pack_kv_;
+  std::vector<int64_t> pack_kv_cap_;
 
   std::unique_ptr<PinnedGemm> pinned_gemm_;
 

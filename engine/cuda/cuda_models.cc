@@ -15,10 +15,6 @@ int DeviceCount() { return VisibleDeviceCount(); }
 absl::StatusOr<std::unique_ptr<Model>> BuildCudaModel(const Checkpoint& checkpoint,
                                                       const ModelConfig& config,
                                                       const LoadOptions& options) {
-  if (config.family == ModelFamily::kTnl && config.use_bias) {
-    return absl::UnimplementedError(
-        "TNL with bias: true is not supported on CUDA (no released TNL has it); use --device cpu");
-  }
   int device = 0;
   if (options.device != "cuda") {
     const std::string prefix = "cuda:";

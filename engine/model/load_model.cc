@@ -85,27 +85,8 @@ absl::StatusOr<std::unique_ptr<Model>> BuildModel(const Checkpoint& checkpoint,
     return absl::InvalidArgumentError(
         absl::StrCat("threads must be >= 0 (0: all cores), got ", options.threads));
   }
-  absl::StatusOr<std::unique_ptr<Model>> model = absl::InternalError("unknown model family");
-  switch (config.family) {
-    case ModelFamily::kHgrn2:
-      model = cpu::BuildHgrn2(checkpoint, config);
-      break;
-    case ModelFamily::kHgrn:
-      model = cpu::BuildHgrn(checkpoint, config);
-      break;
-    case ModelFamily::kGla:
-      model = cpu::BuildGla(checkpoint, config);
-      break;
-    case ModelFamily::kLlama:
-      model = cpu::BuildLlama(checkpoint, config, options.max_context);
-      break;
-    case ModelFamily::kMamba:
-      model = cpu::BuildMamba(checkpoint, config);
-      break;
-    case ModelFamily::kTnl:
-      model = cpu::BuildTnl(checkpoint, config);
-      break;
-  }
+  absl::StatusOr<std::unique_ptr<Model>> model =
+      cpu::BuildCpuModel(checkpoint, config, options.max_context);
   if (!model.ok() || options.threads == 0) return model;
   return std::make_unique<cpu::ThreadLimitedModel>(*std::move(model), options.threads);
 }

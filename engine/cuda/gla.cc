@@ -1,0 +1,148 @@
+// GLA (fla models/gla, layers/gla.py; specs/models.md §4) on the GPU: the fused
+// q | k | v | g | gk_proj.0 projection, the low-rank gk_proj.1 with bias, the gates
+// (logsigmoid / 16, GQA heads repeated), the gated linear attention recurrence, the
+// swish-gated g_norm and o_proj. The CPU's forward pass: engine/cpu/gla.cc.
+#include <cmath>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "engine/cuda/cuda_mixers.h"
+#include "engine/cuda/linear_attention.h"
+#include "engine/util/status_macros.h"
+
+namespace hgeval::cuda {
+namespace {
+
+// gk_proj's low rank and fla's gate normaliser.
+constexpr int64_t kGateRank = 16;
+constexpr float kGateNormalizer = 16.0f;
+
+class GlaMixer final : public CudaTokenMixer {
+ public:
+  GlaMixer(const ModelConfig& c, Act act) : config_(c), act_(act) {
+    const int64_t D = c.hidden_size;
+    heads_ = c.num_heads;
+    kv_heads_ = c.num_kv_heads;
+    const int64_t key_dim = static_cast<int64_t>(D * c.expand_k);
+    const int64_t value_dim = static_cast<int64_t>(D * c.expand_v);
+    dk_ = key_dim / heads_;
+    dv_ = value_dim / heads_;
+    const int64_t group = heads_ / kv_heads_;
+    // Columns of the fused projection: q | k | v | g (output gate) | gk_proj.0.
+    k_off_ = key_dim;
+    v_off_ = k_off_ + key_dim / group;
+    g_off_ = v_off_ + value_dim / group;
+    gk_off_ = g_off_ + (c.use_output_gate ? value_dim : 0);
+    proj_width_ = gk_off_ + kGateRank;
+    value_dim_ = value_dim;
+    attention_ = CudaLinearAttention(heads_, dk_, dv_, 1.0f / std::sqrt(static_cast<float>(dk_)));
+  }
+
+  absl::Status Load(const Checkpoint& ck, const BlockTensorNames& names,
+                    DeviceAllocator& alloc) override {
+    const int64_t D = config_.hidden_size;
+    const int64_t group = heads_ / kv_heads_;
+    const int64_t key_dim = heads_ * dk_, value_dim = heads_ * dv_;
+    layers_.resize(config_.num_layers);
+    for (int64_t l = 0; l < config_.num_layers; ++l) {
+      Layer& w = layers_[l];
+      const std::string m = names.MixerPrefix(l);
+      HG_ASSIGN_OR_RETURN(HostTensor q, ck.ReadFloat(m + "q_proj.weight", {key_dim, D}));
+      HG_ASSIGN_OR_RETURN(HostTensor k, ck.ReadFloat(m + "k_proj.weight", {key_dim / group, D}));
+      HG_ASSIGN_OR_RETURN(HostTensor v, ck.ReadFloat(m + "v_proj.weight", {value_dim / group, D}));
+      HG_ASSIGN_OR_RETURN(HostTensor gk0, ck.ReadFloat(m + "gk_proj.0.weight", {kGateRank, D}));
+      if (config_.use_output_gate) {
+        HG_ASSIGN_OR_RETURN(HostTensor g, ck.ReadFloat(m + "g_proj.weight", {value_dim, D}));
+        HG_RETURN_IF_ERROR(alloc.UploadAct({&q, &k, &v, &g, &gk0}, &w.in_proj));
+      } else {
+        HG_RETURN_IF_ERROR(alloc.UploadAct({&q, &k, &v, &gk0}, &w.in_proj));
+      }
+      HG_ASSIGN_OR_RETURN(HostTensor gk1,
+                          ck.ReadFloat(m + "gk_proj.1.weight", {key_dim / group, kGateRank}));
+      HG_RETURN_IF_ERROR(alloc.UploadFloat(gk1, &w.gk_w));
+      HG_ASSIGN_OR_RETURN(HostTensor gk1b, ck.ReadFloat(m + "gk_proj.1.bias", {key_dim / group}));
+      HG_RETURN_IF_ERROR(alloc.UploadFloat(gk1b, &w.gk_b));
+      const std::string g_norm =
+          ck.Has(m + "g_norm_swish_gate.weight") ? "g_norm_swish_gate.weight" : "g_norm.weight";
+      HG_ASSIGN_OR_RETURN(HostTensor gn, ck.ReadFloat(m + g_norm, {dv_}));
+      HG_RETURN_IF_ERROR(alloc.UploadFloat(gn, &w.g_norm));
+      HG_ASSIGN_OR_RETURN(HostTensor o, ck.ReadFloat(m + "o_proj.weight", {D, value_dim}));
+      HG_RETURN_IF_ERROR(alloc.UploadAct({&o}, &w.o_proj));
+    }
+    return absl::OkStatus();
+  }
+
+  int64_t dk() const { return dk_; }
+  int64_t StateFloatsPerLayer() const override { return attention_.state_floats(); }
+
+  absl::Status AllocateScratch(DeviceAllocator& alloc) override {
+    HG_RETURN_IF_ERROR(scratch_.Allocate(alloc, config_.hidden_size, proj_width_, value_dim_));
+    HG_RETURN_IF_ERROR(attention_.Allocate(alloc));
+    return alloc.Floats(&gk_, static_cast<size_t>(kPackRows) * kv_heads_ * dk_);
+  }
+  int64_t MaxPackChunks() const override { return attention_.max_pack_chunks(); }
+
+  absl::Status Enqueue(const MixerPass& pass) override {
+    const Layer& w = layers_[pass.layer];
+    float* proj = scratch_.proj.as<float>();
+    float* o = scratch_.o.as<float>();
+    const int64_t kvk = kv_heads_ * dk_;
+    HG_RETURN_IF_ERROR(scratch_.ProjectIn(pass, w.in_proj, act_));
+    HG_RETURN_IF_ERROR(
+        pass.Linear(pass.rows, kvk, kGateRank, MatRef{proj + gk_off_, Act::kF32, proj_width_},
+                    MatRef{w.gk_w.get(), Act::kF32, kGateRank}, gk_.get(), Act::kF32, kvk));
+    HG_CUDA_RETURN(AddBias(gk_.as<float>(), kvk, w.gk_b.as<float>(), pass.rows,
+                           static_cast<int>(kvk), pass.stream));
+    HG_CUDA_RETURN(GlaGates(
+        proj, proj_width_, k_off_, v_off_, gk_.as<float>(), pass.rows, static_cast<int>(heads_),
+        static_cast<int>(kv_heads_), static_cast<int>(dk_), static_cast<int>(dv_), kGateNormalizer,
+        config_.clamp_min.has_value(), static_cast<float>(config_.clamp_min.value_or(0.0)),
+        attention_.q(), attention_.k(), attention_.g(), attention_.v(), pass.stream));
+    HG_RETURN_IF_ERROR(attention_.Enqueue(pass, pass.layer * StateFloatsPerLayer(), o));
+    const float* gate = config_.use_output_gate ? proj + g_off_ : nullptr;
+    const int width = static_cast<int>(value_dim_);
+    HG_CUDA_RETURN(RmsNormGated(o, value_dim_, gate, proj_width_, w.g_norm.as<float>(),
+                                static_cast<float>(config_.norm_eps), pass.rows, width,
+                                static_cast<int>(dv_), scratch_.onorm.get(), act_, value_dim_,
+                                pass.stream));
+    return scratch_.ProjectOut(pass, w.o_proj, act_);
+  }
+
+ private:
+  struct Layer {
+    DeviceBuffer in_proj;     // act: q | k | v | g | gk_proj.0
+    DeviceBuffer gk_w, gk_b;  // fp32 gk_proj.1 [Dk/G, 16], [Dk/G]
+    DeviceBuffer g_norm;      // fp32 [dv]
+    DeviceBuffer o_proj;      // act [D, Dv]
+  };
+
+  ModelConfig config_;
+  Act act_;
+  int64_t heads_ = 0, kv_heads_ = 0, dk_ = 0, dv_ = 0, value_dim_ = 0;
+  int64_t k_off_ = 0, v_off_ = 0, g_off_ = 0, gk_off_ = 0, proj_width_ = 0;
+  CudaLinearAttention attention_;
+  ProjectionScratch scratch_;
+  DeviceBuffer gk_;  // fp32 [rows, Dk/G]: gk_proj's output
+  std::vector<Layer> layers_;
+};
+
+}  // namespace
+
+MixerOrError MakeGlaMixer(const ModelConfig& config, Act act) {
+  if (!config.feature_map.empty()) {
+    return absl::UnimplementedError(
+        absl::StrCat("GLA feature_map '", config.feature_map, "' is not supported on CUDA"));
+  }
+  if (config.use_short_conv) {
+    return absl::UnimplementedError("use_short_conv is not supported on CUDA");
+  }
+  auto mixer = std::make_unique<GlaMixer>(config, act);
+  if (mixer->dk() > 256) {
+    return absl::UnimplementedError("head key dim > 256 is not supported on CUDA");
+  }
+  return mixer;
+}
+
+}  // namespace hgeval::cuda

@@ -1,0 +1,110 @@
+// HGRN2 (fla models/hgrn2, layers/hgrn2.py; specs/models.md §2) on the GPU: the fused
+// q | f | i projection, the lower-bounded forget gate, the gated linear attention
+// recurrence (chunkwise for packs, one fused step for decode), g_norm and o_proj.
+// The CPU's forward pass: engine/cpu/hgrn2.cc.
+#include <cmath>
+#include <memory>
+#include <vector>
+
+#include "engine/cuda/cuda_mixers.h"
+#include "engine/cuda/linear_attention.h"
+#include "engine/cuda/lower_bounds.h"
+#include "engine/util/status_macros.h"
+
+namespace hgeval::cuda {
+namespace {
+
+// fla runs g_norm through rms_norm_linear with its default eps 1e-5, whatever
+// config.norm_eps says (specs/models.md §2.4 step 6).
+constexpr float kGNormEps = 1e-5f;
+
+class Hgrn2Mixer final : public CudaTokenMixer {
+ public:
+  Hgrn2Mixer(const ModelConfig& c, Act act)
+      : config_(c),
+        act_(act),
+        attention_(c.num_heads, c.expand_ratio, c.expand_ratio,
+                   1.0f / std::sqrt(static_cast<float>(c.expand_ratio))) {}
+
+  absl::Status Load(const Checkpoint& ck, const BlockTensorNames& names,
+                    DeviceAllocator& alloc) override {
+    const int64_t D = config_.hidden_size, L = config_.num_layers;
+    // Lower bounds (engine/model/lower_bounds.h): layer 0 has none.
+    HG_ASSIGN_OR_RETURN(lower_bounds_, UploadLowerBounds(ck, config_, D, alloc));
+    layers_.resize(L);
+    for (int64_t l = 0; l < L; ++l) {
+      Layer& w = layers_[l];
+      const std::string m = names.MixerPrefix(l);
+      HG_ASSIGN_OR_RETURN(HostTensor q, ck.ReadFloat(m + "q_proj.weight", {D, D}));
+      HG_ASSIGN_OR_RETURN(HostTensor f, ck.ReadFloat(m + "f_proj.weight", {D, D}));
+      HG_ASSIGN_OR_RETURN(HostTensor i, ck.ReadFloat(m + "i_proj.weight", {D, D}));
+      HG_RETURN_IF_ERROR(alloc.UploadAct({&q, &f, &i}, &w.qfi_proj));
+      HG_ASSIGN_OR_RETURN(HostTensor gn, ck.ReadFloat(m + "g_norm.weight", {D}));
+      HG_RETURN_IF_ERROR(alloc.UploadFloat(gn, &w.g_norm));
+      HG_ASSIGN_OR_RETURN(HostTensor o, ck.ReadFloat(m + "o_proj.weight", {D, D}));
+      HG_RETURN_IF_ERROR(alloc.UploadAct({&o}, &w.o_proj));
+    }
+    return absl::OkStatus();
+  }
+
+  int64_t StateFloatsPerLayer() const override { return attention_.state_floats(); }
+
+  absl::Status AllocateScratch(DeviceAllocator& alloc) override {
+    const int64_t D = config_.hidden_size;
+    HG_RETURN_IF_ERROR(scratch_.Allocate(alloc, D, 3 * D, D));
+    return attention_.Allocate(alloc);
+  }
+  int64_t MaxPackChunks() const override { return attention_.max_pack_chunks(); }
+
+  absl::Status Enqueue(const MixerPass& pass) override {
+    const Layer& w = layers_[pass.layer];
+    const int D = static_cast<int>(config_.hidden_size);
+    const int64_t state_offset = pass.layer * StateFloatsPerLayer();
+    float* proj = scratch_.proj.as<float>();
+    float* o = scratch_.o.as<float>();
+    HG_RETURN_IF_ERROR(scratch_.ProjectIn(pass, w.qfi_proj, act_));
+    if (pass.decode) {
+      HG_CUDA_RETURN(Hgrn2DecodeStep(proj, lower_bounds_[pass.layer].as<float>(), pass.rows,
+                                     static_cast<int>(attention_.heads()),
+                                     static_cast<int>(attention_.dk()), attention_.scale(),
+                                     pass.in->state_ptrs, state_offset, o, pass.stream));
+    } else {
+      HG_CUDA_RETURN(Hgrn2Gates(proj, pass.rows, D, lower_bounds_[pass.layer].as<float>(),
+                                attention_.q(), attention_.k(), attention_.g(), attention_.v(),
+                                pass.stream));
+      HG_RETURN_IF_ERROR(attention_.Enqueue(pass, state_offset, o));
+    }
+    // g_norm: one RMSNorm over all D channels (not per head).
+    HG_CUDA_RETURN(RmsNormGated(o, D, nullptr, 0, w.g_norm.as<float>(), kGNormEps, pass.rows, D, D,
+                                scratch_.onorm.get(), act_, D, pass.stream));
+    return scratch_.ProjectOut(pass, w.o_proj, act_);
+  }
+
+ private:
+  struct Layer {
+    DeviceBuffer qfi_proj;  // act [3D, D]: q_proj | f_proj | i_proj
+    DeviceBuffer g_norm;    // fp32 [D]
+    DeviceBuffer o_proj;    // act [D, D]
+  };
+
+  ModelConfig config_;
+  Act act_;
+  CudaLinearAttention attention_;
+  ProjectionScratch scratch_;
+  std::vector<Layer> layers_;
+  std::vector<DeviceBuffer> lower_bounds_;  // fp32 per layer (empty: none)
+};
+
+}  // namespace
+
+MixerOrError MakeHgrn2Mixer(const ModelConfig& config, Act act) {
+  if (config.expand_ratio > 256) {
+    return absl::UnimplementedError("head key dim > 256 is not supported on CUDA");
+  }
+  if (config.use_short_conv) {
+    return absl::UnimplementedError("use_short_conv is not supported on CUDA");
+  }
+  return std::make_unique<Hgrn2Mixer>(config, act);
+}
+
+}  // namespace hgeval::cuda

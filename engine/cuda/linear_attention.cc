@@ -1,0 +1,40 @@
+#include "engine/cuda/linear_attention.h"
+
+#include <algorithm>
+
+#include "engine/util/status_macros.h"
+
+namespace hgeval::cuda {
+
+absl::Status CudaLinearAttention::Allocate(DeviceAllocator& alloc) {
+  const size_t R = kPackRows;
+  const size_t qk = R * heads_ * dk_, vv = R * heads_ * dv_;
+  HG_RETURN_IF_ERROR(alloc.Floats(&q_, qk));
+  HG_RETURN_IF_ERROR(alloc.Floats(&k_, qk));
+  HG_RETURN_IF_ERROR(alloc.Floats(&g_, qk));
+  HG_RETURN_IF_ERROR(alloc.Floats(&v_, vv));
+  const int64_t chunk_bytes = state_floats() * static_cast<int64_t>(sizeof(float));
+  max_pack_chunks_ = std::max<int64_t>(R / kGlaChunk, kChunkStateBudget / chunk_bytes);
+  return alloc.Floats(&chunk_states_, max_pack_chunks_ * state_floats());
+}
+
+absl::Status CudaLinearAttention::Enqueue(const MixerPass& pass, int64_t state_offset,
+                                          float* o) const {
+  const int H = static_cast<int>(heads_), dk = static_cast<int>(dk_), dv = static_cast<int>(dv_);
+  float* const* sptrs = pass.in->state_ptrs;
+  float* const* optrs = pass.in->out_ptrs;  // null: states are written back in place
+  cudaStream_t s = pass.stream;
+  if (pass.decode) {
+    HG_CUDA_RETURN(RecurrentGlaStep(q(), k(), g(), v(), pass.rows, H, dk, dv, scale_, sptrs,
+                                    state_offset, o, s));
+    return absl::OkStatus();
+  }
+  HG_CUDA_RETURN(ChunkLocalCumsumPacked(g(), *pass.pack, H, dk, s));
+  HG_CUDA_RETURN(ChunkGlaStatesPacked(k(), g(), v(), *pass.pack, H, dk, dv, sptrs, optrs,
+                                      state_offset, chunk_states_.as<float>(), s));
+  HG_CUDA_RETURN(ChunkGlaOutputPacked(q(), k(), g(), v(), chunk_states_.as<float>(), sptrs, optrs,
+                                      state_offset, *pass.pack, H, dk, dv, scale_, o, s));
+  return absl::OkStatus();
+}
+
+}  // namespace hgeval::cuda

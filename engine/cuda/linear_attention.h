@@ -1,0 +1,55 @@
+// The gated linear attention recurrence shared by HGRN2, GLA and TNL on the GPU (the CPU's
+// engine/cpu/linear_attention.h): S = diag(exp g) S + k vᵀ, o = scale · Sᵀ q per head,
+// over q, k, g (log decay), v in the GLA layout ([rows, H, dk], v [rows, H, dv]). Packs
+// run the chunkwise form (specs §2.5), one-token decode steps the recurrent step.
+#ifndef HGEVAL_ENGINE_CUDA_LINEAR_ATTENTION_H_
+#define HGEVAL_ENGINE_CUDA_LINEAR_ATTENTION_H_
+
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "engine/cuda/device_allocator.h"
+#include "engine/cuda/token_mixer.h"
+
+namespace hgeval::cuda {
+
+// Device memory for the chunkwise recurrences' per-chunk states of one pack.
+constexpr int64_t kChunkStateBudget = 1ll << 30;
+
+class CudaLinearAttention {
+ public:
+  CudaLinearAttention() = default;
+  CudaLinearAttention(int64_t heads, int64_t dk, int64_t dv, float scale)
+      : heads_(heads), dk_(dk), dv_(dv), scale_(scale) {}
+
+  int64_t heads() const { return heads_; }
+  int64_t dk() const { return dk_; }
+  int64_t dv() const { return dv_; }
+  float scale() const { return scale_; }
+  // One layer's state per sequence: [H, dk, dv].
+  int64_t state_floats() const { return heads_ * dk_ * dv_; }
+  int64_t max_pack_chunks() const { return max_pack_chunks_; }
+
+  // q, k, g, v for kPackRows rows, and the chunk states: at least one whole segment's,
+  // more while they fit kChunkStateBudget (short sequences count one chunk each).
+  absl::Status Allocate(DeviceAllocator& alloc);
+
+  float* q() const { return q_.as<float>(); }
+  float* k() const { return k_.as<float>(); }
+  float* g() const { return g_.as<float>(); }
+  float* v() const { return v_.as<float>(); }
+
+  // o [rows, H, dv] (fp32) from q, k, g, v; states at `state_offset` floats into each
+  // sequence's state. Packs: chunk-local cumsum of g, chunk states, output.
+  absl::Status Enqueue(const MixerPass& pass, int64_t state_offset, float* o) const;
+
+ private:
+  int64_t heads_ = 0, dk_ = 0, dv_ = 0;
+  float scale_ = 1.0f;
+  int64_t max_pack_chunks_ = 0;
+  DeviceBuffer q_, k_, g_, v_, chunk_states_;
+};
+
+}  // namespace hgeval::cuda
+
+#endif  // HGEVAL_ENGINE_CUDA_LINEAR_ATTENTION_H_

@@ -1,0 +1,142 @@
+// TNL (TransNormerLLM, `modeling_transnormer.py`; specs/models.md §9) on the GPU: the fused
+// q | k | v | u projection, silu on q and k with LRPE on the layers that have it, linear
+// attention with a constant decay per head (the gated linear attention recurrence with g
+// fixed to log(decay) and no scale: no new scan kernel), u * SimpleRMSNorm(o) (the gate
+// without activation) and out_proj. Its block: SimpleRMSNorm without weights, a GLU
+// without activation, the embedding scaled by sqrt(D). The CPU's forward pass:
+// engine/cpu/tnl.cc.
+#include <cmath>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/cuda/cuda_mixers.h"
+#include "engine/cuda/linear_attention.h"
+#include "engine/model/tnl_decay.h"
+#include "engine/util/status_macros.h"
+
+namespace hgeval::cuda {
+namespace {
+
+// SimpleRMSNorm's eps (TNL's config has no norm_eps).
+constexpr double kSimpleRmsNormEps = 1e-6;
+
+bool AnyLrpe(const ModelConfig& c) {
+  for (bool b : c.tnl_lrpe) {
+    if (b) return true;
+  }
+  return false;
+}
+
+class TnlMixer final : public CudaTokenMixer {
+ public:
+  TnlMixer(const ModelConfig& c, Act act)
+      : config_(c),
+        act_(act),
+        head_dim_(c.hidden_size / c.num_heads),
+        // With LRPE on any layer, q and k are [cos | sin] halves: dk = 2e everywhere.
+        attention_(c.num_heads, AnyLrpe(c) ? 2 * head_dim_ : head_dim_, head_dim_,
+                   /*scale=*/1.0f) {}
+
+  BlockLayout layout() const override {
+    BlockLayout layout;
+    layout.mlp_silu = false;
+    layout.norm_weights = false;
+    if (config_.tnl_scale_embedding) {
+      layout.embedding_scale = std::sqrt(static_cast<float>(config_.hidden_size));
+    }
+    layout.norm_eps = kSimpleRmsNormEps;
+    return layout;
+  }
+
+  int64_t dk() const { return attention_.dk(); }
+
+  absl::Status Load(const Checkpoint& ck, const BlockTensorNames& names,
+                    DeviceAllocator& alloc) override {
+    const int64_t D = config_.hidden_size, L = config_.num_layers, H = config_.num_heads;
+    layers_.resize(L);
+    for (int64_t l = 0; l < L; ++l) {
+      Layer& w = layers_[l];
+      const std::string m = names.MixerPrefix(l);
+      HG_RETURN_IF_ERROR(alloc.UploadDerived(std::vector<float>(D, 1.0f), &w.g_norm));
+      HG_ASSIGN_OR_RETURN(HostTensor qkvu, ck.ReadFloat(m + "qkvu_proj.weight", {4 * D, D}));
+      HG_RETURN_IF_ERROR(alloc.UploadAct({&qkvu}, &w.qkvu_proj));
+      HG_ASSIGN_OR_RETURN(HostTensor o, ck.ReadFloat(m + "out_proj.weight", {D, D}));
+      HG_RETURN_IF_ERROR(alloc.UploadAct({&o}, &w.out_proj));
+      if (!config_.tnl_lrpe.empty() && config_.tnl_lrpe[l]) {
+        HG_ASSIGN_OR_RETURN(HostTensor theta, ck.ReadFloat(m + "lrpe.theta", {H, 1, head_dim_}));
+        HG_RETURN_IF_ERROR(alloc.UploadFloat(theta, &w.lrpe_theta));
+      }
+      // The decay is derived from the config (engine/model/tnl_decay.h), not a weight.
+      std::vector<float> log_decay;
+      for (double decay : TnlDecays(H, l, L)) {
+        log_decay.push_back(static_cast<float>(std::log(decay)));
+      }
+      HG_RETURN_IF_ERROR(alloc.UploadDerived(log_decay, &w.log_decay));
+    }
+    return absl::OkStatus();
+  }
+
+  int64_t StateFloatsPerLayer() const override { return attention_.state_floats(); }
+
+  absl::Status AllocateScratch(DeviceAllocator& alloc) override {
+    const int64_t D = config_.hidden_size;
+    HG_RETURN_IF_ERROR(scratch_.Allocate(alloc, D, 4 * D, D));
+    return attention_.Allocate(alloc);
+  }
+  int64_t MaxPackChunks() const override { return attention_.max_pack_chunks(); }
+
+  absl::Status Enqueue(const MixerPass& pass) override {
+    const Layer& w = layers_[pass.layer];
+    const int D = static_cast<int>(config_.hidden_size);
+    float* proj = scratch_.proj.as<float>();
+    float* o = scratch_.o.as<float>();
+    HG_RETURN_IF_ERROR(scratch_.ProjectIn(pass, w.qkvu_proj, act_));
+    HG_CUDA_RETURN(TnlGates(proj, pass.rows, static_cast<int>(attention_.heads()),
+                            static_cast<int>(head_dim_), static_cast<int>(attention_.dk()),
+                            w.lrpe_theta.get() ? w.lrpe_theta.as<float>() : nullptr,
+                            pass.in->positions, w.log_decay.as<float>(), attention_.q(),
+                            attention_.k(), attention_.g(), attention_.v(), pass.stream));
+    HG_RETURN_IF_ERROR(attention_.Enqueue(pass, pass.layer * StateFloatsPerLayer(), o));
+    HG_CUDA_RETURN(RmsNormGated(o, D, proj + 3 * D, scratch_.proj_width, w.g_norm.as<float>(),
+                                static_cast<float>(kSimpleRmsNormEps), pass.rows, D, D,
+                                scratch_.onorm.get(), act_, D, pass.stream,
+                                /*gate_silu=*/false));
+    return scratch_.ProjectOut(pass, w.out_proj, act_);
+  }
+
+ private:
+  struct Layer {
+    DeviceBuffer qkvu_proj;   // act [4D, D]
+    DeviceBuffer out_proj;    // act [D, D]
+    DeviceBuffer g_norm;      // fp32 ones [D] (SimpleRMSNorm)
+    DeviceBuffer lrpe_theta;  // fp32 [H * e] (LRPE layers only)
+    DeviceBuffer log_decay;   // fp32 [H]
+  };
+
+  ModelConfig config_;
+  Act act_;
+  int64_t head_dim_;  // e = D / H
+  CudaLinearAttention attention_;
+  ProjectionScratch scratch_;
+  std::vector<Layer> layers_;
+};
+
+}  // namespace
+
+MixerOrError MakeTnlMixer(const ModelConfig& config, Act act) {
+  if (config.use_bias) {
+    return absl::UnimplementedError(
+        "TNL with bias: true is not supported on CUDA (no released TNL has it); use --device cpu");
+  }
+  if (config.use_short_conv) {
+    return absl::UnimplementedError("use_short_conv is not supported on CUDA");
+  }
+  auto mixer = std::make_unique<TnlMixer>(config, act);
+  if (mixer->dk() > 256) {
+    return absl::UnimplementedError("head key dim > 256 is not supported on CUDA");
+  }
+  return mixer;
+}
+
+}  // namespace hgeval::cuda

@@ -1,0 +1,124 @@
+// The CUDA backend's per-family interface: a family's token mixer over all layers (the
+// "attn" sublayer of a block; Mamba's mixer, LLaMA's self-attention), with its weights,
+// state layout, scratch and kernels for packs and for the one-token decode step, plus how
+// the family's block around it differs from fla's. CudaModel (cuda_model.h) runs the
+// shared skeleton around it: embedding, norms, MLP, head, packing and decode graphs.
+// One implementation per family, in the file of the CPU backend's name (hgrn2.cc, ...).
+#ifndef HGEVAL_ENGINE_CUDA_TOKEN_MIXER_H_
+#define HGEVAL_ENGINE_CUDA_TOKEN_MIXER_H_
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/types/span.h"
+#include "engine/cuda/device_allocator.h"
+#include "engine/cuda/gemm.h"
+#include "engine/cuda/kernels.h"
+#include "engine/loader/checkpoint.h"
+#include "engine/model/tensor_names.h"
+
+namespace hgeval::cuda {
+
+// Rows (tokens) of one packed forward; also the segment length of longer items.
+constexpr int kPackRows = 16384;
+constexpr int kDecodeRows = 32;
+
+// Device inputs the layer kernels read (the pack's tables or the decode block).
+struct RowInputs {
+  const int32_t* ids = nullptr;
+  const int64_t* positions = nullptr;
+  float* const* state_ptrs = nullptr;
+  void* const* kv_ptrs = nullptr;
+  const int64_t* caps = nullptr;
+  const int32_t* seq_row0 = nullptr;  // [num_seqs + 1]
+  const int32_t* row_seq = nullptr;   // [rows]
+  // Where each sequence's state goes after the pass (null: back to state_ptrs; a null
+  // entry: nowhere, for items continuing from a read-only start).
+  float* const* out_ptrs = nullptr;
+};
+
+// Host copies of a pack's per-sequence data (LLaMA's fp32 attention runs one sequence at
+// a time from the host).
+struct PackHostView {
+  absl::Span<const int32_t> seq_row0;  // [num_seqs + 1]
+  absl::Span<const int64_t> seq_pos0;  // position of each sequence's first row
+  absl::Span<void* const> kv;          // each sequence's KV cache
+  absl::Span<const int64_t> kv_cap;    // and its capacity
+};
+
+// One layer of a token mixer over the rows of a pack or of the decode step.
+struct MixerPass {
+  int layer = 0;
+  int rows = 0;  // decode: kDecodeRows (padding rows have null state pointers)
+  int num_seqs = 0;
+  bool decode = false;
+  const RowInputs* in = nullptr;
+  const PackView* pack = nullptr;      // packs only
+  const PackHostView* host = nullptr;  // packs only
+  const void* x = nullptr;             // act [rows, D]: the block's first norm
+  float* delta = nullptr;              // fp32 [rows, D]: the mixer's output
+  cudaStream_t stream = nullptr;
+  cublasHandle_t cublas = nullptr;
+  PinnedGemm* pinned = nullptr;
+
+  // C = A W^T: the decode step's fixed shape through cublasGemmEx, packs through the
+  // pinned algorithms (batch invariance, gemm.h).
+  absl::Status Linear(int64_t m, int64_t n, int64_t k, MatRef a, MatRef w, void* c, Act c_act,
+                      int64_t ldc) const;
+};
+
+// How a family's block differs from fla's (norm -> mixer -> add+norm -> SwiGLU MLP -> add).
+struct BlockLayout {
+  bool mlp = true;                 // Mamba: norm -> mixer only
+  bool mlp_silu = true;            // TNL: a GLU without activation
+  bool norm_weights = true;        // TNL: SimpleRMSNorm (weights of ones, not counted)
+  float embedding_scale = 1.0f;    // TNL: sqrt(D) unless no_scale_embedding
+  std::optional<double> norm_eps;  // replaces config.norm_eps (TNL: SimpleRMSNorm's 1e-6)
+  // LLaMA: the KV cache holds this many bytes per position and layer plane ([L][2][cap]);
+  // 0: the family keeps a fixed-size recurrent state instead.
+  int64_t kv_row_bytes = 0;
+  bool bounded_context = false;  // LLaMA: positions bounded by max_position_embeddings
+};
+
+// The scratch of mixers that project x once (one fused fp32 input projection), compute an
+// output o (fp32) and normalise it (activation dtype) before o_proj: HGRN2, HGRN, GLA, TNL.
+struct ProjectionScratch {
+  int64_t d = 0;           // model width D
+  int64_t proj_width = 0;  // columns of proj
+  int64_t out_width = 0;   // columns of o / onorm (o_proj's input)
+  DeviceBuffer proj, o, onorm;
+
+  absl::Status Allocate(DeviceAllocator& alloc, int64_t d, int64_t proj_width, int64_t out_width);
+  // proj = x · w_inᵀ (fp32).
+  absl::Status ProjectIn(const MixerPass& pass, const DeviceBuffer& w_in, Act act) const;
+  // delta = onorm · w_outᵀ (fp32).
+  absl::Status ProjectOut(const MixerPass& pass, const DeviceBuffer& w_out, Act act) const;
+};
+
+class CudaTokenMixer {
+ public:
+  virtual ~CudaTokenMixer() = default;
+  virtual BlockLayout layout() const { return {}; }
+  // Reads every layer's mixer weights (under names.MixerPrefix(l); shapes checked) and
+  // uploads them through `alloc` (which counts them).
+  virtual absl::Status Load(const Checkpoint& checkpoint, const BlockTensorNames& names,
+                            DeviceAllocator& alloc) = 0;
+  // fp32 values of one layer's recurrent state per sequence (0: none).
+  virtual int64_t StateFloatsPerLayer() const = 0;
+  // The mixer's scratch for kPackRows rows (fixed at build: graphs keep the pointers).
+  virtual absl::Status AllocateScratch(DeviceAllocator& alloc) = 0;
+  // Chunks of kGlaChunk rows a pack may hold (the chunkwise recurrences' state budget).
+  virtual int64_t MaxPackChunks() const { return kPackRows / kGlaChunk; }
+  // Enqueues one layer: reads pass.x, writes pass.delta (o_proj applied), advances the
+  // sequences' states (pass.in's state and out pointers).
+  virtual absl::Status Enqueue(const MixerPass& pass) = 0;
+};
+
+}  // namespace hgeval::cuda
+
+#endif  // HGEVAL_ENGINE_CUDA_TOKEN_MIXER_H_
