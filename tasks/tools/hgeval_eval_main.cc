@@ -10,6 +10,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
+#include "engine/model/load_model.h"
 #include "engine/tokenizer/token_only_tokenizer.h"
 #include "engine/util/status_macros.h"
 #include "tasks/cli_options.h"
@@ -193,11 +194,14 @@ int Run(int argc, char** argv) {
     classify_only = classify_only && (*task)->output_type() == RequestType::kClassify;
   }
   if (classify_only) {
-    auto lra = lra::EngineLraClassifier::Load(args->Get("model"));
+    LoadOptions lra_options;
+    lra_options.device = args->Get("device", "cpu");
+    lra_options.dtype = args->Get("dtype", "fp32");
+    auto lra = lra::EngineLraClassifier::Load(args->Get("model"), lra_options);
     if (!lra.ok()) return fail(lra.status());
     if (!quiet) {
-      std::fprintf(stderr, "model %s (%s, cpu fp32)\n", args->Get("model").c_str(),
-                   (*lra)->info().family.c_str());
+      std::fprintf(stderr, "model %s (%s, %s fp32)\n", args->Get("model").c_str(),
+                   (*lra)->info().family.c_str(), (*lra)->info().backend.c_str());
     }
     return EvaluateAndReport(**lra, *task_names, eval_options, args->Get("model"), *args, quiet);
   }
