@@ -56,6 +56,9 @@ struct DeviceLayer {
   DeviceLinear l1, l2, l3;
 };
 
+// The linear encoder's input width on the GPU: the channels rounded up to a multiple of 4.
+int64_t PaddedChannels(int64_t channels) { return (channels + 3) / 4 * 4; }
+
 // Scratch slots, each grown on demand.
 enum Slot {
   kX,
@@ -139,7 +142,17 @@ class CudaLraClassifier final : public LraClassifier {
     if (config_.embedding_encoder) {
       HG_ASSIGN_OR_RETURN(embedding_, Upload(w.embedding.data));
     } else {
-      HG_RETURN_IF_ERROR(UploadLinear(w.input_encoder, &encoder_));
+      // K padded with zero columns to a multiple of 4 (1-3 channels otherwise give the
+      // GEMM rows of 4-12 bytes); the zero terms leave every sum unchanged.
+      LraLinearWeights padded = w.input_encoder;
+      const int64_t channels = padded.in();
+      padded.weight.shape[1] = PaddedChannels(channels);
+      padded.weight.data.assign(padded.out() * padded.in(), 0.0f);
+      for (int64_t o = 0; o < padded.out(); ++o) {
+        std::copy_n(w.input_encoder.weight.data.begin() + o * channels, channels,
+                    padded.weight.data.begin() + o * padded.in());
+      }
+      HG_RETURN_IF_ERROR(UploadLinear(padded, &encoder_));
     }
     layers_.resize(w.layers.size());
     for (size_t l = 0; l < w.layers.size(); ++l) {
@@ -295,6 +308,7 @@ class CudaLraClassifier final : public LraClassifier {
     lines.step = dev + at_step;
     lines.part = dev + at_part;
 
+    std::vector<float> pixels;  // the padded pixels' upload source, alive until the sync
     HG_ASSIGN_OR_RETURN(float* x, Scratch(kX, rows * d));
     HG_ASSIGN_OR_RETURN(float* normed, Scratch(kNormed, rows * d));
     HG_ASSIGN_OR_RETURN(float* update, Scratch(kUpdate, rows * d));
@@ -302,8 +316,13 @@ class CudaLraClassifier final : public LraClassifier {
       HG_CUDA_RETURN(EmbedRows(embedding_.get(), Act::kF32, dev + at_tokens, n_rows,
                                static_cast<int>(d), x, stream()));
     } else {
-      HG_ASSIGN_OR_RETURN(float* dev_pixels, Scratch(kPixels, p.pixels.size()));
-      HG_CUDA_RETURN(cudaMemcpyAsync(dev_pixels, p.pixels.data(), p.pixels.size() * sizeof(float),
+      const int64_t channels = config_.input_channels, padded = encoder_.in;
+      pixels.assign(rows * padded, 0.0f);
+      for (int64_t r = 0; r < rows; ++r) {
+        std::copy_n(p.pixels.begin() + r * channels, channels, pixels.begin() + r * padded);
+      }
+      HG_ASSIGN_OR_RETURN(float* dev_pixels, Scratch(kPixels, pixels.size()));
+      HG_CUDA_RETURN(cudaMemcpyAsync(dev_pixels, pixels.data(), pixels.size() * sizeof(float),
                                      cudaMemcpyHostToDevice, stream()));
       HG_RETURN_IF_ERROR(Linear(encoder_, dev_pixels, rows, x, d));
     }
