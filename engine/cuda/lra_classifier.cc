@@ -239,11 +239,20 @@ class CudaLraClassifier final : public LraClassifier {
     return buf.as<float>();
   }
 
-  // y[rows, out] (row stride ldy) = x[rows, in] W^T + b.
+  // y[rows, out] (row stride ldy) = x[rows, in] W^T + b: the pinned cuBLASLt GEMM, or, for
+  // a shape it has no batch-invariant algorithm for (odd widths), LraLinear.
   absl::Status Linear(const DeviceLinear& l, const float* x, int64_t rows, float* y,
                       int64_t ldy) const {
-    HG_RETURN_IF_ERROR(gemm_->Run(stream(), rows, l.out, l.in, MatRef{x, Act::kF32, l.in},
-                                  MatRef{l.weight.get(), Act::kF32, l.in}, y, Act::kF32, ldy));
+    const absl::Status pinned =
+        gemm_->Run(stream(), rows, l.out, l.in, MatRef{x, Act::kF32, l.in},
+                   MatRef{l.weight.get(), Act::kF32, l.in}, y, Act::kF32, ldy);
+    if (!pinned.ok()) {
+      cudaGetLastError();  // clear what the failed call may have left
+      if (LraLinear(x, l.in, l.weight.as<float>(), l.in, rows, static_cast<int>(l.out),
+                    static_cast<int>(l.in), y, ldy, stream()) != cudaSuccess) {
+        return pinned;
+      }
+    }
     if (l.bias.get() != nullptr) {
       HG_CUDA_RETURN(AddBias(y, ldy, l.bias.as<float>(), static_cast<int>(rows),
                              static_cast<int>(l.out), stream()));

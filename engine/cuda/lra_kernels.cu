@@ -35,6 +35,35 @@ __device__ double BlockSumDouble(double v, double* scratch) {
   return WarpSumDouble(t);
 }
 
+constexpr int kLinearTile = 16;
+
+// Block: a 16 x 16 tile of c; k in chunks of 16 through shared memory, each thread's sum
+// in k order. Row tiles stride by gridDim.y (any m).
+__global__ void LraLinearKernel(const float* a, int64_t lda, const float* w, int64_t ldw, int64_t m,
+                                int n, int k, float* c, int64_t ldc) {
+  __shared__ float a_tile[kLinearTile][kLinearTile + 1];
+  __shared__ float w_tile[kLinearTile][kLinearTile + 1];
+  const int tx = threadIdx.x, ty = threadIdx.y;
+  const int col = blockIdx.x * kLinearTile + tx;
+  const int w_row = blockIdx.x * kLinearTile + ty;
+  const int64_t row_tiles = (m + kLinearTile - 1) / kLinearTile;
+  for (int64_t tile = blockIdx.y; tile < row_tiles; tile += gridDim.y) {
+    const int64_t row = tile * kLinearTile + ty;
+    float acc = 0.0f;
+    for (int k0 = 0; k0 < k; k0 += kLinearTile) {
+      const int kk = k0 + tx;
+      a_tile[ty][tx] = row < m && kk < k ? a[row * lda + kk] : 0.0f;
+      w_tile[ty][tx] = w_row < n && kk < k ? w[static_cast<int64_t>(w_row) * ldw + kk] : 0.0f;
+      __syncthreads();
+      for (int j = 0; j < kLinearTile && k0 + j < k; ++j) {
+        acc = fmaf(a_tile[ty][j], w_tile[tx][j], acc);
+      }
+      __syncthreads();
+    }
+    if (row < m && col < n) c[row * ldc + col] = acc;
+  }
+}
+
 __global__ void LraNormKernel(const float* x, int width, const float* w, const float* b,
                               const float* running_mean, const float* running_var, float eps,
                               float* y) {
@@ -179,6 +208,17 @@ __global__ void LraRetrievalFeaturesKernel(const float* pooled, int d, float* fe
 }
 
 }  // namespace
+
+cudaError_t LraLinear(const float* a, int64_t lda, const float* w, int64_t ldw, int64_t m, int n,
+                      int k, float* c, int64_t ldc, cudaStream_t stream) {
+  if (m == 0 || n == 0) return cudaSuccess;
+  const int64_t row_tiles = (m + kLinearTile - 1) / kLinearTile;
+  const dim3 grid(CeilDiv(n, kLinearTile),
+                  static_cast<unsigned>(row_tiles < 65535 ? row_tiles : 65535));
+  LraLinearKernel<<<grid, dim3(kLinearTile, kLinearTile), 0, stream>>>(a, lda, w, ldw, m, n, k, c,
+                                                                       ldc);
+  return cudaGetLastError();
+}
 
 cudaError_t LraNorm(const float* x, int rows, int width, const float* w, const float* b,
                     const float* running_mean, const float* running_var, float eps, float* y,

@@ -16,6 +16,12 @@ namespace hgeval::cuda {
 // The largest HGRN2 head size (expand_ratio) the scan kernel holds in registers.
 constexpr int kMaxLraHeadSize = 128;
 
+// c[m, n] (row stride ldc) = a[m, k] (lda) · w[n, k]^T (ldw), fp32, each output summed over
+// k in order by one thread: the fallback for a projection the pinned cuBLASLt GEMM has no
+// algorithm for (a function of the shape only, so still batch-invariant).
+cudaError_t LraLinear(const float* a, int64_t lda, const float* w, int64_t ldw, int64_t m, int n,
+                      int k, float* c, int64_t ldc, cudaStream_t stream);
+
 // y = LayerNorm(x) * w + b per row of `width` (mean and variance in double, like the CPU
 // backend), or, when running_mean is not null, eval-mode BatchNorm
 // (x - mean) / sqrt(var + eps) * w + b. y may be x.
