@@ -7,8 +7,12 @@
 //     head sizes of every scan-kernel variant: within 1e-4 relative;
 //   - batch invariance: an example's logits alone and inside batches (several orders, and
 //     a batch large enough for two passes) are bitwise equal;
+//   - the projections' fallback kernel on odd shapes;
 //   - refusals: bad inputs, a device that does not exist, bf16.
 // Skipped without a GPU, like the other *_gpu_test programs.
+
+#include <cuda_runtime_api.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -20,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/cuda/lra_kernels.h"
 #include "engine/loader/checkpoint.h"
 #include "engine/model/load_model.h"
 #include "engine/model/lra_classifier.h"
@@ -247,6 +252,49 @@ TEST(LraClassifierGpuTest, LogitsDoNotDependOnTheBatch) {
       EXPECT_TRUE(BitwiseEqual(alone[0], reversed_batch[inputs.size() - 1 - i]))
           << "input " << i << " alone vs in the reversed batch";
     }
+  }
+}
+
+// The projections' fallback kernel (used where the pinned cuBLASLt GEMM has no algorithm):
+// odd shapes against a double reference, and each row the same alone as among others.
+TEST(LraClassifierGpuTest, FallbackLinearKernelMatchesReferenceAndIsRowInvariant) {
+  if (!HaveGpu()) GTEST_SKIP() << "no CUDA GPU visible";
+  struct Shape {
+    int m, n, k;
+  };
+  std::mt19937 rng(21);
+  for (const Shape& shape : {Shape{37, 5, 3}, Shape{1, 130, 33}, Shape{70, 17, 64}}) {
+    const int m = shape.m, n = shape.n, k = shape.k, ldc = n + 3;  // a strided output
+    const HostTensor a = RandomHostTensor({m, k}, rng, 1.0f);
+    const HostTensor w = RandomHostTensor({n, k}, rng, 1.0f);
+    float *dev_a = nullptr, *dev_w = nullptr, *dev_c = nullptr, *dev_one = nullptr;
+    ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&dev_a), a.data.size() * 4), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&dev_w), w.data.size() * 4), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&dev_c), static_cast<size_t>(m) * ldc * 4),
+              cudaSuccess);
+    ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&dev_one), static_cast<size_t>(n) * 4),
+              cudaSuccess);
+    cudaMemcpy(dev_a, a.data.data(), a.data.size() * 4, cudaMemcpyHostToDevice);
+    cudaMemcpy(dev_w, w.data.data(), w.data.size() * 4, cudaMemcpyHostToDevice);
+    ASSERT_EQ(cuda::LraLinear(dev_a, k, dev_w, k, m, n, k, dev_c, ldc, nullptr), cudaSuccess);
+    std::vector<float> c(static_cast<size_t>(m) * ldc), one(n);
+    ASSERT_EQ(cudaMemcpy(c.data(), dev_c, c.size() * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+    for (int r = 0; r < m; ++r) {
+      for (int o = 0; o < n; ++o) {
+        double want = 0.0;
+        for (int j = 0; j < k; ++j) want += double{a.data[r * k + j]} * w.data[o * k + j];
+        EXPECT_NEAR(c[r * ldc + o], want, 1e-5 * std::max(1.0, std::abs(want))) << r << " " << o;
+      }
+    }
+    const int last = m - 1;  // the last row alone
+    ASSERT_EQ(cuda::LraLinear(dev_a + last * k, k, dev_w, k, 1, n, k, dev_one, n, nullptr),
+              cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(one.data(), dev_one, n * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+    EXPECT_EQ(std::memcmp(one.data(), c.data() + last * ldc, n * 4), 0);
+    cudaFree(dev_a);
+    cudaFree(dev_w);
+    cudaFree(dev_c);
+    cudaFree(dev_one);
   }
 }
 
