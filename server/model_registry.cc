@@ -291,7 +291,7 @@ absl::StatusOr<std::unique_ptr<LoadedModel>> ModelRegistry::LoadClassifier(
   const LraClassifierConfig& config = loaded->classifier->config();
   loaded->info.vocab_size = config.embedding_encoder ? config.vocab_size : 0;
   loaded->info.num_parameters = loaded->classifier->num_parameters();
-  loaded->info.backend = "cpu";
+  loaded->info.backend = loaded->classifier->backend();
   loaded->info.dtype = "fp32";
   loaded->max_sequence_tokens = options_.max_sequence_tokens;
   ClassifySchedulerOptions scheduler;

@@ -5,7 +5,6 @@
 #include <type_traits>
 
 #include "absl/strings/str_cat.h"
-#include "engine/cpu/lra_classifier.h"
 
 namespace hgeval {
 namespace {
@@ -173,24 +172,78 @@ float LraSinusoid(int64_t position, int64_t channel, int64_t hidden_size) {
   return static_cast<float>(channel % 2 == 0 ? std::sin(angle) : std::cos(angle));
 }
 
-absl::StatusOr<std::unique_ptr<LraClassifier>> BuildLraClassifier(const Checkpoint& checkpoint,
-                                                                  const LoadOptions& options) {
-  absl::StatusOr<LraClassifierConfig> config = ParseLraClassifierConfig(checkpoint.config());
-  if (!config.ok()) return config.status();
-  if (options.device != "cpu") {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "LRA classifiers (", checkpoint.source(),
-        ") run on the CPU backend only: the CUDA "
-        "backend has no bidirectional HGRN/HGRN2 classifier yet; load it with device cpu"));
-  }
-  return cpu::BuildLraClassifier(checkpoint, *config);
+int64_t LraPositions(const LraClassifierConfig& config, const LraDocument& doc) {
+  return config.embedding_encoder ? static_cast<int64_t>(doc.tokens.size())
+                                  : static_cast<int64_t>(doc.pixels.size()) / config.input_channels;
 }
 
-absl::StatusOr<std::unique_ptr<LraClassifier>> LoadLraClassifier(const std::string& dir,
-                                                                 const LoadOptions& options) {
-  absl::StatusOr<std::unique_ptr<Checkpoint>> checkpoint = OpenCheckpoint(dir);
-  if (!checkpoint.ok()) return checkpoint.status();
-  return BuildLraClassifier(**checkpoint, options);
+std::vector<float> NormalisedLraPixels(const LraClassifierConfig& config,
+                                       absl::Span<const float> pixels) {
+  const int64_t channels = config.input_channels;
+  std::vector<float> normalised(pixels.size());
+  for (size_t i = 0; i < normalised.size(); ++i) {
+    const int64_t c = static_cast<int64_t>(i) % channels;
+    normalised[i] = (pixels[i] / 255.0f - config.input_mean[c]) / config.input_std[c];
+  }
+  return normalised;
+}
+
+namespace {
+
+absl::Status ValidateDocument(const LraClassifierConfig& config, const LraDocument& doc, size_t i) {
+  const std::string where = absl::StrCat("input ", i, ": ");
+  if (config.embedding_encoder) {
+    if (!doc.pixels.empty())
+      return absl::InvalidArgumentError(where + "the model takes tokens, not pixels");
+    for (int32_t token : doc.tokens) {
+      if (token < 0 || token >= config.vocab_size) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            where, "token id ", token, " outside the vocabulary of ", config.vocab_size));
+      }
+    }
+  } else {
+    if (!doc.tokens.empty())
+      return absl::InvalidArgumentError(where + "the model takes pixels, not tokens");
+    if (doc.pixels.size() % config.input_channels != 0) {
+      return absl::InvalidArgumentError(absl::StrCat(where, doc.pixels.size(),
+                                                     " pixel values are not a multiple of ",
+                                                     config.input_channels, " channels"));
+    }
+    for (float p : doc.pixels) {
+      if (!std::isfinite(p))
+        return absl::InvalidArgumentError(where + "a pixel value is not finite");
+    }
+  }
+  const int64_t positions = LraPositions(config, doc);
+  if (positions == 0) return absl::InvalidArgumentError(where + "empty input");
+  if (config.two_d && positions != config.image_height * config.image_width) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, positions, " positions, but the model scans ", config.image_height, "x",
+                     config.image_width, " images"));
+  }
+  if (doc.pool_length < 0 || doc.pool_length > positions) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, "pool_length ", doc.pool_length, " outside [0, ", positions, "]"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ValidateLraInputs(const LraClassifierConfig& config,
+                               absl::Span<const LraInput> inputs) {
+  const size_t documents = config.head == LraHead::kRetrieval ? 2 : 1;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (inputs[i].documents.size() != documents) {
+      return absl::InvalidArgumentError(absl::StrCat("input ", i, ": the model takes ", documents,
+                                                     " document(s) per example, got ",
+                                                     inputs[i].documents.size()));
+    }
+    for (const LraDocument& doc : inputs[i].documents) {
+      if (absl::Status s = ValidateDocument(config, doc, i); !s.ok()) return s;
+    }
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace hgeval

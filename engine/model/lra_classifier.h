@@ -4,8 +4,8 @@
 // bidirectional HGRN2 or HGRN1 token mixer and a GLU, a final norm, mean pooling and a
 // linear head (or the two-tower retrieval head). Checkpoint layout: docs/lra.md.
 //
-// CPU only: the CUDA backend refuses these checkpoints (LoadLraClassifier with a cuda
-// device is FAILED_PRECONDITION).
+// Backends: CPU (engine/cpu/lra_classifier.h) and CUDA (engine/cuda/lra_classifier.h),
+// both fp32.
 #ifndef HGEVAL_ENGINE_MODEL_LRA_CLASSIFIER_H_
 #define HGEVAL_ENGINE_MODEL_LRA_CLASSIFIER_H_
 
@@ -79,6 +79,8 @@ class LraClassifier {
   virtual ~LraClassifier() = default;
   virtual const LraClassifierConfig& config() const = 0;
   virtual int64_t num_parameters() const = 0;
+  // Where it runs: "cpu" or "cuda:N".
+  virtual std::string backend() const = 0;
   // logits->at(i) gets num_classes logits for inputs[i]. An example's logits never depend
   // on the other examples. InvalidArgument naming the example for bad inputs (token id
   // out of range, pixel count not a multiple of input_channels, a 2-D input whose length
@@ -87,7 +89,20 @@ class LraClassifier {
                                 std::vector<std::vector<float>>* logits) const = 0;
 };
 
-// Builds the classifier from an open checkpoint on options.device ("cpu" only).
+// The checks Classify makes before computing anything (the rules above), the same on every
+// backend: InvalidArgument naming the example.
+absl::Status ValidateLraInputs(const LraClassifierConfig& config,
+                               absl::Span<const LraInput> inputs);
+// A document's positions: its tokens, or its pixel values / input_channels.
+int64_t LraPositions(const LraClassifierConfig& config, const LraDocument& doc);
+// The linear encoder's input: pixel value p of channel c as (p / 255 - mean[c]) / std[c].
+std::vector<float> NormalisedLraPixels(const LraClassifierConfig& config,
+                                       absl::Span<const float> pixels);
+
+// Builds the classifier from an open checkpoint on options.device: "cpu", or "cuda" /
+// "cuda:N" (FailedPrecondition when this build has no CUDA backend or no GPU is visible).
+// options.dtype must be fp32 (both backends compute in fp32). Defined in
+// lra_classifier_load.cc, which the engine builds with its backends.
 absl::StatusOr<std::unique_ptr<LraClassifier>> BuildLraClassifier(const Checkpoint& checkpoint,
                                                                   const LoadOptions& options);
 // Opens the checkpoint folder (config.json + model.safetensors) and builds it.

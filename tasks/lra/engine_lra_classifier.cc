@@ -75,10 +75,10 @@ absl::StatusOr<std::vector<ClassifyResult>> ClassifyWithEngine(
 }
 
 absl::StatusOr<std::unique_ptr<EngineLraClassifier>> EngineLraClassifier::Load(
-    const std::string& dir) {
+    const std::string& dir, const LoadOptions& options) {
   absl::StatusOr<std::unique_ptr<Checkpoint>> checkpoint = OpenCheckpoint(dir);
   if (!checkpoint.ok()) return checkpoint.status();
-  absl::StatusOr<std::unique_ptr<LraClassifier>> model = BuildLraClassifier(**checkpoint, {});
+  absl::StatusOr<std::unique_ptr<LraClassifier>> model = BuildLraClassifier(**checkpoint, options);
   if (!model.ok()) return model.status();
   auto lm = std::unique_ptr<EngineLraClassifier>(new EngineLraClassifier());
   absl::StatusOr<std::optional<LraVocabulary>> vocab =
@@ -90,7 +90,7 @@ absl::StatusOr<std::unique_ptr<EngineLraClassifier>> EngineLraClassifier::Load(
   lm->info_.family = LraFamilyName((*model)->config());
   lm->info_.tokenizer = lm->vocab_.has_value() ? dir + "/lra_vocab.json" : "";
   lm->info_.dtype = "fp32";
-  lm->info_.backend = "cpu";
+  lm->info_.backend = (*model)->backend();
   lm->model_ = *std::move(model);
   return lm;
 }

@@ -30,8 +30,10 @@ absl::StatusOr<std::vector<ClassifyResult>> ClassifyWithEngine(
 
 class EngineLraClassifier : public LanguageModel {
  public:
-  // Loads `dir` (config.json, model.safetensors, and lra_vocab.json for text models).
-  static absl::StatusOr<std::unique_ptr<EngineLraClassifier>> Load(const std::string& dir);
+  // Loads `dir` (config.json, model.safetensors, and lra_vocab.json for text models) on
+  // options.device (cpu, cuda, cuda:N; fp32 only).
+  static absl::StatusOr<std::unique_ptr<EngineLraClassifier>> Load(const std::string& dir,
+                                                                   const LoadOptions& options = {});
 
   absl::StatusOr<std::vector<LoglikelihoodResult>> Loglikelihood(
       absl::Span<const LoglikelihoodRequest>, const CallOptions&) override;

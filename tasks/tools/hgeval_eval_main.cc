@@ -12,6 +12,7 @@
 #include "engine/cli/command_line.h"
 #include "engine/cli/common_flags.h"
 #include "engine/cli/model_flags.h"
+#include "engine/model/load_model.h"
 #include "engine/tokenizer/token_only_tokenizer.h"
 #include "engine/util/status_macros.h"
 #include "tasks/cli_options.h"
@@ -149,11 +150,13 @@ int Run(int argc, char** argv) {
     classify_only = classify_only && (*task)->output_type() == RequestType::kClassify;
   }
   if (classify_only) {
-    auto lra = lra::EngineLraClassifier::Load(model_path);
+    auto lra_options = cli::LoadOptionsFromFlags();
+    if (!lra_options.ok()) return Fail(lra_options.status());
+    auto lra = lra::EngineLraClassifier::Load(model_path, *lra_options);
     if (!lra.ok()) return Fail(lra.status());
     if (progress) {
-      std::fprintf(stderr, "model %s (%s, cpu fp32)\n", model_path.c_str(),
-                   (*lra)->info().family.c_str());
+      std::fprintf(stderr, "model %s (%s, %s fp32)\n", model_path.c_str(),
+                   (*lra)->info().family.c_str(), (*lra)->info().backend.c_str());
     }
     return EvaluateAndReport(**lra, *task_names, eval_options, model_path);
   }

@@ -240,12 +240,22 @@ TEST(LraClassifier2dTest, FourDirectionScanEqualsDirectSum) {
   auto status = (*model)->Classify(wrong, &logits);
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(status.message().find("3x4"), std::string::npos);
-  // CUDA refuses LRA classifiers with a clear message.
-  LoadOptions cuda;
-  cuda.device = "cuda";
-  auto refused = BuildLraClassifier(*checkpoint, cuda);
-  EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_NE(refused.status().message().find("CPU backend only"), std::string::npos);
+  // Without a usable GPU (no CUDA backend in the build, or none visible) a cuda device is
+  // refused with a clear message; with one, tests/cuda/lra_classifier_gpu_test covers it.
+  if (!CudaAvailable()) {
+    LoadOptions cuda;
+    cuda.device = "cuda";
+    auto refused = BuildLraClassifier(*checkpoint, cuda);
+    EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
+    EXPECT_NE(refused.status().message().find("use --device cpu"), std::string::npos)
+        << refused.status();
+  }
+  // Both backends compute in fp32 only.
+  LoadOptions bf16;
+  bf16.dtype = "bf16";
+  auto refused_dtype = BuildLraClassifier(*checkpoint, bf16);
+  EXPECT_EQ(refused_dtype.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(refused_dtype.status().message().find("fp32 only"), std::string::npos);
 }
 
 }  // namespace
