@@ -33,18 +33,20 @@ nvidia-smi --query-gpu=name,memory.total --format=csv,noheader >>"$OUT/environme
 echo "== golden check ($(date -u +%T))"
 "$PYTHON" "$SCRIPT" --check-golden tests/golden 2>&1 | tee "$OUT/check_golden.log"
 
-echo "== training hgrn2/hgrn d64/d128 on (256,16), time limit ${LIMIT}s each ($(date -u +%T))"
+echo "== training ${MQAR_RUNS:-hgrn2/hgrn d64/d128} on (256,16), time limit ${LIMIT}s each ($(date -u +%T))"
 names=()
 pids=()
-for arch in hgrn2 hgrn; do
-  for d in 64 128; do
-    name="${arch}_d${d}"
+# MQAR_RUNS picks a subset (e.g. "hgrn2_d128 hgrn_d128": two trainings share the GPU, so
+# each gets about twice the steps of four).
+read -r -a RUNS <<<"${MQAR_RUNS:-hgrn2_d64 hgrn2_d128 hgrn_d64 hgrn_d128}"
+for name in "${RUNS[@]}"; do
+    arch=${name%_d*}
+    d=${name##*_d}
     timeout --kill-after=10 "$((LIMIT + GRACE))" \
       "$PYTHON" "$SCRIPT" --arch "$arch" --d-model "$d" --setting 256,16 \
       --time-limit "$LIMIT" --bf16-weights --out "$OUT/mqar" "${EXTRA[@]}" >"$OUT/$name.log" 2>&1 &
     names+=("$name")
     pids+=("$!")
-  done
 done
 
 failed=0

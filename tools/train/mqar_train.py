@@ -537,7 +537,10 @@ def main():
             losses.append(trainer.step(x_train[idx], pos_train[idx], target_train[idx],
                                        schedule.lr(step, elapsed)))
             step += 1
-        total = float(torch.stack(losses).mean()) if losses else float("nan")
+        if not losses:  # the limit fell at an epoch's start: nothing new to log
+            print(f"time limit reached before epoch {epoch} after {step} steps", flush=True)
+            break
+        total = float(torch.stack(losses).mean())
         seen = 1
         acc, _, _ = evaluate(torch, model, x_test, y_test, batch)
         log.append({"epoch": epoch, "steps": step, "train_loss": total / seen,
