@@ -1,6 +1,8 @@
 // Benchmarks the CUDA backend on random-weight 1.3B models (HGRN2 and LLaMA shapes from
 // issue 6): scoring throughput, long-sequence prefill time and peak memory, greedy decode
-// throughput. Writes JSON and prints a table beside the PyTorch peers measured on an H200.
+// throughput. Writes JSON and prints a table; bench/peers/kernel_peer.py measures the PyTorch
+// peers (fla, transformers) on the same shapes in the same device call and writes the one
+// JSON with both and the ratios (--configs_out gives it the models' config.json files).
 //
 // Random weights are for timing only: the program refuses to run without
 // --random_weights, and nothing it builds is ever saved or used for evaluation.
@@ -11,7 +13,6 @@
 #include <cstdio>
 #include <ctime>
 #include <fstream>
-#include <map>
 #include <memory>
 #include <random>
 #include <string>
@@ -42,6 +43,8 @@ ABSL_FLAG(int, decode_steps, 64, "decode steps timed");
 ABSL_FLAG(bool, skip_64k, false, "skip the 64K prefill");
 ABSL_FLAG(bool, micro_only, false, "only the kernel micro-benchmarks");
 ABSL_FLAG(bool, micro, true, "also time the main kernels alone (GEMM shapes, chunkwise GLA)");
+ABSL_FLAG(std::string, configs_out, "",
+          "folder for each model's config.json as <family>_config.json (for the peer)");
 
 namespace hgeval {
 namespace {
@@ -279,11 +282,6 @@ nlohmann::json Micro(cuda::DeviceContext* ctx) {
   return out;
 }
 
-struct Peer {
-  double score_8x2048, score_32x512, prefill16k_ms, prefill16k_gib, prefill64k_ms,
-      prefill64k_gib, decode1, decode32;
-};
-
 }  // namespace
 }  // namespace hgeval
 
@@ -300,9 +298,6 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "cuda_bench: no CUDA GPU visible\n");
     return 1;
   }
-  const std::map<std::string, Peer> peers = {
-      {"hgrn2", {167358, 166302, 100.6, 3.51, 424.3, 6.32, 18.6, 527}},
-      {"llama", {139978, 145057, 151.9, 3.35, 1137, 5.67, 13.7, 490}}};
   if (absl::GetFlag(FLAGS_micro_only)) {
     auto ctx = cuda::DeviceContext::Create(0);
     if (!ctx.ok()) return 1;
@@ -321,6 +316,9 @@ int main(int argc, char** argv) {
     if (!config.ok()) {
       std::fprintf(stderr, "%s\n", std::string(config.status().message()).c_str());
       return 1;
+    }
+    if (const std::string dir = absl::GetFlag(FLAGS_configs_out); !dir.empty()) {
+      std::ofstream(absl::StrCat(dir, "/", family, "_config.json")) << cfg_json.dump(2) << "\n";
     }
     const auto tb = std::chrono::steady_clock::now();
     std::unique_ptr<cuda::CudaModel> model;
@@ -376,13 +374,6 @@ int main(int argc, char** argv) {
   report["dtype"] = absl::GetFlag(FLAGS_dtype);
   report["layers"] = absl::GetFlag(FLAGS_layers);
   report["weights"] = "random (timing only)";
-  for (const auto& [fam, p] : peers) {
-    report["peers_h200_pytorch"][fam] = {
-        {"score_8x2048_tok_s", p.score_8x2048}, {"score_32x512_tok_s", p.score_32x512},
-        {"prefill_16k_ms", p.prefill16k_ms},    {"prefill_16k_peak_gib", p.prefill16k_gib},
-        {"prefill_64k_ms", p.prefill64k_ms},    {"prefill_64k_peak_gib", p.prefill64k_gib},
-        {"decode_b1_tok_s", p.decode1},         {"decode_b32_tok_s", p.decode32}};
-  }
   std::string out = absl::GetFlag(FLAGS_out);
   if (out.empty()) {
     std::string g = gpu;
@@ -393,19 +384,21 @@ int main(int argc, char** argv) {
   }
   std::ofstream(out) << report.dump(2) << "\n";
 
-  std::printf("\nGPU: %s, dtype %s, random weights. Peers: PyTorch on one H200 (issue 6).\n",
+  std::printf("\nGPU: %s, dtype %s, random weights (peers: bench/peers/kernel_peer.py).\n",
               gpu.c_str(), absl::GetFlag(FLAGS_dtype).c_str());
-  std::printf("%-34s %14s %14s %14s %14s\n", "", "hgeval HGRN2", "fla HGRN2", "hgeval LLaMA",
-              "HF LLaMA");
+  std::vector<std::string> families;
+  for (const auto& [fam, r] : report["models"].items()) families.push_back(fam);
+  std::printf("%-34s", "");
+  for (const auto& fam : families) std::printf(" %14s", fam.c_str());
+  std::printf("\n");
   auto row = [&](const char* name, const char* key, const char* fmt) {
     std::printf("%-34s", name);
-    for (const char* fam : {"hgrn2", "llama"}) {
-      char a[32] = "-", b[32] = "-";
-      if (report["models"].contains(fam) && report["models"][fam].contains(key)) {
+    for (const auto& fam : families) {
+      char a[32] = "-";
+      if (report["models"][fam].contains(key)) {
         std::snprintf(a, sizeof(a), fmt, report["models"][fam][key].get<double>());
       }
-      std::snprintf(b, sizeof(b), fmt, report["peers_h200_pytorch"][fam][key].get<double>());
-      std::printf(" %14s %14s", a, b);
+      std::printf(" %14s", a);
     }
     std::printf("\n");
   };
