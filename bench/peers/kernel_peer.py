@@ -34,6 +34,8 @@ import traceback
 import torch
 import torch.nn.functional as F
 
+from suite_peer import build_model  # the same two peers, built the same way
+
 # Issue 16's targets: (family, row) -> (bound, "min" for throughput, "max" for time/memory).
 TARGETS = {
     ("hgrn2", "score_8x2048_tok_s"): (200_000, "min"),
@@ -50,23 +52,6 @@ TARGETS = {
 
 def sync():
     torch.cuda.synchronize()
-
-
-def build_model(family, config):
-    cfg = {k: v for k, v in config.items() if k not in ("model_type", "architectures")}
-    torch.manual_seed(0)
-    with torch.device("cuda"):
-        if family == "hgrn2":
-            from fla.models import HGRN2Config, HGRN2ForCausalLM
-
-            model = HGRN2ForCausalLM(HGRN2Config(**cfg))
-        elif family == "llama":
-            from transformers import LlamaConfig, LlamaForCausalLM
-
-            model = LlamaForCausalLM(LlamaConfig(**cfg, attn_implementation="sdpa"))
-        else:
-            raise ValueError(f"no PyTorch peer for {family}")
-    return model.to(torch.bfloat16).eval()
 
 
 def last_only_kwargs(model):
