@@ -25,6 +25,22 @@ absl::StatusOr<std::unique_ptr<Model>> BuildLlama(const Checkpoint& ckpt, const 
 absl::StatusOr<std::unique_ptr<Model>> BuildMamba(const Checkpoint& ckpt, const ModelConfig& c);
 absl::StatusOr<std::unique_ptr<Model>> BuildTnl(const Checkpoint& ckpt, const ModelConfig& c);
 
+// What every CPU model reports: fp32 on the CPU, the config's family and special tokens;
+// max_context 0 for the recurrent families (no positional limit).
+inline ModelInfo CpuModelInfo(const ModelConfig& c, int64_t num_parameters,
+                              int64_t max_context = 0) {
+  ModelInfo info;
+  info.family = c.family;
+  info.vocab_size = c.vocab_size;
+  info.max_context = max_context;
+  info.bos_token_id = c.bos_token_id;
+  info.eos_token_id = c.eos_token_id;
+  info.num_parameters = num_parameters;
+  info.backend = "cpu";
+  info.dtype = "fp32";
+  return info;
+}
+
 // The builder of c.family: the backend's one switch on the family.
 inline absl::StatusOr<std::unique_ptr<Model>> BuildCpuModel(const Checkpoint& ckpt,
                                                             const ModelConfig& c,

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "engine/cpu/cpu_models.h"
 #include "engine/cpu/ops.h"
 #include "engine/cpu/row_invariant_linear.h"
 #include "engine/model/tensor_names.h"
@@ -196,15 +197,7 @@ absl::StatusOr<std::unique_ptr<Model>> BuildFlaModel(
                                                      config.tie_word_embeddings, vocab, d));
   if (head_stored && !config.tie_word_embeddings) params += lm_head.numel();
 
-  ModelInfo info;
-  info.family = config.family;
-  info.vocab_size = vocab;
-  info.max_context = 0;
-  info.bos_token_id = config.bos_token_id;
-  info.eos_token_id = config.eos_token_id;
-  info.num_parameters = params;
-  info.backend = "cpu";
-  info.dtype = "fp32";
+  ModelInfo info = CpuModelInfo(config, params);
   return std::unique_ptr<Model>(new FlaModel(config, std::move(info), std::move(embeddings),
                                              std::move(blocks), std::move(norm),
                                              std::move(lm_head)));

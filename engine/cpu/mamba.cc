@@ -271,15 +271,7 @@ absl::StatusOr<std::unique_ptr<Model>> BuildMamba(const Checkpoint& ckpt, const 
                                                      c.tie_word_embeddings, c.vocab_size, d));
   if (ckpt.Has(names.head)) parameters += lm_head.numel();
 
-  ModelInfo info;
-  info.family = ModelFamily::kMamba;
-  info.vocab_size = c.vocab_size;
-  info.max_context = 0;
-  info.bos_token_id = c.bos_token_id;
-  info.eos_token_id = c.eos_token_id;
-  info.num_parameters = parameters;
-  info.backend = "cpu";
-  info.dtype = "fp32";
+  ModelInfo info = CpuModelInfo(c, parameters);
   return std::unique_ptr<Model>(new MambaModel(c, std::move(info), std::move(embeddings),
                                                std::move(layers), std::move(final_norm),
                                                std::move(lm_head)));

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <memory>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,10 @@ struct Case {
   const char* name;
   const char* path;
 };
+
+// gtest prints a parameter into the ctest name; its bytes would hold pointers that change
+// from run to run.
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
 
 const Case kCases[] = {
     {"llama", "tests/golden/llama"},

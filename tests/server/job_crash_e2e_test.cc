@@ -5,6 +5,7 @@
 // an uninterrupted run's.
 #include <signal.h>
 
+#include <ostream>
 #include <thread>
 
 #include "absl/strings/numbers.h"
@@ -28,6 +29,10 @@ struct CrashCase {
   int64_t min_requests;  // the job is at least this large
   int64_t kill_after;    // requests done before the kill
 };
+
+// gtest prints a parameter into the ctest name; its bytes would hold pointers that change
+// from run to run.
+void PrintTo(const CrashCase& c, std::ostream* os) { *os << c.task; }
 
 std::vector<std::string> Args(const std::string& store) {
   return {"--model=hgrn2=" + SourcePath("tests/golden/hgrn2"),

@@ -8,6 +8,7 @@
 // so a fork computes bit for bit what scratch computes.
 #include <algorithm>
 #include <cmath>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -25,10 +26,13 @@ struct Case {
   std::string task;
 };
 
+// gtest prints a parameter into the ctest name; its bytes would hold pointers that change
+// from run to run.
+void PrintTo(const Case& c, std::ostream* os) { *os << c.model << "/" << c.task; }
+
 std::string CaseName(const ::testing::TestParamInfo<Case>& info) {
   return info.param.model + "_" + info.param.task;
 }
-
 
 class ContextReuseTest : public ::testing::TestWithParam<Case> {};
 
@@ -78,8 +82,7 @@ TEST_P(ContextReuseTest, SameLoglikelihoodsAsFromScratch) {
   ASSERT_TRUE(a.ok()) << a.status();
   ASSERT_TRUE(b.ok()) << b.status();
   for (size_t i = 0; i < batch.size(); ++i) {
-    EXPECT_EQ((*a)[i].logprob, (*b)[i].logprob)
-        << "request " << i;
+    EXPECT_EQ((*a)[i].logprob, (*b)[i].logprob) << "request " << i;
     EXPECT_EQ((*a)[i].is_greedy, (*b)[i].is_greedy) << "request " << i;
     EXPECT_EQ((*a)[i].n_tokens, (*b)[i].n_tokens);
   }

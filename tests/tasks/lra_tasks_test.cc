@@ -5,6 +5,7 @@
 #include "tasks/lra/lra_tasks.h"
 
 #include <optional>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,10 @@ struct Case {
   testing::LraTestSpec spec;
   int64_t docs;
 };
+
+// gtest prints a parameter into the ctest name; its bytes would hold pointers that change
+// from run to run.
+void PrintTo(const Case& c, std::ostream* os) { *os << c.task; }
 
 class LraTasksTest : public ::testing::TestWithParam<Case> {};
 

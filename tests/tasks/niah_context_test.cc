@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,10 @@ struct TokenizerCase {
   const char* name;
   const char* path;
 };
+
+// gtest prints a parameter into the ctest name; its bytes would hold pointers that change
+// from run to run.
+void PrintTo(const TokenizerCase& c, std::ostream* os) { *os << c.name; }
 
 class NiahContextTest : public ::testing::TestWithParam<TokenizerCase> {
  protected:
