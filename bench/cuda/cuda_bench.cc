@@ -9,8 +9,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstring>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <fstream>
 #include <memory>
@@ -171,7 +171,6 @@ double DecodeTokPerSec(Model& m, int batch, int steps, std::mt19937& rng) {
   return static_cast<double>(batch) * steps / Seconds(t0, t1);
 }
 
-
 // Kernel micro-benchmarks on random data: what each piece costs alone.
 class EventTimer {
  public:
@@ -249,8 +248,8 @@ nlohmann::json Micro(cuda::DeviceContext* ctx) {
     const double gbs = (sh.n * sh.k * 2.0) / (ms * 1e-3) / 1e9;
     const std::string key = absl::StrCat("gemm_bf16_", sh.m, "x", sh.n, "x", sh.k);
     out[key] = {{"ms", ms}, {"tflops", tflops}, {"weight_gb_s", gbs}};
-    std::fprintf(stderr, "[micro] %-28s %8.3f ms %7.1f TFLOP/s %7.0f GB/s(weights)\n",
-                 key.c_str(), ms, tflops, gbs);
+    std::fprintf(stderr, "[micro] %-28s %8.3f ms %7.1f TFLOP/s %7.0f GB/s(weights)\n", key.c_str(),
+                 ms, tflops, gbs);
     cudaFree(a);
     cudaFree(w);
     cudaFree(c);
@@ -264,18 +263,61 @@ nlohmann::json Micro(cuda::DeviceContext* ctx) {
     float* v = static_cast<float*>(DeviceRandom(n * 4, 1.0f, false));
     float* o = static_cast<float*>(DeviceRandom(n * 4, 1.0f, false));
     float* st = static_cast<float*>(DeviceRandom(H * K * V * 4, 1.0f, false));
-    float* cs = static_cast<float*>(DeviceRandom(static_cast<size_t>(T / 64) * H * K * V * 4, 1.0f, false));
+    float* cs =
+        static_cast<float*>(DeviceRandom(static_cast<size_t>(T / 64) * H * K * V * 4, 1.0f, false));
     cudaStream_t s = ctx->stream();
     const double cum = timer.Ms([&] { cuda::ChunkLocalCumsum(g, T, H, K, s); }, 1);
-    const double states = timer.Ms([&] { cuda::ChunkGlaStates(k, g, v, T, H, K, V, st, cs, s); }, 10);
-    const double outk = timer.Ms(
-        [&] { cuda::ChunkGlaOutput(q, k, g, v, cs, T, H, K, V, 0.088f, o, s); }, 10);
-    out["chunk_gla_16k_h16_k128"] = {{"cumsum_ms", cum}, {"states_ms", states}, {"output_ms", outk}};
-    std::fprintf(stderr, "[micro] chunk GLA 16K tokens, 16 heads, K=V=128, one layer: cumsum %.3f ms, states %.3f ms, output %.3f ms\n",
+    const double states =
+        timer.Ms([&] { cuda::ChunkGlaStates(k, g, v, T, H, K, V, st, cs, s); }, 10);
+    const double outk =
+        timer.Ms([&] { cuda::ChunkGlaOutput(q, k, g, v, cs, T, H, K, V, 0.088f, o, s); }, 10);
+    out["chunk_gla_16k_h16_k128"] = {
+        {"cumsum_ms", cum}, {"states_ms", states}, {"output_ms", outk}};
+    std::fprintf(stderr,
+                 "[micro] chunk GLA 16K tokens, 16 heads, K=V=128, one layer: cumsum %.3f ms, "
+                 "states %.3f ms, output %.3f ms\n",
                  cum, states, outk);
     for (void* p : {static_cast<void*>(q), static_cast<void*>(k), static_cast<void*>(g),
                     static_cast<void*>(v), static_cast<void*>(o), static_cast<void*>(st),
                     static_cast<void*>(cs)}) {
+      cudaFree(p);
+    }
+  }
+  // LLaMA-1.3B decode attention (bf16, 16 heads of 128) for a step of 8 rows: the NIAH
+  // grid's decode shape. Bandwidth counts the K and V rows read once.
+  for (const int64_t keys : {int64_t{4096}, int64_t{16384}}) {
+    const int rows = 8, H = 16, hd = 128;
+    const int64_t width = H * hd, qkv_width = 3 * width;
+    void* qkv = DeviceRandom(rows * qkv_width * 2, 1.0f, true);
+    std::vector<void*> caches(rows);
+    for (auto& c : caches) c = DeviceRandom(2 * keys * width * 2, 1.0f, true);
+    void** dptrs = nullptr;
+    int64_t *dcaps = nullptr, *dpos = nullptr;
+    float* partial = nullptr;
+    void* o = nullptr;
+    cudaMalloc(reinterpret_cast<void**>(&dptrs), rows * sizeof(void*));
+    cudaMalloc(reinterpret_cast<void**>(&dcaps), rows * sizeof(int64_t));
+    cudaMalloc(reinterpret_cast<void**>(&dpos), rows * sizeof(int64_t));
+    cudaMalloc(reinterpret_cast<void**>(&partial),
+               cuda::DecodeAttentionScratchFloats(rows, H, hd) * sizeof(float));
+    cudaMalloc(&o, rows * width * 2);
+    const std::vector<int64_t> caps(rows, keys), positions(rows, keys - 1);
+    cudaMemcpy(dptrs, caches.data(), rows * sizeof(void*), cudaMemcpyHostToDevice);
+    cudaMemcpy(dcaps, caps.data(), rows * sizeof(int64_t), cudaMemcpyHostToDevice);
+    cudaMemcpy(dpos, positions.data(), rows * sizeof(int64_t), cudaMemcpyHostToDevice);
+    const double ms = timer.Ms(
+        [&] {
+          (void)cuda::DecodeAttention(qkv, cuda::Act::kBF16, rows, H, H, hd, dptrs, dcaps, dpos, 0,
+                                      0.088f, partial, o, ctx->stream());
+        },
+        20);
+    const double gbs = rows * 2.0 * keys * width * 2 / (ms * 1e-3) / 1e9;
+    const std::string key = absl::StrCat("decode_attention_8x", keys, "_h16_d128");
+    out[key] = {{"ms", ms}, {"kv_gb_s", gbs}};
+    std::fprintf(stderr, "[micro] %-28s %8.3f ms %7.0f GB/s(KV)\n", key.c_str(), ms, gbs);
+    for (void* c : caches) cudaFree(c);
+    for (void* p : {qkv, static_cast<void*>(dptrs), static_cast<void*>(dcaps),
+                    static_cast<void*>(dpos), static_cast<void*>(partial), o}) {
       cudaFree(p);
     }
   }
@@ -310,8 +352,7 @@ int main(int argc, char** argv) {
   std::mt19937 rng(7);
   for (const std::string& family :
        std::vector<std::string>(absl::StrSplit(absl::GetFlag(FLAGS_models), ','))) {
-    const nlohmann::json cfg_json =
-        bench::RandomModelConfig(family, absl::GetFlag(FLAGS_layers));
+    const nlohmann::json cfg_json = bench::RandomModelConfig(family, absl::GetFlag(FLAGS_layers));
     auto config = ParseModelConfig(cfg_json);
     if (!config.ok()) {
       std::fprintf(stderr, "%s\n", std::string(config.status().message()).c_str());
@@ -334,8 +375,8 @@ int main(int argc, char** argv) {
       model = std::move(*built);
     }
     gpu = model->device_name();
-    std::fprintf(stderr, "[%s] built in %.1f s, %.2f GiB on device, %lld params\n",
-                 family.c_str(), Seconds(tb, std::chrono::steady_clock::now()),
+    std::fprintf(stderr, "[%s] built in %.1f s, %.2f GiB on device, %lld params\n", family.c_str(),
+                 Seconds(tb, std::chrono::steady_clock::now()),
                  model->device_bytes_in_use() / double(1ull << 30),
                  static_cast<long long>(model->info().num_parameters));
     nlohmann::json r;

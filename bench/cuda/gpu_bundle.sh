@@ -33,6 +33,8 @@ for b in "${bins[@]}"; do
     case $(basename "$lib") in
       libc.so*|libm.so*|libstdc++*|libgcc_s*|ld-linux*|libpthread*|libdl.so*|librt.so*) ;;
       libcuda.so*|libcublas*|libcudart*) ;;
+      # OpenSSL 3 is there too (its Python links it; `ldconfig -p` lists libcrypto.so.3).
+      libcrypto.so.3|libssl.so.3) ;;
       *) cp -L -n "$lib" "$stage/lib/" ;;
     esac
   done
@@ -41,5 +43,7 @@ if [[ -n $fla ]]; then
   mkdir -p "$stage/peers"
   tar -C "$stage/peers" -xJf "$fla"
 fi
-tar -C "$stage" -cJf "$out/bundle.tar.xz" .
+# -9e: a dictionary large enough to share the statically linked engine across binaries
+# (the bundle travels in the device call's 64 MiB with the checkout).
+tar -C "$stage" -cf - . | xz -9e > "$out/bundle.tar.xz"
 ls -la "$out/bundle.tar.xz"

@@ -219,11 +219,15 @@ absl::Status CudaModel::RunPack(absl::Span<const ForwardItem> items,
                                 absl::Span<const PackSegment> segments) {
   cudaStream_t s = ctx_->stream();
   const int num_seqs = static_cast<int>(segments.size());
-  // KV capacity first: growing a cache moves it.
+  // KV capacity first: growing a cache moves it. The first segment of an item reserves
+  // room for all of the item's tokens, so a long prefill allocates its cache once instead
+  // of doubling it segment by segment (a copy, and old and new alive at once).
   if (layout_.kv_row_bytes > 0) {
     for (const PackSegment& seg : segments) {
-      auto* st = static_cast<CudaSequenceState*>(items[seg.item].state);
-      HG_RETURN_IF_ERROR(EnsureKvCapacity(st, st->position_ + seg.length));
+      const ForwardItem& item = items[seg.item];
+      auto* st = static_cast<CudaSequenceState*>(item.state);
+      const int64_t item_rest = static_cast<int64_t>(item.tokens.size()) - seg.offset;
+      HG_RETURN_IF_ERROR(EnsureKvCapacity(st, st->position_ + item_rest));
     }
   }
   // The previous pack's outputs have been read (RunPack ends with a synchronisation).

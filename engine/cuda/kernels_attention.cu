@@ -156,6 +156,162 @@ __global__ void __launch_bounds__(kAttnWarps * 32)
   }
 }
 
+// Eight bf16 or four fp32 values, one 16-byte load.
+template <typename T>
+struct Vec16 {
+  static constexpr int kSize = 16 / sizeof(T);
+  uint4 raw;
+  __device__ __forceinline__ void Load(const T* p) { raw = *reinterpret_cast<const uint4*>(p); }
+  __device__ __forceinline__ void Zero() { raw = make_uint4(0, 0, 0, 0); }
+  __device__ __forceinline__ void ToFloats(float* out) const {
+    if constexpr (sizeof(T) == 4) {
+      out[0] = __uint_as_float(raw.x);
+      out[1] = __uint_as_float(raw.y);
+      out[2] = __uint_as_float(raw.z);
+      out[3] = __uint_as_float(raw.w);
+    } else {
+      const __nv_bfloat162* pairs = reinterpret_cast<const __nv_bfloat162*>(&raw);
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const float2 f = __bfloat1622float2(pairs[i]);
+        out[2 * i] = f.x;
+        out[2 * i + 1] = f.y;
+      }
+    }
+  }
+};
+
+// Split-key decode attention, pass 1, for head dims of kLanesPerKey 16-byte vectors
+// (kLanesPerKey a power of two up to 32: bf16 head dims 16..256, fp32 8..128). The
+// generic kernel above keeps one key per warp in flight and waits on each load; here a
+// key takes kLanesPerKey lanes, a warp reads 32 / kLanesPerKey neighbouring keys at
+// once and each lane has kUnroll keys' K and V rows in flight, so the loop runs at
+// memory bandwidth. Grid, split shares and the `part` layout are the generic kernel's;
+// which keys a lane takes depends only on the row's key count, never on the batch.
+template <typename T, int kLanesPerKey>
+__global__ void __launch_bounds__(kAttnWarps * 32)
+    DecodeAttentionVecKernel(const T* qkv, int heads, int kv_heads, void* const* cache_ptrs,
+                             const int64_t* caps, const int64_t* positions, int layer, float scale,
+                             float* part) {
+  using V = Vec16<T>;
+  constexpr int kVec = V::kSize;
+  constexpr int kHeadDim = kLanesPerKey * kVec;
+  constexpr int kKeysPerWarp = 32 / kLanesPerKey;
+  constexpr int kGroups = kAttnWarps * kKeysPerWarp;  // keys side by side in the block
+  constexpr int kUnroll = 4;
+  __shared__ float sm[kGroups], sl[kGroups];
+  __shared__ float sacc[kGroups][kHeadDim];
+  const int r = blockIdx.x, h = blockIdx.y, z = blockIdx.z;
+  const T* cache = static_cast<const T*>(cache_ptrs[r]);
+  if (cache == nullptr) return;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int slice = lane % kLanesPerKey;  // which kVec values of the head this lane holds
+  const int group = warp * kKeysPerWarp + lane / kLanesPerKey;
+  const int64_t cap = caps[r];
+  const int64_t nkeys = positions[r] + 1;
+  const int64_t share = (nkeys + kDecodeSplits - 1) / kDecodeSplits;
+  const int64_t js = z * share;
+  const int64_t je = js + share < nkeys ? js + share : nkeys;
+  const int hk = h / (heads / kv_heads);
+  const int width = kv_heads * kHeadDim;
+  const T* kbase =
+      cache + static_cast<int64_t>(layer) * 2 * cap * width + hk * kHeadDim + slice * kVec;
+  const T* vbase =
+      cache + (static_cast<int64_t>(layer) * 2 + 1) * cap * width + hk * kHeadDim + slice * kVec;
+  float qv[kVec], acc[kVec];
+  {
+    V q;
+    q.Load(qkv + static_cast<int64_t>(r) * (heads + 2 * kv_heads) * kHeadDim + h * kHeadDim +
+           slice * kVec);
+    q.ToFloats(qv);
+#pragma unroll
+    for (int i = 0; i < kVec; ++i) {
+      qv[i] *= scale;
+      acc[i] = 0.0f;
+    }
+  }
+  float m = -INFINITY, l = 0.0f;
+  // The loop bound is the block's, so every lane of a warp shuffles together.
+  for (int64_t base = js; base < je; base += kGroups * kUnroll) {
+    V kv[kUnroll], vv[kUnroll];
+    bool valid[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const int64_t j = base + u * kGroups + group;
+      valid[u] = j < je;
+      if (valid[u]) {
+        kv[u].Load(kbase + j * width);
+        vv[u].Load(vbase + j * width);
+      } else {
+        kv[u].Zero();
+        vv[u].Zero();
+      }
+    }
+    float s[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      float k[kVec];
+      kv[u].ToFloats(k);
+      float dot = 0.0f;
+#pragma unroll
+      for (int i = 0; i < kVec; ++i) dot = fmaf(qv[i], k[i], dot);
+      s[u] = dot;
+    }
+#pragma unroll
+    for (int off = kLanesPerKey / 2; off > 0; off >>= 1) {
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) s[u] += __shfl_xor_sync(0xffffffffu, s[u], off);
+    }
+    float new_m = m;
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      if (valid[u]) new_m = fmaxf(new_m, s[u]);
+    }
+    if (new_m == -INFINITY) continue;  // none of this lane's keys yet
+    const float corr = __expf(m - new_m);
+    l *= corr;
+#pragma unroll
+    for (int i = 0; i < kVec; ++i) acc[i] *= corr;
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      if (!valid[u]) continue;
+      const float p = __expf(s[u] - new_m);
+      l += p;
+      float v[kVec];
+      vv[u].ToFloats(v);
+#pragma unroll
+      for (int i = 0; i < kVec; ++i) acc[i] = fmaf(p, v[i], acc[i]);
+    }
+    m = new_m;
+  }
+  if (slice == 0) {
+    sm[group] = m;
+    sl[group] = l;
+  }
+#pragma unroll
+  for (int i = 0; i < kVec; ++i) sacc[group][slice * kVec + i] = acc[i];
+  __syncthreads();
+  float mx = sm[0];
+  for (int g = 1; g < kGroups; ++g) mx = fmaxf(mx, sm[g]);
+  float* out = part + ((static_cast<int64_t>(r) * heads + h) * kDecodeSplits + z) * (kHeadDim + 2);
+  const bool empty = mx == -INFINITY;
+  if (threadIdx.x == 0) {
+    float den = 0.0f;
+    if (!empty) {
+      for (int g = 0; g < kGroups; ++g) den += sl[g] * __expf(sm[g] - mx);
+    }
+    out[0] = mx;
+    out[1] = den;
+  }
+  for (int d = threadIdx.x; d < kHeadDim; d += blockDim.x) {
+    float num = 0.0f;
+    if (!empty) {
+      for (int g = 0; g < kGroups; ++g) num += sacc[g][d] * __expf(sm[g] - mx);
+    }
+    out[2 + d] = num;
+  }
+}
+
 // Pass 2: merge the splits in a fixed order. Grid (rows, H).
 template <typename T>
 __global__ void DecodeCombineKernel(int heads, int head_dim, void* const* cache_ptrs,
@@ -496,9 +652,32 @@ cudaError_t DecodeAttention(const void* qkv, Act act, int rows, int heads, int k
   if (rows == 0) return cudaSuccess;
   if (head_dim > kMaxHeadDim) return cudaErrorInvalidValue;
   dim3 grid(rows, heads, kDecodeSplits);
-  HG_DISPATCH_ACT(act, DecodeAttentionKernel<T><<<grid, kAttnWarps * 32, 0, stream>>>(
-                           static_cast<const T*>(qkv), heads, kv_heads, head_dim, cache_ptrs, caps,
-                           positions, layer, scale, partial));
+  HG_DISPATCH_ACT(act, {
+    const int vec = 16 / static_cast<int>(sizeof(T));
+    const int lanes = head_dim / vec;
+    const bool vectorised =
+        head_dim % vec == 0 && lanes >= 2 && lanes <= 32 && (lanes & (lanes - 1)) == 0;
+    const T* q = static_cast<const T*>(qkv);
+    if (!vectorised) {
+      DecodeAttentionKernel<T><<<grid, kAttnWarps * 32, 0, stream>>>(
+          q, heads, kv_heads, head_dim, cache_ptrs, caps, positions, layer, scale, partial);
+    } else if (lanes == 2) {
+      DecodeAttentionVecKernel<T, 2><<<grid, kAttnWarps * 32, 0, stream>>>(
+          q, heads, kv_heads, cache_ptrs, caps, positions, layer, scale, partial);
+    } else if (lanes == 4) {
+      DecodeAttentionVecKernel<T, 4><<<grid, kAttnWarps * 32, 0, stream>>>(
+          q, heads, kv_heads, cache_ptrs, caps, positions, layer, scale, partial);
+    } else if (lanes == 8) {
+      DecodeAttentionVecKernel<T, 8><<<grid, kAttnWarps * 32, 0, stream>>>(
+          q, heads, kv_heads, cache_ptrs, caps, positions, layer, scale, partial);
+    } else if (lanes == 16) {
+      DecodeAttentionVecKernel<T, 16><<<grid, kAttnWarps * 32, 0, stream>>>(
+          q, heads, kv_heads, cache_ptrs, caps, positions, layer, scale, partial);
+    } else {
+      DecodeAttentionVecKernel<T, 32><<<grid, kAttnWarps * 32, 0, stream>>>(
+          q, heads, kv_heads, cache_ptrs, caps, positions, layer, scale, partial);
+    }
+  });
   cudaError_t err = cudaGetLastError();
   if (err != cudaSuccess) return err;
   dim3 grid2(rows, heads);

@@ -3,6 +3,9 @@
 #include <cuda_runtime_api.h>
 
 #include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <ostream>
 #include <random>
 #include <vector>
 
@@ -52,6 +55,10 @@ double RelErr(const std::vector<float>& got, const std::vector<double>& want) {
 struct GlaCase {
   int tokens, heads, dk, dv;
 };
+
+void PrintTo(const GlaCase& c, std::ostream* os) {
+  *os << c.tokens << "x" << c.heads << "x" << c.dk << "x" << c.dv;
+}
 
 class ChunkGlaTest : public ::testing::TestWithParam<GlaCase> {};
 
@@ -139,6 +146,141 @@ INSTANTIATE_TEST_SUITE_P(Shapes, ChunkGlaTest,
                                            GlaCase{64, 1, 128, 128}, GlaCase{65, 2, 128, 128},
                                            GlaCase{300, 2, 128, 128}, GlaCase{130, 2, 256, 80},
                                            GlaCase{65, 3, 16, 32}, GlaCase{200, 1, 40, 200}));
+
+// Decode attention over KV caches: rows at different positions (one key, a share
+// boundary, thousands of keys), a padding row (null cache), GQA, head dims on the
+// vectorised kernel (64, 128, 256) and off it (80), fp32 and bf16 caches. The
+// reference reads the same (rounded) values in double.
+struct DecodeCase {
+  int heads, kv_heads, head_dim;
+  bool bf16;
+};
+
+void PrintTo(const DecodeCase& c, std::ostream* os) {
+  *os << c.heads << "/" << c.kv_heads << "x" << c.head_dim << (c.bf16 ? " bf16" : " fp32");
+}
+
+uint16_t ToBf16Bits(float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, 4);
+  u += 0x7fffu + ((u >> 16) & 1u);  // round to nearest even
+  return static_cast<uint16_t>(u >> 16);
+}
+
+float FromBf16Bits(uint16_t b) {
+  const uint32_t u = static_cast<uint32_t>(b) << 16;
+  float x;
+  std::memcpy(&x, &u, 4);
+  return x;
+}
+
+class DecodeAttentionTest : public ::testing::TestWithParam<DecodeCase> {};
+
+TEST_P(DecodeAttentionTest, MatchesSoftmaxAttentionInDouble) {
+  if (!testing::HaveGpu()) GTEST_SKIP() << "no CUDA GPU visible";
+  const DecodeCase c = GetParam();
+  const int H = c.heads, Hkv = c.kv_heads, hd = c.head_dim, layers = 2, layer = 1;
+  const std::vector<int64_t> positions = {0, 4099, 36, 1000};
+  const int rows = static_cast<int>(positions.size());
+  const int padding_row = 3;  // a decode step's unused row: null cache, output untouched
+  const int64_t width = static_cast<int64_t>(Hkv) * hd, qkv_width = (H + 2 * Hkv) * hd;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  std::mt19937 rng(11);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  // Values as the kernel sees them (bf16-rounded when bf16).
+  auto draw = [&](float sd) {
+    const float x = sd * nd(rng);
+    return c.bf16 ? FromBf16Bits(ToBf16Bits(x)) : x;
+  };
+  std::vector<float> qkv(static_cast<size_t>(rows) * qkv_width);
+  for (auto& x : qkv) x = draw(1.0f);
+  std::vector<std::vector<float>> caches(rows);
+  std::vector<int64_t> caps(rows);
+  for (int r = 0; r < rows; ++r) {
+    caps[r] = (positions[r] + 1 + 255) / 256 * 256;
+    caches[r].resize(static_cast<size_t>(layers) * 2 * caps[r] * width);
+    for (auto& x : caches[r]) x = draw(2.0f);
+  }
+  const size_t elem = c.bf16 ? 2 : 4;
+  auto upload = [&](const std::vector<float>& host) {
+    void* dev = nullptr;
+    EXPECT_EQ(cudaMalloc(&dev, host.size() * elem), cudaSuccess);
+    if (c.bf16) {
+      std::vector<uint16_t> bits(host.size());
+      for (size_t i = 0; i < host.size(); ++i) bits[i] = ToBf16Bits(host[i]);
+      EXPECT_EQ(cudaMemcpy(dev, bits.data(), bits.size() * 2, cudaMemcpyHostToDevice), cudaSuccess);
+    } else {
+      EXPECT_EQ(cudaMemcpy(dev, host.data(), host.size() * 4, cudaMemcpyHostToDevice), cudaSuccess);
+    }
+    return dev;
+  };
+  void* dqkv = upload(qkv);
+  std::vector<void*> cache_ptrs(rows);
+  for (int r = 0; r < rows; ++r) cache_ptrs[r] = r == padding_row ? nullptr : upload(caches[r]);
+  Dev<void*> dptrs(cache_ptrs);
+  Dev<int64_t> dcaps(caps), dpos(positions);
+  Dev<float> partial(DecodeAttentionScratchFloats(rows, H, hd));
+  const size_t out_n = static_cast<size_t>(rows) * H * hd;
+  void* dout = nullptr;
+  ASSERT_EQ(cudaMalloc(&dout, out_n * elem), cudaSuccess);
+  ASSERT_EQ(cudaMemset(dout, 0, out_n * elem), cudaSuccess);
+  ASSERT_EQ(DecodeAttention(dqkv, c.bf16 ? Act::kBF16 : Act::kF32, rows, H, Hkv, hd, dptrs.get(),
+                            dcaps.get(), dpos.get(), layer, scale, partial.get(), dout, nullptr),
+            cudaSuccess);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  std::vector<float> out(out_n);
+  if (c.bf16) {
+    std::vector<uint16_t> bits(out_n);
+    ASSERT_EQ(cudaMemcpy(bits.data(), dout, out_n * 2, cudaMemcpyDeviceToHost), cudaSuccess);
+    for (size_t i = 0; i < out_n; ++i) out[i] = FromBf16Bits(bits[i]);
+  } else {
+    ASSERT_EQ(cudaMemcpy(out.data(), dout, out_n * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+  }
+  for (int r = 0; r < rows; ++r) {
+    std::vector<float> got(out.begin() + static_cast<int64_t>(r) * H * hd,
+                           out.begin() + static_cast<int64_t>(r + 1) * H * hd);
+    if (r == padding_row) {
+      for (float x : got) EXPECT_EQ(x, 0.0f) << "padding row written";
+      continue;
+    }
+    std::vector<double> want(static_cast<size_t>(H) * hd);
+    const int64_t nkeys = positions[r] + 1;
+    for (int h = 0; h < H; ++h) {
+      const int hk = h / (H / Hkv);
+      const float* q = qkv.data() + r * qkv_width + h * hd;
+      const float* kplane = caches[r].data() + (static_cast<int64_t>(layer) * 2) * caps[r] * width;
+      const float* vplane = kplane + caps[r] * width;
+      std::vector<double> s(nkeys);
+      double mx = -INFINITY;
+      for (int64_t j = 0; j < nkeys; ++j) {
+        double dot = 0;
+        for (int d = 0; d < hd; ++d) dot += double(q[d]) * kplane[j * width + hk * hd + d];
+        s[j] = dot * scale;
+        mx = std::max(mx, s[j]);
+      }
+      double den = 0;
+      for (int64_t j = 0; j < nkeys; ++j) den += std::exp(s[j] - mx);
+      for (int d = 0; d < hd; ++d) {
+        double num = 0;
+        for (int64_t j = 0; j < nkeys; ++j)
+          num += std::exp(s[j] - mx) * vplane[j * width + hk * hd + d];
+        want[static_cast<size_t>(h) * hd + d] = num / den;
+      }
+    }
+    // bf16: the output's own rounding (2^-9 relative) dominates.
+    EXPECT_LT(RelErr(got, want), c.bf16 ? 4e-3 : 1e-4) << "row " << r << " at " << positions[r];
+  }
+  cudaFree(dqkv);
+  cudaFree(dout);
+  for (void* p : cache_ptrs) cudaFree(p);
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, DecodeAttentionTest,
+                         ::testing::Values(DecodeCase{16, 16, 128, true},
+                                           DecodeCase{16, 16, 128, false},
+                                           DecodeCase{32, 8, 64, true}, DecodeCase{8, 8, 256, true},
+                                           DecodeCase{4, 2, 80, true}, DecodeCase{4, 2, 80, false},
+                                           DecodeCase{4, 4, 16, true}));
 
 TEST(LogSoftmaxGatherTest, MatchesReference) {
   if (!testing::HaveGpu()) GTEST_SKIP() << "no CUDA GPU visible";
