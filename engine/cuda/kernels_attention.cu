@@ -356,7 +356,36 @@ __device__ __forceinline__ void Mma16816(float* c, const uint32_t* a, uint32_t b
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-// Grid (ceil(rows / 128), H), 256 threads. smem: Q [128][HD+8], K [64][HD+8], V^T [HD][64+8].
+// 16 bytes global -> shared without staging in registers; `valid` false writes zeros.
+__device__ __forceinline__ void CpAsync16(void* smem, const void* gmem, bool valid) {
+  const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(gmem),
+               "r"(valid ? 16 : 0));
+}
+__device__ __forceinline__ void CpAsyncCommit() { asm volatile("cp.async.commit_group;\n" ::); }
+// Waits until at most `kPending` of this thread's committed groups are still in flight.
+template <int kPending>
+__device__ __forceinline__ void CpAsyncWait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending));
+}
+
+// Four 8x8 bf16 matrices from shared memory (lane l gives row l % 8 of matrix l / 8);
+// `.trans` hands each thread a column pair instead of a row pair.
+__device__ __forceinline__ void LdMatrixX4(uint32_t* r, const void* smem) {
+  const unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(a));
+}
+__device__ __forceinline__ void LdMatrixX4Trans(uint32_t* r, const void* smem) {
+  const unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(a));
+}
+
+// Grid (ceil(rows / 128), H), 256 threads. smem: Q [128][HD+8] and two stages of
+// K [64][HD+8] and V [64][HD+8] (keys row-major, as in the cache).
 // Where a flash block finds its queries and keys: one sequence's rows of qkv / o and its
 // cache planes. The packed form reads them from the pack's tile table.
 struct FlashSource {
@@ -377,11 +406,13 @@ struct FlashSource {
 template <int HD>
 __global__ void __launch_bounds__(kFlashThreads)
     FlashPrefillKernel(FlashSource src, int heads, int kv_heads, float scale) {
-  constexpr int kQS = HD + 8, kVS = kFlashKeys + 8;
+  // Rows padded by 16 bytes: the 8 rows an ldmatrix reads fall in distinct banks.
+  constexpr int kQS = HD + 8;
+  constexpr int kTile = kFlashKeys * kQS;  // one K or V stage
   extern __shared__ __align__(16) unsigned char flash_smem[];
   bf16* sq = reinterpret_cast<bf16*>(flash_smem);
-  bf16* sk = sq + kFlashRows * kQS;
-  bf16* svt = sk + kFlashKeys * kQS;
+  bf16* sk = sq + kFlashRows * kQS;  // stages 0, 1
+  bf16* sv = sk + 2 * kTile;         // stages 0, 1
   const int h = blockIdx.y;
   const int hk = h / (heads / kv_heads);
   const bf16* qkv = src.qkv;
@@ -442,53 +473,46 @@ __global__ void __launch_bounds__(kFlashThreads)
   const int64_t last_key = pos0 + min(q0 + kFlashRows, rows) - 1;
   const int ntiles = static_cast<int>(last_key / kFlashKeys) + 1;
 
-  // K/V tiles are prefetched into registers one tile ahead, so their global loads overlap
-  // the tensor-core work on the current tile.
-  constexpr int kLoads = kFlashKeys * HD / 8 / kFlashThreads;  // 16-byte vectors per thread
-  static_assert(kLoads >= 1, "head_dim too small for the flash tile");
-  uint4 kreg[kLoads], vreg[kLoads];
-  auto prefetch = [&](int kt) {
+  // K/V tiles stream into shared memory through cp.async, one tile ahead of the tensor
+  // cores (two stages), so the loads of tile kt + 1 are in flight while tile kt computes.
+  auto load_tile = [&](int kt) {
     const int64_t k0 = static_cast<int64_t>(kt) * kFlashKeys;
-#pragma unroll
-    for (int x = 0; x < kLoads; ++x) {
-      const int idx = tid + x * kFlashThreads;
-      const int rk = idx / (HD / 8), ck = (idx % (HD / 8)) * 8;      // K: row-major walk
-      const int rv = idx % kFlashKeys, cv = (idx / kFlashKeys) * 8;  // V: key-fastest walk
-      kreg[x] = k0 + rk <= last_key
-                    ? *reinterpret_cast<const uint4*>(kp + (k0 + rk) * kvstride + hk * HD + ck)
-                    : make_uint4(0, 0, 0, 0);
-      vreg[x] = k0 + rv <= last_key
-                    ? *reinterpret_cast<const uint4*>(vp + (k0 + rv) * kvstride + hk * HD + cv)
-                    : make_uint4(0, 0, 0, 0);
+    bf16* dk = sk + (kt & 1) * kTile;
+    bf16* dv = sv + (kt & 1) * kTile;
+    for (int idx = tid; idx < kFlashKeys * HD / 8; idx += kFlashThreads) {
+      const int r = idx / (HD / 8), c = (idx % (HD / 8)) * 8;
+      const bool valid = k0 + r <= last_key;
+      const int64_t off = valid ? (k0 + r) * kvstride + hk * HD + c : 0;
+      CpAsync16(dk + r * kQS + c, kp + off, valid);
+      CpAsync16(dv + r * kQS + c, vp + off, valid);
     }
+    CpAsyncCommit();
   };
-  prefetch(0);
+  load_tile(0);
   for (int kt = 0; kt < ntiles; ++kt) {
     const int64_t k0 = static_cast<int64_t>(kt) * kFlashKeys;
-    __syncthreads();  // previous tile's smem reads are done
-#pragma unroll
-    for (int x = 0; x < kLoads; ++x) {
-      const int idx = tid + x * kFlashThreads;
-      const int rk = idx / (HD / 8), ck = (idx % (HD / 8)) * 8;
-      const int rv = idx % kFlashKeys, cv = (idx / kFlashKeys) * 8;
-      *reinterpret_cast<uint4*>(sk + rk * kQS + ck) = kreg[x];
-      const bf16* ve = reinterpret_cast<const bf16*>(&vreg[x]);
-#pragma unroll
-      for (int e = 0; e < 8; ++e) svt[(cv + e) * kVS + rv] = ve[e];
+    if (kt + 1 < ntiles) {
+      load_tile(kt + 1);  // into the stage tile kt - 1 used (released by the barrier below)
+      CpAsyncWait<1>();
+    } else {
+      CpAsyncWait<0>();
     }
-    __syncthreads();
-    if (kt + 1 < ntiles) prefetch(kt + 1);
-    // S = Q K^T for this warp's 16 rows x 64 keys.
+    __syncthreads();  // tile kt is in shared memory for every thread
+    const bf16* tk = sk + (kt & 1) * kTile;
+    const bf16* tv = sv + (kt & 1) * kTile;
+    // S = Q K^T for this warp's 16 rows x 64 keys. One ldmatrix gives the B fragments of
+    // two k-steps: lane l addresses key nt*8 + l%8 at dims ks*16 + (l/8)*8.
     float sc[kFlashKeys / 8][4];
 #pragma unroll
     for (int nt = 0; nt < kFlashKeys / 8; ++nt) {
 #pragma unroll
       for (int x = 0; x < 4; ++x) sc[nt][x] = 0.0f;
 #pragma unroll
-      for (int ks = 0; ks < HD / 16; ++ks) {
-        const bf16* kr = sk + (nt * 8 + g) * kQS + ks * 16 + 2 * tq;
-        Mma16816(sc[nt], qa[ks], *reinterpret_cast<const uint32_t*>(kr),
-                 *reinterpret_cast<const uint32_t*>(kr + 8));
+      for (int ks = 0; ks < HD / 16; ks += 2) {
+        uint32_t kb[4];
+        LdMatrixX4(kb, tk + (nt * 8 + (lane & 7)) * kQS + ks * 16 + (lane >> 3) * 8);
+        Mma16816(sc[nt], qa[ks], kb[0], kb[1]);
+        Mma16816(sc[nt], qa[ks + 1], kb[2], kb[3]);
       }
     }
     // Scale, causal mask, online softmax (rows g and g+8; quad-reduce over tq).
@@ -548,13 +572,18 @@ __global__ void __launch_bounds__(kFlashThreads)
       pa[1] = Pack2(sc[2 * kk][2], sc[2 * kk][3]);
       pa[2] = Pack2(sc[2 * kk + 1][0], sc[2 * kk + 1][1]);
       pa[3] = Pack2(sc[2 * kk + 1][2], sc[2 * kk + 1][3]);
+      // V^T fragments of two 8-dim tiles per ldmatrix.trans: lane l addresses key
+      // kk*16 + (l/8 % 2)*8 + l%8 at dims nt*8 + (l/16)*8.
 #pragma unroll
-      for (int nt = 0; nt < HD / 8; ++nt) {
-        const bf16* vr = svt + (nt * 8 + g) * kVS + kk * 16 + 2 * tq;
-        Mma16816(acc[nt], pa, *reinterpret_cast<const uint32_t*>(vr),
-                 *reinterpret_cast<const uint32_t*>(vr + 8));
+      for (int nt = 0; nt < HD / 8; nt += 2) {
+        uint32_t vb[4];
+        LdMatrixX4Trans(vb, tv + (kk * 16 + ((lane >> 3) & 1) * 8 + (lane & 7)) * kQS + nt * 8 +
+                                (lane >> 4) * 8);
+        Mma16816(acc[nt], pa, vb[0], vb[1]);
+        Mma16816(acc[nt + 1], pa, vb[2], vb[3]);
       }
     }
+    __syncthreads();  // this stage is free for tile kt + 2
   }
   // Normalise and store.
 #pragma unroll
@@ -574,7 +603,7 @@ __global__ void __launch_bounds__(kFlashThreads)
 // Shared memory of a flash block (Q, K and V^T tiles), allowed for the kernel.
 template <int HD>
 cudaError_t PrepareFlash(size_t* smem) {
-  *smem = sizeof(bf16) * ((kFlashRows + kFlashKeys) * (HD + 8) + HD * (kFlashKeys + 8));
+  *smem = sizeof(bf16) * (kFlashRows + 4 * kFlashKeys) * (HD + 8);
   return cudaFuncSetAttribute(FlashPrefillKernel<HD>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                               static_cast<int>(*smem));
 }

@@ -282,6 +282,85 @@ INSTANTIATE_TEST_SUITE_P(Shapes, DecodeAttentionTest,
                                            DecodeCase{4, 2, 80, true}, DecodeCase{4, 2, 80, false},
                                            DecodeCase{4, 4, 16, true}));
 
+// Flash prefill attention (bf16 tensor cores) against double: query rows at pos0 + i
+// attending to a cache that already holds pos0 keys, row counts that leave partial query
+// and key tiles, GQA, the three head dims it supports.
+struct FlashCase {
+  int rows, heads, kv_heads, head_dim;
+  int64_t pos0;
+};
+
+void PrintTo(const FlashCase& c, std::ostream* os) {
+  *os << c.rows << " rows at " << c.pos0 << ", " << c.heads << "/" << c.kv_heads << "x"
+      << c.head_dim;
+}
+
+class FlashPrefillTest : public ::testing::TestWithParam<FlashCase> {};
+
+TEST_P(FlashPrefillTest, MatchesCausalSoftmaxAttentionInDouble) {
+  if (!testing::HaveGpu()) GTEST_SKIP() << "no CUDA GPU visible";
+  const FlashCase c = GetParam();
+  const int H = c.heads, Hkv = c.kv_heads, hd = c.head_dim, rows = c.rows;
+  const int64_t keys = c.pos0 + rows, width = static_cast<int64_t>(Hkv) * hd;
+  const int64_t qkv_width = (H + 2 * Hkv) * hd;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  std::mt19937 rng(13);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  auto draw = [&](float sd) { return FromBf16Bits(ToBf16Bits(sd * nd(rng))); };
+  std::vector<float> qkv(static_cast<size_t>(rows) * qkv_width), kplane(keys * width),
+      vplane(keys * width);
+  for (auto& x : qkv) x = draw(1.0f);
+  for (auto& x : kplane) x = draw(2.0f);
+  for (auto& x : vplane) x = draw(1.0f);
+  auto bits = [](const std::vector<float>& v) {
+    std::vector<uint16_t> b(v.size());
+    for (size_t i = 0; i < v.size(); ++i) b[i] = ToBf16Bits(v[i]);
+    return b;
+  };
+  Dev<uint16_t> dqkv(bits(qkv)), dk(bits(kplane)), dv(bits(vplane));
+  Dev<uint16_t> dout(static_cast<size_t>(rows) * H * hd);
+  ASSERT_EQ(FlashPrefillAttention(dqkv.get(), rows, H, Hkv, hd, dk.get(), dv.get(), c.pos0, scale,
+                                  dout.get(), nullptr),
+            cudaSuccess);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  const std::vector<uint16_t> out_bits = dout.Get();
+  std::vector<float> got(out_bits.size());
+  for (size_t i = 0; i < got.size(); ++i) got[i] = FromBf16Bits(out_bits[i]);
+  std::vector<double> want(got.size());
+  for (int i = 0; i < rows; ++i) {
+    const int64_t nkeys = c.pos0 + i + 1;
+    for (int h = 0; h < H; ++h) {
+      const int hk = h / (H / Hkv);
+      const float* q = qkv.data() + i * qkv_width + h * hd;
+      std::vector<double> sc(nkeys);
+      double mx = -INFINITY;
+      for (int64_t j = 0; j < nkeys; ++j) {
+        double dot = 0;
+        for (int d = 0; d < hd; ++d) dot += double(q[d]) * kplane[j * width + hk * hd + d];
+        sc[j] = dot * scale;
+        mx = std::max(mx, sc[j]);
+      }
+      double den = 0;
+      for (int64_t j = 0; j < nkeys; ++j) den += std::exp(sc[j] - mx);
+      for (int d = 0; d < hd; ++d) {
+        double num = 0;
+        for (int64_t j = 0; j < nkeys; ++j) {
+          num += std::exp(sc[j] - mx) * vplane[j * width + hk * hd + d];
+        }
+        want[(static_cast<size_t>(i) * H + h) * hd + d] = num / den;
+      }
+    }
+  }
+  // bf16 probabilities in the P V product and a bf16 output: ~2^-8 relative.
+  EXPECT_LT(RelErr(got, want), 8e-3);
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, FlashPrefillTest,
+                         ::testing::Values(FlashCase{300, 16, 16, 128, 0},
+                                           FlashCase{129, 16, 16, 128, 1000},
+                                           FlashCase{70, 8, 2, 64, 63}, FlashCase{200, 4, 4, 32, 5},
+                                           FlashCase{1, 16, 16, 128, 4096}));
+
 TEST(LogSoftmaxGatherTest, MatchesReference) {
   if (!testing::HaveGpu()) GTEST_SKIP() << "no CUDA GPU visible";
   const int rows = 37, vocab = 32000;
