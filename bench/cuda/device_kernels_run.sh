@@ -22,6 +22,9 @@ for t in $g/bin/*_test; do
   timeout 60 $t >> $R/gpu-tests.log 2>&1 || echo "FAILED: $(basename $t)"
 done
 grep -E "^\[  (PASSED|FAILED) " $R/gpu-tests.log | sort | uniq -c; el
+# Optional: a script of one's own (e.g. a sanitizer run) while fla still compiles, before
+# the timed part; it sees $g (the bundle) and $R.
+if [[ -n ${AFTER_TESTS:-} ]]; then g=$g R=$R bash "$AFTER_TESTS"; el; fi
 wait $wp; echo "warmup $?"; el
 timeout 120 $g/bin/cuda_bench --random_weights --models hgrn2,llama,tnl --configs_out $R/cfg \
   --out $R/cuda.json > $R/cuda.txt 2> $R/cuda.log; echo "cuda_bench $?"; el

@@ -76,8 +76,7 @@ absl::Status CudaModel::AllocateScratch(DeviceAllocator& alloc) {
   {
     int32_t identity[kDecodeRows + 1];
     for (int r = 0; r <= kDecodeRows; ++r) identity[r] = r;
-    HG_CUDA_RETURN(
-        cudaMemcpy(identity_rows_.get(), identity, sizeof(identity), cudaMemcpyHostToDevice));
+    HG_RETURN_IF_ERROR(CopyToDevice(identity_rows_.get(), identity, sizeof(identity)));
   }
   pack_bytes_ = PackTableBytes();
   HG_ASSIGN_OR_RETURN(pack_dev_, alloc.Alloc(pack_bytes_));

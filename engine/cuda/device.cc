@@ -5,13 +5,23 @@
 namespace hgeval::cuda {
 
 absl::Status CudaStatus(cudaError_t err, const char* what) {
-  return absl::InternalError(
-      absl::StrCat("CUDA error in ", what, ": ", cudaGetErrorString(err)));
+  return absl::InternalError(absl::StrCat("CUDA error in ", what, ": ", cudaGetErrorString(err)));
 }
 
 absl::Status CublasStatus(cublasStatus_t st, const char* what) {
   return absl::InternalError(
       absl::StrCat("cuBLAS error in ", what, ": ", cublasGetStatusString(st)));
+}
+
+absl::Status CopyToDevice(void* dst, const void* src, size_t bytes) {
+  if (bytes == 0) return absl::OkStatus();
+  if (cudaError_t err = cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice); err != cudaSuccess) {
+    return CudaStatus(err, "cudaMemcpy to device");
+  }
+  if (cudaError_t err = cudaStreamSynchronize(cudaStreamLegacy); err != cudaSuccess) {
+    return CudaStatus(err, "waiting for a copy to the device");
+  }
+  return absl::OkStatus();
 }
 
 DevicePool::~DevicePool() {
@@ -47,8 +57,8 @@ absl::StatusOr<void*> DevicePool::Allocate(size_t bytes) {
       err = cudaMalloc(&ptr, size);
       if (err != cudaSuccess) {
         cudaGetLastError();
-        return absl::ResourceExhaustedError(absl::StrCat(
-            "cudaMalloc of ", size, " bytes failed: ", cudaGetErrorString(err)));
+        return absl::ResourceExhaustedError(
+            absl::StrCat("cudaMalloc of ", size, " bytes failed: ", cudaGetErrorString(err)));
       }
     }
   }

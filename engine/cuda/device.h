@@ -22,18 +22,24 @@ namespace hgeval::cuda {
 absl::Status CudaStatus(cudaError_t err, const char* what);
 absl::Status CublasStatus(cublasStatus_t st, const char* what);
 
-#define HG_CUDA_RETURN(expr)                                                    \
-  do {                                                                          \
-    const cudaError_t hg_cuda_err_ = (expr);                                    \
+#define HG_CUDA_RETURN(expr)                                                                 \
+  do {                                                                                       \
+    const cudaError_t hg_cuda_err_ = (expr);                                                 \
     if (hg_cuda_err_ != cudaSuccess) return ::hgeval::cuda::CudaStatus(hg_cuda_err_, #expr); \
   } while (0)
 
-#define HG_CUBLAS_RETURN(expr)                                                  \
-  do {                                                                          \
-    const cublasStatus_t hg_cublas_st_ = (expr);                                \
-    if (hg_cublas_st_ != CUBLAS_STATUS_SUCCESS)                                 \
-      return ::hgeval::cuda::CublasStatus(hg_cublas_st_, #expr);                \
+#define HG_CUBLAS_RETURN(expr)                                   \
+  do {                                                           \
+    const cublasStatus_t hg_cublas_st_ = (expr);                 \
+    if (hg_cublas_st_ != CUBLAS_STATUS_SUCCESS)                  \
+      return ::hgeval::cuda::CublasStatus(hg_cublas_st_, #expr); \
   } while (0)
+
+// Copies host memory to the device and returns once the data is there. A plain
+// cudaMemcpy from pageable memory may return when the data is staged, before it lands,
+// and it runs on the legacy stream, which the contexts' non-blocking streams do not wait
+// for: a kernel launched next on a context's stream could read the old contents.
+absl::Status CopyToDevice(void* dst, const void* src, size_t bytes);
 
 // Caches freed blocks by rounded size, so states and scratch are recycled without
 // cudaMalloc/cudaFree on the hot path. Thread-safe. Tracks bytes held and the peak.

@@ -28,8 +28,7 @@ absl::Status DeviceAllocator::Acts(DeviceBuffer* out, size_t n) {
 
 absl::Status DeviceAllocator::UploadDerived(const std::vector<float>& values, DeviceBuffer* out) {
   HG_ASSIGN_OR_RETURN(*out, Alloc(values.size() * sizeof(float)));
-  HG_CUDA_RETURN(
-      cudaMemcpy(out->get(), values.data(), values.size() * sizeof(float), cudaMemcpyHostToDevice));
+  HG_RETURN_IF_ERROR(CopyToDevice(out->get(), values.data(), values.size() * sizeof(float)));
   return absl::OkStatus();
 }
 
@@ -49,13 +48,13 @@ absl::Status DeviceAllocator::UploadAct(const std::vector<const HostTensor*>& pa
     if (counted) num_parameters_ += p->numel();
     const size_t n = p->data.size();
     if (act_ == Act::kF32) {
-      HG_CUDA_RETURN(cudaMemcpy(out->as<float>() + offset, p->data.data(), n * sizeof(float),
-                                cudaMemcpyHostToDevice));
+      HG_RETURN_IF_ERROR(
+          CopyToDevice(out->as<float>() + offset, p->data.data(), n * sizeof(float)));
     } else {
       std::vector<uint16_t> tmp(n);
       for (size_t i = 0; i < n; ++i) tmp[i] = FloatToBf16(p->data[i]);
-      HG_CUDA_RETURN(cudaMemcpy(out->as<uint16_t>() + offset, tmp.data(), n * sizeof(uint16_t),
-                                cudaMemcpyHostToDevice));
+      HG_RETURN_IF_ERROR(
+          CopyToDevice(out->as<uint16_t>() + offset, tmp.data(), n * sizeof(uint16_t)));
     }
     offset += n;
   }

@@ -201,8 +201,7 @@ class CudaLraClassifier final : public LraClassifier {
   absl::StatusOr<DeviceBuffer> Upload(const std::vector<float>& host) {
     HG_ASSIGN_OR_RETURN(DeviceBuffer buf,
                         DeviceBuffer::Make(ctx_->pool(), std::max<size_t>(host.size(), 1) * 4));
-    HG_CUDA_RETURN(
-        cudaMemcpy(buf.get(), host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice));
+    HG_RETURN_IF_ERROR(CopyToDevice(buf.get(), host.data(), host.size() * sizeof(float)));
     return buf;
   }
 
@@ -279,8 +278,8 @@ class CudaLraClassifier final : public LraClassifier {
     HG_CUDA_RETURN(cudaStreamSynchronize(stream()));  // the old table may be in use
     position_table_.Reset();
     HG_ASSIGN_OR_RETURN(position_table_, DeviceBuffer::Make(ctx_->pool(), host.size() * 4));
-    HG_CUDA_RETURN(cudaMemcpy(position_table_.get(), host.data(), host.size() * sizeof(float),
-                              cudaMemcpyHostToDevice));
+    HG_RETURN_IF_ERROR(
+        CopyToDevice(position_table_.get(), host.data(), host.size() * sizeof(float)));
     table_positions_ = grown;
     return absl::OkStatus();
   }
