@@ -71,6 +71,31 @@ constexpr int kAttnWarps = 4;
 constexpr int kMaxHeadDim = 256;
 constexpr int kDimPerLane = kMaxHeadDim / 32;
 
+// The end of a decode split: merges the block's `groups` partial softmax states (running
+// max m[g], sum l[g], unnormalised output acc[g * acc_stride + d], in shared memory and
+// complete) in group order and writes the split's (max, sum, output) to `out`.
+__device__ void WriteDecodeSplit(const float* m, const float* l, const float* acc, int acc_stride,
+                                 int groups, int head_dim, float* out) {
+  float mx = m[0];
+  for (int g = 1; g < groups; ++g) mx = fmaxf(mx, m[g]);
+  const bool empty = mx == -INFINITY;
+  if (threadIdx.x == 0) {
+    float den = 0.0f;
+    if (!empty) {
+      for (int g = 0; g < groups; ++g) den += l[g] * __expf(m[g] - mx);
+    }
+    out[0] = mx;
+    out[1] = den;
+  }
+  for (int d = threadIdx.x; d < head_dim; d += blockDim.x) {
+    float num = 0.0f;
+    if (!empty) {
+      for (int g = 0; g < groups; ++g) num += acc[g * acc_stride + d] * __expf(m[g] - mx);
+    }
+    out[2 + d] = num;
+  }
+}
+
 // Split-key decode attention, pass 1. Grid (rows, H, kDecodeSplits), kAttnWarps warps.
 // Split z takes a fixed share of the row's keys; warp w takes keys w, w + kAttnWarps, ...
 // of the share; lanes split the head dimension. Writes the split's (max, sum, unnormalised
@@ -135,25 +160,9 @@ __global__ void __launch_bounds__(kAttnWarps * 32)
     if (d < head_dim) sacc[warp][d] = acc[u];
   }
   __syncthreads();
-  float mx = sm[0];
-  for (int w = 1; w < kAttnWarps; ++w) mx = fmaxf(mx, sm[w]);
-  float* out = part + ((static_cast<int64_t>(r) * heads + h) * kDecodeSplits + z) * (head_dim + 2);
-  const bool empty = mx == -INFINITY;
-  if (threadIdx.x == 0) {
-    float den = 0.0f;
-    if (!empty) {
-      for (int w = 0; w < kAttnWarps; ++w) den += sl[w] * __expf(sm[w] - mx);
-    }
-    out[0] = mx;
-    out[1] = den;
-  }
-  for (int d = threadIdx.x; d < head_dim; d += blockDim.x) {
-    float num = 0.0f;
-    if (!empty) {
-      for (int w = 0; w < kAttnWarps; ++w) num += sacc[w][d] * __expf(sm[w] - mx);
-    }
-    out[2 + d] = num;
-  }
+  WriteDecodeSplit(
+      sm, sl, &sacc[0][0], kMaxHeadDim, kAttnWarps, head_dim,
+      part + ((static_cast<int64_t>(r) * heads + h) * kDecodeSplits + z) * (head_dim + 2));
 }
 
 // Eight bf16 or four fp32 values, one 16-byte load.
@@ -291,25 +300,9 @@ __global__ void __launch_bounds__(kAttnWarps * 32)
 #pragma unroll
   for (int i = 0; i < kVec; ++i) sacc[group][slice * kVec + i] = acc[i];
   __syncthreads();
-  float mx = sm[0];
-  for (int g = 1; g < kGroups; ++g) mx = fmaxf(mx, sm[g]);
-  float* out = part + ((static_cast<int64_t>(r) * heads + h) * kDecodeSplits + z) * (kHeadDim + 2);
-  const bool empty = mx == -INFINITY;
-  if (threadIdx.x == 0) {
-    float den = 0.0f;
-    if (!empty) {
-      for (int g = 0; g < kGroups; ++g) den += sl[g] * __expf(sm[g] - mx);
-    }
-    out[0] = mx;
-    out[1] = den;
-  }
-  for (int d = threadIdx.x; d < kHeadDim; d += blockDim.x) {
-    float num = 0.0f;
-    if (!empty) {
-      for (int g = 0; g < kGroups; ++g) num += sacc[g][d] * __expf(sm[g] - mx);
-    }
-    out[2 + d] = num;
-  }
+  WriteDecodeSplit(
+      sm, sl, &sacc[0][0], kHeadDim, kGroups, kHeadDim,
+      part + ((static_cast<int64_t>(r) * heads + h) * kDecodeSplits + z) * (kHeadDim + 2));
 }
 
 // Pass 2: merge the splits in a fixed order. Grid (rows, H).

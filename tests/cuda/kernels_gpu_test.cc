@@ -2,6 +2,7 @@
 // 1.3B head shapes the golden models do not reach (relative-error bounds for fp32 maths).
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -147,6 +148,28 @@ INSTANTIATE_TEST_SUITE_P(Shapes, ChunkGlaTest,
                                            GlaCase{300, 2, 128, 128}, GlaCase{130, 2, 256, 80},
                                            GlaCase{65, 3, 16, 32}, GlaCase{200, 1, 40, 200}));
 
+// Softmax attention in double of one query q[hd] (scaled dot products) over keys
+// [0, nkeys) of K/V planes [keys][width], the KV head's values at columns [col, col + hd);
+// the hd outputs go to out.
+void AttendInDouble(const float* q, const float* kplane, const float* vplane, int64_t width,
+                    int64_t col, int hd, int64_t nkeys, double scale, double* out) {
+  std::vector<double> s(nkeys);
+  double mx = -INFINITY;
+  for (int64_t j = 0; j < nkeys; ++j) {
+    double dot = 0;
+    for (int d = 0; d < hd; ++d) dot += double(q[d]) * kplane[j * width + col + d];
+    s[j] = dot * scale;
+    mx = std::max(mx, s[j]);
+  }
+  double den = 0;
+  for (int64_t j = 0; j < nkeys; ++j) den += std::exp(s[j] - mx);
+  for (int d = 0; d < hd; ++d) {
+    double num = 0;
+    for (int64_t j = 0; j < nkeys; ++j) num += std::exp(s[j] - mx) * vplane[j * width + col + d];
+    out[d] = num / den;
+  }
+}
+
 // Decode attention over KV caches: rows at different positions (one key, a share
 // boundary, thousands of keys), a padding row (null cache), GQA, head dims on the
 // vectorised kernel (64, 128, 256) and off it (80), fp32 and bf16 caches. The
@@ -249,23 +272,8 @@ TEST_P(DecodeAttentionTest, MatchesSoftmaxAttentionInDouble) {
       const int hk = h / (H / Hkv);
       const float* q = qkv.data() + r * qkv_width + h * hd;
       const float* kplane = caches[r].data() + (static_cast<int64_t>(layer) * 2) * caps[r] * width;
-      const float* vplane = kplane + caps[r] * width;
-      std::vector<double> s(nkeys);
-      double mx = -INFINITY;
-      for (int64_t j = 0; j < nkeys; ++j) {
-        double dot = 0;
-        for (int d = 0; d < hd; ++d) dot += double(q[d]) * kplane[j * width + hk * hd + d];
-        s[j] = dot * scale;
-        mx = std::max(mx, s[j]);
-      }
-      double den = 0;
-      for (int64_t j = 0; j < nkeys; ++j) den += std::exp(s[j] - mx);
-      for (int d = 0; d < hd; ++d) {
-        double num = 0;
-        for (int64_t j = 0; j < nkeys; ++j)
-          num += std::exp(s[j] - mx) * vplane[j * width + hk * hd + d];
-        want[static_cast<size_t>(h) * hd + d] = num / den;
-      }
+      AttendInDouble(q, kplane, kplane + caps[r] * width, width, hk * hd, hd, nkeys, scale,
+                     want.data() + static_cast<size_t>(h) * hd);
     }
     // bf16: the output's own rounding (2^-9 relative) dominates.
     EXPECT_LT(RelErr(got, want), c.bf16 ? 4e-3 : 1e-4) << "row " << r << " at " << positions[r];
@@ -332,23 +340,8 @@ TEST_P(FlashPrefillTest, MatchesCausalSoftmaxAttentionInDouble) {
     for (int h = 0; h < H; ++h) {
       const int hk = h / (H / Hkv);
       const float* q = qkv.data() + i * qkv_width + h * hd;
-      std::vector<double> sc(nkeys);
-      double mx = -INFINITY;
-      for (int64_t j = 0; j < nkeys; ++j) {
-        double dot = 0;
-        for (int d = 0; d < hd; ++d) dot += double(q[d]) * kplane[j * width + hk * hd + d];
-        sc[j] = dot * scale;
-        mx = std::max(mx, sc[j]);
-      }
-      double den = 0;
-      for (int64_t j = 0; j < nkeys; ++j) den += std::exp(sc[j] - mx);
-      for (int d = 0; d < hd; ++d) {
-        double num = 0;
-        for (int64_t j = 0; j < nkeys; ++j) {
-          num += std::exp(sc[j] - mx) * vplane[j * width + hk * hd + d];
-        }
-        want[(static_cast<size_t>(i) * H + h) * hd + d] = num / den;
-      }
+      AttendInDouble(q, kplane.data(), vplane.data(), width, hk * hd, hd, nkeys, scale,
+                     want.data() + (static_cast<size_t>(i) * H + h) * hd);
     }
   }
   // bf16 probabilities in the P V product and a bf16 output: ~2^-8 relative.
