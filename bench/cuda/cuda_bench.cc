@@ -26,6 +26,7 @@
 #include "bench/cuda/random_checkpoint.h"
 #include "engine/cuda/cuda_model.h"
 #include "engine/cuda/cuda_models.h"
+#include "engine/cuda/device.h"
 #include "engine/cuda/gemm.h"
 #include "engine/cuda/kernels.h"
 #include "engine/loader/checkpoint.h"
@@ -215,9 +216,9 @@ void* DeviceRandom(size_t bytes, float amplitude, bool bf16, bool negative = fal
       std::memcpy(&u, &host[i], 4);
       h16[i] = static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
     }
-    cudaMemcpy(p, h16.data(), bytes, cudaMemcpyHostToDevice);
+    (void)cuda::CopyToDevice(p, h16.data(), bytes);
   } else {
-    cudaMemcpy(p, host.data(), bytes, cudaMemcpyHostToDevice);
+    (void)cuda::CopyToDevice(p, host.data(), bytes);
   }
   return p;
 }
@@ -302,9 +303,9 @@ nlohmann::json Micro(cuda::DeviceContext* ctx) {
                cuda::DecodeAttentionScratchFloats(rows, H, hd) * sizeof(float));
     cudaMalloc(&o, rows * width * 2);
     const std::vector<int64_t> caps(rows, keys), positions(rows, keys - 1);
-    cudaMemcpy(dptrs, caches.data(), rows * sizeof(void*), cudaMemcpyHostToDevice);
-    cudaMemcpy(dcaps, caps.data(), rows * sizeof(int64_t), cudaMemcpyHostToDevice);
-    cudaMemcpy(dpos, positions.data(), rows * sizeof(int64_t), cudaMemcpyHostToDevice);
+    (void)cuda::CopyToDevice(dptrs, caches.data(), rows * sizeof(void*));
+    (void)cuda::CopyToDevice(dcaps, caps.data(), rows * sizeof(int64_t));
+    (void)cuda::CopyToDevice(dpos, positions.data(), rows * sizeof(int64_t));
     const double ms = timer.Ms(
         [&] {
           (void)cuda::DecodeAttention(qkv, cuda::Act::kBF16, rows, H, H, hd, dptrs, dcaps, dpos, 0,

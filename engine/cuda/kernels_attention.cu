@@ -71,6 +71,18 @@ constexpr int kAttnWarps = 4;
 constexpr int kMaxHeadDim = 256;
 constexpr int kDimPerLane = kMaxHeadDim / 32;
 
+// Keys [begin, end) of split z for a query at `position`: kDecodeSplits fixed shares of
+// the row's keys, so a row's arithmetic never depends on its batch.
+struct KeyRange {
+  int64_t begin, end;
+};
+__device__ __forceinline__ KeyRange DecodeSplitKeys(int64_t position, int z) {
+  const int64_t nkeys = position + 1;
+  const int64_t share = (nkeys + kDecodeSplits - 1) / kDecodeSplits;
+  const int64_t begin = z * share;
+  return {begin, begin + share < nkeys ? begin + share : nkeys};
+}
+
 // The end of a decode split: merges the block's `groups` partial softmax states (running
 // max m[g], sum l[g], unnormalised output acc[g * acc_stride + d], in shared memory and
 // complete) in group order and writes the split's (max, sum, output) to `out`.
@@ -113,10 +125,7 @@ __global__ void __launch_bounds__(kAttnWarps * 32)
   if (cache == nullptr) return;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int64_t cap = caps[r];
-  const int64_t nkeys = positions[r] + 1;
-  const int64_t share = (nkeys + kDecodeSplits - 1) / kDecodeSplits;
-  const int64_t js = z * share;
-  const int64_t je = js + share < nkeys ? js + share : nkeys;
+  const auto [js, je] = DecodeSplitKeys(positions[r], z);
   const int hk = h / (heads / kv_heads);
   const int width = kv_heads * head_dim;
   const T* kbase = cache + static_cast<int64_t>(layer) * 2 * cap * width + hk * head_dim;
@@ -217,10 +226,7 @@ __global__ void __launch_bounds__(kAttnWarps * 32)
   const int slice = lane % kLanesPerKey;  // which kVec values of the head this lane holds
   const int group = warp * kKeysPerWarp + lane / kLanesPerKey;
   const int64_t cap = caps[r];
-  const int64_t nkeys = positions[r] + 1;
-  const int64_t share = (nkeys + kDecodeSplits - 1) / kDecodeSplits;
-  const int64_t js = z * share;
-  const int64_t je = js + share < nkeys ? js + share : nkeys;
+  const auto [js, je] = DecodeSplitKeys(positions[r], z);
   const int hk = h / (heads / kv_heads);
   const int width = kv_heads * kHeadDim;
   const T* kbase =

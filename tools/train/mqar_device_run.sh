@@ -40,13 +40,13 @@ pids=()
 # each gets about twice the steps of four).
 read -r -a RUNS <<<"${MQAR_RUNS:-hgrn2_d64 hgrn2_d128 hgrn_d64 hgrn_d128}"
 for name in "${RUNS[@]}"; do
-    arch=${name%_d*}
-    d=${name##*_d}
-    timeout --kill-after=10 "$((LIMIT + GRACE))" \
-      "$PYTHON" "$SCRIPT" --arch "$arch" --d-model "$d" --setting 256,16 \
-      --time-limit "$LIMIT" --bf16-weights --out "$OUT/mqar" "${EXTRA[@]}" >"$OUT/$name.log" 2>&1 &
-    names+=("$name")
-    pids+=("$!")
+  arch=${name%_d*}
+  d=${name##*_d}
+  timeout --kill-after=10 "$((LIMIT + GRACE))" \
+    "$PYTHON" "$SCRIPT" --arch "$arch" --d-model "$d" --setting 256,16 \
+    --time-limit "$LIMIT" --bf16-weights --out "$OUT/mqar" "${EXTRA[@]}" >"$OUT/$name.log" 2>&1 &
+  names+=("$name")
+  pids+=("$!")
 done
 
 failed=0
