@@ -1,5 +1,6 @@
 // How to build a model, declared once for every program that loads one (the in-process
-// tools and hgeval-server): --device, --dtype, --threads, --max_context.
+// tools and hgeval-server): --device, --dtype, --threads, --max_context, --device_memory,
+// --host_memory.
 #ifndef HGEVAL_ENGINE_CLI_LOAD_FLAGS_H_
 #define HGEVAL_ENGINE_CLI_LOAD_FLAGS_H_
 

@@ -206,6 +206,9 @@ absl::StatusOr<std::unique_ptr<Model>> BuildLlama(const Checkpoint& ckpt, const 
 
   ModelInfo info =
       CpuModelInfo(c, parameters, max_context > 0 ? max_context : c.max_position_embeddings);
+  // The KV cache: keys and values of every layer, fp32.
+  info.state_bytes_per_token =
+      2 * c.num_layers * c.num_kv_heads * c.head_dim * static_cast<int64_t>(sizeof(float));
   return std::unique_ptr<Model>(new LlamaModel(c, std::move(info), std::move(embeddings),
                                                std::move(layers), std::move(final_norm),
                                                std::move(lm_head)));

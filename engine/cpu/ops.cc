@@ -131,14 +131,16 @@ ScopedCpuThreads::ScopedCpuThreads(int threads) : previous_(tls_thread_limit) {
 ScopedCpuThreads::~ScopedCpuThreads() { tls_thread_limit = previous_; }
 
 absl::StatusOr<std::vector<SequenceState*>> ResolveStates(
-    absl::Span<const ForwardItem> items, std::vector<std::unique_ptr<SequenceState>>* copies) {
+    const Model& model, absl::Span<const ForwardItem> items,
+    std::vector<std::unique_ptr<SequenceState>>* copies) {
   std::vector<SequenceState*> states(items.size());
   for (size_t i = 0; i < items.size(); ++i) {
     if (items[i].state != nullptr) {
       states[i] = items[i].state;
       continue;
     }
-    HG_ASSIGN_OR_RETURN(std::unique_ptr<SequenceState> copy, CloneState(*items[i].start));
+    HG_ASSIGN_OR_RETURN(std::unique_ptr<SequenceState> copy,
+                        StartState(model, items[i].fresh_start ? nullptr : items[i].start));
     states[i] = copy.get();
     copies->push_back(std::move(copy));
   }

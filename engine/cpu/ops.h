@@ -67,17 +67,19 @@ class ScopedCpuThreads {
   int previous_;
 };
 
-// The state each item advances: its `state`, or a private copy of its `start` held in
-// `copies` (dropped by the caller after the call).
+// The state each item advances: its `state`, or a private copy of its `start` (or a new
+// state of `model`, for a fresh start) held in `copies` (dropped by the caller after the
+// call).
 absl::StatusOr<std::vector<SequenceState*>> ResolveStates(
-    absl::Span<const ForwardItem> items, std::vector<std::unique_ptr<SequenceState>>* copies);
+    const Model& model, absl::Span<const ForwardItem> items,
+    std::vector<std::unique_ptr<SequenceState>>* copies);
 
 // ValidateForwardItems (engine/model/forward_validation.h; max_context > 0 bounds the
 // positions), then each item's state (ResolveStates) as the model's own state type:
 // INVALID_ARGUMENT when one was made by another model. What every CPU family's Forward
 // checks before it changes anything.
 template <typename StateT>
-absl::StatusOr<std::vector<StateT*>> OwnStates(const void* owner,
+absl::StatusOr<std::vector<StateT*>> OwnStates(const Model* owner,
                                                absl::Span<const ForwardItem> items,
                                                absl::Span<ForwardOutput> outputs, int64_t vocab,
                                                std::vector<std::unique_ptr<SequenceState>>* copies,
@@ -85,12 +87,12 @@ absl::StatusOr<std::vector<StateT*>> OwnStates(const void* owner,
   if (absl::Status s = ValidateForwardItems(items, outputs.size(), vocab, max_context); !s.ok()) {
     return s;
   }
-  absl::StatusOr<std::vector<SequenceState*>> resolved = ResolveStates(items, copies);
+  absl::StatusOr<std::vector<SequenceState*>> resolved = ResolveStates(*owner, items, copies);
   if (!resolved.ok()) return resolved.status();
   std::vector<StateT*> states(items.size());
   for (size_t i = 0; i < items.size(); ++i) {
     auto* state = dynamic_cast<StateT*>((*resolved)[i]);
-    if (state == nullptr || state->owner() != owner) {
+    if (state == nullptr || state->owner() != static_cast<const void*>(owner)) {
       return absl::InvalidArgumentError(
           absl::StrCat("item ", i, ": the sequence state was not created by this model"));
     }

@@ -25,6 +25,9 @@ class ThreadLimitedModel : public Model {
     return model_->Forward(items, outputs);
   }
 
+  size_t StateBytes(int64_t tokens) const override { return model_->StateBytes(tokens); }
+  MemoryBudget* memory_budget() const override { return model_->memory_budget(); }
+
  private:
   const std::unique_ptr<Model> model_;
   const int threads_;

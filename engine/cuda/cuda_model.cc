@@ -32,33 +32,13 @@ CudaSequenceState::~CudaSequenceState() = default;
 // state, so the host does not wait for them (a fork per scored choice stays cheap).
 std::unique_ptr<SequenceState> CudaSequenceState::Clone() const {
   DeviceGuard guard(ctx_->device());
-  auto copy = std::make_unique<CudaSequenceState>(owner_, ctx_);
-  copy->position_ = position_;
-  copy->kv_cap_ = kv_cap_;
-  auto alloc = [&](const DeviceBuffer& src, DeviceBuffer* dst) -> bool {
-    if (src.size() == 0) return true;
-    auto buf = DeviceBuffer::Make(ctx_->pool(), src.size());
-    if (!buf.ok()) return false;
-    *dst = std::move(*buf);
-    return true;
-  };
-  bool ok = alloc(recurrent_, &copy->recurrent_) && alloc(kv_, &copy->kv_);
-  if (ok && recurrent_.size() > 0) {
-    ok = cudaMemcpyAsync(copy->recurrent_.get(), recurrent_.get(), recurrent_.size(),
-                         cudaMemcpyDeviceToDevice, ctx_->stream()) == cudaSuccess;
-  }
-  if (ok && kv_.size() > 0 && position_ > 0) {
-    // Only the filled rows of each [cap][Hkv][hd] plane (2 per layer).
-    const size_t plane = kv_.size() / (2 * owner_->L_);
-    const size_t row = plane / kv_cap_;
-    ok = cudaMemcpy2DAsync(copy->kv_.get(), plane, kv_.get(), plane, position_ * row,
-                           2 * owner_->L_, cudaMemcpyDeviceToDevice, ctx_->stream()) == cudaSuccess;
-  }
-  if (!ok) {
-    std::fprintf(stderr, "hgeval cuda: state clone failed (out of device memory?)\n");
+  absl::StatusOr<std::unique_ptr<CudaSequenceState>> copy = owner_->ForkForItem(*this, 0);
+  if (!copy.ok()) {
+    std::fprintf(stderr, "hgeval cuda: state clone failed: %s\n",
+                 std::string(copy.status().message()).c_str());
     return nullptr;
   }
-  return copy;
+  return *std::move(copy);
 }
 
 std::unique_ptr<SequenceState> CudaModel::NewState() const {
@@ -77,21 +57,78 @@ std::unique_ptr<SequenceState> CudaModel::NewState() const {
   return st;
 }
 
-absl::Status CudaModel::EnsureKvCapacity(CudaSequenceState* st, int64_t needed) {
+namespace {
+
+// KV caches grow in steps of this many positions (the attention kernels read only the
+// positions filled, so the capacity is a stride, never a bound they rely on).
+constexpr int64_t kKvStep = 64;
+
+int64_t KvCapacityFor(int64_t positions) {
+  return (std::max<int64_t>(positions, 1) + kKvStep - 1) / kKvStep * kKvStep;
+}
+
+}  // namespace
+
+size_t CudaModel::StateBytes(int64_t tokens) const {
+  size_t bytes = 0;
+  if (state_floats_per_layer_ > 0) {
+    bytes += DevicePool::RoundSize(state_floats_per_layer_ * L_ * sizeof(float));
+  }
+  if (layout_.kv_row_bytes > 0 && tokens > 0) {
+    bytes += DevicePool::RoundSize(L_ * 2 * KvCapacityFor(tokens) * layout_.kv_row_bytes);
+  }
+  return bytes;
+}
+
+absl::Status CudaModel::EnsureKvCapacity(CudaSequenceState* st, int64_t needed, bool decoding) {
   if (needed <= st->kv_cap_) return absl::OkStatus();
-  int64_t cap = std::max<int64_t>({needed, 2 * st->kv_cap_, 256});
-  cap = (cap + 255) / 256 * 256;
   const int64_t row_bytes = layout_.kv_row_bytes;
-  HG_ASSIGN_OR_RETURN(DeviceBuffer fresh,
-                      DeviceBuffer::Make(ctx_->pool(), L_ * 2 * cap * row_bytes));
+  // Decoding grows by an eighth (at least 2 steps of positions), so that it copies the
+  // cache every few hundred tokens rather than every step while keeping what a long
+  // context reserves close to what it holds (under a tight budget the exact size is tried
+  // before giving up); a prefill takes exactly what it feeds.
+  int64_t cap = KvCapacityFor(
+      decoding ? std::max<int64_t>(needed, st->kv_cap_ + std::max(2 * kKvStep, st->kv_cap_ / 8))
+               : needed);
+  absl::StatusOr<DeviceBuffer> fresh = DeviceBuffer::Make(ctx_->pool(), L_ * 2 * cap * row_bytes);
+  if (!fresh.ok() && absl::IsResourceExhausted(fresh.status()) && cap > KvCapacityFor(needed)) {
+    cap = KvCapacityFor(needed);
+    fresh = DeviceBuffer::Make(ctx_->pool(), L_ * 2 * cap * row_bytes);
+  }
+  if (!fresh.ok()) return fresh.status();
   if (st->kv_cap_ > 0 && st->position_ > 0) {
-    HG_CUDA_RETURN(cudaMemcpy2DAsync(fresh.get(), cap * row_bytes, st->kv_.get(),
+    HG_CUDA_RETURN(cudaMemcpy2DAsync(fresh->get(), cap * row_bytes, st->kv_.get(),
                                      st->kv_cap_ * row_bytes, st->position_ * row_bytes, 2 * L_,
                                      cudaMemcpyDeviceToDevice, ctx_->stream()));
   }
-  st->kv_ = std::move(fresh);
+  st->kv_ = *std::move(fresh);
   st->kv_cap_ = cap;
   return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<CudaSequenceState>> CudaModel::ForkForItem(
+    const CudaSequenceState& start, int64_t tokens) const {
+  auto copy = std::make_unique<CudaSequenceState>(this, ctx_);
+  copy->position_ = start.position_;
+  if (start.recurrent_.size() > 0) {
+    HG_ASSIGN_OR_RETURN(copy->recurrent_,
+                        DeviceBuffer::Make(ctx_->pool(), start.recurrent_.size()));
+    HG_CUDA_RETURN(cudaMemcpyAsync(copy->recurrent_.get(), start.recurrent_.get(),
+                                   start.recurrent_.size(), cudaMemcpyDeviceToDevice,
+                                   ctx_->stream()));
+  }
+  if (layout_.kv_row_bytes > 0 && start.position_ + tokens > 0) {
+    const int64_t row_bytes = layout_.kv_row_bytes;
+    const int64_t cap = KvCapacityFor(start.position_ + tokens);
+    HG_ASSIGN_OR_RETURN(copy->kv_, DeviceBuffer::Make(ctx_->pool(), L_ * 2 * cap * row_bytes));
+    copy->kv_cap_ = cap;
+    if (start.position_ > 0) {
+      HG_CUDA_RETURN(cudaMemcpy2DAsync(copy->kv_.get(), cap * row_bytes, start.kv_.get(),
+                                       start.kv_cap_ * row_bytes, start.position_ * row_bytes,
+                                       2 * L_, cudaMemcpyDeviceToDevice, ctx_->stream()));
+    }
+  }
+  return copy;
 }
 
 // ---- layers ------------------------------------------------------------------------
@@ -109,7 +146,9 @@ absl::Status CudaModel::EnqueueMlp(const MixerPass& pass) {
   return absl::OkStatus();
 }
 
-absl::Status CudaModel::EnqueueLayers(int rows, int num_seqs, bool decode) {
+absl::Status CudaModel::EnqueueLayers(int rows, int num_seqs, bool decode, int first_layer,
+                                      int end_layer) {
+  if (end_layer < 0) end_layer = static_cast<int>(L_);
   cudaStream_t s = ctx_->stream();
   const float eps = static_cast<float>(config_.norm_eps);
   const int d = static_cast<int>(D_);
@@ -126,8 +165,10 @@ absl::Status CudaModel::EnqueueLayers(int rows, int num_seqs, bool decode) {
   pass.stream = s;
   pass.cublas = ctx_->cublas();
   pass.pinned = pinned_gemm_.get();
-  HG_LAUNCH(EmbedRows(embed_.get(), act_, cur_.ids, rows, d, h_.as<float>(), s));
-  for (int l = 0; l < L_; ++l) {
+  if (first_layer == 0) {
+    HG_LAUNCH(EmbedRows(embed_.get(), act_, cur_.ids, rows, d, h_.as<float>(), s));
+  }
+  for (int l = first_layer; l < end_layer; ++l) {
     const BlockWeights& w = blocks_[l];
     pass.layer = l;
     HG_LAUNCH(AddRmsNorm(h_.as<float>(), l == 0 ? nullptr : delta_.as<float>(), w.norm1.as<float>(),
@@ -139,8 +180,10 @@ absl::Status CudaModel::EnqueueLayers(int rows, int num_seqs, bool decode) {
       HG_RETURN_IF_ERROR(EnqueueMlp(pass));
     }
   }
-  HG_LAUNCH(AddRmsNorm(h_.as<float>(), delta_.as<float>(), final_norm_.as<float>(), eps, rows, d,
-                       x_.get(), act_, s));
+  if (end_layer == L_) {
+    HG_LAUNCH(AddRmsNorm(h_.as<float>(), delta_.as<float>(), final_norm_.as<float>(), eps, rows,
+                         d, x_.get(), act_, s));
+  }
   return absl::OkStatus();
 }
 
@@ -216,18 +259,20 @@ size_t CudaModel::PackTableBytes() const {
 
 absl::Status CudaModel::RunPack(absl::Span<const ForwardItem> items,
                                 absl::Span<ForwardOutput> outputs,
-                                absl::Span<const PackSegment> segments) {
+                                absl::Span<const PackSegment> segments, const LayerSpan* span) {
   cudaStream_t s = ctx_->stream();
   const int num_seqs = static_cast<int>(segments.size());
+  const int first_layer = span == nullptr ? 0 : span->first_layer;
+  const int end_layer = span == nullptr ? static_cast<int>(L_) : span->first_layer + 1;
   // KV capacity first: growing a cache moves it. The first segment of an item reserves
   // room for all of the item's tokens, so a long prefill allocates its cache once instead
   // of doubling it segment by segment (a copy, and old and new alive at once).
-  if (layout_.kv_row_bytes > 0) {
+  if (layout_.kv_row_bytes > 0 && span == nullptr) {
     for (const PackSegment& seg : segments) {
       const ForwardItem& item = items[seg.item];
       auto* st = static_cast<CudaSequenceState*>(item.state);
       const int64_t item_rest = static_cast<int64_t>(item.tokens.size()) - seg.offset;
-      HG_RETURN_IF_ERROR(EnsureKvCapacity(st, st->position_ + item_rest));
+      HG_RETURN_IF_ERROR(EnsureKvCapacity(st, st->position_ + item_rest, /*decoding=*/false));
     }
   }
   // The previous pack's outputs have been read (RunPack ends with a synchronisation).
@@ -249,14 +294,27 @@ absl::Status CudaModel::RunPack(absl::Span<const ForwardItem> items,
   for (int q = 0; q < num_seqs; ++q) {
     const PackSegment& seg = segments[q];
     const ForwardItem& item = items[seg.item];
-    // The state read: the item's own, or its read-only start (then nothing is kept).
-    const auto* st = static_cast<const CudaSequenceState*>(item.state ? item.state : item.start);
-    const int64_t pos0 = st->position_;
     const int64_t T = static_cast<int64_t>(item.tokens.size());
-    host.state_ptrs[q] = st->recurrent_.as<float>();
-    host.out_ptrs[q] = item.state != nullptr ? st->recurrent_.as<float>() : nullptr;
-    host.kv_ptrs[q] = st->kv_.get();
-    host.caps[q] = st->kv_cap_;
+    int64_t pos0 = 0;
+    if (span != nullptr) {
+      // Layer-major: no state; this layer's keys and values live in the span's one-layer
+      // cache, addressed as if it were plane `first_layer` of a whole one.
+      pos0 = seg.offset;
+      host.state_ptrs[q] = nullptr;
+      host.out_ptrs[q] = nullptr;
+      host.kv_ptrs[q] = static_cast<char*>(span->kv_layer) -
+                        static_cast<int64_t>(first_layer) * 2 * span->kv_cap * layout_.kv_row_bytes;
+      host.caps[q] = span->kv_cap;
+    } else {
+      // The state read: the item's own, or its read-only start (then nothing is kept).
+      const auto* st =
+          static_cast<const CudaSequenceState*>(item.state ? item.state : item.start);
+      pos0 = st->position_;
+      host.state_ptrs[q] = st->recurrent_.as<float>();
+      host.out_ptrs[q] = item.state != nullptr ? st->recurrent_.as<float>() : nullptr;
+      host.kv_ptrs[q] = st->kv_.get();
+      host.caps[q] = st->kv_cap_;
+    }
     const int row0 = rows;
     for (int64_t j = 0; j < seg.length; ++j) {
       const int64_t t = seg.offset + j;
@@ -287,8 +345,8 @@ absl::Status CudaModel::RunPack(absl::Span<const ForwardItem> items,
     host.seq_chunk0[q + 1] = chunks;
     pack_seq_row0_.push_back(rows);
     pack_seq_pos0_.push_back(pos0);
-    pack_kv_.push_back(st->kv_.get());
-    pack_kv_cap_.push_back(st->kv_cap_);
+    pack_kv_.push_back(host.kv_ptrs[q]);
+    pack_kv_cap_.push_back(host.caps[q]);
   }
   HG_CUDA_RETURN(
       cudaMemcpyAsync(pack_dev_.get(), pack_host_, host.input_bytes, cudaMemcpyHostToDevice, s));
@@ -306,7 +364,25 @@ absl::Status CudaModel::RunPack(absl::Span<const ForwardItem> items,
   pack_.tile_q0 = dev.tile_q0;
   cur_ = {dev.ids,  dev.positions, dev.state_ptrs, dev.kv_ptrs,
           dev.caps, dev.seq_row0,  dev.row_seq,    dev.out_ptrs};
-  HG_RETURN_IF_ERROR(EnqueueLayers(rows, num_seqs, /*decode=*/false));
+  if (span != nullptr && first_layer > 0) {
+    // The segment's residual stream after the layers before (one segment per pack here).
+    const size_t bytes = static_cast<size_t>(rows) * D_ * sizeof(float);
+    const size_t at = static_cast<size_t>(segments[0].offset) * D_;
+    HG_CUDA_RETURN(cudaMemcpyAsync(h_.get(), span->hidden + at, bytes, cudaMemcpyDeviceToDevice, s));
+    HG_CUDA_RETURN(
+        cudaMemcpyAsync(delta_.get(), span->delta + at, bytes, cudaMemcpyDeviceToDevice, s));
+  }
+  HG_RETURN_IF_ERROR(EnqueueLayers(rows, num_seqs, /*decode=*/false, first_layer, end_layer));
+  if (end_layer < L_) {
+    const size_t bytes = static_cast<size_t>(rows) * D_ * sizeof(float);
+    const size_t at = static_cast<size_t>(segments[0].offset) * D_;
+    HG_CUDA_RETURN(cudaMemcpyAsync(span->hidden + at, h_.get(), bytes, cudaMemcpyDeviceToDevice, s));
+    HG_CUDA_RETURN(
+        cudaMemcpyAsync(span->delta + at, delta_.get(), bytes, cudaMemcpyDeviceToDevice, s));
+    // The next layer reads this pack's tables no more: wait before they are rewritten.
+    HG_CUDA_RETURN(cudaStreamSynchronize(s));
+    return absl::OkStatus();
+  }
   for (const PackSegment& seg : segments) {
     if (items[seg.item].state == nullptr) continue;  // a read-only start stays as it was
     static_cast<CudaSequenceState*>(items[seg.item].state)->position_ += seg.length;
@@ -381,6 +457,42 @@ absl::Status CudaModel::RunPack(absl::Span<const ForwardItem> items,
   return absl::OkStatus();
 }
 
+bool CudaModel::RunsLayerMajor(const ForwardItem& item) const {
+  return item.fresh_start && layout_.kv_row_bytes > 0 && state_floats_per_layer_ == 0 &&
+         static_cast<int64_t>(item.tokens.size()) > kPackRows;
+}
+
+int64_t CudaModel::LayerMajorBytes(int64_t tokens) const {
+  return DevicePool::RoundSize(2 * tokens * D_ * sizeof(float)) +
+         DevicePool::RoundSize(2 * KvCapacityFor(tokens) * layout_.kv_row_bytes);
+}
+
+absl::Status CudaModel::RunLayerMajor(absl::Span<const ForwardItem> items,
+                                      absl::Span<ForwardOutput> outputs, size_t index) {
+  // A fresh item longer than one pack whose state nobody keeps: layer by layer over its
+  // segments, holding the residual stream of every token (2 x D fp32) and one layer's keys
+  // and values instead of every layer's. Each segment runs the same kernels on the same
+  // rows, positions and keys as in the segment-major path, so the results are the same.
+  const int64_t T = static_cast<int64_t>(items[index].tokens.size());
+  LayerSpan span;
+  span.kv_cap = KvCapacityFor(T);
+  HG_ASSIGN_OR_RETURN(DeviceBuffer streams,
+                      DeviceBuffer::Make(ctx_->pool(), 2 * T * D_ * sizeof(float)));
+  HG_ASSIGN_OR_RETURN(DeviceBuffer kv, DeviceBuffer::Make(ctx_->pool(), 2 * span.kv_cap *
+                                                                            layout_.kv_row_bytes));
+  span.hidden = streams.as<float>();
+  span.delta = streams.as<float>() + T * D_;
+  span.kv_layer = kv.get();
+  for (int l = 0; l < L_; ++l) {
+    span.first_layer = l;
+    for (int64_t off = 0; off < T; off += kPackRows) {
+      const PackSegment seg{index, off, std::min<int64_t>(kPackRows, T - off)};
+      HG_RETURN_IF_ERROR(RunPack(items, outputs, absl::MakeConstSpan(&seg, 1), &span));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status CudaModel::RunPacked(absl::Span<const ForwardItem> items,
                                   absl::Span<ForwardOutput> outputs,
                                   absl::Span<const size_t> packed_items) {
@@ -437,7 +549,7 @@ absl::Status CudaModel::RunDecodeGroup(absl::Span<const ForwardItem* const> item
   if (layout_.kv_row_bytes > 0) {
     for (const ForwardItem* it : items) {
       auto* st = static_cast<CudaSequenceState*>(it->state);
-      HG_RETURN_IF_ERROR(EnsureKvCapacity(st, st->position_ + 1));
+      HG_RETURN_IF_ERROR(EnsureKvCapacity(st, st->position_ + 1, /*decoding=*/true));
     }
   }
   HG_CUDA_RETURN(cudaStreamSynchronize(s));
@@ -535,8 +647,25 @@ absl::Status CudaModel::Forward(absl::Span<const ForwardItem> given,
   std::vector<ForwardItem> resolved(given.begin(), given.end());
   std::vector<std::unique_ptr<SequenceState>> copies;
   absl::flat_hash_set<const SequenceState*> seen;
+  std::vector<size_t> layer_major;
   for (size_t i = 0; i < resolved.size(); ++i) {
     ForwardItem& it = resolved[i];
+    if (it.fresh_start) {
+      if (RunsLayerMajor(it)) {
+        layer_major.push_back(i);
+        continue;
+      }
+      // Otherwise a state of its own for the call, as if the caller had given one.
+      std::unique_ptr<SequenceState> fresh = NewState();
+      if (fresh == nullptr) {
+        return absl::ResourceExhaustedError(
+            absl::StrCat("Forward: item ", i, ": no device memory for a new sequence state"));
+      }
+      it.state = fresh.get();
+      it.fresh_start = false;
+      copies.push_back(std::move(fresh));
+      continue;
+    }
     const auto* src = dynamic_cast<const CudaSequenceState*>(it.state ? it.state : it.start);
     if (src == nullptr || src->owner() != this) {
       return absl::InvalidArgumentError(
@@ -548,20 +677,35 @@ absl::Status CudaModel::Forward(absl::Span<const ForwardItem> given,
           absl::StrCat("Forward: item ", i, " shares its state with another item"));
     }
     if (it.start != nullptr && layout_.kv_row_bytes > 0) {
-      HG_ASSIGN_OR_RETURN(std::unique_ptr<SequenceState> copy, CloneState(*it.start));
+      HG_ASSIGN_OR_RETURN(std::unique_ptr<CudaSequenceState> copy,
+                          ForkForItem(*src, static_cast<int64_t>(it.tokens.size())));
       it.state = copy.get();
       it.start = nullptr;
       copies.push_back(std::move(copy));
+    }
+  }
+  // Every KV cache takes its room before anything runs: a call that does not fit the
+  // budget fails here, with no state advanced (a grown cache keeps its contents).
+  if (layout_.kv_row_bytes > 0) {
+    for (const ForwardItem& it : resolved) {
+      if (it.state == nullptr) continue;
+      auto* st = static_cast<CudaSequenceState*>(it.state);
+      const int64_t T = static_cast<int64_t>(it.tokens.size());
+      HG_RETURN_IF_ERROR(EnsureKvCapacity(st, st->position_ + T, /*decoding=*/T == 1));
     }
   }
   absl::Span<const ForwardItem> items = resolved;
   std::vector<const ForwardItem*> decode_items;
   std::vector<ForwardOutput*> decode_outs;
   std::vector<size_t> packed_items;
+  size_t next_layer_major = 0;
   for (size_t i = 0; i < items.size(); ++i) {
     const ForwardItem& it = items[i];
     ForwardOutput& out = outputs[i];
     const size_t T = it.tokens.size();
+    const bool runs_layer_major =
+        next_layer_major < layer_major.size() && layer_major[next_layer_major] == i;
+    if (runs_layer_major) ++next_layer_major;
     out.logprob.assign(T, 0.0f);
     out.is_greedy.assign(T, 0);
     out.argmax.assign(T, -1);
@@ -572,6 +716,7 @@ absl::Status CudaModel::Forward(absl::Span<const ForwardItem> given,
     out.logits.clear();
     if (it.want_all_logits) out.logits.resize(T * V_);
     // The decode step normalises its logits in place: raw logits come from a pack.
+    if (runs_layer_major) continue;
     if (T == 1 && it.state != nullptr && !it.want_all_logits) {
       decode_items.push_back(&it);
       decode_outs.push_back(&out);
@@ -585,6 +730,7 @@ absl::Status CudaModel::Forward(absl::Span<const ForwardItem> given,
                                       absl::MakeConstSpan(decode_outs).subspan(g0, n)));
   }
   if (!packed_items.empty()) HG_RETURN_IF_ERROR(RunPacked(items, outputs, packed_items));
+  for (size_t i : layer_major) HG_RETURN_IF_ERROR(RunLayerMajor(items, outputs, i));
   return absl::OkStatus();
 }
 

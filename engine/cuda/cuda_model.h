@@ -61,6 +61,17 @@ struct PackSegment {
   int64_t length = 0;
 };
 
+// A layer-major pass (CudaModel::RunLayerMajor): layer `first_layer` over one segment of
+// an item that keeps no state, with the residual stream of all its tokens and one
+// layer's keys and values in buffers of the pass.
+struct LayerSpan {
+  int first_layer = 0;
+  float* hidden = nullptr;  // [T, D]
+  float* delta = nullptr;   // [T, D]
+  void* kv_layer = nullptr;  // [2][kv_cap][Hkv][hd]
+  int64_t kv_cap = 0;
+};
+
 class CudaSequenceState : public SequenceState {
  public:
   CudaSequenceState(const CudaModel* owner, std::shared_ptr<DeviceContext> ctx)
@@ -103,6 +114,8 @@ class CudaModel : public Model {
   std::unique_ptr<SequenceState> NewState() const override;
   absl::Status Forward(absl::Span<const ForwardItem> given,
                        absl::Span<ForwardOutput> outputs) override;
+  size_t StateBytes(int64_t tokens) const override;
+  MemoryBudget* memory_budget() const override { return ctx_->pool()->budget(); }
 
   // Device memory held by this model (weights, scratch, states), and its peak.
   size_t device_bytes_in_use() const { return ctx_->pool()->bytes_in_use(); }
@@ -120,20 +133,33 @@ class CudaModel : public Model {
 
   // Bytes of the pack tables (host and device each).
   size_t PackTableBytes() const;
-  absl::Status EnsureKvCapacity(CudaSequenceState* st, int64_t needed);
+  absl::Status EnsureKvCapacity(CudaSequenceState* st, int64_t needed, bool decoding);
+  // A private copy of `start` for an item that feeds `tokens` more: its KV cache holds
+  // exactly what the item needs (the start's capacity is not copied).
+  absl::StatusOr<std::unique_ptr<CudaSequenceState>> ForkForItem(const CudaSequenceState& start,
+                                                                 int64_t tokens) const;
 
   // Splits the multi-token items into segments and runs them as packs.
   absl::Status RunPacked(absl::Span<const ForwardItem> items, absl::Span<ForwardOutput> outputs,
                          absl::Span<const size_t> packed_items);
+  // `span`: one layer of a layer-major pass (one segment), else every layer.
   absl::Status RunPack(absl::Span<const ForwardItem> items, absl::Span<ForwardOutput> outputs,
-                       absl::Span<const PackSegment> segments);
+                       absl::Span<const PackSegment> segments, const LayerSpan* span = nullptr);
+  // Fresh-start items of a KV-cache family longer than one pack run layer-major.
+  bool RunsLayerMajor(const ForwardItem& item) const;
+  int64_t LayerMajorBytes(int64_t tokens) const;
+  absl::Status RunLayerMajor(absl::Span<const ForwardItem> items,
+                             absl::Span<ForwardOutput> outputs, size_t index);
   absl::Status RunDecodeGroup(absl::Span<const ForwardItem* const> items,
                               absl::Span<ForwardOutput* const> outs);
   // Enqueues the whole decode step over kDecodeRows rows (inputs already on the device).
   absl::Status EnqueueDecodeStep();
   // Runs the layers over `rows` rows of `num_seqs` sequences in scratch (h -> final normed
   // x). Decode: one row per sequence; otherwise the pack in pack_.
-  absl::Status EnqueueLayers(int rows, int num_seqs, bool decode);
+  // Layers [first_layer, end_layer) (end -1: all); the embedding runs with layer 0, the
+  // final norm with the last.
+  absl::Status EnqueueLayers(int rows, int num_seqs, bool decode, int first_layer = 0,
+                             int end_layer = -1);
   absl::Status EnqueueMlp(const MixerPass& pass);
 
   ModelInfo info_;

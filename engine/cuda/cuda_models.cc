@@ -26,6 +26,7 @@ absl::StatusOr<std::unique_ptr<Model>> BuildCudaModel(const Checkpoint& checkpoi
   }
   auto device = SelectCudaDevice(options.device);
   if (!device.ok()) return device.status();
+  if (absl::Status s = SetDeviceMemoryLimit(*device, options.device_memory); !s.ok()) return s;
   auto model = CudaModel::Build(checkpoint, config, *device, act, options.max_context);
   if (!model.ok()) return model.status();
   return std::unique_ptr<Model>(std::move(*model));

@@ -1,5 +1,9 @@
 #include "engine/cuda/device.h"
 
+#include <algorithm>
+#include <map>
+#include <mutex>
+
 #include "absl/strings/str_cat.h"
 
 namespace hgeval::cuda {
@@ -24,10 +28,65 @@ absl::Status CopyToDevice(void* dst, const void* src, size_t bytes) {
   return absl::OkStatus();
 }
 
+MemoryBudget& DeviceMemoryBudget(int device) {
+  static std::mutex mu;
+  static std::map<int, MemoryBudget*>* budgets = new std::map<int, MemoryBudget*>();
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = budgets->find(device);
+  if (it != budgets->end()) return *it->second;
+  size_t free_bytes = 0, total_bytes = 0;
+  {
+    DeviceGuard guard(device);
+    if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) {
+      cudaGetLastError();
+      free_bytes = total_bytes = 0;
+    }
+  }
+  // The context, cuBLAS's own allocations and graph instantiation live outside the pools.
+  const size_t margin = std::max<size_t>(size_t{1} << 30, total_bytes / 50);
+  const size_t limit = free_bytes > margin ? free_bytes - margin : free_bytes / 2;
+  auto* budget = new MemoryBudget(absl::StrCat("cuda:", device, " device memory"), limit);
+  budgets->emplace(device, budget);
+  return *budget;
+}
+
+absl::Status SetDeviceMemoryLimit(int device, std::string_view spec) {
+  size_t free_bytes = 0, total_bytes = 0;
+  {
+    DeviceGuard guard(device);
+    HG_CUDA_RETURN(cudaMemGetInfo(&free_bytes, &total_bytes));
+  }
+  absl::StatusOr<size_t> limit = ParseMemorySize(spec, total_bytes);
+  if (!limit.ok()) return limit.status();
+  MemoryBudget& budget = DeviceMemoryBudget(device);
+  if (*limit == 0) return absl::OkStatus();
+  if (*limit > total_bytes) {
+    return absl::InvalidArgumentError(absl::StrCat("--device_memory ", FormatBytes(*limit),
+                                                   " is more than cuda:", device, " has (",
+                                                   FormatBytes(total_bytes), ")"));
+  }
+  budget.SetLimit(*limit);
+  return absl::OkStatus();
+}
+
+DevicePool::DevicePool(int device) : device_(device), budget_(&DeviceMemoryBudget(device)) {
+  budget_->AddReclaimer(
+      this, [this] { Trim(); },
+      [this] {
+        std::lock_guard<std::mutex> lock(mu_);
+        return cached_;
+      });
+}
+
 DevicePool::~DevicePool() {
+  budget_->RemoveReclaimer(this);
   DeviceGuard guard(device_);
   Trim();
-  for (auto& [ptr, size] : live_) cudaFree(ptr);
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& [ptr, size] : live_) {
+    cudaFree(ptr);
+    budget_->Release(size);
+  }
 }
 
 size_t DevicePool::RoundSize(size_t bytes) {
@@ -40,28 +99,47 @@ size_t DevicePool::RoundSize(size_t bytes) {
 
 absl::StatusOr<void*> DevicePool::Allocate(size_t bytes) {
   const size_t size = RoundSize(bytes);
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = free_.find(size);
   void* ptr = nullptr;
-  if (it != free_.end()) {
-    ptr = it->second;
-    free_.erase(it);
-  } else {
-    DeviceGuard guard(device_);
-    cudaError_t err = cudaMalloc(&ptr, size);
-    if (err != cudaSuccess) {
-      // Give cached blocks back and retry once.
-      cudaGetLastError();
-      for (auto& [s, p] : free_) cudaFree(p);
-      free_.clear();
-      err = cudaMalloc(&ptr, size);
-      if (err != cudaSuccess) {
-        cudaGetLastError();
-        return absl::ResourceExhaustedError(
-            absl::StrCat("cudaMalloc of ", size, " bytes failed: ", cudaGetErrorString(err)));
-      }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = free_.find(size);
+    if (it != free_.end()) {
+      ptr = it->second;
+      free_.erase(it);
+      cached_ -= size;
+      live_[ptr] = size;
+      in_use_ += size;
+      if (in_use_ > peak_) peak_ = in_use_;
+      return ptr;
     }
   }
+  // A new block: charged first (the budget may make every pool on the device give its
+  // cached blocks back), then taken from the driver. The pool's lock is not held here,
+  // since the budget calls back into Trim.
+  if (absl::Status s = budget_->Reserve(size, "a device allocation"); !s.ok()) return s;
+  cudaError_t err;
+  {
+    DeviceGuard guard(device_);
+    err = cudaMalloc(&ptr, size);
+    if (err != cudaSuccess) {
+      // Memory the budget does not see (another process, the context): give cached
+      // blocks back and retry once.
+      cudaGetLastError();
+      Trim();
+      err = cudaMalloc(&ptr, size);
+    }
+  }
+  if (err != cudaSuccess) {
+    cudaGetLastError();
+    budget_->Release(size);
+    return absl::ResourceExhaustedError(absl::StrCat("cudaMalloc of ", FormatBytes(size),
+                                                     " failed: ", cudaGetErrorString(err),
+                                                     " (the GPU holds memory the budget of ",
+                                                     FormatBytes(budget_->limit()),
+                                                     " does not account; a smaller "
+                                                     "--device_memory leaves room for it)"));
+  }
+  std::lock_guard<std::mutex> lock(mu_);
   live_[ptr] = size;
   in_use_ += size;
   if (in_use_ > peak_) peak_ = in_use_;
@@ -74,15 +152,26 @@ void DevicePool::Free(void* ptr) {
   auto it = live_.find(ptr);
   if (it == live_.end()) return;
   in_use_ -= it->second;
+  cached_ += it->second;
   free_.emplace(it->second, ptr);
   live_.erase(it);
 }
 
 void DevicePool::Trim() {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::multimap<size_t, void*> cached;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    cached.swap(free_);
+    cached_ = 0;
+  }
+  if (cached.empty()) return;
   DeviceGuard guard(device_);
-  for (auto& [s, p] : free_) cudaFree(p);
-  free_.clear();
+  // Blocks may still be read by queued work on the model's stream: wait for the device.
+  cudaDeviceSynchronize();
+  for (auto& [s, p] : cached) {
+    cudaFree(p);
+    budget_->Release(s);
+  }
 }
 
 size_t DevicePool::bytes_in_use() const {

@@ -12,10 +12,12 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "engine/util/memory_budget.h"
 
 namespace hgeval::cuda {
 
@@ -41,11 +43,23 @@ absl::Status CublasStatus(cublasStatus_t st, const char* what);
 // for: a kernel launched next on a context's stream could read the old contents.
 absl::Status CopyToDevice(void* dst, const void* src, size_t bytes);
 
+// The device-memory budget of GPU `device`, shared by every model on it (weights, states,
+// scratch and the pools' cached blocks). Created on first use with what the GPU has free
+// then, less a margin for the CUDA context, cuBLAS and graphs.
+MemoryBudget& DeviceMemoryBudget(int device);
+// Sets that budget from --device_memory: bytes with a unit ("20GiB"), a fraction of the
+// GPU's memory ("0.5") or a percentage; "" / "auto" keeps the default. Refused when more
+// than the GPU has.
+absl::Status SetDeviceMemoryLimit(int device, std::string_view spec);
+
 // Caches freed blocks by rounded size, so states and scratch are recycled without
 // cudaMalloc/cudaFree on the hot path. Thread-safe. Tracks bytes held and the peak.
+// Every block it takes from the driver is charged to the device's budget first (cached
+// blocks stay charged until Trim gives them back), so an allocation over the budget is
+// refused with RESOURCE_EXHAUSTED before cudaMalloc is asked.
 class DevicePool {
  public:
-  explicit DevicePool(int device) : device_(device) {}
+  explicit DevicePool(int device);
   ~DevicePool();
   DevicePool(const DevicePool&) = delete;
   DevicePool& operator=(const DevicePool&) = delete;
@@ -57,12 +71,16 @@ class DevicePool {
   size_t bytes_in_use() const;
   size_t peak_bytes_in_use() const;
   void ResetPeak();
+  MemoryBudget* budget() const { return budget_; }
+  // The size a request of `bytes` takes from the pool (and the budget).
+  static size_t RoundSize(size_t bytes);
 
  private:
-  static size_t RoundSize(size_t bytes);
   int device_;
+  MemoryBudget* budget_;
   mutable std::mutex mu_;
   std::multimap<size_t, void*> free_;  // rounded size -> block
+  size_t cached_ = 0;                  // bytes in free_
   std::map<void*, size_t> live_;
   size_t in_use_ = 0;
   size_t peak_ = 0;

@@ -12,9 +12,11 @@ absl::Status ValidateForwardItems(absl::Span<const ForwardItem> items, size_t nu
   }
   for (size_t i = 0; i < items.size(); ++i) {
     const ForwardItem& item = items[i];
-    if ((item.state == nullptr) == (item.start == nullptr)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "Forward: item ", i, " needs exactly one of a state to advance and a start state"));
+    if ((item.state != nullptr) + (item.start != nullptr) + (item.fresh_start ? 1 : 0) != 1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("Forward: item ", i,
+                       " needs exactly one of a state to advance, a start state and a fresh "
+                       "start"));
     }
     if (!item.targets.empty() && item.targets.size() != item.tokens.size()) {
       return absl::InvalidArgumentError(absl::StrCat("Forward: item ", i, " has ",
@@ -43,11 +45,12 @@ absl::Status ValidateForwardItems(absl::Span<const ForwardItem> items, size_t nu
       return absl::InvalidArgumentError(absl::StrCat("Forward: item ", i, " has top_k < 0"));
     }
     if (max_context > 0) {
-      const SequenceState& read = item.state != nullptr ? *item.state : *item.start;
-      const int64_t end = read.position() + static_cast<int64_t>(item.tokens.size());
+      const SequenceState* read = item.state != nullptr ? item.state : item.start;
+      const int64_t consumed = read == nullptr ? 0 : read->position();
+      const int64_t end = consumed + static_cast<int64_t>(item.tokens.size());
       if (end > max_context) {
         return absl::InvalidArgumentError(absl::StrCat(
-            "item ", i, ": ", read.position(), " consumed + ", item.tokens.size(),
+            "item ", i, ": ", consumed, " consumed + ", item.tokens.size(),
             " new tokens = ", end, " exceeds the model's maximum context of ", max_context,
             " tokens (LoadOptions::max_context; default max_position_embeddings)"));
       }

@@ -7,7 +7,9 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "engine/cpu/cpu_models.h"
+#include "engine/cpu/host_budgeted_model.h"
 #include "engine/cpu/thread_limited_model.h"
+#include "engine/util/memory_budget.h"
 #include "engine/util/status_macros.h"
 #if HGEVAL_HAVE_CUDA
 #include "engine/cuda/cuda_models.h"
@@ -85,10 +87,18 @@ absl::StatusOr<std::unique_ptr<Model>> BuildModel(const Checkpoint& checkpoint,
     return absl::InvalidArgumentError(
         absl::StrCat("threads must be >= 0 (0: all cores), got ", options.threads));
   }
-  absl::StatusOr<std::unique_ptr<Model>> model =
-      cpu::BuildCpuModel(checkpoint, config, options.max_context);
-  if (!model.ok() || options.threads == 0) return model;
-  return std::make_unique<cpu::ThreadLimitedModel>(*std::move(model), options.threads);
+  MemoryBudget& host = HostMemoryBudget();
+  if (!options.host_memory.empty()) {
+    // A fraction is of what the host has now, beside what the budget already holds.
+    HG_ASSIGN_OR_RETURN(size_t limit,
+                        ParseMemorySize(options.host_memory, HostAvailableBytes() + host.held()));
+    if (limit > 0) host.SetLimit(limit);
+  }
+  HG_ASSIGN_OR_RETURN(std::unique_ptr<Model> model,
+                      cpu::BuildCpuModel(checkpoint, config, options.max_context));
+  HG_ASSIGN_OR_RETURN(model, cpu::HostBudgetedModel::Wrap(std::move(model), &host));
+  if (options.threads == 0) return model;
+  return std::make_unique<cpu::ThreadLimitedModel>(std::move(model), options.threads);
 }
 
 absl::StatusOr<std::unique_ptr<Checkpoint>> OpenModelCheckpoint(const std::string& path) {

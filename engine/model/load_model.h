@@ -28,6 +28,15 @@ struct LoadOptions {
   // max_position_embeddings; info().max_context reports the limit in force. Recurrent
   // models are unbounded and ignore it.
   int64_t max_context = 0;
+  // The memory budget of the GPU this model goes on (--device_memory): bytes with a unit
+  // ("20GiB"), a fraction of the GPU's memory ("0.5") or a percentage ("50%"). Empty:
+  // what the GPU has free when its first model loads, less a margin. Every model on the
+  // GPU shares it; the last load that names one sets it.
+  std::string device_memory;
+  // The same for the host's memory on the CPU backend (--host_memory; a fraction is of
+  // the host's available memory). Empty: unbounded by a number (the scorer still sizes
+  // its rounds by the host's available memory).
+  std::string host_memory;
 };
 
 // Builds the model from an open checkpoint (any family in ModelFamily).

@@ -14,6 +14,12 @@ absl::Status OutOfStateMemory(const char* what) {
 
 }  // namespace
 
+size_t Model::StateBytes(int64_t tokens) const {
+  std::unique_ptr<SequenceState> empty = NewState();
+  const size_t fixed = empty == nullptr ? 0 : empty->bytes();
+  return fixed + static_cast<size_t>(info().state_bytes_per_token * tokens);
+}
+
 absl::StatusOr<std::unique_ptr<SequenceState>> CloneState(const SequenceState& state) {
   std::unique_ptr<SequenceState> copy = state.Clone();
   if (copy == nullptr) return OutOfStateMemory("copying a sequence state");

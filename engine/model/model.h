@@ -13,6 +13,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "engine/model/config.h"
+#include "engine/util/memory_budget.h"
 
 namespace hgeval {
 
@@ -40,13 +41,18 @@ struct ForwardItem {
   // wanted after feeding tokens[0..t]; -1 means position t is not scored. Logits are only
   // computed at scored positions (and the last one when want_last_logprobs).
   absl::Span<const int32_t> targets;
-  // Advanced past `tokens` by Forward. Required unless `start` is given.
+  // Advanced past `tokens` by Forward. Required unless `start` or `fresh_start` is given.
   SequenceState* state = nullptr;
   // Instead of `state` (which must then be null): continue from `start`, which is only
   // read, and keep no state after the item. How a task scores its choices as forks of
   // one context state: nothing is copied per choice. Results equal those of a copy of
   // `start` given as `state`.
   const SequenceState* start = nullptr;
+  // Instead of `state` and `start` (both null): start from the model's empty state and
+  // keep none after the item, a scoring-only pass. Results equal those of a new state
+  // given as `state`; the backend may hold less than a whole state meanwhile (a CUDA
+  // LLaMA pass longer than one pack keeps one layer's keys and values at a time).
+  bool fresh_start = false;
   // Fill ForwardOutput::last_logprobs: log_softmax over the vocabulary after the last
   // token (what decoding samples from).
   bool want_last_logprobs = false;
@@ -91,6 +97,8 @@ struct ModelInfo {
   // Tokens per Forward call the backend runs efficiently in one pass (CUDA: one pack of
   // many items); callers size their batches by it.
   int64_t batch_tokens = 4096;
+  // Bytes a state grows by per token fed (a KV cache); 0 for fixed-size states.
+  int64_t state_bytes_per_token = 0;
 };
 
 class Model {
@@ -106,6 +114,17 @@ class Model {
   // re-entrant: callers serialise calls on one model.
   virtual absl::Status Forward(absl::Span<const ForwardItem> items,
                                absl::Span<ForwardOutput> outputs) = 0;
+
+  // Bytes of the model's memory (its budget's) that a state holding `tokens` tokens
+  // takes: what callers size their rounds by. A LLaMA's KV cache grows with the tokens; a
+  // recurrent state is fixed. Default: an empty state's bytes() plus
+  // info().state_bytes_per_token per token.
+  virtual size_t StateBytes(int64_t tokens) const;
+  // The budget this model's weights, states and scratch are charged against (the GPU's,
+  // or the host's), shared with every model in the same memory; null when the model's
+  // memory is not accounted. A Forward call whose states would not fit fails with
+  // RESOURCE_EXHAUSTED before it changes anything.
+  virtual MemoryBudget* memory_budget() const { return nullptr; }
 };
 
 // Tokens per Forward call: `requested` when positive, else the model's batch_tokens.
