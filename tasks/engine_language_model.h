@@ -49,8 +49,10 @@ struct EngineLanguageModelOptions {
   bool truncate_long_continuations = false;
   // Count tokens without running the model (results are zeros): what a run would feed.
   bool count_only = false;
-  // Requests handled per round of prefill + scoring (bounds the states held at once).
-  int64_t round_tokens = 65536;
+  // Bytes of the model's memory its states may take at once (held prefix states and one
+  // batch's copies); 0: what the model's memory budget can give (ScoreWithPrefixReuse).
+  // Results do not depend on it.
+  size_t state_bytes = 0;
   // Recorded in info().
   std::string model_name;
   std::string model_hash;
@@ -95,7 +97,8 @@ class EngineLanguageModel : public LanguageModel {
   using RequestsFinished = std::function<absl::Status(
       absl::Span<const size_t> finished, absl::Span<const LoglikelihoodResult> results)>;
 
-  // Scores token requests (reuse or from scratch per options). Server jobs pass
+  // Scores token requests (reuse or from scratch per options) through the one scorer,
+  // ScoreWithPrefixReuse (engine/runtime/prefix_scoring.h). Server jobs pass
   // `finished` to store results as soon as they exist (a killed job loses one batch).
   absl::StatusOr<std::vector<LoglikelihoodResult>> ScoreTokens(
       absl::Span<const TokenizedRequest> requests, const CallOptions& options = {},

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/runtime/packed_forward.h"
+#include "engine/util/memory_budget.h"
 #include "engine/util/status_macros.h"
 
 namespace hgeval {
@@ -54,15 +55,92 @@ int32_t Sampler::Sample(absl::Span<const float> logprobs) {
 }
 
 struct DecodeBatch::Live {
-  std::unique_ptr<SequenceState> state;
+  std::unique_ptr<SequenceState> state;  // null until the sequence starts
   std::vector<int32_t> feed;  // tokens to feed at the next step
   Sampler sampler;
   GenerateRequest request;
   GenerateResult result;
   bool finished = false;
+  absl::Status status;  // why a sequence that could not start failed
 
   Live(const GenerateRequest& r) : sampler(r.sampling), request(r) {}
 };
+
+namespace {
+
+// What a sequence's state may take by its end: start, prompt and every new token, with
+// the decoder's growth headroom (an eighth).
+size_t FinalStateBytes(const Model& model, const GenerateRequest& request) {
+  const int64_t start = request.start == nullptr ? 0 : request.start->position();
+  const int64_t end =
+      start + static_cast<int64_t>(request.prompt.size()) + request.max_new_tokens;
+  return model.StateBytes(end + end / 8);
+}
+
+}  // namespace
+
+bool DecodeBatch::Fits(const Live& newcomer) const {
+  const MemoryBudget* budget = model_->memory_budget();
+  if (budget == nullptr || budget->limit() == 0) return true;
+  // What the running sequences hold now could be given back; what they may take by their
+  // end, with the newcomer's, must fit in a tenth less than that.
+  size_t held = 0, final_bytes = FinalStateBytes(*model_, newcomer.request);
+  for (const auto& [id, live] : live_) {
+    if (live->state == nullptr || live->finished) continue;
+    held += model_->StateBytes(live->state->position());
+    final_bytes += FinalStateBytes(*model_, live->request);
+  }
+  return final_bytes <= (budget->obtainable() + held) / 10 * 9;
+}
+
+absl::Status DecodeBatch::TooLarge(const Live& live) const {
+  const MemoryBudget* budget = model_->memory_budget();
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "a generation of ", live.request.prompt.size(), " prompt tokens and up to ",
+      live.request.max_new_tokens, " new ones needs ",
+      FormatBytes(FinalStateBytes(*model_, live.request)), " of ", budget->what(),
+      " for its state but the budget of ", FormatBytes(budget->limit()), " can give ",
+      FormatBytes(budget->obtainable() / 10 * 9), " (a larger --device_memory / --host_memory, "
+      "a shorter prompt or fewer new tokens fits)"));
+}
+
+size_t DecodeBatch::running() const {
+  size_t n = 0;
+  for (const auto& [id, live] : live_) n += live->state != nullptr && !live->finished ? 1 : 0;
+  return n;
+}
+
+absl::Status DecodeBatch::Start(Live& live) {
+  HG_ASSIGN_OR_RETURN(live.state, StartState(*model_, live.request.start));
+  return absl::OkStatus();
+}
+
+void DecodeBatch::AdmitPending() {
+  while (!pending_.empty()) {
+    auto it = live_.find(pending_.front());
+    if (it == live_.end() || it->second->finished) {  // cancelled while waiting
+      pending_.pop_front();
+      continue;
+    }
+    Live& live = *it->second;
+    const bool alone = running() == 0;
+    absl::Status started;
+    if (!Fits(live)) {
+      if (!alone) return;  // waits for room
+      started = TooLarge(live);
+    } else {
+      started = Start(live);
+      if (!started.ok() && !alone && absl::IsResourceExhausted(started)) return;
+    }
+    if (!started.ok()) {
+      // Even alone it does not fit: the sequence fails, the others go on.
+      live.state = nullptr;
+      live.finished = true;
+      live.status = started;
+    }
+    pending_.pop_front();
+  }
+}
 
 DecodeBatch::DecodeBatch(Model* model, const Tokenizer* tokenizer, DecodeOptions options)
     : model_(model), tokenizer_(tokenizer), options_(options) {}
@@ -84,10 +162,24 @@ absl::StatusOr<int64_t> DecodeBatch::Add(const GenerateRequest& request) {
     return absl::InvalidArgumentError("generate: temperature must be >= 0 and top_p in (0, 1]");
   }
   auto live = std::make_unique<Live>(request);
-  HG_ASSIGN_OR_RETURN(live->state, StartState(*model_, request.start));
   live->feed = request.prompt;
   live->finished = request.max_new_tokens == 0;
+  // A sequence starts now when nothing waits before it and its state fits the memory
+  // budget beside the running ones (alone, it starts or fails now); otherwise it waits
+  // for running sequences to finish. Results do not depend on when it starts.
+  if (!live->finished && pending_.empty()) {
+    const bool alone = running() == 0;
+    if (Fits(*live)) {
+      if (absl::Status s = Start(*live); !s.ok()) {
+        if (alone || !absl::IsResourceExhausted(s)) return s;
+        live->state = nullptr;
+      }
+    } else if (alone) {
+      return TooLarge(*live);
+    }
+  }
   const int64_t id = next_id_++;
+  if (!live->finished && live->state == nullptr) pending_.push_back(id);
   live_[id] = std::move(live);
   return id;
 }
@@ -100,9 +192,10 @@ void DecodeBatch::Cancel(int64_t id) {
 }
 
 absl::StatusOr<std::vector<int64_t>> DecodeBatch::Step() {
+  AdmitPending();
   std::vector<int64_t> ids;
   for (const auto& [id, live] : live_) {
-    if (!live->finished) ids.push_back(id);
+    if (!live->finished && live->state != nullptr) ids.push_back(id);
   }
   std::sort(ids.begin(), ids.end());
   if (ids.empty()) return ids;
@@ -155,6 +248,11 @@ absl::StatusOr<std::vector<int64_t>> DecodeBatch::Step() {
 
 const GenerateResult& DecodeBatch::result(int64_t id) const { return live_.at(id)->result; }
 
+absl::Status DecodeBatch::status(int64_t id) const {
+  auto it = live_.find(id);
+  return it == live_.end() ? absl::OkStatus() : it->second->status;
+}
+
 bool DecodeBatch::finished(int64_t id) const {
   auto it = live_.find(id);
   return it == live_.end() || it->second->finished;
@@ -200,7 +298,8 @@ absl::StatusOr<std::vector<GenerateResult>> Generate(Model& model, const Tokeniz
   for (;;) {
     if (options.cancelled && options.cancelled()) return absl::CancelledError("cancelled");
     HG_ASSIGN_OR_RETURN(std::vector<int64_t> stepped, batch.Step());
-    if (stepped.empty()) break;
+    for (int64_t id : ids) HG_RETURN_IF_ERROR(batch.status(id));
+    if (stepped.empty() && batch.waiting() == 0) break;
     if (options.progress) {
       int64_t finished = 0;
       for (int64_t id : ids) finished += batch.finished(id) ? 1 : 0;

@@ -5,6 +5,7 @@
 #define HGEVAL_ENGINE_RUNTIME_GENERATION_H_
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <random>
@@ -71,7 +72,9 @@ class DecodeBatch {
   DecodeBatch(const DecodeBatch&) = delete;
   DecodeBatch& operator=(const DecodeBatch&) = delete;
 
-  // Returns the sequence id.
+  // Returns the sequence id. A sequence whose state does not fit the model's memory
+  // budget beside the running ones waits (in order) until they finish; one that does not
+  // fit alone fails: here when nothing runs, else later through status(id).
   absl::StatusOr<int64_t> Add(const GenerateRequest& request);
   // Ends a sequence early (its result is marked kCancelled).
   void Cancel(int64_t id);
@@ -82,15 +85,27 @@ class DecodeBatch {
   // The tokens so far; finished(id) once it stopped. Take() removes a finished one.
   const GenerateResult& result(int64_t id) const;
   bool finished(int64_t id) const;
+  // Why a finished sequence failed to start (OK otherwise).
+  absl::Status status(int64_t id) const;
   GenerateResult Take(int64_t id);
+  // Sequences waiting for memory to start.
+  size_t waiting() const { return pending_.size(); }
 
  private:
   struct Live;
   Model* model_;
   const Tokenizer* tokenizer_;
   DecodeOptions options_;
+  bool Fits(const Live& newcomer) const;
+  // RESOURCE_EXHAUSTED for a sequence that does not fit even alone, with the numbers.
+  absl::Status TooLarge(const Live& live) const;
+  size_t running() const;
+  absl::Status Start(Live& live);
+  void AdmitPending();
+
   int64_t next_id_ = 0;
   absl::flat_hash_map<int64_t, std::unique_ptr<Live>> live_;
+  std::deque<int64_t> pending_;  // ids waiting to start, in order
 };
 
 // Where the first of `stops` (empty ones ignored) begins in `text`; npos when none occurs.

@@ -19,7 +19,7 @@ namespace hgeval {
 // run the shared prefix without its last token, snapshot, and pass that last token as
 // the context of every branch).
 struct ScoreRequest {
-  const SequenceState* start = nullptr;  // not modified (it is cloned)
+  const SequenceState* start = nullptr;  // only read: the request continues a copy of it
   std::vector<int32_t> context;
   std::vector<int32_t> continuation;
   int top_k = 0;
@@ -42,6 +42,8 @@ struct ScoreOptions {
   std::function<bool()> cancelled;
 };
 
+// Each request on its own (no context reuse): ScoreWithPrefixReuse
+// (engine/runtime/prefix_scoring.h), the one scorer, with context_reuse off.
 absl::StatusOr<std::vector<ScoreResult>> Score(Model& model,
                                                absl::Span<const ScoreRequest> requests,
                                                const ScoreOptions& options = {});

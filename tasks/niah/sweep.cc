@@ -13,6 +13,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "engine/runtime/scoring.h"
+#include "engine/util/memory_budget.h"
 #include "engine/util/status_macros.h"
 #include "metrics/niah_scoring.h"
 #include "tasks/niah/haystack.h"
@@ -36,6 +37,12 @@ absl::StatusOr<NiahScorer> ParseNiahScorer(std::string_view name) {
 
 std::string_view NiahScorerName(NiahScorer scorer) {
   return scorer == NiahScorer::kRouge1 ? "rouge1" : "keyphrase";
+}
+
+size_t NiahStateBound(const Model& model) {
+  const MemoryBudget* budget = model.memory_budget();
+  if (budget == nullptr || budget->limit() == 0) return std::numeric_limits<size_t>::max();
+  return budget->obtainable() / 10 * 9;
 }
 
 int DefaultNiahMaxBatch(const ModelInfo& info) {
@@ -168,11 +175,37 @@ absl::StatusOr<NiahResult> RunNiahSweep(Model& model, const Tokenizer& tokenizer
   const std::vector<int32_t>& prefix_source = builder.bos_and_haystack();
   std::unique_ptr<SequenceState> state;  // prefix reuse: the haystack fed so far
   int64_t state_position = 0;
-  for (size_t begin = 0; begin < order.size(); begin += max_batch) {
+  // A batch takes up to max_batch cells while their states fit the model's memory: each
+  // distinct insertion point's snapshot and each cell's generation (prompt, answer and
+  // the decoder's headroom), beside the haystack state carried between batches. The
+  // haystack is fed in the same segments (between consecutive insertion points) however
+  // the cells are batched, and decoding is batch-invariant, so the size of the budget
+  // changes the speed, not the cells' answers.
+  const size_t bound = NiahStateBound(model);
+  auto batch_end = [&](size_t begin) {
+    size_t end = begin;
+    size_t bytes = state == nullptr ? 0 : model.StateBytes(state_position);
+    int64_t last_position = -1;
+    while (end < order.size() && end - begin < max_batch) {
+      const NiahCellResult& cell = result.cells[order[end]];
+      const int64_t p = builder.prefix_offset() + cell.layout.insertion_point;
+      size_t add = 0;
+      if (options.prefix_reuse && p != last_position) add += model.StateBytes(p);
+      const int64_t generation = cell.prompt_tokens + options.max_new_tokens;
+      add += model.StateBytes(generation + generation / 8);
+      if (end > begin && bytes + add > bound) break;
+      bytes += add;
+      last_position = p;
+      ++end;
+    }
+    return end;
+  };
+  for (size_t begin = 0, end = 0; begin < order.size(); begin = end) {
     if (options.cancelled && options.cancelled()) {
       return absl::CancelledError("the NIAH sweep was cancelled");
     }
-    const size_t end = std::min(order.size(), begin + max_batch);
+    end = batch_end(begin);
+    ++result.stats.batches;
     std::vector<GenerateRequest> requests;
     std::vector<std::unique_ptr<SequenceState>> snapshots;
     if (options.prefix_reuse) {

@@ -84,6 +84,7 @@ struct NiahSweepStats {
   int64_t decode_tokens_fed = 0;     // generated tokens fed back
   int64_t naive_prefill_tokens = 0;  // sum of the prompts of the cells run
   int64_t snapshots = 0;             // snapshots taken (prefix reuse)
+  int64_t batches = 0;               // batches run (max_batch and the memory budget)
   double wall_seconds = 0.0;         // model time (prefill + decode)
 };
 
@@ -113,6 +114,10 @@ void ScoreNiahCell(const NiahOptions& options, const NiahTexts& texts, NiahCellR
 
 // Rebuilds result.grid (NaN for cells not run) and result.metrics from result.cells.
 absl::Status RecomputeNiahGrid(NiahResult& result);
+
+// Bytes of the model's memory a batch of cells may hold in states: most of what its
+// budget can give (unbounded when the model has no bounded budget).
+size_t NiahStateBound(const Model& model);
 
 // Cells per batch when NiahOptions::max_batch is 0: 32 for recurrent models on CUDA (their
 // states are small and a wider decode step costs little: the paper grid of HGRN2-1.3B on an
