@@ -5,21 +5,33 @@
 # client (lm-eval tasks with a per-task limit), prints the results table, runs a small
 # NIAH sweep (JSON, CSV and heatmap PNG) and stops the server. Nothing is downloaded besides the Debian packages.
 #   TASKS=piqa,arc_easy LIMIT=50 BUILD_DIR=build ./scripts/setup_and_run.sh
+# On a GPU (the CUDA backend is built when nvcc is found): the same demo on the GPU, in
+# bf16, under an optional memory budget:
+#   DEVICE=cuda ./scripts/setup_and_run.sh
+#   DEVICE=cuda DEVICE_MEMORY=20GiB ./scripts/setup_and_run.sh
+# SKIP_BUILD=1 SERVER=... CLIENT=... run prebuilt binaries (a machine without the -dev
+# packages, given a bundle of bench/cuda/gpu_bundle.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 TASKS=${TASKS:-piqa,arc_easy,hellaswag}
 LIMIT=${LIMIT:-40}
 BUILD_DIR=${BUILD_DIR:-build}
+DEVICE=${DEVICE:-cpu}
+DTYPE=${DTYPE:-$([[ $DEVICE == cuda* ]] && echo bf16 || echo fp32)}
+DEVICE_MEMORY=${DEVICE_MEMORY:-}
 
-bash scripts/install_deps.sh
-cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release
-cmake --build "$BUILD_DIR" -j "$(nproc)" --target hgeval-server hgeval
+if [[ ${SKIP_BUILD:-0} != 1 ]]; then
+  bash scripts/install_deps.sh
+  cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release
+  cmake --build "$BUILD_DIR" -j "$(nproc)" --target hgeval-server hgeval
+fi
 
-SERVER="$BUILD_DIR/server/hgeval-server"
-CLIENT="$BUILD_DIR/client/hgeval"
+SERVER=${SERVER:-$BUILD_DIR/server/hgeval-server}
+CLIENT=${CLIENT:-$BUILD_DIR/client/hgeval}
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/hgeval-demo.XXXXXX")
 "$SERVER" --listen=127.0.0.1:0 --port_file="$WORK/port" \
-  --model_root=data/models --preload=stories260K --device=cpu \
+  --model_root=data/models --preload=stories260K --device="$DEVICE" --dtype="$DTYPE" \
+  ${DEVICE_MEMORY:+--device_memory="$DEVICE_MEMORY"} \
   --store="$WORK/store.sqlite" --data_dir=data 2>"$WORK/server.log" &
 SERVER_PID=$!
 stop_server() {

@@ -10,6 +10,7 @@
 #include "absl/time/clock.h"
 #include "engine/util/sha256.h"
 #include "server/background_store_writer.h"
+#include "server/stored_results.h"
 
 namespace hgeval::server {
 
@@ -54,6 +55,44 @@ absl::Status ScoreOnScheduler(LoadedModel& model, const std::vector<TokenPair>& 
   return absl::OkStatus();
 }
 
+}  // namespace
+
+absl::Status ScoreWithReuseOnScheduler(LoadedModel& model, const std::vector<TokenPair>& pairs,
+                                       const CallControl& control,
+                                       std::vector<ScoreResult>* results,
+                                       const FinishedPairs& finished, int64_t* tokens_fed) {
+  auto work = std::make_shared<ScoreWork>();
+  work->context_reuse = true;
+  work->deadline = control.deadline;
+  work->requests.reserve(pairs.size());
+  for (const TokenPair& pair : pairs) {
+    ScoreRequest r;
+    r.context = pair.context;
+    r.continuation = pair.continuation;
+    work->requests.push_back(std::move(r));
+  }
+  results->resize(pairs.size());
+  work->finished = [results, &finished](absl::Span<const size_t> done,
+                                        absl::Span<const ScoreResult> scored) -> absl::Status {
+    for (size_t k : done) (*results)[k] = scored[k];
+    return finished ? finished(done) : absl::OkStatus();
+  };
+  absl::Status waited = SubmitAndWait(*model.scheduler, work, control);
+  if (!waited.ok()) {
+    // The scheduler may be inside `finished`, which refers to this call's variables: wait
+    // until it has let the cancelled work go (at most one batch).
+    WaitDone(work->mu, work->done, CallControl{}).IgnoreError();
+    return waited;
+  }
+  absl::MutexLock lock(&work->mu);
+  if (tokens_fed != nullptr) *tokens_fed = work->stats.tokens_fed;
+  if (!work->status.ok()) return work->status;
+  *results = std::move(work->results);
+  return absl::OkStatus();
+}
+
+namespace {
+
 hgeval::v1::LoglikelihoodResult ToWire(const TokenPair& pair, const ScoreResult& r) {
   hgeval::v1::LoglikelihoodResult out;
   out.set_logprob(r.logprob);
@@ -87,15 +126,14 @@ absl::StatusOr<ScoreOutcome> Executor::ScorePairs(LoadedModel& model,
   std::vector<bool> have(pairs.size(), false);
   if (use_store && store_ != nullptr) {
     const absl::Time read_start = absl::Now();
-    absl::StatusOr<std::vector<std::optional<std::string>>> stored = store_->GetMany(keys);
+    absl::StatusOr<std::vector<bool>> found = LookUpStored(store_, keys, &outcome.results);
     outcome.store_seconds += absl::ToDoubleSeconds(absl::Now() - read_start);
-    if (!stored.ok()) return stored.status();
+    if (!found.ok()) return found.status();
+    have = *std::move(found);
     for (size_t i = 0; i < pairs.size(); ++i) {
-      if ((*stored)[i].has_value() && outcome.results[i].ParseFromString(*(*stored)[i])) {
-        outcome.results[i].set_cached(true);
-        have[i] = true;
-        ++outcome.cached;
-      }
+      if (!have[i]) continue;
+      outcome.results[i].set_cached(true);
+      ++outcome.cached;
     }
   }
   // Distinct missing pairs, first occurrence computes.
@@ -210,19 +248,16 @@ absl::StatusOr<std::vector<hgeval::v1::ClassifyResult>> Executor::Classify(
   }
   std::vector<size_t> missing;
   int64_t from_store = 0;
-  if (use_store && store_ != nullptr) {
-    absl::StatusOr<std::vector<std::optional<std::string>>> stored = store_->GetMany(keys);
-    if (!stored.ok()) return stored.status();
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      if ((*stored)[i].has_value() && results[i].ParseFromString(*(*stored)[i])) {
-        results[i].set_cached(true);
-        ++from_store;
-      } else {
-        missing.push_back(i);
-      }
+  absl::StatusOr<std::vector<bool>> found =
+      LookUpStored(use_store ? store_ : nullptr, keys, &results);
+  if (!found.ok()) return found.status();
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if ((*found)[i]) {
+      results[i].set_cached(true);
+      ++from_store;
+    } else {
+      missing.push_back(i);
     }
-  } else {
-    for (size_t i = 0; i < inputs.size(); ++i) missing.push_back(i);
   }
   if (cached != nullptr) *cached = from_store;
   if (missing.empty()) return results;

@@ -73,6 +73,16 @@ class Executor {
   ResultStore* store_;
 };
 
+// Scores `pairs` on the model's scheduler as one prefix tree with context reuse (how a
+// job scores its loglikelihood requests: the evaluator's numbers, through the same
+// scheduler thread and scorer as every RPC): fills `results` (one per pair) and calls
+// `finished` as batches finish (on the scheduler thread, while this call waits).
+// `tokens_fed` (optional) receives the tokens the model was fed.
+absl::Status ScoreWithReuseOnScheduler(LoadedModel& model, const std::vector<TokenPair>& pairs,
+                                       const CallControl& control,
+                                       std::vector<ScoreResult>* results,
+                                       const FinishedPairs& finished, int64_t* tokens_fed);
+
 // Waits until `done` under `mu`, polling control.cancelled every few milliseconds.
 // Returns CANCELLED / DEADLINE_EXCEEDED / UNAVAILABLE (server stopping) when cut short
 // (done stays false).

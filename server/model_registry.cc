@@ -198,6 +198,8 @@ absl::StatusOr<std::unique_ptr<LoadedModel>> ModelRegistry::Load(const ModelSpec
   load_options.dtype = spec.dtype;
   load_options.max_context = spec.max_context;
   load_options.threads = options_.threads;
+  load_options.device_memory = options_.device_memory;
+  load_options.host_memory = options_.host_memory;
   absl::StatusOr<std::unique_ptr<Checkpoint>> checkpoint = OpenModelCheckpoint(files->load_path);
   if (checkpoint.ok() && IsLraClassifierConfig((*checkpoint)->config())) {
     return LoadClassifier(spec, **checkpoint, load_options);

@@ -49,6 +49,10 @@ struct RegistryOptions {
   // Sequence limit for models without their own (recurrent models).
   int64_t max_sequence_tokens = 32768;
   int threads = 0;  // CPU threads per model (0: all)
+  // Memory budgets (LoadOptions::device_memory, host_memory): one per GPU and one for the
+  // host, shared by every model, request, generation and job of the server.
+  std::string device_memory;
+  std::string host_memory;
   SchedulerOptions scheduler;
 };
 

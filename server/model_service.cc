@@ -15,6 +15,7 @@
 #include "proto/hgeval/v1/bos_mode.h"
 #include "server/log.h"
 #include "server/request_prep.h"
+#include "server/stored_results.h"
 
 namespace hgeval::server {
 namespace v1 = ::hgeval::v1;
@@ -506,12 +507,12 @@ grpc::Status ModelServiceImpl::Generate(grpc::ServerContext* context,
                                     top_p, seed, request->ignore_eos())};
   ResultStore* store = executor_->store();
   if (store != nullptr && !request->no_cache()) {
-    absl::StatusOr<std::vector<std::optional<std::string>>> stored = store->GetMany({key});
-    if (!stored.ok()) return ToGrpcStatus(stored.status());
-    v1::GenerateResponse cached;
-    if ((*stored)[0].has_value() && cached.ParseFromString(*(*stored)[0])) {
-      cached.set_cached(true);
-      writer->Write(cached);
+    std::vector<v1::GenerateResponse> cached;
+    absl::StatusOr<std::vector<bool>> found = LookUpStored(store, {key}, &cached);
+    if (!found.ok()) return ToGrpcStatus(found.status());
+    if ((*found)[0]) {
+      cached[0].set_cached(true);
+      writer->Write(cached[0]);
       return grpc::Status::OK;
     }
   }

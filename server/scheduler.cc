@@ -3,10 +3,27 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 #include "server/log.h"
 
 namespace hgeval::server {
+
+namespace {
+
+constexpr char kQueueFullPayload[] = "hgeval.dev/queue-full";
+
+absl::Status QueueFull(std::string message) {
+  absl::Status status = absl::ResourceExhaustedError(std::move(message));
+  status.SetPayload(kQueueFullPayload, absl::Cord("1"));
+  return status;
+}
+
+}  // namespace
+
+bool IsQueueFull(const absl::Status& status) {
+  return absl::IsResourceExhausted(status) && status.GetPayload(kQueueFullPayload).has_value();
+}
 
 int64_t ScoreWork::tokens() const {
   int64_t n = 0;
@@ -31,11 +48,16 @@ ModelScheduler::~ModelScheduler() { Stop(); }
 absl::Status ModelScheduler::Submit(std::shared_ptr<ScoreWork> work) {
   absl::MutexLock lock(&mu_);
   if (stopping_) return absl::UnavailableError("the server is shutting down");
+  if (work->context_reuse) {
+    // Jobs' work: bounded by the job workers, not by the RPC queue's limit.
+    reuse_queue_.push_back(std::move(work));
+    return absl::OkStatus();
+  }
   const int64_t n = static_cast<int64_t>(work->requests.size());
   if (queued_requests_ > 0 && queued_requests_ + n > options_.max_queued_requests) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "model '", name_, "' has ", queued_requests_, " scoring requests queued (limit ",
-        options_.max_queued_requests, "); retry later"));
+    return QueueFull(absl::StrCat("model '", name_, "' has ", queued_requests_,
+                                  " scoring requests queued (limit ",
+                                  options_.max_queued_requests, "); retry later"));
   }
   queued_requests_ += n;
   score_queue_.push_back(std::move(work));
@@ -46,9 +68,9 @@ absl::Status ModelScheduler::Submit(std::shared_ptr<GenerateWork> work) {
   absl::MutexLock lock(&mu_);
   if (stopping_) return absl::UnavailableError("the server is shutting down");
   if (generations_ >= options_.max_generations) {
-    return absl::ResourceExhaustedError(absl::StrCat("model '", name_, "' has ", generations_,
-                                                     " generations running (limit ",
-                                                     options_.max_generations, "); retry later"));
+    return QueueFull(absl::StrCat("model '", name_, "' has ", generations_,
+                                  " generations running (limit ", options_.max_generations,
+                                  "); retry later"));
   }
   ++generations_;
   generate_queue_.push_back(std::move(work));
@@ -77,7 +99,8 @@ void ModelScheduler::Loop() {
     {
       absl::MutexLock lock(&mu_);
       auto has_work = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        return stopping_ || !score_queue_.empty() || !generate_queue_.empty() || !live_.empty();
+        return stopping_ || !score_queue_.empty() || !generate_queue_.empty() || !live_.empty() ||
+               !reuse_queue_.empty() || reuse_active_;
       };
       mu_.Await(absl::Condition(&has_work));
       stopping = stopping_;
@@ -118,6 +141,17 @@ void ModelScheduler::Loop() {
       }
       for (LiveGeneration& live : live_) Finish(live, unavailable);
       live_.clear();
+      if (reuse_.work != nullptr) FinishReuseWork(unavailable);
+      std::deque<std::shared_ptr<ScoreWork>> queued;
+      {
+        absl::MutexLock lock(&mu_);
+        queued.swap(reuse_queue_);
+      }
+      for (auto& work : queued) {
+        absl::MutexLock lock(&work->mu);
+        work->status = unavailable;
+        work->done = true;
+      }
       return;
     }
     const absl::Time now = absl::Now();
@@ -144,7 +178,66 @@ void ModelScheduler::Loop() {
       work->done = true;
     }
     if (!score_round.empty()) RunScoreRound(std::move(score_round));
+    StepReuseWork();
     if (!live_.empty()) RunDecodeStep();
+  }
+}
+
+void ModelScheduler::StepReuseWork() {
+  if (reuse_.work == nullptr) {
+    absl::MutexLock lock(&mu_);
+    if (reuse_queue_.empty()) return;
+    reuse_.work = std::move(reuse_queue_.front());
+    reuse_queue_.pop_front();
+    reuse_active_ = true;
+  }
+  ScoreWork& work = *reuse_.work;
+  if (work.cancelled) {
+    FinishReuseWork(absl::CancelledError("job scoring cancelled"));
+    return;
+  }
+  if (absl::Now() > work.deadline) {
+    FinishReuseWork(absl::DeadlineExceededError("deadline passed during scoring"));
+    return;
+  }
+  if (reuse_.scorer == nullptr) {
+    PrefixScoreOptions options;
+    options.context_reuse = true;
+    options.max_batch_tokens = options_.max_batch_tokens;
+    options.cancelled = [w = reuse_.work.get()] { return w->cancelled.load(); };
+    options.finished = work.finished;
+    reuse_.scorer = std::make_unique<PrefixScorer>(*model_, work.requests, std::move(options));
+    if (absl::Status s = reuse_.scorer->Start(); !s.ok()) {
+      FinishReuseWork(s);
+      return;
+    }
+  }
+  absl::StatusOr<bool> done = reuse_.scorer->Step();
+  if (!done.ok()) {
+    FinishReuseWork(done.status());
+  } else if (*done) {
+    FinishReuseWork(absl::OkStatus());
+  }
+}
+
+void ModelScheduler::FinishReuseWork(absl::Status status) {
+  std::shared_ptr<ScoreWork> work = std::move(reuse_.work);
+  std::unique_ptr<PrefixScorer> scorer = std::move(reuse_.scorer);
+  {
+    absl::MutexLock lock(&work->mu);
+    if (scorer != nullptr) work->stats = scorer->stats();
+    if (status.ok() && scorer != nullptr) {
+      work->results = scorer->TakeResults();
+    } else {
+      work->status = status.ok() ? absl::InternalError("scoring did not start") : status;
+    }
+    work->done = true;
+  }
+  absl::MutexLock lock(&mu_);
+  reuse_active_ = false;
+  if (status.ok()) {
+    stats_.scored_requests += static_cast<int64_t>(work->requests.size());
+    if (scorer != nullptr) stats_.tokens_fed += scorer->stats().tokens_fed;
   }
 }
 
@@ -255,7 +348,7 @@ void ModelScheduler::RunDecodeStep() {
     }
     if (decode_.finished(live.id)) {
       const size_t before = live.delivered;
-      Finish(live, absl::OkStatus());
+      Finish(live, decode_.status(live.id));
       absl::MutexLock lock(&live.work->mu);
       new_tokens += static_cast<int64_t>(live.work->tokens.size() - before);
       continue;

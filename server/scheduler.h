@@ -1,4 +1,6 @@
 // One scheduler thread per model: merges the work of every client into packed batches.
+// A job's scoring (context reuse, ScoreWork::context_reuse) runs here too, one batch
+// between the other rounds, so every route scores through this thread and the one scorer.
 // Scoring work from many calls is packed into Score() calls (and so into Model::Forward
 // calls of bounded token count); generations live in one DecodeBatch that new sequences
 // join between decode steps (continuous batching). Scoring batches and decode steps
@@ -12,6 +14,7 @@
 #include <atomic>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -23,21 +26,35 @@
 #include "absl/time/time.h"
 #include "engine/model/model.h"
 #include "engine/runtime/generation.h"
+#include "engine/runtime/prefix_scoring.h"
 #include "engine/runtime/scoring.h"
 #include "engine/tokenizer/tokenizer.h"
 
 namespace hgeval::server {
+
+// Whether `status` is a scheduler's "queue full" (backpressure: retry later), as opposed to
+// other RESOURCE_EXHAUSTED errors such as a request that does not fit the memory budget.
+bool IsQueueFull(const absl::Status& status);
 
 // Scoring work of one call. The caller waits on `mu` for `done`.
 struct ScoreWork {
   std::vector<ScoreRequest> requests;
   absl::Time deadline = absl::InfiniteFuture();
   std::atomic<bool> cancelled{false};
+  // A job's requests: scored as one prefix tree with context reuse (the evaluator's
+  // numbers), a batch at a time between the other works' rounds and decode steps, instead
+  // of packed with other calls. `finished` (called on the scheduler thread) sees each
+  // batch's finished requests, so a job stores its results as they come.
+  bool context_reuse = false;
+  std::function<absl::Status(absl::Span<const size_t> finished,
+                             absl::Span<const ScoreResult> results)>
+      finished;
 
   absl::Mutex mu;
   bool done ABSL_GUARDED_BY(mu) = false;
   absl::Status status ABSL_GUARDED_BY(mu);
   std::vector<ScoreResult> results ABSL_GUARDED_BY(mu);
+  PrefixScoreStats stats ABSL_GUARDED_BY(mu);  // a context-reuse work's, when done
 
   int64_t tokens() const;
 };
@@ -95,8 +112,17 @@ class ModelScheduler {
     size_t delivered = 0;
   };
 
+  // A context-reuse work in progress.
+  struct ReuseWork {
+    std::shared_ptr<ScoreWork> work;
+    std::unique_ptr<PrefixScorer> scorer;
+  };
+
   void Loop();
   void RunScoreRound(std::vector<std::shared_ptr<ScoreWork>> works);
+  // One unit of the context-reuse work in progress (starting the next queued one).
+  void StepReuseWork();
+  void FinishReuseWork(absl::Status status);
   void RunDecodeStep();
   void Finish(LiveGeneration& live, absl::Status status);
 
@@ -110,12 +136,15 @@ class ModelScheduler {
   std::deque<std::shared_ptr<ScoreWork>> score_queue_ ABSL_GUARDED_BY(mu_);
   int64_t queued_requests_ ABSL_GUARDED_BY(mu_) = 0;
   std::deque<std::shared_ptr<GenerateWork>> generate_queue_ ABSL_GUARDED_BY(mu_);
+  std::deque<std::shared_ptr<ScoreWork>> reuse_queue_ ABSL_GUARDED_BY(mu_);
+  bool reuse_active_ ABSL_GUARDED_BY(mu_) = false;
   int64_t generations_ ABSL_GUARDED_BY(mu_) = 0;  // queued + live
   SchedulerStats stats_ ABSL_GUARDED_BY(mu_);
 
   // Used by the scheduler thread only.
   DecodeBatch decode_;
   std::vector<LiveGeneration> live_;
+  ReuseWork reuse_;
 
   std::thread thread_;
 };

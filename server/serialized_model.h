@@ -28,6 +28,9 @@ class SerializedModel : public Model {
     return model_->Forward(items, outputs);
   }
 
+  size_t StateBytes(int64_t tokens) const override { return model_->StateBytes(tokens); }
+  MemoryBudget* memory_budget() const override { return model_->memory_budget(); }
+
  private:
   const std::unique_ptr<Model> model_;
   mutable absl::Mutex mu_;

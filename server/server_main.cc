@@ -182,6 +182,8 @@ int Run() {
   }
   registry_options.max_sequence_tokens = absl::GetFlag(FLAGS_max_sequence_tokens);
   registry_options.threads = load->threads;
+  registry_options.device_memory = load->device_memory;
+  registry_options.host_memory = load->host_memory;
   registry_options.scheduler.max_batch_tokens = absl::GetFlag(FLAGS_max_batch_tokens);
   registry_options.scheduler.max_queued_requests = absl::GetFlag(FLAGS_max_queued_requests);
   registry_options.scheduler.max_generations = absl::GetFlag(FLAGS_max_generations);

@@ -11,6 +11,7 @@
 #include "engine/runtime/generation.h"
 #include "engine/util/parallel_for.h"
 #include "server/request_prep.h"
+#include "server/stored_results.h"
 #include "tasks/engine_language_model.h"
 
 namespace hgeval::server {
@@ -20,45 +21,6 @@ StoreLanguageModel::StoreLanguageModel(LoadedModel* model, Executor* executor,
                                        StoreLanguageModelOptions options)
     : model_(model), executor_(executor), options_(std::move(options)) {
   max_length_ = LmEvalMaxLength(*model_, options_.max_length);
-  tasks::EngineLanguageModelOptions reuse;
-  reuse.bos_regime = options_.add_special ? tasks::BosRegime::kTokenizer : tasks::BosRegime::kNone;
-  reuse.max_length = max_length_;
-  reuse.prefix_token_id = PrefixToken(*model_->tokenizer);
-  reuse.context_reuse = true;
-  reuse_ = std::make_unique<tasks::EngineLanguageModel>(model_->model.get(),
-                                                        model_->tokenizer.get(), reuse);
-}
-
-absl::Status StoreLanguageModel::ScoreWithContextReuse(const std::vector<TokenPair>& pairs,
-                                                       std::vector<ScoreResult>* results,
-                                                       const FinishedPairs& finished,
-                                                       const tasks::CallOptions& options) {
-  auto to_score = [](const tasks::LoglikelihoodResult& r) {
-    ScoreResult out;
-    out.logprob = r.logprob;
-    out.is_greedy = r.is_greedy;
-    out.token_logprobs = r.token_logprobs;
-    return out;
-  };
-  const tasks::LanguageModelStats before = reuse_->stats();
-  std::vector<bool> filled(pairs.size(), false);
-  absl::StatusOr<std::vector<tasks::LoglikelihoodResult>> scored = reuse_->ScoreTokens(
-      pairs, options,
-      [&](absl::Span<const size_t> done, absl::Span<const tasks::LoglikelihoodResult> got) {
-        for (size_t k : done) {
-          (*results)[k] = to_score(got[k]);
-          filled[k] = true;
-        }
-        return finished(done);
-      });
-  const tasks::LanguageModelStats after = reuse_->stats();
-  stats_.tokens_fed += after.tokens_fed - before.tokens_fed;
-  if (!scored.ok()) return scored.status();
-  // Identical pairs are reported once; the rest take their results here.
-  for (size_t k = 0; k < pairs.size(); ++k) {
-    if (!filled[k]) (*results)[k] = to_score((*scored)[k]);
-  }
-  return absl::OkStatus();
 }
 
 CallControl StoreLanguageModel::Control(const tasks::CallOptions& options) const {
@@ -85,7 +47,7 @@ absl::StatusOr<std::vector<v1::LoglikelihoodResult>> StoreLanguageModel::ScoreCh
     for (;;) {
       outcome = executor_->ScorePairs(*model_, part, top_k, /*use_store=*/true, control);
       // A full queue is backpressure, not failure: wait and retry.
-      if (outcome.status().code() != absl::StatusCode::kResourceExhausted) break;
+      if (!IsQueueFull(outcome.status())) break;
       if (control.cancelled()) return absl::CancelledError("job cancelled");
       absl::SleepFor(absl::Milliseconds(50));
     }
@@ -136,12 +98,16 @@ absl::StatusOr<std::vector<tasks::LoglikelihoodResult>> StoreLanguageModel::Logl
     const int64_t now = kept.fetch_add(n) + n;
     if (options.progress) options.progress(std::min(now, total), total);
   };
-  tasks::CallOptions reuse_options;
-  reuse_options.cancelled = control.cancelled;
+  // Loglikelihood requests are scored with context reuse on the model's scheduler (a
+  // context is fed once and its choices fork from its state), as hgeval-eval scores them.
   const PairScorer scorer = [&](const std::vector<TokenPair>& missing, int,
                                 std::vector<ScoreResult>* results, const FinishedPairs& finished) {
     control.pairs_kept(total - static_cast<int64_t>(missing.size()));
-    return ScoreWithContextReuse(missing, results, finished, reuse_options);
+    int64_t fed = 0;
+    absl::Status scored =
+        ScoreWithReuseOnScheduler(*model_, missing, control, results, finished, &fed);
+    stats_.tokens_fed += fed;
+    return scored;
   };
   absl::StatusOr<ScoreOutcome> outcome = executor_->ScorePairs(
       *model_, pairs, /*top_k=*/0, /*use_store=*/true, control, scorer);
@@ -233,12 +199,9 @@ absl::StatusOr<std::vector<tasks::GenerateUntilResult>> StoreLanguageModel::Gene
       work->request = *std::move(prepared);
       works[i - start] = std::move(work);
     }
-    std::vector<std::optional<std::string>> stored(keys.size());
-    if (store != nullptr) {
-      absl::StatusOr<std::vector<std::optional<std::string>>> got = store->GetMany(keys);
-      if (!got.ok()) return got.status();
-      stored = *std::move(got);
-    }
+    std::vector<v1::GenerateResponse> stored;
+    absl::StatusOr<std::vector<bool>> found = LookUpStored(store, keys, &stored);
+    if (!found.ok()) return found.status();
     // Identical requests of a chunk (SCROLLS docs can share an input) are generated once.
     std::vector<int64_t> same_as(works.size(), -1);
     absl::flat_hash_map<std::string, size_t> first;
@@ -251,10 +214,9 @@ absl::StatusOr<std::vector<tasks::GenerateUntilResult>> StoreLanguageModel::Gene
     }
     for (size_t k = 0; k < works.size(); ++k) {
       if (same_as[k] >= 0) continue;
-      v1::GenerateResponse cached;
-      if (stored[k].has_value() && cached.ParseFromString(*stored[k])) {
-        out[start + k].text = cached.text();
-        out[start + k].n_tokens = cached.generated_tokens();
+      if ((*found)[k]) {
+        out[start + k].text = stored[k].text();
+        out[start + k].n_tokens = stored[k].generated_tokens();
         works[k] = nullptr;
         ++cached_;
         continue;
@@ -262,7 +224,7 @@ absl::StatusOr<std::vector<tasks::GenerateUntilResult>> StoreLanguageModel::Gene
       for (;;) {
         absl::Status s = model_->scheduler->Submit(works[k]);
         if (s.ok()) break;
-        if (s.code() != absl::StatusCode::kResourceExhausted) return s;
+        if (!IsQueueFull(s)) return s;
         if (control.cancelled()) return absl::CancelledError("job cancelled");
         absl::SleepFor(absl::Milliseconds(50));
       }

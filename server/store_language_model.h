@@ -1,10 +1,10 @@
 // tasks::LanguageModel for server jobs: lm-eval request semantics (the same request
 // preparation as the ModelService RPCs), answers from the result store where it can and
 // computes only missing requests, storing results as soon as they are computed (a killed
-// job loses at most one round or chunk). Loglikelihood requests run on the model through
-// the in-process evaluator's context reuse (a context is fed once and its choices fork
-// from its state), so a job feeds the tokens `hgeval-eval` feeds; rolling windows,
-// token targets and generations go through the model's scheduler in chunks.
+// job loses at most one batch or chunk). Everything runs on the model's scheduler:
+// loglikelihood requests as one context-reuse work (the one scorer's prefix tree, a
+// context fed once and its choices forked from its state), so a job feeds the tokens
+// `hgeval-eval` feeds; rolling windows, token targets and generations in chunks.
 #ifndef HGEVAL_SERVER_STORE_LANGUAGE_MODEL_H_
 #define HGEVAL_SERVER_STORE_LANGUAGE_MODEL_H_
 
@@ -66,17 +66,11 @@ class StoreLanguageModel : public tasks::LanguageModel {
       const std::vector<TokenPair>& pairs, const tasks::CallOptions& options,
       const std::function<void(int64_t)>& done, int top_k = 0);
   CallControl Control(const tasks::CallOptions& options) const;
-  // Executor scorer for loglikelihood pairs: the evaluator's context reuse on the model.
-  absl::Status ScoreWithContextReuse(const std::vector<TokenPair>& pairs,
-                                     std::vector<ScoreResult>* results,
-                                     const FinishedPairs& finished,
-                                     const tasks::CallOptions& options);
 
   LoadedModel* model_;
   Executor* executor_;
   StoreLanguageModelOptions options_;
   int64_t max_length_ = 2048;
-  std::unique_ptr<tasks::EngineLanguageModel> reuse_;
   tasks::LanguageModelStats stats_;
   std::atomic<int64_t> cached_{0};
   std::atomic<int64_t> computed_{0};

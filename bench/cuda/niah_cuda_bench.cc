@@ -33,6 +33,8 @@
 #include "engine/model/config.h"
 #include "engine/model/load_model.h"
 #include "engine/tokenizer/tokenizer.h"
+#include "engine/util/memory_budget.h"
+#include "engine/util/sha256.h"
 #include "engine/util/status_macros.h"
 #include "nlohmann/json.hpp"
 #include "tasks/niah/context.h"
@@ -43,6 +45,8 @@ ABSL_FLAG(bool, random_weights, false,
           "required: acknowledge that the models get random weights (timing only)");
 ABSL_FLAG(std::string, models, "hgrn2,llama", "comma-separated: hgrn2, llama, tnl");
 ABSL_FLAG(std::string, dtype, "bf16", "fp32 or bf16");
+ABSL_FLAG(std::string, device_memory, "",
+          "GPU memory budget (20GiB, 0.5, 50%; empty: free memory less a margin)");
 ABSL_FLAG(std::string, device, "cuda",
           "cuda or cuda:N; cpu (with --dtype fp32, few --layers and --max_cells) only to "
           "check the program itself without a GPU");
@@ -155,6 +159,7 @@ absl::Status Run(nlohmann::json& report) {
     LoadOptions load;
     load.device = absl::GetFlag(FLAGS_device);
     load.dtype = absl::GetFlag(FLAGS_dtype);
+    load.device_memory = absl::GetFlag(FLAGS_device_memory);
     if (family == "llama") load.max_context = absl::GetFlag(FLAGS_llama_max_context);
     const auto tb = Clock::now();
     HG_ASSIGN_OR_RETURN(std::unique_ptr<Model> model,
@@ -191,6 +196,8 @@ absl::Status Run(nlohmann::json& report) {
       options.model_name = bench::RandomModelLabel(family);
       timed.ResetTimes();
       if (cuda_model != nullptr) cuda_model->ResetPeakDeviceBytes();
+      MemoryBudget* budget = model->memory_budget();
+      if (budget != nullptr) budget->ResetPeak();
       const auto t0 = Clock::now();
       HG_ASSIGN_OR_RETURN(niah::NiahResult result, niah::RunNiahSweep(timed, *tokenizer, options));
       const double total = Seconds(t0, Clock::now());
@@ -202,8 +209,20 @@ absl::Status Run(nlohmann::json& report) {
           ++full_length;
         }
       }
+      // Every cell's generated ids, in grid order: two runs (say, two budgets) gave the same
+      // answers when these agree.
+      std::string generated;
+      for (const niah::NiahCellResult& cell : result.cells) {
+        generated.append(reinterpret_cast<const char*>(cell.generated_tokens.data()),
+                         cell.generated_tokens.size() * sizeof(int32_t));
+        generated.push_back(';');
+      }
       nlohmann::json run = {
           {"max_batch", max_batch},
+          {"batches", s.batches},
+          {"generated_sha256", Sha256Hex(generated)},
+          {"memory_budget_bytes", budget != nullptr ? budget->limit() : 0},
+          {"peak_budget_bytes", budget != nullptr ? budget->peak() : 0},
           {"cells", s.cells_run},
           {"cells_decoding_all_new_tokens", full_length},
           {"haystack_tokens", s.haystack_tokens},

@@ -42,6 +42,7 @@
 #include "engine/model/config.h"
 #include "engine/model/load_model.h"
 #include "engine/tokenizer/tokenizer.h"
+#include "engine/util/memory_budget.h"
 #include "engine/util/status_macros.h"
 #include "nlohmann/json.hpp"
 #include "tasks/engine_language_model.h"
@@ -58,6 +59,9 @@ ABSL_FLAG(std::string, tasks,
 ABSL_FLAG(double, limit, 0, "docs per task (0: all, as the paper)");
 ABSL_FLAG(std::string, dtype, "bf16", "fp32 or bf16");
 ABSL_FLAG(std::string, device, "cuda", "cuda, cuda:N or cpu (cpu: to check the program only)");
+ABSL_FLAG(std::string, device_memory, "",
+          "GPU memory budget (20GiB, 0.5, 50%; empty: free memory less a margin); with "
+          "--device cpu, the host budget");
 ABSL_FLAG(int, layers, 24, "layers (24 for the 1.3B shapes)");
 ABSL_FLAG(std::string, tokenizer, "", "tokenizer (default: data/tokenizers/mistral-7b-v0.1)");
 ABSL_FLAG(std::string, data_dir, "", "task data (default: the source tree's data/)");
@@ -69,6 +73,8 @@ ABSL_FLAG(std::string, out, "", "JSON report path (default: stdout only)");
 ABSL_FLAG(std::string, save_checkpoints, "",
           "write each model as DIR/<family>-1.3b (config, BF16 safetensors, tokenizer) and run "
           "on the model loaded back from there");
+ABSL_FLAG(bool, host_only, true,
+          "also time the host's share alone (the tasks with the model left out)");
 ABSL_FLAG(std::string, samples_out, "", "write per-sample responses of every task here (JSON)");
 
 namespace hgeval {
@@ -192,6 +198,8 @@ absl::Status Run(nlohmann::json& report) {
     LoadOptions load;
     load.device = absl::GetFlag(FLAGS_device);
     load.dtype = absl::GetFlag(FLAGS_dtype);
+    load.device_memory = absl::GetFlag(FLAGS_device_memory);
+    if (load.device == "cpu") load.host_memory = load.device_memory;
     const auto tb = Clock::now();
     std::unique_ptr<Model> model;
     if (const std::string saved = absl::GetFlag(FLAGS_save_checkpoints); !saved.empty()) {
@@ -220,6 +228,8 @@ absl::Status Run(nlohmann::json& report) {
       HG_ASSIGN_OR_RETURN(auto task, tasks::CreateTask("hellaswag"));
       HG_RETURN_IF_ERROR(tasks::RunTask(engine_lm, *task, warm).status());
     }
+    MemoryBudget* budget = model->memory_budget();
+    if (budget != nullptr) budget->ResetPeak();
     model_report["params"] = model->info().num_parameters;
     model_report["backend"] = model->info().backend;
     model_report["batch_tokens"] = model->info().batch_tokens;
@@ -267,7 +277,7 @@ absl::Status Run(nlohmann::json& report) {
     // trees, metrics; EngineLanguageModelOptions::count_only), to split the wall time into
     // forward calls, state forks and host work. The peer's requests are recorded in a
     // pass of their own, outside every timed one.
-    {
+    if (absl::GetFlag(FLAGS_host_only) || (!recorded && !requests_out.empty())) {
       tasks::EngineLanguageModelOptions host_options = lm_options;
       host_options.count_only = true;
       tasks::EngineLanguageModel host_lm(model.get(), tokenizer.get(), host_options);
@@ -289,6 +299,13 @@ absl::Status Run(nlohmann::json& report) {
       model_report["suite_host_only_seconds"] = host_seconds;
       std::fprintf(stderr, "[%s] host work alone (count_only): %.2f s\n", family.c_str(),
                    host_seconds);
+    }
+    if (budget != nullptr) {
+      // The budget's peak over the timed tasks: weights, scratch, states and cached blocks.
+      model_report["memory_budget_bytes"] = budget->limit();
+      model_report["peak_budget_bytes"] = budget->peak();
+      std::fprintf(stderr, "[%s] memory: peak %s of a budget of %s\n", family.c_str(),
+                   FormatBytes(budget->peak()).c_str(), FormatBytes(budget->limit()).c_str());
     }
     model_report["suite_seconds"] = total_seconds;
     model_report["suite_tokens_fed"] = total_fed;

@@ -57,6 +57,8 @@ class TimedModel : public Model {
     }
     return status;
   }
+  size_t StateBytes(int64_t tokens) const override { return inner_->StateBytes(tokens); }
+  MemoryBudget* memory_budget() const override { return inner_->memory_budget(); }
   const Times& times() const { return times_; }
   void ResetTimes() { times_ = Times(); }
 
