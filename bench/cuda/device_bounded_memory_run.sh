@@ -2,6 +2,7 @@
 # GPU-machine calls for the issue "Bounded memory" (run from the checkout's root with the
 # bundle of bench/cuda/gpu_bundle.sh at $BUNDLE; results go to $OUT). One stage per call,
 # each well inside a call's 10 minutes:
+# STAGE may list several stages ("suite server"), run in order.
 #   STAGE=tests  every GPU test, then cuda_bench's LLaMA rows (64K prefill with and without
 #                a kept KV cache)
 #   STAGE=suite  the paper's suite in process for HGRN2 and LLaMA 1.3B, unbounded (the
@@ -13,7 +14,7 @@
 #                (generated ids compared), and SCROLLS (qmsum, contractnli) under the budget
 set -uo pipefail
 : "${OUT:?set OUT to the results folder}"
-stage=${STAGE:?set STAGE}
+stages=${STAGE:?set STAGE}
 budget=${BUDGET:-20GiB}
 g=/tmp/hgeval-gpu
 if [[ ! -x $g/bin/suite_cuda_bench ]]; then
@@ -23,7 +24,7 @@ export LD_LIBRARY_PATH=$g/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 export HGEVAL_SOURCE_DIR=$PWD
 work=/tmp/hgeval-bounded
 mkdir -p "$work"
-nvidia-smi --query-gpu=name,memory.total,memory.used,driver_version --format=csv | tee "$OUT/gpu-$stage.txt"
+nvidia-smi --query-gpu=name,memory.total,memory.used,driver_version --format=csv | tee "$OUT/gpu.txt"
 status=0
 compare_samples() {
   python3 - "$1" "$2" <<'PY'
@@ -41,6 +42,7 @@ print(f"per-sample responses compared: {n}, different: {diff}")
 sys.exit(1 if diff or n == 0 else 0)
 PY
 }
+for stage in $stages; do
 case $stage in
 tests)
   for t in "$g"/bin/*_test; do
@@ -57,8 +59,10 @@ suite)
     --save_checkpoints="$work/ck" --samples_out="$work/samples-unbounded.json" \
     --out="$OUT/suite-unbounded.json" >/dev/null 2>"$OUT/suite-unbounded.log" || status=1
   grep -E "suite|memory" "$OUT/suite-unbounded.log"
+  # The same weights: loaded back from the same BF16 checkpoints as the unbounded run.
   "$g/bin/suite_cuda_bench" --random_weights --models=hgrn2,llama --host_only=false \
-    --device_memory="$budget" --samples_out="$work/samples-budget.json" \
+    --device_memory="$budget" --save_checkpoints="$work/ck-budget" \
+    --samples_out="$work/samples-budget.json" \
     --out="$OUT/suite-budget.json" >/dev/null 2>"$OUT/suite-budget.log" || status=1
   grep -E "suite|memory" "$OUT/suite-budget.log"
   compare_samples "$work/samples-unbounded.json" "$work/samples-budget.json" | tee "$OUT/suite-compare.txt" || status=1
@@ -97,4 +101,5 @@ scrolls)
   grep -E "\] scrolls|suite|memory" "$OUT/scrolls-budget.log"
   ;;
 esac
+done
 exit $status

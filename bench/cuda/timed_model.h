@@ -57,6 +57,10 @@ class TimedModel : public Model {
     }
     return status;
   }
+  std::unique_ptr<SequenceState> NewStateFor(const SequenceState* start,
+                                             int64_t tokens) const override {
+    return inner_->NewStateFor(start, tokens);
+  }
   size_t StateBytes(int64_t tokens) const override { return inner_->StateBytes(tokens); }
   MemoryBudget* memory_budget() const override { return inner_->memory_budget(); }
   const Times& times() const { return times_; }

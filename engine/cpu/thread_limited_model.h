@@ -25,6 +25,10 @@ class ThreadLimitedModel : public Model {
     return model_->Forward(items, outputs);
   }
 
+  std::unique_ptr<SequenceState> NewStateFor(const SequenceState* start,
+                                             int64_t tokens) const override {
+    return model_->NewStateFor(start, tokens);
+  }
   size_t StateBytes(int64_t tokens) const override { return model_->StateBytes(tokens); }
   MemoryBudget* memory_budget() const override { return model_->memory_budget(); }
 

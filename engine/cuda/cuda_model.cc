@@ -80,7 +80,8 @@ size_t CudaModel::StateBytes(int64_t tokens) const {
   return bytes;
 }
 
-absl::Status CudaModel::EnsureKvCapacity(CudaSequenceState* st, int64_t needed, bool decoding) {
+absl::Status CudaModel::EnsureKvCapacity(CudaSequenceState* st, int64_t needed,
+                                         bool decoding) const {
   if (needed <= st->kv_cap_) return absl::OkStatus();
   const int64_t row_bytes = layout_.kv_row_bytes;
   // Decoding grows by an eighth (at least 2 steps of positions), so that it copies the
@@ -104,6 +105,34 @@ absl::Status CudaModel::EnsureKvCapacity(CudaSequenceState* st, int64_t needed, 
   st->kv_ = *std::move(fresh);
   st->kv_cap_ = cap;
   return absl::OkStatus();
+}
+
+std::unique_ptr<SequenceState> CudaModel::NewStateFor(const SequenceState* start,
+                                                      int64_t tokens) const {
+  DeviceGuard guard(ctx_->device());
+  absl::StatusOr<std::unique_ptr<CudaSequenceState>> state;
+  if (start == nullptr) {
+    std::unique_ptr<SequenceState> empty = NewState();
+    if (empty == nullptr) return nullptr;
+    auto* st = static_cast<CudaSequenceState*>(empty.get());
+    if (layout_.kv_row_bytes > 0 && tokens > 0) {
+      if (absl::Status s = EnsureKvCapacity(st, tokens, /*decoding=*/false); !s.ok()) {
+        std::fprintf(stderr, "hgeval cuda: state allocation failed: %s\n",
+                     std::string(s.message()).c_str());
+        return nullptr;
+      }
+    }
+    return empty;
+  }
+  const auto* src = dynamic_cast<const CudaSequenceState*>(start);
+  if (src == nullptr || src->owner() != this) return start->Clone();
+  state = ForkForItem(*src, tokens);
+  if (!state.ok()) {
+    std::fprintf(stderr, "hgeval cuda: state copy failed: %s\n",
+                 std::string(state.status().message()).c_str());
+    return nullptr;
+  }
+  return *std::move(state);
 }
 
 absl::StatusOr<std::unique_ptr<CudaSequenceState>> CudaModel::ForkForItem(

@@ -114,6 +114,8 @@ class CudaModel : public Model {
   std::unique_ptr<SequenceState> NewState() const override;
   absl::Status Forward(absl::Span<const ForwardItem> given,
                        absl::Span<ForwardOutput> outputs) override;
+  std::unique_ptr<SequenceState> NewStateFor(const SequenceState* start,
+                                             int64_t tokens) const override;
   size_t StateBytes(int64_t tokens) const override;
   MemoryBudget* memory_budget() const override { return ctx_->pool()->budget(); }
 
@@ -133,7 +135,7 @@ class CudaModel : public Model {
 
   // Bytes of the pack tables (host and device each).
   size_t PackTableBytes() const;
-  absl::Status EnsureKvCapacity(CudaSequenceState* st, int64_t needed, bool decoding);
+  absl::Status EnsureKvCapacity(CudaSequenceState* st, int64_t needed, bool decoding) const;
   // A private copy of `start` for an item that feeds `tokens` more: its KV cache holds
   // exactly what the item needs (the start's capacity is not copied).
   absl::StatusOr<std::unique_ptr<CudaSequenceState>> ForkForItem(const CudaSequenceState& start,

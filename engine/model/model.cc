@@ -14,6 +14,22 @@ absl::Status OutOfStateMemory(const char* what) {
 
 }  // namespace
 
+std::unique_ptr<SequenceState> Model::NewStateFor(const SequenceState* start,
+                                                  int64_t /*tokens*/) const {
+  return start != nullptr ? start->Clone() : NewState();
+}
+
+absl::StatusOr<std::unique_ptr<SequenceState>> StartStateFor(const Model& model,
+                                                             const SequenceState* start,
+                                                             int64_t tokens) {
+  std::unique_ptr<SequenceState> state = model.NewStateFor(start, tokens);
+  if (state == nullptr) {
+    return OutOfStateMemory(start != nullptr ? "copying a sequence state"
+                                             : "creating a sequence state");
+  }
+  return state;
+}
+
 size_t Model::StateBytes(int64_t tokens) const {
   std::unique_ptr<SequenceState> empty = NewState();
   const size_t fixed = empty == nullptr ? 0 : empty->bytes();

@@ -115,6 +115,12 @@ class Model {
   virtual absl::Status Forward(absl::Span<const ForwardItem> items,
                                absl::Span<ForwardOutput> outputs) = 0;
 
+  // A copy of `start` (an empty state when null) with room for `tokens` more tokens
+  // reserved, so that feeding them does not move it (a KV cache sized once instead of
+  // grown with a copy); null when the backend is out of memory. Callers go through
+  // StartStateFor() below. Default: Clone() / NewState().
+  virtual std::unique_ptr<SequenceState> NewStateFor(const SequenceState* start,
+                                                     int64_t tokens) const;
   // Bytes of the model's memory (its budget's) that a state holding `tokens` tokens
   // takes: what callers size their rounds by. A LLaMA's KV cache grows with the tokens; a
   // recurrent state is fixed. Default: an empty state's bytes() plus
@@ -134,6 +140,11 @@ inline int64_t BatchTokens(const Model& model, int64_t requested) {
 
 // A copy of `state`, or RESOURCE_EXHAUSTED when the backend cannot hold another state.
 absl::StatusOr<std::unique_ptr<SequenceState>> CloneState(const SequenceState& state);
+
+// StartState with room reserved for `tokens` more tokens (Model::NewStateFor).
+absl::StatusOr<std::unique_ptr<SequenceState>> StartStateFor(const Model& model,
+                                                             const SequenceState* start,
+                                                             int64_t tokens);
 
 // A copy of `start`, or the model's empty state when `start` is null; RESOURCE_EXHAUSTED
 // when the backend cannot hold another state.

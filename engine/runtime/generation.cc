@@ -68,13 +68,12 @@ struct DecodeBatch::Live {
 
 namespace {
 
-// What a sequence's state may take by its end: start, prompt and every new token, with
-// the decoder's growth headroom (an eighth).
+// What a sequence's state takes: room for its start, prompt and every new token is
+// reserved when it starts (Start).
 size_t FinalStateBytes(const Model& model, const GenerateRequest& request) {
   const int64_t start = request.start == nullptr ? 0 : request.start->position();
-  const int64_t end =
-      start + static_cast<int64_t>(request.prompt.size()) + request.max_new_tokens;
-  return model.StateBytes(end + end / 8);
+  return model.StateBytes(start + static_cast<int64_t>(request.prompt.size()) +
+                          request.max_new_tokens);
 }
 
 }  // namespace
@@ -111,7 +110,11 @@ size_t DecodeBatch::running() const {
 }
 
 absl::Status DecodeBatch::Start(Live& live) {
-  HG_ASSIGN_OR_RETURN(live.state, StartState(*model_, live.request.start));
+  // Room for the whole generation at once: the state never moves while it decodes.
+  HG_ASSIGN_OR_RETURN(live.state,
+                      StartStateFor(*model_, live.request.start,
+                                    static_cast<int64_t>(live.request.prompt.size()) +
+                                        live.request.max_new_tokens));
   return absl::OkStatus();
 }
 
@@ -189,6 +192,7 @@ void DecodeBatch::Cancel(int64_t id) {
   if (it == live_.end() || it->second->finished) return;
   it->second->finished = true;
   it->second->result.finish_reason = FinishReason::kCancelled;
+  it->second->state.reset();
 }
 
 absl::StatusOr<std::vector<int64_t>> DecodeBatch::Step() {
@@ -242,6 +246,8 @@ absl::StatusOr<std::vector<int64_t>> DecodeBatch::Step() {
       HG_ASSIGN_OR_RETURN(std::string text, tokenizer_->Decode(live.result.tokens));
       live.result.text = CutAtStopStrings(std::move(text), live.request.stop_strings);
     }
+    // A finished sequence gives its state back at once: waiting ones may start.
+    if (live.finished) live.state.reset();
   }
   return ids;
 }

@@ -387,8 +387,8 @@ absl::Status PrefixScorer::Impl::ComputeNodes(const std::vector<int>& level_node
         if (Cancelled()) return absl::CancelledError("scoring cancelled");
         {
           ScopedSeconds timer(&stats_.state_seconds);
-          absl::StatusOr<std::unique_ptr<SequenceState>> state = StartState(
-              model_, node.parent < 0 ? nullptr : nodes_[node.parent].state.get());
+          absl::StatusOr<std::unique_ptr<SequenceState>> state = StartStateFor(
+              model_, node.parent < 0 ? nullptr : nodes_[node.parent].state.get(), t);
           if (!state.ok()) {
             for (int v : ran) nodes_[v].state.reset();
             return state.status();

@@ -35,7 +35,8 @@ absl::StatusOr<std::vector<ScoreResult>> Score(Model& model,
 absl::StatusOr<std::unique_ptr<SequenceState>> Prefill(Model& model,
                                                        absl::Span<const int32_t> tokens,
                                                        const SequenceState* start) {
-  HG_ASSIGN_OR_RETURN(std::unique_ptr<SequenceState> state, StartState(model, start));
+  HG_ASSIGN_OR_RETURN(std::unique_ptr<SequenceState> state,
+                      StartStateFor(model, start, static_cast<int64_t>(tokens.size())));
   HG_RETURN_IF_ERROR(Advance(model, tokens, state.get()));
   return state;
 }
@@ -45,7 +46,10 @@ absl::StatusOr<std::vector<std::unique_ptr<SequenceState>>> PrefillWithSnapshots
     const SequenceState* start) {
   std::vector<std::unique_ptr<SequenceState>> snapshots;
   snapshots.reserve(positions.size());
-  HG_ASSIGN_OR_RETURN(std::unique_ptr<SequenceState> state, StartState(model, start));
+  // Room for every token up to the last snapshot at once: the state is not moved as it
+  // grows.
+  const int64_t last = positions.empty() ? 0 : positions.back();
+  HG_ASSIGN_OR_RETURN(std::unique_ptr<SequenceState> state, StartStateFor(model, start, last));
   int64_t fed = 0;
   for (int64_t position : positions) {
     if (position < fed || position > static_cast<int64_t>(tokens.size())) {

@@ -183,18 +183,20 @@ absl::StatusOr<NiahResult> RunNiahSweep(Model& model, const Tokenizer& tokenizer
   // changes the speed, not the cells' answers.
   const size_t bound = NiahStateBound(model);
   auto batch_end = [&](size_t begin) {
+    // The haystack state carried in, the one advanced to the batch's deepest insertion
+    // point, one snapshot per distinct insertion point and every cell's generation.
+    const size_t carried = state == nullptr ? 0 : model.StateBytes(state_position);
+    size_t snapshots_and_generations = 0;
     size_t end = begin;
-    size_t bytes = state == nullptr ? 0 : model.StateBytes(state_position);
     int64_t last_position = -1;
     while (end < order.size() && end - begin < max_batch) {
       const NiahCellResult& cell = result.cells[order[end]];
       const int64_t p = builder.prefix_offset() + cell.layout.insertion_point;
-      size_t add = 0;
+      size_t add = model.StateBytes(cell.prompt_tokens + options.max_new_tokens);
       if (options.prefix_reuse && p != last_position) add += model.StateBytes(p);
-      const int64_t generation = cell.prompt_tokens + options.max_new_tokens;
-      add += model.StateBytes(generation + generation / 8);
-      if (end > begin && bytes + add > bound) break;
-      bytes += add;
+      const size_t advancing = options.prefix_reuse ? model.StateBytes(p) : 0;
+      if (end > begin && carried + advancing + snapshots_and_generations + add > bound) break;
+      snapshots_and_generations += add;
       last_position = p;
       ++end;
     }
@@ -221,6 +223,7 @@ absl::StatusOr<NiahResult> RunNiahSweep(Model& model, const Tokenizer& tokenizer
           absl::MakeConstSpan(prefix_source)
               .subspan(state_position, positions.back() - state_position);
       HG_ASSIGN_OR_RETURN(snapshots, PrefillWithSnapshots(model, tokens, relative, state.get()));
+      state.reset();  // the batch continues from its snapshots
       result.stats.prefill_tokens_fed += static_cast<int64_t>(tokens.size());
       result.stats.snapshots += static_cast<int64_t>(snapshots.size());
       for (size_t i = begin; i < end; ++i) {

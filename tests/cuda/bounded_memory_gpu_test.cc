@@ -18,6 +18,7 @@
 #include "engine/util/memory_budget.h"
 #include "gtest/gtest.h"
 #include "tests/cuda/cuda_test_util.h"
+#include "tests/support/scoped_budget_limit.h"
 
 namespace hgeval {
 namespace {
@@ -90,11 +91,12 @@ TEST_P(BoundedMemoryGpuTest, TightBoundsGiveTheUnboundedBits) {
   // The device budget itself: prefix states fit, whole leaf batches do not.
   MemoryBudget* budget = (*model)->memory_budget();
   ASSERT_NE(budget, nullptr);
-  const size_t before = budget->limit();
-  budget->SetLimit(budget->held() + 20 * (*model)->StateBytes(160));
   PrefixScoreStats halved;
-  auto tight = ScoreWithPrefixReuse(**model, requests, unbounded, &halved);
-  budget->SetLimit(before);
+  absl::StatusOr<std::vector<ScoreResult>> tight;
+  {
+    testing::ScopedBudgetLimit limit(budget, budget->held() + 20 * (*model)->StateBytes(160));
+    tight = ScoreWithPrefixReuse(**model, requests, unbounded, &halved);
+  }
   ASSERT_TRUE(tight.ok()) << tight.status();
   ExpectSameBits(*expected, *tight);
   std::printf("%s %s: %lld waves under the bound, %lld halved batches under the budget\n",
@@ -172,13 +174,14 @@ TEST(BoundedMemoryGpu, RequestLargerThanTheBudgetIsRefusedWithItsSize) {
   request.continuation = RandomTokens(rng, 4, (*model)->info().vocab_size);
   auto fits = ScoreWithPrefixReuse(**model, {request}, PrefixScoreOptions{});
   ASSERT_TRUE(fits.ok()) << fits.status();
-  // Cached blocks go back to the driver first, so the limit counts live memory only.
-  const size_t before = budget->limit();
-  budget->SetLimit(budget->held());
-  budget->Reserve(size_t{1} << 62, "trim").IgnoreError();
-  budget->SetLimit(budget->held() + (*model)->StateBytes(32));
-  auto refused = ScoreWithPrefixReuse(**model, {request}, PrefixScoreOptions{});
-  budget->SetLimit(before);
+  absl::StatusOr<std::vector<ScoreResult>> refused;
+  {
+    // Cached blocks go back to the driver first, so the limit counts live memory only.
+    testing::ScopedBudgetLimit limit(budget, budget->held());
+    budget->Reserve(size_t{1} << 62, "trim").IgnoreError();
+    budget->SetLimit(budget->held() + (*model)->StateBytes(32));
+    refused = ScoreWithPrefixReuse(**model, {request}, PrefixScoreOptions{});
+  }
   ASSERT_FALSE(refused.ok());
   EXPECT_TRUE(absl::IsResourceExhausted(refused.status())) << refused.status();
   EXPECT_NE(refused.status().message().find("budget of"), std::string::npos) << refused.status();

@@ -12,6 +12,7 @@
 #include "engine/util/memory_budget.h"
 #include "gtest/gtest.h"
 #include "tests/engine/engine_test_models.h"
+#include "tests/support/scoped_budget_limit.h"
 
 namespace hgeval {
 namespace {
@@ -40,11 +41,12 @@ TEST_P(BoundedMemoryGenerationTest, SequencesWaitForRoomAndGiveTheSameTokens) {
 
   MemoryBudget* budget = model->memory_budget();
   ASSERT_NE(budget, nullptr);
-  const size_t before = budget->limit();
-  // Room for about three sequences at their longest.
-  budget->SetLimit(budget->held() + 3 * model->StateBytes(80));
-  auto got = Generate(*model, nullptr, requests);
-  budget->SetLimit(before);
+  absl::StatusOr<std::vector<GenerateResult>> got;
+  {
+    // Room for about three sequences at their longest.
+    testing::ScopedBudgetLimit limit(budget, budget->held() + 3 * model->StateBytes(80));
+    got = Generate(*model, nullptr, requests);
+  }
   ASSERT_TRUE(got.ok()) << got.status();
   ASSERT_EQ(expected->size(), got->size());
   for (size_t i = 0; i < got->size(); ++i) {
@@ -62,8 +64,7 @@ TEST(BoundedMemoryGeneration, SequenceLargerThanTheBudgetFailsAlone) {
   ASSERT_NE(budget, nullptr);
   std::vector<GenerateRequest> requests = Requests(model->info().vocab_size, 3, 10);
   requests[1].prompt.resize(300, 7);  // far more than the budget below holds
-  const size_t before = budget->limit();
-  budget->SetLimit(budget->held() + 2 * model->StateBytes(40));
+  testing::ScopedBudgetLimit limit(budget, budget->held() + 2 * model->StateBytes(40));
   DecodeBatch batch(model.get(), nullptr);
   std::vector<int64_t> ids;
   for (const GenerateRequest& r : requests) {
@@ -74,9 +75,9 @@ TEST(BoundedMemoryGeneration, SequenceLargerThanTheBudgetFailsAlone) {
   for (int step = 0; step < 100 && !(batch.finished(ids[0]) && batch.finished(ids[1]) &&
                                      batch.finished(ids[2]));
        ++step) {
-    ASSERT_TRUE(batch.Step().ok());
+    absl::StatusOr<std::vector<int64_t>> stepped = batch.Step();
+    ASSERT_TRUE(stepped.ok()) << stepped.status();
   }
-  budget->SetLimit(before);
   EXPECT_TRUE(batch.status(ids[0]).ok());
   EXPECT_TRUE(absl::IsResourceExhausted(batch.status(ids[1]))) << batch.status(ids[1]);
   EXPECT_TRUE(batch.status(ids[2]).ok());

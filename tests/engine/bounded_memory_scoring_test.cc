@@ -13,6 +13,7 @@
 #include "engine/util/memory_budget.h"
 #include "gtest/gtest.h"
 #include "tests/engine/engine_test_models.h"
+#include "tests/support/scoped_budget_limit.h"
 
 namespace hgeval {
 namespace {
@@ -128,11 +129,12 @@ TEST_P(BoundedMemoryScoringTest, HostBudgetHalvesBatchesAndKeepsTheBits) {
   // The budget itself fits the prefix states (fewer than 20, none past position 120) and
   // only a few more: the leaves' batches are refused before they run, and the scorer
   // halves them until they fit.
-  const size_t before = budget->limit();
-  budget->SetLimit(budget->held() + 23 * model->StateBytes(120));
   PrefixScoreStats stats;
-  auto got = ScoreWithPrefixReuse(*model, requests, options, &stats);
-  budget->SetLimit(before);
+  absl::StatusOr<std::vector<ScoreResult>> got;
+  {
+    testing::ScopedBudgetLimit limit(budget, budget->held() + 23 * model->StateBytes(120));
+    got = ScoreWithPrefixReuse(*model, requests, options, &stats);
+  }
   ASSERT_TRUE(got.ok()) << got.status();
   EXPECT_GT(stats.split_batches, 0);
   ExpectSameBits(*expected, *got);
@@ -150,11 +152,12 @@ TEST(BoundedMemoryScoring, RequestLargerThanTheBudgetIsRefusedWithItsSize) {
   ScoreRequest request;
   request.context = RandomTokens(rng, 250, model->info().vocab_size);
   request.continuation = RandomTokens(rng, 5, model->info().vocab_size);
-  const size_t before = budget->limit();
-  // A KV cache of 16 positions fits; one of 255 does not.
-  budget->SetLimit(budget->held() + model->StateBytes(16));
-  auto scored = ScoreWithPrefixReuse(*model, {request}, PrefixScoreOptions{});
-  budget->SetLimit(before);
+  absl::StatusOr<std::vector<ScoreResult>> scored;
+  {
+    // A KV cache of 16 positions fits; one of 255 does not.
+    testing::ScopedBudgetLimit limit(budget, budget->held() + model->StateBytes(16));
+    scored = ScoreWithPrefixReuse(*model, {request}, PrefixScoreOptions{});
+  }
   ASSERT_FALSE(scored.ok());
   EXPECT_TRUE(absl::IsResourceExhausted(scored.status())) << scored.status();
   EXPECT_NE(scored.status().message().find("needs"), std::string::npos) << scored.status();

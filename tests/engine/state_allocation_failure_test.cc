@@ -12,8 +12,8 @@
 namespace hgeval {
 namespace {
 
-// A real model whose state allocations fail after `budget` successful ones, as a full
-// device does.
+// A real model whose state allocations (NewState, and the states fresh-start items take
+// inside Forward) fail after `budget` successful ones, as a full device does.
 class StateBudgetModel : public Model {
  public:
   StateBudgetModel(std::unique_ptr<Model> model, int budget)
@@ -27,6 +27,14 @@ class StateBudgetModel : public Model {
   }
   absl::Status Forward(absl::Span<const ForwardItem> items,
                        absl::Span<ForwardOutput> outputs) override {
+    // A fresh start takes a state inside the call: refused, as the device would, when the
+    // budget has none left for every fresh item of the call.
+    int fresh = 0;
+    for (const ForwardItem& item : items) fresh += item.fresh_start ? 1 : 0;
+    if (fresh > budget_) {
+      return absl::ResourceExhaustedError("out of memory for a fresh sequence state");
+    }
+    budget_ -= fresh;
     return model_->Forward(items, outputs);
   }
 

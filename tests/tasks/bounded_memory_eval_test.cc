@@ -13,6 +13,7 @@
 #include "tasks/engine_language_model.h"
 #include "tasks/evaluator.h"
 #include "tests/support/paths.h"
+#include "tests/support/scoped_budget_limit.h"
 #include "tests/tasks/model_fixtures.h"
 
 namespace hgeval::tasks {
@@ -59,10 +60,12 @@ TEST_P(BoundedMemoryEvalTest, TinyHostBudgetGivesTheUnboundedSamples) {
   // task's prefix states and batches.
   MemoryBudget* budget = (*model)->memory_budget();
   ASSERT_NE(budget, nullptr);
-  const size_t before = budget->limit();
-  budget->SetLimit(budget->held() + 8 * (*model)->StateBytes(256));
-  auto got = SampleResponses(**model, **tokenizer, 3 * (*model)->StateBytes(256));
-  budget->SetLimit(before);
+  absl::StatusOr<std::vector<std::string>> got;
+  {
+    hgeval::testing::ScopedBudgetLimit limit(budget,
+                                             budget->held() + 8 * (*model)->StateBytes(256));
+    got = SampleResponses(**model, **tokenizer, 3 * (*model)->StateBytes(256));
+  }
   ASSERT_TRUE(got.ok()) << got.status();
   ASSERT_EQ(expected->size(), got->size());
   for (size_t i = 0; i < got->size(); ++i) EXPECT_EQ((*expected)[i], (*got)[i]);
