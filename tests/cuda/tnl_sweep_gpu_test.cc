@@ -22,10 +22,16 @@
 namespace hgeval::testing {
 namespace {
 
-constexpr double kFp32Bound = 1e-3;   // per log-probability
-constexpr double kBf16Bound = 1.0;    // per-entry guard
-constexpr double kBf16RelL2 = 1e-2;   // whole table
-constexpr double kGreedyMargin = 0.5;  // bf16: greedy checked where the model's top-2 gap is wider
+// golden_gpu_test's bounds. bf16: a tiny random model can be ill-conditioned (hidden
+// sizes of 1 to 7, norms of near-zero vectors), so each fixture records how far bf16
+// storage alone moves its log-probabilities (bf16_sim.*: the float64 reference pass with
+// the weights and activations a bf16 backend stores rounded to bf16; 0.005 to 3.5 over
+// this sweep) and the bf16 bounds are the golden ones or 3x that, the larger.
+constexpr double kFp32Bound = 1e-3;    // per log-probability
+constexpr double kBf16Bound = 1.0;     // per-entry guard
+constexpr double kBf16RelL2 = 1e-2;    // whole table
+constexpr double kGreedyMargin = 0.5;  // bf16: greedy checked where the top-2 gap is wider
+constexpr double kBf16SimFactor = 3.0;
 
 std::string SweepDir() { return SourcePath("tests/golden/tnl_sweep"); }
 
@@ -78,7 +84,6 @@ TEST_P(TnlSweepGpuTest, MatchesReferenceOrIsRefusedByName) {
   if (!HaveGpu()) GTEST_SKIP() << "no CUDA GPU visible";
   const auto& [name, dtype] = GetParam();
   const bool fp32 = dtype == "fp32";
-  const double bound = fp32 ? kFp32Bound : kBf16Bound;
   const std::string dir = SweepDir() + "/" + name;
   LoadOptions options;
   options.device = "cuda";
@@ -100,6 +105,10 @@ TEST_P(TnlSweepGpuTest, MatchesReferenceOrIsRefusedByName) {
   auto fx = ReadFixture(dir + "/expected.safetensors");
   ASSERT_TRUE(fx.ok()) << fx.status();
   const int64_t V = (*model)->info().vocab_size;
+  const double sim_max = fx->at("bf16_sim.max_abs_logprob").values[0];
+  const double sim_rel_l2 = fx->at("bf16_sim.rel_l2").values[0];
+  const double bound = fp32 ? kFp32Bound : std::max(kBf16Bound, kBf16SimFactor * sim_max);
+  const double rel_l2_bound = std::max(kBf16RelL2, kBf16SimFactor * sim_rel_l2);
 
   double worst = 0.0, err2 = 0.0, ref2 = 0.0;
   for (int j = 0; fx->count("input_ids." + std::to_string(j)); ++j) {
@@ -147,9 +156,11 @@ TEST_P(TnlSweepGpuTest, MatchesReferenceOrIsRefusedByName) {
     }
   }
   const double rel_l2 = std::sqrt(err2 / ref2);
-  std::printf("[tnl_sweep] %s %s: max |dlogprob| = %.3g, relative L2 = %.3g\n", name.c_str(),
-              dtype.c_str(), worst, rel_l2);
-  if (!fp32) EXPECT_LE(rel_l2, kBf16RelL2) << name;
+  std::printf(
+      "[tnl_sweep] %s %s: max |dlogprob| = %.3g (bound %.3g), relative L2 = %.3g; bf16 "
+      "storage alone: %.3g, %.3g\n",
+      name.c_str(), dtype.c_str(), worst, bound, rel_l2, sim_max, sim_rel_l2);
+  if (!fp32) EXPECT_LE(rel_l2, rel_l2_bound) << name;
 
   // Greedy, teacher-forced through one-token decode steps: where the model's own top-2
   // gap is wide enough that rounding cannot flip it, its choice is the reference's.
@@ -157,7 +168,7 @@ TEST_P(TnlSweepGpuTest, MatchesReferenceOrIsRefusedByName) {
   const std::vector<int32_t> expected = ToInts(fx->at("greedy.output"));
   auto state = (*model)->NewState();
   std::vector<int32_t> feed = prompt;
-  const double margin_needed = fp32 ? 2 * kFp32Bound : kGreedyMargin;
+  const double margin_needed = fp32 ? 2 * kFp32Bound : std::max(kGreedyMargin, 2 * sim_max);
   for (size_t i = 0; i < expected.size(); ++i) {
     auto out = RunOne(**model, state.get(), feed, {}, /*want_last=*/true);
     ASSERT_TRUE(out.ok()) << out.status();
