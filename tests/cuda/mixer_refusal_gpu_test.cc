@@ -43,13 +43,13 @@ TEST_P(MixerRefusalGpuTest, RefusedByNameWithoutCrash) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Families, MixerRefusalGpuTest,
-    ::testing::Values(Refusal{"hgrn2", "use_short_conv", true},
-                      Refusal{"hgrn", "use_short_conv", true},
-                      Refusal{"gla", "use_short_conv", true},
-                      Refusal{"mamba", "state_size", 32}, Refusal{"tnl", "bias", true}),
-    [](const auto& info) { return std::get<0>(info.param); });
+INSTANTIATE_TEST_SUITE_P(Families, MixerRefusalGpuTest,
+                         ::testing::Values(Refusal{"hgrn2", "use_short_conv", true},
+                                           Refusal{"hgrn", "use_short_conv", true},
+                                           Refusal{"gla", "use_short_conv", true},
+                                           Refusal{"mamba", "state_size", 32},
+                                           Refusal{"tnl", "bias", true}),
+                         [](const auto& info) { return std::get<0>(info.param); });
 
 }  // namespace
 }  // namespace hgeval::testing

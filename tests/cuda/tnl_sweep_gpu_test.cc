@@ -77,8 +77,7 @@ void ExpectRefused(const absl::Status& status, const std::string& field) {
   EXPECT_NE(status.message().find(field), absl::string_view::npos) << status;
 }
 
-class TnlSweepGpuTest
-    : public ::testing::TestWithParam<std::tuple<std::string, std::string>> {};
+class TnlSweepGpuTest : public ::testing::TestWithParam<std::tuple<std::string, std::string>> {};
 
 TEST_P(TnlSweepGpuTest, MatchesReferenceOrIsRefusedByName) {
   if (!HaveGpu()) GTEST_SKIP() << "no CUDA GPU visible";
@@ -133,8 +132,8 @@ TEST_P(TnlSweepGpuTest, MatchesReferenceOrIsRefusedByName) {
         err2 += d * d;
         ref2 += ref[e.token] * ref[e.token];
         if (d > bound && ++violations <= 3) {
-          ADD_FAILURE() << name << " " << dtype << " T=" << T << " t=" << t
-                        << " token=" << e.token << ": |dlogprob| " << d << " > " << bound;
+          ADD_FAILURE() << name << " " << dtype << " T=" << T << " t=" << t << " token=" << e.token
+                        << ": |dlogprob| " << d << " > " << bound;
         }
       }
     }
