@@ -54,7 +54,9 @@ struct TnlLayer {
   HostTensor out;    // [D, D]
   HostTensor theta;  // [H, 1, e] (LRPE layers only)
   HostTensor l1, l2, l3;
-  HostTensor b1, b2, b3;      // when bias
+  // When bias: upstream's `bias` gives every projection of the layer one (qkvu_proj and
+  // out_proj as well as the GLU's l1, l2, l3).
+  HostTensor qkvu_bias, out_bias, b1, b2, b3;
   std::vector<double> decay;  // [H]: exp(-lambda_h)
 };
 
@@ -132,6 +134,7 @@ class TnlModel : public Model {
       // Token mixer: o_t = q_t S_t with S_t = decay S_{t-1} + k_t^T v_t, per head.
       SimpleRmsNorm(x.data(), t_count, d, y.data());
       RowInvariantLinear(y.data(), t_count, d, layer.qkvu, qkvu.data());
+      AddBias(qkvu.data(), t_count, 4 * d, layer.qkvu_bias);
       std::vector<double>& s = state->layer(static_cast<int64_t>(l));
       for (int64_t t = 0; t < t_count; ++t) {
         const float* row = &qkvu[t * 4 * d];
@@ -170,6 +173,7 @@ class TnlModel : public Model {
         for (int64_t i = 0; i < d; ++i) y[t * d + i] *= qkvu[t * 4 * d + 3 * d + i];
       }
       RowInvariantLinear(y.data(), t_count, d, layer.out, delta.data());
+      AddBias(delta.data(), t_count, d, layer.out_bias);
       for (int64_t i = 0; i < t_count * d; ++i) x[i] += delta[i];
       // Channel mixer: x += l3(l1(n) * l2(n)), n = srms(x).
       SimpleRmsNorm(x.data(), t_count, d, y.data());
@@ -226,6 +230,8 @@ absl::StatusOr<std::unique_ptr<Model>> BuildTnl(const Checkpoint& ckpt, const Mo
     layer.l2 = std::move(glu.up);
     layer.l3 = std::move(glu.down);
     if (c.use_bias) {
+      HG_ASSIGN_OR_RETURN(layer.qkvu_bias, read(m + "qkvu_proj.bias", {4 * d}));
+      HG_ASSIGN_OR_RETURN(layer.out_bias, read(m + "out_proj.bias", {d}));
       HG_ASSIGN_OR_RETURN(layer.b1, read(p + "channel_mixer.l1.bias", {g}));
       HG_ASSIGN_OR_RETURN(layer.b2, read(p + "channel_mixer.l2.bias", {g}));
       HG_ASSIGN_OR_RETURN(layer.b3, read(p + "channel_mixer.l3.bias", {d}));

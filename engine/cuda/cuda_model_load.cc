@@ -122,6 +122,9 @@ absl::StatusOr<std::unique_ptr<CudaModel>> CudaModel::Build(const Checkpoint& ch
 }
 
 CudaModel::~CudaModel() {
+  // Build gives up before the context exists when the mixer refuses the config (or the
+  // device cannot be had): nothing was allocated then.
+  if (ctx_ == nullptr) return;
   DeviceGuard guard(ctx_->device());
   cudaStreamSynchronize(ctx_->stream());
   if (decode_graph_) cudaGraphExecDestroy(decode_graph_);

@@ -325,6 +325,8 @@ absl::StatusOr<ModelConfig> ParseModelConfig(const json& config) {
       HG_RETURN_IF_ERROR(Get(config, "glu_dim", &c.intermediate_size));
       HG_RETURN_IF_ERROR(Get(config, "bias", &c.use_bias));
       HG_RETURN_IF_ERROR(RequirePositive("decoder_attention_heads", c.num_heads));
+      // Upstream's TransnormerDecoderLayer reads glu_dim -1 as decoder_embed_dim.
+      if (c.intermediate_size == -1) c.intermediate_size = c.hidden_size;
       HG_RETURN_IF_ERROR(RequirePositive("glu_dim", c.intermediate_size));
       if (c.hidden_size % c.num_heads != 0) {
         return absl::InvalidArgumentError(
@@ -332,8 +334,9 @@ absl::StatusOr<ModelConfig> ParseModelConfig(const json& config) {
                          " is not divisible by decoder_attention_heads ", c.num_heads));
       }
       if (c.num_layers < 2) {
-        return absl::InvalidArgumentError(
-            "config.json: TNL needs decoder_layers >= 2 (its decay rule divides by L - 1)");
+        return absl::InvalidArgumentError(absl::StrCat(
+            "config.json: TNL needs decoder_layers >= 2, got ", c.num_layers,
+            " (its decay rule divides by L - 1)"));
       }
       int64_t hidden_dim = c.hidden_size;
       HG_RETURN_IF_ERROR(Get(config, "hidden_dim", &hidden_dim));
@@ -345,13 +348,15 @@ absl::StatusOr<ModelConfig> ParseModelConfig(const json& config) {
       std::string norm = "simplermsnorm", act = "silu";
       HG_RETURN_IF_ERROR(Get(config, "norm_type", &norm));
       HG_RETURN_IF_ERROR(Get(config, "linear_act_fun", &act));
+      // Upstream's get_norm_fn gives nn.LayerNorm (with weights) for any other name.
       if (norm != "simplermsnorm") {
         return absl::UnimplementedError(
             absl::StrCat("config.json: norm_type '", norm, "' is not supported (simplermsnorm)"));
       }
-      if (act != "silu") {
-        return absl::UnimplementedError(
-            absl::StrCat("config.json: linear_act_fun '", act, "' is not supported (silu)"));
+      // Upstream's get_activation_fn maps "silu" and "swish" to F.silu.
+      if (act != "silu" && act != "swish") {
+        return absl::UnimplementedError(absl::StrCat(
+            "config.json: linear_act_fun '", act, "' is not supported (silu, swish)"));
       }
       bool no_scale = false;
       HG_RETURN_IF_ERROR(Get(config, "no_scale_embedding", &no_scale));
@@ -363,17 +368,33 @@ absl::StatusOr<ModelConfig> ParseModelConfig(const json& config) {
               "config.json: 'linear_use_lrpe_list' must be a list of 0/1 per layer");
         }
         for (const auto& v : *lrpe) {
-          if (!v.is_number_integer()) {
+          if (!v.is_number_integer() && !v.is_boolean()) {
             return absl::InvalidArgumentError(
                 "config.json: 'linear_use_lrpe_list' must hold integers");
           }
-          c.tnl_lrpe.push_back(v.get<int64_t>() != 0);
+          c.tnl_lrpe.push_back(v.is_boolean() ? v.get<bool>() : v.get<int64_t>() != 0);
         }
-        if (!c.tnl_lrpe.empty() && static_cast<int64_t>(c.tnl_lrpe.size()) != c.num_layers) {
+        // Upstream indexes the list by layer: fewer entries than layers fail there, more
+        // are never read.
+        if (!c.tnl_lrpe.empty() && static_cast<int64_t>(c.tnl_lrpe.size()) < c.num_layers) {
           return absl::InvalidArgumentError(absl::StrCat(
               "config.json: 'linear_use_lrpe_list' has ", c.tnl_lrpe.size(), " entries for ",
               c.num_layers, " layers"));
         }
+        if (!c.tnl_lrpe.empty()) c.tnl_lrpe.resize(c.num_layers);
+      }
+      if (c.tnl_lrpe.empty()) {
+        // An empty list leaves upstream's layers to config.linear_use_lrpe: all or none.
+        bool every_layer = false;
+        auto one = config.find("linear_use_lrpe");
+        if (one != config.end() && !one->is_null()) {
+          if (!one->is_number_integer() && !one->is_boolean()) {
+            return absl::InvalidArgumentError(
+                "config.json: 'linear_use_lrpe' must be 0/1 or a boolean");
+          }
+          every_layer = one->is_boolean() ? one->get<bool>() : one->get<int64_t>() != 0;
+        }
+        if (every_layer) c.tnl_lrpe.assign(c.num_layers, true);
       }
       break;
     }

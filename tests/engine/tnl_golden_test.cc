@@ -111,5 +111,46 @@ TEST(TnlConfig, UnsupportedShapesAreRefusedByName) {
   EXPECT_TRUE(ParseModelConfig(untied)->tie_word_embeddings);  // absent means tied
 }
 
+// Values upstream's TransnormerConfig / TransnormerModel accept and read in their own way
+// (issue 28): each is read the same way here, not refused and not ignored.
+TEST(TnlConfig, UpstreamSpellingsAreReadAsUpstream) {
+  auto config = testing::ReadJsonFile(GoldenDir() + "/config.json");
+  ASSERT_TRUE(config.ok()) << config.status();
+  auto parse = [&](const char* key, nlohmann::json value) {
+    nlohmann::json c = *config;
+    c[key] = std::move(value);
+    auto parsed = ParseModelConfig(c);
+    EXPECT_TRUE(parsed.ok()) << key << ": " << parsed.status();
+    return parsed.ok() ? *parsed : ModelConfig();
+  };
+  EXPECT_EQ(parse("glu_dim", -1).intermediate_size, 128);                 // -1: decoder_embed_dim
+  EXPECT_EQ(parse("linear_act_fun", "swish").family, ModelFamily::kTnl);  // = silu
+  EXPECT_TRUE(parse("bias", true).use_bias);  // every projection, qkvu and out too
+  // A longer list: the first decoder_layers entries.
+  EXPECT_EQ(parse("linear_use_lrpe_list", nlohmann::json::array({0, 1, 0, 1})).tnl_lrpe,
+            (std::vector<bool>{false, true, false}));
+  // An empty list: linear_use_lrpe for every layer.
+  nlohmann::json every = *config;
+  every["linear_use_lrpe_list"] = nlohmann::json::array();
+  every["linear_use_lrpe"] = 1;
+  auto all = ParseModelConfig(every);
+  ASSERT_TRUE(all.ok()) << all.status();
+  EXPECT_EQ(all->tnl_lrpe, (std::vector<bool>{true, true, true}));
+  every["linear_use_lrpe"] = 0;
+  EXPECT_TRUE(ParseModelConfig(every)->tnl_lrpe.empty() ||
+              ParseModelConfig(every)->tnl_lrpe == (std::vector<bool>{false, false, false}));
+  // Still refused by name: a GLU width of 0, an LRPE flag that is not 0/1.
+  nlohmann::json bad = *config;
+  bad["glu_dim"] = 0;
+  auto zero = ParseModelConfig(bad);
+  ASSERT_FALSE(zero.ok());
+  EXPECT_NE(std::string(zero.status().message()).find("glu_dim"), std::string::npos);
+  bad = every;
+  bad["linear_use_lrpe"] = "yes";
+  auto flag = ParseModelConfig(bad);
+  ASSERT_FALSE(flag.ok());
+  EXPECT_NE(std::string(flag.status().message()).find("linear_use_lrpe"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace hgeval
