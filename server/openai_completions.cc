@@ -145,11 +145,29 @@ absl::StatusOr<Generated> GenerateOne(v1::ModelService::StubInterface& stub,
 
 }  // namespace
 
-absl::StatusOr<CompletionRequest> ParseCompletionRequest(std::string_view body_text) {
-  Json body = Json::parse(body_text, nullptr, /*allow_exceptions=*/false);
-  if (body.is_discarded()) {
-    return absl::InvalidArgumentError("the body is not valid JSON (UTF-8)");
+int64_t EstimateResponseBytes(const CompletionRequest& request,
+                              const std::vector<int64_t>& prompt_tokens) {
+  // Lower bounds of the JSON per item: a shown token's piece, offset, log-probability and
+  // top object ("x",0,-1.234567,{} with separators); an alternative "x":-1.234567,.
+  constexpr int64_t kPerShownToken = 24;
+  constexpr int64_t kPerAlternative = 14;
+  constexpr int64_t kPerChoice = 96;
+  int64_t bytes = 0;
+  for (int64_t prompt : prompt_tokens) {
+    const int64_t shown = (request.echo ? prompt : 0) + std::max<int32_t>(request.max_tokens, 0);
+    bytes += kPerChoice + shown;  // the text: a byte per token at least
+    if (request.logprobs.has_value()) {
+      bytes += shown * (kPerShownToken + std::max<int32_t>(*request.logprobs, 0) * kPerAlternative);
+    }
   }
+  return bytes;
+}
+
+absl::StatusOr<CompletionRequest> ParseCompletionRequest(std::string_view body_text,
+                                                         const JsonLimits& limits) {
+  absl::StatusOr<Json> parsed = ParseJsonBody(body_text, limits);
+  if (!parsed.ok()) return parsed.status();
+  Json body = *std::move(parsed);
   if (!body.is_object()) return absl::InvalidArgumentError("the body must be a JSON object");
   CompletionRequest request;
   if (Unset(body, "model")) return FieldError("model", "model is required");
@@ -248,7 +266,22 @@ absl::StatusOr<std::string> CompletionsGateway::Complete(const CompletionRequest
       return FieldError("prompt", absl::StrCat("prompt ", i, " has no tokens"));
     }
   }
-  // 2. Generations, run at once (at most kParallelGenerations) so that the scheduler
+  // 2. Before computing anything: the response's size (echo x logprobs x prompts can turn
+  //    a 1 MB body into hundreds of MB of JSON).
+  std::vector<int64_t> prompt_lengths;
+  for (const std::vector<int32_t>& prompt : prompts) {
+    prompt_lengths.push_back(static_cast<int64_t>(prompt.size()));
+  }
+  if (const int64_t bytes = EstimateResponseBytes(request, prompt_lengths);
+      bytes > max_response_bytes_) {
+    return FieldError(
+        request.logprobs.has_value() ? "logprobs" : "max_tokens",
+        absl::StrCat("the response would hold at least ", bytes,
+                     " bytes, over this server's limit of ", max_response_bytes_,
+                     " (--http_max_response_bytes); send fewer prompts per call, fewer "
+                     "logprobs, fewer max_tokens or echo=false"));
+  }
+  // 3. Generations, run at once (at most kParallelGenerations) so that the scheduler
   //    decodes a batched request's prompts together, as lm-eval's batch_size > 1 expects.
   std::vector<Generated> generated(n);
   if (request.max_tokens > 0) {
@@ -272,7 +305,7 @@ absl::StatusOr<std::string> CompletionsGateway::Complete(const CompletionRequest
       if (!failure.ok()) return failure;
     }
   }
-  // 3. Log-probabilities of the shown tokens (prompt and generation with echo), all
+  // 4. Log-probabilities of the shown tokens (prompt and generation with echo), all
   //    prompts in one Loglikelihood call. Each shown token but the very first is scored.
   std::vector<int> pair_of(n, -1);
   v1::LoglikelihoodResponse scores;
@@ -300,7 +333,7 @@ absl::StatusOr<std::string> CompletionsGateway::Complete(const CompletionRequest
       }
     }
   }
-  // 4. Text of each shown token (and of an id prompt), pieces of the alternatives.
+  // 5. Text of each shown token (and of an id prompt), pieces of the alternatives.
   Json choices = Json::array();
   int64_t prompt_tokens = 0, completion_tokens = 0;
   for (size_t i = 0; i < n; ++i) {

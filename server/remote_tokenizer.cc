@@ -26,9 +26,11 @@ absl::StatusOr<v1::ListModelsResponse> ListModels(v1::ModelService::StubInterfac
 }
 
 // A JSON object body with an optional string "model".
-absl::StatusOr<Json> ParseBody(std::string_view text, std::string* model) {
-  Json body = Json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (body.is_discarded()) return absl::InvalidArgumentError("the body is not valid JSON (UTF-8)");
+absl::StatusOr<Json> ParseBody(std::string_view text, const JsonLimits& limits,
+                               std::string* model) {
+  absl::StatusOr<Json> parsed = ParseJsonBody(text, limits);
+  if (!parsed.ok()) return parsed.status();
+  Json body = *std::move(parsed);
   if (!body.is_object()) return absl::InvalidArgumentError("the body must be a JSON object");
   if (auto it = body.find("model"); it != body.end() && !it->is_null()) {
     if (!it->is_string()) return FieldError("model", "model must be a string");
@@ -107,7 +109,7 @@ absl::StatusOr<std::string> RemoteTokenizerGateway::Info(const std::string& mode
 absl::StatusOr<std::string> RemoteTokenizerGateway::Tokenize(
     std::string_view text, const std::string& authorization) const {
   std::string model;
-  absl::StatusOr<Json> body = ParseBody(text, &model);
+  absl::StatusOr<Json> body = ParseBody(text, json_limits_, &model);
   if (!body.ok()) return body.status();
   auto prompt = body->find("prompt");
   if (prompt == body->end() || !prompt->is_string()) {
@@ -149,7 +151,7 @@ absl::StatusOr<std::string> RemoteTokenizerGateway::Tokenize(
 absl::StatusOr<std::string> RemoteTokenizerGateway::Detokenize(
     std::string_view text, const std::string& authorization) const {
   std::string model;
-  absl::StatusOr<Json> body = ParseBody(text, &model);
+  absl::StatusOr<Json> body = ParseBody(text, json_limits_, &model);
   if (!body.ok()) return body.status();
   auto tokens = body->find("tokens");
   if (tokens == body->end() || !tokens->is_array()) {

@@ -15,12 +15,15 @@
 
 #include "absl/status/statusor.h"
 #include "hgeval/v1/models.grpc.pb.h"
+#include "server/http_gateway.h"
 
 namespace hgeval::server {
 
 class RemoteTokenizerGateway {
  public:
-  explicit RemoteTokenizerGateway(hgeval::v1::ModelService::StubInterface* stub) : stub_(stub) {}
+  explicit RemoteTokenizerGateway(hgeval::v1::ModelService::StubInterface* stub,
+                                  JsonLimits json_limits = {})
+      : stub_(stub), json_limits_(json_limits) {}
 
   // `model` may be empty (the only model). Bodies are the JSON responses above.
   absl::StatusOr<std::string> Info(const std::string& model,
@@ -45,6 +48,7 @@ class RemoteTokenizerGateway {
                                    const std::string& authorization) const;
 
   hgeval::v1::ModelService::StubInterface* stub_;
+  const JsonLimits json_limits_;
 };
 
 }  // namespace hgeval::server

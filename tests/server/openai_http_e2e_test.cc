@@ -311,8 +311,8 @@ TEST_F(OpenAiHttpTest, AKeptAliveConnectionAnswersTokenizeWithoutNagleDelay) {
   std::vector<double> ms;
   for (int i = 0; i < 51; ++i) {
     const absl::Time start = absl::Now();
-    httplib::Result r = session.Post("/tokenize", R"({"prompt": "Once upon a time"})",
-                                     "application/json");
+    httplib::Result r =
+        session.Post("/tokenize", R"({"prompt": "Once upon a time"})", "application/json");
     ASSERT_TRUE(r);
     ASSERT_EQ(r->status, 200) << r->body;
     if (i > 0) ms.push_back(absl::ToDoubleMilliseconds(absl::Now() - start));  // 0 connects
