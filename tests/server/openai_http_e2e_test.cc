@@ -321,6 +321,39 @@ TEST_F(OpenAiHttpTest, AKeptAliveConnectionAnswersTokenizeWithoutNagleDelay) {
   EXPECT_LT(ms[ms.size() / 2], 5.0) << "median of 50 kept-alive /tokenize calls";
 }
 
+TEST_F(OpenAiHttpTest, AGreedyOneTokenCompletionTakesItsTokenFromTheScoringPass) {
+  // lm-eval's loglikelihood payload (temperature 0, max_tokens 1, logprobs, echo) is
+  // answered without a generation: the token is the argmax the scoring pass computes
+  // after the prompt. It must be the token, text, log-probabilities and finish reason the
+  // generation path gives; a stop string that never matches sends the same request
+  // through that path.
+  Json prompts = Json::array();
+  for (const char* text : {"Once upon a time", "The cat sat on the", "Lily liked to",
+                           "One day, Tim went to the park with his mom. He saw a big"}) {
+    prompts.push_back(tasks::EncodeLmEvalText(*tokenizer_, text, /*add_bos=*/false).value());
+  }
+  for (const bool echo : {true, false}) {
+    SCOPED_TRACE(echo);
+    Json payload = {{"model", "hgrn2"}, {"prompt", prompts}, {"temperature", 0},
+                    {"max_tokens", 1},  {"logprobs", 3},     {"echo", echo}};
+    HttpReply fused = server_->Complete(payload);
+    payload["stop"] = Json::array({"\u0001never"});
+    HttpReply generated = server_->Complete(payload);
+    ASSERT_EQ(fused.status, 200) << fused.body;
+    ASSERT_EQ(generated.status, 200) << generated.body;
+    ASSERT_EQ(fused.body["choices"].size(), prompts.size());
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      SCOPED_TRACE(i);
+      const Json& a = fused.body["choices"][i];
+      const Json& b = generated.body["choices"][i];
+      EXPECT_EQ(a["text"], b["text"]);
+      EXPECT_EQ(a["finish_reason"], b["finish_reason"]);
+      EXPECT_EQ(a["logprobs"], b["logprobs"]);
+    }
+    EXPECT_EQ(fused.body["usage"], generated.body["usage"]);
+  }
+}
+
 TEST_F(OpenAiHttpTest, RollingWindowsEqualTheGrpcPathBitForBit) {
   const std::string text =
       "Once upon a time, there was a little girl named Lily. She loved to play outside in "
