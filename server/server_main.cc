@@ -285,6 +285,9 @@ int Run() {
   }
   int port = 0;
   builder.AddListeningPort(absl::GetFlag(FLAGS_listen), credentials, &port);
+  // gRPC sets SO_REUSEPORT by default: a second server on the same port would start and
+  // take half the connections (and, sharing a store, the first one's shards).
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.SetMaxReceiveMessageSize(static_cast<int>(absl::GetFlag(FLAGS_max_message_bytes)));
   builder.SetMaxSendMessageSize(static_cast<int>(absl::GetFlag(FLAGS_max_message_bytes)));
   builder.RegisterService(&model_service);
@@ -292,6 +295,10 @@ int Run() {
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || port == 0) {
     LogError("listen_failed", {{"address", absl::GetFlag(FLAGS_listen)}});
+    std::fprintf(stderr,
+                 "hgeval-server: cannot listen on %s: the port is in use (another server?) or "
+                 "the address is not this host's\n",
+                 absl::GetFlag(FLAGS_listen).c_str());
     return 1;
   }
   grpc::HealthCheckServiceInterface* health = server->GetHealthCheckService();
@@ -328,6 +335,8 @@ int Run() {
     absl::StatusOr<int> http_port = http.Start(absl::GetFlag(FLAGS_http_listen));
     if (!http_port.ok()) {
       LogError("http_listen_failed", {{"error", http_port.status().ToString()}});
+      std::fprintf(stderr, "hgeval-server: %s\n",
+                   std::string(http_port.status().message()).c_str());
       server->Shutdown();
       return 1;
     }

@@ -339,6 +339,36 @@ TEST(ModelLoadTest, AFailedLoadIsKeptUntilTheFilesChange) {
 
 // --help lists every flag of the binary (hgeval-server and hgeval-niah used to print "No
 // flags matched": absl only lists flags from files named after the binary).
+// Two servers on one port used to both start (SO_REUSEPORT on gRPC and HTTP) and split
+// the connections between them; the second now refuses to start and says why.
+TEST(ExclusivePortTest, ASecondServerOnATakenPortRefusesToStart) {
+  const std::string dir = testing::MakeTempDir("exclusive-port");
+  ServerProcess first;
+  std::vector<std::string> args = GoldenArgs(dir);
+  args.insert(args.end(), {"--http_listen=127.0.0.1:0", "--http_port_file=" + dir + "/http-port"});
+  ASSERT_TRUE(first.Start(dir, args).ok());
+  std::string http_port;
+  std::ifstream(dir + "/http-port") >> http_port;
+  ASSERT_FALSE(http_port.empty());
+
+  const std::string grpc_dir = testing::MakeTempDir("exclusive-port-grpc");
+  ServerProcess grpc_twin;
+  absl::Status grpc_taken =
+      grpc_twin.Start(grpc_dir, GoldenArgs(grpc_dir), absl::Seconds(30), first.address());
+  EXPECT_FALSE(grpc_taken.ok());
+  EXPECT_THAT(std::string(grpc_taken.message()), HasSubstr("the port is in use"));
+
+  const std::string http_dir = testing::MakeTempDir("exclusive-port-http");
+  ServerProcess http_twin;
+  args = GoldenArgs(http_dir);
+  args.push_back("--http_listen=127.0.0.1:" + http_port);
+  absl::Status http_taken = http_twin.Start(http_dir, args);
+  EXPECT_FALSE(http_taken.ok());
+  EXPECT_THAT(std::string(http_taken.message()), HasSubstr("Address already in use"));
+  EXPECT_TRUE(first.running());
+  first.Stop(SIGTERM);
+}
+
 TEST(HelpTest, ServerAndNiahHelpListTheirFlags) {
   const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
       {testing::ServerBinary(),
