@@ -3,18 +3,11 @@
 // token), slowloris heads, connection floods, and bodies that are small on the wire but
 // large once parsed or answered. Each case asserts the bound the server must keep: the
 // HTTP status, seconds, and the growth of the server's peak RSS (/proc VmHWM).
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <poll.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <unistd.h>
-#include <zlib.h>
 
-#include <algorithm>
 #include <atomic>
 #include <cstdio>
-#include <cstring>
 #include <fstream>
 #include <memory>
 #include <string>
@@ -25,15 +18,24 @@
 #include "absl/time/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "nlohmann/json.hpp"
+#include "tests/server/raw_http.h"
 #include "tests/server/server_process.h"
 #include "tests/support/paths.h"
 
 namespace hgeval {
 namespace {
 
+using testing::ClosedByServer;
+using testing::ConnectLoopback;
+using testing::GzipBomb;
 using ::testing::HasSubstr;
+using testing::PostHead;
+using testing::ReadStatus;
+using testing::SendAll;
+using testing::SendChunked;
 using testing::ServerProcess;
+using testing::SlowHeads;
+using testing::Trickle;
 
 constexpr int64_t kMiB = 1 << 20;
 
@@ -58,113 +60,6 @@ std::unique_ptr<HttpServer> StartServer(const std::string& tag, std::vector<std:
   return server;
 }
 
-// A loopback connection from `from` (another 127/8 address is another client).
-int Connect(int port, const char* from = "127.0.0.1") {
-  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in local{};
-  local.sin_family = AF_INET;
-  inet_pton(AF_INET, from, &local.sin_addr);
-  bind(fd, reinterpret_cast<sockaddr*>(&local), sizeof(local));
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_port = htons(static_cast<uint16_t>(port));
-  inet_pton(AF_INET, "127.0.0.1", &address.sin_addr);
-  timeval timeout{10, 0};
-  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof(timeout));
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
-  if (connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0) {
-    close(fd);
-    return -1;
-  }
-  return fd;
-}
-
-bool SendAll(int fd, std::string_view data) {
-  while (!data.empty()) {
-    const ssize_t n = send(fd, data.data(), data.size(), MSG_NOSIGNAL);
-    if (n <= 0) return false;
-    data.remove_prefix(static_cast<size_t>(n));
-  }
-  return true;
-}
-
-// The status of the response read from `fd` (0: closed or reset before one came) and its
-// body in *body.
-int ReadStatus(int fd, std::string* body = nullptr) {
-  std::string in;
-  char chunk[65536];
-  while (true) {
-    const size_t head_end = in.find("\r\n\r\n");
-    if (head_end != std::string::npos) {
-      const size_t length_at = in.find("Content-Length: ");
-      const size_t length =
-          length_at == std::string::npos ? 0 : std::stoul(in.substr(length_at + 16));
-      if (in.size() >= head_end + 4 + length) {
-        if (body != nullptr) *body = in.substr(head_end + 4, length);
-        return std::stoi(in.substr(9, 3));
-      }
-    }
-    const ssize_t n = recv(fd, chunk, sizeof(chunk), 0);
-    if (n <= 0) return 0;
-    in.append(chunk, static_cast<size_t>(n));
-  }
-}
-
-// True once the server has closed `fd` (reads 0 or a reset), within `timeout`.
-bool ClosedByServer(int fd, absl::Duration timeout) {
-  const absl::Time deadline = absl::Now() + timeout;
-  char chunk[4096];
-  while (absl::Now() < deadline) {
-    pollfd p{fd, POLLIN, 0};
-    if (poll(&p, 1, 100) <= 0) continue;
-    const ssize_t n = recv(fd, chunk, sizeof(chunk), MSG_DONTWAIT);
-    if (n <= 0) return true;  // a 408 may come first; the close follows it
-  }
-  return false;
-}
-
-// `bytes` of JSON whitespace then `{}`, gzip-compressed (about 1,000:1).
-std::string GzipBomb(int64_t bytes) {
-  z_stream z{};
-  deflateInit2(&z, Z_BEST_COMPRESSION, Z_DEFLATED, 15 + 16, 9, Z_DEFAULT_STRATEGY);
-  const std::string spaces(kMiB, ' ');
-  std::string out;
-  char buffer[1 << 16];
-  auto feed = [&](std::string_view in, int flush) {
-    z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
-    z.avail_in = static_cast<uInt>(in.size());
-    do {
-      z.next_out = reinterpret_cast<Bytef*>(buffer);
-      z.avail_out = sizeof(buffer);
-      deflate(&z, flush);
-      out.append(buffer, sizeof(buffer) - z.avail_out);
-    } while (z.avail_out == 0);
-  };
-  for (int64_t done = 0; done < bytes; done += kMiB) feed(spaces, Z_NO_FLUSH);
-  feed("{}", Z_FINISH);
-  deflateEnd(&z);
-  return out;
-}
-
-std::string Head(const std::string& path, const std::vector<std::string>& headers) {
-  std::string head = absl::StrCat("POST ", path, " HTTP/1.1\r\nHost: 127.0.0.1\r\n");
-  for (const std::string& h : headers) absl::StrAppend(&head, h, "\r\n");
-  return head + "\r\n";
-}
-
-// Sends `chunks` chunks of `chunk` bytes as a chunked body until the server stops reading
-// (bounded by the chunk count), then reads the status.
-int SendChunked(int fd, int64_t chunks, size_t chunk, int64_t* sent) {
-  const std::string frame = absl::StrCat(absl::Hex(chunk), "\r\n", std::string(chunk, ' '), "\r\n");
-  *sent = 0;
-  for (int64_t i = 0; i < chunks; ++i) {
-    if (!SendAll(fd, frame)) break;
-    *sent += static_cast<int64_t>(chunk);
-  }
-  if (*sent == chunks * static_cast<int64_t>(chunk)) SendAll(fd, "0\r\n\r\n");
-  return ReadStatus(fd);
-}
-
 // A 1 GiB gzip bomb (1 MB on the wire) is inflated only up to --max_message_bytes and
 // refused with 413; unauthenticated, it is refused on its headers with 401 and never
 // inflated. It used to be inflated whole: 200 OK at 3.28 GB peak RSS, and 401 only after
@@ -180,13 +75,13 @@ TEST(HttpBodyLimitsTest, AGzipBombIsInflatedOnlyUpToTheCap) {
   const int64_t rss_before = server->process.RssKib();
   for (const bool authenticated : {false, true}) {
     SCOPED_TRACE(authenticated);
-    const int fd = Connect(server->http_port);
+    const int fd = ConnectLoopback(server->http_port);
     ASSERT_GE(fd, 0);
     std::vector<std::string> headers = {"Content-Type: application/json", "Content-Encoding: gzip",
                                         absl::StrCat("Content-Length: ", bomb.size())};
     if (authenticated) headers.push_back("Authorization: Bearer s3cret");
     const absl::Time start = absl::Now();
-    SendAll(fd, Head("/v1/completions", headers));
+    SendAll(fd, PostHead("/v1/completions", headers));
     SendAll(fd, bomb);
     std::string body;
     EXPECT_EQ(ReadStatus(fd, &body), authenticated ? 413 : 401) << body;
@@ -210,12 +105,12 @@ TEST(HttpBodyLimitsTest, AChunkedBodyIsCappedLikeAnyOther) {
   const int64_t rss_before = server->process.RssKib();
   for (const bool authenticated : {false, true}) {
     SCOPED_TRACE(authenticated);
-    const int fd = Connect(server->http_port);
+    const int fd = ConnectLoopback(server->http_port);
     ASSERT_GE(fd, 0);
     std::vector<std::string> headers = {"Content-Type: application/json",
                                         "Transfer-Encoding: chunked"};
     if (authenticated) headers.push_back("Authorization: Bearer s3cret");
-    ASSERT_TRUE(SendAll(fd, Head("/v1/completions", headers)));
+    ASSERT_TRUE(SendAll(fd, PostHead("/v1/completions", headers)));
     int64_t sent = 0;
     const int status = SendChunked(fd, 16384, 64 << 10, &sent);  // 1 GiB at most
     // The answer may be lost to the reset when the client is still sending; what must
@@ -228,38 +123,6 @@ TEST(HttpBodyLimitsTest, AChunkedBodyIsCappedLikeAnyOther) {
   std::printf("chunked: peak RSS growth %lld MiB\n", static_cast<long long>(growth_mib));
   EXPECT_LT(growth_mib, 128) << "peak RSS grew by " << growth_mib << " MiB";
   server->process.Stop(SIGTERM);
-}
-
-// Slow heads from a task of their own, one header line every 500 ms.
-class Trickle {
- public:
-  explicit Trickle(std::vector<int> fds) : fds_(std::move(fds)) {
-    thread_ = std::thread([this] {
-      for (int line = 0; !done_ && line < 40; ++line) {
-        absl::SleepFor(absl::Milliseconds(500));
-        for (int fd : fds_) send(fd, "X-Slow: 1\r\n", 11, MSG_NOSIGNAL | MSG_DONTWAIT);
-      }
-    });
-  }
-  ~Trickle() {
-    done_ = true;
-    thread_.join();
-    for (int fd : fds_) close(fd);
-  }
-
- private:
-  std::vector<int> fds_;
-  std::atomic<bool> done_{false};
-  std::thread thread_;
-};
-
-std::vector<int> SlowHeads(int port, int count, const char* from) {
-  std::vector<int> fds;
-  for (int i = 0; i < count; ++i) {
-    const int fd = Connect(port, from);
-    if (fd >= 0 && SendAll(fd, "POST /v1/completions HTTP/1.1\r\n")) fds.push_back(fd);
-  }
-  return fds;
 }
 
 // 200 connections whose heads trickle in (from another client address) do not keep 20
@@ -276,11 +139,11 @@ TEST(HttpDeadlinesTest, SlowlorisConnectionsDoNotBlockCorrectClients) {
     clients.emplace_back([&] {
       for (int call = 0; call < 5; ++call) {
         const absl::Time sent = absl::Now();
-        const int fd = Connect(server->http_port);
+        const int fd = ConnectLoopback(server->http_port);
         if (fd < 0) continue;
         const std::string body = R"({"prompt": "Once upon a time"})";
-        SendAll(fd, Head("/tokenize", {"Content-Type: application/json",
-                                       absl::StrCat("Content-Length: ", body.size())}) +
+        SendAll(fd, PostHead("/tokenize", {"Content-Type: application/json",
+                                           absl::StrCat("Content-Length: ", body.size())}) +
                         body);
         if (ReadStatus(fd) == 200) {
           ++answered;
@@ -330,11 +193,11 @@ TEST(HttpConnectionCapTest, TheOldestIdleConnectionMakesRoom) {
   };
   std::vector<int> first;  // 127.0.0.2's, oldest first
   for (int i = 0; i < 3; ++i) {
-    first.push_back(Connect(server->http_port, "127.0.0.2"));
+    first.push_back(ConnectLoopback(server->http_port, "127.0.0.2"));
     ASSERT_EQ(models(first.back()), 200);  // idle again after the answer
     absl::SleepFor(absl::Milliseconds(20));
   }
-  const int fourth = Connect(server->http_port, "127.0.0.2");
+  const int fourth = ConnectLoopback(server->http_port, "127.0.0.2");
   EXPECT_EQ(models(fourth), 200);
   EXPECT_TRUE(ClosedByServer(first[0], absl::Seconds(2))) << "the oldest idle one";
   EXPECT_EQ(models(first[1]), 200) << "the others stay";
@@ -342,10 +205,10 @@ TEST(HttpConnectionCapTest, TheOldestIdleConnectionMakesRoom) {
   // 127.0.0.4) closes the oldest idle connection of all (first[2], idle since its call).
   std::vector<int> others;
   for (int i = 0; i < 3; ++i) {
-    others.push_back(Connect(server->http_port, "127.0.0.3"));
+    others.push_back(ConnectLoopback(server->http_port, "127.0.0.3"));
     ASSERT_EQ(models(others.back()), 200);
   }
-  const int seventh = Connect(server->http_port, "127.0.0.4");
+  const int seventh = ConnectLoopback(server->http_port, "127.0.0.4");
   EXPECT_EQ(models(seventh), 200);
   EXPECT_TRUE(ClosedByServer(first[2], absl::Seconds(2)));
   for (int fd : first) close(fd);
@@ -360,23 +223,12 @@ TEST(HttpConnectionCapTest, TheOldestIdleConnectionMakesRoom) {
 TEST(HttpAmplificationTest, AnOversizedEchoLogprobsAnswerIsRefusedBeforeComputing) {
   std::unique_ptr<HttpServer> server = StartServer("http-amplify", {});
   ASSERT_NE(server, nullptr);
-  nlohmann::json prompts = nlohmann::json::array();
-  for (int p = 0; p < 384; ++p) {
-    std::vector<int> ids;
-    for (int t = 0; t < 256; ++t) ids.push_back(3 + (p * 7 + t * 13) % 500);
-    prompts.push_back(ids);
-  }
-  const std::string body = nlohmann::json{
-      {"model", "hgrn2"},
-      {"prompt", prompts},
-      {"max_tokens", 0},
-      {"echo", true},
-      {"logprobs", 100}}.dump();
+  const std::string body = testing::AmplifyingCompletionBody("hgrn2", 384, 256);
   const int64_t rss_before = server->process.RssKib();
   const absl::Time start = absl::Now();
-  const int fd = Connect(server->http_port);
-  SendAll(fd, Head("/v1/completions", {"Content-Type: application/json",
-                                       absl::StrCat("Content-Length: ", body.size())}) +
+  const int fd = ConnectLoopback(server->http_port);
+  SendAll(fd, PostHead("/v1/completions", {"Content-Type: application/json",
+                                           absl::StrCat("Content-Length: ", body.size())}) +
                   body);
   std::string reply;
   EXPECT_EQ(ReadStatus(fd, &reply), 400);
@@ -401,9 +253,9 @@ TEST(HttpAmplificationTest, JsonBodiesAreParsedWithinBounds) {
   const std::string nesting = std::string(19 * kMiB / 2, '[') + std::string(19 * kMiB / 2, ']');
   const int64_t rss_before = server->process.RssKib();
   for (const std::string* body : std::vector<const std::string*>{&integers, &nesting}) {
-    const int fd = Connect(server->http_port);
-    SendAll(fd, Head("/v1/completions", {"Content-Type: application/json",
-                                         absl::StrCat("Content-Length: ", body->size())}) +
+    const int fd = ConnectLoopback(server->http_port);
+    SendAll(fd, PostHead("/v1/completions", {"Content-Type: application/json",
+                                             absl::StrCat("Content-Length: ", body->size())}) +
                     *body);
     std::string reply;
     EXPECT_EQ(ReadStatus(fd, &reply), 400) << reply.substr(0, 200);
