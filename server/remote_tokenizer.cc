@@ -46,16 +46,31 @@ absl::StatusOr<RemoteTokenizerGateway::Special> RemoteTokenizerGateway::Describe
   if (absl::Status s = CheckAuthorizationHeader(authorization); !s.ok()) return s;
   Special out;
   out.model = model;
-  if (out.model.empty()) {
+  {
     absl::StatusOr<v1::ListModelsResponse> models = ListModels(*stub_, authorization);
     if (!models.ok()) return models.status();
-    if (models->models_size() != 1) {
-      std::vector<std::string> names;
-      for (const v1::ModelInfo& m : models->models()) names.push_back(m.name());
-      return FieldError("model", absl::StrCat("name the model: this server has ", names.size(),
-                                              " (", absl::StrJoin(names, ", "), ")"));
+    if (out.model.empty()) {
+      if (models->models_size() != 1) {
+        std::vector<std::string> names;
+        for (const v1::ModelInfo& m : models->models()) names.push_back(m.name());
+        return FieldError("model", absl::StrCat("name the model: this server has ", names.size(),
+                                                " (", absl::StrJoin(names, ", "), ")"));
+      }
+      out.model = models->models(0).name();
     }
-    out.model = models->models(0).name();
+    // A loaded model's special tokens are known while its tokenizer stays the same:
+    // lm-eval calls /tokenize once per request.
+    for (const v1::ModelInfo& info : models->models()) {
+      if (info.name() != out.model || !info.loaded()) continue;
+      absl::MutexLock lock(&cache_mu_);
+      auto cached = cache_.find(out.model);
+      if (cached != cache_.end() && cached->second.first == info.tokenizer_hash() &&
+          cached->second.second.max_model_len == info.max_sequence_tokens() &&
+          cached->second.second.bos_id == info.bos_token_id() &&
+          cached->second.second.eos_id == info.eos_token_id()) {
+        return cached->second.second;
+      }
+    }
   }
   {  // Loads the model (ListModels describes loaded models only) or says why it cannot.
     auto context = NewCallContext(authorization);
@@ -68,11 +83,13 @@ absl::StatusOr<RemoteTokenizerGateway::Special> RemoteTokenizerGateway::Describe
   }
   absl::StatusOr<v1::ListModelsResponse> models = ListModels(*stub_, authorization);
   if (!models.ok()) return models.status();
+  std::string tokenizer_hash;
   for (const v1::ModelInfo& info : models->models()) {
     if (info.name() != out.model) continue;
     out.max_model_len = info.max_sequence_tokens();
     out.bos_id = info.bos_token_id();
     out.eos_id = info.eos_token_id();
+    tokenizer_hash = info.tokenizer_hash();
   }
   v1::DetokenizeRequest detokenize;
   detokenize.set_model(out.model);
@@ -88,6 +105,10 @@ absl::StatusOr<RemoteTokenizerGateway::Special> RemoteTokenizerGateway::Describe
   int next = 0;
   if (out.bos_id >= 0) out.bos_text = pieces.pieces(next++);
   if (out.eos_id >= 0) out.eos_text = pieces.pieces(next++);
+  if (!tokenizer_hash.empty()) {
+    absl::MutexLock lock(&cache_mu_);
+    cache_[out.model] = {tokenizer_hash, out};
+  }
   return out;
 }
 

@@ -12,8 +12,12 @@
 
 #include <string>
 #include <string_view>
+#include <utility>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "hgeval/v1/models.grpc.pb.h"
 #include "server/http_gateway.h"
 
@@ -49,6 +53,10 @@ class RemoteTokenizerGateway {
 
   hgeval::v1::ModelService::StubInterface* stub_;
   const JsonLimits json_limits_;
+  // model -> (tokenizer hash, its description), for loaded models.
+  mutable absl::Mutex cache_mu_;
+  mutable absl::flat_hash_map<std::string, std::pair<std::string, Special>> cache_
+      ABSL_GUARDED_BY(cache_mu_);
 };
 
 }  // namespace hgeval::server
