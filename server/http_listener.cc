@@ -377,18 +377,26 @@ void HttpListener::Stop() {
   // gets its answer first (reading is shut, writing is not).
   for (Connection& c : connections_) {
     if (c.closing) continue;
-    if (c.idle) c.closing = true;
-    shutdown(c.fd, c.idle ? SHUT_RDWR : SHUT_RD);
+    const bool idle = c.phase == Phase::kHead;
+    if (idle) c.closing = true;
+    shutdown(c.fd, idle ? SHUT_RDWR : SHUT_RD);
   }
   all_closed_.wait(lock, [this] { return connections_.empty(); });
 }
 
 bool HttpListener::MakeRoomLocked(const std::string& peer) {
+  // The oldest connection waiting for a head, else the oldest still receiving a body: a
+  // slow body holds no work of the server's either.
   auto close_oldest_idle = [this](const std::string* only_peer) {
     auto oldest = connections_.end();
-    for (auto it = connections_.begin(); it != connections_.end(); ++it) {
-      if (it->closing || !it->idle || (only_peer != nullptr && it->peer != *only_peer)) continue;
-      if (oldest == connections_.end() || it->idle_since < oldest->idle_since) oldest = it;
+    for (const Phase phase : {Phase::kHead, Phase::kBody}) {
+      for (auto it = connections_.begin(); it != connections_.end(); ++it) {
+        if (it->closing || it->phase != phase || (only_peer != nullptr && it->peer != *only_peer)) {
+          continue;
+        }
+        if (oldest == connections_.end() || it->phase_since < oldest->phase_since) oldest = it;
+      }
+      if (oldest != connections_.end()) break;
     }
     if (oldest == connections_.end()) return false;
     oldest->closing = true;
@@ -444,8 +452,8 @@ void HttpListener::AcceptLoop() {
         ++stats_.connections_refused;
         connection = connections_.end();
       } else {
-        connection =
-            connections_.insert(connections_.end(), Connection{fd, host, true, false, absl::Now()});
+        connection = connections_.insert(connections_.end(),
+                                         Connection{fd, host, Phase::kHead, false, absl::Now()});
         ++stats_.connections_accepted;
       }
     }
@@ -474,10 +482,10 @@ void HttpListener::AcceptLoop() {
   }
 }
 
-void HttpListener::SetIdle(ConnectionList::iterator connection, bool idle) {
+void HttpListener::SetPhase(ConnectionList::iterator connection, Phase phase) {
   std::lock_guard<std::mutex> lock(mutex_);
-  connection->idle = idle;
-  if (idle) connection->idle_since = absl::Now();
+  connection->phase = phase;
+  connection->phase_since = absl::Now();
 }
 
 const HttpListener::Route* HttpListener::FindRoute(const std::string& method,
@@ -516,7 +524,7 @@ void HttpListener::Serve(ConnectionList::iterator connection) {
 
   while (true) {
     // 1. The head, within idle_timeout for its first byte and head_timeout in all.
-    SetIdle(connection, true);
+    SetPhase(connection, Phase::kHead);
     while (!io.buffer.empty() && (io.buffer[0] == '\r' || io.buffer[0] == '\n')) {
       io.buffer.erase(0, 1);
     }
@@ -549,7 +557,7 @@ void HttpListener::Serve(ConnectionList::iterator connection) {
            false);
       break;
     }
-    SetIdle(connection, false);
+    SetPhase(connection, Phase::kBody);
     HttpRequest request;
     request.peer = connection->peer;
     bool http10 = false;
@@ -732,6 +740,7 @@ void HttpListener::Serve(ConnectionList::iterator connection) {
     }
 
     // 5. The handler and its answer.
+    SetPhase(connection, Phase::kHandling);
     HttpResponse response;
     try {
       response = route->handler(request);

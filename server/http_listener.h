@@ -9,8 +9,9 @@
 //     its body, whatever the pace of the bytes (slowloris), and closes idle keep-alive
 //     connections after `idle_timeout`;
 //   - caps connections globally and per client address: over a cap the oldest idle
-//     connection (waiting for, or receiving the head of, its next request) is closed;
-//     when none is idle the new one gets 503;
+//     connection (waiting for, or receiving the head of, its next request) is closed,
+//     else the oldest one still receiving a body; when every one is being handled the
+//     new one gets 503;
 //   - calls `check_head` (authentication) with the head only, before one byte of the body
 //     is read or inflated; answers `Expect: 100-continue` only after it passed;
 //   - caps the DECODED body (Content-Length, chunked, gzip or deflate) at the cap the
@@ -75,8 +76,8 @@ struct HttpResponse {
 // Counters since Start (for tests and logs).
 struct HttpListenerStats {
   int64_t connections_accepted = 0;
-  int64_t connections_evicted = 0;  // idle ones closed to make room
-  int64_t connections_refused = 0;  // 503: over a cap with none idle
+  int64_t connections_evicted = 0;  // idle (or receiving) ones closed to make room
+  int64_t connections_refused = 0;  // 503: over a cap with every one being handled
   int64_t timeouts = 0;             // head, body or write deadline passed
   int64_t bodies_too_large = 0;
 };
@@ -113,12 +114,15 @@ class HttpListener {
   HttpListenerStats stats() const;
 
  private:
+  // Where a connection is: the first two hold no work of the server's and may be closed
+  // to make room (heads first).
+  enum class Phase { kHead, kBody, kHandling };
   struct Connection {
     int fd = -1;
     std::string peer;
-    bool idle = true;      // waiting for (the head of) a request
-    bool closing = false;  // evicted or stopping: its socket is shut down
-    absl::Time idle_since;
+    Phase phase = Phase::kHead;  // kHead: waiting for, or receiving, a request's head
+    bool closing = false;        // evicted or stopping: its socket is shut down
+    absl::Time phase_since;
   };
   using ConnectionList = std::list<Connection>;
 
@@ -126,7 +130,7 @@ class HttpListener {
   // Makes room for one more connection from `peer`; false when none could be closed.
   bool MakeRoomLocked(const std::string& peer);
   void Serve(ConnectionList::iterator connection);
-  void SetIdle(ConnectionList::iterator connection, bool idle);
+  void SetPhase(ConnectionList::iterator connection, Phase phase);
   const Route* FindRoute(const std::string& method, const std::string& path,
                          bool* path_known) const;
 

@@ -60,8 +60,8 @@ ABSL_FLAG(int64_t, http_idle_timeout_ms, 5000,
 ABSL_FLAG(int64_t, http_write_timeout_ms, 30000,
           "HTTP: a response must be taken by the client within this long.");
 ABSL_FLAG(int, http_max_connections, 256,
-          "HTTP: open connections at most; over it the oldest idle one is closed, or the new "
-          "one gets 503 when none is idle.");
+          "HTTP: open connections at most; over it the oldest idle one (else the oldest still "
+          "receiving a body) is closed, or the new one gets 503 when all are being handled.");
 ABSL_FLAG(int, http_max_connections_per_client, 64,
           "HTTP: open connections per client address at most, as --http_max_connections.");
 ABSL_FLAG(int64_t, http_max_response_bytes, 64 << 20,

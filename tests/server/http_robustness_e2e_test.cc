@@ -218,6 +218,31 @@ TEST(HttpConnectionCapTest, TheOldestIdleConnectionMakesRoom) {
   server->process.Stop(SIGTERM);
 }
 
+// A connection trickling its body holds no work of the server's either: when no
+// connection is waiting for a head, the oldest one still receiving a body makes room (a
+// slow-body attacker would otherwise hold the cap for --http_body_timeout_ms).
+TEST(HttpConnectionCapTest, WithNoIdleConnectionTheOldestSlowBodyMakesRoom) {
+  std::unique_ptr<HttpServer> server =
+      StartServer("http-slow-body", {"--http_max_connections_per_client=2"});
+  ASSERT_NE(server, nullptr);
+  std::vector<int> slow;
+  for (int i = 0; i < 2; ++i) {
+    slow.push_back(ConnectLoopback(server->http_port, "127.0.0.5"));
+    ASSERT_TRUE(SendAll(slow.back(), PostHead("/tokenize", {"Content-Type: application/json",
+                                                            "Content-Length: 1000"}) +
+                                         "{\"prompt\": "));
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  const int third = ConnectLoopback(server->http_port, "127.0.0.5");
+  ASSERT_TRUE(SendAll(third, "GET /v1/models HTTP/1.1\r\nHost: x\r\n\r\n"));
+  EXPECT_EQ(ReadStatus(third), 200);
+  EXPECT_TRUE(ClosedByServer(slow[0], absl::Seconds(2))) << "the oldest slow body";
+  EXPECT_FALSE(ClosedByServer(slow[1], absl::Milliseconds(300))) << "the newer one stays";
+  for (int fd : slow) close(fd);
+  close(third);
+  server->process.Stop(SIGTERM);
+}
+
 // 384 prompts x 256 ids with echo and logprobs=100 are a 1 MB body whose answer would be
 // ~244 MB of JSON (four at once took 7 GB): refused before computing, at once.
 TEST(HttpAmplificationTest, AnOversizedEchoLogprobsAnswerIsRefusedBeforeComputing) {
