@@ -132,9 +132,22 @@ absl::StatusOr<int> OpenAiHttpServer::Start(const std::string& listen) {
   if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
     host = host.substr(1, host.size() - 2);
   }
-  return listener_->Start(host, port);
+  absl::StatusOr<int> bound = listener_->Start(host, port);
+  started_ = bound.ok();
+  return bound;
 }
 
-void OpenAiHttpServer::Stop() { listener_->Stop(); }
+void OpenAiHttpServer::Stop() {
+  if (!started_) return;
+  started_ = false;
+  listener_->Stop();
+  // What the caps and deadlines did while the server ran.
+  const HttpListenerStats stats = listener_->stats();
+  LogInfo("http_stopped", {{"connections", absl::StrCat(stats.connections_accepted)},
+                           {"evicted_idle", absl::StrCat(stats.connections_evicted)},
+                           {"refused_503", absl::StrCat(stats.connections_refused)},
+                           {"timeouts", absl::StrCat(stats.timeouts)},
+                           {"bodies_too_large", absl::StrCat(stats.bodies_too_large)}});
+}
 
 }  // namespace hgeval::server

@@ -38,6 +38,7 @@ class OpenAiHttpServer {
   const RemoteTokenizerGateway* tokenizer_;
   const BearerAuth* auth_;
   std::unique_ptr<HttpListener> listener_;
+  bool started_ = false;
 };
 
 }  // namespace hgeval::server
