@@ -223,7 +223,7 @@ class BodySink {
   z_stream stream_;
 };
 
-// One error: the status to answer and whether the connection must close after it.
+// An error to answer (the connection closes after it).
 struct Failure {
   int http_status;
   absl::Status status;
@@ -272,6 +272,98 @@ std::optional<Failure> ParseHead(absl::string_view head, HttpRequest* request, b
         std::move(name), std::string(absl::StripAsciiWhitespace(lines[i].substr(colon + 1))));
   }
   return std::nullopt;
+}
+
+// Failure::http_status when the client closed the connection: nothing to answer.
+constexpr int kClientGone = 0;
+
+// Reads a body framed as chunked or by `content_length` into `sink`, within
+// `body_timeout`. The failure to answer, if any.
+std::optional<Failure> ReadBody(SocketIo& io, bool chunked, int64_t content_length,
+                                absl::Duration body_timeout, BodySink& sink) {
+  const absl::Time deadline = absl::Now() + body_timeout;
+  std::optional<Failure> failure;
+  // Until the buffer holds `bytes`; false (and `failure` set) when it cannot.
+  auto need = [&](size_t bytes) {
+    while (io.buffer.size() < bytes) {
+      const SocketIo::Read read = io.Fill(deadline);
+      if (read == SocketIo::Read::kTimeout) {
+        failure =
+            Failure{408, absl::DeadlineExceededError(absl::StrCat(
+                             "the request's body took longer than ",
+                             absl::FormatDuration(body_timeout), " (--http_body_timeout_ms)"))};
+        return false;
+      }
+      if (read == SocketIo::Read::kClosed) {
+        failure = Failure{kClientGone, absl::CancelledError("the client went away")};
+        return false;
+      }
+    }
+    return true;
+  };
+  // Moves up to `bytes` of the buffer into the sink; how many it moved.
+  auto take = [&](uint64_t bytes) {
+    const size_t n = static_cast<size_t>(std::min<uint64_t>(bytes, io.buffer.size()));
+    if (absl::Status s = sink.Add(absl::string_view(io.buffer).substr(0, n)); !s.ok()) {
+      failure = Failure{absl::IsResourceExhausted(s) ? 413 : 400, s};
+    }
+    io.buffer.erase(0, n);
+    return n;
+  };
+  if (!chunked) {
+    for (int64_t left = content_length; left > 0 && !failure.has_value();) {
+      if (io.buffer.empty() && !need(1)) break;
+      left -= static_cast<int64_t>(take(static_cast<uint64_t>(left)));
+    }
+  } else {
+    size_t trailer_bytes = 0;
+    bool in_trailer = false;
+    while (!failure.has_value()) {
+      size_t line_end;
+      while ((line_end = io.buffer.find("\r\n")) == std::string::npos) {
+        if (io.buffer.size() > kMaxChunkLineBytes) {
+          failure = Failure{400, absl::InvalidArgumentError("malformed chunk line")};
+          break;
+        }
+        if (!need(io.buffer.size() + 1)) break;
+      }
+      if (failure.has_value()) break;
+      const std::string line = io.buffer.substr(0, line_end);
+      io.buffer.erase(0, line_end + 2);
+      if (in_trailer) {
+        trailer_bytes += line.size() + 2;
+        if (trailer_bytes > kMaxTrailerBytes) {
+          failure = Failure{431, absl::InvalidArgumentError("chunked trailer too large")};
+        }
+        if (line.empty()) break;
+        continue;
+      }
+      const std::string size_text(absl::StripAsciiWhitespace(line.substr(0, line.find(';'))));
+      uint64_t size = 0;
+      if (size_text.empty() || size_text.size() > 15 || !absl::SimpleHexAtoi(size_text, &size)) {
+        failure = Failure{400, absl::InvalidArgumentError("malformed chunk size")};
+        break;
+      }
+      if (size == 0) {
+        in_trailer = true;
+        continue;
+      }
+      while (size > 0 && !failure.has_value()) {
+        if (io.buffer.empty() && !need(1)) break;
+        size -= take(size);
+      }
+      if (failure.has_value() || !need(2)) break;
+      if (io.buffer.compare(0, 2, "\r\n") != 0) {
+        failure = Failure{400, absl::InvalidArgumentError("malformed chunk end")};
+        break;
+      }
+      io.buffer.erase(0, 2);
+    }
+  }
+  if (!failure.has_value()) {
+    if (absl::Status s = sink.Finish(); !s.ok()) failure = Failure{400, s};
+  }
+  return failure;
 }
 
 }  // namespace
@@ -489,13 +581,9 @@ void HttpListener::SetPhase(ConnectionList::iterator connection, Phase phase) {
 }
 
 const HttpListener::Route* HttpListener::FindRoute(const std::string& method,
-                                                   const std::string& path,
-                                                   bool* path_known) const {
-  *path_known = false;
+                                                   const std::string& path) const {
   for (const Route& route : routes_) {
-    if (route.path != path) continue;
-    *path_known = true;
-    if (route.method == method) return &route;
+    if (route.path == path && route.method == method) return &route;
   }
   return nullptr;
 }
@@ -603,8 +691,7 @@ void HttpListener::Serve(ConnectionList::iterator connection) {
     }
     const bool has_body = chunked || content_length > 0;
 
-    bool path_known = false;
-    const Route* route = FindRoute(request.method, request.path, &path_known);
+    const Route* route = FindRoute(request.method, request.path);
     if (route == nullptr) {
       fail({404, absl::NotFoundError(absl::StrCat("no route ", request.method, " ", request.path))},
            has_body);
@@ -647,96 +734,14 @@ void HttpListener::Serve(ConnectionList::iterator connection) {
     }
 
     // 4. The body, decoded under the cap, within body_timeout.
-    const absl::Time body_deadline = absl::Now() + limits_.body_timeout;
     BodySink sink(&request.body, max_body_bytes, inflate);
-    std::optional<Failure> body_failure;
-    auto take = [&](size_t bytes) {
-      const size_t n = std::min(bytes, io.buffer.size());
-      if (absl::Status s = sink.Add(absl::string_view(io.buffer).substr(0, n)); !s.ok()) {
-        body_failure = Failure{absl::IsResourceExhausted(s) ? 413 : 400, s};
+    if (has_body) {
+      std::optional<Failure> failure =
+          ReadBody(io, chunked, content_length, limits_.body_timeout, sink);
+      if (failure.has_value()) {
+        if (failure->http_status != kClientGone) fail(*failure, true);
+        break;
       }
-      io.buffer.erase(0, n);
-      return n;
-    };
-    // Reads until the buffer holds `bytes`, or a failure is set.
-    auto need = [&](size_t bytes) {
-      while (io.buffer.size() < bytes) {
-        const SocketIo::Read read = io.Fill(body_deadline);
-        if (read == SocketIo::Read::kTimeout) {
-          body_failure = Failure{
-              408, absl::DeadlineExceededError(absl::StrCat(
-                       "the request's body took longer than ",
-                       absl::FormatDuration(limits_.body_timeout), " (--http_body_timeout_ms)"))};
-          return false;
-        }
-        if (read == SocketIo::Read::kClosed) {
-          body_failure = Failure{400, absl::InvalidArgumentError("the body ends early")};
-          return false;
-        }
-      }
-      return true;
-    };
-    bool peer_gone = false;
-    if (chunked) {
-      size_t trailer_bytes = 0;
-      bool in_trailer = false;
-      while (!body_failure.has_value()) {
-        size_t line_end;
-        while ((line_end = io.buffer.find("\r\n")) == std::string::npos) {
-          if (io.buffer.size() > kMaxChunkLineBytes) {
-            body_failure = Failure{400, absl::InvalidArgumentError("malformed chunk line")};
-            break;
-          }
-          if (!need(io.buffer.size() + 1)) break;
-        }
-        if (body_failure.has_value()) break;
-        const std::string line = io.buffer.substr(0, line_end);
-        io.buffer.erase(0, line_end + 2);
-        if (in_trailer) {
-          trailer_bytes += line.size() + 2;
-          if (trailer_bytes > kMaxTrailerBytes) {
-            body_failure = Failure{431, absl::InvalidArgumentError("chunked trailer too large")};
-          }
-          if (line.empty()) break;
-          continue;
-        }
-        const std::string size_text(absl::StripAsciiWhitespace(line.substr(0, line.find(';'))));
-        uint64_t size = 0;
-        if (size_text.empty() || size_text.size() > 15 || !absl::SimpleHexAtoi(size_text, &size)) {
-          body_failure = Failure{400, absl::InvalidArgumentError("malformed chunk size")};
-          break;
-        }
-        if (size == 0) {
-          in_trailer = true;
-          continue;
-        }
-        while (size > 0 && !body_failure.has_value()) {
-          if (io.buffer.empty() && !need(1)) break;
-          size -= take(static_cast<size_t>(std::min<uint64_t>(size, io.buffer.size())));
-        }
-        if (body_failure.has_value() || !need(2)) break;
-        if (io.buffer.compare(0, 2, "\r\n") != 0) {
-          body_failure = Failure{400, absl::InvalidArgumentError("malformed chunk end")};
-          break;
-        }
-        io.buffer.erase(0, 2);
-      }
-    } else {
-      int64_t remaining = content_length;
-      while (remaining > 0 && !body_failure.has_value()) {
-        if (io.buffer.empty() && !need(1)) break;
-        remaining -= static_cast<int64_t>(
-            take(static_cast<size_t>(std::min<int64_t>(remaining, io.buffer.size()))));
-      }
-    }
-    if (!body_failure.has_value() && has_body) {
-      if (absl::Status s = sink.Finish(); !s.ok()) body_failure = Failure{400, s};
-    }
-    if (body_failure.has_value()) {
-      peer_gone = body_failure->http_status == 400 &&
-                  absl::StrContains(body_failure->status.message(), "ends early");
-      if (!peer_gone) fail(*body_failure, true);
-      break;
     }
 
     // 5. The handler and its answer.

@@ -131,8 +131,7 @@ class HttpListener {
   bool MakeRoomLocked(const std::string& peer);
   void Serve(ConnectionList::iterator connection);
   void SetPhase(ConnectionList::iterator connection, Phase phase);
-  const Route* FindRoute(const std::string& method, const std::string& path,
-                         bool* path_known) const;
+  const Route* FindRoute(const std::string& method, const std::string& path) const;
 
   const HttpLimits limits_;
   const std::vector<Route> routes_;
