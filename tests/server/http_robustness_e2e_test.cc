@@ -18,6 +18,7 @@
 #include "absl/time/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
 #include "tests/server/raw_http.h"
 #include "tests/server/server_process.h"
 #include "tests/support/paths.h"
@@ -58,6 +59,92 @@ std::unique_ptr<HttpServer> StartServer(const std::string& tag, std::vector<std:
     return nullptr;
   }
   return server;
+}
+
+// The caps refuse only what is over them: a gzip-encoded body, a chunked one, an
+// `Expect: 100-continue` and two pipelined requests are each answered as a plain one.
+TEST(HttpBodyLimitsTest, EncodedAndChunkedBodiesWithinTheCapAreServed) {
+  std::unique_ptr<HttpServer> server = StartServer("http-bodies", {});
+  ASSERT_NE(server, nullptr);
+  const std::string body = R"({"prompt": "Once upon a time", "add_special_tokens": false})";
+  auto tokens_of = [](const std::string& reply) {
+    return nlohmann::json::parse(reply, nullptr, false)["tokens"];
+  };
+  std::string plain;
+  {
+    const int fd = ConnectLoopback(server->http_port);
+    SendAll(fd, PostHead("/tokenize", {"Content-Type: application/json",
+                                       absl::StrCat("Content-Length: ", body.size())}) +
+                    body);
+    ASSERT_EQ(ReadStatus(fd, &plain), 200) << plain;
+    close(fd);
+  }
+  ASSERT_FALSE(tokens_of(plain).empty());
+  {
+    const std::string gzipped = testing::Gzip(body);
+    const int fd = ConnectLoopback(server->http_port);
+    SendAll(fd, PostHead("/tokenize", {"Content-Type: application/json", "Content-Encoding: gzip",
+                                       absl::StrCat("Content-Length: ", gzipped.size())}) +
+                    gzipped);
+    std::string reply;
+    EXPECT_EQ(ReadStatus(fd, &reply), 200) << reply;
+    EXPECT_EQ(tokens_of(reply), tokens_of(plain));
+    close(fd);
+  }
+  {
+    const int fd = ConnectLoopback(server->http_port);
+    SendAll(
+        fd,
+        PostHead("/tokenize", {"Content-Type: application/json", "Transfer-Encoding: chunked"}) +
+            absl::StrCat(absl::Hex(10), "\r\n", body.substr(0, 10), "\r\n",
+                         absl::Hex(body.size() - 10), "\r\n", body.substr(10), "\r\n0\r\n\r\n"));
+    std::string reply;
+    EXPECT_EQ(ReadStatus(fd, &reply), 200) << reply;
+    EXPECT_EQ(tokens_of(reply), tokens_of(plain));
+    close(fd);
+  }
+  {
+    const int fd = ConnectLoopback(server->http_port);
+    SendAll(fd, PostHead("/tokenize", {"Content-Type: application/json", "Expect: 100-continue",
+                                       absl::StrCat("Content-Length: ", body.size())}));
+    EXPECT_EQ(ReadStatus(fd), 100);  // the head passed: send the body
+    SendAll(fd, body);
+    std::string reply;
+    EXPECT_EQ(ReadStatus(fd, &reply), 200) << reply;
+    close(fd);
+  }
+  {
+    const std::string request =
+        PostHead("/tokenize", {"Content-Type: application/json",
+                               absl::StrCat("Content-Length: ", body.size())}) +
+        body;
+    const int fd = ConnectLoopback(server->http_port);
+    SendAll(fd, request + request);
+    std::string first, second;
+    EXPECT_EQ(ReadStatus(fd, &first), 200);
+    EXPECT_EQ(ReadStatus(fd, &second), 200);
+    EXPECT_EQ(tokens_of(second), tokens_of(plain));
+    close(fd);
+  }
+  server->process.Stop(SIGTERM);
+}
+
+// A body that trickles in is answered 408 and closed at --http_body_timeout_ms.
+TEST(HttpDeadlinesTest, ASlowBodyIsClosedAtItsDeadline) {
+  std::unique_ptr<HttpServer> server =
+      StartServer("http-slow-body-deadline", {"--http_body_timeout_ms=1000"});
+  ASSERT_NE(server, nullptr);
+  const int fd = ConnectLoopback(server->http_port);
+  const absl::Time start = absl::Now();
+  SendAll(fd,
+          PostHead("/tokenize", {"Content-Type: application/json", "Content-Length: 100"}) + "{");
+  std::string reply;
+  EXPECT_EQ(ReadStatus(fd, &reply), 408) << reply;
+  EXPECT_THAT(reply, HasSubstr("--http_body_timeout_ms"));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(4));
+  EXPECT_TRUE(ClosedByServer(fd, absl::Seconds(3)));
+  close(fd);
+  server->process.Stop(SIGTERM);
 }
 
 // A 1 GiB gzip bomb (1 MB on the wire) is inflated only up to --max_message_bytes and

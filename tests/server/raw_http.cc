@@ -83,10 +83,12 @@ std::string PostHead(const std::string& path, const std::vector<std::string>& he
   return head + "\r\n";
 }
 
-std::string GzipBomb(int64_t bytes) {
+namespace {
+
+// Gzip of `repeat` copies of `block` then `tail`, compressed as they are fed.
+std::string GzipStream(std::string_view block, int64_t repeat, std::string_view tail) {
   z_stream z{};
   deflateInit2(&z, Z_BEST_COMPRESSION, Z_DEFLATED, 15 + 16, 9, Z_DEFAULT_STRATEGY);
-  const std::string spaces(kMiB, ' ');
   std::string out;
   char buffer[1 << 16];
   auto feed = [&](std::string_view in, int flush) {
@@ -99,10 +101,18 @@ std::string GzipBomb(int64_t bytes) {
       out.append(buffer, sizeof(buffer) - z.avail_out);
     } while (z.avail_out == 0);
   };
-  for (int64_t done = 0; done < bytes; done += kMiB) feed(spaces, Z_NO_FLUSH);
-  feed("{}", Z_FINISH);
+  for (int64_t i = 0; i < repeat; ++i) feed(block, Z_NO_FLUSH);
+  feed(tail, Z_FINISH);
   deflateEnd(&z);
   return out;
+}
+
+}  // namespace
+
+std::string Gzip(std::string_view data) { return GzipStream("", 0, data); }
+
+std::string GzipBomb(int64_t bytes) {
+  return GzipStream(std::string(kMiB, ' '), (bytes + kMiB - 1) / kMiB, "{}");
 }
 
 int SendChunked(int fd, int64_t chunks, size_t chunk, int64_t* sent) {

@@ -27,6 +27,8 @@ bool ClosedByServer(int fd, absl::Duration timeout);
 
 // A POST head with `headers` ("Name: value") and the blank line.
 std::string PostHead(const std::string& path, const std::vector<std::string>& headers);
+// `data` gzip-compressed.
+std::string Gzip(std::string_view data);
 // `bytes` of JSON whitespace then `{}`, gzip-compressed (about 1,000:1).
 std::string GzipBomb(int64_t bytes);
 // Sends up to `chunks` chunks of `chunk` bytes as a chunked body (head already sent)
