@@ -17,7 +17,8 @@ if(NOT HGEVAL_ENGINE_ONLY)
   # The shared result store for a fleet of servers (--store=postgresql://...).
   pkg_check_modules(LIBPQ REQUIRED IMPORTED_TARGET libpq)
   pkg_check_modules(CAIRO REQUIRED IMPORTED_TARGET cairo)
-  # hgeval-server's OpenAI-compatible HTTP endpoint (Debian libcpp-httplib-dev).
+  # The HTTP client of the HTTP door's tests and benchmark (Debian libcpp-httplib-dev);
+  # the server itself serves HTTP with server/http_listener.cc.
   pkg_check_modules(CPP_HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
 endif()
 

@@ -4,9 +4,10 @@
 #ifndef HGEVAL_SERVER_AUTH_H_
 #define HGEVAL_SERVER_AUTH_H_
 
-#include <string>
-
 #include <grpcpp/server_context.h>
+
+#include <string>
+#include <string_view>
 
 namespace hgeval::server {
 
@@ -17,6 +18,8 @@ class BearerAuth {
   bool enabled() const { return !expected_digest_.empty(); }
   // OK, or UNAUTHENTICATED saying whether the token was missing or wrong.
   grpc::Status Check(const grpc::ServerContext& context) const;
+  // The same for an `authorization` value (HTTP's header); nullptr: none was sent.
+  grpc::Status CheckValue(const std::string_view* authorization) const;
 
  private:
   std::string expected_digest_;  // raw SHA-256 of the expected header value

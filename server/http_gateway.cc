@@ -6,6 +6,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/cord.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
 
 namespace hgeval::server {
@@ -13,7 +14,84 @@ namespace {
 
 constexpr char kParamPayload[] = "hgeval/openai-param";
 
+using Json = nlohmann::ordered_json;
+
+// nlohmann's DOM builder behind a counter: returning false from an event stops the
+// parse there.
+class BoundedSax {
+ public:
+  BoundedSax(Json* result, const JsonLimits& limits) : dom_(*result, false), limits_(limits) {}
+
+  bool null() { return Count() && dom_.null(); }
+  bool boolean(bool value) { return Count() && dom_.boolean(value); }
+  bool number_integer(Json::number_integer_t value) {
+    return Count() && dom_.number_integer(value);
+  }
+  bool number_unsigned(Json::number_unsigned_t value) {
+    return Count() && dom_.number_unsigned(value);
+  }
+  bool number_float(Json::number_float_t value, const Json::string_t& text) {
+    return Count() && dom_.number_float(value, text);
+  }
+  bool string(Json::string_t& value) { return Count() && dom_.string(value); }
+  bool binary(Json::binary_t& value) { return Count() && dom_.binary(value); }
+  bool start_object(std::size_t size) { return Open() && dom_.start_object(size); }
+  bool key(Json::string_t& value) { return dom_.key(value); }
+  bool end_object() {
+    --depth_;
+    return dom_.end_object();
+  }
+  bool start_array(std::size_t size) { return Open() && dom_.start_array(size); }
+  bool end_array() {
+    --depth_;
+    return dom_.end_array();
+  }
+  bool parse_error(std::size_t position, const std::string& token,
+                   const nlohmann::detail::exception& error) {
+    return dom_.parse_error(position, token, error);
+  }
+
+  bool over_limit() const { return over_limit_; }
+
+ private:
+  bool Count() {
+    if (++elements_ > limits_.max_elements) over_limit_ = true;
+    return !over_limit_;
+  }
+  bool Open() {
+    if (++depth_ > limits_.max_depth) over_limit_ = true;
+    return Count();
+  }
+
+  nlohmann::detail::json_sax_dom_parser<Json> dom_;
+  const JsonLimits limits_;
+  int64_t elements_ = 0;
+  int depth_ = 0;
+  bool over_limit_ = false;
+};
+
 }  // namespace
+
+absl::StatusOr<nlohmann::ordered_json> ParseJsonBody(std::string_view text,
+                                                     const JsonLimits& limits) {
+  Json result;
+  BoundedSax sax(&result, limits);
+  bool parsed = false;
+  try {
+    parsed = Json::sax_parse(text.begin(), text.end(), &sax);
+  } catch (const nlohmann::json::exception&) {
+    parsed = false;
+  }
+  if (sax.over_limit()) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "the body's JSON is larger than this server parses: more than ", limits.max_elements,
+        " values (--http_max_json_elements) or deeper than ", limits.max_depth, " levels"));
+  }
+  if (!parsed || result.is_discarded()) {
+    return absl::InvalidArgumentError("the body is not valid JSON (UTF-8)");
+  }
+  return result;
+}
 
 absl::Status FieldError(const std::string& param, const std::string& message) {
   absl::Status status = absl::InvalidArgumentError(message);

@@ -11,12 +11,25 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "nlohmann/json.hpp"
 
 namespace hgeval::server {
+
+// Bounds on parsing a request body: nlohmann's DOM costs tens of bytes per value and a
+// deep nesting costs stack, so a body within --max_message_bytes could still take a GiB.
+struct JsonLimits {
+  int64_t max_elements = 1 << 21;  // values (scalars, arrays, objects) in the document
+  int max_depth = 64;
+};
+// Parses a request body under `limits`. INVALID_ARGUMENT for malformed JSON or invalid
+// UTF-8, RESOURCE_EXHAUSTED past a limit (nothing beyond it is allocated).
+absl::StatusOr<nlohmann::ordered_json> ParseJsonBody(std::string_view text,
+                                                     const JsonLimits& limits);
 
 // INVALID_ARGUMENT about a field of a request body; the field becomes OpenAI's `param`.
 absl::Status FieldError(const std::string& param, const std::string& message);

@@ -1,5 +1,8 @@
 #include "server/job_manager.h"
 
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+
 #include <algorithm>
 #include <atomic>
 #include <ctime>
@@ -199,6 +202,36 @@ absl::StatusOr<std::string> JobManager::Submit(const v1::SubmitJobRequest& reque
   } else if (absl::Status s = ValidateTasksForModel(tasks, **model); !s.ok()) {
     return s;
   }
+  std::string spec;
+  {
+    google::protobuf::io::StringOutputStream stream(&spec);
+    google::protobuf::io::CodedOutputStream coded(&stream);
+    coded.SetSerializationDeterministic(true);
+    request.SerializeToCodedStream(&coded);
+  }
+  absl::StrAppend(&spec, "\n", (*model)->model_hash, "\n", (*model)->tokenizer_hash);
+  absl::MutexLock submit_lock(&submit_mu_);
+  if (auto it = live_by_spec_.find(spec); it != live_by_spec_.end()) {
+    absl::StatusOr<std::optional<StoredJob>> stored = store_->GetJob(it->second);
+    if (stored.ok() && stored->has_value() &&
+        !IsFinalJobState(static_cast<v1::JobState>((*stored)->state))) {
+      LogInfo("job_attached", {{"job", it->second}, {"model", request.model()}});
+      return it->second;
+    }
+    live_by_spec_.erase(it);
+  }
+  if (live_by_spec_.size() >= 1024) {  // forget the finished ones
+    for (auto it = live_by_spec_.begin(); it != live_by_spec_.end();) {
+      absl::StatusOr<std::optional<StoredJob>> stored = store_->GetJob(it->second);
+      const bool live = stored.ok() && stored->has_value() &&
+                        !IsFinalJobState(static_cast<v1::JobState>((*stored)->state));
+      if (live) {
+        ++it;
+      } else {
+        live_by_spec_.erase(it++);
+      }
+    }
+  }
   v1::Job job;
   job.set_id(NewJobId());
   job.set_model(request.model());
@@ -211,6 +244,7 @@ absl::StatusOr<std::string> JobManager::Submit(const v1::SubmitJobRequest& reque
   job.set_updated_at(job.created_at());
   const int shards = JobShardCount(job);
   if (absl::Status s = store_->CreateJob(RowOf(job), shards); !s.ok()) return s;
+  live_by_spec_[spec] = job.id();
   {
     absl::MutexLock lock(&mu_);
     ++submissions_;  // wakes idle workers at once

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
@@ -53,6 +54,8 @@ class JobManager {
   // this one at its next start, resumes them).
   void Stop();
 
+  // A new job's id, or that of a job submitted here with the same spec on the same model
+  // weights that is still queued or running (they would compute the same requests).
   absl::StatusOr<std::string> Submit(const hgeval::v1::SubmitJobRequest& request);
   absl::StatusOr<hgeval::v1::Job> Get(const std::string& id);
   absl::StatusOr<std::vector<hgeval::v1::Job>> List(int limit);
@@ -89,6 +92,12 @@ class JobManager {
   int64_t version_ ABSL_GUARDED_BY(mu_) = 0;      // local changes, for watchers
   int64_t submissions_ ABSL_GUARDED_BY(mu_) = 0;  // local submits, for idle workers
   std::vector<std::thread> workers_;
+  // Jobs submitted here and not seen finished, by their spec (the request and the model's
+  // content hash): an identical submission attaches to the live job instead of computing
+  // the same requests again (issue 29 item 8). Submit holds submit_mu_ from this lookup
+  // to the job's creation.
+  absl::Mutex submit_mu_;
+  absl::flat_hash_map<std::string, std::string> live_by_spec_ ABSL_GUARDED_BY(submit_mu_);
 };
 
 bool IsFinalJobState(hgeval::v1::JobState state);

@@ -145,11 +145,29 @@ absl::StatusOr<Generated> GenerateOne(v1::ModelService::StubInterface& stub,
 
 }  // namespace
 
-absl::StatusOr<CompletionRequest> ParseCompletionRequest(std::string_view body_text) {
-  Json body = Json::parse(body_text, nullptr, /*allow_exceptions=*/false);
-  if (body.is_discarded()) {
-    return absl::InvalidArgumentError("the body is not valid JSON (UTF-8)");
+int64_t EstimateResponseBytes(const CompletionRequest& request,
+                              const std::vector<int64_t>& prompt_tokens) {
+  // Lower bounds of the JSON per item: a shown token's piece, offset, log-probability and
+  // top object ("x",0,-1.234567,{} with separators); an alternative "x":-1.234567,.
+  constexpr int64_t kPerShownToken = 24;
+  constexpr int64_t kPerAlternative = 14;
+  constexpr int64_t kPerChoice = 96;
+  int64_t bytes = 0;
+  for (int64_t prompt : prompt_tokens) {
+    const int64_t shown = (request.echo ? prompt : 0) + std::max<int32_t>(request.max_tokens, 0);
+    bytes += kPerChoice + shown;  // the text: a byte per token at least
+    if (request.logprobs.has_value()) {
+      bytes += shown * (kPerShownToken + std::max<int32_t>(*request.logprobs, 0) * kPerAlternative);
+    }
   }
+  return bytes;
+}
+
+absl::StatusOr<CompletionRequest> ParseCompletionRequest(std::string_view body_text,
+                                                         const JsonLimits& limits) {
+  absl::StatusOr<Json> parsed = ParseJsonBody(body_text, limits);
+  if (!parsed.ok()) return parsed.status();
+  Json body = *std::move(parsed);
   if (!body.is_object()) return absl::InvalidArgumentError("the body must be a JSON object");
   CompletionRequest request;
   if (Unset(body, "model")) return FieldError("model", "model is required");
@@ -220,6 +238,77 @@ absl::StatusOr<std::string> CompletionsGateway::ListModels(const std::string& au
   return Json{{"object", "list"}, {"data", std::move(data)}}.dump();
 }
 
+namespace {
+
+// LoadedEosId's answer when the token cannot be taken from the scoring pass.
+constexpr int32_t kNoFusion = std::numeric_limits<int32_t>::min();
+
+bool GreedyTokenFromScoring(const CompletionRequest& request) {
+  return request.max_tokens == 1 && request.temperature == 0.0f && request.stop.empty() &&
+         request.logprobs.has_value() && *request.logprobs >= 1;
+}
+
+int32_t LoadedEosId(v1::ModelService::StubInterface& stub, const std::string& model,
+                    const std::string& authorization) {
+  auto context = NewCallContext(authorization);
+  v1::ListModelsResponse models;
+  if (!stub.ListModels(context.get(), {}, &models).ok()) return kNoFusion;
+  for (const v1::ModelInfo& info : models.models()) {
+    if (info.name() != model) continue;
+    // Not loaded yet, or no tokenizer: the generation path loads it and says what fails.
+    if (!info.loaded() || info.tokenizer_kind().empty() || info.tokenizer_kind() == "none") {
+      return kNoFusion;
+    }
+    return info.eos_token_id();
+  }
+  return kNoFusion;
+}
+
+absl::Status TakeGreedyTokens(v1::ModelService::StubInterface& stub, const std::string& model,
+                              const std::string& authorization, int32_t eos_id,
+                              const std::vector<int>& pair_of, v1::LoglikelihoodResponse* scores,
+                              std::vector<Generated>* generated) {
+  for (size_t i = 0; i < pair_of.size(); ++i) {
+    if (pair_of[i] < 0) continue;
+    v1::LoglikelihoodResult* scored = scores->mutable_results(pair_of[i]);
+    const int last = scored->token_logprobs_size() - 1;
+    if (last < 0 || last >= scored->top_k_size() || scored->top_k(last).ids_size() == 0) {
+      return absl::InternalError("the scoring pass returned no alternatives to take a token from");
+    }
+    // The argmax, lowest id on ties (as the decoder's greedy choice).
+    const v1::TopTokens& top = scored->top_k(last);
+    int best = 0;
+    for (int a = 1; a < top.ids_size(); ++a) {
+      if (top.logprobs(a) > top.logprobs(best) ||
+          (top.logprobs(a) == top.logprobs(best) && top.ids(a) < top.ids(best))) {
+        best = a;
+      }
+    }
+    Generated& out = (*generated)[i];
+    if (top.ids(best) == eos_id) {
+      out.finish_reason = "stop";  // the decoder stops at EOS without emitting it
+      continue;
+    }
+    out.ids = {top.ids(best)};
+    out.finish_reason = "length";
+    scored->set_token_logprobs(last, top.logprobs(best));
+    // The text Generate would stream for this one token.
+    v1::DetokenizeRequest detokenize;
+    detokenize.set_model(model);
+    detokenize.add_ids(top.ids(best));
+    v1::DetokenizeResponse text;
+    auto context = NewCallContext(authorization);
+    if (absl::Status s = FromGrpcStatus(stub.Detokenize(context.get(), detokenize, &text));
+        !s.ok()) {
+      return s;
+    }
+    out.text = text.text();
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<std::string> CompletionsGateway::Complete(const CompletionRequest& request,
                                                          const std::string& authorization) const {
   if (absl::Status s = CheckAuthorizationHeader(authorization); !s.ok()) return s;
@@ -248,10 +337,33 @@ absl::StatusOr<std::string> CompletionsGateway::Complete(const CompletionRequest
       return FieldError("prompt", absl::StrCat("prompt ", i, " has no tokens"));
     }
   }
-  // 2. Generations, run at once (at most kParallelGenerations) so that the scheduler
+  // 2. Before computing anything: the response's size (echo x logprobs x prompts can turn
+  //    a 1 MB body into hundreds of MB of JSON).
+  std::vector<int64_t> prompt_lengths;
+  for (const std::vector<int32_t>& prompt : prompts) {
+    prompt_lengths.push_back(static_cast<int64_t>(prompt.size()));
+  }
+  if (const int64_t bytes = EstimateResponseBytes(request, prompt_lengths);
+      bytes > max_response_bytes_) {
+    return FieldError(
+        request.logprobs.has_value() ? "logprobs" : "max_tokens",
+        absl::StrCat("the response would hold at least ", bytes,
+                     " bytes, over this server's limit of ", max_response_bytes_,
+                     " (--http_max_response_bytes); send fewer prompts per call, fewer "
+                     "logprobs, fewer max_tokens or echo=false"));
+  }
+  // 3. Generations, run at once (at most kParallelGenerations) so that the scheduler
   //    decodes a batched request's prompts together, as lm-eval's batch_size > 1 expects.
+  //    A greedy one-token completion scored with logprobs (lm-eval's loglikelihood
+  //    payload) needs no generation: its token is the argmax of the distribution the
+  //    scoring pass computes after the prompt anyway, so a placeholder is scored in its
+  //    place and the token read from that position's alternatives (step 4).
   std::vector<Generated> generated(n);
-  if (request.max_tokens > 0) {
+  const int32_t eos_id = GreedyTokenFromScoring(request)
+                             ? LoadedEosId(*stub_, request.model, authorization)
+                             : kNoFusion;
+  const bool token_from_scoring = eos_id != kNoFusion;
+  if (request.max_tokens > 0 && !token_from_scoring) {
     std::vector<absl::Status> failures(n);
     std::atomic<size_t> next{0};
     auto work = [&] {
@@ -272,7 +384,7 @@ absl::StatusOr<std::string> CompletionsGateway::Complete(const CompletionRequest
       if (!failure.ok()) return failure;
     }
   }
-  // 3. Log-probabilities of the shown tokens (prompt and generation with echo), all
+  // 4. Log-probabilities of the shown tokens (prompt and generation with echo), all
   //    prompts in one Loglikelihood call. Each shown token but the very first is scored.
   std::vector<int> pair_of(n, -1);
   v1::LoglikelihoodResponse scores;
@@ -283,13 +395,15 @@ absl::StatusOr<std::string> CompletionsGateway::Complete(const CompletionRequest
     score.set_top_k(*request.logprobs);
     for (size_t i = 0; i < n; ++i) {
       const size_t context_len = request.echo ? 1 : prompts[i].size();
-      if (prompts[i].size() + generated[i].ids.size() <= context_len) continue;
+      const size_t placeholder = token_from_scoring ? 1 : 0;
+      if (prompts[i].size() + generated[i].ids.size() + placeholder <= context_len) continue;
       v1::LoglikelihoodPair* pair = score.add_pairs();
       for (size_t k = 0; k < context_len; ++k) pair->add_context_ids(prompts[i][k]);
       for (size_t k = context_len; k < prompts[i].size(); ++k) {
         pair->add_continuation_ids(prompts[i][k]);
       }
       for (int32_t id : generated[i].ids) pair->add_continuation_ids(id);
+      if (token_from_scoring) pair->add_continuation_ids(prompts[i].back());  // placeholder
       pair_of[i] = score.pairs_size() - 1;
     }
     if (score.pairs_size() > 0) {
@@ -299,8 +413,15 @@ absl::StatusOr<std::string> CompletionsGateway::Complete(const CompletionRequest
         return s;
       }
     }
+    if (token_from_scoring) {
+      if (absl::Status s = TakeGreedyTokens(*stub_, request.model, authorization, eos_id, pair_of,
+                                            &scores, &generated);
+          !s.ok()) {
+        return s;
+      }
+    }
   }
-  // 4. Text of each shown token (and of an id prompt), pieces of the alternatives.
+  // 5. Text of each shown token (and of an id prompt), pieces of the alternatives.
   Json choices = Json::array();
   int64_t prompt_tokens = 0, completion_tokens = 0;
   for (size_t i = 0; i < n; ++i) {

@@ -17,6 +17,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "hgeval/v1/models.grpc.pb.h"
+#include "server/http_gateway.h"
 
 namespace hgeval::server {
 
@@ -39,14 +40,27 @@ struct CompletionRequest {
 // OpenAI `param`, see ErrorParam in server/http_gateway.h) for malformed JSON, missing or
 // mistyped fields and the options this endpoint does not offer (`n` or `best_of` other
 // than 1, `stream`, `suffix`). Values are range-checked by the RPCs, not here.
-absl::StatusOr<CompletionRequest> ParseCompletionRequest(std::string_view body);
+// The JSON is parsed under `limits` (RESOURCE_EXHAUSTED past them).
+absl::StatusOr<CompletionRequest> ParseCompletionRequest(std::string_view body,
+                                                         const JsonLimits& limits = {});
+
+// Bytes of JSON the response to `request` would hold, at least (each shown token with its
+// offset and log-probability, each alternative with its piece), given the prompts' token
+// counts: what --http_max_response_bytes bounds before anything is computed.
+int64_t EstimateResponseBytes(const CompletionRequest& request,
+                              const std::vector<int64_t>& prompt_tokens);
 
 // Runs completions and model listings through a ModelService stub (the server's
 // in-process channel). `authorization` is the HTTP Authorization header, passed on as the
 // RPCs' metadata so the service's bearer check applies unchanged.
 class CompletionsGateway {
  public:
-  explicit CompletionsGateway(hgeval::v1::ModelService::StubInterface* stub) : stub_(stub) {}
+  // Responses estimated over `max_response_bytes` are refused before computing.
+  explicit CompletionsGateway(hgeval::v1::ModelService::StubInterface* stub,
+                              JsonLimits json_limits = {}, int64_t max_response_bytes = 64 << 20)
+      : stub_(stub), json_limits_(json_limits), max_response_bytes_(max_response_bytes) {}
+
+  const JsonLimits& json_limits() const { return json_limits_; }
 
   // The `GET /v1/models` body.
   absl::StatusOr<std::string> ListModels(const std::string& authorization) const;
@@ -56,6 +70,8 @@ class CompletionsGateway {
 
  private:
   hgeval::v1::ModelService::StubInterface* stub_;
+  const JsonLimits json_limits_;
+  const int64_t max_response_bytes_;
 };
 
 }  // namespace hgeval::server

@@ -1,9 +1,8 @@
 #include "server/openai_http_server.h"
 
-#include <httplib.h>
-
-#include <exception>
+#include <optional>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -14,100 +13,109 @@
 namespace hgeval::server {
 namespace {
 
-constexpr char kJson[] = "application/json";
+// curl -d sends a form (application/x-www-form-urlencoded) unless told otherwise; such
+// bodies are refused over this size with advice (the JSON routes never take forms).
+constexpr int64_t kMaxFormBodyBytes = 8 << 10;
 
-void SendError(const absl::Status& status, httplib::Response& response) {
+HttpResponse ErrorReply(const absl::Status& status) {
   HttpError error = ToHttpError(status);
-  response.status = error.http_status;
-  response.set_content(std::move(error.body), kJson);
-}
-
-std::string Authorization(const httplib::Request& request) {
-  return request.get_header_value("Authorization");
+  return HttpResponse{error.http_status, "application/json", std::move(error.body)};
 }
 
 // Sends `body` as JSON, or its error.
-void Reply(const absl::StatusOr<std::string>& body, httplib::Response& response) {
-  if (!body.ok()) return SendError(body.status(), response);
-  response.set_content(*body, kJson);
+HttpResponse Reply(const absl::StatusOr<std::string>& body) {
+  if (!body.ok()) return ErrorReply(body.status());
+  return HttpResponse{200, "application/json", *body};
 }
+
+std::string Authorization(const HttpRequest& request) { return request.Header("authorization"); }
 
 }  // namespace
 
 OpenAiHttpServer::OpenAiHttpServer(const CompletionsGateway* completions,
-                                   const RemoteTokenizerGateway* tokenizer, int64_t max_body_bytes)
-    : completions_(completions), tokenizer_(tokenizer), http_(std::make_unique<httplib::Server>()) {
-  http_->set_payload_max_length(static_cast<size_t>(max_body_bytes));
-  // Idle keep-alive connections are dropped after this long; it also bounds how long a
-  // shutdown waits for them.
-  http_->set_keep_alive_timeout(2);
-  http_->Get("/v1/models", [this](const httplib::Request& request, httplib::Response& response) {
-    Reply(completions_->ListModels(Authorization(request)), response);
-  });
-  http_->Get(
-      "/tokenizer_info", [this](const httplib::Request& request, httplib::Response& response) {
-        Reply(tokenizer_->Info(request.get_param_value("model"), Authorization(request)), response);
-      });
-  http_->Post("/tokenize", [this](const httplib::Request& request, httplib::Response& response) {
-    Reply(tokenizer_->Tokenize(request.body, Authorization(request)), response);
-  });
-  http_->Post("/detokenize", [this](const httplib::Request& request, httplib::Response& response) {
-    Reply(tokenizer_->Detokenize(request.body, Authorization(request)), response);
-  });
-  http_->Post(
-      "/v1/completions", [this](const httplib::Request& request, httplib::Response& response) {
-        const absl::Time start = absl::Now();
-        absl::StatusOr<CompletionRequest> parsed = ParseCompletionRequest(request.body);
-        absl::StatusOr<std::string> body =
-            parsed.ok() ? completions_->Complete(*parsed, Authorization(request)) : parsed.status();
-        if (!body.ok()) {
-          LogInfo("http_completions_failed",
-                  {{"peer", request.remote_addr},
-                   {"code", absl::StatusCodeToString(body.status().code())}});
-          return SendError(body.status(), response);
-        }
-        response.set_content(*std::move(body), kJson);
-        LogInfo("http_completions",
-                {{"peer", request.remote_addr},
-                 {"model", parsed->model},
-                 {"ms", absl::StrCat(absl::ToInt64Milliseconds(absl::Now() - start))}});
-      });
-  // Unknown routes, wrong methods and bodies over the limit: OpenAI-style bodies too
-  // (handlers' own errors already carry one).
-  http_->set_error_handler(httplib::Server::HandlerWithResponse([](const httplib::Request& request,
-                                                                   httplib::Response& response) {
-    if (!response.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
-    const std::string what = absl::StrCat(request.method, " ", request.path);
-    absl::Status status;
-    switch (response.status) {
-      case 404:
-        status = absl::NotFoundError(absl::StrCat(
-            "no route ", what,
-            "; this server offers GET /v1/models, POST /v1/completions, GET /tokenizer_info, "
-            "POST /tokenize and POST /detokenize"));
-        break;
-      case 413:
-        // cpp-httplib caps form-encoded bodies (curl -d's default type) at 8 KiB.
-        status = absl::InvalidArgumentError(
-            request.get_header_value("Content-Type") == "application/x-www-form-urlencoded"
-                ? "the body is sent as a form (Content-Type: "
-                  "application/x-www-form-urlencoded), which is capped at 8 KiB; send it "
-                  "with Content-Type: application/json"
-                : "the body is larger than this server accepts (--max_message_bytes)");
-        break;
-      default:
-        status = absl::InvalidArgumentError(absl::StrCat("HTTP ", response.status, " for ", what));
+                                   const RemoteTokenizerGateway* tokenizer, const BearerAuth* auth,
+                                   const HttpLimits& limits)
+    : completions_(completions), tokenizer_(tokenizer), auth_(auth) {
+  std::vector<HttpListener::Route> routes = {
+      {"GET", "/v1/models", false,
+       [this](const HttpRequest& request) {
+         return Reply(completions_->ListModels(Authorization(request)));
+       }},
+      {"GET", "/tokenizer_info", false,
+       [this](const HttpRequest& request) {
+         return Reply(tokenizer_->Info(request.QueryParam("model"), Authorization(request)));
+       }},
+      {"POST", "/tokenize", true,
+       [this](const HttpRequest& request) {
+         return Reply(tokenizer_->Tokenize(request.body, Authorization(request)));
+       }},
+      {"POST", "/detokenize", true,
+       [this](const HttpRequest& request) {
+         return Reply(tokenizer_->Detokenize(request.body, Authorization(request)));
+       }},
+      {"POST", "/v1/completions", true,
+       [this](const HttpRequest& request) {
+         const absl::Time start = absl::Now();
+         absl::StatusOr<CompletionRequest> parsed =
+             ParseCompletionRequest(request.body, completions_->json_limits());
+         absl::StatusOr<std::string> body =
+             parsed.ok() ? completions_->Complete(*parsed, Authorization(request))
+                         : parsed.status();
+         if (!body.ok()) {
+           LogInfo(
+               "http_completions_failed",
+               {{"peer", request.peer}, {"code", absl::StatusCodeToString(body.status().code())}});
+           return ErrorReply(body.status());
+         }
+         LogInfo("http_completions",
+                 {{"peer", request.peer},
+                  {"model", parsed->model},
+                  {"ms", absl::StrCat(absl::ToInt64Milliseconds(absl::Now() - start))}});
+         return HttpResponse{200, "application/json", *std::move(body)};
+       }},
+  };
+  // Authentication on the headers alone: an unauthenticated body is never read, let
+  // alone inflated.
+  auto check_head = [this](const HttpRequest& head,
+                           int64_t* max_body_bytes) -> std::optional<HttpResponse> {
+    const std::string authorization = head.Header("authorization");
+    absl::Status status = CheckAuthorizationHeader(authorization);
+    if (status.ok() && auth_ != nullptr) {
+      const std::string_view value(authorization);
+      status = FromGrpcStatus(auth_->CheckValue(authorization.empty() ? nullptr : &value));
     }
-    const int http_status = response.status;
-    SendError(status, response);
+    if (!status.ok()) return ErrorReply(status);
+    if (head.Header("content-type") == "application/x-www-form-urlencoded") {
+      *max_body_bytes = std::min(*max_body_bytes, kMaxFormBodyBytes);
+      int64_t length = 0;
+      if (absl::SimpleAtoi(head.Header("content-length"), &length) && length > kMaxFormBodyBytes) {
+        HttpResponse refused = ErrorReply(absl::InvalidArgumentError(
+            "the body is sent as a form (Content-Type: application/x-www-form-urlencoded), "
+            "which is capped at 8 KiB; send it with Content-Type: application/json"));
+        refused.status = 413;
+        return refused;
+      }
+    }
+    return std::nullopt;
+  };
+  // Errors the listener finds itself: OpenAI-style bodies with its HTTP status.
+  auto error_response = [](int http_status, const absl::Status& status) {
+    std::string message(status.message());
+    absl::StatusCode code = status.code();
+    if (http_status == 404) {
+      absl::StrAppend(&message,
+                      "; this server offers GET /v1/models, POST /v1/completions, GET "
+                      "/tokenizer_info, POST /tokenize and POST /detokenize");
+    } else if (http_status == 413) {
+      absl::StrAppend(&message, "; the cap is --max_message_bytes");
+      code = absl::StatusCode::kInvalidArgument;  // OpenAI's invalid_request_error
+    }
+    HttpResponse response = ErrorReply(absl::Status(code, message));
     response.status = http_status;
-    return httplib::Server::HandlerResponse::Handled;
-  }));
-  // Nothing should throw; if something does, the request fails and the server stays up.
-  http_->set_exception_handler(
-      [](const httplib::Request&, httplib::Response& response, std::exception_ptr) {
-        SendError(absl::InternalError("internal error while handling the request"), response);
-      });
+    return response;
+  };
+  listener_ = std::make_unique<HttpListener>(limits, std::move(routes), std::move(check_head),
+                                             std::move(error_response));
 }
 
 OpenAiHttpServer::~OpenAiHttpServer() { Stop(); }
@@ -124,22 +132,22 @@ absl::StatusOr<int> OpenAiHttpServer::Start(const std::string& listen) {
   if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
     host = host.substr(1, host.size() - 2);
   }
-  if (port == 0) {
-    port = http_->bind_to_any_port(host);
-  } else if (!http_->bind_to_port(host, port)) {
-    port = -1;
-  }
-  if (port <= 0) {
-    return absl::UnavailableError(absl::StrCat("cannot listen on ", listen, " (HTTP)"));
-  }
-  thread_ = std::thread([this] { http_->listen_after_bind(); });
-  return port;
+  absl::StatusOr<int> bound = listener_->Start(host, port);
+  started_ = bound.ok();
+  return bound;
 }
 
 void OpenAiHttpServer::Stop() {
-  if (!thread_.joinable()) return;
-  http_->stop();
-  thread_.join();
+  if (!started_) return;
+  started_ = false;
+  listener_->Stop();
+  // What the caps and deadlines did while the server ran.
+  const HttpListenerStats stats = listener_->stats();
+  LogInfo("http_stopped", {{"connections", absl::StrCat(stats.connections_accepted)},
+                           {"evicted_idle", absl::StrCat(stats.connections_evicted)},
+                           {"refused_503", absl::StrCat(stats.connections_refused)},
+                           {"timeouts", absl::StrCat(stats.timeouts)},
+                           {"bodies_too_large", absl::StrCat(stats.bodies_too_large)}});
 }
 
 }  // namespace hgeval::server

@@ -26,9 +26,11 @@ absl::StatusOr<v1::ListModelsResponse> ListModels(v1::ModelService::StubInterfac
 }
 
 // A JSON object body with an optional string "model".
-absl::StatusOr<Json> ParseBody(std::string_view text, std::string* model) {
-  Json body = Json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (body.is_discarded()) return absl::InvalidArgumentError("the body is not valid JSON (UTF-8)");
+absl::StatusOr<Json> ParseBody(std::string_view text, const JsonLimits& limits,
+                               std::string* model) {
+  absl::StatusOr<Json> parsed = ParseJsonBody(text, limits);
+  if (!parsed.ok()) return parsed.status();
+  Json body = *std::move(parsed);
   if (!body.is_object()) return absl::InvalidArgumentError("the body must be a JSON object");
   if (auto it = body.find("model"); it != body.end() && !it->is_null()) {
     if (!it->is_string()) return FieldError("model", "model must be a string");
@@ -44,16 +46,31 @@ absl::StatusOr<RemoteTokenizerGateway::Special> RemoteTokenizerGateway::Describe
   if (absl::Status s = CheckAuthorizationHeader(authorization); !s.ok()) return s;
   Special out;
   out.model = model;
-  if (out.model.empty()) {
+  {
     absl::StatusOr<v1::ListModelsResponse> models = ListModels(*stub_, authorization);
     if (!models.ok()) return models.status();
-    if (models->models_size() != 1) {
-      std::vector<std::string> names;
-      for (const v1::ModelInfo& m : models->models()) names.push_back(m.name());
-      return FieldError("model", absl::StrCat("name the model: this server has ", names.size(),
-                                              " (", absl::StrJoin(names, ", "), ")"));
+    if (out.model.empty()) {
+      if (models->models_size() != 1) {
+        std::vector<std::string> names;
+        for (const v1::ModelInfo& m : models->models()) names.push_back(m.name());
+        return FieldError("model", absl::StrCat("name the model: this server has ", names.size(),
+                                                " (", absl::StrJoin(names, ", "), ")"));
+      }
+      out.model = models->models(0).name();
     }
-    out.model = models->models(0).name();
+    // A loaded model's special tokens are known while its tokenizer stays the same:
+    // lm-eval calls /tokenize once per request.
+    for (const v1::ModelInfo& info : models->models()) {
+      if (info.name() != out.model || !info.loaded()) continue;
+      absl::MutexLock lock(&cache_mu_);
+      auto cached = cache_.find(out.model);
+      if (cached != cache_.end() && cached->second.first == info.tokenizer_hash() &&
+          cached->second.second.max_model_len == info.max_sequence_tokens() &&
+          cached->second.second.bos_id == info.bos_token_id() &&
+          cached->second.second.eos_id == info.eos_token_id()) {
+        return cached->second.second;
+      }
+    }
   }
   {  // Loads the model (ListModels describes loaded models only) or says why it cannot.
     auto context = NewCallContext(authorization);
@@ -66,11 +83,13 @@ absl::StatusOr<RemoteTokenizerGateway::Special> RemoteTokenizerGateway::Describe
   }
   absl::StatusOr<v1::ListModelsResponse> models = ListModels(*stub_, authorization);
   if (!models.ok()) return models.status();
+  std::string tokenizer_hash;
   for (const v1::ModelInfo& info : models->models()) {
     if (info.name() != out.model) continue;
     out.max_model_len = info.max_sequence_tokens();
     out.bos_id = info.bos_token_id();
     out.eos_id = info.eos_token_id();
+    tokenizer_hash = info.tokenizer_hash();
   }
   v1::DetokenizeRequest detokenize;
   detokenize.set_model(out.model);
@@ -86,6 +105,10 @@ absl::StatusOr<RemoteTokenizerGateway::Special> RemoteTokenizerGateway::Describe
   int next = 0;
   if (out.bos_id >= 0) out.bos_text = pieces.pieces(next++);
   if (out.eos_id >= 0) out.eos_text = pieces.pieces(next++);
+  if (!tokenizer_hash.empty()) {
+    absl::MutexLock lock(&cache_mu_);
+    cache_[out.model] = {tokenizer_hash, out};
+  }
   return out;
 }
 
@@ -107,7 +130,7 @@ absl::StatusOr<std::string> RemoteTokenizerGateway::Info(const std::string& mode
 absl::StatusOr<std::string> RemoteTokenizerGateway::Tokenize(
     std::string_view text, const std::string& authorization) const {
   std::string model;
-  absl::StatusOr<Json> body = ParseBody(text, &model);
+  absl::StatusOr<Json> body = ParseBody(text, json_limits_, &model);
   if (!body.ok()) return body.status();
   auto prompt = body->find("prompt");
   if (prompt == body->end() || !prompt->is_string()) {
@@ -149,7 +172,7 @@ absl::StatusOr<std::string> RemoteTokenizerGateway::Tokenize(
 absl::StatusOr<std::string> RemoteTokenizerGateway::Detokenize(
     std::string_view text, const std::string& authorization) const {
   std::string model;
-  absl::StatusOr<Json> body = ParseBody(text, &model);
+  absl::StatusOr<Json> body = ParseBody(text, json_limits_, &model);
   if (!body.ok()) return body.status();
   auto tokens = body->find("tokens");
   if (tokens == body->end() || !tokens->is_array()) {

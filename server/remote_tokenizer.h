@@ -12,15 +12,22 @@
 
 #include <string>
 #include <string_view>
+#include <utility>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "hgeval/v1/models.grpc.pb.h"
+#include "server/http_gateway.h"
 
 namespace hgeval::server {
 
 class RemoteTokenizerGateway {
  public:
-  explicit RemoteTokenizerGateway(hgeval::v1::ModelService::StubInterface* stub) : stub_(stub) {}
+  explicit RemoteTokenizerGateway(hgeval::v1::ModelService::StubInterface* stub,
+                                  JsonLimits json_limits = {})
+      : stub_(stub), json_limits_(json_limits) {}
 
   // `model` may be empty (the only model). Bodies are the JSON responses above.
   absl::StatusOr<std::string> Info(const std::string& model,
@@ -45,6 +52,11 @@ class RemoteTokenizerGateway {
                                    const std::string& authorization) const;
 
   hgeval::v1::ModelService::StubInterface* stub_;
+  const JsonLimits json_limits_;
+  // model -> (tokenizer hash, its description), for loaded models.
+  mutable absl::Mutex cache_mu_;
+  mutable absl::flat_hash_map<std::string, std::pair<std::string, Special>> cache_
+      ABSL_GUARDED_BY(cache_mu_);
 };
 
 }  // namespace hgeval::server

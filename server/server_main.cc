@@ -49,6 +49,26 @@ ABSL_FLAG(std::string, http_listen, "",
           "Empty (default): off. Port 0 picks a free port (see --http_port_file).");
 ABSL_FLAG(std::string, http_port_file, "",
           "Write the bound --http_listen port to this file once listening.");
+ABSL_FLAG(int64_t, http_head_timeout_ms, 10000,
+          "HTTP: a request's line and headers must arrive within this long of its first byte "
+          "(slow senders are answered 408 and closed).");
+ABSL_FLAG(int64_t, http_body_timeout_ms, 60000,
+          "HTTP: a request's whole body must arrive within this long of its headers (408).");
+ABSL_FLAG(int64_t, http_idle_timeout_ms, 5000,
+          "HTTP: a connection waiting for the first byte of a request is closed after this "
+          "long (kept-alive ones too).");
+ABSL_FLAG(int64_t, http_write_timeout_ms, 30000,
+          "HTTP: a response must be taken by the client within this long.");
+ABSL_FLAG(int, http_max_connections, 256,
+          "HTTP: open connections at most; over it the oldest idle one (else the oldest still "
+          "receiving a body) is closed, or the new one gets 503 when all are being handled.");
+ABSL_FLAG(int, http_max_connections_per_client, 64,
+          "HTTP: open connections per client address at most, as --http_max_connections.");
+ABSL_FLAG(int64_t, http_max_response_bytes, 64 << 20,
+          "HTTP: /v1/completions refuses (400) a request whose response would be larger "
+          "(prompts x shown tokens x (1 + logprobs)), estimated before computing.");
+ABSL_FLAG(int64_t, http_max_json_elements, 1 << 21,
+          "HTTP: JSON values in one request body at most (nesting is capped at 64 levels).");
 ABSL_FLAG(std::string, config, "",
           "JSON model config: {\"models\": [{\"name\", \"path\", \"tokenizer\"?, \"device\"?, "
           "\"dtype\"?, \"max_context\"?}], \"roots\": [...], \"default_tokenizer\"?}. Relative "
@@ -104,7 +124,9 @@ ABSL_FLAG(int64_t, max_queued_requests, 16384,
           "Scoring requests queued per model before calls fail with RESOURCE_EXHAUSTED.");
 ABSL_FLAG(int64_t, max_generations, 256,
           "Generations queued or running per model before RESOURCE_EXHAUSTED.");
-ABSL_FLAG(int64_t, max_message_bytes, 64 << 20, "Largest request message in bytes.");
+ABSL_FLAG(int64_t, max_message_bytes, 64 << 20,
+          "Largest request message in bytes: gRPC messages, and HTTP bodies counted after "
+          "decoding (chunked, gzip, deflate) with 413 as soon as one is over.");
 ABSL_FLAG(int64_t, max_inline_results_bytes, hgeval::server::kDefaultMaxInlineResultsBytes,
           "Job results larger than this stay out of WatchJob/GetJob messages and are fetched "
           "in pieces with GetJobResults (the hgeval client does this itself).");
@@ -265,6 +287,9 @@ int Run() {
   }
   int port = 0;
   builder.AddListeningPort(absl::GetFlag(FLAGS_listen), credentials, &port);
+  // gRPC sets SO_REUSEPORT by default: a second server on the same port would start and
+  // take half the connections (and, sharing a store, the first one's shards).
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.SetMaxReceiveMessageSize(static_cast<int>(absl::GetFlag(FLAGS_max_message_bytes)));
   builder.SetMaxSendMessageSize(static_cast<int>(absl::GetFlag(FLAGS_max_message_bytes)));
   builder.RegisterService(&model_service);
@@ -272,6 +297,10 @@ int Run() {
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || port == 0) {
     LogError("listen_failed", {{"address", absl::GetFlag(FLAGS_listen)}});
+    std::fprintf(stderr,
+                 "hgeval-server: cannot listen on %s: the port is in use (another server?) or "
+                 "the address is not this host's\n",
+                 absl::GetFlag(FLAGS_listen).c_str());
     return 1;
   }
   grpc::HealthCheckServiceInterface* health = server->GetHealthCheckService();
@@ -289,13 +318,27 @@ int Run() {
   http_channel_args.SetMaxSendMessageSize(-1);
   std::unique_ptr<hgeval::v1::ModelService::Stub> http_stub =
       hgeval::v1::ModelService::NewStub(server->InProcessChannel(http_channel_args));
-  CompletionsGateway completions(http_stub.get());
-  RemoteTokenizerGateway tokenizer(http_stub.get());
-  OpenAiHttpServer http(&completions, &tokenizer, absl::GetFlag(FLAGS_max_message_bytes));
+  JsonLimits json_limits;
+  json_limits.max_elements = absl::GetFlag(FLAGS_http_max_json_elements);
+  CompletionsGateway completions(http_stub.get(), json_limits,
+                                 absl::GetFlag(FLAGS_http_max_response_bytes));
+  RemoteTokenizerGateway tokenizer(http_stub.get(), json_limits);
+  HttpLimits http_limits;
+  http_limits.max_body_bytes = absl::GetFlag(FLAGS_max_message_bytes);
+  http_limits.head_timeout = absl::Milliseconds(absl::GetFlag(FLAGS_http_head_timeout_ms));
+  http_limits.body_timeout = absl::Milliseconds(absl::GetFlag(FLAGS_http_body_timeout_ms));
+  http_limits.idle_timeout = absl::Milliseconds(absl::GetFlag(FLAGS_http_idle_timeout_ms));
+  http_limits.write_timeout = absl::Milliseconds(absl::GetFlag(FLAGS_http_write_timeout_ms));
+  http_limits.max_connections = std::max(1, absl::GetFlag(FLAGS_http_max_connections));
+  http_limits.max_connections_per_client =
+      std::max(1, absl::GetFlag(FLAGS_http_max_connections_per_client));
+  OpenAiHttpServer http(&completions, &tokenizer, &auth, http_limits);
   if (!absl::GetFlag(FLAGS_http_listen).empty()) {
     absl::StatusOr<int> http_port = http.Start(absl::GetFlag(FLAGS_http_listen));
     if (!http_port.ok()) {
       LogError("http_listen_failed", {{"error", http_port.status().ToString()}});
+      std::fprintf(stderr, "hgeval-server: %s\n",
+                   std::string(http_port.status().message()).c_str());
       server->Shutdown();
       return 1;
     }
@@ -370,8 +413,8 @@ int Run() {
   set_health(false);
   model_service.set_ready(false);
   job_service.set_ready(false);
-  // The HTTP listener closes now; its calls in flight finish (or are cut short) with the
-  // gRPC ones, and idle keep-alive connections end within the keep-alive timeout.
+  // The HTTP listener closes now with its idle connections; its calls in flight finish
+  // (or are cut short) with the gRPC ones.
   std::thread http_stopper([&http] { http.Stop(); });
   absl::SleepFor(absl::Milliseconds(absl::GetFlag(FLAGS_shutdown_grace_ms)));
   if (model_service.inflight() > 0) {

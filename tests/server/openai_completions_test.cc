@@ -1,9 +1,11 @@
-// ParseCompletionRequest and ToHttpError: the JSON side of the OpenAI endpoint (the e2e test
-// covers the calls themselves).
+// ParseCompletionRequest, ParseJsonBody, EstimateResponseBytes and ToHttpError: the JSON side of
+// the OpenAI endpoint (the e2e test covers the calls themselves).
 #include "server/openai_completions.h"
 
 #include <cstdint>
 #include <limits>
+#include <string>
+#include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -149,6 +151,44 @@ TEST(ToHttpErrorTest, MapsCodesToOpenAiStatusesAndTypes) {
   // A parse error carries its field as `param`.
   absl::StatusOr<CompletionRequest> r = ParseCompletionRequest(R"({"model": "m"})");
   EXPECT_EQ(nlohmann::json::parse(ToHttpError(r.status()).body)["error"]["param"], "prompt");
+}
+
+TEST(ParseJsonBodyTest, StopsAtTheElementAndDepthLimits) {
+  JsonLimits limits;
+  limits.max_elements = 10;
+  limits.max_depth = 3;
+  EXPECT_TRUE(ParseJsonBody(R"({"a": [1, 2, 3], "b": {"c": null}})", limits).ok());
+  absl::StatusOr<nlohmann::ordered_json> many = ParseJsonBody("[1,2,3,4,5,6,7,8,9,10,11]", limits);
+  EXPECT_EQ(many.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(many.status().message()), HasSubstr("--http_max_json_elements"));
+  EXPECT_EQ(ParseJsonBody("[[[[1]]]]", limits).status().code(),
+            absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(ParseJsonBody("[[[1]", limits).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ParseJsonBody("\"\xff\"", limits).status().code(), absl::StatusCode::kInvalidArgument);
+  // Parsing a request body goes through the limits.
+  EXPECT_EQ(ParseCompletionRequest(R"({"model": "m", "prompt": [1,2,3,4,5,6,7,8,9,10]})", limits)
+                .status()
+                .code(),
+            absl::StatusCode::kResourceExhausted);
+}
+
+TEST(EstimateResponseBytesTest, GrowsWithPromptsEchoAndLogprobs) {
+  CompletionRequest request;
+  request.max_tokens = 0;
+  request.echo = true;
+  request.logprobs = 100;
+  const std::vector<int64_t> prompts(384, 256);
+  // lm-eval's largest shape times 100 alternatives: the 1 MB body of issue 29 whose answer
+  // was 244 MB; the estimate is a lower bound.
+  const int64_t amplified = EstimateResponseBytes(request, prompts);
+  EXPECT_GT(amplified, int64_t{64} << 20);
+  EXPECT_LT(amplified, int64_t{244} << 20);
+  request.logprobs = 1;  // lm-eval's own payload stays far below the default cap
+  EXPECT_LT(EstimateResponseBytes(request, prompts), int64_t{8} << 20);
+  request.echo = false;
+  request.logprobs.reset();
+  request.max_tokens = 16;
+  EXPECT_LT(EstimateResponseBytes(request, prompts), int64_t{1} << 20);
 }
 
 }  // namespace

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "client/client.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "gmock/gmock.h"
@@ -297,6 +298,60 @@ TEST_F(OpenAiHttpTest, RemoteTokenizerGivesLmEvalTheServersEncoding) {
   bad = server_->Send("POST", "/detokenize", R"({"tokens": [1, 100000]})");
   EXPECT_EQ(bad.status, 400);
   EXPECT_THAT(bad.body["error"]["message"].get<std::string>(), HasSubstr("outside the vocabulary"));
+}
+
+TEST_F(OpenAiHttpTest, AKeptAliveConnectionAnswersTokenizeWithoutNagleDelay) {
+  // lm-eval's remote tokenizer calls /tokenize once per request on one requests.Session
+  // (urllib3 sets TCP_NODELAY on its side). A server that leaves Nagle on sends its
+  // headers and body in two segments and the second waits for the client's delayed ACK:
+  // about 40 ms a call (issue 30).
+  httplib::Client session("127.0.0.1", server_->http_port);
+  session.set_keep_alive(true);
+  session.set_tcp_nodelay(true);
+  std::vector<double> ms;
+  for (int i = 0; i < 51; ++i) {
+    const absl::Time start = absl::Now();
+    httplib::Result r =
+        session.Post("/tokenize", R"({"prompt": "Once upon a time"})", "application/json");
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << r->body;
+    if (i > 0) ms.push_back(absl::ToDoubleMilliseconds(absl::Now() - start));  // 0 connects
+  }
+  std::sort(ms.begin(), ms.end());
+  EXPECT_LT(ms[ms.size() / 2], 5.0) << "median of 50 kept-alive /tokenize calls";
+}
+
+TEST_F(OpenAiHttpTest, AGreedyOneTokenCompletionTakesItsTokenFromTheScoringPass) {
+  // lm-eval's loglikelihood payload (temperature 0, max_tokens 1, logprobs, echo) is
+  // answered without a generation: the token is the argmax the scoring pass computes
+  // after the prompt. It must be the token, text, log-probabilities and finish reason the
+  // generation path gives; a stop string that never matches sends the same request
+  // through that path.
+  Json prompts = Json::array();
+  for (const char* text : {"Once upon a time", "The cat sat on the", "Lily liked to",
+                           "One day, Tim went to the park with his mom. He saw a big"}) {
+    prompts.push_back(tasks::EncodeLmEvalText(*tokenizer_, text, /*add_bos=*/false).value());
+  }
+  for (const bool echo : {true, false}) {
+    SCOPED_TRACE(echo);
+    Json payload = {{"model", "hgrn2"}, {"prompt", prompts}, {"temperature", 0},
+                    {"max_tokens", 1},  {"logprobs", 3},     {"echo", echo}};
+    HttpReply fused = server_->Complete(payload);
+    payload["stop"] = Json::array({"\u0001never"});
+    HttpReply generated = server_->Complete(payload);
+    ASSERT_EQ(fused.status, 200) << fused.body;
+    ASSERT_EQ(generated.status, 200) << generated.body;
+    ASSERT_EQ(fused.body["choices"].size(), prompts.size());
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      SCOPED_TRACE(i);
+      const Json& a = fused.body["choices"][i];
+      const Json& b = generated.body["choices"][i];
+      EXPECT_EQ(a["text"], b["text"]);
+      EXPECT_EQ(a["finish_reason"], b["finish_reason"]);
+      EXPECT_EQ(a["logprobs"], b["logprobs"]);
+    }
+    EXPECT_EQ(fused.body["usage"], generated.body["usage"]);
+  }
 }
 
 TEST_F(OpenAiHttpTest, RollingWindowsEqualTheGrpcPathBitForBit) {

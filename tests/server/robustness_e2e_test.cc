@@ -339,6 +339,77 @@ TEST(ModelLoadTest, AFailedLoadIsKeptUntilTheFilesChange) {
 
 // --help lists every flag of the binary (hgeval-server and hgeval-niah used to print "No
 // flags matched": absl only lists flags from files named after the binary).
+// Two servers on one port used to both start (SO_REUSEPORT on gRPC and HTTP) and split
+// the connections between them; the second now refuses to start and says why.
+TEST(ExclusivePortTest, ASecondServerOnATakenPortRefusesToStart) {
+  const std::string dir = testing::MakeTempDir("exclusive-port");
+  ServerProcess first;
+  std::vector<std::string> args = GoldenArgs(dir);
+  args.insert(args.end(), {"--http_listen=127.0.0.1:0", "--http_port_file=" + dir + "/http-port"});
+  ASSERT_TRUE(first.Start(dir, args).ok());
+  std::string http_port;
+  std::ifstream(dir + "/http-port") >> http_port;
+  ASSERT_FALSE(http_port.empty());
+
+  const std::string grpc_dir = testing::MakeTempDir("exclusive-port-grpc");
+  ServerProcess grpc_twin;
+  absl::Status grpc_taken =
+      grpc_twin.Start(grpc_dir, GoldenArgs(grpc_dir), absl::Seconds(30), first.address());
+  EXPECT_FALSE(grpc_taken.ok());
+  EXPECT_THAT(std::string(grpc_taken.message()), HasSubstr("the port is in use"));
+
+  const std::string http_dir = testing::MakeTempDir("exclusive-port-http");
+  ServerProcess http_twin;
+  args = GoldenArgs(http_dir);
+  args.push_back("--http_listen=127.0.0.1:" + http_port);
+  absl::Status http_taken = http_twin.Start(http_dir, args);
+  EXPECT_FALSE(http_taken.ok());
+  EXPECT_THAT(std::string(http_taken.message()), HasSubstr("Address already in use"));
+  EXPECT_TRUE(first.running());
+  first.Stop(SIGTERM);
+}
+
+// Ten identical SubmitJob calls with --job_workers=4 used to make ten jobs, four of them
+// computing the same requests at once (compute count 4): they now share one job, and no
+// request is computed twice.
+TEST(JobDedupTest, IdenticalSubmissionsShareOneComputation) {
+  const std::string dir = testing::MakeTempDir("job-dedup");
+  ServerProcess server;
+  std::vector<std::string> args = GoldenArgs(dir);
+  args.insert(args.end(), {"--job_workers=4", "--data_dir=" + SourcePath("data")});
+  ASSERT_TRUE(server.Start(dir, args).ok());
+  auto client = Connect(server);
+  v1::SubmitJobRequest request;
+  request.set_model("hgrn2");
+  request.add_tasks("arc_easy");
+  request.set_limit(25);
+  std::vector<std::string> ids(10);
+  std::vector<std::thread> submitters;
+  for (int i = 0; i < 10; ++i) {
+    submitters.emplace_back([&, i] {
+      absl::StatusOr<std::string> id = testing::ConnectClient(server.address())->SubmitJob(request);
+      ids[i] = id.ok() ? *id : "";
+    });
+  }
+  for (std::thread& t : submitters) t.join();
+  for (const std::string& id : ids) EXPECT_EQ(id, ids[0]);
+  absl::StatusOr<v1::Job> job = client->WatchJob(ids[0], nullptr);
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_EQ(job->state(), v1::JOB_STATE_SUCCEEDED) << job->error();
+  // Finished: the same spec again is a new job (answered from the store).
+  absl::StatusOr<std::string> again = client->SubmitJob(request);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_NE(*again, ids[0]);
+  ASSERT_TRUE(client->WatchJob(*again, nullptr).ok());
+  server.Stop(SIGTERM);
+  auto store = server::ResultStore::Open(dir + "/store.sqlite");
+  ASSERT_TRUE(store.ok()) << store.status();
+  absl::StatusOr<server::StoreStats> stats = (*store)->Stats();
+  ASSERT_TRUE(stats.ok()) << stats.status();
+  EXPECT_GT(stats->results, 0);
+  EXPECT_EQ(stats->max_compute_count, 1) << "a request was computed more than once";
+}
+
 TEST(HelpTest, ServerAndNiahHelpListTheirFlags) {
   const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
       {testing::ServerBinary(),

@@ -1,0 +1,313 @@
+// lm-evaluation-harness's traffic over hgeval-server's HTTP door beside `hgeval run` on
+// the same tasks (issue 30): one fresh server each (so that neither route finds the
+// other's results in the store), the bundled stories260K model on the CPU.
+//   http  — what lm-eval's `local-completions` with `tokenizer_backend=remote` sends: per
+//           request two POST /tokenize calls on one kept-alive session (context and
+//           context+continuation, after lm-eval's trailing-space move), then batched
+//           POST /v1/completions over token ids with echo=true, logprobs=1, max_tokens=1,
+//           spread over --num_concurrent kept-alive connections.
+//   job   — `hgeval run --model M --tasks ... --limit N --bos=none` (one gRPC job).
+// Prints JSON with the wall times, their ratio, the per-task accuracies of both routes
+// and the servers' peak RSS. Exit status 1 when a route fails or the accuracies differ.
+//   http_lm_eval_bench [--tasks=piqa,arc_easy,hellaswag] [--limit=50] [--batch_size=16]
+//                      [--num_concurrent=4] [--repeats=3]
+#include <httplib.h>
+#include <signal.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
+#include "client/client.h"
+#include "nlohmann/json.hpp"
+#include "tasks/evaluator.h"
+#include "tasks/language_model.h"
+#include "tasks/lm_eval_requests.h"
+#include "tests/server/server_process.h"
+#include "tests/support/paths.h"
+
+ABSL_FLAG(std::vector<std::string>, tasks,
+          std::vector<std::string>({"piqa", "arc_easy", "hellaswag"}), "Tasks to run.");
+ABSL_FLAG(int, limit, 50, "Docs per task.");
+ABSL_FLAG(int, batch_size, 16, "Prompts per /v1/completions call (lm-eval's batch_size).");
+ABSL_FLAG(int, num_concurrent, 4, "Completions calls in flight (lm-eval's num_concurrent).");
+ABSL_FLAG(int, max_tokens, 1, "max_tokens of the scoring calls (lm-eval sends 1 and drops it).");
+ABSL_FLAG(int, repeats, 3, "Runs of each route on its server; the best wall time is kept.");
+
+namespace hgeval {
+namespace {
+
+using Json = nlohmann::json;
+
+constexpr char kModel[] = "stories";
+
+// An lm-eval API model: the remote tokenizer and the completions endpoint.
+class HttpLmEvalModel : public tasks::LanguageModel {
+ public:
+  HttpLmEvalModel(int port, int batch_size, int num_concurrent)
+      : port_(port), batch_size_(batch_size), num_concurrent_(num_concurrent) {}
+
+  absl::StatusOr<std::vector<tasks::LoglikelihoodResult>> Loglikelihood(
+      absl::Span<const tasks::LoglikelihoodRequest> requests, const tasks::CallOptions&) override {
+    // lm-eval tokenizes every request first, on the main thread's session.
+    const absl::Time tokenize_start = absl::Now();
+    std::unique_ptr<httplib::Client> session = NewClient();
+    std::vector<std::vector<int32_t>> inputs(requests.size());
+    std::vector<int> ctxlens(requests.size());
+    for (size_t i = 0; i < requests.size(); ++i) {
+      std::string context = requests[i].context, continuation = requests[i].continuation;
+      const size_t spaces = tasks::TrailingPythonWhitespaceBytes(context);
+      continuation = context.substr(context.size() - spaces) + continuation;
+      context.resize(context.size() - spaces);
+      absl::StatusOr<std::vector<int32_t>> whole = Tokenize(*session, context + continuation);
+      if (!whole.ok()) return whole.status();
+      absl::StatusOr<std::vector<int32_t>> context_ids = Tokenize(*session, context);
+      if (!context_ids.ok()) return context_ids.status();
+      if (context_ids->empty()) return absl::UnimplementedError("empty contexts");
+      inputs[i] = *whole;
+      ctxlens[i] = static_cast<int>(context_ids->size());
+    }
+    tokenize_seconds_ += absl::ToDoubleSeconds(absl::Now() - tokenize_start);
+    // Batched completions, num_concurrent in flight.
+    const absl::Time completions_start = absl::Now();
+    std::vector<tasks::LoglikelihoodResult> results(requests.size());
+    const size_t batches = (requests.size() + batch_size_ - 1) / batch_size_;
+    std::atomic<size_t> next{0};
+    std::mutex failure_mutex;
+    absl::Status failure;
+    auto worker = [&] {
+      std::unique_ptr<httplib::Client> connection = NewClient();
+      for (size_t b = next++; b < batches; b = next++) {
+        const size_t begin = b * batch_size_;
+        const size_t end = std::min(requests.size(), begin + batch_size_);
+        Json prompts = Json::array();
+        for (size_t i = begin; i < end; ++i) prompts.push_back(inputs[i]);
+        const Json payload = {{"model", kModel},  {"prompt", prompts},
+                              {"temperature", 0}, {"max_tokens", absl::GetFlag(FLAGS_max_tokens)},
+                              {"logprobs", 1},    {"seed", 1234},
+                              {"echo", true}};
+        absl::StatusOr<Json> reply = Post(*connection, "/v1/completions", payload);
+        if (!reply.ok()) {
+          std::lock_guard<std::mutex> lock(failure_mutex);
+          failure = reply.status();
+          return;
+        }
+        // LocalCompletionsAPI.parse_logprobs: sum(token_logprobs[ctxlen:-1]) and greedy.
+        for (const Json& choice : (*reply)["choices"]) {
+          const size_t i = begin + choice["index"].get<size_t>();
+          const Json& logprobs = choice["logprobs"];
+          const size_t last = logprobs["token_logprobs"].size() - 1;
+          tasks::LoglikelihoodResult& result = results[i];
+          result.is_greedy = true;
+          for (size_t k = static_cast<size_t>(ctxlens[i]); k < last; ++k) {
+            const double lp = logprobs["token_logprobs"][k].get<double>();
+            result.logprob += lp;
+            double best = -1e300;
+            for (const auto& [piece, value] : logprobs["top_logprobs"][k].items()) {
+              best = std::max(best, value.get<double>());
+            }
+            result.is_greedy = result.is_greedy && lp == best;
+            ++result.n_tokens;
+          }
+        }
+      }
+    };
+    std::vector<std::thread> workers;
+    for (int t = 0; t < num_concurrent_; ++t) workers.emplace_back(worker);
+    for (std::thread& t : workers) t.join();
+    completions_seconds_ += absl::ToDoubleSeconds(absl::Now() - completions_start);
+    if (!failure.ok()) return failure;
+    return results;
+  }
+
+  absl::StatusOr<std::vector<tasks::RollingResult>> LoglikelihoodRolling(
+      absl::Span<const tasks::RollingRequest>, const tasks::CallOptions&) override {
+    return absl::UnimplementedError("this benchmark runs loglikelihood tasks only");
+  }
+  absl::StatusOr<std::vector<tasks::GenerateUntilResult>> GenerateUntil(
+      absl::Span<const tasks::GenerateUntilRequest>, const tasks::CallOptions&) override {
+    return absl::UnimplementedError("this benchmark runs loglikelihood tasks only");
+  }
+  tasks::LanguageModelInfo info() const override {
+    tasks::LanguageModelInfo info;
+    info.model = kModel;
+    info.bos_regime = "none";
+    return info;
+  }
+
+  int64_t http_calls() const { return calls_; }
+  double tokenize_seconds() const { return tokenize_seconds_; }
+  double completions_seconds() const { return completions_seconds_; }
+
+ private:
+  // urllib3 and aiohttp (lm-eval's clients) set TCP_NODELAY on their sockets.
+  std::unique_ptr<httplib::Client> NewClient() const {
+    auto client = std::make_unique<httplib::Client>("127.0.0.1", port_);
+    client->set_keep_alive(true);
+    client->set_tcp_nodelay(true);
+    client->set_read_timeout(600, 0);
+    return client;
+  }
+
+  absl::StatusOr<Json> Post(httplib::Client& client, const std::string& path, const Json& payload) {
+    ++calls_;
+    httplib::Result result = client.Post(path, payload.dump(), "application/json");
+    if (!result) return absl::UnavailableError(absl::StrCat(path, ": no answer"));
+    if (result->status != 200) {
+      return absl::InternalError(absl::StrCat(path, ": HTTP ", result->status, " ", result->body));
+    }
+    return Json::parse(result->body);
+  }
+
+  absl::StatusOr<std::vector<int32_t>> Tokenize(httplib::Client& session, const std::string& text) {
+    absl::StatusOr<Json> reply =
+        Post(session, "/tokenize", {{"prompt", text}, {"add_special_tokens", false}});
+    if (!reply.ok()) return reply.status();
+    return (*reply)["tokens"].get<std::vector<int32_t>>();
+  }
+
+  const int port_;
+  const int batch_size_;
+  const int num_concurrent_;
+  std::atomic<int64_t> calls_{0};
+  double tokenize_seconds_ = 0, completions_seconds_ = 0;
+};
+
+struct Server {
+  testing::ServerProcess process;
+  int http_port = 0;
+};
+
+absl::Status StartServer(const std::string& tag, Server* server) {
+  const std::string dir = testing::MakeTempDir(tag);
+  const std::string model_dir = testing::SourcePath("data/models/stories260K");
+  if (absl::Status s = server->process.Start(
+          dir, {absl::StrCat("--model=", kModel, "=", model_dir, "/stories260K.bin"),
+                "--tokenizer=" + model_dir + "/tok512.bin", "--store=:memory:", "--preload=all",
+                "--log=false", "--shutdown_grace_ms=0", "--http_listen=127.0.0.1:0",
+                "--http_port_file=" + dir + "/http-port"});
+      !s.ok()) {
+    return s;
+  }
+  std::ifstream(dir + "/http-port") >> server->http_port;
+  return testing::ConnectClient(server->process.address())->WaitServing(absl::Seconds(60));
+}
+
+// task -> acc of a results JSON.
+Json Accuracies(const Json& results, const std::vector<std::string>& task_names) {
+  Json out = Json::object();
+  for (const std::string& name : task_names) out[name] = results["results"][name]["acc,none"];
+  return out;
+}
+
+int Main() {
+  const std::vector<std::string> task_names = absl::GetFlag(FLAGS_tasks);
+  const int limit = absl::GetFlag(FLAGS_limit);
+  const int repeats = std::max(1, absl::GetFlag(FLAGS_repeats));
+
+  // Route 1: hgeval run, a fresh server, best of `repeats` (each later run on the same
+  // server reuses nothing: jobs are recomputed unless cached, so each gets its own server).
+  double job_seconds = 1e300;
+  Json job_acc;
+  int64_t job_peak_rss = 0;
+  for (int r = 0; r < repeats; ++r) {
+    Server server;
+    if (absl::Status s = StartServer("http-lm-eval-bench-job", &server); !s.ok()) {
+      std::fprintf(stderr, "job server: %s\n", s.ToString().c_str());
+      return 1;
+    }
+    const std::string output = testing::MakeTempDir("http-lm-eval-bench-out") + "/results.json";
+    std::string out;
+    const absl::Time start = absl::Now();
+    const int rc = testing::RunCommand(
+        {testing::ClientBinary(), "run", "--server=" + server.process.address(),
+         absl::StrCat("--model=", kModel), "--tasks=" + absl::StrJoin(task_names, ","),
+         absl::StrCat("--limit=", limit), "--bos=none", "--output=" + output},
+        &out);
+    job_seconds = std::min(job_seconds, absl::ToDoubleSeconds(absl::Now() - start));
+    if (rc != 0) {
+      std::fprintf(stderr, "hgeval run failed (%d): %s\n", rc, out.c_str());
+      return 1;
+    }
+    std::ifstream in(output);
+    job_acc = Accuracies(Json::parse(in), task_names);
+    job_peak_rss = std::max(job_peak_rss, server.process.PeakRssKib());
+    server.process.Stop(SIGTERM);
+  }
+
+  // Route 2: lm-eval's HTTP traffic.
+  double http_seconds = 1e300;
+  Json http_acc;
+  int64_t http_calls = 0, http_peak_rss = 0;
+  double tokenize_seconds = 0, completions_seconds = 0;
+  for (int r = 0; r < repeats; ++r) {
+    Server server;
+    if (absl::Status s = StartServer("http-lm-eval-bench-http", &server); !s.ok()) {
+      std::fprintf(stderr, "http server: %s\n", s.ToString().c_str());
+      return 1;
+    }
+    HttpLmEvalModel model(server.http_port, absl::GetFlag(FLAGS_batch_size),
+                          absl::GetFlag(FLAGS_num_concurrent));
+    tasks::EvaluatorOptions options;
+    options.limit = limit;
+    options.data_dir = testing::SourcePath("data");
+    options.bootstrap_iters = 0;
+    const absl::Time start = absl::Now();
+    absl::StatusOr<tasks::EvaluationReport> report = tasks::RunTasks(model, task_names, options);
+    const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
+    if (seconds < http_seconds) {
+      http_seconds = seconds;
+      tokenize_seconds = model.tokenize_seconds();
+      completions_seconds = model.completions_seconds();
+    }
+    if (!report.ok()) {
+      std::fprintf(stderr, "http route: %s\n", report.status().ToString().c_str());
+      return 1;
+    }
+    http_acc = Accuracies(tasks::ResultsJson(*report), task_names);
+    http_calls = model.http_calls();
+    http_peak_rss = std::max(http_peak_rss, server.process.PeakRssKib());
+    server.process.Stop(SIGTERM);
+  }
+
+  const double ratio = http_seconds / job_seconds;
+  const Json out = {{"benchmark", "http_lm_eval"},
+                    {"model", "data/models/stories260K (stories260K.bin, tok512.bin)"},
+                    {"tasks", task_names},
+                    {"limit", limit},
+                    {"batch_size", absl::GetFlag(FLAGS_batch_size)},
+                    {"num_concurrent", absl::GetFlag(FLAGS_num_concurrent)},
+                    {"repeats_best_of", repeats},
+                    {"hgeval_run_seconds", job_seconds},
+                    {"http_lm_eval_seconds", http_seconds},
+                    {"http_over_run", ratio},
+                    {"http_tokenize_seconds", tokenize_seconds},
+                    {"http_completions_seconds", completions_seconds},
+                    {"http_calls_per_run", http_calls},
+                    {"acc_hgeval_run", job_acc},
+                    {"acc_http", http_acc},
+                    {"server_peak_rss_kib", {{"run", job_peak_rss}, {"http", http_peak_rss}}},
+                    {"hardware_threads", std::thread::hardware_concurrency()}};
+  std::printf("%s\n", out.dump(2).c_str());
+  return job_acc == http_acc ? 0 : 1;
+}
+
+}  // namespace
+}  // namespace hgeval
+
+int main(int argc, char** argv) {
+  absl::ParseCommandLine(argc, argv);
+  return hgeval::Main();
+}
