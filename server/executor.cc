@@ -35,9 +35,9 @@ absl::Status WaitDone(absl::Mutex& mu, const bool& done, const CallControl& cont
 
 namespace {
 
-// The scheduler's scorer: one ScoreWork, packed with every other caller's work.
-absl::Status ScoreOnScheduler(LoadedModel& model, const std::vector<TokenPair>& pairs, int top_k,
-                              const CallControl& control, std::vector<ScoreResult>* results) {
+// The scheduler's work for `pairs`.
+std::shared_ptr<ScoreWork> MakeScoreWork(const std::vector<TokenPair>& pairs, int top_k,
+                                         const CallControl& control) {
   auto work = std::make_shared<ScoreWork>();
   work->deadline = control.deadline;
   work->requests.reserve(pairs.size());
@@ -48,6 +48,13 @@ absl::Status ScoreOnScheduler(LoadedModel& model, const std::vector<TokenPair>& 
     r.top_k = top_k;
     work->requests.push_back(std::move(r));
   }
+  return work;
+}
+
+// The scheduler's scorer: one ScoreWork, packed with every other caller's work.
+absl::Status ScoreOnScheduler(LoadedModel& model, const std::vector<TokenPair>& pairs, int top_k,
+                              const CallControl& control, std::vector<ScoreResult>* results) {
+  std::shared_ptr<ScoreWork> work = MakeScoreWork(pairs, top_k, control);
   if (absl::Status s = SubmitAndWait(*model.scheduler, work, control); !s.ok()) return s;
   absl::MutexLock lock(&work->mu);
   if (!work->status.ok()) return work->status;
@@ -61,16 +68,8 @@ absl::Status ScoreWithReuseOnScheduler(LoadedModel& model, const std::vector<Tok
                                        const CallControl& control,
                                        std::vector<ScoreResult>* results,
                                        const FinishedPairs& finished, int64_t* tokens_fed) {
-  auto work = std::make_shared<ScoreWork>();
+  std::shared_ptr<ScoreWork> work = MakeScoreWork(pairs, /*top_k=*/0, control);
   work->context_reuse = true;
-  work->deadline = control.deadline;
-  work->requests.reserve(pairs.size());
-  for (const TokenPair& pair : pairs) {
-    ScoreRequest r;
-    r.context = pair.context;
-    r.continuation = pair.continuation;
-    work->requests.push_back(std::move(r));
-  }
   results->resize(pairs.size());
   work->finished = [results, &finished](absl::Span<const size_t> done,
                                         absl::Span<const ScoreResult> scored) -> absl::Status {

@@ -56,8 +56,8 @@ absl::Status ModelScheduler::Submit(std::shared_ptr<ScoreWork> work) {
   const int64_t n = static_cast<int64_t>(work->requests.size());
   if (queued_requests_ > 0 && queued_requests_ + n > options_.max_queued_requests) {
     return QueueFull(absl::StrCat("model '", name_, "' has ", queued_requests_,
-                                  " scoring requests queued (limit ",
-                                  options_.max_queued_requests, "); retry later"));
+                                  " scoring requests queued (limit ", options_.max_queued_requests,
+                                  "); retry later"));
   }
   queued_requests_ += n;
   score_queue_.push_back(std::move(work));

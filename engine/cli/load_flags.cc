@@ -44,9 +44,9 @@ absl::StatusOr<LoadOptions> LoadOptionsFromFlags() {
   options.host_memory = absl::GetFlag(FLAGS_host_memory);
   // The forms are checked here, before any model loads (fractions need the memory's size,
   // which BuildModel reads).
-  for (const auto& [flag, value] : {std::pair<const char*, std::string>{"--device_memory",
-                                                                         options.device_memory},
-                                    {"--host_memory", options.host_memory}}) {
+  for (const auto& [flag, value] :
+       {std::pair<const char*, std::string>{"--device_memory", options.device_memory},
+        {"--host_memory", options.host_memory}}) {
     if (absl::Status s = ParseMemorySize(value, size_t{1} << 40).status(); !s.ok()) {
       return absl::InvalidArgumentError(absl::StrCat(flag, ": ", s.message()));
     }

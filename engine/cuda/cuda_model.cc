@@ -210,8 +210,8 @@ absl::Status CudaModel::EnqueueLayers(int rows, int num_seqs, bool decode, int f
     }
   }
   if (end_layer == L_) {
-    HG_LAUNCH(AddRmsNorm(h_.as<float>(), delta_.as<float>(), final_norm_.as<float>(), eps, rows,
-                         d, x_.get(), act_, s));
+    HG_LAUNCH(AddRmsNorm(h_.as<float>(), delta_.as<float>(), final_norm_.as<float>(), eps, rows, d,
+                         x_.get(), act_, s));
   }
   return absl::OkStatus();
 }
@@ -336,8 +336,7 @@ absl::Status CudaModel::RunPack(absl::Span<const ForwardItem> items,
       host.caps[q] = span->kv_cap;
     } else {
       // The state read: the item's own, or its read-only start (then nothing is kept).
-      const auto* st =
-          static_cast<const CudaSequenceState*>(item.state ? item.state : item.start);
+      const auto* st = static_cast<const CudaSequenceState*>(item.state ? item.state : item.start);
       pos0 = st->position_;
       host.state_ptrs[q] = st->recurrent_.as<float>();
       host.out_ptrs[q] = item.state != nullptr ? st->recurrent_.as<float>() : nullptr;
@@ -397,7 +396,8 @@ absl::Status CudaModel::RunPack(absl::Span<const ForwardItem> items,
     // The segment's residual stream after the layers before (one segment per pack here).
     const size_t bytes = static_cast<size_t>(rows) * D_ * sizeof(float);
     const size_t at = static_cast<size_t>(segments[0].offset) * D_;
-    HG_CUDA_RETURN(cudaMemcpyAsync(h_.get(), span->hidden + at, bytes, cudaMemcpyDeviceToDevice, s));
+    HG_CUDA_RETURN(
+        cudaMemcpyAsync(h_.get(), span->hidden + at, bytes, cudaMemcpyDeviceToDevice, s));
     HG_CUDA_RETURN(
         cudaMemcpyAsync(delta_.get(), span->delta + at, bytes, cudaMemcpyDeviceToDevice, s));
   }
@@ -405,7 +405,8 @@ absl::Status CudaModel::RunPack(absl::Span<const ForwardItem> items,
   if (end_layer < L_) {
     const size_t bytes = static_cast<size_t>(rows) * D_ * sizeof(float);
     const size_t at = static_cast<size_t>(segments[0].offset) * D_;
-    HG_CUDA_RETURN(cudaMemcpyAsync(span->hidden + at, h_.get(), bytes, cudaMemcpyDeviceToDevice, s));
+    HG_CUDA_RETURN(
+        cudaMemcpyAsync(span->hidden + at, h_.get(), bytes, cudaMemcpyDeviceToDevice, s));
     HG_CUDA_RETURN(
         cudaMemcpyAsync(span->delta + at, delta_.get(), bytes, cudaMemcpyDeviceToDevice, s));
     // The next layer reads this pack's tables no more: wait before they are rewritten.
@@ -507,8 +508,8 @@ absl::Status CudaModel::RunLayerMajor(absl::Span<const ForwardItem> items,
   span.kv_cap = KvCapacityFor(T);
   HG_ASSIGN_OR_RETURN(DeviceBuffer streams,
                       DeviceBuffer::Make(ctx_->pool(), 2 * T * D_ * sizeof(float)));
-  HG_ASSIGN_OR_RETURN(DeviceBuffer kv, DeviceBuffer::Make(ctx_->pool(), 2 * span.kv_cap *
-                                                                            layout_.kv_row_bytes));
+  HG_ASSIGN_OR_RETURN(DeviceBuffer kv,
+                      DeviceBuffer::Make(ctx_->pool(), 2 * span.kv_cap * layout_.kv_row_bytes));
   span.hidden = streams.as<float>();
   span.delta = streams.as<float>() + T * D_;
   span.kv_layer = kv.get();

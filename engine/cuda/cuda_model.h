@@ -66,8 +66,8 @@ struct PackSegment {
 // layer's keys and values in buffers of the pass.
 struct LayerSpan {
   int first_layer = 0;
-  float* hidden = nullptr;  // [T, D]
-  float* delta = nullptr;   // [T, D]
+  float* hidden = nullptr;   // [T, D]
+  float* delta = nullptr;    // [T, D]
   void* kv_layer = nullptr;  // [2][kv_cap][Hkv][hd]
   int64_t kv_cap = 0;
 };
@@ -150,8 +150,8 @@ class CudaModel : public Model {
   // Fresh-start items of a KV-cache family longer than one pack run layer-major.
   bool RunsLayerMajor(const ForwardItem& item) const;
   int64_t LayerMajorBytes(int64_t tokens) const;
-  absl::Status RunLayerMajor(absl::Span<const ForwardItem> items,
-                             absl::Span<ForwardOutput> outputs, size_t index);
+  absl::Status RunLayerMajor(absl::Span<const ForwardItem> items, absl::Span<ForwardOutput> outputs,
+                             size_t index);
   absl::Status RunDecodeGroup(absl::Span<const ForwardItem* const> items,
                               absl::Span<ForwardOutput* const> outs);
   // Enqueues the whole decode step over kDecodeRows rows (inputs already on the device).

@@ -132,12 +132,11 @@ absl::StatusOr<void*> DevicePool::Allocate(size_t bytes) {
   if (err != cudaSuccess) {
     cudaGetLastError();
     budget_->Release(size);
-    return absl::ResourceExhaustedError(absl::StrCat("cudaMalloc of ", FormatBytes(size),
-                                                     " failed: ", cudaGetErrorString(err),
-                                                     " (the GPU holds memory the budget of ",
-                                                     FormatBytes(budget_->limit()),
-                                                     " does not account; a smaller "
-                                                     "--device_memory leaves room for it)"));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("cudaMalloc of ", FormatBytes(size), " failed: ", cudaGetErrorString(err),
+                     " (the GPU holds memory the budget of ", FormatBytes(budget_->limit()),
+                     " does not account; a smaller "
+                     "--device_memory leaves room for it)"));
   }
   std::lock_guard<std::mutex> lock(mu_);
   live_[ptr] = size;

@@ -50,8 +50,8 @@ absl::Status ValidateForwardItems(absl::Span<const ForwardItem> items, size_t nu
       const int64_t end = consumed + static_cast<int64_t>(item.tokens.size());
       if (end > max_context) {
         return absl::InvalidArgumentError(absl::StrCat(
-            "item ", i, ": ", consumed, " consumed + ", item.tokens.size(),
-            " new tokens = ", end, " exceeds the model's maximum context of ", max_context,
+            "item ", i, ": ", consumed, " consumed + ", item.tokens.size(), " new tokens = ", end,
+            " exceeds the model's maximum context of ", max_context,
             " tokens (LoadOptions::max_context; default max_position_embeddings)"));
       }
     }

@@ -56,7 +56,7 @@ int32_t Sampler::Sample(absl::Span<const float> logprobs) {
 
 struct DecodeBatch::Live {
   std::unique_ptr<SequenceState> state;  // null until the sequence starts
-  std::vector<int32_t> feed;  // tokens to feed at the next step
+  std::vector<int32_t> feed;             // tokens to feed at the next step
   Sampler sampler;
   GenerateRequest request;
   GenerateResult result;
@@ -94,13 +94,14 @@ bool DecodeBatch::Fits(const Live& newcomer) const {
 
 absl::Status DecodeBatch::TooLarge(const Live& live) const {
   const MemoryBudget* budget = model_->memory_budget();
-  return absl::ResourceExhaustedError(absl::StrCat(
-      "a generation of ", live.request.prompt.size(), " prompt tokens and up to ",
-      live.request.max_new_tokens, " new ones needs ",
-      FormatBytes(FinalStateBytes(*model_, live.request)), " of ", budget->what(),
-      " for its state but the budget of ", FormatBytes(budget->limit()), " can give ",
-      FormatBytes(budget->obtainable() / 10 * 9), " (a larger --device_memory / --host_memory, "
-      "a shorter prompt or fewer new tokens fits)"));
+  return absl::ResourceExhaustedError(
+      absl::StrCat("a generation of ", live.request.prompt.size(), " prompt tokens and up to ",
+                   live.request.max_new_tokens, " new ones needs ",
+                   FormatBytes(FinalStateBytes(*model_, live.request)), " of ", budget->what(),
+                   " for its state but the budget of ", FormatBytes(budget->limit()), " can give ",
+                   FormatBytes(budget->obtainable() / 10 * 9),
+                   " (a larger --device_memory / --host_memory, "
+                   "a shorter prompt or fewer new tokens fits)"));
 }
 
 size_t DecodeBatch::running() const {
@@ -111,10 +112,9 @@ size_t DecodeBatch::running() const {
 
 absl::Status DecodeBatch::Start(Live& live) {
   // Room for the whole generation at once: the state never moves while it decodes.
-  HG_ASSIGN_OR_RETURN(live.state,
-                      StartStateFor(*model_, live.request.start,
-                                    static_cast<int64_t>(live.request.prompt.size()) +
-                                        live.request.max_new_tokens));
+  HG_ASSIGN_OR_RETURN(live.state, StartStateFor(*model_, live.request.start,
+                                                static_cast<int64_t>(live.request.prompt.size()) +
+                                                    live.request.max_new_tokens));
   return absl::OkStatus();
 }
 

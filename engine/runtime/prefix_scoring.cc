@@ -105,8 +105,7 @@ void BuildPrefixTree(absl::Span<const ScoreRequest> requests, std::vector<size_t
 // Runs run(first, last); when it fails for lack of memory over more than one item, runs
 // each half instead (an item's results do not depend on its batch).
 absl::Status RunShrinking(size_t first, size_t last,
-                          const std::function<absl::Status(size_t, size_t)>& run,
-                          int64_t* splits) {
+                          const std::function<absl::Status(size_t, size_t)>& run, int64_t* splits) {
   absl::Status status = run(first, last);
   if (status.ok() || !absl::IsResourceExhausted(status) || last - first < 2) return status;
   ++*splits;
@@ -363,8 +362,7 @@ absl::Status PrefixScorer::Impl::PrepareWave() {
   for (size_t i = 0; i < missing.size();) {
     size_t j = i;
     while (j < missing.size() && nodes_[missing[j]].level == nodes_[missing[i]].level) ++j;
-    HG_RETURN_IF_ERROR(
-        ComputeNodes(std::vector<int>(missing.begin() + i, missing.begin() + j)));
+    HG_RETURN_IF_ERROR(ComputeNodes(std::vector<int>(missing.begin() + i, missing.begin() + j)));
     i = j;
   }
   return absl::OkStatus();
@@ -387,8 +385,8 @@ absl::Status PrefixScorer::Impl::ComputeNodes(const std::vector<int>& level_node
         if (Cancelled()) return absl::CancelledError("scoring cancelled");
         {
           ScopedSeconds timer(&stats_.state_seconds);
-          absl::StatusOr<std::unique_ptr<SequenceState>> state = StartStateFor(
-              model_, node.parent < 0 ? nullptr : nodes_[node.parent].state.get(), t);
+          absl::StatusOr<std::unique_ptr<SequenceState>> state =
+              StartStateFor(model_, node.parent < 0 ? nullptr : nodes_[node.parent].state.get(), t);
           if (!state.ok()) {
             for (int v : ran) nodes_[v].state.reset();
             return state.status();

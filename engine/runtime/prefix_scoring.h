@@ -53,10 +53,10 @@ struct PrefixScoreOptions {
 };
 
 struct PrefixScoreStats {
-  int64_t tokens_fed = 0;     // every token fed, recomputed prefixes included
-  int64_t tokens_scored = 0;  // continuation tokens
-  double state_seconds = 0;   // creating, copying and dropping states
-  int64_t waves = 0;          // passes over the tree under the byte bound
+  int64_t tokens_fed = 0;         // every token fed, recomputed prefixes included
+  int64_t tokens_scored = 0;      // continuation tokens
+  double state_seconds = 0;       // creating, copying and dropping states
+  int64_t waves = 0;              // passes over the tree under the byte bound
   int64_t dropped_states = 0;     // prefix states dropped early to make room
   int64_t recomputed_states = 0;  // prefix states fed again after being dropped
   int64_t split_batches = 0;      // batches halved because they did not fit

@@ -38,8 +38,8 @@ absl::Status MemoryBudget::Reserve(size_t bytes, std::string_view purpose) {
   if (TryReserve(bytes)) return absl::OkStatus();
   std::lock_guard<std::mutex> lock(mu_);
   return absl::ResourceExhaustedError(absl::StrCat(
-      std::string(purpose), " needs ", FormatBytes(bytes), " of ", what_, " but ", FormatBytes(held_),
-      " of the budget of ", FormatBytes(limit_),
+      std::string(purpose), " needs ", FormatBytes(bytes), " of ", what_, " but ",
+      FormatBytes(held_), " of the budget of ", FormatBytes(limit_),
       " are held (a larger --device_memory / --host_memory, or a smaller request, fits)"));
 }
 
@@ -134,7 +134,8 @@ absl::StatusOr<size_t> ParseMemorySize(std::string_view text, size_t total) {
   double scale = 0;
   for (const Unit& u : kUnits) {
     const std::string suffix = u.suffix;
-    if (s.size() > suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0) {
+    if (s.size() > suffix.size() &&
+        s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0) {
       scale = u.scale;
       s.resize(s.size() - suffix.size());
       break;

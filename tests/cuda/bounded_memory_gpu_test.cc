@@ -19,60 +19,27 @@
 #include "gtest/gtest.h"
 #include "tests/cuda/cuda_test_util.h"
 #include "tests/support/scoped_budget_limit.h"
+#include "tests/support/score_checks.h"
 
 namespace hgeval {
 namespace {
 
+using testing::ExpectSameBits;
+
 std::vector<int32_t> RandomTokens(std::mt19937& rng, int64_t n, int64_t vocab) {
-  std::vector<int32_t> ids(static_cast<size_t>(n));
-  for (auto& id : ids) id = static_cast<int32_t>(rng() % static_cast<uint32_t>(vocab));
-  return ids;
+  return testing::RandomTokenIds(rng, n, vocab);
 }
 
-// Documents with shared preambles, several questions each with several choices.
-std::vector<ScoreRequest> SharedPrefixRequests(int64_t vocab) {
-  std::mt19937 rng(1126);
-  std::vector<ScoreRequest> requests;
-  for (int doc = 0; doc < 4; ++doc) {
-    const std::vector<int32_t> preamble = RandomTokens(rng, 40 + 31 * doc, vocab);
-    for (int question = 0; question < 3; ++question) {
-      std::vector<int32_t> context = preamble;
-      const std::vector<int32_t> tail = RandomTokens(rng, 2 + 7 * question, vocab);
-      context.insert(context.end(), tail.begin(), tail.end());
-      for (int choice = 0; choice < 4; ++choice) {
-        ScoreRequest r;
-        r.context = context;
-        r.continuation = RandomTokens(rng, 1 + choice, vocab);
-        requests.push_back(r);
-      }
-    }
-  }
-  return requests;
-}
-
-void ExpectSameBits(const std::vector<ScoreResult>& a, const std::vector<ScoreResult>& b) {
-  ASSERT_EQ(a.size(), b.size());
-  for (size_t i = 0; i < a.size(); ++i) {
-    SCOPED_TRACE("request " + std::to_string(i));
-    EXPECT_EQ(std::memcmp(&a[i].logprob, &b[i].logprob, sizeof(double)), 0)
-        << a[i].logprob << " vs " << b[i].logprob;
-    ASSERT_EQ(a[i].token_logprobs.size(), b[i].token_logprobs.size());
-    EXPECT_EQ(std::memcmp(a[i].token_logprobs.data(), b[i].token_logprobs.data(),
-                          a[i].token_logprobs.size() * sizeof(float)),
-              0);
-    EXPECT_EQ(a[i].greedy_tokens, b[i].greedy_tokens);
-  }
-}
-
-class BoundedMemoryGpuTest
-    : public ::testing::TestWithParam<std::tuple<std::string, std::string>> {};
+class BoundedMemoryGpuTest : public ::testing::TestWithParam<std::tuple<std::string, std::string>> {
+};
 
 TEST_P(BoundedMemoryGpuTest, TightBoundsGiveTheUnboundedBits) {
   if (!testing::HaveGpu()) GTEST_SKIP() << "no CUDA GPU visible";
   const auto& [family, dtype] = GetParam();
   auto model = testing::BuildGoldenCudaModel(family, dtype);
   ASSERT_TRUE(model.ok()) << model.status();
-  const std::vector<ScoreRequest> requests = SharedPrefixRequests((*model)->info().vocab_size);
+  const std::vector<ScoreRequest> requests =
+      testing::SharedPrefixRequests((*model)->info().vocab_size, 1126, 4, 40, 4);
 
   PrefixScoreOptions unbounded;
   unbounded.state_bytes = size_t{1} << 40;
@@ -154,10 +121,11 @@ TEST_P(LayerMajorGpuTest, FreshStartLongerThanAPackEqualsTheKeptCache) {
             0);
   EXPECT_EQ(kept->argmax, fresh->argmax);
   EXPECT_EQ(kept->last_logprobs, fresh->last_logprobs);
-  std::printf("llama %s, %lld tokens: extra device memory %.1f MiB keeping the cache, %.1f MiB "
-              "layer-major\n",
-              GetParam().c_str(), static_cast<long long>(kTokens), kept_peak / 1048576.0,
-              fresh_peak / 1048576.0);
+  std::printf(
+      "llama %s, %lld tokens: extra device memory %.1f MiB keeping the cache, %.1f MiB "
+      "layer-major\n",
+      GetParam().c_str(), static_cast<long long>(kTokens), kept_peak / 1048576.0,
+      fresh_peak / 1048576.0);
 }
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, LayerMajorGpuTest, ::testing::Values("fp32", "bf16"));

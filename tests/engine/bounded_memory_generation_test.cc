@@ -72,8 +72,8 @@ TEST(BoundedMemoryGeneration, SequenceLargerThanTheBudgetFailsAlone) {
     ASSERT_TRUE(id.ok()) << id.status();
     ids.push_back(*id);
   }
-  for (int step = 0; step < 100 && !(batch.finished(ids[0]) && batch.finished(ids[1]) &&
-                                     batch.finished(ids[2]));
+  for (int step = 0;
+       step < 100 && !(batch.finished(ids[0]) && batch.finished(ids[1]) && batch.finished(ids[2]));
        ++step) {
     absl::StatusOr<std::vector<int64_t>> stepped = batch.Step();
     ASSERT_TRUE(stepped.ok()) << stepped.status();

@@ -14,36 +14,23 @@
 #include "gtest/gtest.h"
 #include "tests/engine/engine_test_models.h"
 #include "tests/support/scoped_budget_limit.h"
+#include "tests/support/score_checks.h"
 
 namespace hgeval {
 namespace {
 
+using testing::ExpectSameBits;
+
 std::vector<int32_t> RandomTokens(std::mt19937& rng, int64_t n, int64_t vocab) {
-  std::vector<int32_t> ids(static_cast<size_t>(n));
-  for (auto& id : ids) id = static_cast<int32_t>(rng() % static_cast<uint32_t>(vocab));
-  return ids;
+  return testing::RandomTokenIds(rng, n, vocab);
 }
 
 // Documents whose contexts share long prefixes (a tree several levels deep), each context
 // with several choices, some requests repeated, and a few unrelated ones.
 std::vector<ScoreRequest> SharedPrefixRequests(int64_t vocab) {
-  std::mt19937 rng(20261126);
-  std::vector<ScoreRequest> requests;
-  for (int doc = 0; doc < 4; ++doc) {
-    const std::vector<int32_t> preamble = RandomTokens(rng, 30 + 17 * doc, vocab);
-    for (int question = 0; question < 3; ++question) {
-      std::vector<int32_t> context = preamble;
-      const std::vector<int32_t> tail = RandomTokens(rng, 3 + 5 * question, vocab);
-      context.insert(context.end(), tail.begin(), tail.end());
-      for (int choice = 0; choice < 3; ++choice) {
-        ScoreRequest r;
-        r.context = context;
-        r.continuation = RandomTokens(rng, 1 + choice, vocab);
-        requests.push_back(r);
-      }
-    }
-  }
+  std::vector<ScoreRequest> requests = testing::SharedPrefixRequests(vocab, 20261126, 4, 30, 3);
   requests.push_back(requests[5]);  // identical requests are scored once
+  std::mt19937 rng(11);
   for (int i = 0; i < 3; ++i) {
     ScoreRequest r;
     r.context = RandomTokens(rng, 1 + 9 * i, vocab);
@@ -51,21 +38,6 @@ std::vector<ScoreRequest> SharedPrefixRequests(int64_t vocab) {
     requests.push_back(r);
   }
   return requests;
-}
-
-void ExpectSameBits(const std::vector<ScoreResult>& a, const std::vector<ScoreResult>& b) {
-  ASSERT_EQ(a.size(), b.size());
-  for (size_t i = 0; i < a.size(); ++i) {
-    SCOPED_TRACE("request " + std::to_string(i));
-    EXPECT_EQ(std::memcmp(&a[i].logprob, &b[i].logprob, sizeof(double)), 0)
-        << a[i].logprob << " vs " << b[i].logprob;
-    EXPECT_EQ(a[i].is_greedy, b[i].is_greedy);
-    ASSERT_EQ(a[i].token_logprobs.size(), b[i].token_logprobs.size());
-    EXPECT_EQ(std::memcmp(a[i].token_logprobs.data(), b[i].token_logprobs.data(),
-                          a[i].token_logprobs.size() * sizeof(float)),
-              0);
-    EXPECT_EQ(a[i].greedy_tokens, b[i].greedy_tokens);
-  }
 }
 
 std::vector<std::string> BoundedScoringModels() {

@@ -45,8 +45,8 @@ TEST(MemoryBudgetE2eTest, RequestLargerThanTheBudgetIsRefusedAndTheServerKeepsSe
   ASSERT_TRUE(server
                   .Start(dir, {"--model=llama=" + SourcePath("tests/golden/llama"),
                                "--tokenizer=" + SourcePath("data/models/stories260K/tok512.bin"),
-                               "--store=" + dir + "/store.sqlite", "--threads=1",
-                               "--preload=all", absl::StrCat("--host_memory=", budget)})
+                               "--store=" + dir + "/store.sqlite", "--threads=1", "--preload=all",
+                               absl::StrCat("--host_memory=", budget)})
                   .ok());
   client::ClientOptions options;
   options.servers = {server.address()};
@@ -71,9 +71,10 @@ TEST(MemoryBudgetE2eTest, MalformedBudgetIsRefusedAtStart) {
   const std::string dir = testing::MakeTempDir("memory-budget-flag");
   ServerProcess server;
   const absl::Status started =
-      server.Start(dir, {"--model=llama=" + SourcePath("tests/golden/llama"),
-                         "--tokenizer=" + SourcePath("data/models/stories260K/tok512.bin"),
-                         "--store=" + dir + "/store.sqlite", "--host_memory=lots"},
+      server.Start(dir,
+                   {"--model=llama=" + SourcePath("tests/golden/llama"),
+                    "--tokenizer=" + SourcePath("data/models/stories260K/tok512.bin"),
+                    "--store=" + dir + "/store.sqlite", "--host_memory=lots"},
                    absl::Seconds(10));
   EXPECT_FALSE(started.ok());
   std::ifstream log(server.log_path());
