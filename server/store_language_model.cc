@@ -186,11 +186,19 @@ absl::StatusOr<std::vector<tasks::GenerateUntilResult>> StoreLanguageModel::Gene
     const size_t end = std::min(requests.size(), start + chunk);
     std::vector<StoreKey> keys;
     std::vector<std::shared_ptr<GenerateWork>> works(end - start);
+    // Long documents: their prompts are tokenized over the cores.
+    std::vector<absl::StatusOr<GenerateRequest>> made(end - start, absl::UnknownError("unset"));
+    ParallelFor(
+        end - start,
+        [&](size_t k) {
+          const tasks::GenerateUntilRequest& r = requests[start + k];
+          made[k] = tasks::MakeLmEvalGenerateRequest(tokenizer, r.context, r.until,
+                                                     r.max_gen_toks, options_.add_special,
+                                                     max_length_, PrefixToken(tokenizer));
+        },
+        /*slice=*/4);
     for (size_t i = start; i < end; ++i) {
-      const tasks::GenerateUntilRequest& r = requests[i];
-      absl::StatusOr<GenerateRequest> prepared = tasks::MakeLmEvalGenerateRequest(
-          tokenizer, r.context, r.until, r.max_gen_toks, options_.add_special, max_length_,
-          PrefixToken(tokenizer));
+      absl::StatusOr<GenerateRequest>& prepared = made[i - start];
       if (!prepared.ok()) return prepared.status();
       keys.push_back(StoreKey{model_->model_hash, model_->tokenizer_hash, "generate",
                               GenerateDigest(prepared->prompt, prepared->max_new_tokens,

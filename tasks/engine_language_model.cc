@@ -210,16 +210,33 @@ absl::StatusOr<std::vector<RollingResult>> EngineLanguageModel::LoglikelihoodRol
 
 absl::StatusOr<std::vector<GenerateUntilResult>> EngineLanguageModel::GenerateUntil(
     absl::Span<const GenerateUntilRequest> requests, const CallOptions& call) {
+  // Long documents (SCROLLS) make tokenizing the prompts a large share of the host's
+  // work: spread it over the cores, a few requests per slice.
+  std::vector<absl::StatusOr<GenerateRequest>> made(requests.size(),
+                                                    absl::UnknownError("unset"));
+  ParallelFor(
+      requests.size(),
+      [&](size_t i) {
+        const GenerateUntilRequest& r = requests[i];
+        made[i] = MakeLmEvalGenerateRequest(*tokenizer_, r.context, r.until, r.max_gen_toks,
+                                            options_.bos_regime == BosRegime::kTokenizer,
+                                            max_length_, prefix_token_id_);
+      },
+      /*slice=*/4);
   std::vector<GenerateRequest> prepared;
   prepared.reserve(requests.size());
-  for (const GenerateUntilRequest& r : requests) {
-    HG_ASSIGN_OR_RETURN(GenerateRequest request,
-                        MakeLmEvalGenerateRequest(*tokenizer_, r.context, r.until, r.max_gen_toks,
-                                                  options_.bos_regime == BosRegime::kTokenizer,
-                                                  max_length_, prefix_token_id_));
-    prepared.push_back(std::move(request));
+  for (absl::StatusOr<GenerateRequest>& request : made) {
+    if (!request.ok()) return request.status();
+    prepared.push_back(*std::move(request));
   }
   stats_.requests += static_cast<int64_t>(requests.size());
+  if (options_.count_only) {
+    // What a run would feed first (the prompts); nothing is generated.
+    for (const GenerateRequest& request : prepared) {
+      stats_.tokens_fed += static_cast<int64_t>(request.prompt.size());
+    }
+    return std::vector<GenerateUntilResult>(requests.size());
+  }
   GenerateOptions generate;
   generate.decode.max_batch_tokens = BatchTokens(*model_, options_.max_batch_tokens);
   generate.cancelled = call.cancelled;

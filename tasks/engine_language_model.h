@@ -47,7 +47,8 @@ struct EngineLanguageModelOptions {
   // its leading tokens move into the context instead, so only its last max_length tokens
   // are scored (a departure from lm-eval, counted in stats().truncated_requests).
   bool truncate_long_continuations = false;
-  // Count tokens without running the model (results are zeros): what a run would feed.
+  // Count tokens without running the model (results are zeros, generations empty): what
+  // a run would feed (for generations, the prompts).
   bool count_only = false;
   // Bytes of the model's memory its states may take at once (held prefix states and one
   // batch's copies); 0: what the model's memory budget can give (ScoreWithPrefixReuse).

@@ -11,7 +11,10 @@
 #   STAGE=server the same suite as server jobs (suite_server_bench.sh), metrics compared
 #                with the in-process run's
 #   STAGE=niah   the NIAH paper grid for both models, unbounded and under the budget
-#                (generated ids compared), and SCROLLS (qmsum, contractnli) under the budget
+#                (generated ids compared)
+#   STAGE=scrolls SCROLLS (qmsum, contractnli) under the budget, then the PyTorch peer
+#                (bench/peers/scrolls_peer.py; needs the bundle's fla package)
+#   STAGE=demo   DEVICE=cuda scripts/setup_and_run.sh with the bundle's binaries
 set -uo pipefail
 : "${OUT:?set OUT to the results folder}"
 stages=${STAGE:?set STAGE}
@@ -95,10 +98,26 @@ sys.exit(0 if ok else 1)
 PY
   ;;
 scrolls)
-  "$g/bin/suite_cuda_bench" --random_weights --models=hgrn2,llama --host_only=false \
+  # The long-document tasks under the budget, then the PyTorch peer (lm-eval's HF
+  # generate_until) on the same prompts.
+  mkdir -p "$work/req-scrolls"
+  "$g/bin/suite_cuda_bench" --random_weights --models="${MODELS:-hgrn2,llama}" --host_only=true \
     --tasks=scrolls_qmsum,scrolls_contractnli --device_memory="$budget" \
+    --requests_out="$work/req-scrolls" \
     --out="$OUT/scrolls-budget.json" >/dev/null 2>"$OUT/scrolls-budget.log" || status=1
-  grep -E "\] scrolls|suite|memory" "$OUT/scrolls-budget.log"
+  grep -E "scrolls|suite|memory|host work" "$OUT/scrolls-budget.log"
+  if [[ -d $g/peers ]]; then
+    PYTHONPATH=$g/peers${PYTHONPATH:+:$PYTHONPATH} timeout 330 python3 bench/peers/scrolls_peer.py \
+      --requests "$work/req-scrolls" --models "${MODELS:-hgrn2,llama}" --batch_size "${PEER_BATCH:-8}" \
+      --out "$OUT/scrolls-peer.json" >"$OUT/scrolls-peer.log" 2>&1 || { echo "peer failed or cut"; status=1; }
+    grep -E "\]" "$OUT/scrolls-peer.log"
+  fi
+  ;;
+demo)
+  # A GPU user's first command (README), with the bundle's binaries.
+  SKIP_BUILD=1 SERVER=$g/bin/hgeval-server CLIENT=$g/bin/hgeval DEVICE=cuda DEVICE_MEMORY=$budget \
+    bash scripts/setup_and_run.sh >"$OUT/demo.log" 2>&1 || { echo "demo failed"; status=1; }
+  tail -n 25 "$OUT/demo.log"
   ;;
 esac
 done

@@ -5,7 +5,8 @@
 // per task as JSON.
 //
 // --requests_out DIR also writes each task's tokenized loglikelihood requests (after
-// lm-eval's tokenization and truncation) as DIR/<task>.jsonl, and each model's
+// lm-eval's tokenization and truncation) as DIR/<task>.jsonl (a generation task's prompts,
+// max_gen_toks and stop strings, for bench/peers/scrolls_peer.py), and each model's
 // config.json as DIR/<family>_config.json, so bench/peers/suite_peer.py can run the same
 // requests the way lm-eval's HF backend does, in the same device call.
 //
@@ -41,12 +42,14 @@
 #include "engine/loader/checkpoint.h"
 #include "engine/model/config.h"
 #include "engine/model/load_model.h"
+#include "engine/runtime/generation.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "engine/util/memory_budget.h"
 #include "engine/util/status_macros.h"
 #include "nlohmann/json.hpp"
 #include "tasks/engine_language_model.h"
 #include "tasks/evaluator.h"
+#include "tasks/lm_eval_requests.h"
 #include "tasks/registry.h"
 
 ABSL_FLAG(bool, random_weights, false,
@@ -93,7 +96,8 @@ std::string SourceDir() {
 // answers through the wrapped model.
 class RecordingLanguageModel : public tasks::LanguageModel {
  public:
-  explicit RecordingLanguageModel(tasks::EngineLanguageModel* inner) : inner_(inner) {}
+  RecordingLanguageModel(tasks::EngineLanguageModel* inner, const Tokenizer* tokenizer)
+      : inner_(inner), tokenizer_(tokenizer) {}
   void StartTask(const std::string& path) { out_ = std::make_unique<std::ofstream>(path); }
   void StopRecording() { out_.reset(); }
 
@@ -117,7 +121,23 @@ class RecordingLanguageModel : public tasks::LanguageModel {
   absl::StatusOr<std::vector<tasks::GenerateUntilResult>> GenerateUntil(
       absl::Span<const tasks::GenerateUntilRequest> requests,
       const tasks::CallOptions& options) override {
-    return inner_->GenerateUntil(requests, options);
+    if (out_ == nullptr) return inner_->GenerateUntil(requests, options);
+    // Recording: the prompts as the engine builds them (lm-eval's truncation), for the
+    // peer to generate from; nothing is generated here (this pass's metrics are unused).
+    std::vector<tasks::GenerateUntilResult> empty(requests.size());
+    for (const auto& r : requests) {
+      HG_ASSIGN_OR_RETURN(
+          GenerateRequest g,
+          tasks::MakeLmEvalGenerateRequest(*tokenizer_, r.context, r.until, r.max_gen_toks,
+                                           inner_->info().bos_regime == "tokenizer",
+                                           inner_->max_length(), inner_->prefix_token_id()));
+      *out_ << nlohmann::json{{"prompt", g.prompt},
+                              {"max_gen_toks", g.max_new_tokens},
+                              {"until", g.stop_strings}}
+                   .dump()
+            << "\n";
+    }
+    return empty;
   }
   tasks::LanguageModelInfo info() const override { return inner_->info(); }
   tasks::LanguageModelStats stats() const override { return inner_->stats(); }
@@ -125,6 +145,7 @@ class RecordingLanguageModel : public tasks::LanguageModel {
 
  private:
   tasks::EngineLanguageModel* inner_;
+  const Tokenizer* tokenizer_;
   std::unique_ptr<std::ofstream> out_;
 };
 
@@ -290,7 +311,7 @@ absl::Status Run(nlohmann::json& report) {
         model_report["tasks"][name]["host_only_seconds"] = s;
         host_seconds += s;
         if (!recorded && !requests_out.empty()) {
-          RecordingLanguageModel recorder(&host_lm);
+          RecordingLanguageModel recorder(&host_lm, tokenizer.get());
           recorder.StartTask(absl::StrCat(requests_out, "/", name, ".jsonl"));
           HG_RETURN_IF_ERROR(tasks::RunTask(recorder, *task, eval).status());
         }

@@ -7,6 +7,8 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "nlohmann/json.hpp"
@@ -46,23 +48,26 @@ bool SendAll(int fd, std::string_view data) {
 }
 
 int ReadStatus(int fd, std::string* body) {
+  // Byte by byte up to the end of the head, then exactly the body: a pipelined second
+  // response must stay in the socket for the next call.
+  std::string head;
+  char c = 0;
+  while (head.size() < 4 || head.compare(head.size() - 4, 4, "\r\n\r\n") != 0) {
+    if (recv(fd, &c, 1, 0) != 1) return 0;
+    head.push_back(c);
+  }
+  const size_t length_at = head.find("Content-Length: ");
+  const size_t length =
+      length_at == std::string::npos ? 0 : std::stoul(head.substr(length_at + 16));
   std::string in;
   char chunk[65536];
-  while (true) {
-    const size_t head_end = in.find("\r\n\r\n");
-    if (head_end != std::string::npos) {
-      const size_t length_at = in.find("Content-Length: ");
-      const size_t length =
-          length_at == std::string::npos ? 0 : std::stoul(in.substr(length_at + 16));
-      if (in.size() >= head_end + 4 + length) {
-        if (body != nullptr) *body = in.substr(head_end + 4, length);
-        return std::stoi(in.substr(9, 3));
-      }
-    }
-    const ssize_t n = recv(fd, chunk, sizeof(chunk), 0);
+  while (in.size() < length) {
+    const ssize_t n = recv(fd, chunk, std::min(sizeof(chunk), length - in.size()), 0);
     if (n <= 0) return 0;
     in.append(chunk, static_cast<size_t>(n));
   }
+  if (body != nullptr) *body = std::move(in);
+  return std::stoi(head.substr(9, 3));
 }
 
 bool ClosedByServer(int fd, absl::Duration timeout) {
