@@ -492,11 +492,6 @@ bool CudaModel::RunsLayerMajor(const ForwardItem& item) const {
          static_cast<int64_t>(item.tokens.size()) > kPackRows;
 }
 
-int64_t CudaModel::LayerMajorBytes(int64_t tokens) const {
-  return DevicePool::RoundSize(2 * tokens * D_ * sizeof(float)) +
-         DevicePool::RoundSize(2 * KvCapacityFor(tokens) * layout_.kv_row_bytes);
-}
-
 absl::Status CudaModel::RunLayerMajor(absl::Span<const ForwardItem> items,
                                       absl::Span<ForwardOutput> outputs, size_t index) {
   // A fresh item longer than one pack whose state nobody keeps: layer by layer over its

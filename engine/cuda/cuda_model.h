@@ -149,7 +149,6 @@ class CudaModel : public Model {
                        absl::Span<const PackSegment> segments, const LayerSpan* span = nullptr);
   // Fresh-start items of a KV-cache family longer than one pack run layer-major.
   bool RunsLayerMajor(const ForwardItem& item) const;
-  int64_t LayerMajorBytes(int64_t tokens) const;
   absl::Status RunLayerMajor(absl::Span<const ForwardItem> items, absl::Span<ForwardOutput> outputs,
                              size_t index);
   absl::Status RunDecodeGroup(absl::Span<const ForwardItem* const> items,
