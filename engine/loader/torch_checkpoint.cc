@@ -84,41 +84,63 @@ absl::StatusOr<std::map<std::string, TensorEntry>> ReadTorchCheckpoint(
           absl::StrCat(path, ": tensor '", t.name, "': storage ", t.storage_key, " holds ",
                        storage.size(), " bytes, fewer than its ", t.storage_numel, " elements"));
     }
-    // The view's extent, and whether it is the row-major layout of its shape.
+    // The view's element count and extent, and whether it is the row-major layout of its
+    // shape. Every product is checked: shapes and strides come from the file.
     uint64_t numel = 1, last = 0;
-    bool contiguous = true;
-    int64_t expected_stride = 1;
+    bool contiguous = true, overflow = false;
+    uint64_t expected_stride = 1;
     for (size_t d = t.shape.size(); d-- > 0;) {
-      if (t.shape[d] != 1 && t.stride[d] != expected_stride) contiguous = false;
-      expected_stride *= t.shape[d];
-      numel *= static_cast<uint64_t>(t.shape[d]);
-      if (t.shape[d] > 0) last += static_cast<uint64_t>(t.shape[d] - 1) * t.stride[d];
-    }
-    if (numel > 0 &&
-        static_cast<uint64_t>(t.storage_offset) + last >= static_cast<uint64_t>(t.storage_numel)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          path, ": tensor '", t.name, "' of shape ", ShapeString(t.shape), " at offset ",
-          t.storage_offset, " reaches past its storage of ", t.storage_numel, " elements"));
+      const uint64_t extent = static_cast<uint64_t>(t.shape[d]);
+      const uint64_t stride = static_cast<uint64_t>(t.stride[d]);
+      if (extent != 1 && stride != expected_stride) contiguous = false;
+      overflow |= __builtin_mul_overflow(expected_stride, extent, &expected_stride);
+      overflow |= __builtin_mul_overflow(numel, extent, &numel);
+      uint64_t reach = 0;
+      if (extent > 0) {
+        overflow |= __builtin_mul_overflow(extent - 1, stride, &reach);
+        overflow |= __builtin_add_overflow(last, reach, &last);
+      }
     }
     TensorEntry entry;
     entry.info = TensorInfo{t.name, t.dtype, t.shape, path};
-    if (contiguous || numel == 0) {
-      entry.bytes = storage.subspan(t.storage_offset * element, numel * element);
+    if (numel == 0) {
+      // No element is read, so its offset does not matter (torch writes any).
+      entry.bytes = {};
     } else {
-      // Gather the strided view into a buffer of its own, row-major.
-      auto buffer = std::make_shared<std::vector<uint8_t>>(numel * element);
-      std::vector<int64_t> index(t.shape.size(), 0);
-      for (uint64_t i = 0; i < numel; ++i) {
-        uint64_t source = t.storage_offset;
-        for (size_t d = 0; d < index.size(); ++d) source += index[d] * t.stride[d];
-        std::memcpy(buffer->data() + i * element, storage.data() + source * element, element);
-        for (size_t d = index.size(); d-- > 0;) {
-          if (++index[d] < t.shape[d]) break;
-          index[d] = 0;
-        }
+      uint64_t end = 0;
+      if (overflow ||
+          __builtin_add_overflow(static_cast<uint64_t>(t.storage_offset), last, &end) ||
+          end >= static_cast<uint64_t>(t.storage_numel)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            path, ": tensor '", t.name, "' of shape ", ShapeString(t.shape), " at offset ",
+            t.storage_offset, " reaches past its storage of ", t.storage_numel, " elements"));
       }
-      entry.bytes = absl::MakeConstSpan(*buffer);
-      table.KeepAlive(buffer);
+      if (contiguous) {
+        entry.bytes = storage.subspan(t.storage_offset * element, numel * element);
+      } else {
+        // A strided view may repeat elements (stride 0: an expanded tensor); its gathered
+        // copy must not outgrow its storage, or a tiny file could ask for terabytes.
+        if (numel > static_cast<uint64_t>(t.storage_numel)) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              path, ": tensor '", t.name, "' of shape ", ShapeString(t.shape),
+              " is a strided view with more elements than its storage of ", t.storage_numel,
+              " (an expanded tensor); save it with .contiguous()"));
+        }
+        // Gather the strided view into a buffer of its own, row-major.
+        auto buffer = std::make_shared<std::vector<uint8_t>>(numel * element);
+        std::vector<int64_t> index(t.shape.size(), 0);
+        for (uint64_t i = 0; i < numel; ++i) {
+          uint64_t source = t.storage_offset;
+          for (size_t d = 0; d < index.size(); ++d) source += index[d] * t.stride[d];
+          std::memcpy(buffer->data() + i * element, storage.data() + source * element, element);
+          for (size_t d = index.size(); d-- > 0;) {
+            if (++index[d] < t.shape[d]) break;
+            index[d] = 0;
+          }
+        }
+        entry.bytes = absl::MakeConstSpan(*buffer);
+        table.KeepAlive(buffer);
+      }
     }
     if (!out.emplace(t.name, std::move(entry)).second) {
       return absl::InvalidArgumentError(

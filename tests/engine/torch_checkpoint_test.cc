@@ -8,6 +8,8 @@
 #include <fstream>
 
 #include "engine/loader/checkpoint.h"
+#include "engine/loader/tensor_table.h"
+#include "engine/loader/torch_checkpoint.h"
 #include "engine/loader/torch_pickle.h"
 #include "engine/loader/zip_archive.h"
 #include "engine/model/load_model.h"
@@ -148,6 +150,62 @@ TEST(TorchCheckpoint, TruncatedArchiveIsDataLoss) {
         "cut", absl::MakeConstSpan(reinterpret_cast<const uint8_t*>(cut.data()), cut.size()));
     EXPECT_FALSE(entries.ok()) << n;
   }
+}
+
+// Issue 29 item 11 (found by torch_checkpoint_fuzz): a zero-element tensor whose offset lies
+// past its storage threw std::out_of_range ("pos > size()") out of the loader. It is empty
+// and loads; a non-empty view at that offset is refused by name; nothing throws.
+TEST(TorchCheckpoint, ViewOffsetPastItsStorageNeverThrows) {
+  const std::string bytes = ReadBytes(Fixture("views.bin"));
+  // "empty": BINPERSID, offset BININT1 0, shape (0, 3); its storage '4' holds 0 elements.
+  const std::string empty_at_zero("QK\x00K\x00K\x03\x86", 8);
+  const size_t at = bytes.find(empty_at_zero);
+  ASSERT_NE(at, std::string::npos);
+  ASSERT_EQ(bytes.find(empty_at_zero, at + 1), std::string::npos);
+  auto load = [](const std::string& archive) {
+    TensorTableCheckpoint table(nlohmann::json::object(), "{}", "patched");
+    return ReadTorchCheckpoint(
+        "patched.bin",
+        absl::MakeConstSpan(reinterpret_cast<const uint8_t*>(archive.data()), archive.size()),
+        table);
+  };
+  std::string past = bytes;
+  past[at + 2] = '\xc8';  // offset 200
+  auto tensors = load(past);
+  ASSERT_TRUE(tensors.ok()) << tensors.status();
+  EXPECT_TRUE(tensors->at("empty").bytes.empty());
+  EXPECT_EQ(tensors->at("empty").info.shape, (std::vector<int64_t>{0, 3}));
+  // The same offset with shape (1, 3): reaches past the storage, refused by name.
+  std::string nonempty = past;
+  nonempty[at + 4] = '\x01';
+  auto refused = load(nonempty);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.status().message().find("'empty'"), std::string::npos) << refused.status();
+  EXPECT_NE(refused.status().message().find("past its storage"), std::string::npos);
+}
+
+// A strided view may not gather more elements than its storage holds (a stride-0 view
+// could otherwise ask for terabytes from a tiny file): 25 elements of stride 0 over a
+// 24-element storage are refused.
+TEST(TorchCheckpoint, StridedViewLargerThanItsStorageIsRefused) {
+  const std::string bytes = ReadBytes(Fixture("views.bin"));
+  // "column_2": offset 2, shape (4,), stride (6,) over the 24-element storage '0'.
+  const std::string column("QK\x02K\x04\x85q\x1eK\x06\x85", 11);
+  const size_t at = bytes.find(column);
+  ASSERT_NE(at, std::string::npos);
+  std::string expanded = bytes;
+  expanded[at + 4] = 25;
+  expanded[at + 9] = 0;
+  TensorTableCheckpoint table(nlohmann::json::object(), "{}", "expanded");
+  auto tensors = ReadTorchCheckpoint(
+      "expanded.bin",
+      absl::MakeConstSpan(reinterpret_cast<const uint8_t*>(expanded.data()), expanded.size()),
+      table);
+  ASSERT_FALSE(tensors.ok());
+  EXPECT_NE(tensors.status().message().find("'column_2'"), std::string::npos)
+      << tensors.status();
+  EXPECT_NE(tensors.status().message().find("contiguous"), std::string::npos);
 }
 
 TEST(TorchPickle, RefusesCallablesOutsideAStateDict) {
