@@ -108,8 +108,7 @@ absl::StatusOr<std::map<std::string, TensorEntry>> ReadTorchCheckpoint(
       entry.bytes = {};
     } else {
       uint64_t end = 0;
-      if (overflow ||
-          __builtin_add_overflow(static_cast<uint64_t>(t.storage_offset), last, &end) ||
+      if (overflow || __builtin_add_overflow(static_cast<uint64_t>(t.storage_offset), last, &end) ||
           end >= static_cast<uint64_t>(t.storage_numel)) {
         return absl::InvalidArgumentError(absl::StrCat(
             path, ": tensor '", t.name, "' of shape ", ShapeString(t.shape), " at offset ",
@@ -121,10 +120,10 @@ absl::StatusOr<std::map<std::string, TensorEntry>> ReadTorchCheckpoint(
         // A strided view may repeat elements (stride 0: an expanded tensor); its gathered
         // copy must not outgrow its storage, or a tiny file could ask for terabytes.
         if (numel > static_cast<uint64_t>(t.storage_numel)) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              path, ": tensor '", t.name, "' of shape ", ShapeString(t.shape),
-              " is a strided view with more elements than its storage of ", t.storage_numel,
-              " (an expanded tensor); save it with .contiguous()"));
+          return absl::InvalidArgumentError(
+              absl::StrCat(path, ": tensor '", t.name, "' of shape ", ShapeString(t.shape),
+                           " is a strided view with more elements than its storage of ",
+                           t.storage_numel, " (an expanded tensor); save it with .contiguous()"));
         }
         // Gather the strided view into a buffer of its own, row-major.
         auto buffer = std::make_shared<std::vector<uint8_t>>(numel * element);

@@ -215,8 +215,8 @@ absl::StatusOr<std::vector<int64_t>> DecodeBatch::Step() {
     items[j].want_last_logprobs = !greedy;
   }
   std::vector<ForwardOutput> outputs(items.size());
-  HG_RETURN_IF_ERROR(
-      ForwardInPacks(*model_, items, absl::MakeSpan(outputs), options_.max_batch_tokens));
+  HG_RETURN_IF_ERROR(ForwardInPacks(*model_, items, absl::MakeSpan(outputs),
+                                    options_.max_batch_tokens, options_.cancelled));
   for (size_t j = 0; j < ids.size(); ++j) {
     Live& live = *live_[ids[j]];
     live.result.tokens_fed += static_cast<int64_t>(live.feed.size());
@@ -293,7 +293,9 @@ std::string CutAtStopStrings(std::string text, absl::Span<const std::string> sto
 absl::StatusOr<std::vector<GenerateResult>> Generate(Model& model, const Tokenizer* tokenizer,
                                                      absl::Span<const GenerateRequest> requests,
                                                      const GenerateOptions& options) {
-  DecodeBatch batch(&model, tokenizer, options.decode);
+  DecodeOptions decode = options.decode;
+  if (!decode.cancelled) decode.cancelled = options.cancelled;
+  DecodeBatch batch(&model, tokenizer, decode);
   std::vector<int64_t> ids;
   ids.reserve(requests.size());
   for (const GenerateRequest& request : requests) {

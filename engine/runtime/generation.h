@@ -60,6 +60,9 @@ struct DecodeOptions {
   // Tokens per Model::Forward call within a step (newcomers' prompts are the long items;
   // a longer one runs alone); 0: each step in one call.
   int64_t max_batch_tokens = 0;
+  // Polled before every Model::Forward call of a step (optional): true fails the step with
+  // CANCELLED, leaving the batch unusable. Newcomers' prompts make one step long.
+  std::function<bool()> cancelled;
 };
 
 // A set of live sequences decoded together. Add() queues a sequence; each Step() prefills
@@ -116,7 +119,8 @@ std::string CutAtStopStrings(std::string text, absl::Span<const std::string> sto
 
 struct GenerateOptions {
   DecodeOptions decode;
-  // Polled before every step; true stops the call with CANCELLED.
+  // Polled before every step and every Forward call within one; true stops the call with
+  // CANCELLED.
   std::function<bool()> cancelled;
   // After every step: requests finished so far, and the total.
   std::function<void(int64_t finished, int64_t total)> progress;

@@ -43,7 +43,7 @@ absl::StatusOr<std::unique_ptr<SequenceState>> Prefill(Model& model,
 
 absl::StatusOr<std::vector<std::unique_ptr<SequenceState>>> PrefillWithSnapshots(
     Model& model, absl::Span<const int32_t> tokens, absl::Span<const int64_t> positions,
-    const SequenceState* start) {
+    const SequenceState* start, const std::function<bool()>& cancelled) {
   std::vector<std::unique_ptr<SequenceState>> snapshots;
   snapshots.reserve(positions.size());
   // Room for every token up to the last snapshot at once: the state is not moved as it
@@ -52,6 +52,7 @@ absl::StatusOr<std::vector<std::unique_ptr<SequenceState>>> PrefillWithSnapshots
   HG_ASSIGN_OR_RETURN(std::unique_ptr<SequenceState> state, StartStateFor(model, start, last));
   int64_t fed = 0;
   for (int64_t position : positions) {
+    if (cancelled && cancelled()) return absl::CancelledError("cancelled");
     if (position < fed || position > static_cast<int64_t>(tokens.size())) {
       return absl::InvalidArgumentError(absl::StrCat("snapshot positions must ascend within [0, ",
                                                      tokens.size(), "]; got ", position));

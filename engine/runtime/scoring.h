@@ -54,10 +54,11 @@ absl::StatusOr<std::unique_ptr<SequenceState>> Prefill(Model& model,
                                                        const SequenceState* start = nullptr);
 
 // Snapshots after each prefix length in `positions` (ascending, each in
-// [0, tokens.size()]), feeding each token once.
+// [0, tokens.size()]), feeding each token once. `cancelled` is polled before each
+// segment; true stops it with CANCELLED.
 absl::StatusOr<std::vector<std::unique_ptr<SequenceState>>> PrefillWithSnapshots(
     Model& model, absl::Span<const int32_t> tokens, absl::Span<const int64_t> positions,
-    const SequenceState* start = nullptr);
+    const SequenceState* start = nullptr, const std::function<bool()>& cancelled = nullptr);
 
 }  // namespace hgeval
 

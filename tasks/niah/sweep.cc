@@ -19,6 +19,13 @@
 #include "tasks/niah/haystack.h"
 
 namespace hgeval::niah {
+namespace {
+
+// Tokens per Model::Forward call when a batch's prompts are prefilled: cancellation is
+// checked between calls, and 4096 tokens still fill a GPU.
+constexpr int64_t kPrefillPackTokens = 4096;
+
+}  // namespace
 
 void ScoreNiahCell(const NiahOptions& options, const NiahTexts& texts, NiahCellResult& cell) {
   cell.rouge1_score =
@@ -222,7 +229,8 @@ absl::StatusOr<NiahResult> RunNiahSweep(Model& model, const Tokenizer& tokenizer
       const absl::Span<const int32_t> tokens =
           absl::MakeConstSpan(prefix_source)
               .subspan(state_position, positions.back() - state_position);
-      HG_ASSIGN_OR_RETURN(snapshots, PrefillWithSnapshots(model, tokens, relative, state.get()));
+      HG_ASSIGN_OR_RETURN(
+          snapshots, PrefillWithSnapshots(model, tokens, relative, state.get(), options.cancelled));
       state.reset();  // the batch continues from its snapshots
       result.stats.prefill_tokens_fed += static_cast<int64_t>(tokens.size());
       result.stats.snapshots += static_cast<int64_t>(snapshots.size());
@@ -245,8 +253,15 @@ absl::StatusOr<NiahResult> RunNiahSweep(Model& model, const Tokenizer& tokenizer
         requests.push_back(std::move(request));
       }
     }
+    // Cancellation (a job's CancelJob, the server's shutdown) is checked between haystack
+    // segments and decode steps, not only between batches: a batch can run for minutes.
+    // The first step prefills every prompt of the batch: in packs of kPrefillPackTokens,
+    // so that it too is checked between calls (the results do not depend on the packing).
+    GenerateOptions generate;
+    generate.cancelled = options.cancelled;
+    generate.decode.max_batch_tokens = kPrefillPackTokens;
     HG_ASSIGN_OR_RETURN(std::vector<GenerateResult> generated,
-                        Generate(model, &tokenizer, requests));
+                        Generate(model, &tokenizer, requests, generate));
     for (size_t i = begin; i < end; ++i) {
       NiahCellResult& cell = result.cells[order[i]];
       GenerateResult& g = generated[i - begin];

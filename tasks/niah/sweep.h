@@ -55,7 +55,8 @@ struct NiahOptions {
   // Length-major cell indices not to run (a resumed job's finished cells: the caller puts
   // their saved results into NiahResult::cells and calls RecomputeNiahGrid).
   std::vector<int64_t> skip_cells;
-  // Polled before every batch of cells; true stops the sweep with CANCELLED.
+  // Polled before every batch of cells, haystack segment and decode step; true stops the
+  // sweep with CANCELLED (so a cancel waits for one Forward call, not a whole batch).
   std::function<bool()> cancelled;
   // Labels for the outputs.
   std::string model_name;

@@ -3,13 +3,14 @@
 // make_torch_bin_fixtures.py): the tensors equal the same weights' safetensors bit for bit,
 // a TNL folder in that format gives the same logits, views over shared storages come out
 // right, and malformed or unsupported files are refused by name.
+#include "engine/loader/torch_checkpoint.h"
+
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 
 #include "engine/loader/checkpoint.h"
 #include "engine/loader/tensor_table.h"
-#include "engine/loader/torch_checkpoint.h"
 #include "engine/loader/torch_pickle.h"
 #include "engine/loader/zip_archive.h"
 #include "engine/model/load_model.h"
@@ -203,8 +204,7 @@ TEST(TorchCheckpoint, StridedViewLargerThanItsStorageIsRefused) {
       absl::MakeConstSpan(reinterpret_cast<const uint8_t*>(expanded.data()), expanded.size()),
       table);
   ASSERT_FALSE(tensors.ok());
-  EXPECT_NE(tensors.status().message().find("'column_2'"), std::string::npos)
-      << tensors.status();
+  EXPECT_NE(tensors.status().message().find("'column_2'"), std::string::npos) << tensors.status();
   EXPECT_NE(tensors.status().message().find("contiguous"), std::string::npos);
 }
 
