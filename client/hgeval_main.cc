@@ -424,6 +424,12 @@ int Jobs(Client& client) {
                 static_cast<long long>(job.requests_done()),
                 static_cast<long long>(job.requests_total()));
   }
+  if (jobs->omitted() > 0) {
+    std::fprintf(stderr,
+                 "%d older jobs left out: the listing reached the server's size budget (jobs "
+                 "with large specs); use --limit or `hgeval job ID`\n",
+                 jobs->omitted());
+  }
   return 0;
 }
 

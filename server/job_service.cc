@@ -47,7 +47,7 @@ grpc::Status CheckSubmitNames(const v1::SubmitJobRequest& request) {
 v1::Job JobServiceImpl::Outgoing(v1::Job job) const {
   const int64_t bytes = static_cast<int64_t>(job.results_json().size() + job.results_csv().size());
   job.set_results_bytes(bytes);
-  if (bytes > max_inline_results_bytes_) {
+  if (bytes > limits_.max_inline_results_bytes) {
     job.clear_results_json();
     job.clear_results_csv();
   }
@@ -58,6 +58,10 @@ grpc::Status JobServiceImpl::SubmitJob(grpc::ServerContext* context,
                                        const v1::SubmitJobRequest* request,
                                        v1::SubmitJobResponse* response) {
   if (grpc::Status s = Admit(context); !s.ok()) return s;
+  if (grpc::Status s = ToGrpcStatus(CheckRequestSize(*request, limits_.max_request_bytes));
+      !s.ok()) {
+    return s;
+  }
   if (grpc::Status s = CheckSubmitNames(*request); !s.ok()) return s;
   absl::StatusOr<std::string> id = jobs_->Submit(*request);
   if (!id.ok()) return ToGrpcStatus(id.status());
@@ -70,6 +74,17 @@ grpc::Status JobServiceImpl::WatchJob(grpc::ServerContext* context,
                                       grpc::ServerWriter<v1::Job>* writer) {
   if (grpc::Status s = Admit(context); !s.ok()) return s;
   if (grpc::Status s = CheckUtf8(request->job_id(), "job_id"); !s.ok()) return s;
+  // Each stream holds a thread for as long as the client keeps it open, read or not.
+  struct StreamSlot {
+    std::atomic<int64_t>* open;
+    ~StreamSlot() { --*open; }
+  } slot{&watch_streams_};
+  if (++watch_streams_ > limits_.max_watch_streams) {
+    return grpc::Status(
+        grpc::StatusCode::RESOURCE_EXHAUSTED,
+        absl::StrCat("this server already serves ", limits_.max_watch_streams,
+                     " WatchJob streams (--max_watch_streams); poll with GetJob or retry later"));
+  }
   return ToGrpcStatus(jobs_->Watch(
       request->job_id(),
       [this, writer](const v1::Job& job) { return writer->Write(Outgoing(job)); },
@@ -130,8 +145,18 @@ grpc::Status JobServiceImpl::ListJobs(grpc::ServerContext* context,
   }
   absl::StatusOr<std::vector<v1::Job>> jobs = jobs_->List(request->limit());
   if (!jobs.ok()) return ToGrpcStatus(jobs.status());
+  // Newest first, while the answer stays under its byte budget (a job's spec can be
+  // megabytes); the rest are counted, so that the client can say so.
+  int64_t bytes = 0;
   for (v1::Job& job : *jobs) {
-    job.clear_results_json();  // listings stay small; GetJob has it
+    job.clear_results_json();  // listings stay small; GetJob has them
+    job.clear_results_csv();
+    const int64_t size = static_cast<int64_t>(job.ByteSizeLong());
+    if (response->omitted() > 0 || bytes + size > limits_.max_listing_bytes) {
+      response->set_omitted(response->omitted() + 1);
+      continue;
+    }
+    bytes += size;
     *response->add_jobs() = std::move(job);
   }
   return grpc::Status::OK;

@@ -15,11 +15,21 @@ namespace hgeval::server {
 // them): well under the default message limit, whatever else the Job carries.
 inline constexpr int64_t kDefaultMaxInlineResultsBytes = 16 << 20;
 
+struct JobServiceLimits {
+  int64_t max_inline_results_bytes = kDefaultMaxInlineResultsBytes;
+  // A SubmitJob message (names, task list, NIAH stop strings, every field), as
+  // --max_request_bytes bounds the model calls.
+  int64_t max_request_bytes = 8 << 20;
+  // WatchJob streams open at once (each holds a thread and an unread update).
+  int64_t max_watch_streams = 1024;
+  // A ListJobs answer: jobs beyond it are left out and counted in `omitted`.
+  int64_t max_listing_bytes = 16 << 20;
+};
+
 class JobServiceImpl final : public hgeval::v1::JobService::Service {
  public:
-  JobServiceImpl(JobManager* jobs, const BearerAuth* auth,
-                 int64_t max_inline_results_bytes = kDefaultMaxInlineResultsBytes)
-      : jobs_(jobs), auth_(auth), max_inline_results_bytes_(max_inline_results_bytes) {}
+  JobServiceImpl(JobManager* jobs, const BearerAuth* auth, JobServiceLimits limits = {})
+      : jobs_(jobs), auth_(auth), limits_(limits) {}
 
   grpc::Status SubmitJob(grpc::ServerContext* context, const hgeval::v1::SubmitJobRequest* request,
                          hgeval::v1::SubmitJobResponse* response) override;
@@ -43,8 +53,9 @@ class JobServiceImpl final : public hgeval::v1::JobService::Service {
 
   JobManager* jobs_;
   const BearerAuth* auth_;
-  const int64_t max_inline_results_bytes_;
+  const JobServiceLimits limits_;
   std::atomic<bool> ready_{false};
+  std::atomic<int64_t> watch_streams_{0};
 };
 
 }  // namespace hgeval::server

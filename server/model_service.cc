@@ -66,12 +66,9 @@ grpc::Status ModelServiceImpl::Admit(grpc::ServerContext* context) const {
   return grpc::Status::OK;
 }
 
-grpc::Status ModelServiceImpl::CheckTextBytes(int64_t bytes) const {
-  if (bytes <= limits_.max_request_bytes) return grpc::Status::OK;
-  return grpc::Status(
-      grpc::StatusCode::RESOURCE_EXHAUSTED,
-      absl::StrCat("the call carries ", bytes, " bytes of text; this server accepts at most ",
-                   limits_.max_request_bytes, " per call (--max_request_bytes); split it"));
+grpc::Status ModelServiceImpl::CheckRequestBytes(
+    const google::protobuf::MessageLite& request) const {
+  return ToGrpcStatus(CheckRequestSize(request, limits_.max_request_bytes));
 }
 
 CallControl ModelServiceImpl::Control(grpc::ServerContext* context) const {
@@ -141,9 +138,7 @@ grpc::Status ModelServiceImpl::Tokenize(grpc::ServerContext* context,
                                         v1::TokenizeResponse* response) {
   InflightCall call(&inflight_);
   if (grpc::Status s = Admit(context); !s.ok()) return s;
-  if (grpc::Status s = CheckTextBytes(static_cast<int64_t>(request->text().size())); !s.ok()) {
-    return s;
-  }
+  if (grpc::Status s = CheckRequestBytes(*request); !s.ok()) return s;
   absl::StatusOr<LoadedModel*> model = FindModel(request->model());
   if (!model.ok()) return ToGrpcStatus(model.status());
   if (absl::Status s = ValidateUtf8(request->text(), "text"); !s.ok()) return ToGrpcStatus(s);
@@ -162,6 +157,7 @@ grpc::Status ModelServiceImpl::Detokenize(grpc::ServerContext* context,
                                           v1::DetokenizeResponse* response) {
   InflightCall call(&inflight_);
   if (grpc::Status s = Admit(context); !s.ok()) return s;
+  if (grpc::Status s = CheckRequestBytes(*request); !s.ok()) return s;
   if (request->ids_size() > limits_.max_request_tokens) {
     return TooManyTokens(request->ids_size(), limits_.max_request_tokens);
   }
@@ -213,12 +209,11 @@ grpc::Status ModelServiceImpl::Loglikelihood(grpc::ServerContext* context,
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "max_length must be >= 0");
   }
   {
-    int64_t bytes = 0, ids = 0;
+    if (grpc::Status s = CheckRequestBytes(*request); !s.ok()) return s;
+    int64_t ids = 0;
     for (const v1::LoglikelihoodPair& p : request->pairs()) {
-      bytes += static_cast<int64_t>(p.context().size() + p.continuation().size());
       ids += p.context_ids_size() + p.continuation_ids_size();
     }
-    if (grpc::Status s = CheckTextBytes(bytes); !s.ok()) return s;
     if (ids > limits_.max_request_tokens) return TooManyTokens(ids, limits_.max_request_tokens);
   }
   absl::StatusOr<LoadedModel*> model = FindModel(request->model());
@@ -288,12 +283,9 @@ grpc::Status ModelServiceImpl::LoglikelihoodRolling(grpc::ServerContext* context
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "max_length must be >= 0");
   }
   {
-    int64_t bytes = 0, ids = 0;
-    for (const v1::RollingInput& input : request->inputs()) {
-      bytes += static_cast<int64_t>(input.text().size());
-      ids += input.ids_size();
-    }
-    if (grpc::Status s = CheckTextBytes(bytes); !s.ok()) return s;
+    if (grpc::Status s = CheckRequestBytes(*request); !s.ok()) return s;
+    int64_t ids = 0;
+    for (const v1::RollingInput& input : request->inputs()) ids += input.ids_size();
     if (ids > limits_.max_request_tokens) return TooManyTokens(ids, limits_.max_request_tokens);
   }
   absl::StatusOr<LoadedModel*> model = FindModel(request->model());
@@ -435,9 +427,7 @@ grpc::Status ModelServiceImpl::Generate(grpc::ServerContext* context,
   if (request->max_length() < 0) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "max_length must be >= 0");
   }
-  if (grpc::Status s = CheckTextBytes(static_cast<int64_t>(request->prompt().size())); !s.ok()) {
-    return s;
-  }
+  if (grpc::Status s = CheckRequestBytes(*request); !s.ok()) return s;
   if (request->max_tokens() < 1 || request->max_tokens() > limits_.max_generate_tokens) {
     return grpc::Status(request->max_tokens() < 1 ? grpc::StatusCode::INVALID_ARGUMENT
                                                   : grpc::StatusCode::RESOURCE_EXHAUSTED,
@@ -633,13 +623,7 @@ grpc::Status ModelServiceImpl::Classify(grpc::ServerContext* context,
                                      " examples; this server accepts at most ",
                                      limits_.max_request_pairs, " per call"));
   }
-  int64_t bytes = 0;
-  for (const v1::ClassifyExample& e : request->examples()) {
-    for (const v1::ClassifyDocument& d : e.documents()) {
-      bytes += static_cast<int64_t>(d.text().size() + d.pixels().size());
-    }
-  }
-  if (grpc::Status s = CheckTextBytes(bytes); !s.ok()) return s;
+  if (grpc::Status s = CheckRequestBytes(*request); !s.ok()) return s;
   absl::StatusOr<LoadedModel*> model = FindAnyModel(request->model());
   if (!model.ok()) return ToGrpcStatus(model.status());
   if ((*model)->classifier == nullptr) {

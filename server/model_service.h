@@ -17,7 +17,7 @@ namespace hgeval::server {
 struct ServiceLimits {
   int64_t max_request_pairs = 4096;      // pairs (or rolling inputs) per call
   int64_t max_request_tokens = 1 << 20;  // tokens per call, summed over pairs, before truncation
-  int64_t max_request_bytes = 8 << 20;   // text bytes per call, checked before tokenizing
+  int64_t max_request_bytes = 8 << 20;   // message bytes per call, checked before anything
   int64_t max_generate_tokens = 2048;    // max_tokens of one generation
   int32_t max_top_k = 100;
 };
@@ -59,8 +59,9 @@ class ModelServiceImpl final : public hgeval::v1::ModelService::Service {
 
  private:
   grpc::Status Admit(grpc::ServerContext* context) const;
-  // RESOURCE_EXHAUSTED when a call carries more text than max_request_bytes.
-  grpc::Status CheckTextBytes(int64_t bytes) const;
+  // RESOURCE_EXHAUSTED when a call carries more than max_request_bytes: every byte of the
+  // message counts (texts, stop strings, names, ids, every repeated field).
+  grpc::Status CheckRequestBytes(const google::protobuf::MessageLite& request) const;
   CallControl Control(grpc::ServerContext* context) const;
   // A language model (the LM RPCs); FAILED_PRECONDITION for an LRA classifier.
   absl::StatusOr<LoadedModel*> FindModel(const std::string& name);

@@ -23,6 +23,15 @@ absl::Status ValidateUtf8(std::string_view text, const std::string& what) {
       absl::StrCat(what, " is not valid UTF-8 (invalid byte sequence at offset ", bad, ")"));
 }
 
+absl::Status CheckRequestSize(const google::protobuf::MessageLite& request, int64_t max_bytes) {
+  const int64_t bytes = static_cast<int64_t>(request.ByteSizeLong());
+  if (bytes <= max_bytes) return absl::OkStatus();
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "the call carries ", bytes,
+      " bytes of text and other fields (stop strings, names, ids); this server accepts at most ",
+      max_bytes, " per call (--max_request_bytes); split it"));
+}
+
 absl::Status ValidateIds(absl::Span<const int32_t> ids, int64_t vocab_size,
                          const std::string& what) {
   for (size_t i = 0; i < ids.size(); ++i) {

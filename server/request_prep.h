@@ -31,6 +31,9 @@ struct PairLimits {
 
 // INVALID_ARGUMENT naming `what` and the byte offset when `text` is not UTF-8.
 absl::Status ValidateUtf8(std::string_view text, const std::string& what);
+// RESOURCE_EXHAUSTED when `request` (the whole message: texts, stop strings, names, ids,
+// every repeated field) is larger than `max_bytes` (--max_request_bytes).
+absl::Status CheckRequestSize(const google::protobuf::MessageLite& request, int64_t max_bytes);
 // INVALID_ARGUMENT when an id is outside [0, vocab_size).
 absl::Status ValidateIds(absl::Span<const int32_t> ids, int64_t vocab_size,
                          const std::string& what);

@@ -111,8 +111,11 @@ ABSL_FLAG(int64_t, max_request_tokens, 1 << 20,
           "Most tokens per call summed over its pairs, counted before truncation; more is "
           "RESOURCE_EXHAUSTED.");
 ABSL_FLAG(int64_t, max_request_bytes, 8 << 20,
-          "Most bytes of text per call (contexts, continuations, inputs, prompt), checked "
-          "before anything is tokenized; more is RESOURCE_EXHAUSTED.");
+          "Most bytes per call: the whole request message (texts, stop strings, names, ids; "
+          "SubmitJob specs too), checked before anything is tokenized or stored; more is "
+          "RESOURCE_EXHAUSTED.");
+ABSL_FLAG(int64_t, max_watch_streams, 1024,
+          "WatchJob streams open at once; more is RESOURCE_EXHAUSTED (each holds a thread).");
 ABSL_FLAG(int64_t, max_sequence_tokens, 32768,
           "Longest sequence for models without their own limit (recurrent models); models with "
           "a limit use the smaller of the two.");
@@ -264,7 +267,11 @@ int Run() {
   job_options.workers = absl::GetFlag(FLAGS_job_workers);
   job_options.lease = absl::Milliseconds(std::max<int64_t>(1, absl::GetFlag(FLAGS_job_lease_ms)));
   JobManager jobs(store->get(), &registry, &executor, job_options);
-  JobServiceImpl job_service(&jobs, &auth, absl::GetFlag(FLAGS_max_inline_results_bytes));
+  JobServiceLimits job_limits;
+  job_limits.max_inline_results_bytes = absl::GetFlag(FLAGS_max_inline_results_bytes);
+  job_limits.max_request_bytes = absl::GetFlag(FLAGS_max_request_bytes);
+  job_limits.max_watch_streams = absl::GetFlag(FLAGS_max_watch_streams);
+  JobServiceImpl job_service(&jobs, &auth, job_limits);
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();

@@ -19,6 +19,7 @@
 #include "client/client.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "hgeval/v1/jobs.grpc.pb.h"
 #include "hgeval/v1/jobs.pb.h"
 #include "server/result_store.h"
 #include "tests/server/server_process.h"
@@ -179,6 +180,185 @@ TEST(ShutdownTest, GraceIsHonouredForCallsInFlight) {
   EXPECT_EQ(server.Stop(0 /* already signalled: just reap */), 0);
   // Grace 1 s, plus stopping the schedulers (they drop work nobody waits for).
   EXPECT_LT(absl::Now() - signalled, absl::Seconds(10));
+}
+
+// Every byte a call brings counts against --max_request_bytes (issue 29 item 4), not only
+// its texts: 9 MiB of Generate stop strings, of a model name or of a NIAH job's stop
+// strings are refused with RESOURCE_EXHAUSTED before anything is tokenized or stored
+// (a job's 60 MB of stop strings used to be stored and copied to every watcher).
+TEST(RequestLimitsTest, EveryByteOfACallCountsNotOnlyItsText) {
+  const std::string dir = testing::MakeTempDir("limits-every-byte");
+  ServerProcess server;
+  std::vector<std::string> args = GoldenArgs(dir);
+  args.push_back("--data_dir=" + SourcePath("data"));
+  ASSERT_TRUE(server.Start(dir, args).ok());
+  auto client = Connect(server);
+  const std::string nine_mib = LongText(9u << 20);
+  v1::GenerateRequest generate;
+  generate.set_model("hgrn2");
+  generate.set_prompt("Once upon a time");
+  generate.set_max_tokens(1);
+  for (int i = 0; i < 9; ++i) generate.add_until(nine_mib.substr(0, 1u << 20));
+  ExpectStatus(client->Generate(generate).status(), absl::StatusCode::kResourceExhausted,
+               "--max_request_bytes");
+  v1::LoglikelihoodRequest named = IdsCall(1, 4);
+  named.set_model(nine_mib);
+  ExpectStatus(client->Loglikelihood(named).status(), absl::StatusCode::kResourceExhausted,
+               "--max_request_bytes");
+  v1::SubmitJobRequest job;
+  job.set_model("hgrn2");
+  job.mutable_niah()->add_stop_strings(nine_mib);
+  ExpectStatus(client->SubmitJob(job).status(), absl::StatusCode::kResourceExhausted,
+               "--max_request_bytes");
+  v1::ListJobsResponse listed = *client->ListJobs(0);
+  EXPECT_EQ(listed.jobs_size(), 0) << "a refused job was stored";
+  // Within the limit: still answered.
+  generate.clear_until();
+  generate.add_until("\n");
+  EXPECT_TRUE(client->Generate(generate).ok());
+}
+
+// A NIAH job of the golden LLaMA whose 36 cells form one batch of seconds.
+v1::SubmitJobRequest LongNiahJob(const std::string& stop = "") {
+  v1::SubmitJobRequest request;
+  request.set_model("llama");
+  v1::NiahJobSpec& spec = *request.mutable_niah();
+  for (int64_t l : {300, 340, 380, 420, 460, 500}) spec.add_lengths(l);
+  for (double d : {0, 20, 40, 60, 80, 100}) spec.add_depths(d);
+  spec.set_max_new_tokens(480);
+  spec.set_ignore_eos(true);
+  if (stop.empty()) {
+    spec.set_no_stop_strings(true);
+  } else {
+    spec.add_stop_strings(stop);
+  }
+  spec.set_max_batch(36);
+  return request;
+}
+
+std::vector<std::string> LlamaArgs(const std::string& dir) {
+  std::vector<std::string> args = GoldenArgs(dir);
+  args.push_back("--model=llama=" + SourcePath("tests/golden/llama"));
+  args.push_back("--data_dir=" + SourcePath("data"));
+  return args;
+}
+
+// Waits until the job runs (its cells counted); returns it.
+v1::Job WaitRunning(client::Client& client, const std::string& id) {
+  v1::Job job;
+  for (int i = 0; i < 600; ++i) {
+    absl::StatusOr<v1::Job> got = client.GetJob(id);
+    if (got.ok()) job = *got;
+    if (job.state() == v1::JOB_STATE_RUNNING && job.requests_total() > 0) break;
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  return job;
+}
+
+// WatchJob streams are capped (--max_watch_streams; 4,000 unread streams used to hold
+// 4,616 threads) and ListJobs answers stay under their byte budget however large the
+// specs (six jobs with 60 MB of stop strings made every listing fail: "Sent message larger
+// than max"). The cap frees a slot when a stream ends.
+TEST(JobStreamLimitsTest, WatchStreamsAreCappedAndListingsStayUnderTheirBudget) {
+  const std::string dir = testing::MakeTempDir("watch-cap");
+  ServerProcess server;
+  std::vector<std::string> args = LlamaArgs(dir);
+  args.push_back("--max_watch_streams=2");
+  args.push_back("--shutdown_grace_ms=0");
+  ASSERT_TRUE(server.Start(dir, args).ok());
+  auto client = Connect(server);
+  absl::StatusOr<std::string> running = client->SubmitJob(LongNiahJob());
+  ASSERT_TRUE(running.ok()) << running.status();
+  auto stub = v1::JobService::NewStub(client->channel());
+  v1::WatchJobRequest watch;
+  watch.set_job_id(*running);
+  struct Stream {
+    grpc::ClientContext context;
+    std::unique_ptr<grpc::ClientReader<v1::Job>> reader;
+  };
+  auto open = [&] {
+    auto stream = std::make_unique<Stream>();
+    stream->reader = stub->WatchJob(&stream->context, watch);
+    return stream;
+  };
+  std::vector<std::unique_ptr<Stream>> streams;
+  for (int i = 0; i < 2; ++i) {
+    streams.push_back(open());
+    v1::Job update;
+    ASSERT_TRUE(streams.back()->reader->Read(&update)) << i;
+    EXPECT_EQ(update.id(), *running);
+  }
+  {
+    std::unique_ptr<Stream> third = open();
+    v1::Job update;
+    EXPECT_FALSE(third->reader->Read(&update));
+    const grpc::Status status = third->reader->Finish();
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+    EXPECT_THAT(status.error_message(), HasSubstr("--max_watch_streams"));
+  }
+  // One stream ends: a new one is served (the server notices within its 200 ms poll).
+  streams[0]->context.TryCancel();
+  streams[0]->reader->Finish();
+  bool reopened = false;
+  for (int attempt = 0; attempt < 50 && !reopened; ++attempt) {
+    std::unique_ptr<Stream> again = open();
+    v1::Job update;
+    reopened = again->reader->Read(&update);
+    again->context.TryCancel();
+    again->reader->Finish();
+    if (!reopened) absl::SleepFor(absl::Milliseconds(100));
+  }
+  EXPECT_TRUE(reopened);
+
+  // Three queued jobs with 6 MiB of stop strings each (distinct specs): 18 MiB of specs.
+  for (char c : {'a', 'b', 'c'}) {
+    ASSERT_TRUE(client->SubmitJob(LongNiahJob(std::string(6u << 20, c))).ok());
+  }
+  absl::StatusOr<v1::ListJobsResponse> listed = client->ListJobs(0);
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  EXPECT_GE(listed->omitted(), 1);
+  EXPECT_EQ(listed->jobs_size() + listed->omitted(), 4);
+  EXPECT_LE(listed->ByteSizeLong(), 16u << 20);
+  EXPECT_GE(listed->jobs_size(), 2);  // the newest ones, as many as fit
+  for (const v1::Job& job : listed->jobs()) ASSERT_TRUE(client->CancelJob(job.id()).ok());
+  streams.clear();
+}
+
+// --shutdown_grace_ms bounds a NIAH job's batch in flight (issue 29 item 9): SIGTERM while
+// one batch of 36 cells x 480 tokens decodes, and the process is gone within seconds (it
+// used to finish the whole job first: 33 s); CancelJob likewise stops the batch.
+TEST(ShutdownTest, GraceBoundsANiahBatchInFlight) {
+  const std::string dir = testing::MakeTempDir("shutdown-niah");
+  ServerProcess server;
+  std::vector<std::string> args = LlamaArgs(dir);
+  args.push_back("--shutdown_grace_ms=1000");
+  ASSERT_TRUE(server.Start(dir, args).ok());
+  auto client = Connect(server);
+  // CancelJob first: the job reaches CANCELLED and the worker takes the next job at once.
+  absl::StatusOr<std::string> cancelled = client->SubmitJob(LongNiahJob("\n\n"));
+  ASSERT_TRUE(cancelled.ok()) << cancelled.status();
+  ASSERT_EQ(WaitRunning(*client, *cancelled).state(), v1::JOB_STATE_RUNNING);
+  absl::StatusOr<std::string> next = client->SubmitJob(LongNiahJob());
+  ASSERT_TRUE(next.ok()) << next.status();
+  absl::SleepFor(absl::Seconds(1));
+  const absl::Time cancel_at = absl::Now();
+  ASSERT_TRUE(client->CancelJob(*cancelled).ok());
+  const v1::Job running = WaitRunning(*client, *next);
+  const absl::Duration to_next = absl::Now() - cancel_at;
+  ASSERT_EQ(running.state(), v1::JOB_STATE_RUNNING);
+  std::printf("the next job started %.2f s after CancelJob\n", absl::ToDoubleSeconds(to_next));
+  EXPECT_LT(to_next, absl::Seconds(3)) << "the cancelled batch ran on";
+
+  absl::SleepFor(absl::Milliseconds(1500));
+  const v1::Job before = *client->GetJob(*next);
+  ASSERT_EQ(before.state(), v1::JOB_STATE_RUNNING);
+  ASSERT_EQ(before.requests_done(), 0) << "the batch finished too early to test shutdown";
+  const absl::Time signalled = absl::Now();
+  ASSERT_EQ(kill(server.pid(), SIGTERM), 0);
+  EXPECT_EQ(server.Stop(0 /* already signalled: just reap */), 0);
+  const absl::Duration exit_after = absl::Now() - signalled;
+  std::printf("exit %.2f s after SIGTERM\n", absl::ToDoubleSeconds(exit_after));
+  EXPECT_LT(exit_after, absl::Seconds(4));
 }
 
 // A store whose jobs table is damaged (garbage written over the middle of the file): the
