@@ -8,6 +8,7 @@
 #include <ctime>
 #include <random>
 
+#include "absl/hash/hash.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/notification.h"
@@ -318,10 +319,12 @@ absl::StatusOr<v1::Job> JobManager::Cancel(const std::string& id) {
   return Get(id);
 }
 
-absl::Status JobManager::Watch(const std::string& id,
-                               const std::function<bool(const v1::Job&)>& send,
+absl::Status JobManager::Watch(const std::string& id, const std::function<bool(v1::Job)>& send,
                                const std::function<bool()>& stop) {
-  std::string last_sent;
+  // A watcher keeps only a hash of what it sent, and hands the job it read to `send`: a
+  // client that does not read holds one copy (gRPC's) instead of several, however large
+  // the job's spec.
+  size_t last_sent = 0;
   bool sent = false;
   for (;;) {
     int64_t seen;
@@ -332,15 +335,17 @@ absl::Status JobManager::Watch(const std::string& id,
     }
     absl::StatusOr<v1::Job> job = Get(id);
     if (!job.ok()) return job.status();
-    v1::Job comparable = *job;
-    comparable.clear_updated_at();
-    std::string serialized = comparable.SerializeAsString();
-    if (!sent || serialized != last_sent) {
-      if (!send(*job)) return absl::CancelledError("the client went away");
+    const int64_t updated_at = job->updated_at();
+    job->clear_updated_at();
+    const size_t digest = absl::HashOf(job->SerializeAsString());
+    job->set_updated_at(updated_at);
+    const bool final = IsFinalJobState(job->state());
+    if (!sent || digest != last_sent) {
+      if (!send(*std::move(job))) return absl::CancelledError("the client went away");
       sent = true;
-      last_sent = std::move(serialized);
+      last_sent = digest;
     }
-    if (IsFinalJobState(job->state())) return absl::OkStatus();
+    if (final) return absl::OkStatus();
     if (stop()) return absl::CancelledError("watch cancelled by the client");
     // Local changes wake at once; other servers' changes are seen within the poll.
     absl::MutexLock lock(&mu_);

@@ -62,8 +62,8 @@ class JobManager {
   absl::StatusOr<hgeval::v1::Job> Cancel(const std::string& id);
   // Calls `send` with the job now and after every change (seen in the store, so changes
   // made by other servers too) until a final state, `send` returns false or `stop` returns
-  // true.
-  absl::Status Watch(const std::string& id, const std::function<bool(const hgeval::v1::Job&)>& send,
+  // true. The job is handed over (moved): a watcher keeps no copy of its own.
+  absl::Status Watch(const std::string& id, const std::function<bool(hgeval::v1::Job)>& send,
                      const std::function<bool()>& stop);
 
  private:

@@ -87,7 +87,7 @@ grpc::Status JobServiceImpl::WatchJob(grpc::ServerContext* context,
   }
   return ToGrpcStatus(jobs_->Watch(
       request->job_id(),
-      [this, writer](const v1::Job& job) { return writer->Write(Outgoing(job)); },
+      [this, writer](v1::Job job) { return writer->Write(Outgoing(std::move(job))); },
       [context] { return context->IsCancelled(); }));
 }
 

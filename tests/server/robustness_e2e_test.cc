@@ -324,6 +324,43 @@ TEST(JobStreamLimitsTest, WatchStreamsAreCappedAndListingsStayUnderTheirBudget) 
   streams.clear();
 }
 
+// Watchers that never read hold little beyond gRPC's own copy of the update (issue 29
+// item 4): 20 unread WatchJob streams on a job with a 6 MiB spec. Each watcher used to
+// keep several copies of the job (as read, a copy to compare, its serialization, the last
+// one sent, the outgoing copy): ~325 MB per watcher for a 60 MB spec.
+TEST(JobStreamLimitsTest, UnreadWatchersHoldAboutOneCopyEach) {
+  const std::string dir = testing::MakeTempDir("watch-memory");
+  ServerProcess server;
+  std::vector<std::string> args = LlamaArgs(dir);
+  args.push_back("--shutdown_grace_ms=0");
+  ASSERT_TRUE(server.Start(dir, args).ok());
+  auto client = Connect(server);
+  absl::StatusOr<std::string> id = client->SubmitJob(LongNiahJob(std::string(6u << 20, 'x')));
+  ASSERT_TRUE(id.ok()) << id.status();
+  ASSERT_EQ(WaitRunning(*client, *id).state(), v1::JOB_STATE_RUNNING);
+  absl::SleepFor(absl::Milliseconds(500));
+  const int64_t rss_before = server.PeakRssKib();
+  auto stub = v1::JobService::NewStub(client->channel());
+  v1::WatchJobRequest watch;
+  watch.set_job_id(*id);
+  constexpr int kWatchers = 20;
+  std::vector<std::unique_ptr<grpc::ClientContext>> contexts;
+  std::vector<std::unique_ptr<grpc::ClientReader<v1::Job>>> readers;
+  for (int i = 0; i < kWatchers; ++i) {
+    contexts.push_back(std::make_unique<grpc::ClientContext>());
+    readers.push_back(stub->WatchJob(contexts.back().get(), watch));  // never read
+  }
+  absl::SleepFor(absl::Seconds(3));  // progress updates go out meanwhile
+  const int64_t growth_mib = (server.PeakRssKib() - rss_before) / 1024;
+  RecordProperty("peak_rss_growth_mib", static_cast<int>(growth_mib));
+  std::printf("%d unread watchers of a 6 MiB job: server peak RSS grew by %lld MiB\n", kWatchers,
+              static_cast<long long>(growth_mib));
+  EXPECT_LT(growth_mib, kWatchers * 6 * 3) << "more than three copies per watcher";
+  for (auto& context : contexts) context->TryCancel();
+  for (auto& reader : readers) reader->Finish();
+  ASSERT_TRUE(client->CancelJob(*id).ok());
+}
+
 // --shutdown_grace_ms bounds a NIAH job's batch in flight (issue 29 item 9): SIGTERM while
 // one batch of 36 cells x 480 tokens decodes, and the process is gone within seconds (it
 // used to finish the whole job first: 33 s); CancelJob likewise stops the batch.
