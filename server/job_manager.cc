@@ -472,7 +472,17 @@ void JobManager::RunShard(const ClaimedShard& claimed) {
     const std::string error(outcome.status().message());
     absl::Status s = EndBeforeFinishing(id, v1::JOB_STATE_FAILED, error);
     if (absl::IsFailedPrecondition(s)) return;  // cancelled or failed elsewhere meanwhile
-    if (!s.ok()) LogError("job_persist_failed", {{"job", id}, {"error", s.ToString()}});
+    if (!s.ok()) {
+      // The store still says RUNNING, and the shard is claimed again when its lease runs
+      // out: the log says that, not FAILED (GetJob would contradict it).
+      LogError("job_persist_failed", {{"job", id},
+                                      {"shard", absl::StrCat(index)},
+                                      {"state", "JOB_STATE_RUNNING"},
+                                      {"shard_error", error},
+                                      {"error", s.ToString()},
+                                      {"next", "the shard is retried when its lease runs out"}});
+      return;
+    }
     LogInfo("job_finished", {{"job", id}, {"state", "JOB_STATE_FAILED"}, {"error", error}});
     return;
   }

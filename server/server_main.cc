@@ -397,12 +397,15 @@ int Run() {
       server->Shutdown();
       return 2;
     }
-    std::fprintf(stderr,
-                 "hgeval-server: cannot read the jobs in --store %s: %s\n"
-                 "The file is damaged. Move it aside to start with an empty store (stored "
-                 "results are a cache and will be recomputed; unfinished jobs must be "
-                 "resubmitted), or salvage it with: sqlite3 OLD '.recover' | sqlite3 NEW\n",
-                 absl::GetFlag(FLAGS_store).c_str(), std::string(s.message()).c_str());
+    // Only a damaged file gets the advice to move it aside: a read-only file, a full disk
+    // or an I/O error leave a healthy file that such advice would discard.
+    std::fprintf(stderr, "hgeval-server: cannot read the jobs in --store %s: %s\n%s",
+                 absl::GetFlag(FLAGS_store).c_str(), std::string(s.message()).c_str(),
+                 absl::IsDataLoss(s)
+                     ? "The file is damaged. Move it aside to start with an empty store (stored "
+                       "results are a cache and will be recomputed; unfinished jobs must be "
+                       "resubmitted), or salvage it with: sqlite3 OLD '.recover' | sqlite3 NEW\n"
+                     : "");
     server->Shutdown();
     return 2;
   }

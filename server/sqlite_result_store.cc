@@ -1,19 +1,65 @@
 #include "server/sqlite_result_store.h"
 
 #include <sqlite3.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
+#include <cstring>
 #include <ctime>
 #include <functional>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
+#include "server/log.h"
 #include "server/sql_result_store.h"
 
 namespace hgeval::server {
+
+absl::Status SqliteStatus(int code, const std::string& what, const std::string& detail) {
+  const std::string message = absl::StrCat("result store: ", what, ": ", detail);
+  switch (code & 0xff) {
+    case SQLITE_CORRUPT:
+    case SQLITE_NOTADB:
+      // A damaged file: the wire contract's code for unrecoverable data, not a server bug.
+      return absl::DataLossError(message);
+    case SQLITE_FULL: {
+      // Nothing stored is lost; what could not be written is computed again later.
+      static std::atomic<int64_t> last_logged{0};
+      const int64_t now = absl::ToUnixSeconds(absl::Now());
+      if (now - last_logged.exchange(now) >= 60) {
+        LogError("store_disk_full", {{"error", message}});
+      }
+      return absl::ResourceExhaustedError(
+          absl::StrCat(message,
+                       " (the disk holding the result store is full: free space there; stored "
+                       "results are kept, and what could not be written is computed again)"));
+    }
+    case SQLITE_READONLY:
+      if (code == SQLITE_READONLY_DBMOVED) {
+        return absl::UnavailableError(
+            absl::StrCat(message,
+                         " (the store file was deleted or moved while the server ran; restart "
+                         "the server to use a file at --store again)"));
+      }
+      return absl::UnavailableError(
+          absl::StrCat(message,
+                       " (the store file or its folder is read-only: the file is not damaged; "
+                       "make both writable, SQLite writes its -wal and -shm files beside it)"));
+    case SQLITE_IOERR:
+    case SQLITE_CANTOPEN:
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+      return absl::UnavailableError(message);
+    default:
+      return absl::InternalError(message);
+  }
+}
+
 namespace {
 
 // Finalizes a prepared statement on scope exit.
@@ -52,12 +98,7 @@ class Statement {
 };
 
 absl::Status SqliteError(sqlite3* db, const char* what) {
-  const std::string message = absl::StrCat("result store: ", what, ": ", sqlite3_errmsg(db));
-  // A damaged file is DATA_LOSS (the wire contract's code for unrecoverable data), not a
-  // server bug.
-  const int code = sqlite3_errcode(db);
-  if (code == SQLITE_CORRUPT || code == SQLITE_NOTADB) return absl::DataLossError(message);
-  return absl::InternalError(message);
+  return SqliteStatus(sqlite3_extended_errcode(db), what, sqlite3_errmsg(db));
 }
 
 constexpr char kJobColumns[] = "id, state, created_at, job";
@@ -92,7 +133,14 @@ int64_t NowMs() { return absl::ToUnixMillis(absl::Now()); }
 
 class SqliteResultStore : public SqlResultStore {
  public:
-  explicit SqliteResultStore(sqlite3* db) : db_(db) {}
+  SqliteResultStore(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {
+    struct stat st;
+    watched_ = IsFilePath(path_) && stat(path_.c_str(), &st) == 0;
+    if (watched_) {
+      device_ = st.st_dev;
+      inode_ = st.st_ino;
+    }
+  }
   ~SqliteResultStore() override {
     absl::MutexLock lock(&mu_);
     sqlite3_close(db_);
@@ -296,6 +344,7 @@ class SqliteResultStore : public SqlResultStore {
 
   absl::Status ReleaseShards(const std::string& owner) override {
     absl::MutexLock lock(&mu_);
+    if (absl::Status s = CheckFile(); !s.ok()) return s;
     Statement st(db_, "UPDATE job_shards SET state=?1, lease_until=0 WHERE owner=?2 AND state=?3");
     if (!st.ok()) return SqliteError(db_, "prepare shard release");
     st.BindInt(1, kShardQueued);
@@ -324,7 +373,7 @@ class SqliteResultStore : public SqlResultStore {
     if (sqlite3_exec(db_, sql, nullptr, nullptr, &error) != SQLITE_OK) {
       std::string message = error ? error : "unknown error";
       sqlite3_free(error);
-      return absl::InternalError(absl::StrCat("result store: ", sql, ": ", message));
+      return SqliteStatus(sqlite3_extended_errcode(db_), sql, message);
     }
     return absl::OkStatus();
   }
@@ -333,6 +382,7 @@ class SqliteResultStore : public SqlResultStore {
   // wait for it), committed when it returns OK and rolled back otherwise.
   absl::Status InTransaction(const std::function<absl::Status()>& body) override
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (absl::Status s = CheckFile(); !s.ok()) return s;
     if (absl::Status s = Exec("BEGIN IMMEDIATE"); !s.ok()) return s;
     absl::Status s = body();
     if (!s.ok()) {
@@ -343,6 +393,7 @@ class SqliteResultStore : public SqlResultStore {
   }
 
   absl::Status WriteJob(const StoredJob& job) override ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (absl::Status s = CheckFile(); !s.ok()) return s;
     Statement st(db_,
                  "INSERT INTO jobs (id, state, created_at, job) VALUES (?1, ?2, ?3, ?4)"
                  " ON CONFLICT DO UPDATE SET state=excluded.state, job=excluded.job");
@@ -420,7 +471,40 @@ class SqliteResultStore : public SqlResultStore {
     return shards;
   }
 
+  static bool IsFilePath(const std::string& path) {
+    return !path.empty() && path != ":memory:" && !absl::StartsWith(path, "file:");
+  }
+
+  // Is the file at path_ still the one this connection writes? A deleted or replaced
+  // file would take every later write with it at the next start.
+  absl::Status CheckFile() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (!watched_) return absl::OkStatus();
+    struct stat st;
+    std::string problem;
+    if (stat(path_.c_str(), &st) != 0) {
+      problem = absl::StrCat("the result store file ", path_,
+                             " was deleted or moved while the server ran (", strerror(errno),
+                             "): what is written now would be lost at the next start; "
+                             "restore the file, or restart the server to start a new one");
+    } else if (st.st_dev != device_ || st.st_ino != inode_) {
+      problem = absl::StrCat("the result store file ", path_,
+                             " was replaced by another file while the server ran: this server "
+                             "still has the old one open; restart it to use the new file");
+    }
+    if (problem.empty()) return absl::OkStatus();
+    if (problem != reported_) {
+      LogError("store_file_lost", {{"store", path_}, {"error", problem}});
+      reported_ = problem;
+    }
+    return absl::UnavailableError(problem);
+  }
+
   sqlite3* db_ ABSL_GUARDED_BY(mu_);
+  const std::string path_;
+  bool watched_ = false;
+  dev_t device_ = 0;
+  ino_t inode_ = 0;
+  std::string reported_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace
@@ -436,7 +520,7 @@ absl::StatusOr<std::unique_ptr<ResultStore>> OpenSqliteResultStore(const std::st
     return absl::UnavailableError(absl::StrCat("cannot open result store ", path, ": ", message));
   }
   sqlite3_busy_timeout(db, 10000);
-  auto store = std::make_unique<SqliteResultStore>(db);
+  auto store = std::make_unique<SqliteResultStore>(db, path);
   if (absl::Status s = store->CreateSchema(); !s.ok()) return s;
   return store;
 }

@@ -3,7 +3,10 @@
 
 #include <sqlite3.h>
 
+#include <cstdio>
+
 #include "gtest/gtest.h"
+#include "server/sqlite_result_store.h"
 #include "tests/support/paths.h"
 
 namespace hgeval::server {
@@ -118,6 +121,76 @@ TEST(ResultStoreTest, SurvivesReopenAndKeepsJobs) {
   ASSERT_TRUE(unfinished.ok());
   ASSERT_EQ(unfinished->size(), 1u);
   EXPECT_EQ((*unfinished)[0].id, "job-1");
+}
+
+// The store file deleted, or replaced by another file, while the server runs (issue 29
+// item 7): nothing noticed, and every job accepted afterwards was gone at the next start.
+// The next write is refused with UNAVAILABLE naming what happened.
+TEST(ResultStoreTest, ADeletedStoreFileIsReportedOnTheNextWrite) {
+  const std::string path = hgeval::testing::MakeTempDir("store-deleted") + "/store.sqlite";
+  auto store = ResultStore::Open(path);
+  ASSERT_TRUE(store.ok()) << store.status();
+  const StoreKey key{"m", "t", "loglikelihood", "d"};
+  ASSERT_TRUE((*store)->PutMany({{key, "one"}}).ok());
+  ASSERT_EQ(std::remove(path.c_str()), 0);
+  absl::Status put = (*store)->PutMany({{key, "two"}});
+  EXPECT_EQ(put.code(), absl::StatusCode::kUnavailable) << put;
+  EXPECT_NE(put.message().find("was deleted or moved"), std::string::npos) << put;
+  EXPECT_EQ(put.message().find("damaged"), std::string::npos) << put;
+  StoredJob job;
+  job.id = "job-1";
+  job.blob = "spec";
+  EXPECT_EQ((*store)->CreateJob(job, 1).code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ((*store)->PutJob(job).code(), absl::StatusCode::kUnavailable);
+}
+
+TEST(ResultStoreTest, AReplacedStoreFileIsReportedOnTheNextWrite) {
+  const std::string dir = hgeval::testing::MakeTempDir("store-replaced");
+  auto store = ResultStore::Open(dir + "/store.sqlite");
+  ASSERT_TRUE(store.ok()) << store.status();
+  {
+    auto other = ResultStore::Open(dir + "/other.sqlite");
+    ASSERT_TRUE(other.ok()) << other.status();
+  }
+  ASSERT_EQ(std::rename((dir + "/other.sqlite").c_str(), (dir + "/store.sqlite").c_str()), 0);
+  absl::Status put = (*store)->PutMany({{StoreKey{"m", "t", "loglikelihood", "d"}, "one"}});
+  EXPECT_EQ(put.code(), absl::StatusCode::kUnavailable) << put;
+  EXPECT_NE(put.message().find("was replaced by another file"), std::string::npos) << put;
+}
+
+// SQLite's own failures get the diagnosis their cause calls for: a full disk is
+// RESOURCE_EXHAUSTED (it used to be INTERNAL), a read-only file UNAVAILABLE saying the
+// file is not damaged (it used to be diagnosed as damaged, with advice to move it aside).
+// The codes come from a real connection: PRAGMA max_page_count fills the "disk",
+// PRAGMA query_only makes it read-only.
+TEST(ResultStoreTest, SqliteFailuresAreDiagnosedByTheirCause) {
+  const std::string path = hgeval::testing::MakeTempDir("store-codes") + "/raw.sqlite";
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "CREATE TABLE t (b BLOB)", nullptr, nullptr, nullptr), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "PRAGMA max_page_count=3", nullptr, nullptr, nullptr), SQLITE_OK);
+  EXPECT_NE(sqlite3_exec(db, "INSERT INTO t VALUES (zeroblob(100000))", nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  ASSERT_EQ(sqlite3_errcode(db), SQLITE_FULL);
+  const absl::Status full =
+      SqliteStatus(sqlite3_extended_errcode(db), "insert", sqlite3_errmsg(db));
+  EXPECT_EQ(full.code(), absl::StatusCode::kResourceExhausted) << full;
+  EXPECT_NE(full.message().find("disk holding the result store is full"), std::string::npos);
+
+  ASSERT_EQ(sqlite3_exec(db, "PRAGMA query_only=1", nullptr, nullptr, nullptr), SQLITE_OK);
+  EXPECT_NE(sqlite3_exec(db, "INSERT INTO t VALUES (1)", nullptr, nullptr, nullptr), SQLITE_OK);
+  ASSERT_EQ(sqlite3_errcode(db), SQLITE_READONLY);
+  const absl::Status read_only =
+      SqliteStatus(sqlite3_extended_errcode(db), "insert", sqlite3_errmsg(db));
+  EXPECT_EQ(read_only.code(), absl::StatusCode::kUnavailable) << read_only;
+  EXPECT_NE(read_only.message().find("read-only: the file is not damaged"), std::string::npos)
+      << read_only;
+  sqlite3_close(db);
+
+  EXPECT_EQ(SqliteStatus(SQLITE_CORRUPT, "select", "malformed").code(),
+            absl::StatusCode::kDataLoss);
+  EXPECT_EQ(SqliteStatus(SQLITE_READONLY_DBMOVED, "insert", "moved").code(),
+            absl::StatusCode::kUnavailable);
 }
 
 TEST(ResultStoreTest, UnopenablePathIsAnError) {

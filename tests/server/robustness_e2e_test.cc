@@ -398,6 +398,33 @@ TEST(ShutdownTest, GraceBoundsANiahBatchInFlight) {
   EXPECT_LT(exit_after, absl::Seconds(4));
 }
 
+// The store file deleted while the server runs (issue 29 item 7): jobs used to be accepted
+// and finished into the deleted file, and were gone at the next start. Now the job runner's
+// next poll logs store_file_lost, and SubmitJob is refused with UNAVAILABLE saying why.
+TEST(DamagedStoreTest, AStoreDeletedWhileServingIsReportedNotWrittenInto) {
+  const std::string dir = testing::MakeTempDir("store-deleted-e2e");
+  ServerProcess server;
+  std::vector<std::string> args = GoldenArgs(dir);
+  args.push_back("--data_dir=" + SourcePath("data"));
+  ASSERT_TRUE(server.Start(dir, args).ok());
+  auto client = Connect(server);
+  ASSERT_EQ(std::remove((dir + "/store.sqlite").c_str()), 0);
+  v1::SubmitJobRequest request;
+  request.set_model("hgrn2");
+  request.add_tasks("arc_easy");
+  request.set_limit(2);
+  ExpectStatus(client->SubmitJob(request).status(), absl::StatusCode::kUnavailable,
+               "was deleted or moved while the server ran");
+  std::string log;
+  for (int i = 0; i < 100 && log.find("store_file_lost") == std::string::npos; ++i) {
+    std::ifstream in(server.log_path());
+    log.assign(std::istreambuf_iterator<char>(in), {});
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  EXPECT_THAT(log, HasSubstr("store_file_lost"));
+  EXPECT_THAT(log, ::testing::Not(HasSubstr("damaged")));
+}
+
 // A store whose jobs table is damaged (garbage written over the middle of the file): the
 // server exits with status 2 and says what to do, instead of serving with a job runner
 // that never started (jobs used to stay QUEUED forever).
