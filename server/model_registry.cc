@@ -229,7 +229,11 @@ absl::StatusOr<std::unique_ptr<LoadedModel>> ModelRegistry::Load(const ModelSpec
     return LoadTokenizer(path);
   };
   absl::StatusOr<std::unique_ptr<Tokenizer>> tokenizer = load_tokenizer(tokenizer_path);
-  if (!tokenizer.ok() && spec.tokenizer.empty() && !options_.default_tokenizer.empty()) {
+  // The server's --tokenizer stands in only for a folder without a tokenizer: a folder's
+  // own tokenizer that fails to load (a corrupt tokenizer.json) is an error, not a silent
+  // switch to another vocabulary.
+  if (!tokenizer.ok() && absl::IsNotFound(tokenizer.status()) && spec.tokenizer.empty() &&
+      !options_.default_tokenizer.empty()) {
     tokenizer_path = options_.default_tokenizer;
     tokenizer = load_tokenizer(tokenizer_path);
   }

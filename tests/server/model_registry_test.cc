@@ -107,6 +107,28 @@ TEST(RegistryLoadTest, RootModelsTakeTheServerWideLoadSettings) {
   registry.StopSchedulers();
 }
 
+// A model folder's own tokenizer.json that is corrupt fails the load, naming the file
+// (issue 29 item 10: it used to load silently with the server's --tokenizer instead, whose
+// vocabulary need not be the model's). A folder without a tokenizer still takes it.
+TEST(RegistryLoadTest, ACorruptTokenizerJsonIsAnErrorNotAFallback) {
+  const std::string root = GoldenLlamaRoot();
+  std::ofstream(root + "/llama/tokenizer.json") << "{\"model\": {\"type\": \"BPE\", \"vocab\": [";
+  RegistryOptions options;
+  options.roots = {root};
+  options.default_tokenizer = hgeval::testing::SourcePath(kTokenizer);
+  ModelRegistry registry(options);
+  absl::StatusOr<LoadedModel*> model = registry.Get("llama");
+  ASSERT_FALSE(model.ok());
+  EXPECT_THAT(std::string(model.status().message()), ::testing::HasSubstr("tokenizer.json"));
+  EXPECT_THAT(std::string(model.status().message()),
+              ::testing::Not(::testing::HasSubstr("tok512.bin")));
+  fs::remove(root + "/llama/tokenizer.json");
+  ModelRegistry without(options);
+  absl::StatusOr<LoadedModel*> fallback = without.Get("llama");
+  ASSERT_TRUE(fallback.ok()) << fallback.status();
+  without.StopSchedulers();
+}
+
 TEST(RegistryLoadTest, ConfigMaxContextLetsALlamaRunPastItsTrainingLength) {
   const std::string dir = hgeval::testing::MakeTempDir("registry-config");
   std::ofstream(dir + "/models.json") << R"({"models": [
