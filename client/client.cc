@@ -370,8 +370,12 @@ absl::StatusOr<v1::Job> Client::WatchJob(const std::string& id,
       return last;
     }
     const grpc::StatusCode code = status.error_code();
+    // Answers that another try would get again end the watch: a damaged job record
+    // (DATA_LOSS) used to be retried silently for `reconnect_for`.
     if (code == grpc::StatusCode::NOT_FOUND || code == grpc::StatusCode::UNAUTHENTICATED ||
-        code == grpc::StatusCode::INVALID_ARGUMENT || code == grpc::StatusCode::PERMISSION_DENIED) {
+        code == grpc::StatusCode::INVALID_ARGUMENT || code == grpc::StatusCode::PERMISSION_DENIED ||
+        code == grpc::StatusCode::DATA_LOSS || code == grpc::StatusCode::FAILED_PRECONDITION ||
+        code == grpc::StatusCode::UNIMPLEMENTED) {
       return FromGrpc(status);
     }
     if (absl::Now() - last_contact > reconnect_for) {

@@ -91,7 +91,8 @@ class Client {
   // Watches until the job reaches a final state, calling `on_update` for every state
   // seen. A dropped stream (UNAVAILABLE, server restart...) is re-opened until
   // `reconnect_for` passes without a successful reconnection (on a fleet sharing a store,
-  // the re-opened stream may be served by another server).
+  // the re-opened stream may be served by another server); an answer another try would
+  // get again (NOT_FOUND, DATA_LOSS for a damaged job record, ...) ends it at once.
   absl::StatusOr<hgeval::v1::Job> WatchJob(
       const std::string& id, const std::function<void(const hgeval::v1::Job&)>& on_update,
       absl::Duration reconnect_for = absl::Minutes(10));
