@@ -76,6 +76,16 @@ CallControl ModelServiceImpl::Control(grpc::ServerContext* context) const {
 }
 
 namespace {
+// An enum field carries any int32 on the wire: a value outside BosMode is refused, not
+// read as "tokenizer" (AddsSpecialTokens is true for everything but BOS_MODE_NONE).
+grpc::Status CheckBosMode(int mode) {
+  if (v1::BosMode_IsValid(mode)) return grpc::Status::OK;
+  return grpc::Status(
+      grpc::StatusCode::INVALID_ARGUMENT,
+      absl::StrCat("bos_mode ", mode,
+                   " is not a BosMode (0: unset = tokenizer, 1: tokenizer, 2: none)"));
+}
+
 grpc::Status TooManyTokens(int64_t tokens, int64_t limit) {
   return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
                       absl::StrCat("the call has at least ", tokens,
@@ -210,6 +220,7 @@ grpc::Status ModelServiceImpl::Loglikelihood(grpc::ServerContext* context,
   }
   {
     if (grpc::Status s = CheckRequestBytes(*request); !s.ok()) return s;
+    if (grpc::Status s = CheckBosMode(request->bos_mode()); !s.ok()) return s;
     int64_t ids = 0;
     for (const v1::LoglikelihoodPair& p : request->pairs()) {
       ids += p.context_ids_size() + p.continuation_ids_size();
@@ -284,6 +295,7 @@ grpc::Status ModelServiceImpl::LoglikelihoodRolling(grpc::ServerContext* context
   }
   {
     if (grpc::Status s = CheckRequestBytes(*request); !s.ok()) return s;
+    if (grpc::Status s = CheckBosMode(request->bos_mode()); !s.ok()) return s;
     int64_t ids = 0;
     for (const v1::RollingInput& input : request->inputs()) ids += input.ids_size();
     if (ids > limits_.max_request_tokens) return TooManyTokens(ids, limits_.max_request_tokens);
@@ -428,6 +440,7 @@ grpc::Status ModelServiceImpl::Generate(grpc::ServerContext* context,
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "max_length must be >= 0");
   }
   if (grpc::Status s = CheckRequestBytes(*request); !s.ok()) return s;
+  if (grpc::Status s = CheckBosMode(request->bos_mode()); !s.ok()) return s;
   if (request->max_tokens() < 1 || request->max_tokens() > limits_.max_generate_tokens) {
     return grpc::Status(request->max_tokens() < 1 ? grpc::StatusCode::INVALID_ARGUMENT
                                                   : grpc::StatusCode::RESOURCE_EXHAUSTED,

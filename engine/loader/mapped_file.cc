@@ -13,7 +13,9 @@
 namespace hgeval {
 
 absl::StatusOr<std::shared_ptr<const MappedFile>> MappedFile::Open(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO for reading would wait for a writer (a hung load that
+  // SIGTERM cannot end); it is refused below as not a regular file instead.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     const int error = errno;
     const std::string message = absl::StrCat(path, ": cannot open: ", std::strerror(error));
@@ -23,7 +25,8 @@ absl::StatusOr<std::shared_ptr<const MappedFile>> MappedFile::Open(const std::st
   struct stat st;
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     ::close(fd);
-    return absl::InvalidArgumentError(absl::StrCat(path, ": not a regular file"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": not a regular file (a FIFO, device or folder)"));
   }
   const size_t size = static_cast<size_t>(st.st_size);
   const uint8_t* data = nullptr;

@@ -1,9 +1,15 @@
 // Malformed checkpoints: each case must give a clear absl::Status (expected code; message
 // naming the file and, where there is one, the tensor), never a crash or an out-of-bounds
 // read (the ASan build and the safetensors fuzzer cover the latter).
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <limits>
 
 #include "engine/loader/checkpoint.h"
@@ -65,6 +71,26 @@ void ExpectOpenFails(const std::string& dir, const Expectation& expected) {
 }
 
 const std::string kEightBytes(8, '\x01');
+
+// A FIFO as model.safetensors (issue 29, low list): opening it for reading used to wait
+// for a writer forever (the load hung and SIGTERM could not end it). It is refused at once
+// as not a regular file. If the open still blocked, the writer end below releases it.
+TEST(CheckpointMalformedTest, AFifoIsRefusedWithoutWaiting) {
+  const std::string dir = testing::MakeTempDir("fifo");
+  WriteBytes(dir + "/config.json", R"({"model_type": "llama"})");
+  const std::string fifo = dir + "/model.safetensors";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  std::future<absl::Status> opened =
+      std::async(std::launch::async, [&] { return OpenCheckpoint(dir).status(); });
+  const bool answered = opened.wait_for(std::chrono::seconds(5)) == std::future_status::ready;
+  if (!answered) {
+    const int writer = ::open(fifo.c_str(), O_WRONLY);  // lets the blocked open return
+    ::close(writer);
+  }
+  const absl::Status status = opened.get();
+  EXPECT_TRUE(answered) << "opening a FIFO blocked";
+  ExpectError(status, {absl::StatusCode::kInvalidArgument, {"not a regular file"}});
+}
 
 TEST(CheckpointMalformedTest, FileShorterThanLengthPrefix) {
   const std::string dir = Folder("short", "abc");

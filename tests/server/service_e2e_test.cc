@@ -350,6 +350,27 @@ TEST_F(ServiceTest, SampledGenerationIsReproducibleForASeed) {
 TEST_F(ServiceTest, InvalidRequestsFailWithCodeAndMessage) {
   using absl::StatusCode;
   {
+    // bos_mode outside the enum (issue 29, low list): refused on every call that has it,
+    // as SubmitJob already did, instead of being read as "tokenizer".
+    auto r = IdsRequest({{1, 2}}, {{3}});
+    r.set_bos_mode(static_cast<v1::BosMode>(7));
+    ExpectStatus(client_->Loglikelihood(r).status(), StatusCode::kInvalidArgument,
+                 "bos_mode 7 is not a BosMode");
+    v1::LoglikelihoodRollingRequest rolling;
+    rolling.set_model("hgrn2");
+    rolling.add_inputs()->set_text("Once upon a time");
+    rolling.set_bos_mode(static_cast<v1::BosMode>(-1));
+    ExpectStatus(client_->LoglikelihoodRolling(rolling).status(), StatusCode::kInvalidArgument,
+                 "bos_mode -1 is not a BosMode");
+    v1::GenerateRequest generate;
+    generate.set_model("hgrn2");
+    generate.set_prompt("Once upon a time");
+    generate.set_max_tokens(1);
+    generate.set_bos_mode(static_cast<v1::BosMode>(3));
+    ExpectStatus(client_->Generate(generate).status(), StatusCode::kInvalidArgument,
+                 "bos_mode 3 is not a BosMode");
+  }
+  {
     auto r = IdsRequest({{1, 2}}, {{}});
     ExpectStatus(client_->Loglikelihood(r).status(), StatusCode::kInvalidArgument,
                  "pairs[0] has an empty continuation");
