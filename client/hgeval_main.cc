@@ -328,13 +328,27 @@ absl::StatusOr<v1::Job> WatchWithProgress(Client& client, const std::string& id)
       absl::Seconds(absl::GetFlag(FLAGS_reconnect_for)));
 }
 
-int PrintFinalJob(const v1::Job& job) {
+// --output: the job's results JSON into the file; an error when there is nothing to
+// write (a job still running, or one that failed before any result), so that a script
+// does not take a missing file for success.
+absl::Status WriteResultsToOutput(const v1::Job& job) {
   const std::string output = tasks::OutputFromFlags();
-  if (!output.empty() && !job.results_json().empty()) {
-    std::ofstream out(output);
-    out << job.results_json() << "\n";
-    if (!out) return Fail(absl::InternalError("cannot write " + output));
-    std::fprintf(stderr, "results written to %s\n", output.c_str());
+  if (output.empty()) return absl::OkStatus();
+  if (job.results_json().empty()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("job ", job.id(), " has no results to write to ", output, " (state ",
+                     v1::JobState_Name(job.state()), "; results come with a finished job)"));
+  }
+  std::ofstream out(output);
+  out << job.results_json() << "\n";
+  if (!out) return absl::InternalError("cannot write " + output);
+  std::fprintf(stderr, "results written to %s\n", output.c_str());
+  return absl::OkStatus();
+}
+
+int PrintFinalJob(const v1::Job& job) {
+  if (!tasks::OutputFromFlags().empty() && !job.results_json().empty()) {
+    if (absl::Status s = WriteResultsToOutput(job); !s.ok()) return Fail(s);
   }
   std::printf("job %s: %s (model %s, %lld requests, %lld from the store)\n", job.id().c_str(),
               v1::JobState_Name(job.state()).c_str(), job.model().c_str(),
@@ -474,6 +488,9 @@ int Main(const std::vector<std::string>& args) {
     if (!job.ok()) return Fail(job.status());
     if (command == "watch") return PrintFinalJob(*job);
     std::printf("%s\n", ToJson(*job).c_str());
+    if (command == "job") {
+      if (absl::Status s = WriteResultsToOutput(*job); !s.ok()) return Fail(s);
+    }
     return 0;
   }
   std::fprintf(stderr, "hgeval: unknown command '%s'\n%s\n", command.c_str(), kUsage);

@@ -219,9 +219,9 @@ TEST(RequestLimitsTest, EveryByteOfACallCountsNotOnlyItsText) {
 }
 
 // A NIAH job of the golden LLaMA whose 36 cells form one batch of seconds.
-v1::SubmitJobRequest LongNiahJob(const std::string& stop = "") {
+v1::SubmitJobRequest LongNiahJob(const std::string& stop = "", const std::string& model = "llama") {
   v1::SubmitJobRequest request;
-  request.set_model("llama");
+  request.set_model(model);
   v1::NiahJobSpec& spec = *request.mutable_niah();
   for (int64_t l : {300, 340, 380, 420, 460, 500}) spec.add_lengths(l);
   for (double d : {0, 20, 40, 60, 80, 100}) spec.add_depths(d);
@@ -670,6 +670,42 @@ TEST(HelpTest, ServerAndNiahHelpListTheirFlags) {
 
 // `hgeval score --input` with more lines than one call may carry (the server's default is
 // 4,096 pairs) splits them into several calls instead of failing; output stays in order.
+// `hgeval job ID --output=F` writes the finished job's results JSON to F (issue 29, low
+// list: it wrote nothing), and fails saying why for a job without results.
+TEST(CliTest, JobOutputWritesTheResults) {
+  const std::string dir = testing::MakeTempDir("cli-job-output");
+  ServerProcess server;
+  std::vector<std::string> args = GoldenArgs(dir);
+  args.push_back("--data_dir=" + SourcePath("data"));
+  ASSERT_TRUE(server.Start(dir, args).ok());
+  auto client = Connect(server);
+  v1::SubmitJobRequest request;
+  request.set_model("hgrn2");
+  request.add_tasks("arc_easy");
+  request.set_limit(2);
+  absl::StatusOr<std::string> id = client->SubmitJob(request);
+  ASSERT_TRUE(id.ok()) << id.status();
+  ASSERT_EQ(client->WatchJob(*id, nullptr)->state(), v1::JOB_STATE_SUCCEEDED);
+  std::string out;
+  ASSERT_EQ(testing::RunCommand({testing::ClientBinary(), "job", *id,
+                                 "--server=" + server.address(), "--output=" + dir + "/r.json"},
+                                &out),
+            0)
+      << out;
+  std::ifstream in(dir + "/r.json");
+  const std::string written((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_THAT(written, HasSubstr("\"arc_easy\""));
+  // A job cancelled before any result: nothing to write is an error, not silence.
+  absl::StatusOr<std::string> cancelled = client->SubmitJob(LongNiahJob("", "hgrn2"));
+  ASSERT_TRUE(cancelled.ok()) << cancelled.status();
+  ASSERT_TRUE(client->CancelJob(*cancelled).ok());
+  EXPECT_NE(testing::RunCommand({testing::ClientBinary(), "job", *cancelled,
+                                 "--server=" + server.address(), "--output=" + dir + "/c.json"},
+                                &out),
+            0);
+  EXPECT_FALSE(std::filesystem::exists(dir + "/c.json"));
+}
+
 TEST(CliTest, ScoreInputLongerThanOneCallIsSplit) {
   const std::string dir = testing::MakeTempDir("cli-split");
   ServerProcess server;
