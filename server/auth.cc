@@ -4,6 +4,7 @@
 
 #include <string_view>
 
+#include "absl/strings/str_cat.h"
 #include "engine/util/sha256.h"
 
 namespace hgeval::server {
@@ -15,6 +16,19 @@ std::string RawSha256(std::string_view data) {
 }
 
 }  // namespace
+
+absl::Status ValidateBearerToken(std::string_view token) {
+  for (size_t i = 0; i < token.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(token[i]);
+    if (c < 0x21 || c > 0x7e) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the token holds byte 0x", absl::Hex(c, absl::kZeroPad2), " at offset ", i,
+          "; a bearer token is visible ASCII (no spaces, control or non-ASCII bytes), as "
+          "clients send it in a header"));
+    }
+  }
+  return absl::OkStatus();
+}
 
 BearerAuth::BearerAuth(std::string token) {
   if (!token.empty()) expected_digest_ = RawSha256("Bearer " + token);

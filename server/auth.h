@@ -9,7 +9,14 @@
 #include <string>
 #include <string_view>
 
+#include "absl/status/status.h"
+
 namespace hgeval::server {
+
+// OK when every byte of `token` is visible ASCII (0x21..0x7E), what a client can send
+// in an `authorization` header or gRPC metadata value; INVALID_ARGUMENT naming the first
+// other byte's offset otherwise (a token no client could send locks everyone out).
+absl::Status ValidateBearerToken(std::string_view token);
 
 class BearerAuth {
  public:

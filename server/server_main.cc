@@ -246,6 +246,11 @@ int Run() {
       return 2;
     }
   }
+  if (absl::Status s = ValidateBearerToken(token); !s.ok()) {
+    LogError("auth_token_invalid", {{"error", s.ToString()}});
+    std::fprintf(stderr, "hgeval-server: the auth token: %s\n", std::string(s.message()).c_str());
+    return 2;
+  }
   BearerAuth auth(token);
 
   absl::StatusOr<std::unique_ptr<ResultStore>> store =

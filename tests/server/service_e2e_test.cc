@@ -655,14 +655,23 @@ TEST_F(ServiceTest, CliScoresAndGeneratesLikeTheLibrary) {
 }
 
 // Authentication fails closed: an empty, whitespace-only or unreadable token source stops
-// the server at start (exit 2, saying why) instead of serving everyone.
+// the server at start (exit 2, saying why) instead of serving everyone; so does a token
+// holding bytes no client can send.
 TEST(ServiceAuthTest, EmptyOrUnreadableTokenSourceRefusesToStart) {
   const std::string dir = testing::MakeTempDir("auth-closed");
   std::ofstream(dir + "/empty").close();
   std::ofstream(dir + "/blank") << "  \n\t\n";
+  // Bytes no client can send in a header (issue 29, low list: such a token was accepted
+  // and locked every client out).
+  std::ofstream(dir + "/control") << "s3cret\x01token\n";
+  std::ofstream(dir + "/inner_space") << "s3cret token\n";
+  std::ofstream(dir + "/non_ascii") << "s3cr\xC3\xA9t\n";
   const std::vector<std::pair<std::string, std::string>> cases = {
       {dir + "/empty", "holds no token"},
       {dir + "/blank", "holds no token"},
+      {dir + "/control", "byte 0x01 at offset 6"},
+      {dir + "/inner_space", "byte 0x20 at offset 6"},
+      {dir + "/non_ascii", "byte 0xc3 at offset 4"},
       {dir, "not a readable regular file"},
       {dir + "/missing", "not a readable regular file"}};
   for (const auto& [file, why] : cases) {
