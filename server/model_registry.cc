@@ -177,6 +177,18 @@ absl::StatusOr<ModelSpec> ModelRegistry::Resolve(const std::string& name) const 
     // Symlinks must not lead outside the root.
     const std::string root_prefix = canonical_root.string() + "/";
     if (!absl::StartsWith(candidate.string(), root_prefix)) continue;
+    // So must links to files inside the model's folder (model.safetensors pointing at
+    // /etc/shadow): a model with one is refused, naming the file.
+    for (const auto& entry : fs::recursive_directory_iterator(candidate, ec)) {
+      if (!entry.is_symlink(ec)) continue;
+      const fs::path target = fs::weakly_canonical(entry.path(), ec);
+      if (ec || !absl::StartsWith(target.string(), root_prefix)) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "model '", name, "': ", entry.path().lexically_relative(canonical_root).string(),
+            " is a symbolic link out of the model root; such links are not followed (copy the "
+            "file into the root, or name the model with --model or --config)"));
+      }
+    }
     if (!FindModelFiles(candidate.string()).ok()) continue;
     ModelSpec spec = options_.root_model_defaults;
     spec.name = name;

@@ -56,6 +56,30 @@ TEST_F(RegistryTest, TraversalAndEscapesAreNotFound) {
   }
 }
 
+// A file-level symlink out of the root is not followed either (issue 29, low list: a
+// model folder inside the root whose model.bin linked outside was loaded); a link that
+// stays inside the root is fine.
+TEST_F(RegistryTest, FileSymlinksOutOfTheRootAreNotFollowed) {
+  fs::create_directories(root_ + "/linked");
+  fs::create_symlink(dir_ + "/outside/secret/model.bin", root_ + "/linked/model.bin");
+  fs::create_directories(root_ + "/shared");
+  fs::create_symlink(root_ + "/good/model.bin", root_ + "/shared/model.bin");
+  RegistryOptions options;
+  options.roots = {root_};
+  ModelRegistry registry(options);
+  absl::StatusOr<LoadedModel*> linked = registry.Get("linked");
+  ASSERT_FALSE(linked.ok());
+  EXPECT_EQ(linked.status().code(), absl::StatusCode::kFailedPrecondition) << linked.status();
+  EXPECT_THAT(linked.status().message(), ::testing::HasSubstr("linked/model.bin"));
+  EXPECT_THAT(linked.status().message(), ::testing::HasSubstr("not followed"));
+  // The inside link resolves (its "x" bytes then fail to load as a model, for another reason).
+  EXPECT_THAT(registry.Get("shared").status().message(),
+              ::testing::Not(::testing::HasSubstr("not followed")));
+  std::vector<std::string> names;
+  for (const ModelSpec& s : registry.List()) names.push_back(s.name);
+  EXPECT_THAT(names, ::testing::ElementsAre("good", "shared"));
+}
+
 TEST_F(RegistryTest, ConfigFileResolvesRelativePaths) {
   const std::string config = dir_ + "/config.json";
   std::ofstream(config) << R"({"models": [{"name": "a", "path": "models/good",
