@@ -13,6 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
+#include "server/echoed_name.h"
 #include "server/job_runner.h"
 #include "server/job_shard_outcome.h"
 #include "server/log.h"
@@ -178,7 +179,8 @@ absl::StatusOr<std::string> JobManager::Submit(const v1::SubmitJobRequest& reque
     std::vector<std::string> seen;
     for (const std::string& t : request.tasks()) {
       if (std::find(seen.begin(), seen.end(), t) != seen.end()) {
-        return absl::InvalidArgumentError(absl::StrCat("task '", t, "' is listed twice"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("task '", EchoedName(t), "' is listed twice"));
       }
       seen.push_back(t);
     }
@@ -274,7 +276,8 @@ absl::StatusOr<v1::Job> JobManager::View(const StoredJob& row) {
 absl::StatusOr<v1::Job> JobManager::Get(const std::string& id) {
   absl::StatusOr<std::optional<StoredJob>> stored = store_->GetJob(id);
   if (!stored.ok()) return stored.status();
-  if (!stored->has_value()) return absl::NotFoundError(absl::StrCat("unknown job '", id, "'"));
+  if (!stored->has_value())
+    return absl::NotFoundError(absl::StrCat("unknown job '", EchoedName(id), "'"));
   return View(**stored);
 }
 

@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "proto/hgeval/v1/bos_mode.h"
+#include "server/echoed_name.h"
 #include "server/job_runner.h"
 #include "server/store_language_model.h"
 #include "server/store_lra_classifier.h"
@@ -25,7 +26,7 @@ absl::Status ValidateTasks(const std::vector<std::string>& names) {
     absl::StatusOr<std::unique_ptr<tasks::Task>> task = tasks::CreateTask(name);
     if (!task.ok()) {
       return absl::NotFoundError(
-          absl::StrCat("unknown task '", name,
+          absl::StrCat("unknown task '", EchoedName(name),
                        "' (known: ", absl::StrJoin(tasks::RegisteredTaskNames(), ", "), ")"));
     }
   }

@@ -12,6 +12,7 @@
 #include "engine/tokenizer/token_only_tokenizer.h"
 #include "engine/util/sha256.h"
 #include "nlohmann/json.hpp"
+#include "server/echoed_name.h"
 #include "server/log.h"
 #include "server/serialized_model.h"
 #include "tasks/lra/engine_lra_classifier.h"
@@ -162,8 +163,8 @@ std::vector<ModelSpec> ModelRegistry::List() const {
 
 absl::StatusOr<ModelSpec> ModelRegistry::Resolve(const std::string& name) const {
   if (!IsValidModelName(name)) {
-    return absl::NotFoundError(
-        absl::StrCat("unknown model '", name, "' (names use only letters, digits, '.', '_', '-')"));
+    return absl::NotFoundError(absl::StrCat("unknown model '", EchoedName(name),
+                                            "' (names use only letters, digits, '.', '_', '-')"));
   }
   for (const ModelSpec& spec : options_.models) {
     if (spec.name == name) return spec;
@@ -196,7 +197,7 @@ absl::StatusOr<ModelSpec> ModelRegistry::Resolve(const std::string& name) const 
     spec.tokenizer.clear();
     return spec;
   }
-  return absl::NotFoundError(absl::StrCat("unknown model '", name, "'"));
+  return absl::NotFoundError(absl::StrCat("unknown model '", EchoedName(name), "'"));
 }
 
 absl::StatusOr<std::unique_ptr<LoadedModel>> ModelRegistry::Load(const ModelSpec& spec) const {

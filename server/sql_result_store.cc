@@ -1,6 +1,7 @@
 #include "server/sql_result_store.h"
 
 #include "absl/strings/str_cat.h"
+#include "server/echoed_name.h"
 
 namespace hgeval::server {
 
@@ -66,7 +67,8 @@ absl::StatusOr<bool> SqlResultStore::FinishShard(const std::string& job_id, int 
     // exactly one of them sees every shard done.
     absl::StatusOr<std::optional<StoredJob>> job = ReadJobRow(job_id, /*lock_row=*/true);
     if (!job.ok()) return job.status();
-    if (!job->has_value()) return absl::NotFoundError(absl::StrCat("unknown job '", job_id, "'"));
+    if (!job->has_value())
+      return absl::NotFoundError(absl::StrCat("unknown job '", EchoedName(job_id), "'"));
     absl::StatusOr<bool> marked = MarkShardDone(job_id, index, owner, result);
     if (!marked.ok()) return marked.status();
     owned = *marked;
@@ -86,7 +88,8 @@ absl::Status SqlResultStore::UpdateJob(const std::string& job_id, const JobRowCh
 absl::Status SqlResultStore::ApplyJobChange(const std::string& job_id, const JobRowChange& change) {
   absl::StatusOr<std::optional<StoredJob>> job = ReadJobRow(job_id, /*lock_row=*/true);
   if (!job.ok()) return job.status();
-  if (!job->has_value()) return absl::NotFoundError(absl::StrCat("unknown job '", job_id, "'"));
+  if (!job->has_value())
+    return absl::NotFoundError(absl::StrCat("unknown job '", EchoedName(job_id), "'"));
   absl::StatusOr<std::vector<JobShard>> shards = ReadShards(job_id);
   if (!shards.ok()) return shards.status();
   absl::StatusOr<std::optional<StoredJob>> changed = change(**job, *shards);

@@ -218,6 +218,32 @@ TEST(RequestLimitsTest, EveryByteOfACallCountsNotOnlyItsText) {
   EXPECT_TRUE(client->Generate(generate).ok());
 }
 
+// Names a call brings are echoed back cut short (issue 29, low list: a megabyte-long
+// model name came back whole in the status message, that is in gRPC metadata).
+TEST(RequestLimitsTest, StatusMessagesEchoLongNamesCutShort) {
+  const std::string dir = testing::MakeTempDir("limits-echo");
+  ServerProcess server;
+  std::vector<std::string> args = GoldenArgs(dir);
+  args.push_back("--data_dir=" + SourcePath("data"));
+  ASSERT_TRUE(server.Start(dir, args).ok());
+  auto client = Connect(server);
+  const std::string long_name(1u << 20, 'm');
+  v1::LoglikelihoodRequest named = IdsCall(1, 4);
+  named.set_model(long_name);
+  const absl::Status model = client->Loglikelihood(named).status();
+  ExpectStatus(model, absl::StatusCode::kNotFound, "... (1048576 bytes)");
+  EXPECT_LT(model.message().size(), 512u);
+  const absl::Status job = client->GetJob(long_name).status();
+  ExpectStatus(job, absl::StatusCode::kNotFound, "... (1048576 bytes)");
+  EXPECT_LT(job.message().size(), 512u);
+  v1::SubmitJobRequest request;
+  request.set_model("hgrn2");
+  request.add_tasks(long_name);
+  const absl::Status task = client->SubmitJob(request).status();
+  ExpectStatus(task, absl::StatusCode::kNotFound, "... (1048576 bytes)");
+  EXPECT_LT(task.message().size(), 4096u);  // besides the list of known tasks
+}
+
 // A NIAH job of the golden LLaMA whose 36 cells form one batch of seconds.
 v1::SubmitJobRequest LongNiahJob(const std::string& stop = "", const std::string& model = "llama") {
   v1::SubmitJobRequest request;
