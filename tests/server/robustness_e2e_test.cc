@@ -384,7 +384,7 @@ TEST(JobStreamLimitsTest, UnreadWatchersHoldAboutOneCopyEach) {
   EXPECT_LT(growth_mib, kWatchers * 6 * 3) << "more than three copies per watcher";
   for (auto& context : contexts) context->TryCancel();
   for (auto& reader : readers) reader->Finish();
-  ASSERT_TRUE(client->CancelJob(*id).ok());
+  client->CancelJob(*id).IgnoreError();  // it may have finished meanwhile on a busy machine
 }
 
 // --shutdown_grace_ms bounds a NIAH job's batch in flight (issue 29 item 9): SIGTERM while
@@ -558,7 +558,8 @@ TEST(ModelLoadTest, AFailedLoadIsKeptUntilTheFilesChange) {
   const std::string model = root + "/broken";
   std::filesystem::create_directories(model);
   const std::string golden = SourcePath("tests/golden/hgrn2");
-  std::filesystem::create_symlink(golden + "/model.safetensors", model + "/model.safetensors");
+  // A copy: a file symlink out of the root would not be followed.
+  std::filesystem::copy_file(golden + "/model.safetensors", model + "/model.safetensors");
   std::string config;
   {
     std::ifstream in(golden + "/config.json");
