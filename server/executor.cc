@@ -92,20 +92,12 @@ absl::Status ScoreWithReuseOnScheduler(LoadedModel& model, const std::vector<Tok
 
 namespace {
 
-hgeval::v1::LoglikelihoodResult ToWire(const TokenPair& pair, const ScoreResult& r) {
-  hgeval::v1::LoglikelihoodResult out;
-  out.set_logprob(r.logprob);
-  out.set_is_greedy(r.is_greedy);
-  out.set_context_tokens(static_cast<int32_t>(pair.context.size()));
-  out.set_continuation_tokens(static_cast<int32_t>(pair.continuation.size()));
-  for (float lp : r.token_logprobs) out.add_token_logprobs(lp);
-  for (const auto& alternatives : r.top_k) {
-    hgeval::v1::TopTokens* t = out.add_top_k();
-    for (const TokenLogprob& a : alternatives) {
-      t->add_ids(a.token);
-      t->add_logprobs(a.logprob);
-    }
-  }
+PairScore ToPairScore(const TokenPair& pair, ScoreResult r) {
+  PairScore out;
+  out.score = std::move(r);
+  out.score.greedy_tokens.clear();  // not part of a pair's result
+  out.context_tokens = static_cast<int32_t>(pair.context.size());
+  out.continuation_tokens = static_cast<int32_t>(pair.continuation.size());
   return out;
 }
 
@@ -129,11 +121,7 @@ absl::StatusOr<ScoreOutcome> Executor::ScorePairs(LoadedModel& model,
     outcome.store_seconds += absl::ToDoubleSeconds(absl::Now() - read_start);
     if (!found.ok()) return found.status();
     have = *std::move(found);
-    for (size_t i = 0; i < pairs.size(); ++i) {
-      if (!have[i]) continue;
-      outcome.results[i].set_cached(true);
-      ++outcome.cached;
-    }
+    for (size_t i = 0; i < pairs.size(); ++i) outcome.cached += have[i] ? 1 : 0;
   }
   // Distinct missing pairs, first occurrence computes.
   absl::flat_hash_map<std::string, size_t> first_of;
@@ -165,10 +153,8 @@ absl::StatusOr<ScoreOutcome> Executor::ScorePairs(LoadedModel& model,
         stored[k] = true;
         ++kept;
         const size_t i = compute_index[k];
-        outcome.results[i] = ToWire(pairs[i], computed[k]);
-        if (store_ != nullptr) {
-          to_store.emplace_back(keys[i], outcome.results[i].SerializeAsString());
-        }
+        outcome.results[i] = ToPairScore(pairs[i], std::move(computed[k]));
+        if (store_ != nullptr) to_store.emplace_back(keys[i], EncodeStored(outcome.results[i]));
       }
       if (store_ == nullptr || to_store.empty()) {
         if (control.pairs_kept && kept > 0) control.pairs_kept(kept);
@@ -207,10 +193,6 @@ absl::StatusOr<ScoreOutcome> Executor::ScorePairs(LoadedModel& model,
     const size_t first = first_of.at(keys[i].request_digest);
     if (first != i) outcome.results[i] = outcome.results[first];
   }
-  for (size_t i = 0; i < pairs.size(); ++i) {
-    outcome.results[i].clear_continuation_ids();
-    for (int32_t id : pairs[i].continuation) outcome.results[i].add_continuation_ids(id);
-  }
   return outcome;
 }
 
@@ -232,14 +214,16 @@ std::string ClassifyDigest(const LraInput& input) {
 
 }  // namespace
 
-absl::StatusOr<std::vector<hgeval::v1::ClassifyResult>> Executor::Classify(
-    LoadedModel& model, const std::vector<LraInput>& inputs, bool use_store,
-    const CallControl& control, int64_t* cached) {
+absl::StatusOr<std::vector<Classification>> Executor::Classify(LoadedModel& model,
+                                                               const std::vector<LraInput>& inputs,
+                                                               bool use_store,
+                                                               const CallControl& control,
+                                                               int64_t* cached) {
   if (model.classify_scheduler == nullptr) {
     return absl::FailedPreconditionError(
         absl::StrCat("model '", model.spec.name, "' is a language model, not an LRA classifier"));
   }
-  std::vector<hgeval::v1::ClassifyResult> results(inputs.size());
+  std::vector<Classification> results;
   std::vector<StoreKey> keys(inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) {
     keys[i] =
@@ -252,7 +236,6 @@ absl::StatusOr<std::vector<hgeval::v1::ClassifyResult>> Executor::Classify(
   if (!found.ok()) return found.status();
   for (size_t i = 0; i < inputs.size(); ++i) {
     if ((*found)[i]) {
-      results[i].set_cached(true);
       ++from_store;
     } else {
       missing.push_back(i);
@@ -268,10 +251,10 @@ absl::StatusOr<std::vector<hgeval::v1::ClassifyResult>> Executor::Classify(
   if (!work->status.ok()) return work->status;
   std::vector<std::pair<StoreKey, std::string>> to_store;
   for (size_t k = 0; k < missing.size(); ++k) {
-    hgeval::v1::ClassifyResult& out = results[missing[k]];
-    for (float v : work->logits[k]) out.add_logits(v);
-    out.set_predicted(PredictedClass(work->logits[k]));
-    if (store_ != nullptr) to_store.emplace_back(keys[missing[k]], out.SerializeAsString());
+    Classification& out = results[missing[k]];
+    out.logits = work->logits[k];
+    out.predicted = PredictedClass(work->logits[k]);
+    if (store_ != nullptr) to_store.emplace_back(keys[missing[k]], EncodeStored(out));
   }
   if (store_ != nullptr) {
     if (absl::Status s = store_->PutMany(to_store); !s.ok()) return s;

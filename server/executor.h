@@ -15,9 +15,9 @@
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "engine/runtime/scoring.h"
-#include "hgeval/v1/models.pb.h"
 #include "server/model_registry.h"
 #include "server/request_prep.h"
+#include "server/result_codec.h"
 #include "server/result_store.h"
 
 namespace hgeval::server {
@@ -34,8 +34,8 @@ struct CallControl {
 };
 
 struct ScoreOutcome {
-  // One per input pair; token_logprobs and top_k always filled.
-  std::vector<hgeval::v1::LoglikelihoodResult> results;
+  // One per input pair; token_logprobs always filled, top_k when asked.
+  std::vector<PairScore> results;
   int64_t cached = 0;        // answered from the store
   int64_t computed = 0;      // distinct pairs computed now
   double store_seconds = 0;  // reading and writing the result store
@@ -63,9 +63,10 @@ class Executor {
   // LRA classification (kind "classify" in the store, keyed by the converted inputs):
   // stored results are answered, the rest go to the model's classify scheduler and are
   // stored. `cached`, when given, receives how many came from the store.
-  absl::StatusOr<std::vector<hgeval::v1::ClassifyResult>> Classify(
-      LoadedModel& model, const std::vector<LraInput>& inputs, bool use_store,
-      const CallControl& control, int64_t* cached = nullptr);
+  absl::StatusOr<std::vector<Classification>> Classify(LoadedModel& model,
+                                                       const std::vector<LraInput>& inputs,
+                                                       bool use_store, const CallControl& control,
+                                                       int64_t* cached = nullptr);
 
   ResultStore* store() const { return store_; }
 

@@ -16,6 +16,7 @@
 #include "server/log.h"
 #include "server/request_prep.h"
 #include "server/stored_results.h"
+#include "server/wire_results.h"
 
 namespace hgeval::server {
 namespace v1 = ::hgeval::v1;
@@ -242,8 +243,8 @@ grpc::Status ModelServiceImpl::Loglikelihood(grpc::ServerContext* context,
   int64_t tokens = 0;
   for (int i = 0; i < request->pairs_size(); ++i) {
     int64_t encoded = 0;
-    absl::StatusOr<TokenPair> pair =
-        PreparePair(request->pairs(i), i, *(*model)->tokenizer, add_special, limits, &encoded);
+    absl::StatusOr<TokenPair> pair = PreparePair(
+        ToPairInput(request->pairs(i)), i, *(*model)->tokenizer, add_special, limits, &encoded);
     // Counted as submitted (before truncation), and checked as the pairs are encoded.
     tokens += encoded;
     if (tokens > limits_.max_request_tokens) {
@@ -260,10 +261,12 @@ grpc::Status ModelServiceImpl::Loglikelihood(grpc::ServerContext* context,
                                      {"code", absl::StatusCodeToString(outcome.status().code())}});
     return ToGrpcStatus(outcome.status());
   }
-  for (v1::LoglikelihoodResult& r : outcome->results) {
-    if (!request->return_token_logprobs()) r.clear_token_logprobs();
-    if (request->top_k() == 0) r.clear_top_k();
-    *response->add_results() = std::move(r);
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    v1::LoglikelihoodResult* r = response->add_results();
+    *r = ToWire(outcome->results[i]);
+    r->mutable_continuation_ids()->Add(pairs[i].continuation.begin(), pairs[i].continuation.end());
+    if (!request->return_token_logprobs()) r->clear_token_logprobs();
+    if (request->top_k() == 0) r->clear_top_k();
   }
   LogInfo("loglikelihood", {{"model", request->model()},
                             {"peer", context->peer()},
@@ -361,12 +364,13 @@ grpc::Status ModelServiceImpl::LoglikelihoodRolling(grpc::ServerContext* context
     int32_t n = 0;
     bool cached = true;
     for (size_t w = first_window[i]; w < first_window[i] + window_count[i]; ++w) {
-      const v1::LoglikelihoodResult& wr = outcome->results[w];
-      logprob += wr.logprob();
-      n += wr.continuation_tokens();
-      cached = cached && wr.cached();
+      const PairScore& wr = outcome->results[w];
+      logprob += wr.score.logprob;
+      n += wr.continuation_tokens;
+      cached = cached && wr.cached;
       if (request->return_token_logprobs()) {
-        for (float lp : wr.token_logprobs()) r->add_token_logprobs(lp);
+        r->mutable_token_logprobs()->Add(wr.score.token_logprobs.begin(),
+                                         wr.score.token_logprobs.end());
       }
     }
     r->set_logprob(logprob);
@@ -385,20 +389,6 @@ grpc::Status ModelServiceImpl::LoglikelihoodRolling(grpc::ServerContext* context
 }
 
 namespace {
-
-v1::FinishReason ToWire(FinishReason reason) {
-  switch (reason) {
-    case FinishReason::kLength:
-      return v1::FINISH_REASON_LENGTH;
-    case FinishReason::kStopToken:
-      return v1::FINISH_REASON_STOP_TOKEN;
-    case FinishReason::kStopString:
-      return v1::FINISH_REASON_STOP_STRING;
-    case FinishReason::kCancelled:
-      return v1::FINISH_REASON_UNSPECIFIED;
-  }
-  return v1::FINISH_REASON_UNSPECIFIED;
-}
 
 // Length of the longest suffix of `text` that is a proper prefix of a stop string: text
 // that may still turn out to be part of a stop string is held back.
@@ -510,12 +500,11 @@ grpc::Status ModelServiceImpl::Generate(grpc::ServerContext* context,
                                     top_p, seed, request->ignore_eos())};
   ResultStore* store = executor_->store();
   if (store != nullptr && !request->no_cache()) {
-    std::vector<v1::GenerateResponse> cached;
+    std::vector<Generation> cached;
     absl::StatusOr<std::vector<bool>> found = LookUpStored(store, {key}, &cached);
     if (!found.ok()) return ToGrpcStatus(found.status());
     if ((*found)[0]) {
-      cached[0].set_cached(true);
-      writer->Write(cached[0]);
+      writer->Write(ToWire(cached[0]));
       return grpc::Status::OK;
     }
   }
@@ -605,11 +594,12 @@ grpc::Status ModelServiceImpl::Generate(grpc::ServerContext* context,
   last.set_prompt_tokens(static_cast<int32_t>(prompt.size()));
   last.set_generated_tokens(static_cast<int32_t>(all_tokens.size()));
   if (store != nullptr) {
-    v1::GenerateResponse whole = last;
-    whole.set_text(final_text);
-    whole.clear_token_ids();
-    for (int32_t id : all_tokens) whole.add_token_ids(id);
-    if (absl::Status s = store->PutMany({{key, whole.SerializeAsString()}}); !s.ok()) {
+    Generation whole;
+    whole.text = final_text;
+    whole.token_ids = all_tokens;
+    whole.finish_reason = result.finish_reason;
+    whole.prompt_tokens = static_cast<int32_t>(prompt.size());
+    if (absl::Status s = store->PutMany({{key, EncodeStored(whole)}}); !s.ok()) {
       LogWarning("store_write_failed", {{"error", s.ToString()}});
     }
   }
@@ -668,7 +658,7 @@ grpc::Status ModelServiceImpl::Classify(grpc::ServerContext* context,
   if (positions > limits_.max_request_tokens)
     return TooManyTokens(positions, limits_.max_request_tokens);
   int64_t cached = 0;
-  absl::StatusOr<std::vector<v1::ClassifyResult>> results =
+  absl::StatusOr<std::vector<Classification>> results =
       executor_->Classify(**model, inputs, !request->no_cache(), Control(context), &cached);
   if (!results.ok()) {
     LogInfo("classify_failed", {{"model", request->model()},
@@ -676,7 +666,7 @@ grpc::Status ModelServiceImpl::Classify(grpc::ServerContext* context,
                                 {"code", absl::StatusCodeToString(results.status().code())}});
     return ToGrpcStatus(results.status());
   }
-  for (v1::ClassifyResult& r : *results) *response->add_results() = std::move(r);
+  for (const Classification& r : *results) *response->add_results() = ToWire(r);
   LogInfo("classify", {{"model", request->model()},
                        {"peer", context->peer()},
                        {"examples", absl::StrCat(inputs.size())},

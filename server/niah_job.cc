@@ -9,13 +9,13 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
-#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "engine/util/sha256.h"
 #include "engine/util/status_macros.h"
 #include "nlohmann/json.hpp"
 #include "server/job_runner.h"
 #include "server/request_prep.h"
+#include "server/result_codec.h"
 #include "tasks/niah/context.h"
 #include "tasks/niah/haystack.h"
 #include "tasks/niah/output.h"
@@ -53,35 +53,6 @@ std::string CellDigest(const niah::NiahOptions& options, const std::string& essa
                        {"stop_at_eos", !options.ignore_eos},
                        {"decoding", "greedy"}};
   return Sha256Hex(canonical.dump(-1, ' ', true, Json::error_handler_t::replace));
-}
-
-// Stored form of a cell's generation. The text is C-escaped: model output need not be
-// valid UTF-8 and must come back byte for byte.
-std::string EncodeCell(const niah::NiahCellResult& cell) {
-  return Json{{"text", absl::CEscape(cell.generated)},
-              {"tokens", cell.generated_tokens},
-              {"finish_reason", static_cast<int>(cell.finish_reason)}}
-      .dump();
-}
-
-absl::Status DecodeCell(const std::string& stored, niah::NiahCellResult& cell) {
-  try {
-    const Json j = Json::parse(stored);
-    std::string error;
-    if (!absl::CUnescape(j.at("text").get<std::string>(), &cell.generated, &error)) {
-      return absl::DataLossError(absl::StrCat("stored NIAH cell: ", error));
-    }
-    cell.generated_tokens = j.at("tokens").get<std::vector<int32_t>>();
-    const int reason = j.at("finish_reason").get<int>();
-    if (reason < 0 || reason > static_cast<int>(FinishReason::kCancelled)) {
-      return absl::DataLossError("stored NIAH cell: bad finish reason");
-    }
-    cell.finish_reason = static_cast<FinishReason>(reason);
-  } catch (const Json::exception& e) {
-    return absl::DataLossError(absl::StrCat("stored NIAH cell: ", e.what()));
-  }
-  cell.ran = true;
-  return absl::OkStatus();
 }
 
 absl::StatusOr<std::string> EssaysDigest(const std::string& dir) {
@@ -283,14 +254,14 @@ absl::StatusOr<NiahJobOutput> RunNiahJob(const v1::Job& job, JobContext& context
       },
       [&](int64_t index, const niah::NiahCellResult& cell) {
         if (store == nullptr || !store_error.ok()) return;
-        store_error = store->PutMany({{keys[key_of.at(index)], EncodeCell(cell)}});
+        store_error = store->PutMany({{keys[key_of.at(index)], EncodeStored(cell)}});
       });
   HG_RETURN_IF_ERROR(store_error);
   if (!swept.ok()) return swept.status();
   niah::NiahResult& result = *swept;
   for (auto& [index, text] : stored) {
     niah::NiahCellResult& cell = result.cells[index];
-    HG_RETURN_IF_ERROR(DecodeCell(text, cell));
+    HG_RETURN_IF_ERROR(DecodeStored(text, &cell));
     niah::ScoreNiahCell(result.options, *result.options.texts, cell);
   }
   HG_RETURN_IF_ERROR(niah::RecomputeNiahGrid(result));

@@ -47,12 +47,19 @@ int32_t PrefixToken(const Tokenizer& tokenizer) {
   return tokenizer.bos_id() >= 0 ? tokenizer.bos_id() : tokenizer.eos_id();
 }
 
-absl::StatusOr<TokenPair> PreparePair(const hgeval::v1::LoglikelihoodPair& pair, int index,
-                                      const Tokenizer& tokenizer, bool add_special,
-                                      const PairLimits& limits, int64_t* encoded_tokens) {
+PairInput ToPairInput(const hgeval::v1::LoglikelihoodPair& pair) {
+  return PairInput{
+      pair.context(), pair.continuation(),
+      absl::MakeConstSpan(pair.context_ids().data(), pair.context_ids_size()),
+      absl::MakeConstSpan(pair.continuation_ids().data(), pair.continuation_ids_size())};
+}
+
+absl::StatusOr<TokenPair> PreparePair(const PairInput& pair, int index, const Tokenizer& tokenizer,
+                                      bool add_special, const PairLimits& limits,
+                                      int64_t* encoded_tokens) {
   const std::string where = absl::StrCat("pairs[", index, "]");
-  const bool has_text = !pair.context().empty() || !pair.continuation().empty();
-  const bool has_ids = pair.context_ids_size() > 0 || pair.continuation_ids_size() > 0;
+  const bool has_text = !pair.context.empty() || !pair.continuation.empty();
+  const bool has_ids = !pair.context_ids.empty() || !pair.continuation_ids.empty();
   if (has_text && has_ids) {
     return absl::InvalidArgumentError(
         absl::StrCat(where,
@@ -61,34 +68,34 @@ absl::StatusOr<TokenPair> PreparePair(const hgeval::v1::LoglikelihoodPair& pair,
   }
   TokenPair out;
   if (has_ids) {
-    if (pair.continuation_ids_size() == 0) {
+    if (pair.continuation_ids.empty()) {
       return absl::InvalidArgumentError(absl::StrCat(where, " has an empty continuation"));
     }
     if (absl::Status s =
-            ValidateIds(pair.context_ids(), limits.vocab_size, absl::StrCat(where, ".context_ids"));
+            ValidateIds(pair.context_ids, limits.vocab_size, absl::StrCat(where, ".context_ids"));
         !s.ok()) {
       return s;
     }
-    if (absl::Status s = ValidateIds(pair.continuation_ids(), limits.vocab_size,
+    if (absl::Status s = ValidateIds(pair.continuation_ids, limits.vocab_size,
                                      absl::StrCat(where, ".continuation_ids"));
         !s.ok()) {
       return s;
     }
-    out.context.assign(pair.context_ids().begin(), pair.context_ids().end());
-    out.continuation.assign(pair.continuation_ids().begin(), pair.continuation_ids().end());
+    out.context.assign(pair.context_ids.begin(), pair.context_ids.end());
+    out.continuation.assign(pair.continuation_ids.begin(), pair.continuation_ids.end());
   } else {
-    if (pair.continuation().empty()) {
+    if (pair.continuation.empty()) {
       return absl::InvalidArgumentError(absl::StrCat(where, " has an empty continuation"));
     }
-    if (absl::Status s = ValidateUtf8(pair.context(), absl::StrCat(where, ".context")); !s.ok()) {
+    if (absl::Status s = ValidateUtf8(pair.context, absl::StrCat(where, ".context")); !s.ok()) {
       return s;
     }
-    if (absl::Status s = ValidateUtf8(pair.continuation(), absl::StrCat(where, ".continuation"));
+    if (absl::Status s = ValidateUtf8(pair.continuation, absl::StrCat(where, ".continuation"));
         !s.ok()) {
       return s;
     }
     absl::StatusOr<TokenPair> encoded = tasks::EncodeLmEvalPair(
-        tokenizer, pair.context(), pair.continuation(), add_special, PrefixToken(tokenizer));
+        tokenizer, pair.context, pair.continuation, add_special, PrefixToken(tokenizer));
     if (!encoded.ok()) {
       return absl::Status(encoded.status().code(),
                           absl::StrCat(where, ": ", encoded.status().message()));

@@ -41,13 +41,24 @@ absl::Status ValidateIds(absl::Span<const int32_t> ids, int64_t vocab_size,
 // The token used as the context of an empty context: BOS, else EOS.
 int32_t PrefixToken(const Tokenizer& tokenizer);
 
+// A pair as a client gives it: text or token ids, not both (views into the caller's data).
+struct PairInput {
+  std::string_view context;
+  std::string_view continuation;
+  absl::Span<const int32_t> context_ids;
+  absl::Span<const int32_t> continuation_ids;
+};
+
+// A wire pair as a PairInput (views into `pair`).
+PairInput ToPairInput(const hgeval::v1::LoglikelihoodPair& pair);
+
 // lm-eval's pair tokenization for text (tasks::EncodeLmEvalPair, the evaluator's own rule)
-// or the ids as given, then the length check / truncation.
+// or the ids as given, then the length check / truncation. Messages name `pairs[index]`.
 // `encoded_tokens` (optional) receives context + continuation tokens before truncation,
 // also when the pair is then refused for its length.
-absl::StatusOr<TokenPair> PreparePair(const hgeval::v1::LoglikelihoodPair& pair, int index,
-                                      const Tokenizer& tokenizer, bool add_special,
-                                      const PairLimits& limits, int64_t* encoded_tokens = nullptr);
+absl::StatusOr<TokenPair> PreparePair(const PairInput& pair, int index, const Tokenizer& tokenizer,
+                                      bool add_special, const PairLimits& limits,
+                                      int64_t* encoded_tokens = nullptr);
 
 // SHA-256 of the canonical form of a scoring request (token ids and top_k): the store key.
 std::string ScoreDigest(const TokenPair& pair, int top_k);

@@ -15,7 +15,6 @@
 #include "tasks/engine_language_model.h"
 
 namespace hgeval::server {
-namespace v1 = ::hgeval::v1;
 
 StoreLanguageModel::StoreLanguageModel(LoadedModel* model, Executor* executor,
                                        StoreLanguageModelOptions options)
@@ -33,10 +32,10 @@ CallControl StoreLanguageModel::Control(const tasks::CallOptions& options) const
   return control;
 }
 
-absl::StatusOr<std::vector<v1::LoglikelihoodResult>> StoreLanguageModel::ScoreChunked(
+absl::StatusOr<std::vector<PairScore>> StoreLanguageModel::ScoreChunked(
     const std::vector<TokenPair>& pairs, const tasks::CallOptions& options,
     const std::function<void(int64_t)>& done, int top_k) {
-  std::vector<v1::LoglikelihoodResult> results;
+  std::vector<PairScore> results;
   results.reserve(pairs.size());
   const CallControl control = Control(options);
   const size_t chunk = static_cast<size_t>(std::max<int64_t>(1, options_.chunk_requests));
@@ -55,9 +54,9 @@ absl::StatusOr<std::vector<v1::LoglikelihoodResult>> StoreLanguageModel::ScoreCh
     cached_ += outcome->cached;
     computed_ += outcome->computed;
     store_seconds_ += outcome->store_seconds;
-    for (auto& r : outcome->results) {
-      stats_.tokens_scored += r.continuation_tokens();
-      if (!r.cached()) stats_.tokens_fed += r.context_tokens() + r.continuation_tokens() - 1;
+    for (PairScore& r : outcome->results) {
+      stats_.tokens_scored += r.continuation_tokens;
+      if (!r.cached) stats_.tokens_fed += r.context_tokens + r.continuation_tokens - 1;
       results.push_back(std::move(r));
     }
     if (done) done(static_cast<int64_t>(part.size()));
@@ -76,9 +75,9 @@ absl::StatusOr<std::vector<tasks::LoglikelihoodResult>> StoreLanguageModel::Logl
   const absl::Time prepare_start = absl::Now();
   std::vector<absl::StatusOr<TokenPair>> prepared(requests.size(), absl::UnknownError("unset"));
   ParallelFor(requests.size(), [&](size_t i) {
-    v1::LoglikelihoodPair pair;
-    pair.set_context(requests[i].context);
-    pair.set_continuation(requests[i].continuation);
+    PairInput pair;
+    pair.context = requests[i].context;
+    pair.continuation = requests[i].continuation;
     prepared[i] =
         PreparePair(pair, static_cast<int>(i), *model_->tokenizer, options_.add_special, limits);
   });
@@ -109,8 +108,8 @@ absl::StatusOr<std::vector<tasks::LoglikelihoodResult>> StoreLanguageModel::Logl
     stats_.tokens_fed += fed;
     return scored;
   };
-  absl::StatusOr<ScoreOutcome> outcome = executor_->ScorePairs(
-      *model_, pairs, /*top_k=*/0, /*use_store=*/true, control, scorer);
+  absl::StatusOr<ScoreOutcome> outcome =
+      executor_->ScorePairs(*model_, pairs, /*top_k=*/0, /*use_store=*/true, control, scorer);
   if (!outcome.ok()) return outcome.status();
   cached_ += outcome->cached;
   computed_ += outcome->computed;
@@ -118,11 +117,11 @@ absl::StatusOr<std::vector<tasks::LoglikelihoodResult>> StoreLanguageModel::Logl
   if (options.progress) options.progress(total, total);
   std::vector<tasks::LoglikelihoodResult> out(outcome->results.size());
   for (size_t i = 0; i < out.size(); ++i) {
-    const v1::LoglikelihoodResult& r = outcome->results[i];
-    out[i].logprob = r.logprob();
-    out[i].is_greedy = r.is_greedy();
-    out[i].n_tokens = r.continuation_tokens();
-    stats_.tokens_scored += r.continuation_tokens();
+    const PairScore& r = outcome->results[i];
+    out[i].logprob = r.score.logprob;
+    out[i].is_greedy = r.score.is_greedy;
+    out[i].n_tokens = r.continuation_tokens;
+    stats_.tokens_scored += r.continuation_tokens;
   }
   stats_.requests += static_cast<int64_t>(requests.size());
   return out;
@@ -153,21 +152,20 @@ absl::StatusOr<std::vector<tasks::RollingResult>> StoreLanguageModel::Loglikelih
   // Progress counts requests (texts), finished when their last window is.
   int64_t windows_done = 0;
   const int64_t total = static_cast<int64_t>(requests.size());
-  absl::StatusOr<std::vector<v1::LoglikelihoodResult>> scored =
-      ScoreChunked(windows, options, [&](int64_t n) {
-        windows_done += n;
-        int64_t texts_done = 0;
-        for (size_t i = 0; i < first.size(); ++i) {
-          if (static_cast<int64_t>(first[i] + count[i]) <= windows_done) ++texts_done;
-        }
-        if (options.progress) options.progress(texts_done, total);
-      });
+  absl::StatusOr<std::vector<PairScore>> scored = ScoreChunked(windows, options, [&](int64_t n) {
+    windows_done += n;
+    int64_t texts_done = 0;
+    for (size_t i = 0; i < first.size(); ++i) {
+      if (static_cast<int64_t>(first[i] + count[i]) <= windows_done) ++texts_done;
+    }
+    if (options.progress) options.progress(texts_done, total);
+  });
   if (!scored.ok()) return scored.status();
   std::vector<tasks::RollingResult> out(requests.size());
   for (size_t i = 0; i < requests.size(); ++i) {
     for (size_t w = first[i]; w < first[i] + count[i]; ++w) {
-      out[i].logprob += (*scored)[w].logprob();
-      out[i].n_tokens += (*scored)[w].continuation_tokens();
+      out[i].logprob += (*scored)[w].score.logprob;
+      out[i].n_tokens += (*scored)[w].continuation_tokens;
     }
   }
   stats_.requests += static_cast<int64_t>(requests.size());
@@ -192,9 +190,9 @@ absl::StatusOr<std::vector<tasks::GenerateUntilResult>> StoreLanguageModel::Gene
         end - start,
         [&](size_t k) {
           const tasks::GenerateUntilRequest& r = requests[start + k];
-          made[k] = tasks::MakeLmEvalGenerateRequest(tokenizer, r.context, r.until,
-                                                     r.max_gen_toks, options_.add_special,
-                                                     max_length_, PrefixToken(tokenizer));
+          made[k] = tasks::MakeLmEvalGenerateRequest(tokenizer, r.context, r.until, r.max_gen_toks,
+                                                     options_.add_special, max_length_,
+                                                     PrefixToken(tokenizer));
         },
         /*slice=*/4);
     for (size_t i = start; i < end; ++i) {
@@ -207,7 +205,7 @@ absl::StatusOr<std::vector<tasks::GenerateUntilResult>> StoreLanguageModel::Gene
       work->request = *std::move(prepared);
       works[i - start] = std::move(work);
     }
-    std::vector<v1::GenerateResponse> stored;
+    std::vector<Generation> stored;
     absl::StatusOr<std::vector<bool>> found = LookUpStored(store, keys, &stored);
     if (!found.ok()) return found.status();
     // Identical requests of a chunk (SCROLLS docs can share an input) are generated once.
@@ -223,8 +221,8 @@ absl::StatusOr<std::vector<tasks::GenerateUntilResult>> StoreLanguageModel::Gene
     for (size_t k = 0; k < works.size(); ++k) {
       if (same_as[k] >= 0) continue;
       if ((*found)[k]) {
-        out[start + k].text = stored[k].text();
-        out[start + k].n_tokens = stored[k].generated_tokens();
+        out[start + k].text = stored[k].text;
+        out[start + k].n_tokens = static_cast<int64_t>(stored[k].token_ids.size());
         works[k] = nullptr;
         ++cached_;
         continue;
@@ -255,13 +253,12 @@ absl::StatusOr<std::vector<tasks::GenerateUntilResult>> StoreLanguageModel::Gene
       out[start + k].n_tokens = static_cast<int64_t>(works[k]->result.tokens.size());
       stats_.tokens_generated += out[start + k].n_tokens;
       ++computed_;
-      v1::GenerateResponse whole;
-      whole.set_text(cut);
-      for (int32_t id : works[k]->result.tokens) whole.add_token_ids(id);
-      whole.set_finished(true);
-      whole.set_prompt_tokens(static_cast<int32_t>(works[k]->request.prompt.size()));
-      whole.set_generated_tokens(static_cast<int32_t>(works[k]->result.tokens.size()));
-      to_store.emplace_back(keys[k], whole.SerializeAsString());
+      Generation whole;
+      whole.text = cut;
+      whole.token_ids = works[k]->result.tokens;
+      whole.finish_reason = works[k]->result.finish_reason;
+      whole.prompt_tokens = static_cast<int32_t>(works[k]->request.prompt.size());
+      to_store.emplace_back(keys[k], EncodeStored(whole));
     }
     for (size_t k = 0; k < works.size(); ++k) {
       if (same_as[k] >= 0) out[start + k] = out[start + same_as[k]];
@@ -328,7 +325,7 @@ absl::StatusOr<std::vector<tasks::TokenTargetsResult>> StoreLanguageModel::Score
   }
   int64_t done = 0;
   const int64_t total = static_cast<int64_t>(pairs.size());
-  absl::StatusOr<std::vector<v1::LoglikelihoodResult>> scored = ScoreChunked(
+  absl::StatusOr<std::vector<PairScore>> scored = ScoreChunked(
       pairs, options,
       [&](int64_t n) {
         done += n;
@@ -338,19 +335,17 @@ absl::StatusOr<std::vector<tasks::TokenTargetsResult>> StoreLanguageModel::Score
   if (!scored.ok()) return scored.status();
   std::vector<tasks::TokenTargetsResult> out(requests.size());
   for (size_t i = 0; i < requests.size(); ++i) {
-    const v1::LoglikelihoodResult& result = (*scored)[i];
+    const std::vector<std::vector<TokenLogprob>>& top_k = (*scored)[i].score.top_k;
     const std::vector<int32_t>& targets = requests[i].targets;
-    if (result.top_k_size() != static_cast<int>(targets.size())) {
-      return absl::InternalError(absl::StrCat("token_targets request ", i, ": ",
-                                              result.top_k_size(), " top-k rows for ",
-                                              targets.size(), " positions"));
+    if (top_k.size() != targets.size()) {
+      return absl::InternalError(absl::StrCat("token_targets request ", i, ": ", top_k.size(),
+                                              " top-k rows for ", targets.size(), " positions"));
     }
     out[i].logprob = std::numeric_limits<double>::quiet_NaN();
     for (size_t t = 0; t < targets.size(); ++t) {
       if (targets[t] < 0) continue;
-      const v1::TopTokens& top = result.top_k(static_cast<int>(t));
-      if (top.ids_size() < 1) return absl::InternalError("token_targets: empty top-k row");
-      out[i].argmax.push_back(top.ids(0));
+      if (top_k[t].empty()) return absl::InternalError("token_targets: empty top-k row");
+      out[i].argmax.push_back(top_k[t][0].token);
       ++out[i].n_tokens;
     }
   }

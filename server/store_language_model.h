@@ -62,9 +62,10 @@ class StoreLanguageModel : public tasks::LanguageModel {
  private:
   // Scores pairs in chunks (with `top_k` alternatives per token); `done(n)` after each
   // chunk.
-  absl::StatusOr<std::vector<hgeval::v1::LoglikelihoodResult>> ScoreChunked(
-      const std::vector<TokenPair>& pairs, const tasks::CallOptions& options,
-      const std::function<void(int64_t)>& done, int top_k = 0);
+  absl::StatusOr<std::vector<PairScore>> ScoreChunked(const std::vector<TokenPair>& pairs,
+                                                      const tasks::CallOptions& options,
+                                                      const std::function<void(int64_t)>& done,
+                                                      int top_k = 0);
   CallControl Control(const tasks::CallOptions& options) const;
 
   LoadedModel* model_;

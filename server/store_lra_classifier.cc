@@ -61,15 +61,15 @@ absl::StatusOr<std::vector<tasks::ClassifyResult>> StoreLraClassifier::Classify(
       }
     }
     int64_t cached = 0;
-    absl::StatusOr<std::vector<hgeval::v1::ClassifyResult>> results =
+    absl::StatusOr<std::vector<Classification>> results =
         executor_->Classify(*model_, inputs, /*use_store=*/true, control, &cached);
     if (!results.ok()) return results.status();
     cached_ += cached;
     computed_ += static_cast<int64_t>(inputs.size()) - cached;
     for (size_t i = begin; i < end; ++i) {
-      const hgeval::v1::ClassifyResult& r = (*results)[i - begin];
-      out[i].logits.assign(r.logits().begin(), r.logits().end());
-      out[i].predicted = r.predicted();
+      Classification& r = (*results)[i - begin];
+      out[i].logits = std::move(r.logits);
+      out[i].predicted = r.predicted;
     }
     stats_.requests += static_cast<int64_t>(end - begin);
     if (options.progress) options.progress(static_cast<int64_t>(end), requests.size());

@@ -8,8 +8,8 @@
 #   STAGE=suite  the paper's suite in process for HGRN2 and LLaMA 1.3B, unbounded (the
 #                card's whole memory) and under --device_memory=$BUDGET; per-sample
 #                log-likelihoods compared bitwise; checkpoints saved for STAGE=server
-#   STAGE=server the same suite as server jobs (suite_server_bench.sh), metrics compared
-#                with the in-process run's
+#   STAGE=server the same suite as server jobs (suite_server_bench.sh), metrics and every
+#                per-sample response compared with the in-process (unbounded) run's
 #   STAGE=niah   the NIAH paper grid for both models, unbounded and under the budget
 #                (generated ids compared)
 #   STAGE=scrolls SCROLLS (qmsum, contractnli) under the budget, then the PyTorch peer
@@ -71,7 +71,7 @@ suite)
   compare_samples "$work/samples-unbounded.json" "$work/samples-budget.json" | tee "$OUT/suite-compare.txt" || status=1
   ;;
 server)
-  KEEP_DIR=$work/server bash bench/cuda/suite_server_bench.sh "$g/bin" "$work/ck" "$PWD/data" \
+  SAMPLES_IN=$work/samples-unbounded.json KEEP_DIR=$work/server bash bench/cuda/suite_server_bench.sh "$g/bin" "$work/ck" "$PWD/data" \
     "$OUT/suite-unbounded.json" "$OUT/suite-server.json" hgrn2,llama 2>&1 | tee "$OUT/suite-server.log" \
     || status=1
   ;;
@@ -107,7 +107,7 @@ scrolls)
     --out="$OUT/scrolls-budget.json" >/dev/null 2>"$OUT/scrolls-budget.log" || status=1
   grep -E "scrolls|suite|memory|host work" "$OUT/scrolls-budget.log"
   if [[ -d $g/peers ]]; then
-    PYTHONPATH=$g/peers${PYTHONPATH:+:$PYTHONPATH} timeout 330 python3 bench/peers/scrolls_peer.py \
+    PYTHONPATH=$g/peers${PYTHONPATH:+:$PYTHONPATH} timeout "${PEER_TIMEOUT:-330}" python3 bench/peers/scrolls_peer.py \
       --requests "$work/req-scrolls" --models "${MODELS:-hgrn2,llama}" --batch_size "${PEER_BATCH:-8}" \
       --out "$OUT/scrolls-peer.json" >"$OUT/scrolls-peer.log" 2>&1 || { echo "peer failed or cut"; status=1; }
     grep -E "\]" "$OUT/scrolls-peer.log"

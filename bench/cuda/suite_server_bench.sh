@@ -4,9 +4,10 @@
 # `hgeval-server --device cuda --dtype bf16`, runs the suite through `hgeval run` (one job,
 # full sets) and times it from submit to results, then compares the job's metrics with the
 # in-process run's (suite_cuda_bench's JSON): every acc, acc_norm and perplexity, as
-# doubles. The timed job keeps no per-sample records: those of the full suite (~100 MB of
-# JSON) are more than one gRPC message carries; the routes' per-sample equality is the e2e
-# test JobMatchesEvaluatorTest.
+# doubles. With SAMPLES_IN (suite_cuda_bench --samples_out of the same weights), an
+# untimed second job with --log_samples (answered from the store the timed job filled, so
+# it returns exactly what that job computed; GetJobResults streams the ~100 MB) gives every
+# per-sample response, compared bitwise with the in-process run's.
 #
 # Usage: bench/cuda/suite_server_bench.sh BIN_DIR CHECKPOINTS_DIR DATA_DIR IN_PROCESS_JSON \
 #            OUT_JSON [MODELS]
@@ -48,20 +49,28 @@ for family in ${models//,/ }; do
   timeout 900 "$bin/hgeval" run --server="$server" --model="$model" --tasks="$tasks" --limit="${LIMIT:-0}" \
     --progress=false --reconnect_for=30 --output="$work/job-$family.json" >"$work/table-$family.txt"
   end=$(date +%s.%N)
+  samples=none
+  if [[ -n ${SAMPLES_IN:-} ]]; then
+    samples=$work/samples-$family.json
+    timeout 300 "$bin/hgeval" run --server="$server" --model="$model" --tasks="$tasks" \
+      --limit="${LIMIT:-0}" --progress=false --log_samples --output="$samples" >/dev/null
+  fi
   kill "$server_pid"; wait "$server_pid" || true; server_pid=
   if [[ -n ${KEEP_DIR:-} ]]; then
     mkdir -p "$KEEP_DIR" && cp "$work/server-$family.log" "$work/job-$family.json" "$KEEP_DIR/"
   fi
-  rows+=("$family $start $end $work/job-$family.json")
+  rows+=("$family $start $end $work/job-$family.json $samples")
   awk -v s="$start" -v e="$end" -v f="$family" 'BEGIN { printf "[%s] suite as a server job: %.2f s\n", f, e - s }' >&2
 done
-python3 - "$in_process" "$out" "${rows[@]}" <<'PY'
+python3 - "$in_process" "$out" "${SAMPLES_IN:-none}" "${rows[@]}" <<'PY'
 import json, sys
 in_process = json.load(open(sys.argv[1]))
 out_path = sys.argv[2]
+in_process_samples = json.load(open(sys.argv[3])) if sys.argv[3] != "none" else None
 report = {"benchmark": "suite_server_bench (issue 18 acceptance 3)", "models": {}}
-for row in sys.argv[3:]:
-    family, start, end, path = row.split(" ")
+failed = False
+for row in sys.argv[4:]:
+    family, start, end, path, samples_path = row.split(" ")
     job = json.load(open(path))
     seconds = float(end) - float(start)
     inproc = in_process["models"][family]
@@ -91,5 +100,24 @@ for row in sys.argv[3:]:
     print(f"[{family}] job {seconds:.2f} s, in process {inproc['suite_seconds']:.2f} s "
           f"(x{seconds / inproc['suite_seconds']:.3f}); metrics {compared}, {different} differ",
           file=sys.stderr)
+    failed |= different > 0
+    if samples_path != "none":
+        job_samples = json.load(open(samples_path))["samples"]
+        n = diff = 0
+        for task, resps in in_process_samples[family].items():
+            records = job_samples.get(task, [])
+            if len(records) != len(resps):
+                print(f"{family} {task}: {len(records)} job samples, {len(resps)} in process",
+                      file=sys.stderr)
+                diff += 1
+            for record, resp in zip(records, resps):
+                n += 1
+                diff += record["resps"] != resp
+        report["models"][family]["per_sample_responses_compared"] = n
+        report["models"][family]["per_sample_responses_different"] = diff
+        print(f"[{family}] per-sample responses, job vs in process: {n} compared, {diff} differ",
+              file=sys.stderr)
+        failed |= diff > 0 or n == 0
 json.dump(report, open(out_path, "w"), indent=2)
+sys.exit(1 if failed else 0)
 PY

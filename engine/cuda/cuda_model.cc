@@ -293,17 +293,7 @@ absl::Status CudaModel::RunPack(absl::Span<const ForwardItem> items,
   const int num_seqs = static_cast<int>(segments.size());
   const int first_layer = span == nullptr ? 0 : span->first_layer;
   const int end_layer = span == nullptr ? static_cast<int>(L_) : span->first_layer + 1;
-  // KV capacity first: growing a cache moves it. The first segment of an item reserves
-  // room for all of the item's tokens, so a long prefill allocates its cache once instead
-  // of doubling it segment by segment (a copy, and old and new alive at once).
-  if (layout_.kv_row_bytes > 0 && span == nullptr) {
-    for (const PackSegment& seg : segments) {
-      const ForwardItem& item = items[seg.item];
-      auto* st = static_cast<CudaSequenceState*>(item.state);
-      const int64_t item_rest = static_cast<int64_t>(item.tokens.size()) - seg.offset;
-      HG_RETURN_IF_ERROR(EnsureKvCapacity(st, st->position_ + item_rest, /*decoding=*/false));
-    }
-  }
+  // Every KV cache already holds room for all of its item's tokens: Forward reserved it.
   // The previous pack's outputs have been read (RunPack ends with a synchronisation).
   PackTables host = LayoutPack(pack_host_, max_pack_chunks_);
   PackTables dev = LayoutPack(pack_dev_.get(), max_pack_chunks_);
@@ -571,12 +561,7 @@ absl::Status CudaModel::RunDecodeGroup(absl::Span<const ForwardItem* const> item
                                        absl::Span<ForwardOutput* const> outs) {
   cudaStream_t s = ctx_->stream();
   const int n = static_cast<int>(items.size());
-  if (layout_.kv_row_bytes > 0) {
-    for (const ForwardItem* it : items) {
-      auto* st = static_cast<CudaSequenceState*>(it->state);
-      HG_RETURN_IF_ERROR(EnsureKvCapacity(st, st->position_ + 1, /*decoding=*/true));
-    }
-  }
+  // Every KV cache already holds room for this step: Forward reserved it.
   HG_CUDA_RETURN(cudaStreamSynchronize(s));
   // One packed upload per step (pinned -> device); padding rows have null pointers.
   DecodeIo* hio = static_cast<DecodeIo*>(host_io_);

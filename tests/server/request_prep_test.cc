@@ -72,7 +72,7 @@ class PreparePairTest : public ::testing::Test {
     limits_.model_name = "m";
   }
   absl::StatusOr<TokenPair> Prepare(const v1::LoglikelihoodPair& pair) {
-    return PreparePair(pair, 3, *tokenizer_, false, limits_);
+    return PreparePair(ToPairInput(pair), 3, *tokenizer_, false, limits_);
   }
   std::unique_ptr<Tokenizer> tokenizer_;
   PairLimits limits_;

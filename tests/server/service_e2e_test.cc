@@ -163,7 +163,8 @@ TEST_F(ServiceTest, TextPairsUseLmEvalTokenizationAndRepeatsComeFromTheStore) {
   auto first = client_->Loglikelihood(request);
   ASSERT_TRUE(first.ok()) << first.status();
   server::PairLimits limits{512, 96, false, "hgrn2"};
-  auto tokens = server::PreparePair(request.pairs(0), 0, *tokenizer_, false, limits);
+  auto tokens =
+      server::PreparePair(server::ToPairInput(request.pairs(0)), 0, *tokenizer_, false, limits);
   ASSERT_TRUE(tokens.ok());
   std::vector<int32_t> whole = *tokenizer_->Encode("Once upon a time there was", false);
   EXPECT_EQ(tokens->context, *tokenizer_->Encode("Once upon a", false));
