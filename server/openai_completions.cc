@@ -6,6 +6,7 @@
 #include <atomic>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <thread>
 #include <utility>
 
@@ -240,33 +241,32 @@ absl::StatusOr<std::string> CompletionsGateway::ListModels(const std::string& au
 
 namespace {
 
-// LoadedEosId's answer when the token cannot be taken from the scoring pass.
-constexpr int32_t kNoFusion = std::numeric_limits<int32_t>::min();
-
 bool GreedyTokenFromScoring(const CompletionRequest& request) {
   return request.max_tokens == 1 && request.temperature == 0.0f && request.stop.empty() &&
          request.logprobs.has_value() && *request.logprobs >= 1;
 }
 
-int32_t LoadedEosId(v1::ModelService::StubInterface& stub, const std::string& model,
-                    const std::string& authorization) {
+// The loaded model's generation stop ids; nullopt when the token cannot be taken from the
+// scoring pass.
+std::optional<std::vector<int32_t>> LoadedStopIds(v1::ModelService::StubInterface& stub,
+                                                  const std::string& model,
+                                                  const std::string& authorization) {
   auto context = NewCallContext(authorization);
   v1::ListModelsResponse models;
-  if (!stub.ListModels(context.get(), {}, &models).ok()) return kNoFusion;
+  if (!stub.ListModels(context.get(), {}, &models).ok()) return std::nullopt;
   for (const v1::ModelInfo& info : models.models()) {
     if (info.name() != model) continue;
     // Not loaded yet, or no tokenizer: the generation path loads it and says what fails.
     if (!info.loaded() || info.tokenizer_kind().empty() || info.tokenizer_kind() == "none") {
-      return kNoFusion;
+      return std::nullopt;
     }
-    return info.eos_token_id();
+    return std::vector<int32_t>(info.stop_token_ids().begin(), info.stop_token_ids().end());
   }
-  return kNoFusion;
+  return std::nullopt;
 }
 
-absl::Status TakeGreedyTokens(v1::ModelService::StubInterface& stub, const std::string& model,
-                              const std::string& authorization, int32_t eos_id,
-                              const std::vector<int>& pair_of, v1::LoglikelihoodResponse* scores,
+absl::Status TakeGreedyTokens(const std::vector<int32_t>& stop_ids, const std::vector<int>& pair_of,
+                              v1::LoglikelihoodResponse* scores,
                               std::vector<Generated>* generated) {
   for (size_t i = 0; i < pair_of.size(); ++i) {
     if (pair_of[i] < 0) continue;
@@ -285,24 +285,14 @@ absl::Status TakeGreedyTokens(v1::ModelService::StubInterface& stub, const std::
       }
     }
     Generated& out = (*generated)[i];
-    if (top.ids(best) == eos_id) {
-      out.finish_reason = "stop";  // the decoder stops at EOS without emitting it
+    if (std::find(stop_ids.begin(), stop_ids.end(), top.ids(best)) != stop_ids.end()) {
+      out.finish_reason = "stop";  // the decoder stops at a stop id without emitting it
       continue;
     }
     out.ids = {top.ids(best)};
     out.finish_reason = "length";
     scored->set_token_logprobs(last, top.logprobs(best));
-    // The text Generate would stream for this one token.
-    v1::DetokenizeRequest detokenize;
-    detokenize.set_model(model);
-    detokenize.add_ids(top.ids(best));
-    v1::DetokenizeResponse text;
-    auto context = NewCallContext(authorization);
-    if (absl::Status s = FromGrpcStatus(stub.Detokenize(context.get(), detokenize, &text));
-        !s.ok()) {
-      return s;
-    }
-    out.text = text.text();
+    // Its text is what it adds after the prompt (step 5).
   }
   return absl::OkStatus();
 }
@@ -359,10 +349,10 @@ absl::StatusOr<std::string> CompletionsGateway::Complete(const CompletionRequest
   //    scoring pass computes after the prompt anyway, so a placeholder is scored in its
   //    place and the token read from that position's alternatives (step 4).
   std::vector<Generated> generated(n);
-  const int32_t eos_id = GreedyTokenFromScoring(request)
-                             ? LoadedEosId(*stub_, request.model, authorization)
-                             : kNoFusion;
-  const bool token_from_scoring = eos_id != kNoFusion;
+  const std::optional<std::vector<int32_t>> stop_ids =
+      GreedyTokenFromScoring(request) ? LoadedStopIds(*stub_, request.model, authorization)
+                                      : std::nullopt;
+  const bool token_from_scoring = stop_ids.has_value();
   if (request.max_tokens > 0 && !token_from_scoring) {
     std::vector<absl::Status> failures(n);
     std::atomic<size_t> next{0};
@@ -414,9 +404,7 @@ absl::StatusOr<std::string> CompletionsGateway::Complete(const CompletionRequest
       }
     }
     if (token_from_scoring) {
-      if (absl::Status s = TakeGreedyTokens(*stub_, request.model, authorization, eos_id, pair_of,
-                                            &scores, &generated);
-          !s.ok()) {
+      if (absl::Status s = TakeGreedyTokens(*stop_ids, pair_of, &scores, &generated); !s.ok()) {
         return s;
       }
     }
@@ -439,6 +427,13 @@ absl::StatusOr<std::string> CompletionsGateway::Complete(const CompletionRequest
       if (absl::Status s = FromGrpcStatus(stub_->Detokenize(context.get(), detokenize, &shown));
           !s.ok()) {
         return s;
+      }
+    }
+    if (token_from_scoring && need_tokens) {
+      // The exact continuation: what the generated ids add after the prompt.
+      generated[i].text.clear();
+      for (int k = static_cast<int>(prompts[i].size()); k < shown.token_texts_size(); ++k) {
+        generated[i].text += shown.token_texts(k);
       }
     }
     std::string prompt_text;

@@ -1,0 +1,156 @@
+// One stop rule and one continuation text on every generation route (issue 30): for the
+// same greedy generation on stories260K, `hgeval-engine generate`, the server's gRPC
+// Generate and its HTTP /v1/completions give the same text (the exact continuation, its
+// leading space kept) and the same finish reason, whether a stop string (`until`/`stop`)
+// or the llama2.c sample end (BOS) ends it; the HTTP response's text_offset agrees.
+#include <httplib.h>
+
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "client/client.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "tests/server/server_process.h"
+#include "tests/support/paths.h"
+
+namespace hgeval {
+namespace {
+
+using Json = nlohmann::json;
+namespace v1 = ::hgeval::v1;
+
+std::string Stories() { return testing::SourcePath("data/models/stories260K/stories260K.bin"); }
+
+// hgeval-engine generate --json's answer.
+Json EngineGenerate(const std::string& prompt, int max_tokens, const std::string& until) {
+  std::string command = std::string(HGEVAL_BINARY_DIR) +
+                        "/engine/tools/hgeval-engine generate --json --model='" + Stories() +
+                        "' --prompt='" + prompt + "' --max_tokens=" + std::to_string(max_tokens);
+  if (!until.empty()) command += " --until='" + until + "'";
+  FILE* pipe = popen((command + " 2>/dev/null").c_str(), "r");
+  std::string out;
+  char buffer[4096];
+  for (size_t n; pipe != nullptr && (n = fread(buffer, 1, sizeof(buffer), pipe)) > 0;) {
+    out.append(buffer, n);
+  }
+  if (pipe == nullptr || pclose(pipe) != 0) return Json();
+  return Json::parse(out, nullptr, /*allow_exceptions=*/false);
+}
+
+std::string GrpcReason(v1::FinishReason reason) {
+  switch (reason) {
+    case v1::FINISH_REASON_STOP_TOKEN:
+      return "stop_token";
+    case v1::FINISH_REASON_STOP_STRING:
+      return "stop_string";
+    case v1::FINISH_REASON_LENGTH:
+      return "length";
+    default:
+      return "other";
+  }
+}
+
+int64_t CodePoints(const std::string& text) {
+  int64_t n = 0;
+  for (unsigned char c : text) n += (c & 0xC0) != 0x80;
+  return n;
+}
+
+class GenerationRoutesTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    const std::string dir = testing::MakeTempDir("generation-routes");
+    server_ = new testing::ServerProcess();
+    ASSERT_TRUE(
+        server_
+            ->Start(dir,
+                    {"--model=stories=" + Stories(),
+                     "--tokenizer=" + testing::SourcePath("data/models/stories260K/tok512.bin"),
+                     "--store=:memory:", "--threads=1", "--shutdown_grace_ms=0",
+                     "--http_listen=127.0.0.1:0", "--http_port_file=" + dir + "/http-port"})
+            .ok());
+    std::ifstream(dir + "/http-port") >> http_port_;
+    grpc_ = testing::ConnectClient(server_->address()).release();
+    ASSERT_TRUE(grpc_->WaitServing(absl::Seconds(60)).ok());
+  }
+  static void TearDownTestSuite() {
+    delete grpc_;
+    delete server_;
+  }
+
+  // Runs the generation on the three routes and checks they agree; returns the engine's.
+  static Json ExpectRoutesAgree(const std::string& prompt, int max_tokens,
+                                const std::string& until) {
+    const Json engine = EngineGenerate(prompt, max_tokens, until);
+    EXPECT_TRUE(engine.is_object()) << "hgeval-engine generate failed";
+    if (!engine.is_object()) return engine;
+
+    v1::GenerateRequest request;
+    request.set_model("stories");
+    request.set_prompt(prompt);
+    request.set_max_tokens(max_tokens);
+    if (!until.empty()) request.add_until(until);
+    absl::StatusOr<v1::GenerateResponse> grpc = grpc_->Generate(request);
+    EXPECT_TRUE(grpc.ok()) << grpc.status();
+    if (!grpc.ok()) return engine;
+    EXPECT_EQ(grpc->text(), engine["text"].get<std::string>());
+    EXPECT_EQ(GrpcReason(grpc->finish_reason()), engine["finish_reason"].get<std::string>());
+    EXPECT_EQ(std::vector<int32_t>(grpc->token_ids().begin(), grpc->token_ids().end()),
+              engine["tokens"].get<std::vector<int32_t>>());
+
+    Json body = {{"model", "stories"},
+                 {"prompt", prompt},
+                 {"max_tokens", max_tokens},
+                 {"temperature", 0},
+                 {"logprobs", 1}};
+    if (!until.empty()) body["stop"] = Json::array({until});
+    httplib::Client http("127.0.0.1", http_port_);
+    httplib::Result reply = http.Post("/v1/completions", body.dump(), "application/json");
+    EXPECT_TRUE(reply && reply->status == 200) << (reply ? reply->body : "no answer");
+    if (!reply || reply->status != 200) return engine;
+    const Json choice = Json::parse(reply->body)["choices"][0];
+    EXPECT_EQ(choice["text"].get<std::string>(), engine["text"].get<std::string>());
+    const std::string reason = engine["finish_reason"].get<std::string>();
+    EXPECT_EQ(choice["finish_reason"].get<std::string>(), reason == "length" ? "length" : "stop");
+    // text_offset: the first generated token starts right after the prompt, and each
+    // token's offset advances by its text (the shown tokens may run past a stop string).
+    const Json& offsets = choice["logprobs"]["text_offset"];
+    EXPECT_FALSE(offsets.empty());
+    if (!offsets.empty()) EXPECT_EQ(offsets[0].get<int64_t>(), CodePoints(prompt));
+    return engine;
+  }
+
+  static testing::ServerProcess* server_;
+  static client::Client* grpc_;
+  static int http_port_;
+};
+
+testing::ServerProcess* GenerationRoutesTest::server_ = nullptr;
+client::Client* GenerationRoutesTest::grpc_ = nullptr;
+int GenerationRoutesTest::http_port_ = 0;
+
+TEST_F(GenerationRoutesTest, AStopStringEndsEveryRouteWithStopString) {
+  const Json engine = ExpectRoutesAgree("Lily", 200, "park");
+  EXPECT_EQ(engine["finish_reason"], "stop_string");
+  EXPECT_EQ(engine["text"], " and Tom were playing in the ");  // the leading space kept
+}
+
+TEST_F(GenerationRoutesTest, TheLlama2cSampleEndStopsEveryRoute) {
+  // stories260K ends this story with BOS (llama2.c's sample delimiter) after 187 tokens.
+  const Json engine = ExpectRoutesAgree("The dog", 400, "");
+  EXPECT_EQ(engine["finish_reason"], "stop_token");
+  EXPECT_LT(engine["tokens"].size(), 400u);
+}
+
+TEST_F(GenerationRoutesTest, AGreedyOneTokenCompletionKeepsItsLeadingSpace) {
+  // HTTP takes this token from the scoring pass; its text is still the exact continuation.
+  const Json engine = ExpectRoutesAgree("Lily", 1, "");
+  EXPECT_EQ(engine["text"], " and");
+}
+
+}  // namespace
+}  // namespace hgeval
