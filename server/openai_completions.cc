@@ -165,15 +165,24 @@ int64_t EstimateResponseBytes(const CompletionRequest& request,
 }
 
 absl::StatusOr<CompletionRequest> ParseCompletionRequest(std::string_view body_text,
-                                                         const JsonLimits& limits) {
+                                                         const JsonLimits& limits,
+                                                         const std::string& path_model) {
   absl::StatusOr<Json> parsed = ParseJsonBody(body_text, limits);
   if (!parsed.ok()) return parsed.status();
   Json body = *std::move(parsed);
   if (!body.is_object()) return absl::InvalidArgumentError("the body must be a JSON object");
   CompletionRequest request;
-  if (Unset(body, "model")) return FieldError("model", "model is required");
-  if (!body["model"].is_string()) return FieldError("model", "model must be a string");
-  request.model = body["model"].get<std::string>();
+  if (Unset(body, "model") && path_model.empty()) {
+    return FieldError("model", "model is required");
+  }
+  std::string named;
+  if (!Unset(body, "model")) {
+    if (!body["model"].is_string()) return FieldError("model", "model must be a string");
+    named = body["model"].get<std::string>();
+  }
+  absl::StatusOr<std::string> model = ScopedModel(path_model, named);
+  if (!model.ok()) return model.status();
+  request.model = *std::move(model);
   if (Unset(body, "prompt")) return FieldError("prompt", "prompt is required");
   if (absl::Status s = ParsePrompt(body["prompt"], &request); !s.ok()) return s;
   if (absl::Status s = ParseInt32(body, "max_tokens", &request.max_tokens); !s.ok()) return s;
@@ -220,7 +229,8 @@ absl::StatusOr<CompletionRequest> ParseCompletionRequest(std::string_view body_t
   return request;
 }
 
-absl::StatusOr<std::string> CompletionsGateway::ListModels(const std::string& authorization) const {
+absl::StatusOr<std::string> CompletionsGateway::ListModels(const std::string& authorization,
+                                                           const std::string& path_model) const {
   if (absl::Status s = CheckAuthorizationHeader(authorization); !s.ok()) return s;
   auto context = NewCallContext(authorization);
   v1::ListModelsResponse response;
@@ -229,12 +239,16 @@ absl::StatusOr<std::string> CompletionsGateway::ListModels(const std::string& au
   }
   Json data = Json::array();
   for (const v1::ModelInfo& info : response.models()) {
+    if (!path_model.empty() && info.name() != path_model) continue;
     Json model = {{"id", info.name()}, {"object", "model"}, {"created", 0}, {"owned_by", "hgeval"}};
     if (info.loaded()) {
       model["max_model_len"] = info.max_sequence_tokens();
       model["family"] = info.family();
     }
     data.push_back(std::move(model));
+  }
+  if (!path_model.empty() && data.empty()) {
+    return absl::NotFoundError(absl::StrCat("this server has no model '", path_model, "'"));
   }
   return Json{{"object", "list"}, {"data", std::move(data)}}.dump();
 }

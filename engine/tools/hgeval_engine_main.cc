@@ -24,6 +24,7 @@
 #include "engine/cli/generation_flags.h"
 #include "engine/cli/model_flags.h"
 #include "engine/model/load_model.h"
+#include "engine/model/model_location.h"
 #include "engine/runtime/generation.h"
 #include "engine/runtime/scoring.h"
 #include "engine/runtime/stop_tokens.h"
@@ -92,9 +93,7 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> OpenTokenizer() {
   if (absl::GetFlag(FLAGS_model).empty()) {
     return absl::InvalidArgumentError("pass --model or --tokenizer");
   }
-  const std::filesystem::path model = absl::GetFlag(FLAGS_model);
-  const std::string where =
-      std::filesystem::is_directory(model) ? model.string() : model.parent_path().string();
+  const std::string where = DefaultTokenizerPath(absl::GetFlag(FLAGS_model));
   auto tokenizer = LoadTokenizer(where.empty() ? "." : where);
   if (!tokenizer.ok()) {
     return absl::Status(tokenizer.status().code(),
@@ -119,7 +118,8 @@ absl::StatusOr<std::unique_ptr<Model>> OpenModel() {
                  options.dtype.c_str());
     options.dtype = "fp32";
   }
-  return LoadModel(path, options);
+  HG_ASSIGN_OR_RETURN(const std::string checkpoint, CheckpointPath(path));
+  return LoadModel(checkpoint, options);
 }
 
 // A token's text for display: its vocabulary piece.
