@@ -6,7 +6,6 @@
 #include <httplib.h>
 
 #include <cstdio>
-#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -63,19 +62,15 @@ int64_t CodePoints(const std::string& text) {
 class GenerationRoutesTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    const std::string dir = testing::MakeTempDir("generation-routes");
     server_ = new testing::ServerProcess();
-    ASSERT_TRUE(
-        server_
-            ->Start(dir,
-                    {"--model=stories=" + Stories(),
-                     "--tokenizer=" + testing::SourcePath("data/models/stories260K/tok512.bin"),
-                     "--store=:memory:", "--threads=1", "--shutdown_grace_ms=0",
-                     "--http_listen=127.0.0.1:0", "--http_port_file=" + dir + "/http-port"})
-            .ok());
-    std::ifstream(dir + "/http-port") >> http_port_;
+    absl::StatusOr<int> port = testing::StartWithHttp(
+        *server_, "generation-routes",
+        {"--model=stories=" + Stories(),
+         "--tokenizer=" + testing::SourcePath("data/models/stories260K/tok512.bin"),
+         "--store=:memory:", "--threads=1"});
+    ASSERT_TRUE(port.ok()) << port.status();
+    http_port_ = *port;
     grpc_ = testing::ConnectClient(server_->address()).release();
-    ASSERT_TRUE(grpc_->WaitServing(absl::Seconds(60)).ok());
   }
   static void TearDownTestSuite() {
     delete grpc_;

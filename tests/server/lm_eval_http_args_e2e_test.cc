@@ -9,7 +9,6 @@
 //     hgeval-eval --max_length 510 (an input may not pass max_model_len);
 //   - the tokenizer BOS regime: a model listed in --http_tokenizer_bos reproduces
 //     hgeval-eval --bos=tokenizer; the others --bos=none.
-#include <fstream>
 #include <map>
 #include <memory>
 #include <string>
@@ -39,19 +38,15 @@ std::string Tok512() { return testing::SourcePath("data/models/stories260K/tok51
 class LmEvalHttpArgsTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    const std::string dir = testing::MakeTempDir("lm-eval-http-args");
     server_ = new testing::ServerProcess();
-    ASSERT_TRUE(server_
-                    ->Start(dir, {"--model=hgrn2=" + Hgrn2() + ",stories=" + Stories() +
-                                      ",stories_bos=" + Stories(),
-                                  "--tokenizer=" + Tok512(), "--http_tokenizer_bos=stories_bos",
-                                  "--store=:memory:", "--threads=1", "--shutdown_grace_ms=0",
-                                  "--preload=all", "--http_listen=127.0.0.1:0",
-                                  "--http_port_file=" + dir + "/http-port"})
-                    .ok());
-    std::ifstream(dir + "/http-port") >> port_;
+    absl::StatusOr<int> port = testing::StartWithHttp(
+        *server_, "lm-eval-http-args",
+        {"--model=hgrn2=" + Hgrn2() + ",stories=" + Stories() + ",stories_bos=" + Stories(),
+         "--tokenizer=" + Tok512(), "--http_tokenizer_bos=stories_bos",
+         "--store=:memory:", "--threads=1", "--preload=all"});
+    ASSERT_TRUE(port.ok()) << port.status();
+    port_ = *port;
     std::unique_ptr<client::Client> grpc = testing::ConnectClient(server_->address());
-    ASSERT_TRUE(grpc->WaitServing(absl::Seconds(60)).ok());
     absl::StatusOr<v1::ListModelsResponse> models = grpc->ListModels();
     ASSERT_TRUE(models.ok()) << models.status();
     for (const v1::ModelInfo& m : models->models()) info_[m.name()] = m;

@@ -5,7 +5,6 @@
 // path is refused.
 #include <httplib.h>
 
-#include <fstream>
 #include <memory>
 #include <string>
 
@@ -28,19 +27,15 @@ struct Reply {
 class ModelScopedRoutesTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    const std::string dir = testing::MakeTempDir("model-scoped-routes");
     server_ = new testing::ServerProcess();
-    ASSERT_TRUE(
-        server_
-            ->Start(dir,
-                    {"--model=hgrn2=" + testing::SourcePath("tests/golden/hgrn2") + ",stories=" +
-                         testing::SourcePath("data/models/stories260K/stories260K.bin"),
-                     "--tokenizer=" + testing::SourcePath("data/models/stories260K/tok512.bin"),
-                     "--store=:memory:", "--threads=1", "--shutdown_grace_ms=0",
-                     "--http_listen=127.0.0.1:0", "--http_port_file=" + dir + "/http-port"})
-            .ok());
-    std::ifstream(dir + "/http-port") >> http_port_;
-    ASSERT_TRUE(testing::ConnectClient(server_->address())->WaitServing(absl::Seconds(60)).ok());
+    absl::StatusOr<int> port = testing::StartWithHttp(
+        *server_, "model-scoped-routes",
+        {"--model=hgrn2=" + testing::SourcePath("tests/golden/hgrn2") +
+             ",stories=" + testing::SourcePath("data/models/stories260K/stories260K.bin"),
+         "--tokenizer=" + testing::SourcePath("data/models/stories260K/tok512.bin"),
+         "--store=:memory:", "--threads=1"});
+    ASSERT_TRUE(port.ok()) << port.status();
+    http_port_ = *port;
   }
   static void TearDownTestSuite() { delete server_; }
 
