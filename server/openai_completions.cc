@@ -299,12 +299,13 @@ absl::Status TakeGreedyTokens(const std::vector<int32_t>& stop_ids, const std::v
       }
     }
     Generated& out = (*generated)[i];
-    if (std::find(stop_ids.begin(), stop_ids.end(), top.ids(best)) != stop_ids.end()) {
-      out.finish_reason = "stop";  // the decoder stops at a stop id without emitting it
-      continue;
-    }
+    // A stop token ends the generation ("stop") but is still shown with its log-probability
+    // (its text is empty), as vLLM shows EOS: lm-eval drops the last shown position as the
+    // generated one, so it must be there.
     out.ids = {top.ids(best)};
-    out.finish_reason = "length";
+    out.finish_reason =
+        std::find(stop_ids.begin(), stop_ids.end(), top.ids(best)) != stop_ids.end() ? "stop"
+                                                                                     : "length";
     scored->set_token_logprobs(last, top.logprobs(best));
     // Its text is what it adds after the prompt (step 5).
   }
@@ -443,7 +444,7 @@ absl::StatusOr<std::string> CompletionsGateway::Complete(const CompletionRequest
         return s;
       }
     }
-    if (token_from_scoring && need_tokens) {
+    if (token_from_scoring && need_tokens && generated[i].finish_reason != "stop") {
       // The exact continuation: what the generated ids add after the prompt.
       generated[i].text.clear();
       for (int k = static_cast<int>(prompts[i].size()); k < shown.token_texts_size(); ++k) {

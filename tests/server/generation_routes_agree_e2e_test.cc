@@ -147,5 +147,31 @@ TEST_F(GenerationRoutesTest, AGreedyOneTokenCompletionKeepsItsLeadingSpace) {
   EXPECT_EQ(engine["text"], " and");
 }
 
+TEST_F(GenerationRoutesTest, AStopTokenTakenFromTheScoringPassIsShownForLmEval) {
+  // The story after "The dog" ends with BOS: lm-eval's loglikelihood payload over that
+  // whole story gets BOS as its one generated token, shown with its log-probability (lm-eval
+  // drops the last shown position), finish_reason "stop" and no text.
+  const Json engine = EngineGenerate("The dog", 400, "");
+  ASSERT_EQ(engine["finish_reason"], "stop_token");
+  httplib::Client http("127.0.0.1", http_port_);
+  httplib::Result tokenized =
+      http.Post("/tokenize", Json{{"prompt", "The dog"}}.dump(), "application/json");
+  ASSERT_TRUE(tokenized && tokenized->status == 200);
+  std::vector<int32_t> prompt = Json::parse(tokenized->body)["tokens"];
+  for (int32_t id : engine["tokens"]) prompt.push_back(id);
+  const Json body = {{"model", "stories"}, {"prompt", Json::array({prompt})},
+                     {"max_tokens", 1},    {"temperature", 0},
+                     {"logprobs", 1},      {"echo", true}};
+  httplib::Result reply = http.Post("/v1/completions", body.dump(), "application/json");
+  ASSERT_TRUE(reply && reply->status == 200) << (reply ? reply->body : "no answer");
+  const Json choice = Json::parse(reply->body)["choices"][0];
+  EXPECT_EQ(choice["finish_reason"], "stop");
+  const Json& logprobs = choice["logprobs"];
+  ASSERT_EQ(logprobs["token_logprobs"].size(), prompt.size() + 1);
+  EXPECT_TRUE(logprobs["token_logprobs"].back().is_number());
+  // The text is the echoed prompt alone: the stop token adds none.
+  EXPECT_EQ(choice["text"].get<std::string>().size(), logprobs["text_offset"].back().get<size_t>());
+}
+
 }  // namespace
 }  // namespace hgeval
