@@ -1,25 +1,20 @@
 // lm-evaluation-harness's traffic over hgeval-server's HTTP door beside `hgeval run` on
 // the same tasks (issue 30): one fresh server each (so that neither route finds the
 // other's results in the store), the bundled stories260K model on the CPU.
-//   http  — what lm-eval's `local-completions` with `tokenizer_backend=remote` sends: per
-//           request two POST /tokenize calls on one kept-alive session (context and
-//           context+continuation, after lm-eval's trailing-space move), then batched
-//           POST /v1/completions over token ids with echo=true, logprobs=1, max_tokens=1,
-//           spread over --num_concurrent kept-alive connections.
+//   http  — what lm-eval's `local-completions` with `tokenizer_backend=remote` sends
+//           (tests/server/lm_eval_http_model.h): per request two POST /tokenize calls on
+//           one kept-alive session, then batched POST /v1/completions over token ids with
+//           echo=true, logprobs=1, max_tokens=1, over --num_concurrent connections.
 //   job   — `hgeval run --model M --tasks ... --limit N --bos=none` (one gRPC job).
 // Prints JSON with the wall times, their ratio, the per-task accuracies of both routes
 // and the servers' peak RSS. Exit status 1 when a route fails or the accuracies differ.
 //   http_lm_eval_bench [--tasks=piqa,arc_easy,hellaswag] [--limit=50] [--batch_size=16]
 //                      [--num_concurrent=4] [--repeats=3]
-#include <httplib.h>
 #include <signal.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cstdio>
 #include <fstream>
-#include <mutex>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -33,8 +28,7 @@
 #include "client/client.h"
 #include "nlohmann/json.hpp"
 #include "tasks/evaluator.h"
-#include "tasks/language_model.h"
-#include "tasks/lm_eval_requests.h"
+#include "tests/server/lm_eval_http_model.h"
 #include "tests/server/server_process.h"
 #include "tests/support/paths.h"
 
@@ -52,138 +46,6 @@ namespace {
 using Json = nlohmann::json;
 
 constexpr char kModel[] = "stories";
-
-// An lm-eval API model: the remote tokenizer and the completions endpoint.
-class HttpLmEvalModel : public tasks::LanguageModel {
- public:
-  HttpLmEvalModel(int port, int batch_size, int num_concurrent)
-      : port_(port), batch_size_(batch_size), num_concurrent_(num_concurrent) {}
-
-  absl::StatusOr<std::vector<tasks::LoglikelihoodResult>> Loglikelihood(
-      absl::Span<const tasks::LoglikelihoodRequest> requests, const tasks::CallOptions&) override {
-    // lm-eval tokenizes every request first, on the main thread's session.
-    const absl::Time tokenize_start = absl::Now();
-    std::unique_ptr<httplib::Client> session = NewClient();
-    std::vector<std::vector<int32_t>> inputs(requests.size());
-    std::vector<int> ctxlens(requests.size());
-    for (size_t i = 0; i < requests.size(); ++i) {
-      std::string context = requests[i].context, continuation = requests[i].continuation;
-      const size_t spaces = tasks::TrailingPythonWhitespaceBytes(context);
-      continuation = context.substr(context.size() - spaces) + continuation;
-      context.resize(context.size() - spaces);
-      absl::StatusOr<std::vector<int32_t>> whole = Tokenize(*session, context + continuation);
-      if (!whole.ok()) return whole.status();
-      absl::StatusOr<std::vector<int32_t>> context_ids = Tokenize(*session, context);
-      if (!context_ids.ok()) return context_ids.status();
-      if (context_ids->empty()) return absl::UnimplementedError("empty contexts");
-      inputs[i] = *whole;
-      ctxlens[i] = static_cast<int>(context_ids->size());
-    }
-    tokenize_seconds_ += absl::ToDoubleSeconds(absl::Now() - tokenize_start);
-    // Batched completions, num_concurrent in flight.
-    const absl::Time completions_start = absl::Now();
-    std::vector<tasks::LoglikelihoodResult> results(requests.size());
-    const size_t batches = (requests.size() + batch_size_ - 1) / batch_size_;
-    std::atomic<size_t> next{0};
-    std::mutex failure_mutex;
-    absl::Status failure;
-    auto worker = [&] {
-      std::unique_ptr<httplib::Client> connection = NewClient();
-      for (size_t b = next++; b < batches; b = next++) {
-        const size_t begin = b * batch_size_;
-        const size_t end = std::min(requests.size(), begin + batch_size_);
-        Json prompts = Json::array();
-        for (size_t i = begin; i < end; ++i) prompts.push_back(inputs[i]);
-        const Json payload = {{"model", kModel},  {"prompt", prompts},
-                              {"temperature", 0}, {"max_tokens", absl::GetFlag(FLAGS_max_tokens)},
-                              {"logprobs", 1},    {"seed", 1234},
-                              {"echo", true}};
-        absl::StatusOr<Json> reply = Post(*connection, "/v1/completions", payload);
-        if (!reply.ok()) {
-          std::lock_guard<std::mutex> lock(failure_mutex);
-          failure = reply.status();
-          return;
-        }
-        // LocalCompletionsAPI.parse_logprobs: sum(token_logprobs[ctxlen:-1]) and greedy.
-        for (const Json& choice : (*reply)["choices"]) {
-          const size_t i = begin + choice["index"].get<size_t>();
-          const Json& logprobs = choice["logprobs"];
-          const size_t last = logprobs["token_logprobs"].size() - 1;
-          tasks::LoglikelihoodResult& result = results[i];
-          result.is_greedy = true;
-          for (size_t k = static_cast<size_t>(ctxlens[i]); k < last; ++k) {
-            const double lp = logprobs["token_logprobs"][k].get<double>();
-            result.logprob += lp;
-            double best = -1e300;
-            for (const auto& [piece, value] : logprobs["top_logprobs"][k].items()) {
-              best = std::max(best, value.get<double>());
-            }
-            result.is_greedy = result.is_greedy && lp == best;
-            ++result.n_tokens;
-          }
-        }
-      }
-    };
-    std::vector<std::thread> workers;
-    for (int t = 0; t < num_concurrent_; ++t) workers.emplace_back(worker);
-    for (std::thread& t : workers) t.join();
-    completions_seconds_ += absl::ToDoubleSeconds(absl::Now() - completions_start);
-    if (!failure.ok()) return failure;
-    return results;
-  }
-
-  absl::StatusOr<std::vector<tasks::RollingResult>> LoglikelihoodRolling(
-      absl::Span<const tasks::RollingRequest>, const tasks::CallOptions&) override {
-    return absl::UnimplementedError("this benchmark runs loglikelihood tasks only");
-  }
-  absl::StatusOr<std::vector<tasks::GenerateUntilResult>> GenerateUntil(
-      absl::Span<const tasks::GenerateUntilRequest>, const tasks::CallOptions&) override {
-    return absl::UnimplementedError("this benchmark runs loglikelihood tasks only");
-  }
-  tasks::LanguageModelInfo info() const override {
-    tasks::LanguageModelInfo info;
-    info.model = kModel;
-    info.bos_regime = "none";
-    return info;
-  }
-
-  int64_t http_calls() const { return calls_; }
-  double tokenize_seconds() const { return tokenize_seconds_; }
-  double completions_seconds() const { return completions_seconds_; }
-
- private:
-  // urllib3 and aiohttp (lm-eval's clients) set TCP_NODELAY on their sockets.
-  std::unique_ptr<httplib::Client> NewClient() const {
-    auto client = std::make_unique<httplib::Client>("127.0.0.1", port_);
-    client->set_keep_alive(true);
-    client->set_tcp_nodelay(true);
-    client->set_read_timeout(600, 0);
-    return client;
-  }
-
-  absl::StatusOr<Json> Post(httplib::Client& client, const std::string& path, const Json& payload) {
-    ++calls_;
-    httplib::Result result = client.Post(path, payload.dump(), "application/json");
-    if (!result) return absl::UnavailableError(absl::StrCat(path, ": no answer"));
-    if (result->status != 200) {
-      return absl::InternalError(absl::StrCat(path, ": HTTP ", result->status, " ", result->body));
-    }
-    return Json::parse(result->body);
-  }
-
-  absl::StatusOr<std::vector<int32_t>> Tokenize(httplib::Client& session, const std::string& text) {
-    absl::StatusOr<Json> reply =
-        Post(session, "/tokenize", {{"prompt", text}, {"add_special_tokens", false}});
-    if (!reply.ok()) return reply.status();
-    return (*reply)["tokens"].get<std::vector<int32_t>>();
-  }
-
-  const int port_;
-  const int batch_size_;
-  const int num_concurrent_;
-  std::atomic<int64_t> calls_{0};
-  double tokenize_seconds_ = 0, completions_seconds_ = 0;
-};
 
 struct Server {
   testing::ServerProcess process;
@@ -205,6 +67,13 @@ absl::Status StartServer(const std::string& tag, Server* server) {
   return testing::ConnectClient(server->process.address())->WaitServing(absl::Seconds(60));
 }
 
+// The 1-minute load average now (the machine is shared: it says what the times met).
+double LoadAverage() {
+  double load = 0;
+  std::ifstream("/proc/loadavg") >> load;
+  return load;
+}
+
 // task -> acc of a results JSON.
 Json Accuracies(const Json& results, const std::vector<std::string>& task_names) {
   Json out = Json::object();
@@ -220,6 +89,7 @@ int Main() {
   // Route 1: hgeval run, a fresh server, best of `repeats` (each later run on the same
   // server reuses nothing: jobs are recomputed unless cached, so each gets its own server).
   double job_seconds = 1e300;
+  double job_cpu = 1e300;  // the server's CPU seconds, least of the repeats
   Json job_acc;
   int64_t job_peak_rss = 0;
   for (int r = 0; r < repeats; ++r) {
@@ -230,6 +100,7 @@ int Main() {
     }
     const std::string output = testing::MakeTempDir("http-lm-eval-bench-out") + "/results.json";
     std::string out;
+    const double cpu_before = server.process.CpuSeconds();
     const absl::Time start = absl::Now();
     const int rc = testing::RunCommand(
         {testing::ClientBinary(), "run", "--server=" + server.process.address(),
@@ -237,6 +108,7 @@ int Main() {
          absl::StrCat("--limit=", limit), "--bos=none", "--output=" + output},
         &out);
     job_seconds = std::min(job_seconds, absl::ToDoubleSeconds(absl::Now() - start));
+    job_cpu = std::min(job_cpu, server.process.CpuSeconds() - cpu_before);
     if (rc != 0) {
       std::fprintf(stderr, "hgeval run failed (%d): %s\n", rc, out.c_str());
       return 1;
@@ -249,6 +121,7 @@ int Main() {
 
   // Route 2: lm-eval's HTTP traffic.
   double http_seconds = 1e300;
+  double http_cpu = 1e300;
   Json http_acc;
   int64_t http_calls = 0, http_peak_rss = 0;
   double tokenize_seconds = 0, completions_seconds = 0;
@@ -258,15 +131,22 @@ int Main() {
       std::fprintf(stderr, "http server: %s\n", s.ToString().c_str());
       return 1;
     }
-    HttpLmEvalModel model(server.http_port, absl::GetFlag(FLAGS_batch_size),
-                          absl::GetFlag(FLAGS_num_concurrent));
+    testing::LmEvalHttpOptions http;
+    http.port = server.http_port;
+    http.model = kModel;
+    http.batch_size = absl::GetFlag(FLAGS_batch_size);
+    http.num_concurrent = absl::GetFlag(FLAGS_num_concurrent);
+    http.max_tokens = absl::GetFlag(FLAGS_max_tokens);
+    testing::LmEvalHttpModel model(http);
     tasks::EvaluatorOptions options;
     options.limit = limit;
     options.data_dir = testing::SourcePath("data");
     options.bootstrap_iters = 0;
+    const double cpu_before = server.process.CpuSeconds();
     const absl::Time start = absl::Now();
     absl::StatusOr<tasks::EvaluationReport> report = tasks::RunTasks(model, task_names, options);
     const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
+    http_cpu = std::min(http_cpu, server.process.CpuSeconds() - cpu_before);
     if (seconds < http_seconds) {
       http_seconds = seconds;
       tokenize_seconds = model.tokenize_seconds();
@@ -299,6 +179,8 @@ int Main() {
                     {"acc_hgeval_run", job_acc},
                     {"acc_http", http_acc},
                     {"server_peak_rss_kib", {{"run", job_peak_rss}, {"http", http_peak_rss}}},
+                    {"server_cpu_seconds", {{"run", job_cpu}, {"http", http_cpu}}},
+                    {"load_average", LoadAverage()},
                     {"hardware_threads", std::thread::hardware_concurrency()}};
   std::printf("%s\n", out.dump(2).c_str());
   return job_acc == http_acc ? 0 : 1;

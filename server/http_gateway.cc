@@ -99,6 +99,14 @@ absl::Status FieldError(const std::string& param, const std::string& message) {
   return status;
 }
 
+absl::StatusOr<std::string> ScopedModel(const std::string& path_model, const std::string& named) {
+  if (path_model.empty() || named.empty() || named == path_model) {
+    return path_model.empty() ? named : path_model;
+  }
+  return FieldError("model", absl::StrCat("the path names model '", path_model,
+                                          "' and the request model '", named, "'"));
+}
+
 absl::Status FromGrpcStatus(const grpc::Status& status) {
   if (status.ok()) return absl::OkStatus();
   return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());

@@ -33,6 +33,10 @@ absl::StatusOr<nlohmann::ordered_json> ParseJsonBody(std::string_view text,
 
 // INVALID_ARGUMENT about a field of a request body; the field becomes OpenAI's `param`.
 absl::Status FieldError(const std::string& param, const std::string& message);
+// The model of a request whose path may name it (/models/<name>/..., `path_model`) and
+// whose body or query may too (`named`): the path's, which `named` must equal when given;
+// else `named` (may be empty: the server's only model).
+absl::StatusOr<std::string> ScopedModel(const std::string& path_model, const std::string& named);
 // The field a status from FieldError names, if any.
 std::optional<std::string> ErrorParam(const absl::Status& status);
 

@@ -385,6 +385,23 @@ std::string HttpRequest::QueryParam(absl::string_view name) const {
   return "";
 }
 
+std::optional<std::pair<absl::string_view, absl::string_view>> SplitModelScope(
+    absl::string_view path) {
+  constexpr absl::string_view kPrefix = "/models/";
+  if (!absl::StartsWith(path, kPrefix)) return std::nullopt;
+  const absl::string_view rest = path.substr(kPrefix.size());
+  const size_t slash = rest.find('/');
+  if (slash == 0 || slash == absl::string_view::npos || slash + 1 == rest.size()) {
+    return std::nullopt;
+  }
+  return std::make_pair(rest.substr(0, slash), rest.substr(slash));
+}
+
+std::string HttpRequest::ModelScope() const {
+  const auto scoped = SplitModelScope(path);
+  return scoped.has_value() ? PercentDecode(scoped->first) : "";
+}
+
 HttpListener::HttpListener(HttpLimits limits, std::vector<Route> routes, HeadCheck check_head,
                            ErrorResponse error_response)
     : limits_(limits),
@@ -582,8 +599,10 @@ void HttpListener::SetPhase(ConnectionList::iterator connection, Phase phase) {
 
 const HttpListener::Route* HttpListener::FindRoute(const std::string& method,
                                                    const std::string& path) const {
+  const auto scoped = SplitModelScope(path);
+  const absl::string_view route_path = scoped.has_value() ? scoped->second : path;
   for (const Route& route : routes_) {
-    if (route.path == path && route.method == method) return &route;
+    if (route.path == route_path && route.method == method) return &route;
   }
   return nullptr;
 }

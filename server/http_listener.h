@@ -65,7 +65,15 @@ struct HttpRequest {
   std::string Header(absl::string_view name) const;
   // A query parameter, percent-decoded, or "".
   std::string QueryParam(absl::string_view name) const;
+  // The model a model-scoped path names (/models/<name>/<route>, the name
+  // percent-decoded), or "". Such a path is served by <route>'s handler.
+  std::string ModelScope() const;
 };
+
+// Splits /models/<name>/<route> into the name's segment (undecoded) and "/<route>";
+// nullopt for any other path.
+std::optional<std::pair<absl::string_view, absl::string_view>> SplitModelScope(
+    absl::string_view path);
 
 struct HttpResponse {
   int status = 200;

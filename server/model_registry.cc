@@ -9,6 +9,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "engine/model/model_location.h"
 #include "engine/tokenizer/token_only_tokenizer.h"
 #include "engine/util/sha256.h"
 #include "nlohmann/json.hpp"
@@ -21,38 +22,15 @@ namespace hgeval::server {
 namespace fs = std::filesystem;
 namespace {
 
-bool IsModelBin(const fs::path& p) {
-  const std::string name = p.filename().string();
-  return p.extension() == ".bin" && !absl::StartsWith(name, "tok");
-}
-
-// The file or folder the checkpoint is opened from.
+// The file or folder the checkpoint is opened from (engine/model/model_location.h).
 struct ModelFiles {
   std::string load_path;
 };
 
 absl::StatusOr<ModelFiles> FindModelFiles(const std::string& path) {
-  std::error_code ec;
-  ModelFiles files;
-  if (fs::is_regular_file(path, ec)) {
-    files.load_path = path;
-    return files;
-  }
-  if (!fs::is_directory(path, ec)) return absl::NotFoundError(absl::StrCat(path, " not found"));
-  if (fs::exists(fs::path(path) / "config.json", ec)) {
-    files.load_path = path;
-    return files;
-  }
-  std::vector<std::string> bins;
-  for (const auto& entry : fs::directory_iterator(path, ec)) {
-    if (entry.is_regular_file() && IsModelBin(entry.path())) bins.push_back(entry.path().string());
-  }
-  if (bins.size() != 1) {
-    return absl::NotFoundError(
-        absl::StrCat(path, " holds neither config.json nor exactly one llama2.c model .bin file"));
-  }
-  files.load_path = bins[0];
-  return files;
+  absl::StatusOr<std::string> load_path = CheckpointPath(path);
+  if (!load_path.ok()) return load_path.status();
+  return ModelFiles{*std::move(load_path)};
 }
 
 std::string ResolveRelative(const fs::path& base, const std::string& p) {
@@ -230,10 +208,7 @@ absl::StatusOr<std::unique_ptr<LoadedModel>> ModelRegistry::Load(const ModelSpec
   // Jobs (NIAH sweeps) feed the model besides the scheduler: serialise their calls.
   loaded->model = std::make_unique<SerializedModel>(*std::move(model));
   std::string tokenizer_path = spec.tokenizer;
-  if (tokenizer_path.empty()) {
-    tokenizer_path =
-        fs::is_directory(spec.path) ? spec.path : fs::path(spec.path).parent_path().string();
-  }
+  if (tokenizer_path.empty()) tokenizer_path = DefaultTokenizerPath(spec.path);
   // "none": token-level requests only (MQAR-trained checkpoints ship no tokenizer).
   auto load_tokenizer = [&](const std::string& path) -> absl::StatusOr<std::unique_ptr<Tokenizer>> {
     if (path == kNoTokenizer) {

@@ -10,6 +10,8 @@
 #include "absl/time/clock.h"
 #include "engine/model/lra_input.h"
 #include "engine/runtime/generation.h"
+#include "engine/runtime/stop_tokens.h"
+#include "engine/tokenizer/continuation_text.h"
 #include "engine/tokenizer/utf8.h"
 #include "engine/util/status_macros.h"
 #include "proto/hgeval/v1/bos_mode.h"
@@ -17,6 +19,7 @@
 #include "server/request_prep.h"
 #include "server/stored_results.h"
 #include "server/wire_results.h"
+#include "tasks/lm_eval_requests.h"
 
 namespace hgeval::server {
 namespace v1 = ::hgeval::v1;
@@ -54,6 +57,9 @@ void FillModelInfo(const LoadedModel& model, v1::ModelInfo* info) {
   }
   info->set_bos_token_id(model.tokenizer->bos_id());
   info->set_eos_token_id(model.tokenizer->eos_id());
+  for (int32_t id : GenerationStopTokens(*model.tokenizer, model.info.eos_token_id)) {
+    info->add_stop_token_ids(id);
+  }
   info->set_tokenizer_kind(std::string(model.tokenizer->kind()));
   info->set_lm_eval_max_length(LmEvalMaxLength(model, 0));
 }
@@ -464,7 +470,7 @@ grpc::Status ModelServiceImpl::Generate(grpc::ServerContext* context,
     absl::StatusOr<GenerateRequest> prepared = tasks::MakeLmEvalGenerateRequest(
         tokenizer, request->prompt(), until, request->max_tokens(),
         v1::AddsSpecialTokens(request->bos_mode()), LmEvalMaxLength(**model, request->max_length()),
-        PrefixToken(tokenizer));
+        PrefixToken(tokenizer), (*model)->info.eos_token_id);
     if (!prepared.ok()) return ToGrpcStatus(prepared.status());
     prompt = std::move(prepared->prompt);
     until = std::move(prepared->stop_strings);
@@ -497,7 +503,7 @@ grpc::Status ModelServiceImpl::Generate(grpc::ServerContext* context,
   const uint64_t seed = greedy ? 0 : request->seed();
   const StoreKey key{(*model)->model_hash, (*model)->tokenizer_hash, "generate",
                      GenerateDigest(prompt, request->max_tokens(), until, request->temperature(),
-                                    top_p, seed, request->ignore_eos())};
+                                    top_p, seed, request->ignore_eos(), request->lm_eval())};
   ResultStore* store = executor_->store();
   if (store != nullptr && !request->no_cache()) {
     std::vector<Generation> cached;
@@ -514,15 +520,20 @@ grpc::Status ModelServiceImpl::Generate(grpc::ServerContext* context,
   work->request.sampling.temperature = request->temperature();
   work->request.sampling.top_p = top_p;
   work->request.sampling.seed = seed;
-  if (!request->ignore_eos() && tokenizer.eos_id() >= 0) {
-    work->request.stop_tokens.push_back(tokenizer.eos_id());
+  if (!request->ignore_eos()) {
+    work->request.stop_tokens = GenerationStopTokens(tokenizer, (*model)->info.eos_token_id);
   }
   work->request.stop_strings = until;
   const CallControl control = Control(context);
   work->deadline = control.deadline;
   if (absl::Status s = (*model)->scheduler->Submit(work); !s.ok()) return ToGrpcStatus(s);
 
-  StreamingDecoder decoder(&tokenizer);
+  // The service's text is the exact continuation (engine/tokenizer/continuation_text.h);
+  // lm-eval's mode decodes the completion alone, its rule.
+  absl::StatusOr<StreamingDecoder> after = DecoderAfter(
+      tokenizer, request->lm_eval() ? absl::Span<const int32_t>() : absl::MakeConstSpan(prompt));
+  if (!after.ok()) return ToGrpcStatus(after.status());
+  StreamingDecoder decoder = *std::move(after);
   std::string text;     // decoded so far
   size_t emitted = 0;   // bytes of `text` sent
   size_t consumed = 0;  // tokens decoded
@@ -585,7 +596,13 @@ grpc::Status ModelServiceImpl::Generate(grpc::ServerContext* context,
     result = work->result;
   }
   if (absl::StatusOr<std::string> rest = decoder.Finish(); rest.ok()) text += *rest;
-  const std::string final_text = CutAtStopStrings(text, until);
+  std::string final_text = CutAtStopStrings(text, until);
+  if (request->lm_eval()) {
+    absl::StatusOr<std::string> lm_eval_text =
+        tasks::LmEvalContinuationText(tokenizer, all_tokens, until);
+    if (!lm_eval_text.ok()) return ToGrpcStatus(lm_eval_text.status());
+    final_text = *std::move(lm_eval_text);
+  }
   v1::GenerateResponse last;
   if (final_text.size() > emitted) last.set_text(final_text.substr(emitted));
   for (; sent_ids < all_tokens.size(); ++sent_ids) last.add_token_ids(all_tokens[sent_ids]);

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <thread>
 #include <utility>
 
@@ -164,15 +165,24 @@ int64_t EstimateResponseBytes(const CompletionRequest& request,
 }
 
 absl::StatusOr<CompletionRequest> ParseCompletionRequest(std::string_view body_text,
-                                                         const JsonLimits& limits) {
+                                                         const JsonLimits& limits,
+                                                         const std::string& path_model) {
   absl::StatusOr<Json> parsed = ParseJsonBody(body_text, limits);
   if (!parsed.ok()) return parsed.status();
   Json body = *std::move(parsed);
   if (!body.is_object()) return absl::InvalidArgumentError("the body must be a JSON object");
   CompletionRequest request;
-  if (Unset(body, "model")) return FieldError("model", "model is required");
-  if (!body["model"].is_string()) return FieldError("model", "model must be a string");
-  request.model = body["model"].get<std::string>();
+  if (Unset(body, "model") && path_model.empty()) {
+    return FieldError("model", "model is required");
+  }
+  std::string named;
+  if (!Unset(body, "model")) {
+    if (!body["model"].is_string()) return FieldError("model", "model must be a string");
+    named = body["model"].get<std::string>();
+  }
+  absl::StatusOr<std::string> model = ScopedModel(path_model, named);
+  if (!model.ok()) return model.status();
+  request.model = *std::move(model);
   if (Unset(body, "prompt")) return FieldError("prompt", "prompt is required");
   if (absl::Status s = ParsePrompt(body["prompt"], &request); !s.ok()) return s;
   if (absl::Status s = ParseInt32(body, "max_tokens", &request.max_tokens); !s.ok()) return s;
@@ -219,7 +229,8 @@ absl::StatusOr<CompletionRequest> ParseCompletionRequest(std::string_view body_t
   return request;
 }
 
-absl::StatusOr<std::string> CompletionsGateway::ListModels(const std::string& authorization) const {
+absl::StatusOr<std::string> CompletionsGateway::ListModels(const std::string& authorization,
+                                                           const std::string& path_model) const {
   if (absl::Status s = CheckAuthorizationHeader(authorization); !s.ok()) return s;
   auto context = NewCallContext(authorization);
   v1::ListModelsResponse response;
@@ -228,6 +239,7 @@ absl::StatusOr<std::string> CompletionsGateway::ListModels(const std::string& au
   }
   Json data = Json::array();
   for (const v1::ModelInfo& info : response.models()) {
+    if (!path_model.empty() && info.name() != path_model) continue;
     Json model = {{"id", info.name()}, {"object", "model"}, {"created", 0}, {"owned_by", "hgeval"}};
     if (info.loaded()) {
       model["max_model_len"] = info.max_sequence_tokens();
@@ -235,38 +247,40 @@ absl::StatusOr<std::string> CompletionsGateway::ListModels(const std::string& au
     }
     data.push_back(std::move(model));
   }
+  if (!path_model.empty() && data.empty()) {
+    return absl::NotFoundError(absl::StrCat("this server has no model '", path_model, "'"));
+  }
   return Json{{"object", "list"}, {"data", std::move(data)}}.dump();
 }
 
 namespace {
-
-// LoadedEosId's answer when the token cannot be taken from the scoring pass.
-constexpr int32_t kNoFusion = std::numeric_limits<int32_t>::min();
 
 bool GreedyTokenFromScoring(const CompletionRequest& request) {
   return request.max_tokens == 1 && request.temperature == 0.0f && request.stop.empty() &&
          request.logprobs.has_value() && *request.logprobs >= 1;
 }
 
-int32_t LoadedEosId(v1::ModelService::StubInterface& stub, const std::string& model,
-                    const std::string& authorization) {
+// The loaded model's generation stop ids; nullopt when the token cannot be taken from the
+// scoring pass.
+std::optional<std::vector<int32_t>> LoadedStopIds(v1::ModelService::StubInterface& stub,
+                                                  const std::string& model,
+                                                  const std::string& authorization) {
   auto context = NewCallContext(authorization);
   v1::ListModelsResponse models;
-  if (!stub.ListModels(context.get(), {}, &models).ok()) return kNoFusion;
+  if (!stub.ListModels(context.get(), {}, &models).ok()) return std::nullopt;
   for (const v1::ModelInfo& info : models.models()) {
     if (info.name() != model) continue;
     // Not loaded yet, or no tokenizer: the generation path loads it and says what fails.
     if (!info.loaded() || info.tokenizer_kind().empty() || info.tokenizer_kind() == "none") {
-      return kNoFusion;
+      return std::nullopt;
     }
-    return info.eos_token_id();
+    return std::vector<int32_t>(info.stop_token_ids().begin(), info.stop_token_ids().end());
   }
-  return kNoFusion;
+  return std::nullopt;
 }
 
-absl::Status TakeGreedyTokens(v1::ModelService::StubInterface& stub, const std::string& model,
-                              const std::string& authorization, int32_t eos_id,
-                              const std::vector<int>& pair_of, v1::LoglikelihoodResponse* scores,
+absl::Status TakeGreedyTokens(const std::vector<int32_t>& stop_ids, const std::vector<int>& pair_of,
+                              v1::LoglikelihoodResponse* scores,
                               std::vector<Generated>* generated) {
   for (size_t i = 0; i < pair_of.size(); ++i) {
     if (pair_of[i] < 0) continue;
@@ -285,24 +299,15 @@ absl::Status TakeGreedyTokens(v1::ModelService::StubInterface& stub, const std::
       }
     }
     Generated& out = (*generated)[i];
-    if (top.ids(best) == eos_id) {
-      out.finish_reason = "stop";  // the decoder stops at EOS without emitting it
-      continue;
-    }
+    // A stop token ends the generation ("stop") but is still shown with its log-probability
+    // (its text is empty), as vLLM shows EOS: lm-eval drops the last shown position as the
+    // generated one, so it must be there.
     out.ids = {top.ids(best)};
-    out.finish_reason = "length";
+    out.finish_reason =
+        std::find(stop_ids.begin(), stop_ids.end(), top.ids(best)) != stop_ids.end() ? "stop"
+                                                                                     : "length";
     scored->set_token_logprobs(last, top.logprobs(best));
-    // The text Generate would stream for this one token.
-    v1::DetokenizeRequest detokenize;
-    detokenize.set_model(model);
-    detokenize.add_ids(top.ids(best));
-    v1::DetokenizeResponse text;
-    auto context = NewCallContext(authorization);
-    if (absl::Status s = FromGrpcStatus(stub.Detokenize(context.get(), detokenize, &text));
-        !s.ok()) {
-      return s;
-    }
-    out.text = text.text();
+    // Its text is what it adds after the prompt (step 5).
   }
   return absl::OkStatus();
 }
@@ -359,10 +364,10 @@ absl::StatusOr<std::string> CompletionsGateway::Complete(const CompletionRequest
   //    scoring pass computes after the prompt anyway, so a placeholder is scored in its
   //    place and the token read from that position's alternatives (step 4).
   std::vector<Generated> generated(n);
-  const int32_t eos_id = GreedyTokenFromScoring(request)
-                             ? LoadedEosId(*stub_, request.model, authorization)
-                             : kNoFusion;
-  const bool token_from_scoring = eos_id != kNoFusion;
+  const std::optional<std::vector<int32_t>> stop_ids =
+      GreedyTokenFromScoring(request) ? LoadedStopIds(*stub_, request.model, authorization)
+                                      : std::nullopt;
+  const bool token_from_scoring = stop_ids.has_value();
   if (request.max_tokens > 0 && !token_from_scoring) {
     std::vector<absl::Status> failures(n);
     std::atomic<size_t> next{0};
@@ -414,9 +419,7 @@ absl::StatusOr<std::string> CompletionsGateway::Complete(const CompletionRequest
       }
     }
     if (token_from_scoring) {
-      if (absl::Status s = TakeGreedyTokens(*stub_, request.model, authorization, eos_id, pair_of,
-                                            &scores, &generated);
-          !s.ok()) {
+      if (absl::Status s = TakeGreedyTokens(*stop_ids, pair_of, &scores, &generated); !s.ok()) {
         return s;
       }
     }
@@ -439,6 +442,13 @@ absl::StatusOr<std::string> CompletionsGateway::Complete(const CompletionRequest
       if (absl::Status s = FromGrpcStatus(stub_->Detokenize(context.get(), detokenize, &shown));
           !s.ok()) {
         return s;
+      }
+    }
+    if (token_from_scoring && need_tokens && generated[i].finish_reason != "stop") {
+      // The exact continuation: what the generated ids add after the prompt.
+      generated[i].text.clear();
+      for (int k = static_cast<int>(prompts[i].size()); k < shown.token_texts_size(); ++k) {
+        generated[i].text += shown.token_texts(k);
       }
     }
     std::string prompt_text;

@@ -41,8 +41,10 @@ struct CompletionRequest {
 // mistyped fields and the options this endpoint does not offer (`n` or `best_of` other
 // than 1, `stream`, `suffix`). Values are range-checked by the RPCs, not here.
 // The JSON is parsed under `limits` (RESOURCE_EXHAUSTED past them).
+// `path_model`: the model a model-scoped path names (then `model` may be left out).
 absl::StatusOr<CompletionRequest> ParseCompletionRequest(std::string_view body,
-                                                         const JsonLimits& limits = {});
+                                                         const JsonLimits& limits = {},
+                                                         const std::string& path_model = "");
 
 // Bytes of JSON the response to `request` would hold, at least (each shown token with its
 // offset and log-probability, each alternative with its piece), given the prompts' token
@@ -62,8 +64,10 @@ class CompletionsGateway {
 
   const JsonLimits& json_limits() const { return json_limits_; }
 
-  // The `GET /v1/models` body.
-  absl::StatusOr<std::string> ListModels(const std::string& authorization) const;
+  // The `GET /v1/models` body; under /models/<name>/ (`path_model`) that model alone
+  // (NOT_FOUND when the server has no such model).
+  absl::StatusOr<std::string> ListModels(const std::string& authorization,
+                                         const std::string& path_model = "") const;
   // The `POST /v1/completions` body for a parsed request.
   absl::StatusOr<std::string> Complete(const CompletionRequest& request,
                                        const std::string& authorization) const;

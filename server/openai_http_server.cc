@@ -39,25 +39,30 @@ OpenAiHttpServer::OpenAiHttpServer(const CompletionsGateway* completions,
   std::vector<HttpListener::Route> routes = {
       {"GET", "/v1/models", false,
        [this](const HttpRequest& request) {
-         return Reply(completions_->ListModels(Authorization(request)));
+         return Reply(completions_->ListModels(Authorization(request), request.ModelScope()));
        }},
       {"GET", "/tokenizer_info", false,
        [this](const HttpRequest& request) {
-         return Reply(tokenizer_->Info(request.QueryParam("model"), Authorization(request)));
+         absl::StatusOr<std::string> model =
+             ScopedModel(request.ModelScope(), request.QueryParam("model"));
+         if (!model.ok()) return ErrorReply(model.status());
+         return Reply(tokenizer_->Info(*model, Authorization(request)));
        }},
       {"POST", "/tokenize", true,
        [this](const HttpRequest& request) {
-         return Reply(tokenizer_->Tokenize(request.body, Authorization(request)));
+         return Reply(
+             tokenizer_->Tokenize(request.body, Authorization(request), request.ModelScope()));
        }},
       {"POST", "/detokenize", true,
        [this](const HttpRequest& request) {
-         return Reply(tokenizer_->Detokenize(request.body, Authorization(request)));
+         return Reply(
+             tokenizer_->Detokenize(request.body, Authorization(request), request.ModelScope()));
        }},
       {"POST", "/v1/completions", true,
        [this](const HttpRequest& request) {
          const absl::Time start = absl::Now();
-         absl::StatusOr<CompletionRequest> parsed =
-             ParseCompletionRequest(request.body, completions_->json_limits());
+         absl::StatusOr<CompletionRequest> parsed = ParseCompletionRequest(
+             request.body, completions_->json_limits(), request.ModelScope());
          absl::StatusOr<std::string> body =
              parsed.ok() ? completions_->Complete(*parsed, Authorization(request))
                          : parsed.status();
@@ -105,7 +110,8 @@ OpenAiHttpServer::OpenAiHttpServer(const CompletionsGateway* completions,
     if (http_status == 404) {
       absl::StrAppend(&message,
                       "; this server offers GET /v1/models, POST /v1/completions, GET "
-                      "/tokenizer_info, POST /tokenize and POST /detokenize");
+                      "/tokenizer_info, POST /tokenize and POST /detokenize, also under "
+                      "/models/<name>/ for one model");
     } else if (http_status == 413) {
       absl::StrAppend(&message, "; the cap is --max_message_bytes");
       code = absl::StatusCode::kInvalidArgument;  // OpenAI's invalid_request_error

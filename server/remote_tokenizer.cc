@@ -25,9 +25,9 @@ absl::StatusOr<v1::ListModelsResponse> ListModels(v1::ModelService::StubInterfac
   return models;
 }
 
-// A JSON object body with an optional string "model".
+// A JSON object body with an optional string "model" (or the path's, ScopedModel).
 absl::StatusOr<Json> ParseBody(std::string_view text, const JsonLimits& limits,
-                               std::string* model) {
+                               const std::string& path_model, std::string* model) {
   absl::StatusOr<Json> parsed = ParseJsonBody(text, limits);
   if (!parsed.ok()) return parsed.status();
   Json body = *std::move(parsed);
@@ -36,6 +36,9 @@ absl::StatusOr<Json> ParseBody(std::string_view text, const JsonLimits& limits,
     if (!it->is_string()) return FieldError("model", "model must be a string");
     *model = it->get<std::string>();
   }
+  absl::StatusOr<std::string> scoped = ScopedModel(path_model, *model);
+  if (!scoped.ok()) return scoped.status();
+  *model = *std::move(scoped);
   return body;
 }
 
@@ -127,10 +130,11 @@ absl::StatusOr<std::string> RemoteTokenizerGateway::Info(const std::string& mode
       .dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
-absl::StatusOr<std::string> RemoteTokenizerGateway::Tokenize(
-    std::string_view text, const std::string& authorization) const {
+absl::StatusOr<std::string> RemoteTokenizerGateway::Tokenize(std::string_view text,
+                                                             const std::string& authorization,
+                                                             const std::string& path_model) const {
   std::string model;
-  absl::StatusOr<Json> body = ParseBody(text, json_limits_, &model);
+  absl::StatusOr<Json> body = ParseBody(text, json_limits_, path_model, &model);
   if (!body.ok()) return body.status();
   auto prompt = body->find("prompt");
   if (prompt == body->end() || !prompt->is_string()) {
@@ -155,7 +159,8 @@ absl::StatusOr<std::string> RemoteTokenizerGateway::Tokenize(
     v1::TokenizeRequest request;
     request.set_model(special->model);
     request.set_text(prompt_text);
-    request.set_add_special(add_special);
+    // A --http_tokenizer_bos model encodes text in the tokenizer BOS regime.
+    request.set_add_special(add_special || bos_models_.contains(special->model));
     v1::TokenizeResponse response;
     auto context = NewCallContext(authorization);
     if (absl::Status s = FromGrpcStatus(stub_->Tokenize(context.get(), request, &response));
@@ -170,9 +175,9 @@ absl::StatusOr<std::string> RemoteTokenizerGateway::Tokenize(
 }
 
 absl::StatusOr<std::string> RemoteTokenizerGateway::Detokenize(
-    std::string_view text, const std::string& authorization) const {
+    std::string_view text, const std::string& authorization, const std::string& path_model) const {
   std::string model;
-  absl::StatusOr<Json> body = ParseBody(text, json_limits_, &model);
+  absl::StatusOr<Json> body = ParseBody(text, json_limits_, path_model, &model);
   if (!body.ok()) return body.status();
   auto tokens = body->find("tokens");
   if (tokens == body->end() || !tokens->is_array()) {

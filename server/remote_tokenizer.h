@@ -6,7 +6,8 @@
 //                                                                         "max_model_len"}
 //   POST /detokenize      {"model"?, "tokens"} -> {"prompt"}
 // translated onto the Tokenize/Detokenize/ListModels RPCs. Requests that name no model use
-// the server's only model (vLLM serves one).
+// the server's only model (vLLM serves one). Under /models/<name>/ the routes serve that
+// model (a base_url that names the model, for servers with several).
 #ifndef HGEVAL_SERVER_REMOTE_TOKENIZER_H_
 #define HGEVAL_SERVER_REMOTE_TOKENIZER_H_
 
@@ -16,6 +17,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "hgeval/v1/models.grpc.pb.h"
@@ -25,9 +27,12 @@ namespace hgeval::server {
 
 class RemoteTokenizerGateway {
  public:
+  // `bos_models`: models whose /tokenize always adds the special tokens (the tokenizer BOS
+  // regime for lm-eval, which asks for none; server flag --http_tokenizer_bos).
   explicit RemoteTokenizerGateway(hgeval::v1::ModelService::StubInterface* stub,
-                                  JsonLimits json_limits = {})
-      : stub_(stub), json_limits_(json_limits) {}
+                                  JsonLimits json_limits = {},
+                                  absl::flat_hash_set<std::string> bos_models = {})
+      : stub_(stub), json_limits_(json_limits), bos_models_(std::move(bos_models)) {}
 
   // `model` may be empty (the only model). Bodies are the JSON responses above.
   absl::StatusOr<std::string> Info(const std::string& model,
@@ -35,10 +40,11 @@ class RemoteTokenizerGateway {
   // A prompt that is exactly the BOS or EOS token's text (as Info names them) encodes to
   // that token, as Hugging Face tokenizers parse special tokens in text: lm-eval's remote
   // tokenizer finds bos_token_id / eos_token_id that way.
-  absl::StatusOr<std::string> Tokenize(std::string_view body,
-                                       const std::string& authorization) const;
-  absl::StatusOr<std::string> Detokenize(std::string_view body,
-                                         const std::string& authorization) const;
+  // `path_model`: the model a model-scoped path (/models/<name>/tokenize) names.
+  absl::StatusOr<std::string> Tokenize(std::string_view body, const std::string& authorization,
+                                       const std::string& path_model = "") const;
+  absl::StatusOr<std::string> Detokenize(std::string_view body, const std::string& authorization,
+                                         const std::string& path_model = "") const;
 
  private:
   struct Special {
@@ -53,6 +59,7 @@ class RemoteTokenizerGateway {
 
   hgeval::v1::ModelService::StubInterface* stub_;
   const JsonLimits json_limits_;
+  const absl::flat_hash_set<std::string> bos_models_;
   // model -> (tokenizer hash, its description), for loaded models.
   mutable absl::Mutex cache_mu_;
   mutable absl::flat_hash_map<std::string, std::pair<std::string, Special>> cache_

@@ -137,10 +137,13 @@ std::string ScoreDigest(const TokenPair& pair, int top_k) {
 
 std::string GenerateDigest(absl::Span<const int32_t> prompt, int max_tokens,
                            const std::vector<std::string>& until, float temperature, float top_p,
-                           uint64_t seed, bool ignore_eos) {
+                           uint64_t seed, bool ignore_eos, bool lm_eval_text) {
+  // v2: the one stop rule (engine/runtime/stop_tokens) and the text rule in the key; v1
+  // rows were generated under other stop tokens and hold either text.
   std::string canonical =
-      absl::StrCat("generate/v1;max_tokens=", max_tokens, ";temperature=", temperature,
-                   ";top_p=", top_p, ";seed=", seed, ";ignore_eos=", ignore_eos, ";prompt=");
+      absl::StrCat("generate/v2;max_tokens=", max_tokens, ";temperature=", temperature,
+                   ";top_p=", top_p, ";seed=", seed, ";ignore_eos=", ignore_eos,
+                   ";text=", lm_eval_text ? "lm_eval" : "exact", ";prompt=");
   AppendIds(canonical, prompt);
   canonical.append("until=");
   for (const std::string& u : until) absl::StrAppend(&canonical, u.size(), ":", u, ";");

@@ -63,10 +63,11 @@ absl::StatusOr<TokenPair> PreparePair(const PairInput& pair, int index, const To
 // SHA-256 of the canonical form of a scoring request (token ids and top_k): the store key.
 std::string ScoreDigest(const TokenPair& pair, int top_k);
 
-// SHA-256 of the canonical form of a generation request.
+// SHA-256 of the canonical form of a generation request. `lm_eval_text`: the stored text
+// follows lm-eval's rule (the completion decoded alone) rather than the exact continuation.
 std::string GenerateDigest(absl::Span<const int32_t> prompt, int max_tokens,
                            const std::vector<std::string>& until, float temperature, float top_p,
-                           uint64_t seed, bool ignore_eos);
+                           uint64_t seed, bool ignore_eos, bool lm_eval_text);
 
 }  // namespace hgeval::server
 

@@ -273,7 +273,20 @@ void ModelScheduler::RunScoreRound(std::vector<std::shared_ptr<ScoreWork>> works
     return std::all_of(running.begin(), running.end(),
                        [](const std::shared_ptr<ScoreWork>& w) { return w->cancelled.load(); });
   };
-  absl::StatusOr<std::vector<ScoreResult>> results = Score(*model_, batch, options);
+  absl::StatusOr<std::vector<ScoreResult>> results;
+  if (model_->info().backend == "cpu") {
+    // On the CPU a forked state equals a scratch run bitwise (docs/cpu.md), so the
+    // round's requests share their common prefixes, continuations included (a question's
+    // choices sent as echo prompts), and a result still does not depend on its round.
+    PrefixScoreOptions shared;
+    shared.context_reuse = true;
+    shared.share_continuations = true;
+    shared.max_batch_tokens = options.max_batch_tokens;
+    shared.cancelled = options.cancelled;
+    results = ScoreWithPrefixReuse(*model_, batch, shared);
+  } else {
+    results = Score(*model_, batch, options);
+  }
   if (!results.ok() && !absl::IsCancelled(results.status()) && running.size() > 1) {
     // Isolate the failing call: score each on its own so one bad call fails alone.
     LogWarning("score_round_failed", {{"model", name_}, {"error", results.status().ToString()}});

@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/flags/flag.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -47,6 +48,10 @@ ABSL_FLAG(std::string, http_listen, "",
           "Calls go through the gRPC service's own handlers: the same request rules, limits, "
           "result store, scheduler and bearer token (header 'Authorization: Bearer <token>'). "
           "Empty (default): off. Port 0 picks a free port (see --http_port_file).");
+ABSL_FLAG(std::vector<std::string>, http_tokenizer_bos, {},
+          "Models whose HTTP /tokenize always adds the tokenizer's special tokens (BOS), "
+          "whatever add_special_tokens says: lm-eval's remote tokenizer then encodes in the "
+          "tokenizer BOS regime (hgeval-eval's default, --bos=tokenizer).");
 ABSL_FLAG(std::string, http_port_file, "",
           "Write the bound --http_listen port to this file once listening.");
 ABSL_FLAG(int64_t, http_head_timeout_ms, 10000,
@@ -334,7 +339,10 @@ int Run() {
   json_limits.max_elements = absl::GetFlag(FLAGS_http_max_json_elements);
   CompletionsGateway completions(http_stub.get(), json_limits,
                                  absl::GetFlag(FLAGS_http_max_response_bytes));
-  RemoteTokenizerGateway tokenizer(http_stub.get(), json_limits);
+  const std::vector<std::string> tokenizer_bos = absl::GetFlag(FLAGS_http_tokenizer_bos);
+  RemoteTokenizerGateway tokenizer(
+      http_stub.get(), json_limits,
+      absl::flat_hash_set<std::string>(tokenizer_bos.begin(), tokenizer_bos.end()));
   HttpLimits http_limits;
   http_limits.max_body_bytes = absl::GetFlag(FLAGS_max_message_bytes);
   http_limits.head_timeout = absl::Milliseconds(absl::GetFlag(FLAGS_http_head_timeout_ms));

@@ -13,6 +13,7 @@
 #include "server/request_prep.h"
 #include "server/stored_results.h"
 #include "tasks/engine_language_model.h"
+#include "tasks/lm_eval_requests.h"
 
 namespace hgeval::server {
 
@@ -190,9 +191,9 @@ absl::StatusOr<std::vector<tasks::GenerateUntilResult>> StoreLanguageModel::Gene
         end - start,
         [&](size_t k) {
           const tasks::GenerateUntilRequest& r = requests[start + k];
-          made[k] = tasks::MakeLmEvalGenerateRequest(tokenizer, r.context, r.until, r.max_gen_toks,
-                                                     options_.add_special, max_length_,
-                                                     PrefixToken(tokenizer));
+          made[k] = tasks::MakeLmEvalGenerateRequest(
+              tokenizer, r.context, r.until, r.max_gen_toks, options_.add_special, max_length_,
+              PrefixToken(tokenizer), model_->info.eos_token_id);
         },
         /*slice=*/4);
     for (size_t i = start; i < end; ++i) {
@@ -200,7 +201,8 @@ absl::StatusOr<std::vector<tasks::GenerateUntilResult>> StoreLanguageModel::Gene
       if (!prepared.ok()) return prepared.status();
       keys.push_back(StoreKey{model_->model_hash, model_->tokenizer_hash, "generate",
                               GenerateDigest(prepared->prompt, prepared->max_new_tokens,
-                                             prepared->stop_strings, 0.0f, 1.0f, 0, false)});
+                                             prepared->stop_strings, 0.0f, 1.0f, 0, false,
+                                             /*lm_eval_text=*/true)});
       auto work = std::make_shared<GenerateWork>();
       work->request = *std::move(prepared);
       works[i - start] = std::move(work);
@@ -246,9 +248,10 @@ absl::StatusOr<std::vector<tasks::GenerateUntilResult>> StoreLanguageModel::Gene
       }
       absl::MutexLock lock(&works[k]->mu);
       if (!works[k]->status.ok()) return works[k]->status;
-      absl::StatusOr<std::string> text = tokenizer.Decode(works[k]->result.tokens);
+      absl::StatusOr<std::string> text = tasks::LmEvalContinuationText(
+          tokenizer, works[k]->result.tokens, works[k]->request.stop_strings);
       if (!text.ok()) return text.status();
-      std::string cut = CutAtStopStrings(*std::move(text), works[k]->request.stop_strings);
+      std::string cut = *std::move(text);
       out[start + k].text = cut;
       out[start + k].n_tokens = static_cast<int64_t>(works[k]->result.tokens.size());
       stats_.tokens_generated += out[start + k].n_tokens;

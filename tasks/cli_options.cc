@@ -6,6 +6,7 @@
 
 #include "absl/status/status.h"
 #include "engine/model/load_model.h"
+#include "engine/model/model_location.h"
 #include "engine/util/status_macros.h"
 
 namespace hgeval::tasks {
@@ -30,16 +31,13 @@ absl::StatusOr<OpenedModel> OpenModelAndTokenizer(const std::string& model_path,
                                                   const std::string& tokenizer_path,
                                                   const LoadOptions& options, bool load_tokenizer) {
   OpenedModel out;
-  HG_ASSIGN_OR_RETURN(out.checkpoint, OpenModelCheckpoint(model_path));
+  // The server's loading rule (engine/model/model_location.h).
+  HG_ASSIGN_OR_RETURN(const std::string checkpoint_path, CheckpointPath(model_path));
+  HG_ASSIGN_OR_RETURN(out.checkpoint, OpenModelCheckpoint(checkpoint_path));
   HG_ASSIGN_OR_RETURN(out.model, BuildModel(*out.checkpoint, options));
   if (!load_tokenizer) return out;
-  std::string tok = tokenizer_path;
-  if (tok.empty()) {
-    if (!IsDirectory(model_path)) {  // a llama2.c .bin file
-      return absl::InvalidArgumentError("--tokenizer is required for a llama2.c .bin model");
-    }
-    tok = model_path;
-  }
+  const std::string tok =
+      tokenizer_path.empty() ? DefaultTokenizerPath(model_path) : tokenizer_path;
   HG_ASSIGN_OR_RETURN(out.tokenizer, LoadTokenizer(tok));
   return out;
 }

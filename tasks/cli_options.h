@@ -25,9 +25,10 @@ struct OpenedModel {
   std::unique_ptr<Tokenizer> tokenizer;
 };
 
-// Opens a Hugging Face folder or a llama2.c .bin, builds it with `options`, and loads the
-// tokenizer (`tokenizer_path`, or the model folder's own when empty) unless
-// `load_tokenizer` is false (then `tokenizer` stays null).
+// Opens the model at `model_path` as the server does (engine/model/model_location.h: a
+// Hugging Face folder, a llama2.c .bin, or a folder holding one), builds it with
+// `options`, and loads the tokenizer (`tokenizer_path`, or the model folder's own when
+// empty) unless `load_tokenizer` is false (then `tokenizer` stays null).
 absl::StatusOr<OpenedModel> OpenModelAndTokenizer(const std::string& model_path,
                                                   const std::string& tokenizer_path,
                                                   const LoadOptions& options,

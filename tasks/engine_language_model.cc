@@ -15,6 +15,7 @@
 #include "engine/util/parallel_for.h"
 #include "engine/util/status_macros.h"
 #include "metrics/text_counts.h"
+#include "tasks/lm_eval_requests.h"
 
 namespace hgeval::tasks {
 
@@ -212,15 +213,15 @@ absl::StatusOr<std::vector<GenerateUntilResult>> EngineLanguageModel::GenerateUn
     absl::Span<const GenerateUntilRequest> requests, const CallOptions& call) {
   // Long documents (SCROLLS) make tokenizing the prompts a large share of the host's
   // work: spread it over the cores, a few requests per slice.
-  std::vector<absl::StatusOr<GenerateRequest>> made(requests.size(),
-                                                    absl::UnknownError("unset"));
+  std::vector<absl::StatusOr<GenerateRequest>> made(requests.size(), absl::UnknownError("unset"));
   ParallelFor(
       requests.size(),
       [&](size_t i) {
         const GenerateUntilRequest& r = requests[i];
-        made[i] = MakeLmEvalGenerateRequest(*tokenizer_, r.context, r.until, r.max_gen_toks,
-                                            options_.bos_regime == BosRegime::kTokenizer,
-                                            max_length_, prefix_token_id_);
+        made[i] =
+            MakeLmEvalGenerateRequest(*tokenizer_, r.context, r.until, r.max_gen_toks,
+                                      options_.bos_regime == BosRegime::kTokenizer, max_length_,
+                                      prefix_token_id_, model_->info().eos_token_id);
       },
       /*slice=*/4);
   std::vector<GenerateRequest> prepared;
@@ -245,7 +246,8 @@ absl::StatusOr<std::vector<GenerateUntilResult>> EngineLanguageModel::GenerateUn
                       Generate(*model_, tokenizer_, prepared, generate));
   std::vector<GenerateUntilResult> results(requests.size());
   for (size_t i = 0; i < generated.size(); ++i) {
-    results[i].text = std::move(generated[i].text);
+    HG_ASSIGN_OR_RETURN(results[i].text, LmEvalContinuationText(*tokenizer_, generated[i].tokens,
+                                                                prepared[i].stop_strings));
     results[i].n_tokens = static_cast<int64_t>(generated[i].tokens.size());
     stats_.tokens_fed += generated[i].tokens_fed;
     stats_.tokens_generated += results[i].n_tokens;

@@ -15,7 +15,9 @@ ABSL_FLAG(int, num_fewshot, 0,
           "run: few-shot examples; only 0 (zero-shot) is supported, anything else is refused.");
 ABSL_FLAG(std::string, output, "", "run: write the results JSON (lm-eval layout) here.");
 ABSL_FLAG(bool, log_samples, false,
-          "run: keep lm-eval's per-sample records in the results JSON (under \"samples\").");
+          "lm-eval's per-sample records: hgeval-eval writes lm-eval's "
+          "samples_<task>_<time>.jsonl beside --output; hgeval run keeps them in the results "
+          "JSON (under \"samples\").");
 ABSL_FLAG(int64_t, max_length, 0,
           "lm-eval max_length (0: the model's: max_position_embeddings, else its context, "
           "else 2048).");

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "engine/runtime/stop_tokens.h"
 #include "engine/tokenizer/utf8.h"
 #include "engine/util/status_macros.h"
 
@@ -100,9 +101,12 @@ absl::Status TruncateGenerationContext(int64_t max_length, int64_t max_gen_toks,
   return absl::OkStatus();
 }
 
-absl::StatusOr<GenerateRequest> MakeLmEvalGenerateRequest(
-    const Tokenizer& tokenizer, std::string_view context, absl::Span<const std::string> until,
-    int64_t max_gen_toks, bool add_bos, int64_t max_length, int32_t prefix_token) {
+absl::StatusOr<GenerateRequest> MakeLmEvalGenerateRequest(const Tokenizer& tokenizer,
+                                                          std::string_view context,
+                                                          absl::Span<const std::string> until,
+                                                          int64_t max_gen_toks, bool add_bos,
+                                                          int64_t max_length, int32_t prefix_token,
+                                                          int32_t model_eos) {
   GenerateRequest request;
   HG_ASSIGN_OR_RETURN(request.prompt, EncodeLmEvalText(tokenizer, context, add_bos));
   if (max_gen_toks > 0) {
@@ -111,13 +115,20 @@ absl::StatusOr<GenerateRequest> MakeLmEvalGenerateRequest(
   if (request.prompt.empty()) request.prompt = {prefix_token};
   request.max_new_tokens = static_cast<int>(std::max<int64_t>(0, max_gen_toks));
   request.stop_strings.assign(until.begin(), until.end());
+  request.stop_tokens = GenerationStopTokens(tokenizer, model_eos);
   if (const int32_t eos = tokenizer.eos_id(); eos >= 0) {
-    request.stop_tokens = {eos};
     HG_ASSIGN_OR_RETURN(std::string eos_text,
                         tokenizer.Decode(std::vector<int32_t>{eos}, /*skip_special=*/false));
     if (!eos_text.empty()) request.stop_strings.push_back(std::move(eos_text));
   }
   return request;
+}
+
+absl::StatusOr<std::string> LmEvalContinuationText(const Tokenizer& tokenizer,
+                                                   absl::Span<const int32_t> generated,
+                                                   absl::Span<const std::string> until) {
+  HG_ASSIGN_OR_RETURN(std::string text, tokenizer.Decode(generated));
+  return CutAtStopStrings(std::move(text), until);
 }
 
 std::vector<TokenPair> MakeRollingWindows(absl::Span<const int32_t> tokens, int32_t prefix_token,

@@ -62,13 +62,24 @@ absl::Status TruncateGenerationContext(int64_t max_length, int64_t max_gen_toks,
 // one rule of the evaluator, jobs and the Generate RPC's lm-eval mode: the context
 // encoded as tok_encode and, when max_gen_toks > 0, cut to its last max_length -
 // max_gen_toks tokens (an empty prompt becomes [prefix_token]); greedy; generation stops
-// at the EOS token, and the EOS token's text joins `until` (HFLM appends
+// at the generation stop tokens (engine/runtime/stop_tokens.h, with the model config's
+// EOS `model_eos` when known), and the EOS token's text joins `until` (HFLM appends
 // tok_decode(eot_token_id) to the stop sequences). max_gen_toks <= 0 generates nothing.
 absl::StatusOr<GenerateRequest> MakeLmEvalGenerateRequest(const Tokenizer& tokenizer,
                                                           std::string_view context,
                                                           absl::Span<const std::string> until,
                                                           int64_t max_gen_toks, bool add_bos,
-                                                          int64_t max_length, int32_t prefix_token);
+                                                          int64_t max_length, int32_t prefix_token,
+                                                          int32_t model_eos = -1);
+
+// lm-eval's text of a generate_until continuation (HFLM.generate_until: tok_decode of the
+// generated ids alone, so a SentencePiece continuation loses its leading space, then cut
+// before the first of `until`). The one place this rule lives: the evaluator, jobs and the
+// Generate RPC's lm-eval mode use it; the service's own text is the exact continuation
+// (prompt + completion decoded, minus the prompt).
+absl::StatusOr<std::string> LmEvalContinuationText(const Tokenizer& tokenizer,
+                                                   absl::Span<const int32_t> generated,
+                                                   absl::Span<const std::string> until);
 
 // lm-eval get_rolling_token_windows + make_disjoint_window with context_len 1: the first
 // window is [prefix_token] then up to max_length tokens; each later window predicts the

@@ -4,7 +4,8 @@
 #include "absl/status/status.h"
 
 ABSL_FLAG(std::string, model, "",
-          "Model: a Hugging Face checkpoint folder or a llama2.c .bin file.");
+          "Model: a Hugging Face checkpoint folder, a llama2.c .bin file, or a folder holding "
+          "one llama2.c model .bin (as the server loads it).");
 ABSL_FLAG(std::string, tokenizer, "",
           "Tokenizer file or folder (tokenizer.json, tokenizer.model, *.tiktoken, tok*.bin); "
           "default: the one in the model's folder.");

@@ -22,6 +22,13 @@ struct PrefixNode {
   std::vector<int32_t> tokens;
   std::unique_ptr<SequenceState> state;  // while held
   bool computed_before = false;
+  // share_continuations: the node's positions from `first_scored` on (-1: none) are
+  // scored, with targets from request `member`'s tokens (its members agree on them).
+  int64_t begin = 0;  // position of the node's first token
+  size_t member = 0;
+  int64_t first_scored = -1;
+  int top_k = 0;
+  ForwardOutput scored;  // per node token, from the node's last computation
 };
 
 // A request scored from a node's state (node -1: from its own start or an empty state):
@@ -102,6 +109,59 @@ void BuildPrefixTree(absl::Span<const ScoreRequest> requests, std::vector<size_t
   }
 }
 
+// share_continuations: the prefix tree over the fed tokens F (a request's `sequences`
+// entry without its last token) of `members`, sorted by F, which all share F[0..depth]
+// (both ends included) and whose state at `depth` is node `parent`. A node stops one
+// token short of where its members part, so that each branch feeds the token whose
+// prediction is its first own target.
+void BuildSharedTree(absl::Span<const ScoreRequest> requests,
+                     const std::vector<std::vector<int32_t>>& sequences,
+                     absl::Span<const size_t> members, size_t depth, int parent,
+                     std::vector<PrefixNode>* nodes, std::vector<Leaf>* leaves) {
+  if (members.size() == 1) {
+    leaves->push_back({members[0], parent, depth});
+    return;
+  }
+  auto fed_size = [&](size_t m) { return sequences[m].size() - 1; };
+  const std::vector<int32_t>& front = sequences[members.front()];
+  const std::vector<int32_t>& back = sequences[members.back()];
+  const size_t n = std::min(fed_size(members.front()), fed_size(members.back()));
+  size_t common = 0;
+  while (common < n && front[common] == back[common]) ++common;
+  const size_t end = common - 1;  // >= depth
+  int under = parent;
+  if (end > depth) {
+    PrefixNode node;
+    node.parent = parent;
+    node.level = parent < 0 ? 0 : (*nodes)[parent].level + 1;
+    node.begin = static_cast<int64_t>(depth);
+    node.end = static_cast<int64_t>(end);
+    node.tokens.assign(front.begin() + depth, front.begin() + end);
+    node.member = members.front();
+    node.top_k = requests[members.front()].top_k;
+    size_t first = end;
+    for (size_t m : members) first = std::min(first, requests[m].context.size() - 1);
+    node.first_scored = first < end ? static_cast<int64_t>(first) : -1;
+    nodes->push_back(std::move(node));
+    under = static_cast<int>(nodes->size()) - 1;
+  }
+  // The members share F[0..end] and part at end + 1 (those whose F ends there sort first).
+  size_t i = 0;
+  while (i < members.size()) {
+    const size_t m = members[i];
+    if (fed_size(m) == end + 1) {
+      leaves->push_back({m, under, end});
+      ++i;
+      continue;
+    }
+    const int32_t token = sequences[m][end + 1];
+    size_t j = i + 1;
+    while (j < members.size() && sequences[members[j]][end + 1] == token) ++j;
+    BuildSharedTree(requests, sequences, members.subspan(i, j - i), end, under, nodes, leaves);
+    i = j;
+  }
+}
+
 // Runs run(first, last); when it fails for lack of memory over more than one item, runs
 // each half instead (an item's results do not depend on its batch).
 absl::Status RunShrinking(size_t first, size_t last,
@@ -151,6 +211,12 @@ class PrefixScorer::Impl {
     const SequenceState* start = requests_[leaf.request].start;
     return start == nullptr ? 0 : start->position();
   }
+  // Token t of request i's context ++ continuation.
+  int32_t Token(size_t i, size_t t) const {
+    const ScoreRequest& r = requests_[i];
+    return t < r.context.size() ? r.context[t] : r.continuation[t - r.context.size()];
+  }
+  void BuildSharedTrees(const std::vector<size_t>& members);
   size_t HeldBytes() const;
   bool Cancelled() const { return options_.cancelled && options_.cancelled(); }
 
@@ -244,7 +310,9 @@ absl::Status PrefixScorer::Impl::Start() {
   for (size_t i = 0; i < n; ++i) ++copies_[alias_[i]];
 
   // One tree over the whole call, so a request's tree does not depend on the budget.
-  if (options_.context_reuse) {
+  if (options_.context_reuse && options_.share_continuations) {
+    BuildSharedTrees(unique);
+  } else if (options_.context_reuse) {
     std::vector<size_t> tree_members;
     for (size_t i : unique) {
       if (requests_[i].start == nullptr) tree_members.push_back(i);
@@ -277,6 +345,39 @@ absl::Status PrefixScorer::Impl::Start() {
   stats_.state_bytes_bound = bound_;
   in_wave_.assign(nodes_.size(), 0);
   return absl::OkStatus();
+}
+
+void PrefixScorer::Impl::BuildSharedTrees(const std::vector<size_t>& unique) {
+  std::vector<std::vector<int32_t>> sequences(requests_.size());
+  std::vector<size_t> members;
+  for (size_t i : unique) {
+    const ScoreRequest& r = requests_[i];
+    if (r.start != nullptr) continue;
+    sequences[i] = r.context;
+    sequences[i].insert(sequences[i].end(), r.continuation.begin(), r.continuation.end());
+    members.push_back(i);
+  }
+  // By top_k (a node scores for all its members at once), then by fed tokens.
+  std::stable_sort(members.begin(), members.end(), [&](size_t a, size_t b) {
+    if (requests_[a].top_k != requests_[b].top_k) return requests_[a].top_k < requests_[b].top_k;
+    return std::lexicographical_compare(sequences[a].begin(), sequences[a].end() - 1,
+                                        sequences[b].begin(), sequences[b].end() - 1);
+  });
+  size_t i = 0;
+  while (i < members.size()) {
+    const size_t m = members[i];
+    size_t j = i + 1;
+    while (j < members.size() && requests_[members[j]].top_k == requests_[m].top_k &&
+           sequences[members[j]][0] == sequences[m][0]) {
+      ++j;
+    }
+    BuildSharedTree(requests_, sequences, absl::MakeConstSpan(members).subspan(i, j - i), 0, -1,
+                    &nodes_, &leaves_);
+    i = j;
+  }
+  for (size_t k : unique) {
+    if (requests_[k].start != nullptr) leaves_.push_back({k, -1, 0});
+  }
 }
 
 size_t PrefixScorer::Impl::PlanWave(size_t first) {
@@ -372,12 +473,15 @@ absl::Status PrefixScorer::Impl::ComputeNodes(const std::vector<int>& level_node
   auto run = [&](size_t first, size_t last) -> absl::Status {
     std::vector<ForwardItem> items;
     std::vector<int> ran;
+    std::vector<std::vector<int32_t>> targets;
     size_t k = first;
     while (k < last) {
       // One Forward call's worth of tokens (a longer node runs alone).
       int64_t tokens = 0;
       items.clear();
       ran.clear();
+      targets.clear();
+      targets.reserve(last - k);
       for (; k < last; ++k) {
         PrefixNode& node = nodes_[level_nodes[k]];
         const int64_t t = static_cast<int64_t>(node.tokens.size());
@@ -396,6 +500,14 @@ absl::Status PrefixScorer::Impl::ComputeNodes(const std::vector<int>& level_node
         ForwardItem item;
         item.tokens = node.tokens;
         item.state = node.state.get();
+        if (node.first_scored >= 0) {
+          std::vector<int32_t>& t = targets.emplace_back(node.tokens.size(), -1);
+          for (int64_t p = std::max(node.begin, node.first_scored); p < node.end; ++p) {
+            t[p - node.begin] = Token(node.member, static_cast<size_t>(p + 1));
+          }
+          item.targets = t;
+          item.top_k = node.top_k;
+        }
         items.push_back(item);
         ran.push_back(level_nodes[k]);
         tokens += t;
@@ -406,8 +518,9 @@ absl::Status PrefixScorer::Impl::ComputeNodes(const std::vector<int>& level_node
         for (int v : ran) nodes_[v].state.reset();
         return s;
       }
-      for (int v : ran) {
-        PrefixNode& node = nodes_[v];
+      for (size_t r = 0; r < ran.size(); ++r) {
+        PrefixNode& node = nodes_[ran[r]];
+        if (node.first_scored >= 0) node.scored = std::move(outputs[r]);
         stats_.tokens_fed += static_cast<int64_t>(node.tokens.size());
         if (node.computed_before) ++stats_.recomputed_states;
         node.computed_before = true;
@@ -446,10 +559,15 @@ absl::Status PrefixScorer::Impl::ScoreLeafBatch(size_t first, size_t last) {
     const ScoreRequest& r = requests_[leaf.request];
     std::vector<int32_t>& f = fed[k];
     std::vector<int32_t>& t = targets[k];
-    f.assign(r.context.begin() + leaf.depth, r.context.end());
-    f.insert(f.end(), r.continuation.begin(), r.continuation.end() - 1);
+    // Fed: tokens [depth, last) of context ++ continuation; scored from the last context
+    // token on (positions before `depth` were scored by the leaf's nodes).
+    const size_t fed_end = r.context.size() + r.continuation.size() - 1;
+    f.resize(fed_end - leaf.depth);
     t.assign(f.size(), -1);
-    std::copy(r.continuation.begin(), r.continuation.end(), t.end() - r.continuation.size());
+    for (size_t p = leaf.depth; p < fed_end; ++p) {
+      f[p - leaf.depth] = Token(leaf.request, p);
+      if (p + 1 >= r.context.size()) t[p - leaf.depth] = Token(leaf.request, p + 1);
+    }
     items[k].tokens = f;
     items[k].targets = t;
     items[k].top_k = r.top_k;
@@ -471,17 +589,26 @@ absl::Status PrefixScorer::Impl::ScoreLeafBatch(size_t first, size_t last) {
     const ScoreRequest& r = requests_[leaf.request];
     const ForwardOutput& out = outputs[k];
     const size_t n_cont = r.continuation.size();
-    const size_t p0 = fed[k].size() - n_cont;
     ScoreResult& result = results_[leaf.request];
     result.token_logprobs.resize(n_cont);
     result.greedy_tokens.resize(n_cont);
     if (r.top_k > 0) result.top_k.resize(n_cont);
     for (size_t j = 0; j < n_cont; ++j) {
-      result.token_logprobs[j] = out.logprob[p0 + j];
-      result.greedy_tokens[j] = out.argmax[p0 + j];
-      result.logprob += static_cast<double>(out.logprob[p0 + j]);
-      result.is_greedy = result.is_greedy && out.is_greedy[p0 + j] != 0;
-      if (r.top_k > 0) result.top_k[j] = out.top_k[p0 + j];
+      // The prediction of continuation token j is made at position p.
+      const size_t p = r.context.size() - 1 + j;
+      const ForwardOutput* from = &out;
+      size_t at = p - leaf.depth;
+      if (p < leaf.depth) {
+        int node = leaf.node;
+        while (nodes_[node].begin > static_cast<int64_t>(p)) node = nodes_[node].parent;
+        from = &nodes_[node].scored;
+        at = p - static_cast<size_t>(nodes_[node].begin);
+      }
+      result.token_logprobs[j] = from->logprob[at];
+      result.greedy_tokens[j] = from->argmax[at];
+      result.logprob += static_cast<double>(from->logprob[at]);
+      result.is_greedy = result.is_greedy && from->is_greedy[at] != 0;
+      if (r.top_k > 0) result.top_k[j] = from->top_k[at];
     }
     stats_.tokens_fed += static_cast<int64_t>(fed[k].size());
     stats_.tokens_scored += static_cast<int64_t>(n_cont);

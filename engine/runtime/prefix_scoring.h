@@ -31,6 +31,14 @@ struct PrefixScoreOptions {
   // Run shared context prefixes once and fork (false: every request on its own, from
   // its `start` or an empty state).
   bool context_reuse = true;
+  // With context_reuse: share the continuations' prefixes too. The tree is built over
+  // every fed token (context ++ continuation[:-1]), not only the contexts, and a shared
+  // node scores its own positions for every request under it (the requests under a node
+  // need the same top_k). For requests whose scored part is most of their tokens, such as
+  // echo prompts scored from their first token (the server's completions route). The
+  // results are those of scoring each request alone wherever a forked state equals a
+  // scratch run bitwise (the CPU backend; docs/cpu.md).
+  bool share_continuations = false;
   // Tokens per Model::Forward call; 0: the model's ModelInfo::batch_tokens.
   int64_t max_batch_tokens = 0;
   // Bytes of the model's memory the call may hold in states at once; 0: most of what the

@@ -24,8 +24,11 @@
 #include "engine/cli/generation_flags.h"
 #include "engine/cli/model_flags.h"
 #include "engine/model/load_model.h"
+#include "engine/model/model_location.h"
 #include "engine/runtime/generation.h"
 #include "engine/runtime/scoring.h"
+#include "engine/runtime/stop_tokens.h"
+#include "engine/tokenizer/continuation_text.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "engine/util/status_macros.h"
 #include "nlohmann/json.hpp"
@@ -90,9 +93,7 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> OpenTokenizer() {
   if (absl::GetFlag(FLAGS_model).empty()) {
     return absl::InvalidArgumentError("pass --model or --tokenizer");
   }
-  const std::filesystem::path model = absl::GetFlag(FLAGS_model);
-  const std::string where =
-      std::filesystem::is_directory(model) ? model.string() : model.parent_path().string();
+  const std::string where = DefaultTokenizerPath(absl::GetFlag(FLAGS_model));
   auto tokenizer = LoadTokenizer(where.empty() ? "." : where);
   if (!tokenizer.ok()) {
     return absl::Status(tokenizer.status().code(),
@@ -117,7 +118,8 @@ absl::StatusOr<std::unique_ptr<Model>> OpenModel() {
                  options.dtype.c_str());
     options.dtype = "fp32";
   }
-  return LoadModel(path, options);
+  HG_ASSIGN_OR_RETURN(const std::string checkpoint, CheckpointPath(path));
+  return LoadModel(checkpoint, options);
 }
 
 // A token's text for display: its vocabulary piece.
@@ -319,16 +321,13 @@ absl::Status GenerateCommand(const std::vector<std::string>& words) {
   request.sampling.top_p = static_cast<float>(sampling.top_p);
   request.sampling.seed = sampling.seed;
   request.max_new_tokens = max_tokens;
-  if (!cli::IgnoreEosFromFlags()) {
-    if (tokenizer->eos_id() >= 0) request.stop_tokens.push_back(tokenizer->eos_id());
-    // llama2.c ends a sample at BOS, which separates its training stories.
-    if (tokenizer->kind() == "llama2c" && tokenizer->bos_id() >= 0) {
-      request.stop_tokens.push_back(tokenizer->bos_id());
-    }
-  }
   const std::vector<std::string> stops = cli::UntilFromFlags({});
+  request.stop_strings = stops;
   const bool json = absl::GetFlag(FLAGS_json);
   HG_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, OpenModel());
+  if (!cli::IgnoreEosFromFlags()) {
+    request.stop_tokens = GenerationStopTokens(*tokenizer, model->info().eos_token_id);
+  }
   const int64_t limit = model->info().max_context;
   if (limit > 0 && static_cast<int64_t>(request.prompt.size()) + request.max_new_tokens > limit) {
     const int64_t room = std::max<int64_t>(0, limit - static_cast<int64_t>(request.prompt.size()));
@@ -347,8 +346,7 @@ absl::Status GenerateCommand(const std::vector<std::string>& words) {
   // token, such as llama2.c's space after BOS, apply) and streamed unless stop strings or
   // JSON output need the whole text first.
   const bool stream = stops.empty() && !json;
-  StreamingDecoder decoder(tokenizer.get());
-  for (int32_t id : request.prompt) HG_RETURN_IF_ERROR(decoder.Push(id).status());
+  HG_ASSIGN_OR_RETURN(StreamingDecoder decoder, DecoderAfter(*tokenizer, request.prompt));
   std::string text;
   DecodeBatch batch(model.get(), tokenizer.get());
   HG_ASSIGN_OR_RETURN(int64_t id, batch.Add(request));

@@ -13,6 +13,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "engine/runtime/scoring.h"
+#include "engine/runtime/stop_tokens.h"
 #include "engine/util/memory_budget.h"
 #include "engine/util/status_macros.h"
 #include "metrics/niah_scoring.h"
@@ -169,13 +170,7 @@ absl::StatusOr<NiahResult> RunNiahSweep(Model& model, const Tokenizer& tokenizer
   request_template.max_new_tokens = options.max_new_tokens;
   request_template.stop_strings = options.stop_strings;
   if (!options.ignore_eos) {
-    for (int32_t eos : {tokenizer.eos_id(), model.info().eos_token_id}) {
-      if (eos >= 0 &&
-          std::find(request_template.stop_tokens.begin(), request_template.stop_tokens.end(),
-                    eos) == request_template.stop_tokens.end()) {
-        request_template.stop_tokens.push_back(eos);
-      }
-    }
+    request_template.stop_tokens = GenerationStopTokens(tokenizer, model.info().eos_token_id);
   }
 
   const auto started = std::chrono::steady_clock::now();

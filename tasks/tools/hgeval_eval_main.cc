@@ -3,12 +3,15 @@
 //               [--bos none|tokenizer] [--max_length N] [--output results.json]
 //               [--log_samples] [--nocontext_reuse] [--windowless_rolling] ...
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "engine/cli/command_line.h"
 #include "engine/cli/common_flags.h"
 #include "engine/cli/model_flags.h"
@@ -59,7 +62,6 @@ int EvaluateAndReport(LanguageModel& lm, const std::vector<std::string>& task_na
   if (!report.ok()) return Fail(report.status());
 
   nlohmann::json results = ResultsJson(*report);
-  if (eval_options.log_samples) results["samples"] = SamplesByTask(*report);
   const std::string table = ResultsTable(results);
   // lm-eval's header line: the model, then the run's settings.
   const std::string header =
@@ -85,6 +87,24 @@ int EvaluateAndReport(LanguageModel& lm, const std::vector<std::string>& task_na
   }
   const std::string table_path = absl::GetFlag(FLAGS_table);
   if (!table_path.empty() && !write_file(table_path, header + table)) return 1;
+  if (eval_options.log_samples) {
+    // lm-eval's per-task files (EvaluationTracker.save_results_samples): one JSON record a
+    // line, beside --output (else in the working folder), stamped with the run's time.
+    const std::string folder =
+        output.empty() ? "." : std::filesystem::path(output).parent_path().string();
+    const std::string stamp =
+        absl::FormatTime("%Y-%m-%dT%H-%M-%E6S", absl::Now(), absl::LocalTimeZone());
+    for (const TaskReport& task : report->tasks) {
+      std::string lines;
+      for (const nlohmann::json& sample : task.samples) {
+        lines += sample.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+      }
+      const std::string path = (std::filesystem::path(folder.empty() ? "." : folder) /
+                                ("samples_" + task.name + "_" + stamp + ".jsonl"))
+                                   .string();
+      if (!write_file(path, lines)) return 1;
+    }
+  }
   if (cli::ProgressFromFlags()) {
     int64_t fed = 0, scored = 0;
     for (const auto& t : report->tasks) {

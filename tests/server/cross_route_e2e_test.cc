@@ -19,6 +19,8 @@
 #include "client/client.h"
 #include "engine/loader/checkpoint.h"
 #include "engine/model/load_model.h"
+#include "engine/runtime/generation.h"
+#include "engine/tokenizer/continuation_text.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -242,12 +244,20 @@ TEST_F(CrossRouteTest, NiahGridEqualsOnEveryRoute) {
     absl::StatusOr<v1::GenerateResponse> whole = rpc_client().Generate(generate);
     ASSERT_TRUE(whole.ok()) << whole.status();
     EXPECT_EQ(whole->prompt_tokens(), want.prompt_tokens);
-    EXPECT_EQ(whole->text(), want.generated);
-    EXPECT_EQ(std::vector<int32_t>(whole->token_ids().begin(), whole->token_ids().end()),
-              want.generated_tokens);
+    const std::vector<int32_t> ids(whole->token_ids().begin(), whole->token_ids().end());
+    EXPECT_EQ(ids, want.generated_tokens);
+    // The service's text is the exact continuation (decoded after the prompt); the sweep
+    // keeps the NIAH reference's rule, the generated ids decoded alone.
+    absl::StatusOr<std::string> exact =
+        ContinuationText(**tokenizer, builder->PromptTokens(*layout), ids);
+    ASSERT_TRUE(exact.ok()) << exact.status();
+    EXPECT_EQ(whole->text(), CutAtStopStrings(*exact, options.stop_strings));
+    absl::StatusOr<std::string> alone = (*tokenizer)->Decode(ids);
+    ASSERT_TRUE(alone.ok()) << alone.status();
+    EXPECT_EQ(CutAtStopStrings(*alone, options.stop_strings), want.generated);
     niah::NiahCellResult by_rpc;
     by_rpc.layout = *layout;
-    by_rpc.generated = whole->text();
+    by_rpc.generated = CutAtStopStrings(*alone, options.stop_strings);
     niah::ScoreNiahCell(options, texts, by_rpc);
     EXPECT_EQ(by_rpc.score, want.score);
   }

@@ -31,13 +31,14 @@ tasks::EvaluatorOptions EvaluatorOptions(int limit) {
 
 Json RunInProcess(const std::string& model_path, const std::string& tokenizer_path,
                   const std::vector<std::string>& task_names, int limit,
-                  std::optional<tasks::BosRegime> bos) {
+                  std::optional<tasks::BosRegime> bos, int64_t max_length) {
   absl::StatusOr<tasks::OpenedModel> opened =
       tasks::OpenModelAndTokenizer(model_path, tokenizer_path, LoadOptions{});
   EXPECT_TRUE(opened.ok()) << opened.status();
   if (!opened.ok()) return {};
   tasks::EngineLanguageModelOptions options;
   if (bos.has_value()) options.bos_regime = *bos;
+  options.max_length = max_length;
   options.model_name = model_path;
   options.tokenizer_name = tokenizer_path;
   options.model_hash = opened->checkpoint->ContentHash();

@@ -16,10 +16,11 @@
 namespace hgeval::testing {
 
 // The checkpoint opened in this process, its content hash recorded. `bos` unset: the
-// evaluator's default.
+// evaluator's default; `max_length` 0: the evaluator's (the model's lm_eval_max_length).
 nlohmann::json RunInProcess(const std::string& model_path, const std::string& tokenizer_path,
                             const std::vector<std::string>& task_names, int limit,
-                            std::optional<tasks::BosRegime> bos = std::nullopt);
+                            std::optional<tasks::BosRegime> bos = std::nullopt,
+                            int64_t max_length = 0);
 
 // A job on the server's model `model`, watched to its end. `bos` unset: left unset.
 nlohmann::json RunAsJob(client::Client& client, const std::string& model,

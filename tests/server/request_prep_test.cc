@@ -191,8 +191,11 @@ TEST(DigestTest, DependsOnEveryPart) {
   EXPECT_NE(ScoreDigest(a, 0), ScoreDigest(b, 0));
   EXPECT_NE(ScoreDigest(a, 0), ScoreDigest(a, 5));
   EXPECT_EQ(ScoreDigest(a, 0), ScoreDigest(TokenPair{{1, 2}, {3}}, 0));
-  EXPECT_NE(GenerateDigest({1}, 5, {"\n"}, 0, 1, 0, false),
-            GenerateDigest({1}, 5, {"\n\n"}, 0, 1, 0, false));
+  EXPECT_NE(GenerateDigest({1}, 5, {"\n"}, 0, 1, 0, false, false),
+            GenerateDigest({1}, 5, {"\n\n"}, 0, 1, 0, false, false));
+  // The text rule is part of the key: the two rules store different texts.
+  EXPECT_NE(GenerateDigest({1}, 5, {"\n"}, 0, 1, 0, false, false),
+            GenerateDigest({1}, 5, {"\n"}, 0, 1, 0, false, true));
 }
 
 }  // namespace

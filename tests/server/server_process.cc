@@ -8,7 +8,9 @@
 #include <atomic>
 #include <cstdio>
 #include <fstream>
+#include <iterator>
 #include <sstream>
+#include <string>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -120,6 +122,21 @@ int ServerProcess::Stop(int signal, absl::Duration timeout) {
 int64_t ServerProcess::RssKib() const { return ProcStatusKib(pid_, "VmRSS:"); }
 int64_t ServerProcess::PeakRssKib() const { return ProcStatusKib(pid_, "VmHWM:"); }
 
+double ServerProcess::CpuSeconds() const {
+  std::ifstream in(absl::StrCat("/proc/", pid_, "/stat"));
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // Fields after the command's closing parenthesis: state is field 3, utime 14, stime 15.
+  const size_t close = stat.rfind(')');
+  if (close == std::string::npos) return 0;
+  std::istringstream fields(stat.substr(close + 2));
+  std::string field;
+  double ticks = 0;
+  for (int i = 3; i <= 15 && fields >> field; ++i) {
+    if (i >= 14) ticks += std::stod(field);
+  }
+  return ticks / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
 absl::StatusOr<hgeval::v1::Job> RunJobOnNewServer(const std::string& work_dir,
                                                   const std::vector<std::string>& args,
                                                   const hgeval::v1::SubmitJobRequest& request) {
@@ -135,6 +152,21 @@ absl::StatusOr<hgeval::v1::Job> RunJobOnNewServer(const std::string& work_dir,
   absl::StatusOr<hgeval::v1::Job> job = (*client)->WatchJob(*id, nullptr);
   server.Stop(SIGTERM);
   return job;
+}
+
+absl::StatusOr<int> StartWithHttp(ServerProcess& server, const std::string& tag,
+                                  std::vector<std::string> args) {
+  const std::string dir = MakeTempDir(tag);
+  args.push_back("--http_listen=127.0.0.1:0");
+  args.push_back("--http_port_file=" + dir + "/http-port");
+  args.push_back("--shutdown_grace_ms=0");
+  if (absl::Status s = server.Start(dir, args); !s.ok()) return s;
+  int port = 0;
+  std::ifstream(dir + "/http-port") >> port;
+  if (absl::Status s = ConnectClient(server.address())->WaitServing(absl::Seconds(60)); !s.ok()) {
+    return s;
+  }
+  return port;
 }
 
 std::unique_ptr<client::Client> ConnectClient(const std::string& address) {

@@ -48,6 +48,8 @@ class ServerProcess {
   // Resident set size now and the peak, in KiB (from /proc).
   int64_t RssKib() const;
   int64_t PeakRssKib() const;
+  // CPU time the process has used (user + system, from /proc), in seconds.
+  double CpuSeconds() const;
   std::string log_path() const { return log_path_; }
 
  private:
@@ -61,6 +63,11 @@ class ServerProcess {
 absl::StatusOr<hgeval::v1::Job> RunJobOnNewServer(const std::string& work_dir,
                                                   const std::vector<std::string>& args,
                                                   const hgeval::v1::SubmitJobRequest& request);
+
+// Starts `server` in a new temporary folder (`tag`) with `args` plus an HTTP door on a free
+// loopback port and waits until it is serving; returns the HTTP port.
+absl::StatusOr<int> StartWithHttp(ServerProcess& server, const std::string& tag,
+                                  std::vector<std::string> args);
 
 // A client of the one server at `address` (test servers run without TLS or tokens unless
 // the test sets them up itself).

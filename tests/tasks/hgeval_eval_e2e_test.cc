@@ -2,9 +2,11 @@
 // stdout, per-sample records, --nocontext_reuse giving the same numbers, and errors.
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -72,9 +74,33 @@ TEST(HgevalEvalTest, RunsTasksAndWritesLmEvalOutputs) {
   EXPECT_EQ(results["config"]["model_family"], "llama");
   EXPECT_EQ(results["config"]["context_reuse"], true);
   EXPECT_FALSE(results["config"]["model_hash"].get<std::string>().empty());
-  // --log_samples: lm-eval's per-sample records in the results JSON, as a server job's.
-  EXPECT_EQ(results["samples"]["arc_easy"].size(), 4u);
-  EXPECT_EQ(results["samples"]["lambada_openai"].size(), 4u);
+  // --log_samples: lm-eval's per-task samples_<task>_<time>.jsonl beside --output, one
+  // JSON record a line with JSON arguments and metrics (not in the results JSON).
+  EXPECT_FALSE(results.contains("samples"));
+  for (const std::string task : {"arc_easy", "lambada_openai"}) {
+    SCOPED_TRACE(task);
+    std::vector<std::string> files;
+    for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+      const std::string name = entry.path().filename().string();
+      if (name.rfind("samples_" + task + "_", 0) == 0 && entry.path().extension() == ".jsonl") {
+        files.push_back(entry.path().string());
+      }
+    }
+    ASSERT_EQ(files.size(), 1u);
+    std::istringstream lines(ReadAll(files[0]));
+    int records = 0;
+    for (std::string line; std::getline(lines, line); ++records) {
+      const nlohmann::json record = nlohmann::json::parse(line);
+      EXPECT_EQ(record["task"], task);
+      EXPECT_EQ(record["doc_id"], records);
+      EXPECT_TRUE(record["arguments"].is_array());
+      EXPECT_TRUE(record["arguments"][0].is_array());
+      EXPECT_TRUE(record["arguments"][0][0].is_string());
+      EXPECT_TRUE(record["resps"][0].is_array());
+      EXPECT_TRUE(record["acc"].is_number() || record["perplexity"].is_array());
+    }
+    EXPECT_EQ(records, 4);
+  }
 
   // From scratch: the same numbers (LLaMA forks are exact), more tokens fed.
   ASSERT_EQ(RunCommand(common + " --nocontext_reuse --output " + dir + "/r2.json", &table), 0);
@@ -85,6 +111,39 @@ TEST(HgevalEvalTest, RunsTasksAndWritesLmEvalOutputs) {
             results["results"]["lambada_openai"]["perplexity,none"]);
   EXPECT_GT(scratch["hgeval"]["tasks"]["arc_easy"]["tokens_fed"].get<int64_t>(),
             results["hgeval"]["tasks"]["arc_easy"]["tokens_fed"].get<int64_t>());
+}
+
+TEST(HgevalEvalTest, LoadsAModelFolderAndItsTokenizerAsTheServerDoes) {
+  // The server's loading rule: a folder holding one llama2.c .bin loads that file, and
+  // the tokenizer defaults to the model's folder (tok512.bin), for a .bin path too.
+  using hgeval::testing::SourcePath;
+  const std::string dir = hgeval::testing::MakeTempDir("hgeval_eval_folder");
+  const std::string rest = " --tasks arc_easy --limit 2 --bos none --noprogress --data_dir " +
+                           SourcePath("data") + " --output " + dir;
+  std::string table;
+  ASSERT_EQ(RunCommand(BaseCommand() + " --tasks arc_easy --limit 2 --bos none --output " + dir +
+                           "/given.json",
+                       &table),
+            0);
+  ASSERT_EQ(RunCommand(Tool() + " --model " + SourcePath("data/models/stories260K") + rest +
+                           "/folder.json",
+                       &table),
+            0)
+      << table;
+  ASSERT_EQ(
+      RunCommand(Tool() + " --model " + SourcePath("data/models/stories260K/stories260K.bin") +
+                     rest + "/bin.json",
+                 &table),
+      0)
+      << table;
+  const auto given = nlohmann::json::parse(ReadAll(dir + "/given.json"));
+  for (const char* name : {"/folder.json", "/bin.json"}) {
+    SCOPED_TRACE(name);
+    const auto got = nlohmann::json::parse(ReadAll(dir + name));
+    EXPECT_EQ(got["results"], given["results"]);
+    EXPECT_EQ(got["config"]["model_hash"], given["config"]["model_hash"]);
+    EXPECT_EQ(got["config"]["tokenizer_hash"], given["config"]["tokenizer_hash"]);
+  }
 }
 
 }  // namespace

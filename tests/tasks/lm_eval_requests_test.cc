@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/runtime/stop_tokens.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "gtest/gtest.h"
 #include "tests/support/paths.h"
@@ -124,7 +125,9 @@ TEST(GenerationContextTest, KeepsTheLastTokensAndRefusesNoRoom) {
 
 // One generate_until request for every route (HFLM.generate_until): tok_encode, the
 // last max_length - max_gen_toks tokens, an empty prompt conditioned on the prefix
-// token, EOS ends generation and its text joins the stop sequences.
+// token, the generation stop tokens end it (EOS; BOS too for this llama2.c tokenizer:
+// engine/runtime/stop_tokens.h, the rule of every route) and EOS's text joins the stop
+// sequences.
 TEST_F(LmEvalRequestsTest, GenerateUntilRequestIsLmEvals) {
   const std::vector<std::string> until = {"\n\n"};
   const std::vector<int32_t> whole = Encode("Once upon a time there was a cat", true);
@@ -138,7 +141,8 @@ TEST_F(LmEvalRequestsTest, GenerateUntilRequestIsLmEvals) {
   EXPECT_EQ(cut->sampling.temperature, 0.0f);  // greedy
   const int32_t eos = tokenizer_->eos_id();
   ASSERT_GE(eos, 0);
-  EXPECT_EQ(cut->stop_tokens, std::vector<int32_t>{eos});
+  EXPECT_EQ(cut->stop_tokens, (std::vector<int32_t>{eos, tokenizer_->bos_id()}));
+  EXPECT_EQ(cut->stop_tokens, GenerationStopTokens(*tokenizer_));
   std::vector<std::string> stops = until;
   const std::string eos_text = *tokenizer_->Decode(std::vector<int32_t>{eos}, false);
   if (!eos_text.empty()) stops.push_back(eos_text);
