@@ -18,19 +18,22 @@ namespace {
 using testing::MaxAbsDiff;
 using testing::SweepFixture;
 
-// The golden tolerances of tests/engine/*_golden_test.cc. A few tiny random models are
-// ill-conditioned (widths of 1 to 7, norms of near-zero vectors): each fixture records how
-// far bf16 storage alone moves its log-probabilities (bf16_sim.max_abs_logprob, 0.004 to
-// 4.7), and float32 storage moves them 2^16 times less (its unit roundoff is 2^-24, bf16's
-// 2^-8), so the logit bound is the golden one or 3x that estimate, the larger (at most
-// 2.2e-4, on the worst conditioned fixture, hgrn_sweep/c12).
+// The golden tolerances of tests/engine/*_golden_test.cc. A few tiny random models of the
+// newer sweeps are ill-conditioned (widths of 1 to 7, norms of near-zero vectors; hgrn_sweep/
+// c12, width 3, is off by 1.28e-4 in float32): each fixture records how far bf16 storage
+// alone moves its log-probabilities (bf16_sim.max_abs_logprob, 0.004 to 4.7), and float32
+// storage moves them 2^16 times less (its unit roundoff is 2^-24, bf16's 2^-8), so their
+// logit bound is the golden one or 3x that estimate, the larger (at most 2.2e-4). The TNL
+// sweep keeps exactly the golden bound it had before the other sweeps existed.
 constexpr double kLogitTolerance = 1e-4;
 constexpr double kTailTolerance = 1e-3;
 constexpr double kFp32PerBf16 = 1.0 / 65536.0;
 constexpr double kSimFactor = 3.0;
 
-absl::StatusOr<double> LogitBound(const std::string& dir) {
-  HG_ASSIGN_OR_RETURN(auto file, testing::OpenSafetensorsFile(dir + "/expected.safetensors"));
+absl::StatusOr<double> LogitBound(const SweepFixture& fixture) {
+  if (fixture.family == "tnl") return kLogitTolerance;
+  HG_ASSIGN_OR_RETURN(auto file,
+                      testing::OpenSafetensorsFile(fixture.dir + "/expected.safetensors"));
   HG_ASSIGN_OR_RETURN(HostTensor sim, file->ReadFloat("bf16_sim.max_abs_logprob", {1}));
   return std::max(kLogitTolerance, kSimFactor * kFp32PerBf16 * sim.data[0]);
 }
@@ -61,7 +64,7 @@ TEST_P(ConfigSweepTest, MatchesReferenceOrIsRefusedByName) {
   auto golden = testing::ReadGoldenExpectations(fixture.dir);
   ASSERT_TRUE(golden.ok()) << golden.status();
   ASSERT_FALSE(golden->cases.empty());
-  auto bound = LogitBound(fixture.dir);
+  auto bound = LogitBound(fixture);
   ASSERT_TRUE(bound.ok()) << bound.status();
   for (const auto& c : golden->cases) {
     auto run = testing::RunCase(**model, c.ids);
