@@ -100,6 +100,13 @@ absl::Status ReadFlaCommon(const json& config, ModelConfig* c) {
   }
   HG_RETURN_IF_ERROR(Get(config, "use_short_conv", &c->use_short_conv));
   HG_RETURN_IF_ERROR(Get(config, "conv_size", &c->conv_size));
+  // false: the mixers' output norms have no weight (and the checkpoint no such tensor).
+  bool affine = true;
+  HG_RETURN_IF_ERROR(Get(config, "elementwise_affine", &affine));
+  if (!affine) {
+    return absl::UnimplementedError(
+        "config.json: 'elementwise_affine' false (norms without weights) is not supported");
+  }
   auto attn = config.find("attn");
   if (attn != config.end() && !attn->is_null()) {
     return absl::UnimplementedError("config.json: hybrid 'attn' layers are not supported");
@@ -158,7 +165,9 @@ absl::StatusOr<ModelConfig> ParseModelConfig(const json& config) {
   switch (c.family) {
     case ModelFamily::kHgrn2: {
       HG_RETURN_IF_ERROR(ReadFlaCommon(config, &c));
-      c.expand_ratio = 0;
+      // fla's HGRN2Config: expand_ratio defaults to 128 when the key is absent; null
+      // means "from num_heads".
+      c.expand_ratio = config.contains("expand_ratio") ? 0 : 128;
       HG_RETURN_IF_ERROR(Get(config, "expand_ratio", &c.expand_ratio));
       HG_RETURN_IF_ERROR(Get(config, "num_heads", &c.num_heads));
       // The layer uses H = D / expand_ratio whenever expand_ratio is set.
@@ -172,8 +181,8 @@ absl::StatusOr<ModelConfig> ParseModelConfig(const json& config) {
       }
       if (c.num_heads <= 0 || c.num_heads * c.expand_ratio != c.hidden_size) {
         return absl::InvalidArgumentError(absl::StrCat(
-            "config.json: hidden_size ", c.hidden_size, " is not divisible by expand_ratio ",
-            c.expand_ratio));
+            "config.json: hidden_size ", c.hidden_size, " is not divisible by 'expand_ratio' ",
+            c.expand_ratio, " (or 'num_heads' ", c.num_heads, ")"));
       }
       HG_RETURN_IF_ERROR(Get(config, "use_lower_bound", &c.use_lower_bound));
       break;
@@ -185,8 +194,8 @@ absl::StatusOr<ModelConfig> ParseModelConfig(const json& config) {
       HG_RETURN_IF_ERROR(RequirePositive("expand_ratio", c.expand_ratio));
       HG_RETURN_IF_ERROR(Get(config, "use_lower_bound", &c.use_lower_bound));
       if (c.use_lower_bound && c.expand_ratio != 1) {
-        return absl::InvalidArgumentError(
-            "config.json: HGRN lower bounds need expand_ratio 1");
+        return absl::InvalidArgumentError(absl::StrCat(
+            "config.json: HGRN 'use_lower_bound' needs 'expand_ratio' 1, got ", c.expand_ratio));
       }
       break;
     }
@@ -208,13 +217,22 @@ absl::StatusOr<ModelConfig> ParseModelConfig(const json& config) {
         c.clamp_min = clamp->get<double>();
       }
       HG_RETURN_IF_ERROR(RequirePositive("num_heads", c.num_heads));
-      const double dk = c.hidden_size * c.expand_k;
-      const double dv = c.hidden_size * c.expand_v;
-      if (dk != std::floor(dk) || dv != std::floor(dv) ||
-          static_cast<int64_t>(dk) % c.num_heads != 0 ||
-          static_cast<int64_t>(dv) % c.num_heads != 0 || c.num_heads % c.num_kv_heads != 0) {
-        return absl::InvalidArgumentError(
-            "config.json: GLA key/value widths must divide evenly into heads");
+      HG_RETURN_IF_ERROR(RequirePositive("num_kv_heads", c.num_kv_heads));
+      if (c.num_heads % c.num_kv_heads != 0) {
+        return absl::InvalidArgumentError(absl::StrCat("config.json: 'num_heads' ", c.num_heads,
+                                                       " is not a multiple of 'num_kv_heads' ",
+                                                       c.num_kv_heads));
+      }
+      for (auto [key, ratio] :
+           {std::pair{"expand_k", c.expand_k}, std::pair{"expand_v", c.expand_v}}) {
+        // Upstream truncates hidden_size * ratio; hgeval takes only exact widths.
+        const double width = c.hidden_size * ratio;
+        if (!(width > 0) || width != std::floor(width) ||
+            static_cast<int64_t>(width) % c.num_heads != 0) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("config.json: hidden_size ", c.hidden_size, " x '", key, "' ", ratio,
+                           " must be a whole width divisible into 'num_heads' ", c.num_heads));
+        }
       }
       break;
     }
@@ -245,7 +263,9 @@ absl::StatusOr<ModelConfig> ParseModelConfig(const json& config) {
         bool mlp_bias = false;
         HG_RETURN_IF_ERROR(Get(config, "mlp_bias", &mlp_bias));
         if (c.attention_bias || mlp_bias) {
-          return absl::UnimplementedError("config.json: LLaMA biases are not supported");
+          return absl::UnimplementedError(
+              absl::StrCat("config.json: LLaMA '", c.attention_bias ? "attention_bias" : "mlp_bias",
+                           "' true is not supported"));
         }
         std::string act = "silu";
         HG_RETURN_IF_ERROR(Get(config, "hidden_act", &act));
@@ -261,9 +281,14 @@ absl::StatusOr<ModelConfig> ParseModelConfig(const json& config) {
       HG_RETURN_IF_ERROR(Get(config, "head_dim", &c.head_dim));
       if (c.head_dim == 0) c.head_dim = c.hidden_size / c.num_heads;
       HG_RETURN_IF_ERROR(RequirePositive("intermediate_size", c.intermediate_size));
-      if (c.num_heads % c.num_kv_heads != 0 || c.head_dim % 2 != 0) {
+      if (c.num_heads % c.num_kv_heads != 0) {
         return absl::InvalidArgumentError(
-            "config.json: heads must be a multiple of kv heads and head_dim even");
+            absl::StrCat("config.json: 'num_attention_heads' ", c.num_heads,
+                         " is not a multiple of 'num_key_value_heads' ", c.num_kv_heads));
+      }
+      if (c.head_dim <= 0 || c.head_dim % 2 != 0) {  // RoPE rotates pairs
+        return absl::InvalidArgumentError(
+            absl::StrCat("config.json: 'head_dim' must be positive and even, got ", c.head_dim));
       }
       HG_RETURN_IF_ERROR(Get(config, "rope_theta", &c.rope_theta));
       for (const char* key : {"rope_parameters", "rope_scaling"}) {
@@ -409,8 +434,12 @@ absl::StatusOr<ModelConfig> ParseModelConfig(const json& config) {
       HG_RETURN_IF_ERROR(Get(config, key, out));
     }
   }
-  if (c.norm_eps <= 0) {
-    return absl::InvalidArgumentError("config.json: norm epsilon must be positive");
+  if (!(c.norm_eps > 0)) {
+    const char* key = c.family == ModelFamily::kMamba   ? "layer_norm_epsilon"
+                      : c.family == ModelFamily::kLlama ? "rms_norm_eps' / 'norm_eps"
+                                                        : "norm_eps' / 'rms_norm_eps";
+    return absl::InvalidArgumentError(
+        absl::StrCat("config.json: '", key, "' must be positive, got ", c.norm_eps));
   }
   // RoPE's inverse frequencies are theta^(-2i/d): theta <= 0 or not finite gives NaN.
   if (!(c.rope_theta > 0) || !std::isfinite(c.rope_theta)) {

@@ -46,6 +46,26 @@ TEST(ConfigRangesTest, MaxPositionEmbeddingsMustNotBeNegative) {
   }
 }
 
+// fla's HGRN2Config defaults expand_ratio to 128 and the layer lets it win over
+// num_heads: only an explicit null takes the head count from num_heads.
+TEST(ConfigRangesTest, Hgrn2ExpandRatioAbsentIs128AndWinsOverNumHeads) {
+  auto config = testing::ReadJsonFile(testing::SourcePath("tests/golden/hgrn2/config.json"));
+  ASSERT_TRUE(config.ok()) << config.status();
+  nlohmann::json c = *config;
+  c["hidden_size"] = 512;
+  c["num_heads"] = 8;
+  c.erase("expand_ratio");
+  auto parsed = ParseModelConfig(c);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(parsed->expand_ratio, 128);
+  EXPECT_EQ(parsed->num_heads, 4);
+  c["expand_ratio"] = nullptr;
+  parsed = ParseModelConfig(c);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(parsed->expand_ratio, 64);
+  EXPECT_EQ(parsed->num_heads, 8);
+}
+
 // A config declaring more layers than the checkpoint holds is refused before a backend
 // sizes anything from it: 10^8 layers used to allocate gigabytes (and end in bad_alloc).
 TEST(ConfigRangesTest, MoreLayersThanTheWeightsIsRefusedBeforeAllocating) {
