@@ -274,10 +274,10 @@ void ModelScheduler::RunScoreRound(std::vector<std::shared_ptr<ScoreWork>> works
                        [](const std::shared_ptr<ScoreWork>& w) { return w->cancelled.load(); });
   };
   absl::StatusOr<std::vector<ScoreResult>> results;
-  if (model_->info().backend == "cpu") {
-    // On the CPU a forked state equals a scratch run bitwise (docs/cpu.md), so the
-    // round's requests share their common prefixes, continuations included (a question's
-    // choices sent as echo prompts), and a result still does not depend on its round.
+  if (model_->info().forks_are_exact) {
+    // A forked state equals a scratch run bitwise, so the round's requests share their
+    // common prefixes, continuations included (a question's choices sent as echo
+    // prompts), and a result still does not depend on its round.
     PrefixScoreOptions shared;
     shared.context_reuse = true;
     shared.share_continuations = true;

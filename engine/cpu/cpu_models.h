@@ -38,6 +38,7 @@ inline ModelInfo CpuModelInfo(const ModelConfig& c, int64_t num_parameters,
   info.num_parameters = num_parameters;
   info.backend = "cpu";
   info.dtype = "fp32";
+  info.forks_are_exact = true;  // docs/cpu.md
   return info;
 }
 

@@ -99,6 +99,10 @@ struct ModelInfo {
   int64_t batch_tokens = 4096;
   // Bytes a state grows by per token fed (a KV cache); 0 for fixed-size states.
   int64_t state_bytes_per_token = 0;
+  // Scoring from a forked state gives the bits of feeding the same tokens from scratch
+  // (the CPU backend; CUDA agrees within the fork tolerance), so prefixes may be shared
+  // between requests without a result depending on its companions.
+  bool forks_are_exact = false;
 };
 
 class Model {
