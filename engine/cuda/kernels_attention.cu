@@ -338,9 +338,8 @@ __global__ void DecodeCombineKernel(int heads, int head_dim, void* const* cache_
 
 // ---- flash prefill (bf16, mma.sync m16n8k16) -----------------------------------------
 
-constexpr int kFlashRows = kFlashTileRows;  // queries per block (8 warps x 16)
-constexpr int kFlashThreads = kFlashRows * 2;
-constexpr int kFlashKeys = 64;  // keys per tile
+constexpr int kFlashRows = kFlashTileRows;  // queries per block (4 warps x 32)
+constexpr int kFlashThreads = kFlashRows;
 
 __device__ __forceinline__ uint32_t Pack2(float lo, float hi) {
   __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
@@ -383,8 +382,10 @@ __device__ __forceinline__ void LdMatrixX4Trans(uint32_t* r, const void* smem) {
                : "r"(a));
 }
 
-// Grid (ceil(rows / 128), H), 256 threads. smem: Q [128][HD+8] and two stages of
-// K [64][HD+8] and V [64][HD+8] (keys row-major, as in the cache).
+// Grid (H, tiles), kFlashThreads threads: the head is the fastest grid index and tiles go
+// from the last (most keys) to the first, so the longest blocks start first and the short
+// ones fill the tail. smem: Q [128][HD+8] (re-read for every key tile) and two stages of
+// K [kKeys][HD+8] and V [kKeys][HD+8] (keys row-major, as in the cache).
 // Where a flash block finds its queries and keys: one sequence's rows of qkv / o and its
 // cache planes. The packed form reads them from the pack's tile table.
 struct FlashSource {
@@ -402,29 +403,50 @@ struct FlashSource {
   int layer = 0;
 };
 
+// 2^x on the special-function unit (the softmax works in base 2, scale folded in).
+__device__ __forceinline__ float Exp2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
+// Keys per K/V tile. At head dim 128 a warp's S tile (32 x 64 fp32) and O accumulators
+// (32 x 128 fp32) spill 68 bytes at two blocks per SM, yet run 11% faster than 32-key
+// tiles without spills (docs/cuda.md, Performance log 5).
+constexpr int kFlashKeys = 64;
+
+// FlashAttention-2's layout on mma.sync: each warp owns 32 query rows (two m16 blocks), so
+// every K and V fragment read from shared memory feeds two mmas, and Q fragments are
+// re-read from shared memory per key tile instead of pinning registers. A warp whose rows
+// all precede a tile skips it (its softmax state would not change: every p would be 0),
+// as does a warp of a partial tile with no rows;
+// only tiles that cross a warp's diagonal evaluate the causal mask.
 template <int HD>
-__global__ void __launch_bounds__(kFlashThreads)
-    FlashPrefillKernel(FlashSource src, int heads, int kv_heads, float scale) {
+__global__ void __launch_bounds__(kFlashThreads, 2)
+    FlashPrefillKernel(FlashSource src, int heads, int kv_heads, float scale_log2) {
+  constexpr int kKeys = kFlashKeys;
   // Rows padded by 16 bytes: the 8 rows an ldmatrix reads fall in distinct banks.
   constexpr int kQS = HD + 8;
-  constexpr int kTile = kFlashKeys * kQS;  // one K or V stage
+  constexpr int kTile = kKeys * kQS;  // one K or V stage
+  constexpr int kNt = kKeys / 8;      // 8-key column blocks of S
   extern __shared__ __align__(16) unsigned char flash_smem[];
   bf16* sq = reinterpret_cast<bf16*>(flash_smem);
   bf16* sk = sq + kFlashRows * kQS;  // stages 0, 1
   bf16* sv = sk + 2 * kTile;         // stages 0, 1
-  const int h = blockIdx.y;
+  const int h = blockIdx.x;
+  const int tile = gridDim.y - 1 - blockIdx.y;
   const int hk = h / (heads / kv_heads);
   const bf16* qkv = src.qkv;
   const bf16* kp = src.kp;
   const bf16* vp = src.vp;
   bf16* o = src.o;
-  int rows = src.rows, q0 = blockIdx.x * kFlashRows;
+  int rows = src.rows, q0 = tile * kFlashRows;
   int64_t pos0 = src.pos0;
   if (src.pack.tile_seq != nullptr) {
-    const int seq = src.pack.tile_seq[blockIdx.x];
+    const int seq = src.pack.tile_seq[tile];
     const int r0 = src.pack.seq_row0[seq];
     rows = src.pack.seq_row0[seq + 1] - r0;
-    q0 = src.pack.tile_q0[blockIdx.x];
+    q0 = src.pack.tile_q0[tile];
     pos0 = src.positions[r0];
     const int64_t stride = static_cast<int64_t>(heads + 2 * kv_heads) * HD;
     qkv += r0 * stride;
@@ -438,174 +460,214 @@ __global__ void __launch_bounds__(kFlashThreads)
   const int g = lane >> 2, tq = lane & 3;
   const int64_t qstride = static_cast<int64_t>(heads + 2 * kv_heads) * HD;
   const int64_t kvstride = static_cast<int64_t>(kv_heads) * HD;
-
-  // Q tile -> smem (16-byte vectors).
-  for (int idx = tid; idx < kFlashRows * HD / 8; idx += blockDim.x) {
-    const int r = idx / (HD / 8), c8 = (idx % (HD / 8)) * 8;
-    uint4 val = make_uint4(0, 0, 0, 0);
-    if (q0 + r < rows) {
-      val = *reinterpret_cast<const uint4*>(qkv + (q0 + r) * qstride + h * HD + c8);
-    }
-    *reinterpret_cast<uint4*>(sq + r * kQS + c8) = val;
-  }
-  __syncthreads();
-  // This warp's Q fragments (rows 16*warp + g and + 8).
-  uint32_t qa[HD / 16][4];
-  const int wr = warp * 16;
-#pragma unroll
-  for (int ks = 0; ks < HD / 16; ++ks) {
-    const bf16* r0 = sq + (wr + g) * kQS + ks * 16 + 2 * tq;
-    const bf16* r1 = sq + (wr + g + 8) * kQS + ks * 16 + 2 * tq;
-    qa[ks][0] = *reinterpret_cast<const uint32_t*>(r0);
-    qa[ks][1] = *reinterpret_cast<const uint32_t*>(r1);
-    qa[ks][2] = *reinterpret_cast<const uint32_t*>(r0 + 8);
-    qa[ks][3] = *reinterpret_cast<const uint32_t*>(r1 + 8);
-  }
-  float acc[HD / 8][4];
-#pragma unroll
-  for (int nt = 0; nt < HD / 8; ++nt) {
-#pragma unroll
-    for (int x = 0; x < 4; ++x) acc[nt][x] = 0.0f;
-  }
-  float m_row[2] = {-INFINITY, -INFINITY}, l_row[2] = {0.0f, 0.0f};
-  const int64_t qpos[2] = {pos0 + q0 + wr + g, pos0 + q0 + wr + g + 8};
   const int64_t last_key = pos0 + min(q0 + kFlashRows, rows) - 1;
-  const int ntiles = static_cast<int>(last_key / kFlashKeys) + 1;
+  const int ntiles = static_cast<int>(last_key / kKeys) + 1;
 
   // K/V tiles stream into shared memory through cp.async, one tile ahead of the tensor
   // cores (two stages), so the loads of tile kt + 1 are in flight while tile kt computes.
+  // A thread copies the same 16-byte column of every (kFlashThreads / (HD / 8))-th key
+  // row of a tile: one base offset, advanced by a fixed stride.
+  constexpr int kRowStep = kFlashThreads / (HD / 8);
+  const int load_r = tid / (HD / 8), load_c = (tid % (HD / 8)) * 8;
+  const bf16* kcol = kp + hk * HD + load_c;
+  const bf16* vcol = vp + hk * HD + load_c;
   auto load_tile = [&](int kt) {
-    const int64_t k0 = static_cast<int64_t>(kt) * kFlashKeys;
-    bf16* dk = sk + (kt & 1) * kTile;
-    bf16* dv = sv + (kt & 1) * kTile;
-    for (int idx = tid; idx < kFlashKeys * HD / 8; idx += kFlashThreads) {
-      const int r = idx / (HD / 8), c = (idx % (HD / 8)) * 8;
-      const bool valid = k0 + r <= last_key;
-      const int64_t off = valid ? (k0 + r) * kvstride + hk * HD + c : 0;
-      CpAsync16(dk + r * kQS + c, kp + off, valid);
-      CpAsync16(dv + r * kQS + c, vp + off, valid);
+    const int64_t k0 = static_cast<int64_t>(kt) * kKeys + load_r;
+    const int smem_off = (kt & 1) * kTile + load_r * kQS + load_c;
+#pragma unroll
+    for (int i = 0; i < kKeys / kRowStep; ++i) {
+      const int64_t key = k0 + i * kRowStep;
+      const bool valid = key <= last_key;
+      const int64_t off = valid ? key * kvstride : 0;
+      CpAsync16(sk + smem_off + i * kRowStep * kQS, kcol + off, valid);
+      CpAsync16(sv + smem_off + i * kRowStep * kQS, vcol + off, valid);
     }
-    CpAsyncCommit();
   };
+  // Q tile -> smem with the first K/V tile (one cp.async group).
+  for (int idx = tid; idx < kFlashRows * HD / 8; idx += kFlashThreads) {
+    const int r = idx / (HD / 8), c8 = (idx % (HD / 8)) * 8;
+    const bool valid = q0 + r < rows;
+    CpAsync16(sq + r * kQS + c8, qkv + (valid ? (q0 + r) * qstride + h * HD + c8 : 0), valid);
+  }
   load_tile(0);
+  CpAsyncCommit();
+
+  float acc[2][HD / 8][4];
+#pragma unroll
+  for (int mb = 0; mb < 2; ++mb) {
+#pragma unroll
+    for (int nt = 0; nt < HD / 8; ++nt) {
+#pragma unroll
+      for (int x = 0; x < 4; ++x) acc[mb][nt][x] = 0.0f;
+    }
+  }
+  // Row state of this thread's 4 rows (index 2 * mb + rr: row 32*warp + 16*mb + g + 8*rr),
+  // the running max in scaled base-2 units.
+  float m_row[4] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY};
+  float l_row[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  const int wr = warp * 32;
+  // Position of the warp's first query row.
+  const int64_t warp_pos = pos0 + q0 + wr;
+
   for (int kt = 0; kt < ntiles; ++kt) {
-    const int64_t k0 = static_cast<int64_t>(kt) * kFlashKeys;
+    const int64_t k0 = static_cast<int64_t>(kt) * kKeys;
     if (kt + 1 < ntiles) {
       load_tile(kt + 1);  // into the stage tile kt - 1 used (released by the barrier below)
+      CpAsyncCommit();
       CpAsyncWait<1>();
     } else {
       CpAsyncWait<0>();
     }
-    __syncthreads();  // tile kt is in shared memory for every thread
-    const bf16* tk = sk + (kt & 1) * kTile;
-    const bf16* tv = sv + (kt & 1) * kTile;
-    // S = Q K^T for this warp's 16 rows x 64 keys. One ldmatrix gives the B fragments of
-    // two k-steps: lane l addresses key nt*8 + l%8 at dims ks*16 + (l/8)*8.
-    float sc[kFlashKeys / 8][4];
+    __syncthreads();  // tile kt (and Q) is in shared memory for every thread
+    // Row i of the warp (0..31) sees key j of the tile (0..kKeys-1) iff j <= diag + i.
+    const int64_t diag64 = warp_pos - k0;
+    // Skipped when every row of the warp precedes the whole tile or lies past the rows.
+    if (diag64 + 31 >= 0 && q0 + wr < rows) {
+      const bool masked = diag64 < kKeys - 1;
+      const int diag = masked ? static_cast<int>(diag64) : 0;
+      const bf16* tk = sk + (kt & 1) * kTile;
+      const bf16* tv = sv + (kt & 1) * kTile;
+      // S = Q K^T for 32 rows x kKeys keys. Per 16-dim step: Q fragments of both row blocks
+      // (ldmatrix: lane l addresses row l % 16 at dims + (l / 16) * 8), then K fragments of
+      // two 8-key blocks per ldmatrix (lane l: key (l / 16) * 8 + l % 8, dims + (l / 8 % 2) * 8).
+      float sc[2][kNt][4];
 #pragma unroll
-    for (int nt = 0; nt < kFlashKeys / 8; ++nt) {
+      for (int mb = 0; mb < 2; ++mb) {
 #pragma unroll
-      for (int x = 0; x < 4; ++x) sc[nt][x] = 0.0f;
+        for (int nt = 0; nt < kNt; ++nt) {
 #pragma unroll
-      for (int ks = 0; ks < HD / 16; ks += 2) {
-        uint32_t kb[4];
-        LdMatrixX4(kb, tk + (nt * 8 + (lane & 7)) * kQS + ks * 16 + (lane >> 3) * 8);
-        Mma16816(sc[nt], qa[ks], kb[0], kb[1]);
-        Mma16816(sc[nt], qa[ks + 1], kb[2], kb[3]);
+          for (int x = 0; x < 4; ++x) sc[mb][nt][x] = 0.0f;
+        }
       }
-    }
-    // Scale, causal mask, online softmax (rows g and g+8; quad-reduce over tq).
-    float tile_max[2] = {-INFINITY, -INFINITY};
 #pragma unroll
-    for (int nt = 0; nt < kFlashKeys / 8; ++nt) {
+      for (int ks = 0; ks < HD / 16; ++ks) {
+        uint32_t qa[2][4];
 #pragma unroll
-      for (int x = 0; x < 4; ++x) {
-        const int rr = x >> 1;
-        const int64_t key = k0 + nt * 8 + 2 * tq + (x & 1);
-        float v = sc[nt][x] * scale;
-        if (key > qpos[rr]) v = -INFINITY;
-        sc[nt][x] = v;
-        tile_max[rr] = fmaxf(tile_max[rr], v);
+        for (int mb = 0; mb < 2; ++mb) {
+          LdMatrixX4(qa[mb], sq + (wr + 16 * mb + (lane & 15)) * kQS + ks * 16 + (lane >> 4) * 8);
+        }
+#pragma unroll
+        for (int nt = 0; nt < kNt; nt += 2) {
+          uint32_t kb[4];
+          LdMatrixX4(kb, tk + (nt * 8 + (lane >> 4) * 8 + (lane & 7)) * kQS + ks * 16 +
+                             ((lane >> 3) & 1) * 8);
+#pragma unroll
+          for (int mb = 0; mb < 2; ++mb) {
+            Mma16816(sc[mb][nt], qa[mb], kb[0], kb[1]);
+            Mma16816(sc[mb][nt + 1], qa[mb], kb[2], kb[3]);
+          }
+        }
       }
-    }
-    float corr[2];
+      // Scale to base 2, causal mask (diagonal tiles only), online softmax per row
+      // (quad-reduce over tq).
+      float tile_max[4] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY};
 #pragma unroll
-    for (int rr = 0; rr < 2; ++rr) {
-      tile_max[rr] = fmaxf(tile_max[rr], __shfl_xor_sync(0xffffffffu, tile_max[rr], 1));
-      tile_max[rr] = fmaxf(tile_max[rr], __shfl_xor_sync(0xffffffffu, tile_max[rr], 2));
-      const float new_m = fmaxf(m_row[rr], tile_max[rr]);
-      const float safe_m = new_m == -INFINITY ? 0.0f : new_m;
-      corr[rr] = __expf(m_row[rr] - safe_m);
-      m_row[rr] = new_m;
-      tile_max[rr] = safe_m;
-    }
-    float rsum[2] = {0.0f, 0.0f};
+      for (int mb = 0; mb < 2; ++mb) {
 #pragma unroll
-    for (int nt = 0; nt < kFlashKeys / 8; ++nt) {
+        for (int nt = 0; nt < kNt; ++nt) {
 #pragma unroll
-      for (int x = 0; x < 4; ++x) {
-        const int rr = x >> 1;
-        const float p = __expf(sc[nt][x] - tile_max[rr]);
-        sc[nt][x] = p;
-        rsum[rr] += p;
+          for (int x = 0; x < 4; ++x) {
+            const int rr = 2 * mb + (x >> 1);
+            float v = sc[mb][nt][x] * scale_log2;
+            if (masked && nt * 8 + 2 * tq + (x & 1) > diag + 16 * mb + g + 8 * (x >> 1)) {
+              v = -INFINITY;
+            }
+            sc[mb][nt][x] = v;
+            tile_max[rr] = fmaxf(tile_max[rr], v);
+          }
+        }
       }
-    }
+      float corr[4];
 #pragma unroll
-    for (int rr = 0; rr < 2; ++rr) {
-      rsum[rr] += __shfl_xor_sync(0xffffffffu, rsum[rr], 1);
-      rsum[rr] += __shfl_xor_sync(0xffffffffu, rsum[rr], 2);
-      l_row[rr] = l_row[rr] * corr[rr] + rsum[rr];
-    }
+      for (int rr = 0; rr < 4; ++rr) {
+        tile_max[rr] = fmaxf(tile_max[rr], __shfl_xor_sync(0xffffffffu, tile_max[rr], 1));
+        tile_max[rr] = fmaxf(tile_max[rr], __shfl_xor_sync(0xffffffffu, tile_max[rr], 2));
+        const float new_m = fmaxf(m_row[rr], tile_max[rr]);
+        const float safe_m = new_m == -INFINITY ? 0.0f : new_m;
+        corr[rr] = Exp2(m_row[rr] - safe_m);
+        m_row[rr] = new_m;
+        tile_max[rr] = safe_m;
+      }
+      // P in bf16 as the A fragments of the P V product (two 8-key blocks per 16-key
+      // step), packed as soon as it is computed so the fp32 S tile dies here.
+      float rsum[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+      uint32_t pa[2][kKeys / 16][4];
 #pragma unroll
-    for (int nt = 0; nt < HD / 8; ++nt) {
-      acc[nt][0] *= corr[0];
-      acc[nt][1] *= corr[0];
-      acc[nt][2] *= corr[1];
-      acc[nt][3] *= corr[1];
-    }
-    // O += P V: P (bf16) from the S accumulators, V^T from smem.
+      for (int mb = 0; mb < 2; ++mb) {
 #pragma unroll
-    for (int kk = 0; kk < kFlashKeys / 16; ++kk) {
-      uint32_t pa[4];
-      pa[0] = Pack2(sc[2 * kk][0], sc[2 * kk][1]);
-      pa[1] = Pack2(sc[2 * kk][2], sc[2 * kk][3]);
-      pa[2] = Pack2(sc[2 * kk + 1][0], sc[2 * kk + 1][1]);
-      pa[3] = Pack2(sc[2 * kk + 1][2], sc[2 * kk + 1][3]);
-      // V^T fragments of two 8-dim tiles per ldmatrix.trans: lane l addresses key
-      // kk*16 + (l/8 % 2)*8 + l%8 at dims nt*8 + (l/16)*8.
+        for (int nt = 0; nt < kNt; ++nt) {
+          float p[4];
 #pragma unroll
-      for (int nt = 0; nt < HD / 8; nt += 2) {
-        uint32_t vb[4];
-        LdMatrixX4Trans(vb, tv + (kk * 16 + ((lane >> 3) & 1) * 8 + (lane & 7)) * kQS + nt * 8 +
-                                (lane >> 4) * 8);
-        Mma16816(acc[nt], pa, vb[0], vb[1]);
-        Mma16816(acc[nt + 1], pa, vb[2], vb[3]);
+          for (int x = 0; x < 4; ++x) {
+            const int rr = 2 * mb + (x >> 1);
+            p[x] = Exp2(sc[mb][nt][x] - tile_max[rr]);
+            rsum[rr] += p[x];
+          }
+          pa[mb][nt >> 1][(nt & 1) * 2] = Pack2(p[0], p[1]);
+          pa[mb][nt >> 1][(nt & 1) * 2 + 1] = Pack2(p[2], p[3]);
+        }
+      }
+#pragma unroll
+      for (int rr = 0; rr < 4; ++rr) {
+        rsum[rr] += __shfl_xor_sync(0xffffffffu, rsum[rr], 1);
+        rsum[rr] += __shfl_xor_sync(0xffffffffu, rsum[rr], 2);
+        l_row[rr] = l_row[rr] * corr[rr] + rsum[rr];
+      }
+#pragma unroll
+      for (int mb = 0; mb < 2; ++mb) {
+#pragma unroll
+        for (int nt = 0; nt < HD / 8; ++nt) {
+          acc[mb][nt][0] *= corr[2 * mb];
+          acc[mb][nt][1] *= corr[2 * mb];
+          acc[mb][nt][2] *= corr[2 * mb + 1];
+          acc[mb][nt][3] *= corr[2 * mb + 1];
+        }
+      }
+      // O += P V: V^T fragments of two 8-dim tiles per ldmatrix.trans (lane l: key
+      // kk*16 + (l/8 % 2)*8 + l%8 at dims nt*8 + (l/16)*8), each serving both row blocks.
+#pragma unroll
+      for (int kk = 0; kk < kKeys / 16; ++kk) {
+#pragma unroll
+        for (int nt = 0; nt < HD / 8; nt += 2) {
+          uint32_t vb[4];
+          LdMatrixX4Trans(vb, tv + (kk * 16 + ((lane >> 3) & 1) * 8 + (lane & 7)) * kQS + nt * 8 +
+                                  (lane >> 4) * 8);
+#pragma unroll
+          for (int mb = 0; mb < 2; ++mb) {
+            Mma16816(acc[mb][nt], pa[mb][kk], vb[0], vb[1]);
+            Mma16816(acc[mb][nt + 1], pa[mb][kk], vb[2], vb[3]);
+          }
+        }
       }
     }
     __syncthreads();  // this stage is free for tile kt + 2
   }
   // Normalise and store.
 #pragma unroll
-  for (int rr = 0; rr < 2; ++rr) {
-    const int row = q0 + wr + g + 8 * rr;
+  for (int rr = 0; rr < 4; ++rr) {
+    const int mb = rr >> 1, half = rr & 1;
+    const int row = q0 + wr + 16 * mb + g + 8 * half;
     if (row >= rows) continue;
     const float inv = 1.0f / l_row[rr];
     bf16* orow = o + static_cast<int64_t>(row) * heads * HD + h * HD;
 #pragma unroll
     for (int nt = 0; nt < HD / 8; ++nt) {
       *reinterpret_cast<uint32_t*>(orow + nt * 8 + 2 * tq) =
-          Pack2(acc[nt][2 * rr] * inv, acc[nt][2 * rr + 1] * inv);
+          Pack2(acc[mb][nt][2 * half] * inv, acc[mb][nt][2 * half + 1] * inv);
     }
   }
 }
 
-// Shared memory of a flash block (Q, K and V^T tiles), allowed for the kernel.
+// Shared memory of a flash block (Q and two K and V stages), allowed for the kernel.
 template <int HD>
 cudaError_t PrepareFlash(size_t* smem) {
   *smem = sizeof(bf16) * (kFlashRows + 4 * kFlashKeys) * (HD + 8);
   return cudaFuncSetAttribute(FlashPrefillKernel<HD>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                               static_cast<int>(*smem));
 }
+
+// The softmax runs in base 2: exp(s * scale) = 2^(s * scale * log2 e).
+inline float Log2Scale(float scale) { return scale * 1.4426950408889634f; }
 
 template <int HD>
 cudaError_t LaunchFlash(const void* qkv, int rows, int heads, int kv_heads, const void* kp,
@@ -619,8 +681,9 @@ cudaError_t LaunchFlash(const void* qkv, int rows, int heads, int kv_heads, cons
   src.rows = rows;
   src.pos0 = pos0;
   src.o = static_cast<bf16*>(o);
-  dim3 grid(CeilDiv(rows, kFlashRows), heads);
-  FlashPrefillKernel<HD><<<grid, kFlashThreads, smem, stream>>>(src, heads, kv_heads, scale);
+  dim3 grid(heads, CeilDiv(rows, kFlashRows));
+  FlashPrefillKernel<HD>
+      <<<grid, kFlashThreads, smem, stream>>>(src, heads, kv_heads, Log2Scale(scale));
   return cudaGetLastError();
 }
 
@@ -639,8 +702,9 @@ cudaError_t LaunchFlashPacked(const void* qkv, const PackView& pack, int heads, 
   src.caps = caps;
   src.positions = positions;
   src.layer = layer;
-  dim3 grid(pack.num_tiles, heads);
-  FlashPrefillKernel<HD><<<grid, kFlashThreads, smem, stream>>>(src, heads, kv_heads, scale);
+  dim3 grid(heads, pack.num_tiles);
+  FlashPrefillKernel<HD>
+      <<<grid, kFlashThreads, smem, stream>>>(src, heads, kv_heads, Log2Scale(scale));
   return cudaGetLastError();
 }
 

@@ -292,7 +292,8 @@ INSTANTIATE_TEST_SUITE_P(Shapes, DecodeAttentionTest,
 
 // Flash prefill attention (bf16 tensor cores) against double: query rows at pos0 + i
 // attending to a cache that already holds pos0 keys, row counts that leave partial query
-// and key tiles, GQA, the three head dims it supports.
+// and key tiles (and warps of a tile with no rows), diagonals off the key-tile grid, GQA,
+// the three head dims it supports.
 struct FlashCase {
   int rows, heads, kv_heads, head_dim;
   int64_t pos0;
@@ -352,7 +353,8 @@ INSTANTIATE_TEST_SUITE_P(Shapes, FlashPrefillTest,
                          ::testing::Values(FlashCase{300, 16, 16, 128, 0},
                                            FlashCase{129, 16, 16, 128, 1000},
                                            FlashCase{70, 8, 2, 64, 63}, FlashCase{200, 4, 4, 32, 5},
-                                           FlashCase{1, 16, 16, 128, 4096}));
+                                           FlashCase{1, 16, 16, 128, 4096},
+                                           FlashCase{517, 8, 2, 128, 77}));
 
 TEST(LogSoftmaxGatherTest, MatchesReference) {
   if (!testing::HaveGpu()) GTEST_SKIP() << "no CUDA GPU visible";
