@@ -164,6 +164,18 @@ cudaError_t Hgrn2DecodeStep(const float* qfi, const float* lower_bound, int rows
                             int head_dim, float scale, float* const* state_ptrs,
                             int64_t layer_offset, float* o, cudaStream_t stream);
 
+// ---- kernels_recurrent_step.cu --------------------------------------------------
+
+// HGRN2 decode with g_norm fused: Hgrn2DecodeStep's step, then out = RMSNorm over the D
+// channels of the row's output times norm_w (out_act, [rows, D]), in one kernel (the
+// heads of a row as one thread-block cluster) when Hgrn2DecodeStepNormFused(heads); else
+// the step into o_scratch ([rows, D] fp32), then RmsNormGated.
+bool Hgrn2DecodeStepNormFused(int heads);
+cudaError_t Hgrn2DecodeStepNorm(const float* qfi, const float* lower_bound, int rows, int heads,
+                                int head_dim, float scale, float* const* state_ptrs,
+                                int64_t layer_offset, const float* norm_w, float eps,
+                                float* o_scratch, void* out, Act out_act, cudaStream_t stream);
+
 // HGRN1 scan: h_t = exp(f_t) h_{t-1} + i_t; o_t = h_t. ifg as left by HgrnGates
 // ([rows, 3E]); state [E] per sequence; o fp32 [rows, E]. Sequence s owns rows
 // [seq_row0[s], seq_row0[s+1]) (device array of num_seqs + 1 offsets).
