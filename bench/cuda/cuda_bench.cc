@@ -311,7 +311,7 @@ nlohmann::json Micro(cuda::DeviceContext* ctx) {
     cudaStream_t s = ctx->stream();
     const double fused = timer.Ms(
         [&] {
-          cuda::Hgrn2DecodeStepNorm(qfi, lb, rows, H, K, 0.088f, ptrs, 0, w, 1e-5f, o, normed,
+          cuda::Hgrn2DecodeStepNorm(qfi, lb, rows, H, K, 0.088f, ptrs, 0, w, 1e-5f, true, o, normed,
                                     cuda::Act::kBF16, s);
         },
         50);

@@ -4,7 +4,9 @@
 // The CPU's forward pass: engine/cpu/hgrn2.cc.
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "engine/cuda/cuda_mixers.h"
@@ -25,7 +27,11 @@ class Hgrn2Mixer final : public CudaTokenMixer {
       : config_(c),
         act_(act),
         attention_(c.num_heads, c.expand_ratio, c.expand_ratio,
-                   1.0f / std::sqrt(static_cast<float>(c.expand_ratio))) {}
+                   1.0f / std::sqrt(static_cast<float>(c.expand_ratio))) {
+    // HGEVAL_CUDA_FUSED_STEP=0: the decode step, then g_norm, as two kernels (to compare).
+    const char* fused = std::getenv("HGEVAL_CUDA_FUSED_STEP");
+    fuse_step_norm_ = fused == nullptr || std::string(fused) != "0";
+  }
 
   absl::Status Load(const Checkpoint& ck, const BlockTensorNames& names,
                     DeviceAllocator& alloc) override {
@@ -78,7 +84,7 @@ class Hgrn2Mixer final : public CudaTokenMixer {
       HG_CUDA_RETURN(Hgrn2DecodeStepNorm(
           proj, lower_bound, pass.rows, static_cast<int>(attention_.heads()),
           static_cast<int>(attention_.dk()), attention_.scale(), pass.in->state_ptrs, state_offset,
-          w.g_norm.as<float>(), kGNormEps, o, onorm, act_, pass.stream));
+          w.g_norm.as<float>(), kGNormEps, fuse_step_norm_, o, onorm, act_, pass.stream));
       return scratch_.ProjectOut(pass, w.o_proj, act_);
     }
     for (int r0 = 0; r0 < pass.rows; r0 += kRowBlock) {
@@ -109,6 +115,7 @@ class Hgrn2Mixer final : public CudaTokenMixer {
 
   ModelConfig config_;
   Act act_;
+  bool fuse_step_norm_ = true;
   CudaLinearAttention attention_;
   ProjectionScratch scratch_;
   std::vector<Layer> layers_;

@@ -192,14 +192,15 @@ cudaError_t Hgrn2DecodeStep(const float* qfi, const float* lower_bound, int rows
                             int head_dim, float scale, float* const* state_ptrs,
                             int64_t layer_offset, float* o, cudaStream_t stream);
 
-// HGRN2 decode with g_norm fused: Hgrn2DecodeStep's step, then out = RMSNorm over the D
-// channels of the row's output times norm_w (out_act, [rows, D]), in one kernel (the
-// heads of a row as one thread-block cluster) when Hgrn2DecodeStepNormFused(heads); else
-// the step into o_scratch ([rows, D] fp32), then RmsNormGated.
+// HGRN2 decode with g_norm: Hgrn2DecodeStep's step, then out = RMSNorm over the D
+// channels of the row's output times norm_w (out_act, [rows, D]). In one kernel (the
+// heads of a row as one thread-block cluster) when `fuse` and
+// Hgrn2DecodeStepNormFused(heads); else the step into o_scratch ([rows, D] fp32), then
+// RmsNormGated.
 bool Hgrn2DecodeStepNormFused(int heads);
 cudaError_t Hgrn2DecodeStepNorm(const float* qfi, const float* lower_bound, int rows, int heads,
                                 int head_dim, float scale, float* const* state_ptrs,
-                                int64_t layer_offset, const float* norm_w, float eps,
+                                int64_t layer_offset, const float* norm_w, float eps, bool fuse,
                                 float* o_scratch, void* out, Act out_act, cudaStream_t stream);
 
 // ---- kernels_attention.cu -----------------------------------------------------------

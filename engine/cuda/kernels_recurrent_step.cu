@@ -200,11 +200,11 @@ bool Hgrn2DecodeStepNormFused(int heads) { return heads >= 1 && heads <= kMaxClu
 
 cudaError_t Hgrn2DecodeStepNorm(const float* qfi, const float* lower_bound, int rows, int heads,
                                 int head_dim, float scale, float* const* state_ptrs,
-                                int64_t layer_offset, const float* norm_w, float eps,
+                                int64_t layer_offset, const float* norm_w, float eps, bool fuse,
                                 float* o_scratch, void* out, Act out_act, cudaStream_t stream) {
   if (rows == 0) return cudaSuccess;
-  if (!Hgrn2DecodeStepNormFused(heads)) {
-    // More heads than a cluster holds: the step, then g_norm over the row.
+  if (!fuse || !Hgrn2DecodeStepNormFused(heads)) {
+    // Unfused, or more heads than a cluster holds: the step, then g_norm over the row.
     cudaError_t err = Hgrn2DecodeStep(qfi, lower_bound, rows, heads, head_dim, scale, state_ptrs,
                                       layer_offset, o_scratch, stream);
     if (err != cudaSuccess) return err;

@@ -70,9 +70,10 @@ TEST_P(Hgrn2StepNormTest, MatchesDoubleAndTheUnfusedStep) {
     return p;
   };
   Dev<float*> fused_ptrs(ptrs(fused_s)), pair_ptrs(ptrs(pair_s));
-  ASSERT_EQ(Hgrn2DecodeStepNorm(dqfi.get(), dlb.get(), rows, H, K, scale, fused_ptrs.get(), 0,
-                                dw.get(), eps, o_scratch.get(), fused_out.get(), act, nullptr),
-            cudaSuccess);
+  ASSERT_EQ(
+      Hgrn2DecodeStepNorm(dqfi.get(), dlb.get(), rows, H, K, scale, fused_ptrs.get(), 0, dw.get(),
+                          eps, /*fuse=*/true, o_scratch.get(), fused_out.get(), act, nullptr),
+      cudaSuccess);
   ASSERT_EQ(Hgrn2DecodeStep(dqfi.get(), dlb.get(), rows, H, K, scale, pair_ptrs.get(), 0,
                             pair_o.get(), nullptr),
             cudaSuccess);
