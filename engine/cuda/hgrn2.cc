@@ -28,9 +28,11 @@ class Hgrn2Mixer final : public CudaTokenMixer {
         act_(act),
         attention_(c.num_heads, c.expand_ratio, c.expand_ratio,
                    1.0f / std::sqrt(static_cast<float>(c.expand_ratio))) {
-    // HGEVAL_CUDA_FUSED_STEP=0: the decode step, then g_norm, as two kernels (to compare).
+    // HGEVAL_CUDA_FUSED_STEP=1: the decode step and g_norm as one cluster kernel. Off by
+    // default: on the H100 it gained 4% at one live row and lost 8% at 32 (docs/cuda.md,
+    // performance log entry 7).
     const char* fused = std::getenv("HGEVAL_CUDA_FUSED_STEP");
-    fuse_step_norm_ = fused == nullptr || std::string(fused) != "0";
+    fuse_step_norm_ = fused != nullptr && std::string(fused) == "1";
   }
 
   absl::Status Load(const Checkpoint& ck, const BlockTensorNames& names,
@@ -80,7 +82,8 @@ class Hgrn2Mixer final : public CudaTokenMixer {
     float* o = pass.delta;
     if (pass.decode) {
       HG_RETURN_IF_ERROR(scratch_.ProjectIn(pass, w.qfi_proj, act_));
-      // Gates, state update, output and g_norm in one kernel (kernels_recurrent_step.cu).
+      // Gates, state update and output in one kernel, then g_norm (or both in one:
+      // kernels_recurrent_step.cu).
       HG_CUDA_RETURN(Hgrn2DecodeStepNorm(
           proj, lower_bound, pass.rows, static_cast<int>(attention_.heads()),
           static_cast<int>(attention_.dk()), attention_.scale(), pass.in->state_ptrs, state_offset,
@@ -115,7 +118,7 @@ class Hgrn2Mixer final : public CudaTokenMixer {
 
   ModelConfig config_;
   Act act_;
-  bool fuse_step_norm_ = true;
+  bool fuse_step_norm_ = false;
   CudaLinearAttention attention_;
   ProjectionScratch scratch_;
   std::vector<Layer> layers_;
