@@ -235,10 +235,14 @@ nlohmann::json Micro(cuda::DeviceContext* ctx) {
     int64_t m, n, k;
     bool out_f32;
   };
-  for (const Shape sh : {Shape{2048, 6144, 2048, true}, Shape{2048, 11264, 2048, false},
-                         Shape{2048, 2048, 5632, true}, Shape{2048, 2048, 2048, true},
-                         Shape{2048, 32000, 2048, true}, Shape{64, 6144, 2048, true},
-                         Shape{64, 11264, 2048, false}, Shape{64, 32000, 2048, true}}) {
+  for (const Shape sh :
+       {Shape{2048, 6144, 2048, true}, Shape{2048, 11264, 2048, false},
+        Shape{2048, 2048, 5632, true}, Shape{2048, 2048, 2048, true},
+        Shape{2048, 32000, 2048, true}, Shape{64, 6144, 2048, true}, Shape{64, 11264, 2048, false},
+        Shape{64, 32000, 2048, true},
+        // The decode step's padded 32 rows (cublasGemmEx, as the step).
+        Shape{32, 6144, 2048, true}, Shape{32, 2048, 2048, true}, Shape{32, 11264, 2048, false},
+        Shape{32, 2048, 5632, true}, Shape{32, 32000, 2048, true}}) {
     void* a = DeviceRandom(sh.m * sh.k * 2, 1.0f, true);
     void* w = DeviceRandom(sh.n * sh.k * 2, 0.02f, true);
     void* c = nullptr;
@@ -286,6 +290,45 @@ nlohmann::json Micro(cuda::DeviceContext* ctx) {
     for (void* p : {static_cast<void*>(q), static_cast<void*>(k), static_cast<void*>(g),
                     static_cast<void*>(v), static_cast<void*>(o), static_cast<void*>(st),
                     static_cast<void*>(cs)}) {
+      cudaFree(p);
+    }
+  }
+  // HGRN2-1.3B's decode recurrence per layer (16 heads of 128, 32 padded rows, 1 or 32 of
+  // them live): the fused step + g_norm against the step, then g_norm.
+  for (const int live : {1, 32}) {
+    const int rows = cuda::kDecodeRows, H = 16, K = 128, D = H * K;
+    float* qfi = static_cast<float*>(DeviceRandom(rows * 3 * D * 4, 1.0f, false));
+    float* lb = static_cast<float*>(DeviceRandom(D * 4, 0.5f, false));
+    float* w = static_cast<float*>(DeviceRandom(D * 4, 1.0f, false));
+    float* o = static_cast<float*>(DeviceRandom(rows * D * 4, 1.0f, false));
+    void* normed = DeviceRandom(rows * D * 2, 1.0f, true);
+    float* states = static_cast<float*>(DeviceRandom(size_t{32} * H * K * K * 4, 0.1f, false));
+    std::vector<float*> host_ptrs(rows, nullptr);
+    for (int r = 0; r < live; ++r) host_ptrs[r] = states + static_cast<size_t>(r) * H * K * K;
+    float** ptrs = nullptr;
+    cudaMalloc(reinterpret_cast<void**>(&ptrs), rows * sizeof(float*));
+    (void)cuda::CopyToDevice(ptrs, host_ptrs.data(), rows * sizeof(float*));
+    cudaStream_t s = ctx->stream();
+    const double fused = timer.Ms(
+        [&] {
+          cuda::Hgrn2DecodeStepNorm(qfi, lb, rows, H, K, 0.088f, ptrs, 0, w, 1e-5f, true, o, normed,
+                                    cuda::Act::kBF16, s);
+        },
+        50);
+    const double pair = timer.Ms(
+        [&] {
+          cuda::Hgrn2DecodeStep(qfi, lb, rows, H, K, 0.088f, ptrs, 0, o, s);
+          cuda::RmsNormGated(o, D, nullptr, 0, w, 1e-5f, rows, D, D, normed, cuda::Act::kBF16, D,
+                             s);
+        },
+        50);
+    const std::string key = absl::StrCat("hgrn2_decode_step_live", live);
+    out[key] = {{"fused_ms", fused}, {"step_then_norm_ms", pair}};
+    std::fprintf(stderr, "[micro] %-28s fused %.4f ms, step + g_norm %.4f ms\n", key.c_str(), fused,
+                 pair);
+    for (void* p :
+         {static_cast<void*>(qfi), static_cast<void*>(lb), static_cast<void*>(w),
+          static_cast<void*>(o), normed, static_cast<void*>(states), static_cast<void*>(ptrs)}) {
       cudaFree(p);
     }
   }

@@ -164,14 +164,20 @@ absl::StatusOr<std::unique_ptr<CudaSequenceState>> CudaModel::ForkForItem(
 
 absl::Status CudaModel::EnqueueMlp(const MixerPass& pass) {
   const BlockWeights& w = blocks_[pass.layer];
-  const int rows = pass.rows;
-  HG_RETURN_IF_ERROR(pass.Linear(rows, 2 * I_, D_, Mat(x_.get(), act_, D_),
-                                 Mat(w.mlp_gate_up.get(), act_, D_), gu_.get(), act_, 2 * I_));
-  // TNL's GLU has no activation: l3(l1(x) * l2(x)).
-  HG_LAUNCH(SwiGlu(gu_.get(), rows, static_cast<int>(I_), mlp_.get(), act_, ctx_->stream(),
-                   layout_.mlp_silu));
-  HG_RETURN_IF_ERROR(pass.Linear(rows, D_, I_, Mat(mlp_.get(), act_, I_),
-                                 Mat(w.mlp_down.get(), act_, I_), delta_.get(), Act::kF32, D_));
+  const size_t act_size = ActSize(act_);
+  // kRowBlock rows at a time: gu_ and mlp_ hold one block.
+  for (int r0 = 0; r0 < pass.rows; r0 += kRowBlock) {
+    const int rows = std::min(kRowBlock, pass.rows - r0);
+    const char* x = static_cast<const char*>(x_.get()) + r0 * D_ * act_size;
+    HG_RETURN_IF_ERROR(pass.Linear(rows, 2 * I_, D_, Mat(x, act_, D_),
+                                   Mat(w.mlp_gate_up.get(), act_, D_), gu_.get(), act_, 2 * I_));
+    // TNL's GLU has no activation: l3(l1(x) * l2(x)).
+    HG_LAUNCH(SwiGlu(gu_.get(), rows, static_cast<int>(I_), mlp_.get(), act_, ctx_->stream(),
+                     layout_.mlp_silu));
+    HG_RETURN_IF_ERROR(pass.Linear(rows, D_, I_, Mat(mlp_.get(), act_, I_),
+                                   Mat(w.mlp_down.get(), act_, I_), delta_.as<float>() + r0 * D_,
+                                   Act::kF32, D_));
+  }
   return absl::OkStatus();
 }
 
@@ -508,6 +514,44 @@ absl::Status CudaModel::RunLayerMajor(absl::Span<const ForwardItem> items,
   return absl::OkStatus();
 }
 
+namespace {
+
+// First fit, in item order, at most one segment of an item per pack (its segments run in
+// order, each after the state the previous one left), at most kPackRows rows and
+// `max_chunks` chunks per pack.
+std::vector<std::vector<PackSegment>> PlanPacks(
+    const std::vector<std::vector<PackSegment>>& per_item, int64_t max_chunks) {
+  std::vector<std::vector<PackSegment>> packs;
+  std::vector<size_t> next(per_item.size(), 0);
+  size_t remaining = 0;
+  for (const auto& segs : per_item) remaining += segs.size();
+  while (remaining > 0) {
+    std::vector<PackSegment>& pack = packs.emplace_back();
+    int64_t rows = 0, chunks = 0;
+    for (size_t i = 0; i < per_item.size(); ++i) {
+      if (next[i] == per_item[i].size()) continue;
+      const PackSegment& seg = per_item[i][next[i]];
+      const int64_t seg_chunks = (seg.length + kGlaChunk - 1) / kGlaChunk;
+      if (rows + seg.length > kPackRows || chunks + seg_chunks > max_chunks) continue;
+      pack.push_back(seg);
+      rows += seg.length;
+      chunks += seg_chunks;
+      ++next[i];
+      --remaining;
+      if (rows == kPackRows) break;
+    }
+  }
+  return packs;
+}
+
+int64_t PackChunks(absl::Span<const PackSegment> pack) {
+  int64_t chunks = 0;
+  for (const PackSegment& seg : pack) chunks += (seg.length + kGlaChunk - 1) / kGlaChunk;
+  return chunks;
+}
+
+}  // namespace
+
 absl::Status CudaModel::RunPacked(absl::Span<const ForwardItem> items,
                                   absl::Span<ForwardOutput> outputs,
                                   absl::Span<const size_t> packed_items) {
@@ -519,29 +563,14 @@ absl::Status CudaModel::RunPacked(absl::Span<const ForwardItem> items,
       per_item[i].push_back({packed_items[i], off, std::min<int64_t>(kPackRows, T - off)});
     }
   }
-  std::vector<size_t> next(packed_items.size(), 0);
-  size_t remaining = 0;
-  for (const auto& segs : per_item) remaining += segs.size();
-  std::vector<PackSegment> pack;
-  while (remaining > 0) {
-    // First fit, in item order, at most one segment of an item per pack (its segments run
-    // in order, each after the state the previous one left).
-    pack.clear();
-    int64_t rows = 0, chunks = 0;
-    for (size_t i = 0; i < per_item.size(); ++i) {
-      if (next[i] == per_item[i].size()) continue;
-      const PackSegment& seg = per_item[i][next[i]];
-      const int64_t seg_chunks = (seg.length + kGlaChunk - 1) / kGlaChunk;
-      if (rows + seg.length > kPackRows || chunks + seg_chunks > max_pack_chunks_) continue;
-      pack.push_back(seg);
-      rows += seg.length;
-      chunks += seg_chunks;
-      ++next[i];
-      --remaining;
-      if (rows == kPackRows) break;
-    }
-    HG_RETURN_IF_ERROR(RunPack(items, outputs, pack));
-  }
+  std::vector<std::vector<PackSegment>> packs = PlanPacks(per_item, max_pack_chunks_);
+  // The chunk states take their room before any pack runs; where the budget refuses it,
+  // the packs hold fewer chunks (results do not depend on the packing).
+  int64_t most = 0;
+  for (const auto& pack : packs) most = std::max(most, PackChunks(pack));
+  HG_ASSIGN_OR_RETURN(const int64_t room, mixer_->ReservePackChunks(most));
+  if (room < most) packs = PlanPacks(per_item, room);
+  for (const auto& pack : packs) HG_RETURN_IF_ERROR(RunPack(items, outputs, pack));
   return absl::OkStatus();
 }
 

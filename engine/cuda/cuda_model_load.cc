@@ -63,8 +63,9 @@ absl::Status CudaModel::AllocateScratch(DeviceAllocator& alloc) {
   HG_RETURN_IF_ERROR(alloc.Acts(&x_, R * D_));
   HG_RETURN_IF_ERROR(alloc.Floats(&delta_, R * D_));
   if (layout_.mlp) {
-    HG_RETURN_IF_ERROR(alloc.Acts(&gu_, R * 2 * I_));
-    HG_RETURN_IF_ERROR(alloc.Acts(&mlp_, R * I_));
+    // The MLP runs kRowBlock rows at a time (EnqueueMlp).
+    HG_RETURN_IF_ERROR(alloc.Acts(&gu_, static_cast<size_t>(kRowBlock) * 2 * I_));
+    HG_RETURN_IF_ERROR(alloc.Acts(&mlp_, static_cast<size_t>(kRowBlock) * I_));
   }
   HG_RETURN_IF_ERROR(mixer_->AllocateScratch(alloc));
   max_pack_chunks_ = mixer_->MaxPackChunks();

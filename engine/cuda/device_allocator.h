@@ -20,6 +20,7 @@ class DeviceAllocator {
   DeviceAllocator(DevicePool* pool, Act act) : pool_(pool), act_(act) {}
 
   Act act() const { return act_; }
+  DevicePool* pool() const { return pool_; }
   // Parameters uploaded so far (UploadFloat, UploadAct).
   int64_t num_parameters() const { return num_parameters_; }
   void AddParameters(int64_t n) { num_parameters_ += n; }

@@ -83,6 +83,9 @@ class GlaMixer final : public CudaTokenMixer {
     return alloc.Floats(&gk_, static_cast<size_t>(kPackRows) * kv_heads_ * dk_);
   }
   int64_t MaxPackChunks() const override { return attention_.max_pack_chunks(); }
+  absl::StatusOr<int64_t> ReservePackChunks(int64_t chunks) override {
+    return attention_.ReserveChunks(chunks);
+  }
 
   absl::Status Enqueue(const MixerPass& pass) override {
     const Layer& w = layers_[pass.layer];

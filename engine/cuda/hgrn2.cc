@@ -2,8 +2,11 @@
 // q | f | i projection, the lower-bounded forget gate, the gated linear attention
 // recurrence (chunkwise for packs, one fused step for decode), g_norm and o_proj.
 // The CPU's forward pass: engine/cpu/hgrn2.cc.
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "engine/cuda/cuda_mixers.h"
@@ -24,7 +27,13 @@ class Hgrn2Mixer final : public CudaTokenMixer {
       : config_(c),
         act_(act),
         attention_(c.num_heads, c.expand_ratio, c.expand_ratio,
-                   1.0f / std::sqrt(static_cast<float>(c.expand_ratio))) {}
+                   1.0f / std::sqrt(static_cast<float>(c.expand_ratio))) {
+    // HGEVAL_CUDA_FUSED_STEP=1: the decode step and g_norm as one cluster kernel. Off by
+    // default: on the H100 it gained 4% at one live row and lost 8% at 32 (docs/cuda.md,
+    // performance log entry 7).
+    const char* fused = std::getenv("HGEVAL_CUDA_FUSED_STEP");
+    fuse_step_norm_ = fused != nullptr && std::string(fused) == "1";
+  }
 
   absl::Status Load(const Checkpoint& ck, const BlockTensorNames& names,
                     DeviceAllocator& alloc) override {
@@ -51,33 +60,53 @@ class Hgrn2Mixer final : public CudaTokenMixer {
 
   absl::Status AllocateScratch(DeviceAllocator& alloc) override {
     const int64_t D = config_.hidden_size;
-    HG_RETURN_IF_ERROR(scratch_.Allocate(alloc, D, 3 * D, D));
+    // proj and onorm hold kRowBlock rows (Enqueue runs the per-row work in blocks); o lives
+    // in pass.delta.
+    HG_RETURN_IF_ERROR(scratch_.Allocate(alloc, D, 3 * D, D, kRowBlock, /*with_o=*/false));
     return attention_.Allocate(alloc);
   }
   int64_t MaxPackChunks() const override { return attention_.max_pack_chunks(); }
+  absl::StatusOr<int64_t> ReservePackChunks(int64_t chunks) override {
+    return attention_.ReserveChunks(chunks);
+  }
 
   absl::Status Enqueue(const MixerPass& pass) override {
     const Layer& w = layers_[pass.layer];
     const int D = static_cast<int>(config_.hidden_size);
     const int64_t state_offset = pass.layer * StateFloatsPerLayer();
+    const float* lower_bound = lower_bounds_[pass.layer].as<float>();
     float* proj = scratch_.proj.as<float>();
-    float* o = scratch_.o.as<float>();
-    HG_RETURN_IF_ERROR(scratch_.ProjectIn(pass, w.qfi_proj, act_));
+    void* onorm = scratch_.onorm.get();
+    // o is written into pass.delta: o_proj overwrites a block of rows there only after
+    // g_norm has read them.
+    float* o = pass.delta;
     if (pass.decode) {
-      HG_CUDA_RETURN(Hgrn2DecodeStep(proj, lower_bounds_[pass.layer].as<float>(), pass.rows,
-                                     static_cast<int>(attention_.heads()),
-                                     static_cast<int>(attention_.dk()), attention_.scale(),
-                                     pass.in->state_ptrs, state_offset, o, pass.stream));
-    } else {
-      HG_CUDA_RETURN(Hgrn2Gates(proj, pass.rows, D, lower_bounds_[pass.layer].as<float>(),
-                                attention_.q(), attention_.k(), attention_.g(), attention_.v(),
-                                pass.stream));
-      HG_RETURN_IF_ERROR(attention_.Enqueue(pass, state_offset, o));
+      HG_RETURN_IF_ERROR(scratch_.ProjectIn(pass, w.qfi_proj, act_));
+      // Gates, state update and output in one kernel, then g_norm (or both in one:
+      // kernels_recurrent_step.cu).
+      HG_CUDA_RETURN(Hgrn2DecodeStepNorm(
+          proj, lower_bound, pass.rows, static_cast<int>(attention_.heads()),
+          static_cast<int>(attention_.dk()), attention_.scale(), pass.in->state_ptrs, state_offset,
+          w.g_norm.as<float>(), kGNormEps, fuse_step_norm_, o, onorm, act_, pass.stream));
+      return scratch_.ProjectOut(pass, w.o_proj, act_);
     }
-    // g_norm: one RMSNorm over all D channels (not per head).
-    HG_CUDA_RETURN(RmsNormGated(o, D, nullptr, 0, w.g_norm.as<float>(), kGNormEps, pass.rows, D, D,
-                                scratch_.onorm.get(), act_, D, pass.stream));
-    return scratch_.ProjectOut(pass, w.o_proj, act_);
+    for (int r0 = 0; r0 < pass.rows; r0 += kRowBlock) {
+      const int n = std::min(kRowBlock, pass.rows - r0);
+      const int64_t at = static_cast<int64_t>(r0) * D;
+      HG_RETURN_IF_ERROR(scratch_.ProjectIn(pass, w.qfi_proj, act_, r0, n));
+      HG_CUDA_RETURN(Hgrn2Gates(proj, n, D, lower_bound, attention_.q() + at, attention_.k() + at,
+                                attention_.g() + at, attention_.v() + at, pass.stream));
+    }
+    HG_RETURN_IF_ERROR(attention_.Enqueue(pass, state_offset, o));
+    for (int r0 = 0; r0 < pass.rows; r0 += kRowBlock) {
+      const int n = std::min(kRowBlock, pass.rows - r0);
+      // g_norm: one RMSNorm over all D channels (not per head).
+      HG_CUDA_RETURN(RmsNormGated(o + static_cast<int64_t>(r0) * D, D, nullptr, 0,
+                                  w.g_norm.as<float>(), kGNormEps, n, D, D, onorm, act_, D,
+                                  pass.stream));
+      HG_RETURN_IF_ERROR(scratch_.ProjectOut(pass, w.o_proj, act_, r0, n));
+    }
+    return absl::OkStatus();
   }
 
  private:
@@ -89,6 +118,7 @@ class Hgrn2Mixer final : public CudaTokenMixer {
 
   ModelConfig config_;
   Act act_;
+  bool fuse_step_norm_ = false;
   CudaLinearAttention attention_;
   ProjectionScratch scratch_;
   std::vector<Layer> layers_;

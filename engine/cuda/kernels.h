@@ -151,19 +151,6 @@ cudaError_t ChunkGlaOutput(const float* q, const float* k, const float* G, const
                            const float* chunk_states, int tokens, int heads, int dk, int dv,
                            float scale, float* o, cudaStream_t stream);
 
-// One recurrent step per row (decode): S = diag(exp g) S + k v^T; o = scale S^T q.
-// Row r uses state_ptrs[r] + layer_offset ([H, K, V]); null rows are skipped.
-cudaError_t RecurrentGlaStep(const float* q, const float* k, const float* g, const float* v,
-                             int rows, int heads, int dk, int dv, float scale,
-                             float* const* state_ptrs, int64_t layer_offset, float* o,
-                             cudaStream_t stream);
-
-// HGRN2 decode: the one-step recurrence with the gate maths fused in, straight from the
-// fused projection qfi [rows, 3D] (q | f | i), K = V = head_dim.
-cudaError_t Hgrn2DecodeStep(const float* qfi, const float* lower_bound, int rows, int heads,
-                            int head_dim, float scale, float* const* state_ptrs,
-                            int64_t layer_offset, float* o, cudaStream_t stream);
-
 // HGRN1 scan: h_t = exp(f_t) h_{t-1} + i_t; o_t = h_t. ifg as left by HgrnGates
 // ([rows, 3E]); state [E] per sequence; o fp32 [rows, E]. Sequence s owns rows
 // [seq_row0[s], seq_row0[s+1]) (device array of num_seqs + 1 offsets).
@@ -189,6 +176,32 @@ cudaError_t MambaScan(const float* x, const float* dt_raw, const float* dt_bias,
                       const float* d_skip, const int32_t* seq_row0, int num_seqs, int inner,
                       int nstate, float* const* state_ptrs, float* const* out_ptrs,
                       int64_t layer_offset, void* y, Act act, cudaStream_t stream);
+
+// ---- kernels_recurrent_step.cu --------------------------------------------------
+
+// One recurrent step per row (decode): S = diag(exp g) S + k v^T; o = scale S^T q.
+// Row r uses state_ptrs[r] + layer_offset ([H, K, V]); null rows are skipped.
+cudaError_t RecurrentGlaStep(const float* q, const float* k, const float* g, const float* v,
+                             int rows, int heads, int dk, int dv, float scale,
+                             float* const* state_ptrs, int64_t layer_offset, float* o,
+                             cudaStream_t stream);
+
+// HGRN2 decode: the one-step recurrence with the gate maths fused in, straight from the
+// fused projection qfi [rows, 3D] (q | f | i), K = V = head_dim.
+cudaError_t Hgrn2DecodeStep(const float* qfi, const float* lower_bound, int rows, int heads,
+                            int head_dim, float scale, float* const* state_ptrs,
+                            int64_t layer_offset, float* o, cudaStream_t stream);
+
+// HGRN2 decode with g_norm: Hgrn2DecodeStep's step, then out = RMSNorm over the D
+// channels of the row's output times norm_w (out_act, [rows, D]). In one kernel (the
+// heads of a row as one thread-block cluster) when `fuse` and
+// Hgrn2DecodeStepNormFused(heads); else the step into o_scratch ([rows, D] fp32), then
+// RmsNormGated.
+bool Hgrn2DecodeStepNormFused(int heads);
+cudaError_t Hgrn2DecodeStepNorm(const float* qfi, const float* lower_bound, int rows, int heads,
+                                int head_dim, float scale, float* const* state_ptrs,
+                                int64_t layer_offset, const float* norm_w, float eps, bool fuse,
+                                float* o_scratch, void* out, Act out_act, cudaStream_t stream);
 
 // ---- kernels_attention.cu -----------------------------------------------------------
 

@@ -1,5 +1,6 @@
-// Linear recurrences: chunkwise GLA (HGRN2, GLA) for prefill, its one-step form for
-// decode, the HGRN1 scan and Mamba's conv + selective scan. All state maths in fp32.
+// Linear recurrences: chunkwise GLA (HGRN2, GLA) for prefill (its one-step form for decode
+// is in kernels_recurrent_step.cu), the HGRN1 scan and Mamba's conv + selective scan. All
+// state maths in fp32.
 #include <algorithm>
 
 #include "engine/cuda/kernel_util.cuh"
@@ -408,82 +409,6 @@ __global__ void __launch_bounds__(256)
   }
 }
 
-// Grid (rows, H). Threads: vthreads value columns x kgroups key-row groups; the key
-// groups' partial outputs are summed in a fixed order.
-// When `hgrn2_proj` is set (HGRN2 decode), q, k, the decay and v are computed here from
-// the fused projection row [q | f | i] (gate maths in fp32) instead of read from q/k/g/v.
-__global__ void RecurrentStepKernel(const float* q, const float* k, const float* g, const float* v,
-                                    int heads, int dk, int dv, float scale,
-                                    float* const* state_ptrs, int64_t layer_offset, float* o,
-                                    int kgroups, const float* hgrn2_proj,
-                                    const float* lower_bound) {
-  extern __shared__ float smem[];
-  float* sq = smem;
-  float* sk = sq + dk;
-  float* sd = sk + dk;
-  float* part = sd + dk;  // [kgroups][vthreads]
-  const int r = blockIdx.x, h = blockIdx.y;
-  float* base = state_ptrs[r];
-  if (base == nullptr) return;
-  float* S = base + layer_offset + static_cast<int64_t>(h) * dk * dv;
-  const int64_t qoff = (static_cast<int64_t>(r) * heads + h) * dk;
-  const int dim = heads * dk;
-  const float* prow = hgrn2_proj ? hgrn2_proj + static_cast<int64_t>(r) * 3 * dim : nullptr;
-  for (int kk = threadIdx.x; kk < dk; kk += blockDim.x) {
-    if (prow) {
-      const int c = h * dk + kk;
-      const float f = prow[dim + c];
-      const float lb = lower_bound ? lower_bound[c] : 0.0f;
-      sq[kk] = Silu(prow[c]);
-      sk[kk] = (1.0f - lb) * Sigmoid(-f);
-      sd[kk] = lb + (1.0f - lb) * Sigmoid(f);
-    } else {
-      sq[kk] = q[qoff + kk];
-      sk[kk] = k[qoff + kk];
-      sd[kk] = expf(g[qoff + kk]);
-    }
-  }
-  __syncthreads();
-  const int vthreads = blockDim.x / kgroups;
-  const int tv = threadIdx.x % vthreads, kg = threadIdx.x / vthreads;
-  const int64_t voff = (static_cast<int64_t>(r) * heads + h) * dv;
-  for (int vb = 0; vb < dv; vb += vthreads) {
-    const int vcol = vb + tv;
-    float acc = 0.0f;
-    if (vcol < dv) {
-      const float vv = prow ? prow[2 * dim + h * dv + vcol] : v[voff + vcol];
-      // Batches of 8 state loads in flight before their stores (the stores would
-      // otherwise serialise the next loads).
-      constexpr int kBatch = 8;
-      for (int kb = kg; kb < dk; kb += kBatch * kgroups) {
-        float sv[kBatch];
-#pragma unroll
-        for (int x = 0; x < kBatch; ++x) {
-          const int kk = kb + x * kgroups;
-          sv[x] = kk < dk ? S[static_cast<int64_t>(kk) * dv + vcol] : 0.0f;
-        }
-#pragma unroll
-        for (int x = 0; x < kBatch; ++x) {
-          const int kk = kb + x * kgroups;
-          if (kk < dk) {
-            const float s = fmaf(sv[x], sd[kk], sk[kk] * vv);
-            S[static_cast<int64_t>(kk) * dv + vcol] = s;
-            acc = fmaf(s, sq[kk], acc);
-          }
-        }
-      }
-    }
-    part[kg * vthreads + tv] = acc;
-    __syncthreads();
-    if (kg == 0 && vcol < dv) {
-      float sum = 0.0f;
-      for (int x = 0; x < kgroups; ++x) sum += part[x * vthreads + tv];
-      o[voff + vcol] = scale * sum;
-    }
-    __syncthreads();
-  }
-}
-
 __global__ void HgrnScanKernel(const float* __restrict__ ifg, const int32_t* seq_row0, int width,
                                float* const* state_ptrs, float* const* out_ptrs,
                                int64_t layer_offset, float* __restrict__ o) {
@@ -699,35 +624,6 @@ cudaError_t ChunkGlaOutput(const float* q, const float* k, const float* G, const
                            float scale, float* o, cudaStream_t stream) {
   return ChunkGlaOutputPacked(q, k, G, v, chunk_states, nullptr, nullptr, 0,
                               SingleSequence(tokens), heads, dk, dv, scale, o, stream);
-}
-
-cudaError_t RecurrentGlaStep(const float* q, const float* k, const float* g, const float* v,
-                             int rows, int heads, int dk, int dv, float scale,
-                             float* const* state_ptrs, int64_t layer_offset, float* o,
-                             cudaStream_t stream) {
-  if (rows == 0) return cudaSuccess;
-  dim3 grid(rows, heads);
-  const int vthreads = ((std::min(dv, 512) + 31) / 32) * 32;
-  const int kgroups = std::max(1, std::min(8, 512 / vthreads));
-  const size_t smem = sizeof(float) * (3 * dk + kgroups * vthreads);
-  RecurrentStepKernel<<<grid, vthreads * kgroups, smem, stream>>>(
-      q, k, g, v, heads, dk, dv, scale, state_ptrs, layer_offset, o, kgroups, nullptr, nullptr);
-  return cudaGetLastError();
-}
-
-cudaError_t Hgrn2DecodeStep(const float* qfi, const float* lower_bound, int rows, int heads,
-                            int head_dim, float scale, float* const* state_ptrs,
-                            int64_t layer_offset, float* o, cudaStream_t stream) {
-  if (rows == 0) return cudaSuccess;
-  dim3 grid(rows, heads);
-  const int dv = head_dim;
-  const int vthreads = ((std::min(dv, 512) + 31) / 32) * 32;
-  const int kgroups = std::max(1, std::min(8, 512 / vthreads));
-  const size_t smem = sizeof(float) * (3 * head_dim + kgroups * vthreads);
-  RecurrentStepKernel<<<grid, vthreads * kgroups, smem, stream>>>(
-      nullptr, nullptr, nullptr, nullptr, heads, head_dim, dv, scale, state_ptrs, layer_offset, o,
-      kgroups, qfi, lower_bound);
-  return cudaGetLastError();
 }
 
 cudaError_t HgrnScan(const float* ifg, const int32_t* seq_row0, int num_seqs, int width,

@@ -15,11 +15,33 @@ absl::Status CudaLinearAttention::Allocate(DeviceAllocator& alloc) {
   HG_RETURN_IF_ERROR(alloc.Floats(&v_, vv));
   const int64_t chunk_bytes = state_floats() * static_cast<int64_t>(sizeof(float));
   max_pack_chunks_ = std::max<int64_t>(R / kGlaChunk, kChunkStateBudget / chunk_bytes);
-  return alloc.Floats(&chunk_states_, max_pack_chunks_ * state_floats());
+  pool_ = alloc.pool();
+  reserved_chunks_ = R / kGlaChunk;
+  return alloc.Floats(&chunk_states_, reserved_chunks_ * state_floats());
+}
+
+absl::StatusOr<int64_t> CudaLinearAttention::ReserveChunks(int64_t chunks) {
+  chunks = std::min(chunks, max_pack_chunks_);
+  if (chunks <= reserved_chunks_) return reserved_chunks_;
+  const int64_t want = std::min(max_pack_chunks_,
+                                (chunks + kChunkStateStep - 1) / kChunkStateStep * kChunkStateStep);
+  // The new room is taken before the old is given back, so a refusal keeps what was held.
+  absl::StatusOr<DeviceBuffer> room =
+      DeviceBuffer::Make(pool_, static_cast<size_t>(want * state_floats()) * sizeof(float));
+  if (!room.ok()) {
+    if (absl::IsResourceExhausted(room.status())) return reserved_chunks_;
+    return room.status();
+  }
+  chunk_states_ = *std::move(room);
+  reserved_chunks_ = want;
+  return reserved_chunks_;
 }
 
 absl::Status CudaLinearAttention::Enqueue(const MixerPass& pass, int64_t state_offset,
                                           float* o) const {
+  if (!pass.decode && pass.pack->num_chunks > reserved_chunks_) {
+    return absl::InternalError("a pack holds more chunks than its chunk states have room for");
+  }
   const int H = static_cast<int>(heads_), dk = static_cast<int>(dk_), dv = static_cast<int>(dv_);
   float* const* sptrs = pass.in->state_ptrs;
   float* const* optrs = pass.in->out_ptrs;  // null: states are written back in place

@@ -8,13 +8,16 @@
 #include <cstdint>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "engine/cuda/device_allocator.h"
 #include "engine/cuda/token_mixer.h"
 
 namespace hgeval::cuda {
 
-// Device memory for the chunkwise recurrences' per-chunk states of one pack.
+// Device memory for the chunkwise recurrences' per-chunk states of one pack, at most.
 constexpr int64_t kChunkStateBudget = 1ll << 30;
+// Chunk-state room grows in steps of this many chunks.
+constexpr int64_t kChunkStateStep = 64;
 
 class CudaLinearAttention {
  public:
@@ -28,11 +31,16 @@ class CudaLinearAttention {
   float scale() const { return scale_; }
   // One layer's state per sequence: [H, dk, dv].
   int64_t state_floats() const { return heads_ * dk_ * dv_; }
+  // Chunks a pack may hold: one whole segment's, more while their states fit
+  // kChunkStateBudget (short sequences count one chunk each).
   int64_t max_pack_chunks() const { return max_pack_chunks_; }
 
-  // q, k, g, v for kPackRows rows, and the chunk states: at least one whole segment's,
-  // more while they fit kChunkStateBudget (short sequences count one chunk each).
+  // q, k, g, v for kPackRows rows, and room for one segment's chunk states (what a long
+  // sequence needs); packs of many short sequences grow it (ReserveChunks).
   absl::Status Allocate(DeviceAllocator& alloc);
+  // Grows the chunk states' room towards `chunks` (at most max_pack_chunks()); returns the
+  // chunks it holds room for, fewer than asked when the memory budget refuses more.
+  absl::StatusOr<int64_t> ReserveChunks(int64_t chunks);
 
   float* q() const { return q_.as<float>(); }
   float* k() const { return k_.as<float>(); }
@@ -47,6 +55,8 @@ class CudaLinearAttention {
   int64_t heads_ = 0, dk_ = 0, dv_ = 0;
   float scale_ = 1.0f;
   int64_t max_pack_chunks_ = 0;
+  int64_t reserved_chunks_ = 0;  // chunk states chunk_states_ has room for
+  DevicePool* pool_ = nullptr;
   DeviceBuffer q_, k_, g_, v_, chunk_states_;
 };
 

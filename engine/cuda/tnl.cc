@@ -85,6 +85,9 @@ class TnlMixer final : public CudaTokenMixer {
     return attention_.Allocate(alloc);
   }
   int64_t MaxPackChunks() const override { return attention_.max_pack_chunks(); }
+  absl::StatusOr<int64_t> ReservePackChunks(int64_t chunks) override {
+    return attention_.ReserveChunks(chunks);
+  }
 
   absl::Status Enqueue(const MixerPass& pass) override {
     const Layer& w = layers_[pass.layer];

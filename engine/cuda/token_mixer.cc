@@ -11,26 +11,32 @@ absl::Status MixerPass::Linear(int64_t m, int64_t n, int64_t k, MatRef a, MatRef
 }
 
 absl::Status ProjectionScratch::Allocate(DeviceAllocator& alloc, int64_t model_width,
-                                         int64_t projection_width, int64_t output_width) {
+                                         int64_t projection_width, int64_t output_width,
+                                         int64_t block_rows, bool with_o) {
   d = model_width;
   proj_width = projection_width;
   out_width = output_width;
-  const size_t R = kPackRows;
-  HG_RETURN_IF_ERROR(alloc.Floats(&proj, R * proj_width));
-  HG_RETURN_IF_ERROR(alloc.Floats(&o, R * out_width));
-  return alloc.Acts(&onorm, R * out_width);
+  rows = block_rows;
+  HG_RETURN_IF_ERROR(alloc.Floats(&proj, rows * proj_width));
+  if (with_o) {
+    HG_RETURN_IF_ERROR(alloc.Floats(&o, static_cast<size_t>(kPackRows) * out_width));
+  }
+  return alloc.Acts(&onorm, rows * out_width);
 }
 
-absl::Status ProjectionScratch::ProjectIn(const MixerPass& pass, const DeviceBuffer& w_in,
-                                          Act act) const {
-  return pass.Linear(pass.rows, proj_width, d, MatRef{pass.x, act, d}, MatRef{w_in.get(), act, d},
-                     proj.get(), Act::kF32, proj_width);
+absl::Status ProjectionScratch::ProjectIn(const MixerPass& pass, const DeviceBuffer& w_in, Act act,
+                                          int r0, int n) const {
+  if (n < 0) n = pass.rows - r0;
+  const char* x = static_cast<const char*>(pass.x) + r0 * d * static_cast<int64_t>(ActSize(act));
+  return pass.Linear(n, proj_width, d, MatRef{x, act, d}, MatRef{w_in.get(), act, d}, proj.get(),
+                     Act::kF32, proj_width);
 }
 
 absl::Status ProjectionScratch::ProjectOut(const MixerPass& pass, const DeviceBuffer& w_out,
-                                           Act act) const {
-  return pass.Linear(pass.rows, d, out_width, MatRef{onorm.get(), act, out_width},
-                     MatRef{w_out.get(), act, out_width}, pass.delta, Act::kF32, d);
+                                           Act act, int r0, int n) const {
+  if (n < 0) n = pass.rows - r0;
+  return pass.Linear(n, d, out_width, MatRef{onorm.get(), act, out_width},
+                     MatRef{w_out.get(), act, out_width}, pass.delta + r0 * d, Act::kF32, d);
 }
 
 }  // namespace hgeval::cuda

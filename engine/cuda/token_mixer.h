@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "engine/cuda/device_allocator.h"
 #include "engine/cuda/gemm.h"
@@ -27,6 +28,10 @@ namespace hgeval::cuda {
 // Rows (tokens) of one packed forward; also the segment length of longer items.
 constexpr int kPackRows = 16384;
 constexpr int kDecodeRows = 32;
+// Rows at a time of the per-row GEMM chains around the recurrence (the MLP; HGRN2's input
+// projection + gates and g_norm + o_proj): their scratch holds this many rows, not a pack's.
+// The pinned GEMMs compute a row the same way for any M, so results do not depend on it.
+constexpr int kRowBlock = 4096;
 
 // Device inputs the layer kernels read (the pack's tables or the decode block).
 struct RowInputs {
@@ -88,16 +93,22 @@ struct BlockLayout {
 // The scratch of mixers that project x once (one fused fp32 input projection), compute an
 // output o (fp32) and normalise it (activation dtype) before o_proj: HGRN2, HGRN, GLA, TNL.
 struct ProjectionScratch {
-  int64_t d = 0;           // model width D
-  int64_t proj_width = 0;  // columns of proj
-  int64_t out_width = 0;   // columns of o / onorm (o_proj's input)
-  DeviceBuffer proj, o, onorm;
+  int64_t d = 0;                // model width D
+  int64_t proj_width = 0;       // columns of proj
+  int64_t out_width = 0;        // columns of o / onorm (o_proj's input)
+  int64_t rows = 0;             // rows of proj and onorm: kPackRows, or kRowBlock for a family
+                                // that projects and normalises a block of rows at a time
+  DeviceBuffer proj, o, onorm;  // o: kPackRows rows, unless the family keeps o elsewhere
 
-  absl::Status Allocate(DeviceAllocator& alloc, int64_t d, int64_t proj_width, int64_t out_width);
-  // proj = x · w_inᵀ (fp32).
-  absl::Status ProjectIn(const MixerPass& pass, const DeviceBuffer& w_in, Act act) const;
-  // delta = onorm · w_outᵀ (fp32).
-  absl::Status ProjectOut(const MixerPass& pass, const DeviceBuffer& w_out, Act act) const;
+  absl::Status Allocate(DeviceAllocator& alloc, int64_t d, int64_t proj_width, int64_t out_width,
+                        int64_t rows = kPackRows, bool with_o = true);
+  // proj = x · w_inᵀ (fp32), for pass rows [r0, r0 + n) into proj's first n rows (n = -1:
+  // all the pass's rows).
+  absl::Status ProjectIn(const MixerPass& pass, const DeviceBuffer& w_in, Act act, int r0 = 0,
+                         int n = -1) const;
+  // delta = onorm · w_outᵀ (fp32), likewise for pass rows [r0, r0 + n) from onorm's first n.
+  absl::Status ProjectOut(const MixerPass& pass, const DeviceBuffer& w_out, Act act, int r0 = 0,
+                          int n = -1) const;
 };
 
 class CudaTokenMixer {
@@ -114,6 +125,10 @@ class CudaTokenMixer {
   virtual absl::Status AllocateScratch(DeviceAllocator& alloc) = 0;
   // Chunks of kGlaChunk rows a pack may hold (the chunkwise recurrences' state budget).
   virtual int64_t MaxPackChunks() const { return kPackRows / kGlaChunk; }
+  // Room for the chunk states of packs of up to `chunks` chunks, taken before a Forward
+  // runs anything; returns the chunks a pack may hold now (≥ one segment's, fewer than
+  // asked when the memory budget refuses more).
+  virtual absl::StatusOr<int64_t> ReservePackChunks(int64_t chunks) { return MaxPackChunks(); }
   // Enqueues one layer: reads pass.x, writes pass.delta (o_proj applied), advances the
   // sequences' states (pass.in's state and out pointers).
   virtual absl::Status Enqueue(const MixerPass& pass) = 0;
