@@ -84,6 +84,7 @@ ROOMS = {
     "metrics": _room(["engine/tokenizer"]),
     "tasks": _room([*ENGINE, "metrics"]),
     "tasks/niah/heatmap": _room(["metrics"], ["cairo"]),
+    "tasks/series/plot": _room([], ["cairo"]),
     "tasks/niah/tools": _room([*ENGINE, "metrics", "tasks", "tasks/niah/heatmap"]),
     "tasks/tools": _room([*ENGINE, "metrics", "tasks"]),
     "proto": _room(),
@@ -92,7 +93,8 @@ ROOMS = {
         ["grpc", "protobuf", "sqlite", "libpq", "httplib", "openssl"],
     ),
     "client": _room(
-        [*ENGINE, "metrics", "tasks", "tasks/niah/heatmap", "proto"], ["grpc", "protobuf"]
+        [*ENGINE, "metrics", "tasks", "tasks/niah/heatmap", "tasks/series/plot", "proto"],
+        ["grpc", "protobuf"],
     ),
     "bench": EVERYTHING,
     "tests": EVERYTHING,
