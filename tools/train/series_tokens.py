@@ -2,7 +2,7 @@
 """Splits pd_english into the demonstration series' training tokens and held-out text.
 
 Held out: the last HELDOUT_DOCS documents (in corpus order) of at most HELDOUT_MAX_CHARS
-characters (US presidential addresses, about 70 KB), written as text with documents
+characters (US presidential inaugural addresses 1985-2005, about 70 KB), written as text with documents
 separated by "\\n<|endoftext|>\\n" to data/series/pd_english_heldout.txt: the
 `pd_english_heldout` task's file. Every other document is tokenized by the engine
 (`hgeval-engine tokenize`, the stories260K llama2.c tokenizer, no BOS; in pieces of about

@@ -46,7 +46,7 @@ LogAxis MakeAxis(double min, double max) {
   return {lo, hi};
 }
 
-// Tick values: powers of 10 when the axis spans a decade or more, else 1-2-5 steps.
+// Tick values: powers of 10 when the axis spans a decade or more, else even steps.
 std::vector<double> Ticks(const LogAxis& axis) {
   std::vector<double> ticks;
   if (axis.hi - axis.lo >= 1.0) {
@@ -55,12 +55,16 @@ std::vector<double> Ticks(const LogAxis& axis) {
     }
     return ticks;
   }
-  for (int e = static_cast<int>(std::floor(axis.lo)); e <= std::ceil(axis.hi); ++e) {
-    for (double m : {1.0, 1.2, 1.5, 2.0, 3.0, 5.0, 7.0}) {
-      const double v = m * std::pow(10.0, e);
-      if (std::log10(v) >= axis.lo && std::log10(v) <= axis.hi) ticks.push_back(v);
+  // Narrower than a decade: multiples of a 1-2-5 step giving about 5 ticks.
+  const double lo = std::pow(10.0, axis.lo), hi = std::pow(10.0, axis.hi);
+  double step = std::pow(10.0, std::floor(std::log10((hi - lo) / 5)));
+  for (double m : {1.0, 2.0, 5.0, 10.0}) {
+    if ((hi - lo) / (m * step) <= 7) {
+      step *= m;
+      break;
     }
   }
+  for (double v = std::ceil(lo / step) * step; v <= hi; v += step) ticks.push_back(v);
   return ticks;
 }
 
