@@ -12,8 +12,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "engine/util/status_macros.h"
+#include "tasks/plot/series_plot.h"
 #include "tasks/registry.h"
-#include "tasks/series/plot/series_plot.h"
 
 namespace hgeval::client {
 namespace v1 = ::hgeval::v1;
@@ -98,19 +98,19 @@ absl::StatusOr<std::string> DefaultMetric(const std::vector<std::string>& task_n
 }
 
 // One curve per architecture of the fit `fit_name` (x = `x_field` of each checkpoint).
-std::vector<series_plot::Curve> Curves(const nlohmann::json& report, const std::string& fit_name,
-                                       const std::string& x_field, const std::string& metric) {
-  std::map<std::string, series_plot::Curve> by_arch;
+std::vector<plot::Curve> Curves(const nlohmann::json& report, const std::string& fit_name,
+                                const std::string& x_field, const std::string& metric) {
+  std::map<std::string, plot::Curve> by_arch;
   for (const nlohmann::json& c : report["checkpoints"]) {
     const std::string arch = c.value("architecture", std::string());
     const std::string label = arch.empty() ? "(none)" : arch;
     if (!c["metrics"].contains(metric)) continue;
-    series_plot::Curve& curve = by_arch[label];
+    plot::Curve& curve = by_arch[label];
     curve.label = label;
     curve.x.push_back(c.value(x_field, 0.0));
     curve.y.push_back(c["metrics"][metric].get<double>());
   }
-  std::vector<series_plot::Curve> out;
+  std::vector<plot::Curve> out;
   for (auto& [label, curve] : by_arch) {
     const nlohmann::json& fits = report["fits"];
     if (fits.contains(label) && fits[label].contains(fit_name) &&
@@ -134,10 +134,10 @@ absl::Status WriteOutputs(const SweepResult& result, const std::string& metric,
        {std::tuple{"loss_vs_compute", "compute", kSeriesComputePng, "compute C (FLOPs, 6ND)"},
         std::tuple{"loss_vs_parameters", "parameters", kSeriesParametersPng,
                    "non-embedding parameters N"}}) {
-    std::vector<series_plot::Curve> curves = Curves(result.report, fit, field, metric);
+    std::vector<plot::Curve> curves = Curves(result.report, fit, field, metric);
     if (fit == std::string("loss_vs_parameters")) {
       // The points of the L(N) fit only: each size at its largest token budget.
-      for (series_plot::Curve& curve : curves) {
+      for (plot::Curve& curve : curves) {
         std::map<double, std::pair<double, double>> best;  // N -> (D, y)
         for (const nlohmann::json& c : result.report["checkpoints"]) {
           if (c.value("architecture", std::string()) != curve.label ||
@@ -157,11 +157,11 @@ absl::Status WriteOutputs(const SweepResult& result, const std::string& metric,
         }
       }
     }
-    series_plot::PlotOptions options;
+    plot::PlotOptions options;
     options.title = absl::StrCat(metric, " against ", field, " (fits: least squares in log space)");
     options.x_label = axis;
     options.y_label = metric;
-    absl::Status s = series_plot::WriteSeriesPlotPng(curves, options, (dir / png).string());
+    absl::Status s = plot::WriteSeriesPlotPng(curves, options, (dir / png).string());
     if (!s.ok() && !absl::IsInvalidArgument(s)) return s;  // no points: no plot
   }
   return absl::OkStatus();

@@ -2,16 +2,17 @@
 // (docs/series.md): loglikelihood_rolling over each held-out document of pd_english
 // (data/series/pd_english_heldout.txt, documents separated by "\n<|endoftext|>\n", made
 // by tools/train/series_tokens.py), word_perplexity, byte_perplexity and bits_per_byte
-// counted on the document text as wikitext counts them. Not an lm-eval task.
+// counted on the document text as wikitext counts them (TextPerplexityMetrics). Not an lm-eval
+// task.
 #include <memory>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_split.h"
 #include "engine/util/status_macros.h"
-#include "metrics/text_counts.h"
 #include "tasks/data_files.h"
 #include "tasks/registry.h"
 #include "tasks/task.h"
+#include "tasks/wikitext_task.h"
 
 namespace hgeval::tasks {
 namespace {
@@ -29,11 +30,7 @@ class PdEnglishHeldoutTask : public Task {
             {"data_files", "series/pd_english_heldout.txt"},
             {"rolling", "lm-eval max_length windows"}};
   }
-  std::vector<MetricSpec> metrics() const override {
-    return {{"word_perplexity", Aggregation::kWeightedPerplexity, false},
-            {"byte_perplexity", Aggregation::kWeightedPerplexity, false},
-            {"bits_per_byte", Aggregation::kBitsPerByte, false}};
-  }
+  std::vector<MetricSpec> metrics() const override { return TextPerplexityMetricSpecs(); }
   absl::StatusOr<std::vector<Doc>> LoadDocs(const std::string& data_dir) const override {
     HG_ASSIGN_OR_RETURN(std::string raw,
                         ReadDataFileOrGz(data_dir + "/series/pd_english_heldout.txt"));
@@ -53,13 +50,7 @@ class PdEnglishHeldoutTask : public Task {
   absl::StatusOr<DocMetrics> Process(const Doc& doc,
                                      absl::Span<const Response> responses) const override {
     if (responses.size() != 1) return absl::InternalError("pd_english_heldout needs 1 response");
-    const std::string text = doc.at("text").get<std::string>();
-    const double words = static_cast<double>(metrics::PythonWhitespaceSplitCount(text));
-    const double bytes = static_cast<double>(metrics::Utf8ByteCount(text));
-    const double ll = responses[0].logprob;
-    return DocMetrics{{"word_perplexity", {ll, words}},
-                      {"byte_perplexity", {ll, bytes}},
-                      {"bits_per_byte", {ll, bytes}}};
+    return TextPerplexityMetrics(doc.at("text").get<std::string>(), responses[0].logprob);
   }
 };
 

@@ -83,8 +83,8 @@ ROOMS = {
     # module, engine/tokenizer/utf8.h.
     "metrics": _room(["engine/tokenizer"]),
     "tasks": _room([*ENGINE, "metrics"]),
-    "tasks/niah/heatmap": _room(["metrics"], ["cairo"]),
-    "tasks/series/plot": _room([], ["cairo"]),
+    "tasks/plot": _room([], ["cairo"]),
+    "tasks/niah/heatmap": _room(["metrics", "tasks/plot"], ["cairo"]),
     "tasks/niah/tools": _room([*ENGINE, "metrics", "tasks", "tasks/niah/heatmap"]),
     "tasks/tools": _room([*ENGINE, "metrics", "tasks"]),
     "proto": _room(),
@@ -93,7 +93,7 @@ ROOMS = {
         ["grpc", "protobuf", "sqlite", "libpq", "httplib", "openssl"],
     ),
     "client": _room(
-        [*ENGINE, "metrics", "tasks", "tasks/niah/heatmap", "tasks/series/plot", "proto"],
+        [*ENGINE, "metrics", "tasks", "tasks/niah/heatmap", "tasks/plot", "proto"],
         ["grpc", "protobuf"],
     ),
     "bench": EVERYTHING,

@@ -1,4 +1,4 @@
-#include "tasks/series/plot/series_plot.h"
+#include "tasks/plot/series_plot.h"
 
 #include <cairo.h>
 
@@ -8,29 +8,14 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "tasks/plot/cairo_canvas.h"
 
-namespace hgeval::series_plot {
+namespace hgeval::plot {
 namespace {
-
-struct SurfaceDeleter {
-  void operator()(cairo_surface_t* s) const { cairo_surface_destroy(s); }
-};
-struct ContextDeleter {
-  void operator()(cairo_t* c) const { cairo_destroy(c); }
-};
 
 // Colour-blind-safe (Okabe-Ito) colours, one per curve in order.
 constexpr double kColors[][3] = {{0.00, 0.45, 0.70}, {0.84, 0.37, 0.00}, {0.00, 0.62, 0.45},
                                  {0.80, 0.47, 0.65}, {0.90, 0.62, 0.00}, {0.34, 0.71, 0.91}};
-
-void ShowText(cairo_t* cr, const std::string& text, double x, double y, double align_x,
-              double align_y) {
-  cairo_text_extents_t ext;
-  cairo_text_extents(cr, text.c_str(), &ext);
-  cairo_move_to(cr, x - ext.x_bearing - ext.width * align_x,
-                y - ext.y_bearing - ext.height * align_y);
-  cairo_show_text(cr, text.c_str());
-}
 
 // A log axis over [lo, hi] (log10), widened to whole or half decades.
 struct LogAxis {
@@ -97,9 +82,8 @@ absl::Status WriteSeriesPlotPng(const std::vector<Curve>& curves, const PlotOpti
   auto px = [&](double v) { return left + pw * xa.Fraction(v); };
   auto py = [&](double v) { return top + ph * (1.0 - ya.Fraction(v)); };
 
-  std::unique_ptr<cairo_surface_t, SurfaceDeleter> surface(
-      cairo_image_surface_create(CAIRO_FORMAT_RGB24, options.width, options.height));
-  std::unique_ptr<cairo_t, ContextDeleter> context(cairo_create(surface.get()));
+  Surface surface(cairo_image_surface_create(CAIRO_FORMAT_RGB24, options.width, options.height));
+  Context context(cairo_create(surface.get()));
   cairo_t* cr = context.get();
   cairo_set_source_rgb(cr, 1, 1, 1);
   cairo_paint(cr);
@@ -193,4 +177,4 @@ absl::Status WriteSeriesPlotPng(const std::vector<Curve>& curves, const PlotOpti
   return absl::OkStatus();
 }
 
-}  // namespace hgeval::series_plot
+}  // namespace hgeval::plot

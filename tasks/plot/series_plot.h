@@ -1,15 +1,15 @@
 // The scaling plot of a checkpoint series (cairo PNG): a metric against compute (or
 // parameters, tokens) on log-log axes, one colour per architecture, its points and its
 // fitted power law y = a x^b drawn as a line over the points' range.
-#ifndef HGEVAL_TASKS_SERIES_PLOT_SERIES_PLOT_H_
-#define HGEVAL_TASKS_SERIES_PLOT_SERIES_PLOT_H_
+#ifndef HGEVAL_TASKS_PLOT_SERIES_PLOT_H_
+#define HGEVAL_TASKS_PLOT_SERIES_PLOT_H_
 
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 
-namespace hgeval::series_plot {
+namespace hgeval::plot {
 
 struct Curve {
   std::string label;  // the architecture
@@ -28,6 +28,6 @@ struct PlotOptions {
 absl::Status WriteSeriesPlotPng(const std::vector<Curve>& curves, const PlotOptions& options,
                                 const std::string& path);
 
-}  // namespace hgeval::series_plot
+}  // namespace hgeval::plot
 
-#endif  // HGEVAL_TASKS_SERIES_PLOT_SERIES_PLOT_H_
+#endif  // HGEVAL_TASKS_PLOT_SERIES_PLOT_H_
