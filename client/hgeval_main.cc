@@ -17,6 +17,7 @@
 #include "client/niah_command.h"
 #include "client/remote_language_model.h"
 #include "client/results_table.h"
+#include "client/sweep_command.h"
 #include "engine/cli/command_line.h"
 #include "engine/cli/common_flags.h"
 #include "engine/cli/generation_flags.h"
@@ -82,6 +83,10 @@ constexpr char kUsage[] =
     "  niah --model M [--mode easy|standard --preset quick|paper --lengths a,b --depths a,b\n"
     "      --output_dir DIR]   Needle-in-a-Haystack sweep as a server job: progress, then\n"
     "      DIR/niah_results.json, niah_grid.csv and niah_heatmap.png (resumable: --job ID)\n"
+    "  sweep --series S.json --tasks a,b [--limit N --fit_metric TASK/METRIC --output_dir DIR]\n"
+    "      one job per checkpoint of a series (resumable: run it again), then power-law fits\n"
+    "      per architecture: DIR/series_results.json, series_points.csv, series_table.md and\n"
+    "      series_loss_vs_{compute,parameters}.png (docs/series.md)\n"
     "  jobs [--limit N]            list jobs\n"
     "  job ID | watch ID | cancel ID";
 
@@ -480,6 +485,15 @@ int Main(const std::vector<std::string>& args) {
   if (command == "run") return Run(c);
   if (command == "jobs") return Jobs(c);
   if (command == "niah") return RunNiahCommand(c, WatchWithProgress);
+  if (command == "sweep") {
+    return RunSweepCommand(
+        c,
+        [](Client& client, const std::string& id, int index, int total, const std::string& model) {
+          std::fprintf(stderr, "[%d/%d] %s: job %s\n", index + 1, total, model.c_str(), id.c_str());
+          return WatchWithProgress(client, id);
+        },
+        Bos());
+  }
   if ((command == "job" || command == "watch" || command == "cancel") && args.size() >= 2) {
     const std::string& id = args[1];
     absl::StatusOr<v1::Job> job = command == "job"      ? c.GetJob(id)

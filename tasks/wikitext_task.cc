@@ -51,6 +51,20 @@ std::vector<std::string> SplitWikitextPages(const std::string& raw) {
   return pages;
 }
 
+std::vector<MetricSpec> TextPerplexityMetricSpecs() {
+  return {{"word_perplexity", Aggregation::kWeightedPerplexity, false},
+          {"byte_perplexity", Aggregation::kWeightedPerplexity, false},
+          {"bits_per_byte", Aggregation::kBitsPerByte, false}};
+}
+
+DocMetrics TextPerplexityMetrics(const std::string& text, double loglikelihood) {
+  const double words = static_cast<double>(metrics::PythonWhitespaceSplitCount(text));
+  const double bytes = static_cast<double>(metrics::Utf8ByteCount(text));
+  return DocMetrics{{"word_perplexity", {loglikelihood, words}},
+                    {"byte_perplexity", {loglikelihood, bytes}},
+                    {"bits_per_byte", {loglikelihood, bytes}}};
+}
+
 namespace {
 
 // windowless: hgeval's variant for recurrent models, one pass per article carrying the
@@ -75,11 +89,7 @@ class WikitextTask : public Task {
                                       "(hgeval; recurrent models)"
                                     : "lm-eval max_length windows"}};
   }
-  std::vector<MetricSpec> metrics() const override {
-    return {{"word_perplexity", Aggregation::kWeightedPerplexity, false},
-            {"byte_perplexity", Aggregation::kWeightedPerplexity, false},
-            {"bits_per_byte", Aggregation::kBitsPerByte, false}};
-  }
+  std::vector<MetricSpec> metrics() const override { return TextPerplexityMetricSpecs(); }
   absl::StatusOr<std::vector<Doc>> LoadDocs(const std::string& data_dir) const override {
     HG_ASSIGN_OR_RETURN(std::string raw, ReadDataFileOrGz(data_dir + "/wikitext/wiki.test.raw"));
     std::vector<Doc> docs;
@@ -96,13 +106,7 @@ class WikitextTask : public Task {
   absl::StatusOr<DocMetrics> Process(const Doc& doc,
                                      absl::Span<const Response> responses) const override {
     if (responses.size() != 1) return absl::InternalError("wikitext needs 1 response");
-    const std::string page = doc.at("page").get<std::string>();
-    const double words = static_cast<double>(metrics::PythonWhitespaceSplitCount(page));
-    const double bytes = static_cast<double>(metrics::Utf8ByteCount(page));
-    const double ll = responses[0].logprob;
-    return DocMetrics{{"word_perplexity", {ll, words}},
-                      {"byte_perplexity", {ll, bytes}},
-                      {"bits_per_byte", {ll, bytes}}};
+    return TextPerplexityMetrics(doc.at("page").get<std::string>(), responses[0].logprob);
   }
 
  private:

@@ -83,7 +83,8 @@ ROOMS = {
     # module, engine/tokenizer/utf8.h.
     "metrics": _room(["engine/tokenizer"]),
     "tasks": _room([*ENGINE, "metrics"]),
-    "tasks/niah/heatmap": _room(["metrics"], ["cairo"]),
+    "tasks/plot": _room([], ["cairo"]),
+    "tasks/niah/heatmap": _room(["metrics", "tasks/plot"], ["cairo"]),
     "tasks/niah/tools": _room([*ENGINE, "metrics", "tasks", "tasks/niah/heatmap"]),
     "tasks/tools": _room([*ENGINE, "metrics", "tasks"]),
     "proto": _room(),
@@ -92,7 +93,8 @@ ROOMS = {
         ["grpc", "protobuf", "sqlite", "libpq", "httplib", "openssl"],
     ),
     "client": _room(
-        [*ENGINE, "metrics", "tasks", "tasks/niah/heatmap", "proto"], ["grpc", "protobuf"]
+        [*ENGINE, "metrics", "tasks", "tasks/niah/heatmap", "tasks/plot", "proto"],
+        ["grpc", "protobuf"],
     ),
     "bench": EVERYTHING,
     "tests": EVERYTHING,

@@ -11,6 +11,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "tasks/plot/cairo_canvas.h"
 
 namespace hgeval::heatmap {
 namespace {
@@ -31,21 +32,7 @@ void SetColor(cairo_t* cr, const Rgb& c) {
   cairo_set_source_rgb(cr, c.r / 255.0, c.g / 255.0, c.b / 255.0);
 }
 
-struct SurfaceDeleter {
-  void operator()(cairo_surface_t* s) const { cairo_surface_destroy(s); }
-};
-struct ContextDeleter {
-  void operator()(cairo_t* c) const { cairo_destroy(c); }
-};
-
-void ShowText(cairo_t* cr, const std::string& text, double x, double y, double align_x,
-              double align_y) {
-  cairo_text_extents_t ext;
-  cairo_text_extents(cr, text.c_str(), &ext);
-  cairo_move_to(cr, x - ext.x_bearing - ext.width * align_x,
-                y - ext.y_bearing - ext.height * align_y);
-  cairo_show_text(cr, text.c_str());
-}
+using plot::ShowText;
 
 std::string FormatDepth(double depth) {
   if (depth == std::floor(depth)) return absl::StrFormat("%.0f", depth);
@@ -111,9 +98,9 @@ absl::Status WriteNiahHeatmapPng(const metrics::NiahGridScores& grid, const Heat
                         options.height, num_lengths, num_depths));
   }
 
-  std::unique_ptr<cairo_surface_t, SurfaceDeleter> surface(
+  plot::Surface surface(
       cairo_image_surface_create(CAIRO_FORMAT_RGB24, options.width, options.height));
-  std::unique_ptr<cairo_t, ContextDeleter> context(cairo_create(surface.get()));
+  plot::Context context(cairo_create(surface.get()));
   cairo_t* cr = context.get();
   cairo_set_source_rgb(cr, 1, 1, 1);
   cairo_paint(cr);
