@@ -24,8 +24,7 @@ class OpenAiHttpServer {
   // The gateways, `auth` and `web_ui` (the /ui pages; nullptr: none) must outlive the
   // server.
   OpenAiHttpServer(const CompletionsGateway* completions, const RemoteTokenizerGateway* tokenizer,
-                   const BearerAuth* auth, const HttpLimits& limits,
-                   web::WebUi* web_ui = nullptr);
+                   const BearerAuth* auth, const HttpLimits& limits, web::WebUi* web_ui = nullptr);
   ~OpenAiHttpServer();  // Stop()s
   OpenAiHttpServer(const OpenAiHttpServer&) = delete;
   OpenAiHttpServer& operator=(const OpenAiHttpServer&) = delete;

@@ -34,8 +34,8 @@
 #include "server/model_service.h"
 #include "server/openai_completions.h"
 #include "server/openai_http_server.h"
-#include "server/web/web_ui.h"
 #include "server/result_store.h"
+#include "server/web/web_ui.h"
 #include "tasks/eval_flags.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:50051",

@@ -13,8 +13,8 @@
 namespace hgeval::tasks {
 
 struct ResultsTableRow {
-  std::string task;   // the results key (the row's task even where `name` is blank)
-  std::string name;   // the alias, printed on a task's first row only
+  std::string task;     // the results key (the row's task even where `name` is blank)
+  std::string name;     // the alias, printed on a task's first row only
   std::string version;  // printed on a task's first row only
   std::string filter;
   std::string shots;

@@ -41,11 +41,8 @@ std::string ContentType(absl::string_view name) {
 }
 
 std::string HtmlEscape(absl::string_view text) {
-  return absl::StrReplaceAll(text, {{"&", "&amp;"},
-                                    {"<", "&lt;"},
-                                    {">", "&gt;"},
-                                    {"\"", "&quot;"},
-                                    {"'", "&#39;"}});
+  return absl::StrReplaceAll(
+      text, {{"&", "&amp;"}, {"<", "&lt;"}, {">", "&gt;"}, {"\"", "&quot;"}, {"'", "&#39;"}});
 }
 
 HttpResponse JsonReply(const Json& value) {
@@ -128,13 +125,13 @@ HttpResponse WebUi::Page(const std::string& name) const {
 
 HttpResponse WebUi::LoginPage(int status, const std::string& message,
                               const std::string& next) const {
-  std::string page = absl::StrReplaceAll(
-      FindFile("login.html"),
-      {{"{{message}}", HtmlEscape(message)},
-       {"{{next}}", HtmlEscape(SafeNext(next))},
-       {"{{auth}}", auth_ != nullptr && auth_->enabled()
-                        ? "This server needs its bearer token."
-                        : "This server has no token: every page is open."}});
+  std::string page =
+      absl::StrReplaceAll(FindFile("login.html"),
+                          {{"{{message}}", HtmlEscape(message)},
+                           {"{{next}}", HtmlEscape(SafeNext(next))},
+                           {"{{auth}}", auth_ != nullptr && auth_->enabled()
+                                            ? "This server needs its bearer token."
+                                            : "This server has no token: every page is open."}});
   return HttpResponse{status, "text/html; charset=utf-8", std::move(page)};
 }
 
@@ -153,12 +150,11 @@ HttpResponse WebUi::Login(const HttpRequest& request) const {
   }
   HttpResponse response{
       200, "text/html; charset=utf-8",
-      absl::StrCat("<!doctype html><meta http-equiv=\"refresh\" content=\"0;url=",
-                   HtmlEscape(next), "\"><a href=\"", HtmlEscape(next), "\">continue</a>")};
+      absl::StrCat("<!doctype html><meta http-equiv=\"refresh\" content=\"0;url=", HtmlEscape(next),
+                   "\"><a href=\"", HtmlEscape(next), "\">continue</a>")};
   // The token passed the check, so it is visible ASCII without ';' or spaces to split on.
-  response.headers.push_back(
-      {"Set-Cookie",
-       absl::StrCat(kCookieName, "=", token, "; Path=/ui; HttpOnly; SameSite=Strict")});
+  response.headers.push_back({"Set-Cookie", absl::StrCat(kCookieName, "=", token,
+                                                         "; Path=/ui; HttpOnly; SameSite=Strict")});
   return response;
 }
 
@@ -211,8 +207,8 @@ absl::StatusOr<std::shared_ptr<const WebUi::Results>> WebUi::GetResults(
   auto results = std::make_shared<Results>();
   if (job->results_bytes() > limits_.max_response_bytes) {
     return absl::ResourceExhaustedError(absl::StrCat(
-        "the job's results are ", job->results_bytes(),
-        " bytes, over the web UI's limit of ", limits_.max_response_bytes,
+        "the job's results are ", job->results_bytes(), " bytes, over the web UI's limit of ",
+        limits_.max_response_bytes,
         " (--http_max_response_bytes); fetch them with `hgeval job` or GetJobResults"));
   }
   if (job->results_json().empty() && job->results_bytes() > 0) {
@@ -237,7 +233,8 @@ absl::StatusOr<std::shared_ptr<const WebUi::Results>> WebUi::GetResults(
   results->job = *std::move(job);
   if (!results->json_text.empty()) {
     results->json = Json::parse(results->json_text, nullptr, /*allow_exceptions=*/false);
-    if (results->json.is_discarded()) return absl::DataLossError("the job's results JSON is damaged");
+    if (results->json.is_discarded())
+      return absl::DataLossError("the job's results JSON is damaged");
   }
   if (Final(results->job.state())) {
     std::lock_guard<std::mutex> lock(cache_mutex_);
@@ -296,7 +293,8 @@ HttpResponse WebUi::Samples(const HttpRequest& request) {
 std::vector<HttpListener::Route> WebUi::Routes() {
   std::vector<HttpListener::Route> routes;
   // Pages: one document whose script draws the page its path names.
-  for (const char* path : {"/ui", "/ui/", "/ui/results", "/ui/compare", "/ui/niah", "/ui/samples"}) {
+  for (const char* path :
+       {"/ui", "/ui/", "/ui/results", "/ui/compare", "/ui/niah", "/ui/samples"}) {
     routes.push_back({"GET", path, false, [this](const HttpRequest&) { return Page("app.html"); }});
   }
   for (const char* file : {"app.js", "style.css"}) {
@@ -309,10 +307,9 @@ std::vector<HttpListener::Route> WebUi::Routes() {
   routes.push_back(
       {"POST", "/ui/login", true, [this](const HttpRequest& request) { return Login(request); }});
   routes.push_back({"GET", "/ui/logout", false, [](const HttpRequest&) {
-                      HttpResponse response{
-                          200, "text/html; charset=utf-8",
-                          "<!doctype html><meta http-equiv=\"refresh\" "
-                          "content=\"0;url=/ui/login\">logged out"};
+                      HttpResponse response{200, "text/html; charset=utf-8",
+                                            "<!doctype html><meta http-equiv=\"refresh\" "
+                                            "content=\"0;url=/ui/login\">logged out"};
                       response.headers.push_back(
                           {"Set-Cookie", absl::StrCat(kCookieName,
                                                       "=; Path=/ui; HttpOnly; SameSite=Strict; "
@@ -323,8 +320,8 @@ std::vector<HttpListener::Route> WebUi::Routes() {
       {"GET", "/ui/api/jobs", false, [this](const HttpRequest& request) { return Jobs(request); }});
   routes.push_back({"POST", "/ui/api/cancel", false,
                     [this](const HttpRequest& request) { return Cancel(request); }});
-  routes.push_back(
-      {"GET", "/ui/api/job", false, [this](const HttpRequest& request) { return JobData(request); }});
+  routes.push_back({"GET", "/ui/api/job", false,
+                    [this](const HttpRequest& request) { return JobData(request); }});
   routes.push_back({"GET", "/ui/api/results.json", false,
                     [this](const HttpRequest& request) { return Download(request, false); }});
   routes.push_back({"GET", "/ui/api/results.csv", false,

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "tasks/niah/output.h"
+#include "tasks/progress_bar.h"
 #include "tasks/results_table_rows.h"
 
 namespace hgeval::server::web {
@@ -100,13 +101,15 @@ bool Matches(const Json& record, const SamplesQuery& query) {
 }  // namespace
 
 nlohmann::json JobSummaryJson(const hgeval::v1::Job& job, int64_t now_unix_seconds) {
-  Json eta = nullptr;
   const int64_t elapsed = std::max<int64_t>(0, now_unix_seconds - job.created_at());
-  if (job.state() == hgeval::v1::JOB_STATE_RUNNING && job.requests_total() > 0 &&
-      job.requests_done() > 0 && job.requests_done() < job.requests_total()) {
-    eta = static_cast<double>(elapsed) *
-          static_cast<double>(job.requests_total() - job.requests_done()) /
-          static_cast<double>(job.requests_done());
+  Json eta = nullptr;
+  if (job.state() == hgeval::v1::JOB_STATE_RUNNING) {
+    const tasks::Progress progress{.done = job.requests_done(),
+                                   .total = job.requests_total(),
+                                   .cached = job.requests_cached()};
+    if (std::optional<double> left = tasks::EtaSeconds(progress, static_cast<double>(elapsed))) {
+      eta = *left;
+    }
   }
   Json tasks = Json::array();
   for (const std::string& task : job.tasks()) tasks.push_back(task);
@@ -158,16 +161,16 @@ std::string ResultsTableCsv(const nlohmann::json& results) {
 
 nlohmann::json SamplesPageJson(const nlohmann::json& results, const SamplesQuery& query) {
   Json tasks = Json::array();
-  const bool has_samples = results.is_object() && results.contains("samples") &&
-                           results["samples"].is_object();
+  const bool has_samples =
+      results.is_object() && results.contains("samples") && results["samples"].is_object();
   if (has_samples) {
     for (const auto& [task, records] : results["samples"].items()) tasks.push_back(task);
   }
   if (!has_samples) {
     return {{"error", "this job kept no samples (submit it with log_samples)"}, {"tasks", tasks}};
   }
-  const std::string task = query.task.empty() && !tasks.empty() ? tasks[0].get<std::string>()
-                                                                 : query.task;
+  const std::string task =
+      query.task.empty() && !tasks.empty() ? tasks[0].get<std::string>() : query.task;
   if (!results["samples"].contains(task)) {
     return {{"error", absl::StrCat("no samples for task '", task, "'")}, {"tasks", tasks}};
   }
@@ -185,8 +188,8 @@ nlohmann::json SamplesPageJson(const nlohmann::json& results, const SamplesQuery
     if (index < first || index >= first + page_size || truncated) continue;
     Json shown = record;
     if (CutLongStrings(&shown)) shown["_cut"] = true;
-    const int64_t size = static_cast<int64_t>(
-        shown.dump(-1, ' ', false, Json::error_handler_t::replace).size());
+    const int64_t size =
+        static_cast<int64_t>(shown.dump(-1, ' ', false, Json::error_handler_t::replace).size());
     if (bytes + size > kMaxSamplesAnswerBytes && !samples.empty()) {
       truncated = true;
       continue;
@@ -194,9 +197,9 @@ nlohmann::json SamplesPageJson(const nlohmann::json& results, const SamplesQuery
     bytes += size;
     samples.push_back(std::move(shown));
   }
-  return {{"task", task},         {"tasks", tasks},         {"total", records.size()},
-          {"matched", matched},   {"page", page},           {"page_size", page_size},
-          {"samples", samples},   {"truncated", truncated}};
+  return {{"task", task},       {"tasks", tasks},        {"total", records.size()},
+          {"matched", matched}, {"page", page},          {"page_size", page_size},
+          {"samples", samples}, {"truncated", truncated}};
 }
 
 nlohmann::json NiahGridJson(const nlohmann::json& niah_results) {

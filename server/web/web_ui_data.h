@@ -13,7 +13,8 @@
 namespace hgeval::server::web {
 
 // A job's row of the jobs page: id, kind ("lm_eval" or "niah"), state, model, tasks,
-// progress and ETA (seconds, from the pace since the job was created; null until known).
+// progress and ETA (seconds, tasks::EtaSeconds over the time since the job was created;
+// null until known and when not running).
 nlohmann::json JobSummaryJson(const hgeval::v1::Job& job, int64_t now_unix_seconds);
 // {"jobs": [...], "omitted": n, "now": now}.
 nlohmann::json JobListJson(const hgeval::v1::ListJobsResponse& list, int64_t now_unix_seconds);

@@ -15,8 +15,9 @@ drawn are measured; every page must be drawn within 1 s. --report writes the num
 
 --screenshots DIR saves a PNG of each page (docs/web/ holds the committed ones).
 
-Exit 77 (ctest's skip) with the reason printed when chromium or chromedriver is absent;
-any other missing piece is a failure.
+Exit 77 (ctest's skip) with the reason printed when chromium or chromedriver is absent
+(after the refusals, which need no browser, have been checked); any other missing piece
+is a failure.
 """
 import argparse
 import gzip
@@ -436,7 +437,12 @@ def check_page_speed(browser, server, args, work):
               f"{timing['bytes']} bytes in {timing['requests']} requests", flush=True)
     slowest = max(measured, key=lambda t: max(t["drawn_ms"], t["load_ms"]))
     largest = max(measured, key=lambda t: t["bytes"])
+    # What keeping the job's parsed results costs the server.
+    with open(f"/proc/{server.process.pid}/status") as f:
+        peak_rss_kib = next(int(line.split()[1]) for line in f if line.startswith("VmHWM:"))
+    print(f"  server peak RSS {peak_rss_kib // 1024} MiB", flush=True)
     report = {"samples": n_samples, "results_json_bytes": os.path.getsize(results_path),
+              "server_peak_rss_mib": peak_rss_kib // 1024,
               "job_seconds": round(job_seconds, 1), "pages": measured,
               "largest_page": largest["page"], "slowest_page": slowest["page"]}
     if args.report:
@@ -460,18 +466,19 @@ def main():
     parser.add_argument("--report", default="")
     parser.add_argument("--screenshots", default="")
     args = parser.parse_args()
-    chromium, driver = find_browser()
     work = tempfile.mkdtemp(prefix="hgeval-web-ui-")
     server = browser = None
     try:
         server = Server(args, work)
         client(args, server, "health", "--wait=60")
+        if not args.page_speed:
+            check_refusals(server)  # needs no browser: checked before any skip
+        chromium, driver = find_browser()
         browser = start_browser(chromium, driver)
         if args.page_speed:
-            cookie = login(browser, server, args)
+            login(browser, server, args)
             check_page_speed(browser, server, args, work)
         else:
-            check_refusals(server)
             cookie = login(browser, server, args)
             job_id, results_path = check_jobs_live(browser, server, args, work)
             check_results(browser, server, args, job_id, results_path, cookie)
