@@ -4,6 +4,7 @@
 #include <string_view>
 #include <utility>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -91,9 +92,11 @@ std::string WebUi::Authorization(const HttpRequest& request) {
     if (name != "cookie") continue;
     for (absl::string_view cookie : absl::StrSplit(value, ';')) {
       cookie = absl::StripAsciiWhitespace(cookie);
+      // The cookie holds the token in hex: a token may hold ';' or ',' (any visible ASCII).
       if (absl::ConsumePrefix(&cookie, kCookieName) && absl::ConsumePrefix(&cookie, "=") &&
-          !cookie.empty()) {
-        return absl::StrCat("Bearer ", cookie);
+          !cookie.empty() && cookie.size() % 2 == 0 &&
+          cookie.find_first_not_of("0123456789abcdef") == absl::string_view::npos) {
+        return absl::StrCat("Bearer ", absl::HexStringToBytes(cookie));
       }
     }
   }
@@ -152,9 +155,10 @@ HttpResponse WebUi::Login(const HttpRequest& request) const {
       200, "text/html; charset=utf-8",
       absl::StrCat("<!doctype html><meta http-equiv=\"refresh\" content=\"0;url=", HtmlEscape(next),
                    "\"><a href=\"", HtmlEscape(next), "\">continue</a>")};
-  // The token passed the check, so it is visible ASCII without ';' or spaces to split on.
-  response.headers.push_back({"Set-Cookie", absl::StrCat(kCookieName, "=", token,
-                                                         "; Path=/ui; HttpOnly; SameSite=Strict")});
+  // In hex: a token may hold any visible ASCII, ';' and ',' included.
+  response.headers.push_back(
+      {"Set-Cookie", absl::StrCat(kCookieName, "=", absl::BytesToHexString(token),
+                                  "; Path=/ui; HttpOnly; SameSite=Strict")});
   return response;
 }
 

@@ -5,7 +5,8 @@
 // the gRPC ones; the pages (server/web/assets) are compiled into the binary.
 //
 // Auth, when the server has a token: a request to /ui... carries `Authorization: Bearer`
-// or the HttpOnly cookie the login page (/ui/login, which takes the token) sets. Without
+// or the HttpOnly cookie (the token in hex) that the login page (/ui/login, which takes
+// the token) sets. Without
 // either, a page answers 401 with the login form and a data route 401 JSON. Cancel (POST)
 // also needs the header `X-Hgeval-UI: 1`, which no cross-site form can send.
 #ifndef HGEVAL_SERVER_WEB_WEB_UI_H_

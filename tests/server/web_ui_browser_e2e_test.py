@@ -33,7 +33,8 @@ import urllib.error
 import urllib.request
 
 SKIP = 77
-TOKEN = "web-ui-test-token"
+# With ';' and ',', which a cookie cannot hold as they are (it holds the token in hex).
+TOKEN = "web-ui;test,token"
 
 
 def find_browser():
@@ -165,8 +166,9 @@ def login(browser, server, args):
              "the jobs page after login")
     check(browser.execute_script("return location.pathname") == "/ui", "login did not return to /ui")
     cookies = {c["name"]: c for c in browser.get_cookies()}
-    check("hgeval_ui_token" in cookies and cookies["hgeval_ui_token"].get("httpOnly"),
-          f"login set no HttpOnly cookie: {cookies}")
+    check("hgeval_ui_token" in cookies and cookies["hgeval_ui_token"].get("httpOnly") and
+          cookies["hgeval_ui_token"]["value"] == TOKEN.encode().hex(),
+          f"login set no HttpOnly cookie holding the token in hex: {cookies}")
     return cookies["hgeval_ui_token"]["value"]
 
 
@@ -175,7 +177,9 @@ def check_refusals(server):
     for path in ("/ui", "/ui/", "/ui/results?id=x", "/ui/niah?id=x", "/ui/samples?id=x",
                  "/ui/app.js", "/ui/api/jobs", "/ui/api/job?id=x", "/ui/api/samples?id=x",
                  "/ui/api/results.json?id=x", "/ui/api/results.csv?id=x"):
-        for headers in ({}, {"Authorization": "Bearer wrong"}, {"Cookie": "hgeval_ui_token=wrong"}):
+        for headers in ({}, {"Authorization": "Bearer wrong"},
+                        {"Cookie": "hgeval_ui_token=" + b"wrong".hex()},
+                        {"Cookie": "hgeval_ui_token=" + TOKEN}):
             status, _, body = http(server.base + path, headers=headers)
             check(status == 401, f"GET {path} with {headers or 'no token'} answered {status}")
             if not path.startswith("/ui/api/") and path != "/ui/app.js":
