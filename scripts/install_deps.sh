@@ -14,6 +14,8 @@ PACKAGES=(
   postgresql
   clang libclang-rt-14-dev
   python3-numpy python3-grpcio python3-protobuf
+  # The web UI's browser test: headless chromium driven through chromedriver by selenium.
+  chromium chromium-driver python3-selenium
 )
 missing=()
 for p in "${PACKAGES[@]}"; do

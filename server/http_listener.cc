@@ -611,10 +611,14 @@ void HttpListener::Serve(ConnectionList::iterator connection) {
   const int fd = connection->fd;
   SocketIo io(fd);
   auto send = [&](const HttpResponse& response, bool close_after) {
-    const std::string head = absl::StrCat(
+    std::string head = absl::StrCat(
         "HTTP/1.1 ", response.status, " ", Reason(response.status),
         "\r\nContent-Type: ", response.content_type, "\r\nContent-Length: ", response.body.size(),
-        "\r\nConnection: ", close_after ? "close" : "keep-alive", "\r\n\r\n");
+        "\r\nConnection: ", close_after ? "close" : "keep-alive", "\r\n");
+    for (const auto& [name, value] : response.headers) {
+      absl::StrAppend(&head, name, ": ", value, "\r\n");
+    }
+    head += "\r\n";
     return io.Write(head, response.body, absl::Now() + limits_.write_timeout);
   };
   auto fail = [&](const Failure& failure, bool body_unread) {

@@ -79,6 +79,8 @@ struct HttpResponse {
   int status = 200;
   std::string content_type = "application/json";
   std::string body;
+  // Further response headers (name, value), e.g. Set-Cookie for the web UI's login.
+  std::vector<std::pair<std::string, std::string>> headers;
 };
 
 // Counters since Start (for tests and logs).

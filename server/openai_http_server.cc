@@ -34,8 +34,8 @@ std::string Authorization(const HttpRequest& request) { return request.Header("a
 
 OpenAiHttpServer::OpenAiHttpServer(const CompletionsGateway* completions,
                                    const RemoteTokenizerGateway* tokenizer, const BearerAuth* auth,
-                                   const HttpLimits& limits)
-    : completions_(completions), tokenizer_(tokenizer), auth_(auth) {
+                                   const HttpLimits& limits, web::WebUi* web_ui)
+    : completions_(completions), tokenizer_(tokenizer), auth_(auth), web_ui_(web_ui) {
   std::vector<HttpListener::Route> routes = {
       {"GET", "/v1/models", false,
        [this](const HttpRequest& request) {
@@ -79,10 +79,18 @@ OpenAiHttpServer::OpenAiHttpServer(const CompletionsGateway* completions,
          return HttpResponse{200, "application/json", *std::move(body)};
        }},
   };
+  if (web_ui_ != nullptr) {
+    for (HttpListener::Route& route : web_ui_->Routes()) routes.push_back(std::move(route));
+  }
   // Authentication on the headers alone: an unauthenticated body is never read, let
   // alone inflated.
   auto check_head = [this](const HttpRequest& head,
                            int64_t* max_body_bytes) -> std::optional<HttpResponse> {
+    // The web UI's pages take the token from a login cookie too.
+    if (web_ui_ != nullptr && web::WebUi::IsUiPath(head.path)) {
+      *max_body_bytes = std::min(*max_body_bytes, kMaxFormBodyBytes);
+      return web_ui_->CheckHead(head);
+    }
     const std::string authorization = head.Header("authorization");
     absl::Status status = CheckAuthorizationHeader(authorization);
     if (status.ok() && auth_ != nullptr) {
@@ -111,7 +119,7 @@ OpenAiHttpServer::OpenAiHttpServer(const CompletionsGateway* completions,
       absl::StrAppend(&message,
                       "; this server offers GET /v1/models, POST /v1/completions, GET "
                       "/tokenizer_info, POST /tokenize and POST /detokenize, also under "
-                      "/models/<name>/ for one model");
+                      "/models/<name>/ for one model, and the web UI under /ui");
     } else if (http_status == 413) {
       absl::StrAppend(&message, "; the cap is --max_message_bytes");
       code = absl::StatusCode::kInvalidArgument;  // OpenAI's invalid_request_error

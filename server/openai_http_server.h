@@ -15,14 +15,16 @@
 #include "server/http_listener.h"
 #include "server/openai_completions.h"
 #include "server/remote_tokenizer.h"
+#include "server/web/web_ui.h"
 
 namespace hgeval::server {
 
 class OpenAiHttpServer {
  public:
-  // The gateways and `auth` must outlive the server.
+  // The gateways, `auth` and `web_ui` (the /ui pages; nullptr: none) must outlive the
+  // server.
   OpenAiHttpServer(const CompletionsGateway* completions, const RemoteTokenizerGateway* tokenizer,
-                   const BearerAuth* auth, const HttpLimits& limits);
+                   const BearerAuth* auth, const HttpLimits& limits, web::WebUi* web_ui = nullptr);
   ~OpenAiHttpServer();  // Stop()s
   OpenAiHttpServer(const OpenAiHttpServer&) = delete;
   OpenAiHttpServer& operator=(const OpenAiHttpServer&) = delete;
@@ -37,6 +39,7 @@ class OpenAiHttpServer {
   const CompletionsGateway* completions_;
   const RemoteTokenizerGateway* tokenizer_;
   const BearerAuth* auth_;
+  web::WebUi* web_ui_;
   std::unique_ptr<HttpListener> listener_;
   bool started_ = false;
 };

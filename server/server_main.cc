@@ -35,6 +35,7 @@
 #include "server/openai_completions.h"
 #include "server/openai_http_server.h"
 #include "server/result_store.h"
+#include "server/web/web_ui.h"
 #include "tasks/eval_flags.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
@@ -44,7 +45,8 @@ ABSL_FLAG(std::string, port_file, "",
 ABSL_FLAG(std::string, http_listen, "",
           "Also serve OpenAI's completions API over plain HTTP on this host:port (GET "
           "/v1/models, POST /v1/completions, as lm-eval's local-completions model uses them; "
-          "vLLM's /tokenizer_info, /tokenize, /detokenize for lm-eval's remote tokenizer). "
+          "vLLM's /tokenizer_info, /tokenize, /detokenize for lm-eval's remote tokenizer) and "
+          "the results web UI under /ui (jobs, results, NIAH heatmaps, samples). "
           "Calls go through the gRPC service's own handlers: the same request rules, limits, "
           "result store, scheduler and bearer token (header 'Authorization: Bearer <token>'). "
           "Empty (default): off. Port 0 picks a free port (see --http_port_file).");
@@ -71,7 +73,8 @@ ABSL_FLAG(int, http_max_connections_per_client, 64,
           "HTTP: open connections per client address at most, as --http_max_connections.");
 ABSL_FLAG(int64_t, http_max_response_bytes, 64 << 20,
           "HTTP: /v1/completions refuses (400) a request whose response would be larger "
-          "(prompts x shown tokens x (1 + logprobs)), estimated before computing.");
+          "(prompts x shown tokens x (1 + logprobs)), estimated before computing; the web UI "
+          "reads and serves no job results larger than this.");
 ABSL_FLAG(int64_t, http_max_json_elements, 1 << 21,
           "HTTP: JSON values in one request body at most (nesting is capped at 64 levels).");
 ABSL_FLAG(std::string, config, "",
@@ -352,7 +355,13 @@ int Run() {
   http_limits.max_connections = std::max(1, absl::GetFlag(FLAGS_http_max_connections));
   http_limits.max_connections_per_client =
       std::max(1, absl::GetFlag(FLAGS_http_max_connections_per_client));
-  OpenAiHttpServer http(&completions, &tokenizer, &auth, http_limits);
+  // The results web UI (/ui) reads jobs over the same in-process channel.
+  std::unique_ptr<hgeval::v1::JobService::Stub> http_job_stub =
+      hgeval::v1::JobService::NewStub(server->InProcessChannel(http_channel_args));
+  web::WebUiLimits web_ui_limits;
+  web_ui_limits.max_response_bytes = absl::GetFlag(FLAGS_http_max_response_bytes);
+  web::WebUi web_ui(http_job_stub.get(), &auth, web_ui_limits);
+  OpenAiHttpServer http(&completions, &tokenizer, &auth, http_limits, &web_ui);
   if (!absl::GetFlag(FLAGS_http_listen).empty()) {
     absl::StatusOr<int> http_port = http.Start(absl::GetFlag(FLAGS_http_listen));
     if (!http_port.ok()) {

@@ -16,6 +16,7 @@
 #include "metrics/aggregation.h"
 #include "metrics/multiple_choice.h"
 #include "tasks/registry.h"
+#include "tasks/results_table_rows.h"
 
 namespace hgeval::tasks {
 namespace {
@@ -403,46 +404,9 @@ std::string TableOf(const nlohmann::json& results, const std::string& column) {
   const std::string align = "lrlrllrlr";
   std::vector<std::vector<std::string>> rows;
   if (!results.contains(column)) return "";
-  for (const auto& [task, entries] : results[column].items()) {
-    std::string name = entries.value("alias", task);
-    std::string version = "    N/A";
-    if (results.contains("versions") && results["versions"].contains(task)) {
-      version = absl::StrFormat("%g", results["versions"][task].get<double>());
-    }
-    std::string shots = "0";
-    if (results.contains("n-shot") && results["n-shot"].contains(task)) {
-      shots = absl::StrCat(results["n-shot"][task].get<int64_t>());
-    }
-    // Metric keys sorted, as lm-eval's make_table sorts dic.items().
-    std::vector<std::string> keys;
-    for (const auto& [key, value] : entries.items()) {
-      if (key != "alias") keys.push_back(key);
-    }
-    std::sort(keys.begin(), keys.end());
-    for (const std::string& key : keys) {
-      const size_t comma = key.find(',');
-      const std::string metric = key.substr(0, comma);
-      const std::string filter = comma == std::string::npos ? "" : key.substr(comma + 1);
-      if (metric.size() >= 7 && metric.compare(metric.size() - 7, 7, "_stderr") == 0) continue;
-      std::string arrow;
-      if (results.contains("higher_is_better") && results["higher_is_better"].contains(task) &&
-          results["higher_is_better"][task].contains(metric)) {
-        arrow = results["higher_is_better"][task][metric].get<bool>() ? "↑" : "↓";
-      }
-      const auto& value = entries[key];
-      std::string value_text =
-          value.is_number() ? absl::StrFormat("%.4f", value.get<double>()) : value.dump();
-      const std::string stderr_key = metric + "_stderr," + filter;
-      std::string pm, stderr_text;
-      if (entries.contains(stderr_key)) {
-        pm = "±";
-        const auto& se = entries[stderr_key];
-        stderr_text = se.is_number() ? absl::StrFormat("%.4f", se.get<double>()) : "   N/A";
-      }
-      rows.push_back({name, version, filter, shots, metric, arrow, value_text, pm, stderr_text});
-      name.clear();
-      version.clear();
-    }
+  for (const ResultsTableRow& row : ResultsTableRows(results, column)) {
+    rows.push_back({row.name, row.version, row.filter, row.shots, row.metric, row.arrow,
+                    row.value_text, row.pm, row.stderr_text});
   }
   std::vector<int64_t> widths(headers.size(), 3);
   for (size_t c = 0; c < headers.size(); ++c) {

@@ -14,6 +14,17 @@ constexpr std::chrono::seconds kLineInterval(5);
 
 }  // namespace
 
+std::optional<double> EtaSeconds(const Progress& progress, double elapsed_s) {
+  const int64_t total = progress.total;
+  const int64_t done = progress.done;
+  const int64_t computed = done - progress.cached;
+  if (total > 0 && done >= total) return 0.0;
+  if (total > 0 && done > 0 && elapsed_s > 0.5 && computed > 0) {
+    return static_cast<double>(total - done) / (static_cast<double>(computed) / elapsed_s);
+  }
+  return std::nullopt;
+}
+
 std::string FormatProgress(const Progress& progress, double elapsed_s, int width) {
   const int64_t total = progress.total;
   const int64_t done = progress.done;
@@ -21,13 +32,9 @@ std::string FormatProgress(const Progress& progress, double elapsed_s, int width
   const int filled = static_cast<int>(fraction * width);
   const std::string bar = std::string(filled, '#') + std::string(width - filled, '.');
   std::string eta = "--:--";
-  const int64_t computed = done - progress.cached;
-  if (total > 0 && done > 0 && done < total && elapsed_s > 0.5 && computed > 0) {
-    const double rate = computed / elapsed_s;
-    const int64_t seconds = static_cast<int64_t>((total - done) / rate);
+  if (const std::optional<double> left = EtaSeconds(progress, elapsed_s); left.has_value()) {
+    const int64_t seconds = static_cast<int64_t>(*left);
     eta = absl::StrFormat("%d:%02d:%02d", seconds / 3600, (seconds / 60) % 60, seconds % 60);
-  } else if (total > 0 && done >= total) {
-    eta = "0:00:00";
   }
   return absl::StrFormat("[%s] %3d%% %d/%d %s (%d cached)  ETA %s  %s", bar,
                          static_cast<int>(fraction * 100), done, total, progress.unit,

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <optional>
 #include <string>
 
 namespace hgeval::tasks {
@@ -20,8 +21,12 @@ struct Progress {
   std::string label;  // e.g. the task running
 };
 
-// "[#######.......]  42% 420/1000 requests (12 cached)  ETA 0:01:02  piqa". The ETA
-// comes from the rate of computed (not cached) items over `elapsed_s`.
+// Seconds left at the rate of computed (not cached) items over `elapsed_s`: 0 when done,
+// nullopt while there is no rate yet. The one ETA rule (the bar's, the web UI's).
+std::optional<double> EtaSeconds(const Progress& progress, double elapsed_s);
+
+// "[#######.......]  42% 420/1000 requests (12 cached)  ETA 0:01:02  piqa", the ETA from
+// EtaSeconds.
 std::string FormatProgress(const Progress& progress, double elapsed_s, int width = 30);
 
 class ProgressBar {
