@@ -324,9 +324,9 @@ absl::StatusOr<v1::Job> JobManager::Cancel(const std::string& id) {
 
 absl::Status JobManager::Watch(const std::string& id, const std::function<bool(v1::Job)>& send,
                                const std::function<bool()>& stop) {
-  // A watcher keeps only a hash of what it sent, and hands the job it read to `send`: a
-  // client that does not read holds one copy (gRPC's) instead of several, however large
-  // the job's spec.
+  // A watcher keeps only a hash of what it sent, and hands the job it read to `send`.
+  // WatchJob runs one such watcher per watched job, however many streams follow it
+  // (server/job_watch_feed.h).
   size_t last_sent = 0;
   bool sent = false;
   for (;;) {
