@@ -492,8 +492,14 @@ void JobManager::RunShard(const ClaimedShard& claimed) {
 
   bool job_done = false;
   v1::Job final_job;
+  // The row's progress columns end at the shard's totals (readers of the table, not only
+  // GetJob, see it finished).
+  ShardProgress final_progress;
+  final_progress.requests_total = outcome->requests_total;
+  final_progress.requests_done = outcome->requests_total;
+  final_progress.requests_cached = outcome->requests_cached;
   absl::StatusOr<bool> owned = store_->FinishShard(
-      id, index, options_.replica, SerializeShardOutcome(*outcome),
+      id, index, options_.replica, SerializeShardOutcome(*outcome), final_progress,
       [&](const StoredJob& row,
           const std::vector<JobShard>& shards) -> absl::StatusOr<std::optional<StoredJob>> {
         absl::StatusOr<v1::Job> job = ParseJob(row);
