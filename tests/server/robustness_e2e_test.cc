@@ -354,23 +354,38 @@ TEST(JobStreamLimitsTest, WatchStreamsAreCappedAndListingsStayUnderTheirBudget) 
 // unread WatchJob streams on a queued job with a 6 MiB spec, then a second version (the
 // job cancelled) that waits behind the first. Each watcher used to keep several copies of
 // the job (~325 MB per watcher for a 60 MB spec), then one or two (+235-265 MiB for 20
-// watchers of a running job, 425 under load). Now one reader per job serializes each
-// version once and every stream sends that buffer: +60-66 MiB for 20 or 60 watchers,
-// +28 MiB with none (the cancel's own reads).
+// watchers of a running job). Now one reader per job serializes each version once and
+// every stream sends that buffer: +66-67 MiB for 20 or 60 watchers, +34 MiB with none (the
+// busy job's decoding, the cancel's reads); c072093's server: +326 MiB.
 TEST(JobStreamLimitsTest, UnreadWatchersShareOneCopyOfEachUpdate) {
   const std::string dir = testing::MakeTempDir("watch-memory");
   ServerProcess server;
   std::vector<std::string> args = LlamaArgs(dir);
   args.push_back("--shutdown_grace_ms=0");
-  // No worker: the job stays queued, so the server's growth is the watchers' alone (a
-  // running NIAH job's own memory grows too, by how much depends on the machine's load).
-  args.push_back("--job_workers=0");
   ASSERT_TRUE(server.Start(dir, args).ok());
   auto client = Connect(server);
+  // The one job worker is busy with another sweep (no stop strings, its memory small), so
+  // the watched job stays queued: the server's growth is the watchers' (a running job with
+  // 6 MiB of stop strings grows by ~480 MiB itself, at a moment that depends on the load).
+  v1::SubmitJobRequest busy_job = LongNiahJob();  // 306 cells: ~23 s on a quiet machine
+  busy_job.mutable_niah()->clear_depths();
+  for (int depth = 0; depth <= 100; depth += 2) busy_job.mutable_niah()->add_depths(depth);
+  absl::StatusOr<std::string> busy = client->SubmitJob(busy_job);
+  ASSERT_TRUE(busy.ok()) << busy.status();
+  ASSERT_EQ(WaitRunning(*client, *busy).state(), v1::JOB_STATE_RUNNING);
   absl::StatusOr<std::string> id = client->SubmitJob(LongNiahJob(std::string(6u << 20, 'x')));
   ASSERT_TRUE(id.ok()) << id.status();
-  absl::SleepFor(absl::Milliseconds(500));
-  const int64_t rss_before = server.PeakRssKib();
+  // The baseline once the server's peak has settled (the busy batch's setup, the submit).
+  int64_t rss_before = server.PeakRssKib();
+  for (int still = 0, i = 0; still < 4 && i < 80; ++i) {
+    absl::SleepFor(absl::Milliseconds(250));
+    const int64_t now = server.PeakRssKib();
+    still = now == rss_before ? still + 1 : 0;
+    rss_before = now;
+  }
+  absl::StatusOr<v1::Job> queued = client->GetJob(*id);
+  ASSERT_TRUE(queued.ok()) << queued.status();
+  ASSERT_EQ(queued->state(), v1::JOB_STATE_QUEUED);
   auto stub = v1::JobService::NewStub(client->channel());
   v1::WatchJobRequest watch;
   watch.set_job_id(*id);
@@ -403,6 +418,7 @@ TEST(JobStreamLimitsTest, UnreadWatchersShareOneCopyOfEachUpdate) {
     EXPECT_FALSE(readers[i]->Read(&job));
     EXPECT_TRUE(readers[i]->Finish().ok());
   }
+  client->CancelJob(*busy).IgnoreError();
 }
 
 // --shutdown_grace_ms bounds a NIAH job's batch in flight (issue 29 item 9): SIGTERM while
