@@ -34,7 +34,7 @@ BearerAuth::BearerAuth(std::string token) {
   if (!token.empty()) expected_digest_ = RawSha256("Bearer " + token);
 }
 
-grpc::Status BearerAuth::Check(const grpc::ServerContext& context) const {
+grpc::Status BearerAuth::Check(const grpc::ServerContextBase& context) const {
   if (!enabled()) return grpc::Status::OK;
   const auto& metadata = context.client_metadata();
   auto it = metadata.find("authorization");

@@ -23,8 +23,9 @@ class BearerAuth {
   // An empty token disables authentication.
   explicit BearerAuth(std::string token);
   bool enabled() const { return !expected_digest_.empty(); }
-  // OK, or UNAUTHENTICATED saying whether the token was missing or wrong.
-  grpc::Status Check(const grpc::ServerContext& context) const;
+  // OK, or UNAUTHENTICATED saying whether the token was missing or wrong (a synchronous or
+  // a callback call).
+  grpc::Status Check(const grpc::ServerContextBase& context) const;
   // The same for an `authorization` value (HTTP's header); nullptr: none was sent.
   grpc::Status CheckValue(const std::string_view* authorization) const;
 

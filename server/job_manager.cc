@@ -324,9 +324,9 @@ absl::StatusOr<v1::Job> JobManager::Cancel(const std::string& id) {
 
 absl::Status JobManager::Watch(const std::string& id, const std::function<bool(v1::Job)>& send,
                                const std::function<bool()>& stop) {
-  // A watcher keeps only a hash of what it sent, and hands the job it read to `send`: a
-  // client that does not read holds one copy (gRPC's) instead of several, however large
-  // the job's spec.
+  // A watcher keeps only a hash of what it sent, and hands the job it read to `send`.
+  // WatchJob runs one such watcher per watched job, however many streams follow it
+  // (server/job_watch_feed.h).
   size_t last_sent = 0;
   bool sent = false;
   for (;;) {
@@ -492,8 +492,14 @@ void JobManager::RunShard(const ClaimedShard& claimed) {
 
   bool job_done = false;
   v1::Job final_job;
+  // The row's progress columns end at the shard's totals (readers of the table, not only
+  // GetJob, see it finished).
+  ShardProgress final_progress;
+  final_progress.requests_total = outcome->requests_total;
+  final_progress.requests_done = outcome->requests_total;
+  final_progress.requests_cached = outcome->requests_cached;
   absl::StatusOr<bool> owned = store_->FinishShard(
-      id, index, options_.replica, SerializeShardOutcome(*outcome),
+      id, index, options_.replica, SerializeShardOutcome(*outcome), final_progress,
       [&](const StoredJob& row,
           const std::vector<JobShard>& shards) -> absl::StatusOr<std::optional<StoredJob>> {
         absl::StatusOr<v1::Job> job = ParseJob(row);

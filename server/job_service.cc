@@ -1,7 +1,9 @@
 #include "server/job_service.h"
 
 #include <algorithm>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "server/model_service.h"
@@ -10,8 +12,8 @@
 namespace hgeval::server {
 namespace v1 = ::hgeval::v1;
 
-grpc::Status JobServiceImpl::Admit(grpc::ServerContext* context) const {
-  if (grpc::Status s = auth_->Check(*context); !s.ok()) return s;
+grpc::Status JobServiceImpl::Admit(const grpc::ServerContextBase& context) const {
+  if (grpc::Status s = auth_->Check(context); !s.ok()) return s;
   if (!ready_) {
     return grpc::Status(grpc::StatusCode::UNAVAILABLE,
                         "the server is not serving (starting or stopping)");
@@ -57,7 +59,7 @@ v1::Job JobServiceImpl::Outgoing(v1::Job job) const {
 grpc::Status JobServiceImpl::SubmitJob(grpc::ServerContext* context,
                                        const v1::SubmitJobRequest* request,
                                        v1::SubmitJobResponse* response) {
-  if (grpc::Status s = Admit(context); !s.ok()) return s;
+  if (grpc::Status s = Admit(*context); !s.ok()) return s;
   if (grpc::Status s = ToGrpcStatus(CheckRequestSize(*request, limits_.max_request_bytes));
       !s.ok()) {
     return s;
@@ -69,31 +71,129 @@ grpc::Status JobServiceImpl::SubmitJob(grpc::ServerContext* context,
   return grpc::Status::OK;
 }
 
-grpc::Status JobServiceImpl::WatchJob(grpc::ServerContext* context,
-                                      const v1::WatchJobRequest* request,
-                                      grpc::ServerWriter<v1::Job>* writer) {
-  if (grpc::Status s = Admit(context); !s.ok()) return s;
-  if (grpc::Status s = CheckUtf8(request->job_id(), "job_id"); !s.ok()) return s;
-  // Each stream holds a thread for as long as the client keeps it open, read or not.
-  struct StreamSlot {
-    std::atomic<int64_t>* open;
-    ~StreamSlot() { --*open; }
-  } slot{&watch_streams_};
-  if (++watch_streams_ > limits_.max_watch_streams) {
-    return grpc::Status(
+// One WatchJob call. It counts itself among the open streams until gRPC is done with it.
+// At most two updates are held: the one being written and the newest one waiting.
+class JobServiceImpl::WatchStream final : public grpc::ServerWriteReactor<grpc::ByteBuffer>,
+                                          public JobWatcher {
+ public:
+  explicit WatchStream(JobServiceImpl* service) : service_(service) { ++service_->watch_streams_; }
+
+  // Ends the call at once (refused before it was subscribed).
+  void Refuse(const grpc::Status& status) {
+    absl::MutexLock lock(&mu_);
+    FinishLocked(status);
+  }
+  void Watch(const std::string& id) {
+    id_ = id;
+    subscribed_ = true;
+    service_->watch_feed_.Subscribe(id, this);
+  }
+
+  void Offer(std::shared_ptr<const grpc::ByteBuffer> update) override {
+    absl::MutexLock lock(&mu_);
+    if (finished_ || ending_) return;
+    if (writing_ != nullptr) {
+      waiting_ = std::move(update);  // replaces an older one: a slow client skips versions
+      return;
+    }
+    writing_ = std::move(update);
+    StartWrite(writing_.get());
+  }
+  void End(const absl::Status& status) override {
+    absl::MutexLock lock(&mu_);
+    if (finished_ || ending_) return;
+    ending_ = true;
+    end_status_ = ToGrpcStatus(status);
+    if (writing_ == nullptr) FinishLocked(end_status_);
+  }
+
+  void OnWriteDone(bool ok) override {
+    absl::MutexLock lock(&mu_);
+    writing_ = nullptr;
+    if (finished_) return;
+    if (!ok) {
+      waiting_ = nullptr;
+      FinishLocked(grpc::Status(grpc::StatusCode::CANCELLED, "the client went away"));
+    } else if (waiting_ != nullptr) {
+      writing_ = std::move(waiting_);
+      StartWrite(writing_.get());
+    } else if (ending_) {
+      FinishLocked(end_status_);
+    }
+  }
+  void OnCancel() override {
+    absl::MutexLock lock(&mu_);
+    waiting_ = nullptr;
+    // A write in flight fails now, and OnWriteDone finishes the call.
+    if (writing_ == nullptr) {
+      FinishLocked(grpc::Status(grpc::StatusCode::CANCELLED, "watch cancelled by the client"));
+    }
+  }
+  void OnDone() override {
+    if (subscribed_) service_->watch_feed_.Unsubscribe(id_, this);
+    --service_->watch_streams_;
+    delete this;
+  }
+
+ private:
+  void FinishLocked(const grpc::Status& status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (finished_) return;
+    finished_ = true;
+    Finish(status);
+  }
+
+  JobServiceImpl* const service_;
+  std::string id_;
+  bool subscribed_ = false;
+  absl::Mutex mu_;
+  bool finished_ ABSL_GUARDED_BY(mu_) = false;
+  bool ending_ ABSL_GUARDED_BY(mu_) = false;
+  grpc::Status end_status_ ABSL_GUARDED_BY(mu_);
+  std::shared_ptr<const grpc::ByteBuffer> writing_ ABSL_GUARDED_BY(mu_);
+  std::shared_ptr<const grpc::ByteBuffer> waiting_ ABSL_GUARDED_BY(mu_);
+};
+
+grpc::ServerWriteReactor<grpc::ByteBuffer>* JobServiceImpl::WatchJob(
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request) {
+  auto* stream = new WatchStream(this);
+  if (grpc::Status s = Admit(*context); !s.ok()) {
+    stream->Refuse(s);
+    return stream;
+  }
+  v1::WatchJobRequest parsed;
+  {
+    std::vector<grpc::Slice> slices;
+    std::string bytes;
+    if (request->Dump(&slices).ok()) {
+      for (const grpc::Slice& slice : slices) {
+        bytes.append(reinterpret_cast<const char*>(slice.begin()), slice.size());
+      }
+    }
+    if (!parsed.ParseFromString(bytes)) {
+      stream->Refuse(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                                  "the request is not a hgeval.v1.WatchJobRequest"));
+      return stream;
+    }
+  }
+  if (grpc::Status s = CheckUtf8(parsed.job_id(), "job_id"); !s.ok()) {
+    stream->Refuse(s);
+    return stream;
+  }
+  // Each open stream holds its newest update until the client reads it.
+  if (watch_streams_ > limits_.max_watch_streams) {
+    stream->Refuse(grpc::Status(
         grpc::StatusCode::RESOURCE_EXHAUSTED,
         absl::StrCat("this server already serves ", limits_.max_watch_streams,
-                     " WatchJob streams (--max_watch_streams); poll with GetJob or retry later"));
+                     " WatchJob streams (--max_watch_streams); poll with GetJob or retry later")));
+    return stream;
   }
-  return ToGrpcStatus(jobs_->Watch(
-      request->job_id(),
-      [this, writer](v1::Job job) { return writer->Write(Outgoing(std::move(job))); },
-      [context] { return context->IsCancelled(); }));
+  stream->Watch(parsed.job_id());
+  return stream;
 }
 
 grpc::Status JobServiceImpl::GetJob(grpc::ServerContext* context, const v1::GetJobRequest* request,
                                     v1::Job* response) {
-  if (grpc::Status s = Admit(context); !s.ok()) return s;
+  if (grpc::Status s = Admit(*context); !s.ok()) return s;
   if (grpc::Status s = CheckUtf8(request->job_id(), "job_id"); !s.ok()) return s;
   absl::StatusOr<v1::Job> job = jobs_->Get(request->job_id());
   if (!job.ok()) return ToGrpcStatus(job.status());
@@ -104,7 +204,7 @@ grpc::Status JobServiceImpl::GetJob(grpc::ServerContext* context, const v1::GetJ
 grpc::Status JobServiceImpl::GetJobResults(grpc::ServerContext* context,
                                            const v1::GetJobRequest* request,
                                            grpc::ServerWriter<v1::JobResultsChunk>* writer) {
-  if (grpc::Status s = Admit(context); !s.ok()) return s;
+  if (grpc::Status s = Admit(*context); !s.ok()) return s;
   if (grpc::Status s = CheckUtf8(request->job_id(), "job_id"); !s.ok()) return s;
   absl::StatusOr<v1::Job> job = jobs_->Get(request->job_id());
   if (!job.ok()) return ToGrpcStatus(job.status());
@@ -137,7 +237,7 @@ constexpr int32_t kMaxListedJobs = 10000;
 grpc::Status JobServiceImpl::ListJobs(grpc::ServerContext* context,
                                       const v1::ListJobsRequest* request,
                                       v1::ListJobsResponse* response) {
-  if (grpc::Status s = Admit(context); !s.ok()) return s;
+  if (grpc::Status s = Admit(*context); !s.ok()) return s;
   if (request->limit() < 0 || request->limit() > kMaxListedJobs) {
     return grpc::Status(
         grpc::StatusCode::INVALID_ARGUMENT,
@@ -164,7 +264,7 @@ grpc::Status JobServiceImpl::ListJobs(grpc::ServerContext* context,
 
 grpc::Status JobServiceImpl::CancelJob(grpc::ServerContext* context,
                                        const v1::CancelJobRequest* request, v1::Job* response) {
-  if (grpc::Status s = Admit(context); !s.ok()) return s;
+  if (grpc::Status s = Admit(*context); !s.ok()) return s;
   if (grpc::Status s = CheckUtf8(request->job_id(), "job_id"); !s.ok()) return s;
   absl::StatusOr<v1::Job> job = jobs_->Cancel(request->job_id());
   if (!job.ok()) return ToGrpcStatus(job.status());

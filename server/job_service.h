@@ -8,6 +8,7 @@
 #include "hgeval/v1/jobs.grpc.pb.h"
 #include "server/auth.h"
 #include "server/job_manager.h"
+#include "server/job_watch_feed.h"
 
 namespace hgeval::server {
 
@@ -20,21 +21,29 @@ struct JobServiceLimits {
   // A SubmitJob message (names, task list, NIAH stop strings, every field), as
   // --max_request_bytes bounds the model calls.
   int64_t max_request_bytes = 8 << 20;
-  // WatchJob streams open at once (each holds a thread and an unread update).
+  // WatchJob streams open at once (each holds up to two updates, shared with the job's
+  // other streams; one reader thread per watched job).
   int64_t max_watch_streams = 1024;
   // A ListJobs answer: jobs beyond it are left out and counted in `omitted`.
   int64_t max_listing_bytes = 16 << 20;
 };
 
-class JobServiceImpl final : public hgeval::v1::JobService::Service {
+// WatchJob is a raw callback method: its streams hold no thread, and every stream of a job
+// sends the same serialized update (JobWatchFeed); the other methods are synchronous.
+class JobServiceImpl final : public hgeval::v1::JobService::WithRawCallbackMethod_WatchJob<
+                                 hgeval::v1::JobService::Service> {
  public:
   JobServiceImpl(JobManager* jobs, const BearerAuth* auth, JobServiceLimits limits = {})
-      : jobs_(jobs), auth_(auth), limits_(limits) {}
+      : jobs_(jobs),
+        auth_(auth),
+        limits_(limits),
+        watch_feed_(jobs, [this](hgeval::v1::Job job) { return Outgoing(std::move(job)); }) {}
 
   grpc::Status SubmitJob(grpc::ServerContext* context, const hgeval::v1::SubmitJobRequest* request,
                          hgeval::v1::SubmitJobResponse* response) override;
-  grpc::Status WatchJob(grpc::ServerContext* context, const hgeval::v1::WatchJobRequest* request,
-                        grpc::ServerWriter<hgeval::v1::Job>* writer) override;
+  // A hgeval.v1.WatchJobRequest in, hgeval.v1.Job messages out.
+  grpc::ServerWriteReactor<grpc::ByteBuffer>* WatchJob(grpc::CallbackServerContext* context,
+                                                       const grpc::ByteBuffer* request) override;
   grpc::Status GetJob(grpc::ServerContext* context, const hgeval::v1::GetJobRequest* request,
                       hgeval::v1::Job* response) override;
   grpc::Status ListJobs(grpc::ServerContext* context, const hgeval::v1::ListJobsRequest* request,
@@ -47,7 +56,8 @@ class JobServiceImpl final : public hgeval::v1::JobService::Service {
   void set_ready(bool ready) { ready_ = ready; }
 
  private:
-  grpc::Status Admit(grpc::ServerContext* context) const;
+  class WatchStream;
+  grpc::Status Admit(const grpc::ServerContextBase& context) const;
   // Sets results_bytes and leaves the results out when they are larger than the limit.
   hgeval::v1::Job Outgoing(hgeval::v1::Job job) const;
 
@@ -56,6 +66,7 @@ class JobServiceImpl final : public hgeval::v1::JobService::Service {
   const JobServiceLimits limits_;
   std::atomic<bool> ready_{false};
   std::atomic<int64_t> watch_streams_{0};
+  JobWatchFeed watch_feed_;  // last: its readers stop before the rest goes
 };
 
 }  // namespace hgeval::server

@@ -388,13 +388,15 @@ class PostgresResultStore : public SqlResultStore {
   }
 
   absl::StatusOr<bool> MarkShardDone(const std::string& job_id, int index, const std::string& owner,
-                                     const std::string& result) override
+                                     const std::string& result,
+                                     const ShardProgress& progress) override
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     absl::StatusOr<Result> r = Query(
-        "UPDATE job_shards SET state = $1, result = $2, lease_until = 0"
+        "UPDATE job_shards SET state = $1, result = $2, lease_until = 0, requests_total = $7,"
+        " requests_done = $8, requests_cached = $9"
         " WHERE job_id = $3 AND shard = $4 AND owner = $5 AND state = $6",
-        {Int(kShardDone), Bytes(result), Text(job_id), Int(index), Text(owner),
-         Int(kShardRunning)});
+        {Int(kShardDone), Bytes(result), Text(job_id), Int(index), Text(owner), Int(kShardRunning),
+         Int(progress.requests_total), Int(progress.requests_done), Int(progress.requests_cached)});
     if (!r.ok()) return r.status();
     return std::strcmp(PQcmdTuples(r->get()), "0") != 0;
   }

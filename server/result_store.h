@@ -118,11 +118,13 @@ class ResultStore {
   virtual absl::StatusOr<std::optional<int>> RenewShard(const std::string& job_id, int index,
                                                         const std::string& owner, int64_t lease_ms,
                                                         const ShardProgress& progress) = 0;
-  // Marks the shard done with `result` if `owner` still holds it, then calls `change` with
+  // Marks the shard done with `result` and its final `progress` (the row's progress columns
+  // stay true after the last renewal) if `owner` still holds it, then calls `change` with
   // the job and every shard and writes the row it returns, all in one transaction (so
   // exactly one replica sees the last shard done). false: the shard was not `owner`'s.
   virtual absl::StatusOr<bool> FinishShard(const std::string& job_id, int index,
                                            const std::string& owner, const std::string& result,
+                                           const ShardProgress& progress,
                                            const JobRowChange& change) = 0;
   // Calls `change` on the job row and its shards in one transaction (cancelling, failing).
   // NOT_FOUND for an unknown job.

@@ -123,7 +123,8 @@ ABSL_FLAG(int64_t, max_request_bytes, 8 << 20,
           "SubmitJob specs too), checked before anything is tokenized or stored; more is "
           "RESOURCE_EXHAUSTED.");
 ABSL_FLAG(int64_t, max_watch_streams, 1024,
-          "WatchJob streams open at once; more is RESOURCE_EXHAUSTED (each holds a thread).");
+          "WatchJob streams open at once; more is RESOURCE_EXHAUSTED (each holds up to two "
+          "updates, shared with the job's other streams).");
 ABSL_FLAG(int64_t, max_sequence_tokens, 32768,
           "Longest sequence for models without their own limit (recurrent models); models with "
           "a limit use the smaller of the two.");

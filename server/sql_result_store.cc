@@ -59,6 +59,7 @@ absl::StatusOr<std::optional<ClaimedShard>> SqlResultStore::ClaimShard(
 absl::StatusOr<bool> SqlResultStore::FinishShard(const std::string& job_id, int index,
                                                  const std::string& owner,
                                                  const std::string& result,
+                                                 const ShardProgress& progress,
                                                  const JobRowChange& change) {
   absl::MutexLock lock(&mu_);
   bool owned = false;
@@ -69,7 +70,7 @@ absl::StatusOr<bool> SqlResultStore::FinishShard(const std::string& job_id, int 
     if (!job.ok()) return job.status();
     if (!job->has_value())
       return absl::NotFoundError(absl::StrCat("unknown job '", EchoedName(job_id), "'"));
-    absl::StatusOr<bool> marked = MarkShardDone(job_id, index, owner, result);
+    absl::StatusOr<bool> marked = MarkShardDone(job_id, index, owner, result, progress);
     if (!marked.ok()) return marked.status();
     owned = *marked;
     if (!owned) return absl::OkStatus();

@@ -29,7 +29,8 @@ class SqlResultStore : public ResultStore {
       const std::string& owner, int64_t lease_ms,
       const std::vector<int>& runnable_job_states) final;
   absl::StatusOr<bool> FinishShard(const std::string& job_id, int index, const std::string& owner,
-                                   const std::string& result, const JobRowChange& change) final;
+                                   const std::string& result, const ShardProgress& progress,
+                                   const JobRowChange& change) final;
   absl::Status UpdateJob(const std::string& job_id, const JobRowChange& change) final;
   int64_t damaged_rows() const final { return damaged_rows_.load(); }
 
@@ -55,9 +56,11 @@ class SqlResultStore : public ResultStore {
   virtual absl::StatusOr<std::optional<JobShard>> ClaimShardRow(
       const std::string& owner, int64_t lease_ms, const std::vector<int>& runnable_job_states)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) = 0;
-  // Marks the shard done with `result` if `owner` holds it (running); whether it did.
+  // Marks the shard done with `result` and `progress` if `owner` holds it (running);
+  // whether it did.
   virtual absl::StatusOr<bool> MarkShardDone(const std::string& job_id, int index,
-                                             const std::string& owner, const std::string& result)
+                                             const std::string& owner, const std::string& result,
+                                             const ShardProgress& progress)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) = 0;
 
   void CountDamaged(int64_t rows) { damaged_rows_ += rows; }

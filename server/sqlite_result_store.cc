@@ -438,10 +438,12 @@ class SqliteResultStore : public SqlResultStore {
   }
 
   absl::StatusOr<bool> MarkShardDone(const std::string& job_id, int index, const std::string& owner,
-                                     const std::string& result) override
+                                     const std::string& result,
+                                     const ShardProgress& progress) override
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     Statement st(db_,
-                 "UPDATE job_shards SET state=?1, result=?2, lease_until=0"
+                 "UPDATE job_shards SET state=?1, result=?2, lease_until=0, requests_total=?7,"
+                 " requests_done=?8, requests_cached=?9"
                  " WHERE job_id=?3 AND shard=?4 AND owner=?5 AND state=?6");
     if (!st.ok()) return SqliteError(db_, "prepare shard finish");
     st.BindInt(1, kShardDone);
@@ -450,6 +452,9 @@ class SqliteResultStore : public SqlResultStore {
     st.BindInt(4, index);
     st.BindText(5, owner);
     st.BindInt(6, kShardRunning);
+    st.BindInt(7, progress.requests_total);
+    st.BindInt(8, progress.requests_done);
+    st.BindInt(9, progress.requests_cached);
     if (st.Step() != SQLITE_DONE) return SqliteError(db_, "shard finish");
     return sqlite3_changes(db_) > 0;
   }

@@ -1,5 +1,5 @@
 // libFuzzer target: requests from an untrusted client into the gRPC service handlers, in
-// process. The first byte picks the method; the rest is the request message, as binary
+// process. The first byte picks the method (9: WatchJob); the rest is the request message, as binary
 // protobuf or, when the byte's top bit is set, as text format (so the dictionary's field
 // names reach every field). Calls go through a real grpc::Server over its in-process
 // channel: the handlers, the registry, the scheduler, the executor and the result store
@@ -188,6 +188,29 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       v1::Job response;
       if (!Parse(body, text, &request)) return 0;
       Check(server->job_stub->CancelJob(&context, request, &response));
+      break;
+    }
+    case 9: {
+      // One update of the stream, then the client goes away. An empty job_id watches the
+      // newest job (the fuzzer cannot guess ids), so the update path is reached.
+      v1::WatchJobRequest request;
+      if (!Parse(body, text, &request)) return 0;
+      if (request.job_id().empty()) {
+        grpc::ClientContext list_context;
+        Prepare(list_context);
+        v1::ListJobsRequest list;
+        list.set_limit(1);
+        v1::ListJobsResponse listed;
+        if (server->job_stub->ListJobs(&list_context, list, &listed).ok() &&
+            listed.jobs_size() > 0) {
+          request.set_job_id(listed.jobs(0).id());
+        }
+      }
+      auto reader = server->job_stub->WatchJob(&context, request);
+      v1::Job update;
+      reader->Read(&update);
+      context.TryCancel();
+      Check(reader->Finish());
       break;
     }
     default: {

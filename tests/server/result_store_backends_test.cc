@@ -225,7 +225,7 @@ TEST_P(StoreBackendTest, AnExpiredLeaseIsTakenOver) {
   EXPECT_EQ((*taken)->shard.index, (*first)->shard.index);
   EXPECT_EQ((*taken)->shard.attempts, 2);
   EXPECT_FALSE(a->RenewShard("j", (*first)->shard.index, "dead", 300, {})->has_value());
-  auto finished = a->FinishShard("j", (*first)->shard.index, "dead", "late",
+  auto finished = a->FinishShard("j", (*first)->shard.index, "dead", "late", {10, 10, 0},
                                  [](const StoredJob&, const std::vector<JobShard>&) {
                                    return absl::StatusOr<std::optional<StoredJob>>(std::nullopt);
                                  });
@@ -236,6 +236,36 @@ TEST_P(StoreBackendTest, AnExpiredLeaseIsTakenOver) {
   EXPECT_EQ((*shards)[(*second)->shard.index].requests_total, 10);
   EXPECT_EQ((*shards)[(*second)->shard.index].requests_done, 4);
   EXPECT_EQ((*shards)[(*first)->shard.index].owner, "alive");
+}
+
+// A finished shard's row keeps its final progress, not that of its last renewal (the
+// columns used to stay where the heartbeat left them: 4 of 10, or 0 for a shard that
+// finished within one heartbeat).
+TEST_P(StoreBackendTest, AFinishedShardRowHoldsItsFinalProgress) {
+  auto store = OpenStore();
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(store->CreateJob(Job("j", 1), 2).ok());
+  auto first = store->ClaimShard("r", 60000, kRunnable);
+  auto second = store->ClaimShard("r", 60000, kRunnable);
+  ASSERT_TRUE(first.ok() && first->has_value() && second.ok() && second->has_value());
+  const int renewed = (*first)->shard.index, quick = (*second)->shard.index;
+  ASSERT_TRUE(store->RenewShard("j", renewed, "r", 60000, {10, 4, 1}).ok());
+  auto keep = [](const StoredJob&, const std::vector<JobShard>&) {
+    return absl::StatusOr<std::optional<StoredJob>>(std::nullopt);
+  };
+  ASSERT_TRUE(*store->FinishShard("j", renewed, "r", "a", {10, 10, 3}, keep));
+  ASSERT_TRUE(*store->FinishShard("j", quick, "r", "b", {7, 7, 7}, keep));
+  auto shards = store->JobShards("j");
+  ASSERT_TRUE(shards.ok()) << shards.status();
+  const JobShard& a = (*shards)[renewed];
+  const JobShard& b = (*shards)[quick];
+  EXPECT_EQ(a.state, kShardDone);
+  EXPECT_EQ(a.requests_total, 10);
+  EXPECT_EQ(a.requests_done, 10);
+  EXPECT_EQ(a.requests_cached, 3);
+  EXPECT_EQ(b.requests_total, 7);
+  EXPECT_EQ(b.requests_done, 7);
+  EXPECT_EQ(b.requests_cached, 7);
 }
 
 // Replicas finishing a job's shards at the same time: exactly one sees every shard done
@@ -258,7 +288,7 @@ TEST_P(StoreBackendTest, ExactlyOneReplicaFinishesTheJob) {
       const ClaimedShard& c = claims[i];
       auto owned = (i % 2 ? a : b)
                        ->FinishShard("j", c.shard.index, c.shard.owner,
-                                     absl::StrCat("outcome", c.shard.index),
+                                     absl::StrCat("outcome", c.shard.index), {},
                                      [&](const StoredJob& job, const std::vector<JobShard>& shards)
                                          -> absl::StatusOr<std::optional<StoredJob>> {
                                        for (const JobShard& s : shards) {
