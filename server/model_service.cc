@@ -473,7 +473,7 @@ grpc::Status ModelServiceImpl::Generate(grpc::ServerContext* context,
         PrefixToken(tokenizer), (*model)->info.eos_token_id);
     if (!prepared.ok()) return ToGrpcStatus(prepared.status());
     prompt = std::move(prepared->prompt);
-    until = std::move(prepared->stop_strings);
+    until = prepared->stop_strings.strings();
   } else if (has_ids) {
     if (absl::Status s =
             ValidateIds(request->prompt_ids(), (*model)->info.vocab_size, "prompt_ids");

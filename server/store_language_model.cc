@@ -201,7 +201,7 @@ absl::StatusOr<std::vector<tasks::GenerateUntilResult>> StoreLanguageModel::Gene
       if (!prepared.ok()) return prepared.status();
       keys.push_back(StoreKey{model_->model_hash, model_->tokenizer_hash, "generate",
                               GenerateDigest(prepared->prompt, prepared->max_new_tokens,
-                                             prepared->stop_strings, 0.0f, 1.0f, 0, false,
+                                             prepared->stop_strings.strings(), 0.0f, 1.0f, 0, false,
                                              /*lm_eval_text=*/true)});
       auto work = std::make_shared<GenerateWork>();
       work->request = *std::move(prepared);

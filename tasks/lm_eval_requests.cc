@@ -114,13 +114,14 @@ absl::StatusOr<GenerateRequest> MakeLmEvalGenerateRequest(const Tokenizer& token
   }
   if (request.prompt.empty()) request.prompt = {prefix_token};
   request.max_new_tokens = static_cast<int>(std::max<int64_t>(0, max_gen_toks));
-  request.stop_strings.assign(until.begin(), until.end());
+  std::vector<std::string> stops(until.begin(), until.end());
   request.stop_tokens = GenerationStopTokens(tokenizer, model_eos);
   if (const int32_t eos = tokenizer.eos_id(); eos >= 0) {
     HG_ASSIGN_OR_RETURN(std::string eos_text,
                         tokenizer.Decode(std::vector<int32_t>{eos}, /*skip_special=*/false));
-    if (!eos_text.empty()) request.stop_strings.push_back(std::move(eos_text));
+    if (!eos_text.empty()) stops.push_back(std::move(eos_text));
   }
+  request.stop_strings = std::move(stops);
   return request;
 }
 

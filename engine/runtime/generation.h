@@ -17,6 +17,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "engine/model/model.h"
+#include "engine/runtime/stop_strings.h"
 #include "engine/tokenizer/tokenizer.h"
 
 namespace hgeval {
@@ -43,8 +44,8 @@ struct GenerateRequest {
   std::vector<int32_t> prompt;           // at least one token
   int max_new_tokens = 256;
   SamplingParams sampling;
-  std::vector<int32_t> stop_tokens;       // generation ends after emitting one (not kept)
-  std::vector<std::string> stop_strings;  // needs a tokenizer; text is cut before the stop
+  std::vector<int32_t> stop_tokens;  // generation ends after emitting one (not kept)
+  StopStrings stop_strings;          // needs a tokenizer; text is cut before the stop
 };
 
 enum class FinishReason { kLength, kStopToken, kStopString, kCancelled };

@@ -30,7 +30,7 @@ TEST(GeneratePackedStepsTest, PackingDoesNotChangeTokensAndFedTokensAreCounted) 
     r.stop_strings = {"."};
     requests.push_back(std::move(r));
   }
-  requests[2].stop_strings.clear();  // this one runs to its token budget
+  requests[2].stop_strings = {};  // this one runs to its token budget
   auto whole = Generate(**model, tokenizer->get(), requests);
   ASSERT_TRUE(whole.ok()) << whole.status();
   GenerateOptions packed_options;

@@ -366,7 +366,7 @@ TEST(JobStreamLimitsTest, UnreadWatchersShareOneCopyOfEachUpdate) {
   auto client = Connect(server);
   // The one job worker is busy with another sweep (no stop strings, its memory small), so
   // the watched job stays queued: the server's growth is the watchers' (a running job with
-  // 6 MiB of stop strings grows by ~480 MiB itself, at a moment that depends on the load).
+  // 6 MiB of stop strings grows by 117-175 MiB itself, at a moment that depends on the load).
   v1::SubmitJobRequest busy_job = LongNiahJob();  // 306 cells: ~23 s on a quiet machine
   busy_job.mutable_niah()->clear_depths();
   for (int depth = 0; depth <= 100; depth += 2) busy_job.mutable_niah()->add_depths(depth);
@@ -419,6 +419,39 @@ TEST(JobStreamLimitsTest, UnreadWatchersShareOneCopyOfEachUpdate) {
     EXPECT_TRUE(readers[i]->Finish().ok());
   }
   client->CancelJob(*busy).IgnoreError();
+}
+
+// A running NIAH job's stop strings are shared by its cells (engine/runtime/stop_strings.h),
+// not copied into each cell's request and again into the decoder's batch: with 6 MiB of
+// stop strings the 36-cell batch below grew c072093's server by 551-557 MiB; now 117-175
+// (the rest is transient: the spec's reads, the job record's writes, the cells' digests).
+TEST(JobStreamLimitsTest, ARunningJobsStopStringsAreSharedByItsCells) {
+  const std::string dir = testing::MakeTempDir("stop-strings-memory");
+  ServerProcess server;
+  std::vector<std::string> args = LlamaArgs(dir);
+  args.push_back("--shutdown_grace_ms=0");
+  ASSERT_TRUE(server.Start(dir, args).ok());
+  auto client = Connect(server);
+  // The model is loaded by a first small job, so the growth below is the big one's.
+  absl::StatusOr<std::string> warm = client->SubmitJob(LongNiahJob("\n\n"));
+  ASSERT_TRUE(warm.ok()) << warm.status();
+  ASSERT_EQ(WaitRunning(*client, *warm).state(), v1::JOB_STATE_RUNNING);
+  absl::SleepFor(absl::Seconds(1));
+  ASSERT_TRUE(client->CancelJob(*warm).ok());
+  absl::SleepFor(absl::Seconds(1));
+  const int64_t rss_before = server.PeakRssKib();
+  absl::StatusOr<std::string> id = client->SubmitJob(LongNiahJob(std::string(6u << 20, 'x')));
+  ASSERT_TRUE(id.ok()) << id.status();
+  ASSERT_EQ(WaitRunning(*client, *id).state(), v1::JOB_STATE_RUNNING);
+  // The batch's 36 cells are set up and decoding (or done: the peak is what counts).
+  absl::SleepFor(absl::Seconds(3));
+  const int64_t growth_mib = (server.PeakRssKib() - rss_before) / 1024;
+  RecordProperty("peak_rss_growth_mib", static_cast<int>(growth_mib));
+  std::printf("a running 36-cell job with 6 MiB of stop strings: peak RSS grew by %lld MiB\n",
+              static_cast<long long>(growth_mib));
+  // Two copies per cell (its request, the decoder's) are 432 MiB.
+  EXPECT_LT(growth_mib, 300) << "the cells hold a copy of the stop strings each";
+  client->CancelJob(*id).IgnoreError();
 }
 
 // --shutdown_grace_ms bounds a NIAH job's batch in flight (issue 29 item 9): SIGTERM while

@@ -146,7 +146,7 @@ TEST_F(LmEvalRequestsTest, GenerateUntilRequestIsLmEvals) {
   std::vector<std::string> stops = until;
   const std::string eos_text = *tokenizer_->Decode(std::vector<int32_t>{eos}, false);
   if (!eos_text.empty()) stops.push_back(eos_text);
-  EXPECT_EQ(cut->stop_strings, stops);
+  EXPECT_EQ(cut->stop_strings.strings(), stops);
 
   auto empty = MakeLmEvalGenerateRequest(*tokenizer_, "", until, 6, false, 10, prefix_);
   ASSERT_TRUE(empty.ok()) << empty.status();
