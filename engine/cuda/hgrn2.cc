@@ -24,7 +24,7 @@ class Hgrn2Mixer final : public CudaTokenMixer {
       : config_(c),
         act_(act),
         attention_(c.num_heads, c.expand_ratio, c.expand_ratio,
-                   1.0f / std::sqrt(static_cast<float>(c.expand_ratio))) {}
+                   1.0f / std::sqrt(static_cast<float>(c.expand_ratio)), act) {}
 
   absl::Status Load(const Checkpoint& ck, const BlockTensorNames& names,
                     DeviceAllocator& alloc) override {

@@ -14,44 +14,10 @@
 #include "engine/cuda/kernels.h"
 #include "gtest/gtest.h"
 #include "tests/cuda/cuda_test_util.h"
+#include "tests/cuda/device_vector.h"
 
 namespace hgeval::cuda {
 namespace {
-
-template <typename T>
-class Dev {
- public:
-  explicit Dev(size_t n) : n_(n) {
-    EXPECT_EQ(cudaMalloc(reinterpret_cast<void**>(&p_), n * sizeof(T) + 1), cudaSuccess);
-    // Poison: NaN bytes for floats, so unwritten outputs show.
-    EXPECT_EQ(cudaMemset(p_, 0xff, n * sizeof(T)), cudaSuccess);
-  }
-  explicit Dev(const std::vector<T>& host) : Dev(host.size()) { Put(host); }
-  ~Dev() { cudaFree(p_); }
-  void Put(const std::vector<T>& host) {
-    EXPECT_EQ(cudaMemcpy(p_, host.data(), n_ * sizeof(T), cudaMemcpyHostToDevice), cudaSuccess);
-  }
-  std::vector<T> Get() const {
-    std::vector<T> out(n_);
-    EXPECT_EQ(cudaMemcpy(out.data(), p_, n_ * sizeof(T), cudaMemcpyDeviceToHost), cudaSuccess);
-    return out;
-  }
-  T* get() { return p_; }
-
- private:
-  T* p_ = nullptr;
-  size_t n_;
-};
-
-double RelErr(const std::vector<float>& got, const std::vector<double>& want) {
-  double num = 0, den = 0;
-  for (size_t i = 0; i < want.size(); ++i) {
-    if (!std::isfinite(got[i])) return INFINITY;
-    num += (got[i] - want[i]) * (got[i] - want[i]);
-    den += want[i] * want[i];
-  }
-  return std::sqrt(num / std::max(den, 1e-300));
-}
 
 struct GlaCase {
   int tokens, heads, dk, dv;

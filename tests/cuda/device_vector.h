@@ -1,0 +1,54 @@
+// Test helpers for kernel tests: a poisoned device array and the relative error of a
+// GPU result against a float64 reference.
+#ifndef HGEVAL_TESTS_CUDA_DEVICE_VECTOR_H_
+#define HGEVAL_TESTS_CUDA_DEVICE_VECTOR_H_
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace hgeval::cuda {
+
+template <typename T>
+class Dev {
+ public:
+  explicit Dev(size_t n) : n_(n) {
+    EXPECT_EQ(cudaMalloc(reinterpret_cast<void**>(&p_), n * sizeof(T) + 1), cudaSuccess);
+    // Poison: NaN bytes for floats, so unwritten outputs show.
+    EXPECT_EQ(cudaMemset(p_, 0xff, n * sizeof(T)), cudaSuccess);
+  }
+  explicit Dev(const std::vector<T>& host) : Dev(host.size()) { Put(host); }
+  ~Dev() { cudaFree(p_); }
+  void Put(const std::vector<T>& host) {
+    EXPECT_EQ(cudaMemcpy(p_, host.data(), n_ * sizeof(T), cudaMemcpyHostToDevice), cudaSuccess);
+  }
+  std::vector<T> Get() const {
+    std::vector<T> out(n_);
+    EXPECT_EQ(cudaMemcpy(out.data(), p_, n_ * sizeof(T), cudaMemcpyDeviceToHost), cudaSuccess);
+    return out;
+  }
+  T* get() { return p_; }
+
+ private:
+  T* p_ = nullptr;
+  size_t n_;
+};
+
+inline double RelErr(const std::vector<float>& got, const std::vector<double>& want) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    if (!std::isfinite(got[i])) return INFINITY;
+    num += (got[i] - want[i]) * (got[i] - want[i]);
+    den += want[i] * want[i];
+  }
+  return std::sqrt(num / std::max(den, 1e-300));
+}
+
+}  // namespace hgeval::cuda
+
+#endif  // HGEVAL_TESTS_CUDA_DEVICE_VECTOR_H_
