@@ -293,12 +293,15 @@ nlohmann::json Micro(cuda::DeviceContext* ctx) {
     const double local_flop = 2.0 * T * H * K * V;
     const double out_flop = 2.0 * T * H * (K * V + 64.0 * (K + V));
     const double local_mma = states_mma - scan;
-    out["chunk_gla_16k_h16_k128"] = {
-        {"cumsum_ms", cum},           {"states_ms", states},
-        {"output_ms", outk},          {"scan_ms", scan},
-        {"states_mma_ms", states_mma}, {"local_states_mma_ms", local_mma},
-        {"output_mma_ms", out_mma},   {"local_states_mma_tflops", local_flop / local_mma / 1e9},
-        {"output_mma_tflops", out_flop / out_mma / 1e9}};
+    out["chunk_gla_16k_h16_k128"] = {{"cumsum_ms", cum},
+                                     {"states_ms", states},
+                                     {"output_ms", outk},
+                                     {"scan_ms", scan},
+                                     {"states_mma_ms", states_mma},
+                                     {"local_states_mma_ms", local_mma},
+                                     {"output_mma_ms", out_mma},
+                                     {"local_states_mma_tflops", local_flop / local_mma / 1e9},
+                                     {"output_mma_tflops", out_flop / out_mma / 1e9}};
     std::fprintf(stderr,
                  "[micro] chunk GLA 16K tokens, 16 heads, K=V=128, one layer: cumsum %.3f ms, "
                  "states %.3f ms, output %.3f ms; bf16 mma: states %.3f ms (scan %.3f, local "

@@ -43,11 +43,10 @@ __device__ __forceinline__ bool KeepsFinalState(float* const* state_ptrs, float*
 // in the packed form when the final state goes elsewhere (or nowhere). A state advanced
 // in place is overwritten by the scan before the output kernel runs, so its first chunk
 // reads the copy the scan leaves in the chunk states, as every later chunk does.
-__device__ __forceinline__ bool ReadsStartInPlace(float* const* state_ptrs,
-                                                  float* const* out_ptrs, int s) {
+__device__ __forceinline__ bool ReadsStartInPlace(float* const* state_ptrs, float* const* out_ptrs,
+                                                  int s) {
   return state_ptrs != nullptr && out_ptrs != nullptr && out_ptrs[s] != state_ptrs[s];
 }
-
 
 // The pack of one sequence of `tokens` rows (null tables): the single-sequence launchers.
 inline PackView SingleSequence(int tokens) {

@@ -15,11 +15,11 @@
 namespace hgeval::cuda {
 namespace {
 
-constexpr int kSub = 16;        // rows of a diagonal block (one warp's output rows)
-constexpr int kVT = 64;         // value columns per tile
-constexpr int kKS = 32;         // key columns per slice of the output kernel
-constexpr int kSP = kKS + 8;    // fp32 row stride of the slices: float2 reads conflict-free
-constexpr int kRowB = kC + 8;   // bf16 row stride of token-indexed tiles ([col][token])
+constexpr int kSub = 16;       // rows of a diagonal block (one warp's output rows)
+constexpr int kVT = 64;        // value columns per tile
+constexpr int kKS = 32;        // key columns per slice of the output kernel
+constexpr int kSP = kKS + 8;   // fp32 row stride of the slices: float2 reads conflict-free
+constexpr int kRowB = kC + 8;  // bf16 row stride of token-indexed tiles ([col][token])
 constexpr int kMaxDk = 256;
 constexpr int kOutThreads = 4 * 32;  // one warp per 16 rows of the chunk
 
@@ -57,8 +57,8 @@ __device__ __forceinline__ void Mma(float (&d)[4], const uint32_t (&a)[4], uint3
 // As the fp32 kernel: a sequence that keeps no final state skips its last chunk.
 __global__ void __launch_bounds__(kMaxDk)
     ChunkLocalStateMmaKernel(const float* __restrict__ k, const float* __restrict__ G,
-                             const float* __restrict__ v, PackView pack, int heads, int dk,
-                             int dv, float* const* state_ptrs, float* const* out_ptrs,
+                             const float* __restrict__ v, PackView pack, int heads, int dk, int dv,
+                             float* const* state_ptrs, float* const* out_ptrs,
                              float* __restrict__ u) {
   extern __shared__ __align__(16) unsigned char smem[];
   const int dkp = RoundUp(dk, 32);
@@ -162,7 +162,7 @@ __global__ void __launch_bounds__(kOutThreads)
   bf16* st = reinterpret_cast<bf16*>(smem);  // [kVT][qes]: st[n][kk] = S[kk][vb + n]
   const int region1 = max(3 * kC * kSP * 4, kVT * qes * 2);
   bf16* qe = reinterpret_cast<bf16*>(smem + region1);  // [kC][qes]: q exp(G)
-  bf16* vt = qe + kC * qes;                             // [kVT][kRowB]: vt[n][j] = v_j[vb + n]
+  bf16* vt = qe + kC * qes;                            // [kVT][kRowB]: vt[n][j] = v_j[vb + n]
 
   const int c = blockIdx.x, h = blockIdx.y;
   const int t0 = ChunkRow0(pack, c);
@@ -382,8 +382,9 @@ cudaError_t LaunchStatesMma(const float* k, const float* G, const float* v, cons
   if (pack.num_chunks == 0) return cudaSuccess;
   if (dk > kMaxDk) return cudaErrorInvalidValue;
   const size_t smem = LocalStateMmaSmem(dk);
-  cudaError_t err = cudaFuncSetAttribute(
-      ChunkLocalStateMmaKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
+  cudaError_t err =
+      cudaFuncSetAttribute(ChunkLocalStateMmaKernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                           static_cast<int>(smem));
   if (err != cudaSuccess) return err;
   dim3 grid(pack.num_chunks, heads, CeilDiv(dv, kVT));
   ChunkLocalStateMmaKernel<<<grid, RoundUp(dk, 32), smem, stream>>>(
@@ -401,15 +402,15 @@ cudaError_t ChunkGlaStatesPackedMma(const float* k, const float* G, const float*
                                     float* const* state_ptrs, float* const* out_ptrs,
                                     int64_t layer_offset, float* chunk_states,
                                     cudaStream_t stream) {
-  return LaunchStatesMma(k, G, v, pack, heads, dk, dv, state_ptrs, out_ptrs, layer_offset,
-                         nullptr, chunk_states, stream);
+  return LaunchStatesMma(k, G, v, pack, heads, dk, dv, state_ptrs, out_ptrs, layer_offset, nullptr,
+                         chunk_states, stream);
 }
 
-cudaError_t ChunkGlaOutputPackedMma(const float* q, const float* k, const float* G,
-                                    const float* v, const float* chunk_states,
-                                    float* const* state_ptrs, float* const* out_ptrs,
-                                    int64_t layer_offset, const PackView& pack, int heads, int dk,
-                                    int dv, float scale, float* o, cudaStream_t stream) {
+cudaError_t ChunkGlaOutputPackedMma(const float* q, const float* k, const float* G, const float* v,
+                                    const float* chunk_states, float* const* state_ptrs,
+                                    float* const* out_ptrs, int64_t layer_offset,
+                                    const PackView& pack, int heads, int dk, int dv, float scale,
+                                    float* o, cudaStream_t stream) {
   if (pack.num_chunks == 0) return cudaSuccess;
   if (dk > kMaxDk) return cudaErrorInvalidValue;
   const size_t smem = OutputMmaSmem(dk);
@@ -417,17 +418,16 @@ cudaError_t ChunkGlaOutputPackedMma(const float* q, const float* k, const float*
       ChunkOutputMmaKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
   if (err != cudaSuccess) return err;
   dim3 grid(pack.num_chunks, heads);
-  ChunkOutputMmaKernel<<<grid, kOutThreads, smem, stream>>>(q, k, G, v, chunk_states, state_ptrs,
-                                                            out_ptrs, layer_offset, pack, heads,
-                                                            dk, dv, scale, o);
+  ChunkOutputMmaKernel<<<grid, kOutThreads, smem, stream>>>(
+      q, k, G, v, chunk_states, state_ptrs, out_ptrs, layer_offset, pack, heads, dk, dv, scale, o);
   return cudaGetLastError();
 }
 
-cudaError_t ChunkGlaStatesMma(const float* k, const float* G, const float* v, int tokens,
-                              int heads, int dk, int dv, float* state, float* chunk_states,
+cudaError_t ChunkGlaStatesMma(const float* k, const float* G, const float* v, int tokens, int heads,
+                              int dk, int dv, float* state, float* chunk_states,
                               cudaStream_t stream) {
-  return LaunchStatesMma(k, G, v, SingleSequence(tokens), heads, dk, dv, nullptr, nullptr, 0,
-                         state, chunk_states, stream);
+  return LaunchStatesMma(k, G, v, SingleSequence(tokens), heads, dk, dv, nullptr, nullptr, 0, state,
+                         chunk_states, stream);
 }
 
 cudaError_t ChunkGlaOutputMma(const float* q, const float* k, const float* G, const float* v,

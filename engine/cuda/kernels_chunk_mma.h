@@ -18,20 +18,19 @@ namespace hgeval::cuda {
 cudaError_t ChunkGlaStatesPackedMma(const float* k, const float* G, const float* v,
                                     const PackView& pack, int heads, int dk, int dv,
                                     float* const* state_ptrs, float* const* out_ptrs,
-                                    int64_t layer_offset, float* chunk_states,
-                                    cudaStream_t stream);
+                                    int64_t layer_offset, float* chunk_states, cudaStream_t stream);
 
 // o = scale (q exp(G) S_c + A v), A the intra-chunk matrix: its 16-token diagonal blocks
 // with exact per-element exponents in fp32, the blocks below them by tensor cores.
-cudaError_t ChunkGlaOutputPackedMma(const float* q, const float* k, const float* G,
-                                    const float* v, const float* chunk_states,
-                                    float* const* state_ptrs, float* const* out_ptrs,
-                                    int64_t layer_offset, const PackView& pack, int heads, int dk,
-                                    int dv, float scale, float* o, cudaStream_t stream);
+cudaError_t ChunkGlaOutputPackedMma(const float* q, const float* k, const float* G, const float* v,
+                                    const float* chunk_states, float* const* state_ptrs,
+                                    float* const* out_ptrs, int64_t layer_offset,
+                                    const PackView& pack, int heads, int dk, int dv, float scale,
+                                    float* o, cudaStream_t stream);
 
 // Single-sequence forms (tests): as ChunkGlaStates / ChunkGlaOutput in kernels.h.
-cudaError_t ChunkGlaStatesMma(const float* k, const float* G, const float* v, int tokens,
-                              int heads, int dk, int dv, float* state, float* chunk_states,
+cudaError_t ChunkGlaStatesMma(const float* k, const float* G, const float* v, int tokens, int heads,
+                              int dk, int dv, float* state, float* chunk_states,
                               cudaStream_t stream);
 cudaError_t ChunkGlaOutputMma(const float* q, const float* k, const float* G, const float* v,
                               const float* chunk_states, int tokens, int heads, int dk, int dv,

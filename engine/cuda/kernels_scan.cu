@@ -3,8 +3,8 @@
 #include <algorithm>
 
 #include "engine/cuda/chunk_pack.cuh"
-#include "engine/cuda/kernels_chunk_mma.h"
 #include "engine/cuda/kernel_util.cuh"
+#include "engine/cuda/kernels_chunk_mma.h"
 
 namespace hgeval::cuda {
 namespace {
@@ -581,8 +581,8 @@ cudaError_t ChunkStateScan(const float* G, const PackView& pack, int heads, int 
                            float* single, float* chunk_states, cudaStream_t stream) {
   const int64_t elems = static_cast<int64_t>(heads) * dk * dv;
   dim3 scan_grid(CeilDiv(elems, 256), pack.num_seqs);
-  ChunkStateScanKernel<<<scan_grid, 256, 0, stream>>>(G, pack, heads, dk, dv, state_ptrs,
-                                                      out_ptrs, layer_offset, single, chunk_states);
+  ChunkStateScanKernel<<<scan_grid, 256, 0, stream>>>(G, pack, heads, dk, dv, state_ptrs, out_ptrs,
+                                                      layer_offset, single, chunk_states);
   return cudaGetLastError();
 }
 

@@ -128,8 +128,8 @@ TEST_P(ChunkMmaTest, SingleSequenceMatchesFloat64Recurrence) {
   Dev<float> dq(in.q), dk(in.k), dg(in.g), dv(in.v), ds(s0), dout(in.v.size());
   Dev<float> dchunks(static_cast<size_t>((c.tokens + kGlaChunk - 1) / kGlaChunk) * ns);
   ASSERT_EQ(ChunkLocalCumsum(dg.get(), c.tokens, c.heads, c.dk, nullptr), cudaSuccess);
-  ASSERT_EQ(ChunkGlaStatesMma(dk.get(), dg.get(), dv.get(), c.tokens, c.heads, c.dk, c.dv,
-                              ds.get(), dchunks.get(), nullptr),
+  ASSERT_EQ(ChunkGlaStatesMma(dk.get(), dg.get(), dv.get(), c.tokens, c.heads, c.dk, c.dv, ds.get(),
+                              dchunks.get(), nullptr),
             cudaSuccess);
   ASSERT_EQ(ChunkGlaOutputMma(dq.get(), dk.get(), dg.get(), dv.get(), dchunks.get(), c.tokens,
                               c.heads, c.dk, c.dv, scale, dout.get(), nullptr),
@@ -208,10 +208,10 @@ void RunPack(const Inputs& in, const std::vector<int>& lens, const std::vector<f
   ASSERT_EQ(ChunkGlaStatesPackedMma(dk_.get(), dg.get(), dv_.get(), pack, H, dk, dv, dsp.get(),
                                     out_ptrs, ns, dchunks.get(), nullptr),
             cudaSuccess);
-  ASSERT_EQ(ChunkGlaOutputPackedMma(dq.get(), dk_.get(), dg.get(), dv_.get(), dchunks.get(),
-                                    dsp.get(), out_ptrs, ns, pack, H, dk, dv, scale, dout.get(),
-                                    nullptr),
-            cudaSuccess);
+  ASSERT_EQ(
+      ChunkGlaOutputPackedMma(dq.get(), dk_.get(), dg.get(), dv_.get(), dchunks.get(), dsp.get(),
+                              out_ptrs, ns, pack, H, dk, dv, scale, dout.get(), nullptr),
+      cudaSuccess);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   out = dout.Get();
   states = dstates.Get();
@@ -270,7 +270,10 @@ TEST_P(ChunkMmaPackTest, RaggedPackMatchesFloat64AndEachSequenceAlone) {
       }
     }
     // Batch invariance: the same sequence alone gives the same bits.
-    Inputs alone{lens[s], c.heads, c.dk, c.dv,
+    Inputs alone{lens[s],
+                 c.heads,
+                 c.dk,
+                 c.dv,
                  Slice(in.q, static_cast<size_t>(r0) * c.heads * c.dk,
                        static_cast<size_t>(lens[s]) * c.heads * c.dk),
                  Slice(in.k, static_cast<size_t>(r0) * c.heads * c.dk,
