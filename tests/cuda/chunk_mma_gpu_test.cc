@@ -18,6 +18,7 @@
 #include "gtest/gtest.h"
 #include "tests/cuda/cuda_test_util.h"
 #include "tests/cuda/device_vector.h"
+#include "tests/cuda/gla_reference.h"
 
 namespace hgeval::cuda {
 namespace {
@@ -78,31 +79,6 @@ Inputs RandomInputs(int rows, int heads, int dk, int dv, Decay decay, std::mt199
   return in;
 }
 
-// S_t = diag(exp g_t) S_{t-1} + k_t v_t^T; o_t = scale S_t^T q_t over rows [r0, r0 + n)
-// (double), from and into S [H, dk, dv]; o [rows, H, dv] for those rows.
-void Reference(const Inputs& in, int r0, int n, float scale, std::vector<double>& S,
-               std::vector<double>& o) {
-  const int H = in.heads, dk = in.dk, dv = in.dv;
-  for (int t = r0; t < r0 + n; ++t) {
-    for (int h = 0; h < H; ++h) {
-      const size_t qo = (static_cast<size_t>(t) * H + h) * dk;
-      const size_t vo = (static_cast<size_t>(t) * H + h) * dv;
-      double* Sh = S.data() + static_cast<size_t>(h) * dk * dv;
-      for (int a = 0; a < dk; ++a) {
-        const double dec = std::exp(static_cast<double>(in.g[qo + a]));
-        for (int b = 0; b < dv; ++b) {
-          Sh[a * dv + b] = dec * Sh[a * dv + b] + static_cast<double>(in.k[qo + a]) * in.v[vo + b];
-        }
-      }
-      for (int b = 0; b < dv; ++b) {
-        double acc = 0;
-        for (int a = 0; a < dk; ++a) acc += Sh[a * dv + b] * in.q[qo + a];
-        o[vo + b] = scale * acc;
-      }
-    }
-  }
-}
-
 std::vector<float> Slice(const std::vector<float>& x, size_t from, size_t n) {
   return std::vector<float>(x.begin() + from, x.begin() + from + n);
 }
@@ -123,7 +99,7 @@ TEST_P(ChunkMmaTest, SingleSequenceMatchesFloat64Recurrence) {
   for (auto& x : s0) x = nd(rng);
   const float scale = 1.0f / std::sqrt(static_cast<float>(c.dk));
   std::vector<double> S(s0.begin(), s0.end()), o_ref(in.v.size());
-  Reference(in, 0, c.tokens, scale, S, o_ref);
+  GlaReference(in.q, in.k, in.g, in.v, c.heads, c.dk, c.dv, 0, c.tokens, scale, S, o_ref);
 
   Dev<float> dq(in.q), dk(in.k), dg(in.g), dv(in.v), ds(s0), dout(in.v.size());
   Dev<float> dchunks(static_cast<size_t>((c.tokens + kGlaChunk - 1) / kGlaChunk) * ns);
@@ -254,7 +230,7 @@ TEST_P(ChunkMmaPackTest, RaggedPackMatchesFloat64AndEachSequenceAlone) {
     const size_t slot = (static_cast<size_t>(s) * 2 + 1) * ns;
     std::vector<double> S(starts.begin() + slot, starts.begin() + slot + ns);
     std::vector<double> o_ref(in.v.size());
-    Reference(in, r0, lens[s], scale, S, o_ref);
+    GlaReference(in.q, in.k, in.g, in.v, c.heads, c.dk, c.dv, r0, lens[s], scale, S, o_ref);
     const size_t vo = static_cast<size_t>(r0) * c.heads * c.dv;
     const size_t nv = static_cast<size_t>(lens[s]) * c.heads * c.dv;
     EXPECT_LT(RelErr(Slice(out, vo, nv), Slice(o_ref, vo, nv)), kBf16Bound) << "output of " << s;
