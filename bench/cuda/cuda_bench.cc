@@ -29,6 +29,7 @@
 #include "engine/cuda/device.h"
 #include "engine/cuda/gemm.h"
 #include "engine/cuda/kernels.h"
+#include "engine/cuda/kernels_chunk_mma.h"
 #include "engine/loader/checkpoint.h"
 #include "engine/model/config.h"
 #include "nlohmann/json.hpp"
@@ -281,12 +282,36 @@ nlohmann::json Micro(cuda::DeviceContext* ctx) {
         timer.Ms([&] { cuda::ChunkGlaStates(k, g, v, T, H, K, V, st, cs, s); }, 10);
     const double outk =
         timer.Ms([&] { cuda::ChunkGlaOutput(q, k, g, v, cs, T, H, K, V, 0.088f, o, s); }, 10);
-    out["chunk_gla_16k_h16_k128"] = {
-        {"cumsum_ms", cum}, {"states_ms", states}, {"output_ms", outk}};
+    // bf16 mode's tensor-core kernels (kernels_chunk_mma.h) and the fp32 scan alone.
+    cuda::PackView pack;
+    pack.rows = T;
+    pack.num_chunks = T / cuda::kGlaChunk;
+    const double scan = timer.Ms(
+        [&] { cuda::ChunkStateScan(g, pack, H, K, V, nullptr, nullptr, 0, st, cs, s); }, 10);
+    const double states_mma =
+        timer.Ms([&] { cuda::ChunkGlaStatesMma(k, g, v, T, H, K, V, st, cs, s); }, 10);
+    const double out_mma =
+        timer.Ms([&] { cuda::ChunkGlaOutputMma(q, k, g, v, cs, T, H, K, V, 0.088f, o, s); }, 10);
+    // Products as the kernels compute them: local states 2TKV per head; output 2TKV
+    // (q S) + 2T·64·(K + V) (the intra-chunk matrix and A v over whole 64-row blocks).
+    const double local_flop = 2.0 * T * H * K * V;
+    const double out_flop = 2.0 * T * H * (K * V + 64.0 * (K + V));
+    const double local_mma = states_mma - scan;
+    out["chunk_gla_16k_h16_k128"] = {{"cumsum_ms", cum},
+                                     {"states_ms", states},
+                                     {"output_ms", outk},
+                                     {"scan_ms", scan},
+                                     {"states_mma_ms", states_mma},
+                                     {"local_states_mma_ms", local_mma},
+                                     {"output_mma_ms", out_mma},
+                                     {"local_states_mma_tflops", local_flop / local_mma / 1e9},
+                                     {"output_mma_tflops", out_flop / out_mma / 1e9}};
     std::fprintf(stderr,
                  "[micro] chunk GLA 16K tokens, 16 heads, K=V=128, one layer: cumsum %.3f ms, "
-                 "states %.3f ms, output %.3f ms\n",
-                 cum, states, outk);
+                 "states %.3f ms, output %.3f ms; bf16 mma: states %.3f ms (scan %.3f, local "
+                 "%.3f = %.1f TFLOP/s), output %.3f ms (%.1f TFLOP/s)\n",
+                 cum, states, outk, states_mma, scan, local_mma, local_flop / local_mma / 1e9,
+                 out_mma, out_flop / out_mma / 1e9);
     for (void* p : {static_cast<void*>(q), static_cast<void*>(k), static_cast<void*>(g),
                     static_cast<void*>(v), static_cast<void*>(o), static_cast<void*>(st),
                     static_cast<void*>(cs)}) {

@@ -37,7 +37,8 @@ class GlaMixer final : public CudaTokenMixer {
     gk_off_ = g_off_ + (c.use_output_gate ? value_dim : 0);
     proj_width_ = gk_off_ + kGateRank;
     value_dim_ = value_dim;
-    attention_ = CudaLinearAttention(heads_, dk_, dv_, 1.0f / std::sqrt(static_cast<float>(dk_)));
+    attention_ =
+        CudaLinearAttention(heads_, dk_, dv_, 1.0f / std::sqrt(static_cast<float>(dk_)), act);
   }
 
   absl::Status Load(const Checkpoint& ck, const BlockTensorNames& names,

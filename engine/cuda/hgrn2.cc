@@ -27,7 +27,7 @@ class Hgrn2Mixer final : public CudaTokenMixer {
       : config_(c),
         act_(act),
         attention_(c.num_heads, c.expand_ratio, c.expand_ratio,
-                   1.0f / std::sqrt(static_cast<float>(c.expand_ratio))) {
+                   1.0f / std::sqrt(static_cast<float>(c.expand_ratio)), act) {
     // HGEVAL_CUDA_FUSED_STEP=1: the decode step and g_norm as one cluster kernel. Off by
     // default: on the H100 it gained 4% at one live row and lost 8% at 32 (docs/cuda.md,
     // performance log entry 7).

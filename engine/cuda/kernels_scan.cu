@@ -3,48 +3,12 @@
 // state maths in fp32.
 #include <algorithm>
 
+#include "engine/cuda/chunk_pack.cuh"
 #include "engine/cuda/kernel_util.cuh"
+#include "engine/cuda/kernels_chunk_mma.h"
 
 namespace hgeval::cuda {
 namespace {
-
-constexpr int kC = kGlaChunk;
-
-// Pack-table lookups; null tables mean one sequence of pack.rows rows.
-__device__ __forceinline__ int ChunkRow0(const PackView& p, int c) {
-  return p.chunk_row0 ? p.chunk_row0[c] : c * kC;
-}
-__device__ __forceinline__ int SeqRowEnd(const PackView& p, int s) {
-  return p.seq_row0 ? p.seq_row0[s + 1] : p.rows;
-}
-__device__ __forceinline__ int ChunkSeq(const PackView& p, int c) {
-  return p.chunk_seq ? p.chunk_seq[c] : 0;
-}
-// Rows of chunk c (at most kC, fewer at its sequence's end).
-__device__ __forceinline__ int ChunkRows(const PackView& p, int c) {
-  return min(kC, SeqRowEnd(p, ChunkSeq(p, c)) - ChunkRow0(p, c));
-}
-__device__ __forceinline__ int SeqChunkEnd(const PackView& p, int s) {
-  return p.seq_chunk0 ? p.seq_chunk0[s + 1] : p.num_chunks;
-}
-__device__ __forceinline__ bool IsFirstChunk(const PackView& p, int c) {
-  return c == (p.seq_chunk0 ? p.seq_chunk0[ChunkSeq(p, c)] : 0);
-}
-// Whether sequence s keeps its final state: always in the single-sequence form
-// (state_ptrs null); in the packed form unless it is a read-only start (null out entry).
-__device__ __forceinline__ bool KeepsFinalState(float* const* state_ptrs, float* const* out_ptrs,
-                                                int s) {
-  if (state_ptrs == nullptr) return true;
-  return (out_ptrs != nullptr ? out_ptrs[s] : state_ptrs[s]) != nullptr;
-}
-// Whether the output kernel reads sequence s's start state in place for its first chunk:
-// in the packed form when the final state goes elsewhere (or nowhere). A state advanced
-// in place is overwritten by the scan before the output kernel runs, so its first chunk
-// reads the copy the scan leaves in the chunk states, as every later chunk does.
-__device__ __forceinline__ bool ReadsStartInPlace(float* const* state_ptrs,
-                                                  float* const* out_ptrs, int s) {
-  return state_ptrs != nullptr && out_ptrs != nullptr && out_ptrs[s] != state_ptrs[s];
-}
 
 // Grid (chunks, H); threads over K.
 __global__ void ChunkCumsumKernel(float* g, PackView pack, int heads, int dk) {
@@ -537,6 +501,16 @@ cudaError_t ChunkLocalCumsumPacked(float* g, const PackView& pack, int heads, in
   return cudaGetLastError();
 }
 
+cudaError_t ChunkStateScan(const float* G, const PackView& pack, int heads, int dk, int dv,
+                           float* const* state_ptrs, float* const* out_ptrs, int64_t layer_offset,
+                           float* single, float* chunk_states, cudaStream_t stream) {
+  const int64_t elems = static_cast<int64_t>(heads) * dk * dv;
+  dim3 scan_grid(CeilDiv(elems, 256), pack.num_seqs);
+  ChunkStateScanKernel<<<scan_grid, 256, 0, stream>>>(G, pack, heads, dk, dv, state_ptrs, out_ptrs,
+                                                      layer_offset, single, chunk_states);
+  return cudaGetLastError();
+}
+
 namespace {
 cudaError_t LaunchChunkStates(const float* k, const float* G, const float* v, const PackView& pack,
                               int heads, int dk, int dv, float* const* state_ptrs,
@@ -568,20 +542,10 @@ cudaError_t LaunchChunkStates(const float* k, const float* G, const float* v, co
     err = launch(ChunkLocalStateKernel<16>);
   }
   if (err != cudaSuccess) return err;
-  const int64_t elems = static_cast<int64_t>(heads) * dk * dv;
-  dim3 scan_grid(CeilDiv(elems, 256), pack.num_seqs);
-  ChunkStateScanKernel<<<scan_grid, 256, 0, stream>>>(G, pack, heads, dk, dv, state_ptrs,
-                                                      out_ptrs, layer_offset, single, chunk_states);
-  return cudaGetLastError();
+  return ChunkStateScan(G, pack, heads, dk, dv, state_ptrs, out_ptrs, layer_offset, single,
+                        chunk_states, stream);
 }
 
-PackView SingleSequence(int tokens) {
-  PackView p;
-  p.rows = tokens;
-  p.num_seqs = 1;
-  p.num_chunks = CeilDiv(tokens, kC);
-  return p;
-}
 }  // namespace
 
 cudaError_t ChunkGlaStatesPacked(const float* k, const float* G, const float* v,

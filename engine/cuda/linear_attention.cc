@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "engine/cuda/kernels_chunk_mma.h"
 #include "engine/util/status_macros.h"
 
 namespace hgeval::cuda {
@@ -52,6 +53,14 @@ absl::Status CudaLinearAttention::Enqueue(const MixerPass& pass, int64_t state_o
     return absl::OkStatus();
   }
   HG_CUDA_RETURN(ChunkLocalCumsumPacked(g(), *pass.pack, H, dk, s));
+  if (tensor_cores_) {
+    HG_CUDA_RETURN(ChunkGlaStatesPackedMma(k(), g(), v(), *pass.pack, H, dk, dv, sptrs, optrs,
+                                           state_offset, chunk_states_.as<float>(), s));
+    HG_CUDA_RETURN(ChunkGlaOutputPackedMma(q(), k(), g(), v(), chunk_states_.as<float>(), sptrs,
+                                           optrs, state_offset, *pass.pack, H, dk, dv, scale_, o,
+                                           s));
+    return absl::OkStatus();
+  }
   HG_CUDA_RETURN(ChunkGlaStatesPacked(k(), g(), v(), *pass.pack, H, dk, dv, sptrs, optrs,
                                       state_offset, chunk_states_.as<float>(), s));
   HG_CUDA_RETURN(ChunkGlaOutputPacked(q(), k(), g(), v(), chunk_states_.as<float>(), sptrs, optrs,

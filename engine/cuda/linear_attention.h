@@ -22,8 +22,9 @@ constexpr int64_t kChunkStateStep = 64;
 class CudaLinearAttention {
  public:
   CudaLinearAttention() = default;
-  CudaLinearAttention(int64_t heads, int64_t dk, int64_t dv, float scale)
-      : heads_(heads), dk_(dk), dv_(dv), scale_(scale) {}
+  // act kBF16: packs run the tensor-core kernels (kernels_chunk_mma.h); kF32: the fp32 ones.
+  CudaLinearAttention(int64_t heads, int64_t dk, int64_t dv, float scale, Act act)
+      : heads_(heads), dk_(dk), dv_(dv), scale_(scale), tensor_cores_(act == Act::kBF16) {}
 
   int64_t heads() const { return heads_; }
   int64_t dk() const { return dk_; }
@@ -54,6 +55,7 @@ class CudaLinearAttention {
  private:
   int64_t heads_ = 0, dk_ = 0, dv_ = 0;
   float scale_ = 1.0f;
+  bool tensor_cores_ = false;
   int64_t max_pack_chunks_ = 0;
   int64_t reserved_chunks_ = 0;  // chunk states chunk_states_ has room for
   DevicePool* pool_ = nullptr;

@@ -36,7 +36,7 @@ class TnlMixer final : public CudaTokenMixer {
         head_dim_(c.hidden_size / c.num_heads),
         // With LRPE on any layer, q and k are [cos | sin] halves: dk = 2e everywhere.
         attention_(c.num_heads, AnyLrpe(c) ? 2 * head_dim_ : head_dim_, head_dim_,
-                   /*scale=*/1.0f) {}
+                   /*scale=*/1.0f, act) {}
 
   BlockLayout layout() const override {
     BlockLayout layout;

@@ -14,20 +14,11 @@
 #include "engine/cuda/kernels.h"
 #include "gtest/gtest.h"
 #include "tests/cuda/cuda_test_util.h"
-#include "tests/cuda/dev_array.h"
+#include "tests/cuda/device_vector.h"
+#include "tests/cuda/gla_reference.h"
 
 namespace hgeval::cuda {
 namespace {
-
-double RelErr(const std::vector<float>& got, const std::vector<double>& want) {
-  double num = 0, den = 0;
-  for (size_t i = 0; i < want.size(); ++i) {
-    if (!std::isfinite(got[i])) return INFINITY;
-    num += (got[i] - want[i]) * (got[i] - want[i]);
-    den += want[i] * want[i];
-  }
-  return std::sqrt(num / std::max(den, 1e-300));
-}
 
 struct GlaCase {
   int tokens, heads, dk, dv;
@@ -57,26 +48,9 @@ TEST_P(ChunkGlaTest, MatchesNaiveRecurrence) {
   for (auto& x : s0) x = nd(rng);
   const float scale = 1.0f / std::sqrt(static_cast<float>(c.dk));
 
-  // Reference: S_t = diag(exp g_t) S_{t-1} + k_t v_t^T; o_t = scale S_t^T q_t (double).
+  // Reference (double).
   std::vector<double> S(s0.begin(), s0.end()), o_ref(nv);
-  for (int t = 0; t < c.tokens; ++t) {
-    for (int h = 0; h < c.heads; ++h) {
-      const size_t qo = (static_cast<size_t>(t) * c.heads + h) * c.dk;
-      const size_t vo = (static_cast<size_t>(t) * c.heads + h) * c.dv;
-      double* Sh = S.data() + static_cast<size_t>(h) * c.dk * c.dv;
-      for (int a = 0; a < c.dk; ++a) {
-        const double dec = std::exp(static_cast<double>(g[qo + a]));
-        for (int b = 0; b < c.dv; ++b) {
-          Sh[a * c.dv + b] = dec * Sh[a * c.dv + b] + static_cast<double>(k[qo + a]) * v[vo + b];
-        }
-      }
-      for (int b = 0; b < c.dv; ++b) {
-        double acc = 0;
-        for (int a = 0; a < c.dk; ++a) acc += Sh[a * c.dv + b] * q[qo + a];
-        o_ref[vo + b] = scale * acc;
-      }
-    }
-  }
+  GlaReference(q, k, g, v, c.heads, c.dk, c.dv, 0, c.tokens, scale, S, o_ref);
 
   // Chunkwise (prefill) form.
   {

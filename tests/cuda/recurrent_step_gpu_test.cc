@@ -16,7 +16,7 @@
 #include "engine/cuda/kernels.h"
 #include "gtest/gtest.h"
 #include "tests/cuda/cuda_test_util.h"
-#include "tests/cuda/dev_array.h"
+#include "tests/cuda/device_vector.h"
 
 namespace hgeval::cuda {
 namespace {

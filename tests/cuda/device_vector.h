@@ -1,10 +1,12 @@
-// Device arrays for the CUDA kernel tests: a cudaMalloc'd copy of a host vector, poisoned
-// with NaN bytes when made empty (so unwritten outputs show), read back whole.
-#ifndef HGEVAL_TESTS_CUDA_DEV_ARRAY_H_
-#define HGEVAL_TESTS_CUDA_DEV_ARRAY_H_
+// Test helpers for kernel tests: a poisoned device array and the relative error of a
+// GPU result against a float64 reference.
+#ifndef HGEVAL_TESTS_CUDA_DEVICE_VECTOR_H_
+#define HGEVAL_TESTS_CUDA_DEVICE_VECTOR_H_
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <vector>
 
@@ -37,6 +39,16 @@ class Dev {
   size_t n_;
 };
 
+inline double RelErr(const std::vector<float>& got, const std::vector<double>& want) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    if (!std::isfinite(got[i])) return INFINITY;
+    num += (got[i] - want[i]) * (got[i] - want[i]);
+    den += want[i] * want[i];
+  }
+  return std::sqrt(num / std::max(den, 1e-300));
+}
+
 }  // namespace hgeval::cuda
 
-#endif  // HGEVAL_TESTS_CUDA_DEV_ARRAY_H_
+#endif  // HGEVAL_TESTS_CUDA_DEVICE_VECTOR_H_

@@ -1,0 +1,440 @@
+// Chunkwise GLA (HGRN2, GLA, TNL) on tensor cores for bf16 mode: bf16 mma.sync m16n8k16
+// with fp32 accumulation (the design of fla's chunk_gla). Inputs stay the fp32 q, k, G
+// (chunk-local cumsum of the log decay, nonincreasing within a chunk) and v; operands are
+// rounded to bf16 only in shared memory or registers. Decay factors are always split so
+// that every exponent is <= 0: the state terms use exp(G_last - G_j) and exp(G_i); the
+// intra-chunk matrix below a 16-token diagonal block uses q_i exp(G_i - G_f) and
+// k_j exp(G_f - G_j) with G_f the block's first row, and its diagonal blocks take the
+// exact per-element exponent exp(G_i - G_j) in fp32, as the fp32 kernels do.
+#include <cstdint>
+
+#include "engine/cuda/chunk_pack.cuh"
+#include "engine/cuda/kernel_util.cuh"
+#include "engine/cuda/kernels_chunk_mma.h"
+
+namespace hgeval::cuda {
+namespace {
+
+constexpr int kSub = 16;       // rows of a diagonal block (one warp's output rows)
+constexpr int kVT = 64;        // value columns per tile
+constexpr int kKS = 32;        // key columns per slice of the output kernel
+constexpr int kSP = kKS + 8;   // fp32 row stride of the slices: float2 reads conflict-free
+constexpr int kRowB = kC + 8;  // bf16 row stride of token-indexed tiles ([col][token])
+constexpr int kMaxDk = 256;
+constexpr int kOutThreads = 4 * 32;  // one warp per 16 rows of the chunk
+
+__host__ __device__ constexpr int RoundUp(int x, int m) { return (x + m - 1) / m * m; }
+
+__device__ __forceinline__ uint32_t PackBf16(float lo, float hi) {
+  __nv_bfloat162 p = __floats2bfloat162_rn(lo, hi);  // .x (low half) = lo
+  return *reinterpret_cast<uint32_t*>(&p);
+}
+__device__ __forceinline__ uint32_t Ld32(const bf16* p) {
+  return *reinterpret_cast<const uint32_t*>(p);
+}
+__device__ __forceinline__ float2 Ld2(const float* p) {
+  return *reinterpret_cast<const float2*>(p);
+}
+__device__ __forceinline__ float4 Ld4(const float* p) {
+  return *reinterpret_cast<const float4*>(p);
+}
+
+// d += a b: a 16x16 row-major (registers as PTX's m16n8k16 A fragment), b 16x8 (B
+// fragment), d 16x8 fp32 (C fragment). lane = 4 * group + tig: a0,a1 = (group, 2 tig + 0/1),
+// a2,a3 = (group + 8, ..), a4..a7 the same at columns + 8; b0,b1 = (2 tig + 0/1, group),
+// b2,b3 at rows + 8; c0,c1 = (group, 2 tig + 0/1), c2,c3 = (group + 8, ..).
+__device__ __forceinline__ void Mma(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
+                                    uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+      "{%8,%9}, {%0,%1,%2,%3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// Local state U_c = sum_j (k_j exp(G_last - G_j)) v_j^T of chunk c: [dk x 64] per block
+// (grid (chunks, H, value tiles)), one warp per 32 key rows, K = the chunk's 64 tokens.
+// As the fp32 kernel: a sequence that keeps no final state skips its last chunk.
+__global__ void __launch_bounds__(kMaxDk)
+    ChunkLocalStateMmaKernel(const float* __restrict__ k, const float* __restrict__ G,
+                             const float* __restrict__ v, PackView pack, int heads, int dk, int dv,
+                             float* const* state_ptrs, float* const* out_ptrs,
+                             float* __restrict__ u) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  const int dkp = RoundUp(dk, 32);
+  bf16* kd = reinterpret_cast<bf16*>(smem);  // [dkp][kRowB]: kd[kk][j] = k_j exp(G_last - G_j)
+  bf16* vt = kd + dkp * kRowB;               // [kVT][kRowB]: vt[n][j] = v_j[v0 + n]
+  const int c = blockIdx.x, h = blockIdx.y, v0 = blockIdx.z * kVT;
+  const int seq = ChunkSeq(pack, c);
+  if (c + 1 == SeqChunkEnd(pack, seq) && !KeepsFinalState(state_ptrs, out_ptrs, seq)) return;
+  const int t0 = ChunkRow0(pack, c);
+  const int n = ChunkRows(pack, c);
+  const int tid = threadIdx.x;
+  const int64_t kstride = static_cast<int64_t>(heads) * dk;
+  const int64_t vstride = static_cast<int64_t>(heads) * dv;
+  const float* kc = k + static_cast<int64_t>(t0) * kstride + static_cast<int64_t>(h) * dk;
+  const float* gc = G + static_cast<int64_t>(t0) * kstride + static_cast<int64_t>(h) * dk;
+  const float* vc = v + static_cast<int64_t>(t0) * vstride + static_cast<int64_t>(h) * dv + v0;
+  const float* glast = gc + (n - 1) * kstride;
+#pragma unroll 4
+  for (int idx = tid; idx < (kC / 2) * dkp; idx += blockDim.x) {
+    const int j = 2 * (idx / dkp), kk = idx % dkp;
+    float a = 0.0f, b = 0.0f;
+    if (kk < dk) {
+      const float gl = glast[kk];
+      if (j < n) a = kc[j * kstride + kk] * __expf(gl - gc[j * kstride + kk]);
+      if (j + 1 < n) b = kc[(j + 1) * kstride + kk] * __expf(gl - gc[(j + 1) * kstride + kk]);
+    }
+    *reinterpret_cast<uint32_t*>(kd + kk * kRowB + j) = PackBf16(a, b);
+  }
+#pragma unroll 4
+  for (int idx = tid; idx < (kC / 2) * kVT; idx += blockDim.x) {
+    const int j = 2 * (idx / kVT), nn = idx % kVT;
+    const bool col = v0 + nn < dv;
+    const float a = (col && j < n) ? vc[j * vstride + nn] : 0.0f;
+    const float b = (col && j + 1 < n) ? vc[(j + 1) * vstride + nn] : 0.0f;
+    *reinterpret_cast<uint32_t*>(vt + nn * kRowB + j) = PackBf16(a, b);
+  }
+  __syncthreads();
+  const int warp = tid / 32, lane = tid % 32, grp = lane / 4, tig = lane % 4;
+  const int m0 = warp * 32;
+  float acc[2][8][4];
+#pragma unroll
+  for (int mt = 0; mt < 2; ++mt) {
+#pragma unroll
+    for (int nt = 0; nt < 8; ++nt) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc[mt][nt][e] = 0.0f;
+    }
+  }
+  for (int ks = 0; ks < n; ks += 16) {  // token steps past a short chunk's end add zeros
+    uint32_t a[2][4];
+#pragma unroll
+    for (int mt = 0; mt < 2; ++mt) {
+      const bf16* r = kd + (m0 + mt * 16 + grp) * kRowB + ks + 2 * tig;
+      a[mt][0] = Ld32(r);
+      a[mt][1] = Ld32(r + 8 * kRowB);
+      a[mt][2] = Ld32(r + 8);
+      a[mt][3] = Ld32(r + 8 * kRowB + 8);
+    }
+#pragma unroll
+    for (int nt = 0; nt < 8; ++nt) {
+      const bf16* r = vt + (nt * 8 + grp) * kRowB + ks + 2 * tig;
+      const uint32_t b0 = Ld32(r), b1 = Ld32(r + 8);
+      Mma(acc[0][nt], a[0], b0, b1);
+      Mma(acc[1][nt], a[1], b0, b1);
+    }
+  }
+  float* uc = u + (static_cast<int64_t>(c) * heads + h) * dk * dv;
+#pragma unroll
+  for (int mt = 0; mt < 2; ++mt) {
+#pragma unroll
+    for (int nt = 0; nt < 8; ++nt) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int row = m0 + mt * 16 + grp + 8 * (e / 2);
+        const int col = v0 + nt * 8 + 2 * tig + (e % 2);
+        if (row < dk && col < dv) uc[static_cast<int64_t>(row) * dv + col] = acc[mt][nt][e];
+      }
+    }
+  }
+}
+
+// Output of chunk c, grid (chunks, H), 4 warps: warp w owns rows 16w..16w+15. Over key
+// slices of 32 it builds its row block of the intra-chunk matrix A (the blocks left of
+// the diagonal by mma, the diagonal block in fp32) and stores q exp(G) as bf16; then per
+// value tile of 64: o = scale (q exp(G) S + A v), both products by mma. A sequence's first
+// chunk reads its start state in place where ReadsStartInPlace (none: a zero state,
+// whose term is skipped); every other chunk reads its S from chunk_states.
+__global__ void __launch_bounds__(kOutThreads)
+    ChunkOutputMmaKernel(const float* __restrict__ q, const float* __restrict__ k,
+                         const float* __restrict__ G, const float* __restrict__ v,
+                         const float* chunk_states, float* const* state_ptrs,
+                         float* const* out_ptrs, int64_t layer_offset, PackView pack, int heads,
+                         int dk, int dv, float scale, float* __restrict__ o) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  const int dkp = RoundUp(dk, kKS);
+  const int qes = dkp + 8;  // bf16 row stride of qe and st
+  // Region 1: the fp32 slices of q, k, G ([kC][kSP] each) while A is built, then S^T.
+  float* sq = reinterpret_cast<float*>(smem);
+  float* sk = sq + kC * kSP;
+  float* sg = sk + kC * kSP;
+  bf16* st = reinterpret_cast<bf16*>(smem);  // [kVT][qes]: st[n][kk] = S[kk][vb + n]
+  const int region1 = max(3 * kC * kSP * 4, kVT * qes * 2);
+  bf16* qe = reinterpret_cast<bf16*>(smem + region1);  // [kC][qes]: q exp(G)
+  bf16* vt = qe + kC * qes;                            // [kVT][kRowB]: vt[n][j] = v_j[vb + n]
+
+  const int c = blockIdx.x, h = blockIdx.y;
+  const int t0 = ChunkRow0(pack, c);
+  const int n = ChunkRows(pack, c);
+  const int tid = threadIdx.x;
+  const int warp = tid / 32, lane = tid % 32, grp = lane / 4, tig = lane % 4;
+  const int i0 = kSub * warp;
+  const bool active = i0 < n;  // rows past a short chunk's end: nothing to compute
+  const int ia = i0 + grp, ib = ia + 8;
+  const int64_t kstride = static_cast<int64_t>(heads) * dk;
+  const int64_t vstride = static_cast<int64_t>(heads) * dv;
+  const int64_t qk0 = static_cast<int64_t>(t0) * kstride + static_cast<int64_t>(h) * dk;
+
+  float acc_a[3][2][4];  // A blocks (w, u) for u < w, C-fragment layout
+  float diag[2][4];      // A block (w, w)
+#pragma unroll
+  for (int u = 0; u < 3; ++u) {
+#pragma unroll
+    for (int nt = 0; nt < 2; ++nt) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc_a[u][nt][e] = 0.0f;
+    }
+  }
+#pragma unroll
+  for (int nt = 0; nt < 2; ++nt) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) diag[nt][e] = 0.0f;
+  }
+
+  for (int ks = 0; ks < dkp; ks += kKS) {
+#pragma unroll 8
+    for (int idx = tid; idx < kC * kKS; idx += kOutThreads) {
+      const int row = idx / kKS, kk = idx % kKS;
+      float a = 0.0f, b = 0.0f, gg = 0.0f;
+      if (row < n && ks + kk < dk) {
+        const int64_t off = qk0 + row * kstride + ks + kk;
+        a = q[off];
+        b = k[off];
+        gg = G[off];
+      }
+      sq[row * kSP + kk] = a;
+      sk[row * kSP + kk] = b;
+      sg[row * kSP + kk] = gg;
+    }
+    __syncthreads();
+    if (active) {
+#pragma unroll
+      for (int sub = 0; sub < kKS; sub += 16) {
+        const int c0 = sub + 2 * tig, c1 = c0 + 8;
+        const float2 gf0 = Ld2(sg + i0 * kSP + c0), gf1 = Ld2(sg + i0 * kSP + c1);
+        const float2 qa0 = Ld2(sq + ia * kSP + c0), ga0 = Ld2(sg + ia * kSP + c0);
+        const float2 qb0 = Ld2(sq + ib * kSP + c0), gb0 = Ld2(sg + ib * kSP + c0);
+        const float2 qa1 = Ld2(sq + ia * kSP + c1), ga1 = Ld2(sg + ia * kSP + c1);
+        const float2 qb1 = Ld2(sq + ib * kSP + c1), gb1 = Ld2(sg + ib * kSP + c1);
+        uint32_t a[4];
+        a[0] = PackBf16(qa0.x * __expf(ga0.x - gf0.x), qa0.y * __expf(ga0.y - gf0.y));
+        a[1] = PackBf16(qb0.x * __expf(gb0.x - gf0.x), qb0.y * __expf(gb0.y - gf0.y));
+        a[2] = PackBf16(qa1.x * __expf(ga1.x - gf1.x), qa1.y * __expf(ga1.y - gf1.y));
+        a[3] = PackBf16(qb1.x * __expf(gb1.x - gf1.x), qb1.y * __expf(gb1.y - gf1.y));
+        bf16* qrow_a = qe + ia * qes + ks;
+        bf16* qrow_b = qe + ib * qes + ks;
+        *reinterpret_cast<uint32_t*>(qrow_a + c0) =
+            PackBf16(qa0.x * __expf(ga0.x), qa0.y * __expf(ga0.y));
+        *reinterpret_cast<uint32_t*>(qrow_b + c0) =
+            PackBf16(qb0.x * __expf(gb0.x), qb0.y * __expf(gb0.y));
+        *reinterpret_cast<uint32_t*>(qrow_a + c1) =
+            PackBf16(qa1.x * __expf(ga1.x), qa1.y * __expf(ga1.y));
+        *reinterpret_cast<uint32_t*>(qrow_b + c1) =
+            PackBf16(qb1.x * __expf(gb1.x), qb1.y * __expf(gb1.y));
+#pragma unroll
+        for (int u = 0; u < 3; ++u) {
+          if (u < warp) {
+#pragma unroll
+            for (int nt = 0; nt < 2; ++nt) {
+              const int j = kSub * u + 8 * nt + grp;
+              const float2 k0 = Ld2(sk + j * kSP + c0), g0 = Ld2(sg + j * kSP + c0);
+              const float2 k1 = Ld2(sk + j * kSP + c1), g1 = Ld2(sg + j * kSP + c1);
+              const uint32_t b0 =
+                  PackBf16(k0.x * __expf(gf0.x - g0.x), k0.y * __expf(gf0.y - g0.y));
+              const uint32_t b1 =
+                  PackBf16(k1.x * __expf(gf1.x - g1.x), k1.y * __expf(gf1.y - g1.y));
+              Mma(acc_a[u][nt], a, b0, b1);
+            }
+          }
+        }
+      }
+      // Diagonal block: entries (ia | ib, i0 + 8 nt + 2 tig + 0/1); those above the
+      // diagonal (exponent > 0, may overflow) are selected away below.
+#pragma unroll 2
+      for (int kk = 0; kk < kKS; kk += 4) {
+        const float4 qa = Ld4(sq + ia * kSP + kk), ga = Ld4(sg + ia * kSP + kk);
+        const float4 qb = Ld4(sq + ib * kSP + kk), gb = Ld4(sg + ib * kSP + kk);
+#pragma unroll
+        for (int x = 0; x < 4; ++x) {
+          const int j = i0 + 8 * (x / 2) + 2 * tig + (x % 2);
+          const float4 kj = Ld4(sk + j * kSP + kk), gj = Ld4(sg + j * kSP + kk);
+          float da = diag[x / 2][x % 2], db = diag[x / 2][2 + x % 2];
+          da = fmaf(qa.x * kj.x, __expf(ga.x - gj.x), da);
+          db = fmaf(qb.x * kj.x, __expf(gb.x - gj.x), db);
+          da = fmaf(qa.y * kj.y, __expf(ga.y - gj.y), da);
+          db = fmaf(qb.y * kj.y, __expf(gb.y - gj.y), db);
+          da = fmaf(qa.z * kj.z, __expf(ga.z - gj.z), da);
+          db = fmaf(qb.z * kj.z, __expf(gb.z - gj.z), db);
+          da = fmaf(qa.w * kj.w, __expf(ga.w - gj.w), da);
+          db = fmaf(qb.w * kj.w, __expf(gb.w - gj.w), db);
+          diag[x / 2][x % 2] = da;
+          diag[x / 2][2 + x % 2] = db;
+        }
+      }
+    }
+    __syncthreads();
+  }
+
+  // Row block w of A as bf16 A fragments, one per 16-token column block u (zero for u > w).
+  uint32_t afr[4][4];
+#pragma unroll
+  for (int u = 0; u < 4; ++u) {
+    float val[2][4];
+#pragma unroll
+    for (int nt = 0; nt < 2; ++nt) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int il = grp + 8 * (e / 2), jl = 8 * nt + 2 * tig + (e % 2);
+        const float below = u < 3 ? acc_a[u < 3 ? u : 0][nt][e] : 0.0f;
+        const float on = jl <= il ? diag[nt][e] : 0.0f;
+        val[nt][e] = u < warp ? below : (u == warp ? on : 0.0f);
+      }
+    }
+    afr[u][0] = PackBf16(val[0][0], val[0][1]);
+    afr[u][1] = PackBf16(val[0][2], val[0][3]);
+    afr[u][2] = PackBf16(val[1][0], val[1][1]);
+    afr[u][3] = PackBf16(val[1][2], val[1][3]);
+  }
+
+  const int seq = ChunkSeq(pack, c);
+  const float* S = chunk_states + (static_cast<int64_t>(c) * heads + h) * dk * dv;
+  if (IsFirstChunk(pack, c) && ReadsStartInPlace(state_ptrs, out_ptrs, seq)) {
+    const float* start = state_ptrs[seq];
+    S = start == nullptr ? nullptr : start + layer_offset + static_cast<int64_t>(h) * dk * dv;
+  }
+  const float* vc = v + static_cast<int64_t>(t0) * vstride + static_cast<int64_t>(h) * dv;
+  for (int vb = 0; vb < dv; vb += kVT) {
+    if (vb > 0) __syncthreads();  // the previous tile's readers are done
+    if (S != nullptr) {
+#pragma unroll 4
+      for (int idx = tid; idx < (dkp / 2) * kVT; idx += kOutThreads) {
+        const int kk = 2 * (idx / kVT), nn = idx % kVT;
+        const bool col = vb + nn < dv;
+        const float a = (col && kk < dk) ? S[static_cast<int64_t>(kk) * dv + vb + nn] : 0.0f;
+        const float b =
+            (col && kk + 1 < dk) ? S[static_cast<int64_t>(kk + 1) * dv + vb + nn] : 0.0f;
+        *reinterpret_cast<uint32_t*>(st + nn * qes + kk) = PackBf16(a, b);
+      }
+    }
+#pragma unroll 4
+    for (int idx = tid; idx < (kC / 2) * kVT; idx += kOutThreads) {
+      const int j = 2 * (idx / kVT), nn = idx % kVT;
+      const bool col = vb + nn < dv;
+      const float a = (col && j < n) ? vc[j * vstride + vb + nn] : 0.0f;
+      const float b = (col && j + 1 < n) ? vc[(j + 1) * vstride + vb + nn] : 0.0f;
+      *reinterpret_cast<uint32_t*>(vt + nn * kRowB + j) = PackBf16(a, b);
+    }
+    __syncthreads();
+    if (!active) continue;
+    float acc[8][4];
+#pragma unroll
+    for (int nt = 0; nt < 8; ++nt) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc[nt][e] = 0.0f;
+    }
+    if (S != nullptr) {
+      for (int k0 = 0; k0 < dkp; k0 += 16) {
+        const bf16* ra = qe + ia * qes + k0 + 2 * tig;
+        const uint32_t a[4] = {Ld32(ra), Ld32(ra + 8 * qes), Ld32(ra + 8), Ld32(ra + 8 * qes + 8)};
+#pragma unroll
+        for (int nt = 0; nt < 8; ++nt) {
+          const bf16* rb = st + (nt * 8 + grp) * qes + k0 + 2 * tig;
+          Mma(acc[nt], a, Ld32(rb), Ld32(rb + 8));
+        }
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < 4; ++u) {
+      if (u <= warp) {
+#pragma unroll
+        for (int nt = 0; nt < 8; ++nt) {
+          const bf16* rb = vt + (nt * 8 + grp) * kRowB + kSub * u + 2 * tig;
+          Mma(acc[nt], afr[u], Ld32(rb), Ld32(rb + 8));
+        }
+      }
+    }
+#pragma unroll
+    for (int nt = 0; nt < 8; ++nt) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int i = i0 + grp + 8 * (e / 2);
+        const int col = vb + nt * 8 + 2 * tig + (e % 2);
+        if (i < n && col < dv) {
+          o[(static_cast<int64_t>(t0 + i) * heads + h) * dv + col] = scale * acc[nt][e];
+        }
+      }
+    }
+  }
+}
+
+size_t LocalStateMmaSmem(int dk) { return sizeof(bf16) * (RoundUp(dk, 32) + kVT) * kRowB; }
+size_t OutputMmaSmem(int dk) {
+  const int qes = RoundUp(dk, kKS) + 8;
+  const size_t region1 = std::max<size_t>(3 * kC * kSP * 4, kVT * qes * 2);
+  return region1 + sizeof(bf16) * (kC * qes + kVT * kRowB);
+}
+
+cudaError_t LaunchStatesMma(const float* k, const float* G, const float* v, const PackView& pack,
+                            int heads, int dk, int dv, float* const* state_ptrs,
+                            float* const* out_ptrs, int64_t layer_offset, float* single,
+                            float* chunk_states, cudaStream_t stream) {
+  if (pack.num_chunks == 0) return cudaSuccess;
+  if (dk > kMaxDk) return cudaErrorInvalidValue;
+  const size_t smem = LocalStateMmaSmem(dk);
+  cudaError_t err =
+      cudaFuncSetAttribute(ChunkLocalStateMmaKernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                           static_cast<int>(smem));
+  if (err != cudaSuccess) return err;
+  dim3 grid(pack.num_chunks, heads, CeilDiv(dv, kVT));
+  ChunkLocalStateMmaKernel<<<grid, RoundUp(dk, 32), smem, stream>>>(
+      k, G, v, pack, heads, dk, dv, state_ptrs, out_ptrs, chunk_states);
+  err = cudaGetLastError();
+  if (err != cudaSuccess) return err;
+  return ChunkStateScan(G, pack, heads, dk, dv, state_ptrs, out_ptrs, layer_offset, single,
+                        chunk_states, stream);
+}
+
+}  // namespace
+
+cudaError_t ChunkGlaStatesPackedMma(const float* k, const float* G, const float* v,
+                                    const PackView& pack, int heads, int dk, int dv,
+                                    float* const* state_ptrs, float* const* out_ptrs,
+                                    int64_t layer_offset, float* chunk_states,
+                                    cudaStream_t stream) {
+  return LaunchStatesMma(k, G, v, pack, heads, dk, dv, state_ptrs, out_ptrs, layer_offset, nullptr,
+                         chunk_states, stream);
+}
+
+cudaError_t ChunkGlaOutputPackedMma(const float* q, const float* k, const float* G, const float* v,
+                                    const float* chunk_states, float* const* state_ptrs,
+                                    float* const* out_ptrs, int64_t layer_offset,
+                                    const PackView& pack, int heads, int dk, int dv, float scale,
+                                    float* o, cudaStream_t stream) {
+  if (pack.num_chunks == 0) return cudaSuccess;
+  if (dk > kMaxDk) return cudaErrorInvalidValue;
+  const size_t smem = OutputMmaSmem(dk);
+  cudaError_t err = cudaFuncSetAttribute(
+      ChunkOutputMmaKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
+  if (err != cudaSuccess) return err;
+  dim3 grid(pack.num_chunks, heads);
+  ChunkOutputMmaKernel<<<grid, kOutThreads, smem, stream>>>(
+      q, k, G, v, chunk_states, state_ptrs, out_ptrs, layer_offset, pack, heads, dk, dv, scale, o);
+  return cudaGetLastError();
+}
+
+cudaError_t ChunkGlaStatesMma(const float* k, const float* G, const float* v, int tokens, int heads,
+                              int dk, int dv, float* state, float* chunk_states,
+                              cudaStream_t stream) {
+  return LaunchStatesMma(k, G, v, SingleSequence(tokens), heads, dk, dv, nullptr, nullptr, 0, state,
+                         chunk_states, stream);
+}
+
+cudaError_t ChunkGlaOutputMma(const float* q, const float* k, const float* G, const float* v,
+                              const float* chunk_states, int tokens, int heads, int dk, int dv,
+                              float scale, float* o, cudaStream_t stream) {
+  return ChunkGlaOutputPackedMma(q, k, G, v, chunk_states, nullptr, nullptr, 0,
+                                 SingleSequence(tokens), heads, dk, dv, scale, o, stream);
+}
+
+}  // namespace hgeval::cuda

@@ -1,0 +1,48 @@
+// Chunkwise GLA recurrence on tensor cores (bf16 mode): the packed states and output
+// launchers of kernels.h (ChunkGlaStatesPacked, ChunkGlaOutputPacked) with the same
+// arguments and contract, their products run as bf16 mma.sync m16n8k16 with fp32
+// accumulation. Chunk states stay fp32; the cumsum and the state scan are the fp32 ones.
+// fp32 mode never calls these (its path stays the exact reference).
+#ifndef HGEVAL_ENGINE_CUDA_KERNELS_CHUNK_MMA_H_
+#define HGEVAL_ENGINE_CUDA_KERNELS_CHUNK_MMA_H_
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "engine/cuda/kernels.h"
+
+namespace hgeval::cuda {
+
+// Per-chunk local states by tensor cores, then the fp32 scan (ChunkStateScan).
+cudaError_t ChunkGlaStatesPackedMma(const float* k, const float* G, const float* v,
+                                    const PackView& pack, int heads, int dk, int dv,
+                                    float* const* state_ptrs, float* const* out_ptrs,
+                                    int64_t layer_offset, float* chunk_states, cudaStream_t stream);
+
+// o = scale (q exp(G) S_c + A v), A the intra-chunk matrix: its 16-token diagonal blocks
+// with exact per-element exponents in fp32, the blocks below them by tensor cores.
+cudaError_t ChunkGlaOutputPackedMma(const float* q, const float* k, const float* G, const float* v,
+                                    const float* chunk_states, float* const* state_ptrs,
+                                    float* const* out_ptrs, int64_t layer_offset,
+                                    const PackView& pack, int heads, int dk, int dv, float scale,
+                                    float* o, cudaStream_t stream);
+
+// Single-sequence forms (tests): as ChunkGlaStates / ChunkGlaOutput in kernels.h.
+cudaError_t ChunkGlaStatesMma(const float* k, const float* G, const float* v, int tokens, int heads,
+                              int dk, int dv, float* state, float* chunk_states,
+                              cudaStream_t stream);
+cudaError_t ChunkGlaOutputMma(const float* q, const float* k, const float* G, const float* v,
+                              const float* chunk_states, int tokens, int heads, int dk, int dv,
+                              float scale, float* o, cudaStream_t stream);
+
+// Phase 2 of the chunk states (kernels_scan.cu): S_{c+1} = exp(G_last,c) S_c + U_c over
+// each sequence's chunks, in place over the local states U in chunk_states. `single`
+// is the single-sequence form's state (state_ptrs null).
+cudaError_t ChunkStateScan(const float* G, const PackView& pack, int heads, int dk, int dv,
+                           float* const* state_ptrs, float* const* out_ptrs, int64_t layer_offset,
+                           float* single, float* chunk_states, cudaStream_t stream);
+
+}  // namespace hgeval::cuda
+
+#endif  // HGEVAL_ENGINE_CUDA_KERNELS_CHUNK_MMA_H_

@@ -1,0 +1,282 @@
+// The tensor-core chunkwise GLA kernels (bf16 mode, kernels_chunk_mma.h) against the
+// float64 recurrence, on fresh random inputs shaped as HGRN2, GLA and TNL use them: single
+// sequences across chunk boundaries, and ragged packs whose items continue from a state,
+// fork it (final state elsewhere) or only read it; a packed sequence's output equals its
+// output alone bitwise (batch invariance). Bound: bf16 operands, fp32 accumulation.
+#include <cuda_runtime_api.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <iostream>
+#include <ostream>
+#include <random>
+#include <vector>
+
+#include "engine/cuda/kernels.h"
+#include "engine/cuda/kernels_chunk_mma.h"
+#include "gtest/gtest.h"
+#include "tests/cuda/cuda_test_util.h"
+#include "tests/cuda/device_vector.h"
+#include "tests/cuda/gla_reference.h"
+
+namespace hgeval::cuda {
+namespace {
+
+// ‖out − ref‖ / ‖ref‖ for bf16 operands with fp32 accumulation lands between 1e-3 and
+// 1e-2 (docs/cuda.md, Precision modes).
+constexpr double kBf16Bound = 1e-2;
+
+enum class Decay {
+  kData,      // GLA / HGRN2: per token and key, from strong (exp -3) to nearly none
+  kStrong,    // HGRN2's small forget gates: down to exp(-20) per token
+  kConstant,  // TNL: one log decay per head
+};
+
+struct MmaCase {
+  const char* family;
+  int tokens, heads, dk, dv;
+  Decay decay;
+};
+
+void PrintTo(const MmaCase& c, std::ostream* os) {
+  *os << c.family << "_" << c.tokens << "x" << c.heads << "x" << c.dk << "x" << c.dv << "_d"
+      << static_cast<int>(c.decay);
+}
+
+struct Inputs {
+  int rows, heads, dk, dv;
+  std::vector<float> q, k, g, v;
+};
+
+Inputs RandomInputs(int rows, int heads, int dk, int dv, Decay decay, std::mt19937& rng) {
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::uniform_real_distribution<float> ud(0.0f, 1.0f);
+  Inputs in{rows, heads, dk, dv, {}, {}, {}, {}};
+  const size_t nqk = static_cast<size_t>(rows) * heads * dk;
+  in.q.resize(nqk);
+  in.k.resize(nqk);
+  in.g.resize(nqk);
+  in.v.resize(static_cast<size_t>(rows) * heads * dv);
+  for (auto& x : in.q) x = nd(rng);
+  for (auto& x : in.k) x = nd(rng);
+  for (auto& x : in.v) x = nd(rng);
+  std::vector<float> head_decay(heads);
+  for (auto& x : head_decay) x = -0.5f * ud(rng) - 1e-3f;
+  for (size_t i = 0; i < nqk; ++i) {
+    switch (decay) {
+      case Decay::kData:
+        in.g[i] = -3.0f * ud(rng) * (nd(rng) > 0 ? 1.0f : 0.01f);
+        break;
+      case Decay::kStrong:
+        in.g[i] = -20.0f * ud(rng) * ud(rng);
+        break;
+      case Decay::kConstant:
+        in.g[i] = head_decay[(i / dk) % heads];
+        break;
+    }
+  }
+  return in;
+}
+
+std::vector<float> Slice(const std::vector<float>& x, size_t from, size_t n) {
+  return std::vector<float>(x.begin() + from, x.begin() + from + n);
+}
+std::vector<double> Slice(const std::vector<double>& x, size_t from, size_t n) {
+  return std::vector<double>(x.begin() + from, x.begin() + from + n);
+}
+
+class ChunkMmaTest : public ::testing::TestWithParam<MmaCase> {};
+
+TEST_P(ChunkMmaTest, SingleSequenceMatchesFloat64Recurrence) {
+  if (!testing::HaveGpu()) GTEST_SKIP() << "no CUDA GPU visible";
+  const MmaCase c = GetParam();
+  std::mt19937 rng(std::random_device{}());
+  const Inputs in = RandomInputs(c.tokens, c.heads, c.dk, c.dv, c.decay, rng);
+  const size_t ns = static_cast<size_t>(c.heads) * c.dk * c.dv;
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::vector<float> s0(ns);
+  for (auto& x : s0) x = nd(rng);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(c.dk));
+  std::vector<double> S(s0.begin(), s0.end()), o_ref(in.v.size());
+  GlaReference(in.q, in.k, in.g, in.v, c.heads, c.dk, c.dv, 0, c.tokens, scale, S, o_ref);
+
+  Dev<float> dq(in.q), dk(in.k), dg(in.g), dv(in.v), ds(s0), dout(in.v.size());
+  Dev<float> dchunks(static_cast<size_t>((c.tokens + kGlaChunk - 1) / kGlaChunk) * ns);
+  ASSERT_EQ(ChunkLocalCumsum(dg.get(), c.tokens, c.heads, c.dk, nullptr), cudaSuccess);
+  ASSERT_EQ(ChunkGlaStatesMma(dk.get(), dg.get(), dv.get(), c.tokens, c.heads, c.dk, c.dv, ds.get(),
+                              dchunks.get(), nullptr),
+            cudaSuccess);
+  ASSERT_EQ(ChunkGlaOutputMma(dq.get(), dk.get(), dg.get(), dv.get(), dchunks.get(), c.tokens,
+                              c.heads, c.dk, c.dv, scale, dout.get(), nullptr),
+            cudaSuccess);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  const double out_err = RelErr(dout.Get(), o_ref), state_err = RelErr(ds.Get(), S);
+  EXPECT_LT(out_err, kBf16Bound) << "output";
+  EXPECT_LT(state_err, kBf16Bound) << "final state";
+  std::cout << "[ rel err ] output " << out_err << " final state " << state_err << "\n";
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, ChunkMmaTest,
+    ::testing::Values(
+        // HGRN2 1.3B heads (dk = dv = expand_ratio 128), across chunk and sub-block edges.
+        MmaCase{"hgrn2", 1, 2, 128, 128, Decay::kData},
+        MmaCase{"hgrn2", 15, 2, 128, 128, Decay::kData},
+        MmaCase{"hgrn2", 17, 2, 128, 128, Decay::kData},
+        MmaCase{"hgrn2", 64, 2, 128, 128, Decay::kData},
+        MmaCase{"hgrn2", 65, 2, 128, 128, Decay::kStrong},
+        MmaCase{"hgrn2", 300, 2, 128, 128, Decay::kData},
+        MmaCase{"hgrn2", 257, 2, 64, 64, Decay::kStrong},
+        // GLA: dk 256 with dv 512, and a small model's 64 x 128.
+        MmaCase{"gla", 130, 2, 256, 512, Decay::kData},
+        MmaCase{"gla", 200, 3, 64, 128, Decay::kData},
+        // TNL with LRPE: dk = 2 x 128, constant per-head decay.
+        MmaCase{"tnl", 193, 2, 256, 128, Decay::kConstant},
+        MmaCase{"tnl", 100, 2, 64, 64, Decay::kConstant},
+        // Head dims no family uses at 1.3B (tiny test models): padding paths.
+        MmaCase{"odd", 65, 3, 16, 32, Decay::kData},
+        MmaCase{"odd", 200, 1, 40, 200, Decay::kData}));
+
+// A ragged pack: sequence s is lens[s] rows from its own start state (a second layer's
+// slot: layer_offset). fork: final states go to other buffers (the first chunk reads the
+// start in place) and sequence 1 keeps none (a read-only start).
+void RunPack(const Inputs& in, const std::vector<int>& lens, const std::vector<float>& starts,
+             bool fork, float scale, std::vector<float>& out, std::vector<float>& states,
+             std::vector<float>& finals) {
+  const int H = in.heads, dk = in.dk, dv = in.dv;
+  const int64_t ns = static_cast<int64_t>(H) * dk * dv;
+  const int num_seqs = static_cast<int>(lens.size());
+  std::vector<int32_t> seq_row0{0}, seq_chunk0{0}, chunk_row0, chunk_seq;
+  for (int s = 0; s < num_seqs; ++s) {
+    for (int r = 0; r < lens[s]; r += kGlaChunk) {
+      chunk_row0.push_back(seq_row0.back() + r);
+      chunk_seq.push_back(s);
+    }
+    seq_row0.push_back(seq_row0.back() + lens[s]);
+    seq_chunk0.push_back(static_cast<int32_t>(chunk_row0.size()));
+  }
+  const int rows = seq_row0.back();
+  Dev<int32_t> d_seq_row0(seq_row0), d_seq_chunk0(seq_chunk0), d_chunk_row0(chunk_row0),
+      d_chunk_seq(chunk_seq);
+  PackView pack;
+  pack.rows = rows;
+  pack.num_seqs = num_seqs;
+  pack.num_chunks = static_cast<int>(chunk_row0.size());
+  pack.seq_row0 = d_seq_row0.get();
+  pack.seq_chunk0 = d_seq_chunk0.get();
+  pack.chunk_row0 = d_chunk_row0.get();
+  pack.chunk_seq = d_chunk_seq.get();
+
+  Dev<float> dq(in.q), dk_(in.k), dg(in.g), dv_(in.v);
+  Dev<float> dout(static_cast<size_t>(rows) * H * dv);
+  Dev<float> dstates(starts);  // [seq][2 layers][ns]; layer 1 used
+  Dev<float> dfinals(static_cast<size_t>(num_seqs) * ns);
+  Dev<float> dchunks(static_cast<size_t>(pack.num_chunks) * ns);
+  std::vector<float*> sp(num_seqs), op(num_seqs);
+  for (int s = 0; s < num_seqs; ++s) {
+    sp[s] = dstates.get() + static_cast<int64_t>(s) * 2 * ns;
+    op[s] = (s == 1) ? nullptr : dfinals.get() + s * ns - ns;  // + layer_offset = slot s
+  }
+  Dev<float*> dsp(sp), dop(op);
+  float* const* out_ptrs = fork ? dop.get() : nullptr;
+  ASSERT_EQ(ChunkLocalCumsumPacked(dg.get(), pack, H, dk, nullptr), cudaSuccess);
+  ASSERT_EQ(ChunkGlaStatesPackedMma(dk_.get(), dg.get(), dv_.get(), pack, H, dk, dv, dsp.get(),
+                                    out_ptrs, ns, dchunks.get(), nullptr),
+            cudaSuccess);
+  ASSERT_EQ(
+      ChunkGlaOutputPackedMma(dq.get(), dk_.get(), dg.get(), dv_.get(), dchunks.get(), dsp.get(),
+                              out_ptrs, ns, pack, H, dk, dv, scale, dout.get(), nullptr),
+      cudaSuccess);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  out = dout.Get();
+  states = dstates.Get();
+  finals = dfinals.Get();
+}
+
+struct PackCase {
+  const char* family;
+  int heads, dk, dv;
+  Decay decay;
+  bool fork;
+};
+
+void PrintTo(const PackCase& c, std::ostream* os) {
+  *os << c.family << "_" << c.heads << "x" << c.dk << "x" << c.dv << (c.fork ? "_fork" : "");
+}
+
+class ChunkMmaPackTest : public ::testing::TestWithParam<PackCase> {};
+
+TEST_P(ChunkMmaPackTest, RaggedPackMatchesFloat64AndEachSequenceAlone) {
+  if (!testing::HaveGpu()) GTEST_SKIP() << "no CUDA GPU visible";
+  const PackCase c = GetParam();
+  const std::vector<int> lens = {130, 1, 64, 17, 65, 200};
+  int rows = 0;
+  for (int n : lens) rows += n;
+  std::mt19937 rng(std::random_device{}());
+  const Inputs in = RandomInputs(rows, c.heads, c.dk, c.dv, c.decay, rng);
+  const int64_t ns = static_cast<int64_t>(c.heads) * c.dk * c.dv;
+  const int num_seqs = static_cast<int>(lens.size());
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::vector<float> starts(static_cast<size_t>(num_seqs) * 2 * ns);
+  for (auto& x : starts) x = nd(rng);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(c.dk));
+
+  std::vector<float> out, states, finals;
+  RunPack(in, lens, starts, c.fork, scale, out, states, finals);
+  if (HasFatalFailure()) return;
+  int r0 = 0;
+  for (int s = 0; s < num_seqs; ++s) {
+    const size_t slot = (static_cast<size_t>(s) * 2 + 1) * ns;
+    std::vector<double> S(starts.begin() + slot, starts.begin() + slot + ns);
+    std::vector<double> o_ref(in.v.size());
+    GlaReference(in.q, in.k, in.g, in.v, c.heads, c.dk, c.dv, r0, lens[s], scale, S, o_ref);
+    const size_t vo = static_cast<size_t>(r0) * c.heads * c.dv;
+    const size_t nv = static_cast<size_t>(lens[s]) * c.heads * c.dv;
+    EXPECT_LT(RelErr(Slice(out, vo, nv), Slice(o_ref, vo, nv)), kBf16Bound) << "output of " << s;
+    const std::vector<float> start_after = Slice(states, slot, ns);
+    if (!c.fork) {
+      EXPECT_LT(RelErr(start_after, S), kBf16Bound) << "final state of " << s;
+    } else {
+      EXPECT_EQ(0, std::memcmp(start_after.data(), starts.data() + slot, ns * sizeof(float)))
+          << "a forked start state changed: " << s;
+      if (s != 1) {
+        EXPECT_LT(RelErr(Slice(finals, static_cast<size_t>(s) * ns, ns), S), kBf16Bound)
+            << "forked final state of " << s;
+      }
+    }
+    // Batch invariance: the same sequence alone gives the same bits.
+    Inputs alone{lens[s],
+                 c.heads,
+                 c.dk,
+                 c.dv,
+                 Slice(in.q, static_cast<size_t>(r0) * c.heads * c.dk,
+                       static_cast<size_t>(lens[s]) * c.heads * c.dk),
+                 Slice(in.k, static_cast<size_t>(r0) * c.heads * c.dk,
+                       static_cast<size_t>(lens[s]) * c.heads * c.dk),
+                 Slice(in.g, static_cast<size_t>(r0) * c.heads * c.dk,
+                       static_cast<size_t>(lens[s]) * c.heads * c.dk),
+                 Slice(in.v, vo, nv)};
+    // Sequence 1's slot layout is kept: a one-sequence pack still reads slot 0's layer 1,
+    // and its read-only role belongs to index 1, so only sequences other than 1 compare.
+    if (s != 1) {
+      std::vector<float> one_start(starts.begin() + slot - ns, starts.begin() + slot + ns);
+      std::vector<float> out1, states1, finals1;
+      RunPack(alone, {lens[s]}, one_start, c.fork, scale, out1, states1, finals1);
+      if (HasFatalFailure()) return;
+      EXPECT_EQ(0, std::memcmp(out1.data(), out.data() + vo, nv * sizeof(float)))
+          << "sequence " << s << " alone differs from its packed output";
+    }
+    r0 += lens[s];
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Packs, ChunkMmaPackTest,
+                         ::testing::Values(PackCase{"hgrn2", 2, 128, 128, Decay::kData, false},
+                                           PackCase{"hgrn2", 2, 128, 128, Decay::kStrong, true},
+                                           PackCase{"gla", 2, 256, 512, Decay::kData, true},
+                                           PackCase{"tnl", 2, 256, 128, Decay::kConstant, false},
+                                           PackCase{"odd", 3, 40, 200, Decay::kData, true}));
+
+}  // namespace
+}  // namespace hgeval::cuda
