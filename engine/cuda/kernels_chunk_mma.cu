@@ -15,11 +15,11 @@
 namespace hgeval::cuda {
 namespace {
 
-constexpr int kSub = 16;       // rows of a diagonal block (one warp's output rows)
-constexpr int kVT = 64;        // value columns per tile
-constexpr int kKS = 32;        // key columns per slice of the output kernel
-constexpr int kSP = kKS + 8;   // fp32 row stride of the slices: float2 reads conflict-free
-constexpr int kRowB = kC + 8;  // bf16 row stride of token-indexed tiles ([col][token])
+constexpr int kSub = 16;      // rows of a diagonal block (one warp's output rows)
+constexpr int kVT = 64;       // value columns per tile
+constexpr int kKS = 32;       // key columns per slice of the output kernel
+constexpr int kSP = kKS + 8;  // fp32 row stride of the slices: float2 reads conflict-free
+constexpr int kVS = kVT + 8;  // bf16 row stride of value tiles: ldmatrix rows conflict-free
 constexpr int kMaxDk = 256;
 constexpr int kOutThreads = 4 * 32;  // one warp per 16 rows of the chunk
 
@@ -39,6 +39,20 @@ __device__ __forceinline__ float4 Ld4(const float* p) {
   return *reinterpret_cast<const float4*>(p);
 }
 
+// Four 8x8 b16 matrices, transposed: lanes 8m..8m+7 give the row addresses of matrix m.
+// From a [k][n] row-major tile this yields mma B fragments (rows k0.., columns n0..: two
+// n-tiles as {r0, r1} and {r2, r3} when lanes 8..15 take rows + 8 and 16..31 columns + 8),
+// and from an [k][m] tile (A stored transposed) A fragments.
+__device__ __forceinline__ void LdMatrixX4Trans(uint32_t (&r)[4], const bf16* p) {
+  const uint32_t addr = static_cast<uint32_t>(__cvta_generic_to_shared(p));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+__device__ __forceinline__ void St4Bf16(bf16* p, float4 x) {
+  *reinterpret_cast<uint2*>(p) = make_uint2(PackBf16(x.x, x.y), PackBf16(x.z, x.w));
+}
+
 // d += a b: a 16x16 row-major (registers as PTX's m16n8k16 A fragment), b 16x8 (B
 // fragment), d 16x8 fp32 (C fragment). lane = 4 * group + tig: a0,a1 = (group, 2 tig + 0/1),
 // a2,a3 = (group + 8, ..), a4..a7 the same at columns + 8; b0,b1 = (2 tig + 0/1, group),
@@ -52,9 +66,11 @@ __device__ __forceinline__ void Mma(float (&d)[4], const uint32_t (&a)[4], uint3
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-// Local state U_c = sum_j (k_j exp(G_last - G_j)) v_j^T of chunk c: [dk x 64] per block
-// (grid (chunks, H, value tiles)), one warp per 32 key rows, K = the chunk's 64 tokens.
-// As the fp32 kernel: a sequence that keeps no final state skips its last chunk.
+// Local state U_c = sum_j (k_j exp(G_last - G_j)) v_j^T of chunk c, one block per
+// (chunk, head), one warp per 32 key rows: k exp(G_last - G) is staged once as bf16
+// ([token][key], 16-byte loads), then per 64 value columns v ([token][column]) and the
+// product with K = the chunk's tokens, fragments through ldmatrix.trans. As the fp32
+// kernel: a sequence that keeps no final state skips its last chunk.
 __global__ void __launch_bounds__(kMaxDk)
     ChunkLocalStateMmaKernel(const float* __restrict__ k, const float* __restrict__ G,
                              const float* __restrict__ v, PackView pack, int heads, int dk, int dv,
@@ -62,9 +78,11 @@ __global__ void __launch_bounds__(kMaxDk)
                              float* __restrict__ u) {
   extern __shared__ __align__(16) unsigned char smem[];
   const int dkp = RoundUp(dk, 32);
-  bf16* kd = reinterpret_cast<bf16*>(smem);  // [dkp][kRowB]: kd[kk][j] = k_j exp(G_last - G_j)
-  bf16* vt = kd + dkp * kRowB;               // [kVT][kRowB]: vt[n][j] = v_j[v0 + n]
-  const int c = blockIdx.x, h = blockIdx.y, v0 = blockIdx.z * kVT;
+  const int kds = dkp + 8;                   // bf16 row stride: ldmatrix rows conflict-free
+  bf16* kd = reinterpret_cast<bf16*>(smem);  // [kC][kds]: k_j exp(G_last - G_j)
+  bf16* vs = kd + kC * kds;                  // [kC][kVT + 8]: v_j[vb..]
+  constexpr int vss = kVT + 8;
+  const int c = blockIdx.x, h = blockIdx.y;
   const int seq = ChunkSeq(pack, c);
   if (c + 1 == SeqChunkEnd(pack, seq) && !KeepsFinalState(state_ptrs, out_ptrs, seq)) return;
   const int t0 = ChunkRow0(pack, c);
@@ -74,67 +92,73 @@ __global__ void __launch_bounds__(kMaxDk)
   const int64_t vstride = static_cast<int64_t>(heads) * dv;
   const float* kc = k + static_cast<int64_t>(t0) * kstride + static_cast<int64_t>(h) * dk;
   const float* gc = G + static_cast<int64_t>(t0) * kstride + static_cast<int64_t>(h) * dk;
-  const float* vc = v + static_cast<int64_t>(t0) * vstride + static_cast<int64_t>(h) * dv + v0;
+  const float* vc = v + static_cast<int64_t>(t0) * vstride + static_cast<int64_t>(h) * dv;
   const float* glast = gc + (n - 1) * kstride;
-#pragma unroll 4
-  for (int idx = tid; idx < (kC / 2) * dkp; idx += blockDim.x) {
-    const int j = 2 * (idx / dkp), kk = idx % dkp;
-    float a = 0.0f, b = 0.0f;
-    if (kk < dk) {
-      const float gl = glast[kk];
-      if (j < n) a = kc[j * kstride + kk] * __expf(gl - gc[j * kstride + kk]);
-      if (j + 1 < n) b = kc[(j + 1) * kstride + kk] * __expf(gl - gc[(j + 1) * kstride + kk]);
+  const int k4s = dkp / 4;
+#pragma unroll 2
+  for (int idx = tid; idx < kC * k4s; idx += blockDim.x) {
+    const int j = idx / k4s, k4 = 4 * (idx % k4s);
+    float4 val = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    if (j < n && k4 < dk) {
+      const float4 kk = Ld4(kc + j * kstride + k4), gg = Ld4(gc + j * kstride + k4);
+      const float4 gl = Ld4(glast + k4);
+      val = make_float4(kk.x * __expf(gl.x - gg.x), kk.y * __expf(gl.y - gg.y),
+                        kk.z * __expf(gl.z - gg.z), kk.w * __expf(gl.w - gg.w));
     }
-    *reinterpret_cast<uint32_t*>(kd + kk * kRowB + j) = PackBf16(a, b);
+    St4Bf16(kd + j * kds + k4, val);
   }
-#pragma unroll 4
-  for (int idx = tid; idx < (kC / 2) * kVT; idx += blockDim.x) {
-    const int j = 2 * (idx / kVT), nn = idx % kVT;
-    const bool col = v0 + nn < dv;
-    const float a = (col && j < n) ? vc[j * vstride + nn] : 0.0f;
-    const float b = (col && j + 1 < n) ? vc[(j + 1) * vstride + nn] : 0.0f;
-    *reinterpret_cast<uint32_t*>(vt + nn * kRowB + j) = PackBf16(a, b);
-  }
-  __syncthreads();
   const int warp = tid / 32, lane = tid % 32, grp = lane / 4, tig = lane % 4;
   const int m0 = warp * 32;
-  float acc[2][8][4];
-#pragma unroll
-  for (int mt = 0; mt < 2; ++mt) {
-#pragma unroll
-    for (int nt = 0; nt < 8; ++nt) {
-#pragma unroll
-      for (int e = 0; e < 4; ++e) acc[mt][nt][e] = 0.0f;
+  // ldmatrix row addresses: A (kd, transposed) and B (vs) fragments.
+  const int a_row = (lane % 8) + 8 * (lane / 16), a_col = 8 * ((lane / 8) % 2);
+  const int b_row = (lane % 8) + 8 * ((lane / 8) % 2), b_col = 8 * (lane / 16);
+  float* uc = u + (static_cast<int64_t>(c) * heads + h) * dk * dv;
+  for (int vb = 0; vb < dv; vb += kVT) {
+    if (vb > 0) __syncthreads();  // the previous tile's readers are done
+#pragma unroll 4
+    for (int idx = tid; idx < kC * (kVT / 4); idx += blockDim.x) {
+      const int j = idx / (kVT / 4), n4 = 4 * (idx % (kVT / 4));
+      const float4 val = (j < n && vb + n4 < dv) ? Ld4(vc + j * vstride + vb + n4)
+                                                 : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+      St4Bf16(vs + j * vss + n4, val);
     }
-  }
-  for (int ks = 0; ks < n; ks += 16) {  // token steps past a short chunk's end add zeros
-    uint32_t a[2][4];
+    __syncthreads();
+    float acc[2][8][4];
 #pragma unroll
     for (int mt = 0; mt < 2; ++mt) {
-      const bf16* r = kd + (m0 + mt * 16 + grp) * kRowB + ks + 2 * tig;
-      a[mt][0] = Ld32(r);
-      a[mt][1] = Ld32(r + 8 * kRowB);
-      a[mt][2] = Ld32(r + 8);
-      a[mt][3] = Ld32(r + 8 * kRowB + 8);
+#pragma unroll
+      for (int nt = 0; nt < 8; ++nt) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc[mt][nt][e] = 0.0f;
+      }
+    }
+    for (int ks = 0; ks < n; ks += 16) {  // token steps past a short chunk's end add zeros
+      uint32_t a[2][4];
+      LdMatrixX4Trans(a[0], kd + (ks + a_row) * kds + m0 + a_col);
+      LdMatrixX4Trans(a[1], kd + (ks + a_row) * kds + m0 + 16 + a_col);
+#pragma unroll
+      for (int np = 0; np < 4; ++np) {
+        uint32_t b[4];
+        LdMatrixX4Trans(b, vs + (ks + b_row) * vss + 16 * np + b_col);
+        Mma(acc[0][2 * np], a[0], b[0], b[1]);
+        Mma(acc[1][2 * np], a[1], b[0], b[1]);
+        Mma(acc[0][2 * np + 1], a[0], b[2], b[3]);
+        Mma(acc[1][2 * np + 1], a[1], b[2], b[3]);
+      }
     }
 #pragma unroll
-    for (int nt = 0; nt < 8; ++nt) {
-      const bf16* r = vt + (nt * 8 + grp) * kRowB + ks + 2 * tig;
-      const uint32_t b0 = Ld32(r), b1 = Ld32(r + 8);
-      Mma(acc[0][nt], a[0], b0, b1);
-      Mma(acc[1][nt], a[1], b0, b1);
-    }
-  }
-  float* uc = u + (static_cast<int64_t>(c) * heads + h) * dk * dv;
+    for (int mt = 0; mt < 2; ++mt) {
 #pragma unroll
-  for (int mt = 0; mt < 2; ++mt) {
+      for (int nt = 0; nt < 8; ++nt) {
 #pragma unroll
-    for (int nt = 0; nt < 8; ++nt) {
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int row = m0 + mt * 16 + grp + 8 * (e / 2);
-        const int col = v0 + nt * 8 + 2 * tig + (e % 2);
-        if (row < dk && col < dv) uc[static_cast<int64_t>(row) * dv + col] = acc[mt][nt][e];
+        for (int half = 0; half < 2; ++half) {
+          const int row = m0 + mt * 16 + grp + 8 * half;
+          const int col = vb + nt * 8 + 2 * tig;
+          if (row < dk && col < dv) {
+            *reinterpret_cast<float2*>(uc + static_cast<int64_t>(row) * dv + col) =
+                make_float2(acc[mt][nt][2 * half], acc[mt][nt][2 * half + 1]);
+          }
+        }
       }
     }
   }
@@ -155,14 +179,14 @@ __global__ void __launch_bounds__(kOutThreads)
   extern __shared__ __align__(16) unsigned char smem[];
   const int dkp = RoundUp(dk, kKS);
   const int qes = dkp + 8;  // bf16 row stride of qe and st
-  // Region 1: the fp32 slices of q, k, G ([kC][kSP] each) while A is built, then S^T.
+  // Region 1: the fp32 slices of q, k, G ([kC][kSP] each) while A is built, then S.
   float* sq = reinterpret_cast<float*>(smem);
   float* sk = sq + kC * kSP;
   float* sg = sk + kC * kSP;
-  bf16* st = reinterpret_cast<bf16*>(smem);  // [kVT][qes]: st[n][kk] = S[kk][vb + n]
-  const int region1 = max(3 * kC * kSP * 4, kVT * qes * 2);
+  bf16* st = reinterpret_cast<bf16*>(smem);  // [dkp][kVS]: S[kk][vb..]
+  const int region1 = max(3 * kC * kSP * 4, dkp * kVS * 2);
   bf16* qe = reinterpret_cast<bf16*>(smem + region1);  // [kC][qes]: q exp(G)
-  bf16* vt = qe + kC * qes;                            // [kVT][kRowB]: vt[n][j] = v_j[vb + n]
+  bf16* vt = qe + kC * qes;                            // [kC][kVS]: v_j[vb..]
 
   const int c = blockIdx.x, h = blockIdx.y;
   const int t0 = ChunkRow0(pack, c);
@@ -193,19 +217,20 @@ __global__ void __launch_bounds__(kOutThreads)
   }
 
   for (int ks = 0; ks < dkp; ks += kKS) {
-#pragma unroll 8
-    for (int idx = tid; idx < kC * kKS; idx += kOutThreads) {
-      const int row = idx / kKS, kk = idx % kKS;
-      float a = 0.0f, b = 0.0f, gg = 0.0f;
-      if (row < n && ks + kk < dk) {
-        const int64_t off = qk0 + row * kstride + ks + kk;
-        a = q[off];
-        b = k[off];
-        gg = G[off];
+    // 16-byte loads, all of a thread's (4 x 3) in flight before the first store.
+#pragma unroll
+    for (int idx = tid; idx < kC * kKS / 4; idx += kOutThreads) {
+      const int row = idx / (kKS / 4), k4 = 4 * (idx % (kKS / 4));
+      float4 a = make_float4(0.0f, 0.0f, 0.0f, 0.0f), b = a, gg = a;
+      if (row < n && ks + k4 < dk) {
+        const int64_t off = qk0 + row * kstride + ks + k4;
+        a = Ld4(q + off);
+        b = Ld4(k + off);
+        gg = Ld4(G + off);
       }
-      sq[row * kSP + kk] = a;
-      sk[row * kSP + kk] = b;
-      sg[row * kSP + kk] = gg;
+      *reinterpret_cast<float4*>(sq + row * kSP + k4) = a;
+      *reinterpret_cast<float4*>(sk + row * kSP + k4) = b;
+      *reinterpret_cast<float4*>(sg + row * kSP + k4) = gg;
     }
     __syncthreads();
     if (active) {
@@ -304,26 +329,24 @@ __global__ void __launch_bounds__(kOutThreads)
     S = start == nullptr ? nullptr : start + layer_offset + static_cast<int64_t>(h) * dk * dv;
   }
   const float* vc = v + static_cast<int64_t>(t0) * vstride + static_cast<int64_t>(h) * dv;
+  const int b_row = (lane % 8) + 8 * ((lane / 8) % 2), b_col = 8 * (lane / 16);
   for (int vb = 0; vb < dv; vb += kVT) {
     if (vb > 0) __syncthreads();  // the previous tile's readers are done
+    const float4 zero = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     if (S != nullptr) {
-#pragma unroll 4
-      for (int idx = tid; idx < (dkp / 2) * kVT; idx += kOutThreads) {
-        const int kk = 2 * (idx / kVT), nn = idx % kVT;
-        const bool col = vb + nn < dv;
-        const float a = (col && kk < dk) ? S[static_cast<int64_t>(kk) * dv + vb + nn] : 0.0f;
-        const float b =
-            (col && kk + 1 < dk) ? S[static_cast<int64_t>(kk + 1) * dv + vb + nn] : 0.0f;
-        *reinterpret_cast<uint32_t*>(st + nn * qes + kk) = PackBf16(a, b);
+#pragma unroll 8
+      for (int idx = tid; idx < dkp * (kVT / 4); idx += kOutThreads) {
+        const int kk = idx / (kVT / 4), n4 = 4 * (idx % (kVT / 4));
+        const float4 val =
+            (kk < dk && vb + n4 < dv) ? Ld4(S + static_cast<int64_t>(kk) * dv + vb + n4) : zero;
+        St4Bf16(st + kk * kVS + n4, val);
       }
     }
-#pragma unroll 4
-    for (int idx = tid; idx < (kC / 2) * kVT; idx += kOutThreads) {
-      const int j = 2 * (idx / kVT), nn = idx % kVT;
-      const bool col = vb + nn < dv;
-      const float a = (col && j < n) ? vc[j * vstride + vb + nn] : 0.0f;
-      const float b = (col && j + 1 < n) ? vc[(j + 1) * vstride + vb + nn] : 0.0f;
-      *reinterpret_cast<uint32_t*>(vt + nn * kRowB + j) = PackBf16(a, b);
+#pragma unroll 8
+    for (int idx = tid; idx < kC * (kVT / 4); idx += kOutThreads) {
+      const int j = idx / (kVT / 4), n4 = 4 * (idx % (kVT / 4));
+      const float4 val = (j < n && vb + n4 < dv) ? Ld4(vc + j * vstride + vb + n4) : zero;
+      St4Bf16(vt + j * kVS + n4, val);
     }
     __syncthreads();
     if (!active) continue;
@@ -338,9 +361,11 @@ __global__ void __launch_bounds__(kOutThreads)
         const bf16* ra = qe + ia * qes + k0 + 2 * tig;
         const uint32_t a[4] = {Ld32(ra), Ld32(ra + 8 * qes), Ld32(ra + 8), Ld32(ra + 8 * qes + 8)};
 #pragma unroll
-        for (int nt = 0; nt < 8; ++nt) {
-          const bf16* rb = st + (nt * 8 + grp) * qes + k0 + 2 * tig;
-          Mma(acc[nt], a, Ld32(rb), Ld32(rb + 8));
+        for (int np = 0; np < 4; ++np) {
+          uint32_t b[4];
+          LdMatrixX4Trans(b, st + (k0 + b_row) * kVS + 16 * np + b_col);
+          Mma(acc[2 * np], a, b[0], b[1]);
+          Mma(acc[2 * np + 1], a, b[2], b[3]);
         }
       }
     }
@@ -348,9 +373,11 @@ __global__ void __launch_bounds__(kOutThreads)
     for (int u = 0; u < 4; ++u) {
       if (u <= warp) {
 #pragma unroll
-        for (int nt = 0; nt < 8; ++nt) {
-          const bf16* rb = vt + (nt * 8 + grp) * kRowB + kSub * u + 2 * tig;
-          Mma(acc[nt], afr[u], Ld32(rb), Ld32(rb + 8));
+        for (int np = 0; np < 4; ++np) {
+          uint32_t b[4];
+          LdMatrixX4Trans(b, vt + (kSub * u + b_row) * kVS + 16 * np + b_col);
+          Mma(acc[2 * np], afr[u], b[0], b[1]);
+          Mma(acc[2 * np + 1], afr[u], b[2], b[3]);
         }
       }
     }
@@ -368,11 +395,11 @@ __global__ void __launch_bounds__(kOutThreads)
   }
 }
 
-size_t LocalStateMmaSmem(int dk) { return sizeof(bf16) * (RoundUp(dk, 32) + kVT) * kRowB; }
+size_t LocalStateMmaSmem(int dk) { return sizeof(bf16) * kC * (RoundUp(dk, 32) + 8 + kVT + 8); }
 size_t OutputMmaSmem(int dk) {
   const int qes = RoundUp(dk, kKS) + 8;
-  const size_t region1 = std::max<size_t>(3 * kC * kSP * 4, kVT * qes * 2);
-  return region1 + sizeof(bf16) * (kC * qes + kVT * kRowB);
+  const size_t region1 = std::max<size_t>(3 * kC * kSP * 4, RoundUp(dk, kKS) * kVS * 2);
+  return region1 + sizeof(bf16) * kC * (qes + kVS);
 }
 
 cudaError_t LaunchStatesMma(const float* k, const float* G, const float* v, const PackView& pack,
@@ -381,12 +408,18 @@ cudaError_t LaunchStatesMma(const float* k, const float* G, const float* v, cons
                             float* chunk_states, cudaStream_t stream) {
   if (pack.num_chunks == 0) return cudaSuccess;
   if (dk > kMaxDk) return cudaErrorInvalidValue;
+  if (dk % 4 != 0 || dv % 4 != 0) {  // the 16-byte loads need both: the fp32 kernels
+    return state_ptrs == nullptr
+               ? ChunkGlaStates(k, G, v, pack.rows, heads, dk, dv, single, chunk_states, stream)
+               : ChunkGlaStatesPacked(k, G, v, pack, heads, dk, dv, state_ptrs, out_ptrs,
+                                      layer_offset, chunk_states, stream);
+  }
   const size_t smem = LocalStateMmaSmem(dk);
   cudaError_t err =
       cudaFuncSetAttribute(ChunkLocalStateMmaKernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                            static_cast<int>(smem));
   if (err != cudaSuccess) return err;
-  dim3 grid(pack.num_chunks, heads, CeilDiv(dv, kVT));
+  dim3 grid(pack.num_chunks, heads);
   ChunkLocalStateMmaKernel<<<grid, RoundUp(dk, 32), smem, stream>>>(
       k, G, v, pack, heads, dk, dv, state_ptrs, out_ptrs, chunk_states);
   err = cudaGetLastError();
@@ -413,6 +446,10 @@ cudaError_t ChunkGlaOutputPackedMma(const float* q, const float* k, const float*
                                     float* o, cudaStream_t stream) {
   if (pack.num_chunks == 0) return cudaSuccess;
   if (dk > kMaxDk) return cudaErrorInvalidValue;
+  if (dk % 4 != 0 || dv % 4 != 0) {  // the 16-byte loads need both: the fp32 kernel
+    return ChunkGlaOutputPacked(q, k, G, v, chunk_states, state_ptrs, out_ptrs, layer_offset, pack,
+                                heads, dk, dv, scale, o, stream);
+  }
   const size_t smem = OutputMmaSmem(dk);
   cudaError_t err = cudaFuncSetAttribute(
       ChunkOutputMmaKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
