@@ -206,6 +206,14 @@ absl::StatusOr<std::shared_ptr<const WebUi::Results>> WebUi::GetResults(
     std::lock_guard<std::mutex> lock(cache_mutex_);
     if (cached_ != nullptr && cached_->job.id() == id) return cached_;
   }
+  // One load at a time: the UI's memory for results is one job's (bounded by
+  // --http_max_response_bytes) however many pages ask at once, and the pages of one job
+  // that ask together read and parse it once (the later ones find it cached).
+  std::lock_guard<std::mutex> loading(load_mutex_);
+  {
+    std::lock_guard<std::mutex> lock(cache_mutex_);
+    if (cached_ != nullptr && cached_->job.id() == id) return cached_;
+  }
   absl::StatusOr<hgeval::v1::Job> job = GetJob(id, authorization);
   if (!job.ok()) return job.status();
   auto results = std::make_shared<Results>();

@@ -74,6 +74,7 @@ class WebUi {
   hgeval::v1::JobService::StubInterface* const jobs_;
   const BearerAuth* const auth_;
   const WebUiLimits limits_;
+  std::mutex load_mutex_;  // held while one job's results are read and parsed
   std::mutex cache_mutex_;
   std::shared_ptr<const Results> cached_;  // the last finished job read; guarded
 };
