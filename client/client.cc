@@ -336,6 +336,26 @@ absl::StatusOr<v1::ListJobsResponse> Client::ListJobs(int limit) {
   return response;
 }
 
+absl::StatusOr<v1::Series> Client::SubmitSeries(const v1::SubmitSeriesRequest& request) {
+  grpc::ClientContext context;
+  Prepare(context);
+  v1::Series response;
+  grpc::Status status = jobs_->SubmitSeries(&context, request, &response);
+  if (!status.ok()) return FromGrpc(status);
+  return response;
+}
+
+absl::StatusOr<v1::Series> Client::GetSeries(const std::string& id) {
+  grpc::ClientContext context;
+  Prepare(context);
+  v1::GetSeriesRequest request;
+  request.set_series_id(id);
+  v1::Series response;
+  grpc::Status status = jobs_->GetSeries(&context, request, &response);
+  if (!status.ok()) return FromGrpc(status);
+  return response;
+}
+
 absl::StatusOr<v1::Job> Client::CancelJob(const std::string& id) {
   grpc::ClientContext context;
   Prepare(context);

@@ -87,6 +87,9 @@ class Client {
   // with GetJobResults.
   absl::StatusOr<hgeval::v1::Job> GetJob(const std::string& id);
   absl::StatusOr<hgeval::v1::ListJobsResponse> ListJobs(int limit);
+  // Checkpoint series (docs/series.md): each point's job runs on the server.
+  absl::StatusOr<hgeval::v1::Series> SubmitSeries(const hgeval::v1::SubmitSeriesRequest& request);
+  absl::StatusOr<hgeval::v1::Series> GetSeries(const std::string& id);
   absl::StatusOr<hgeval::v1::Job> CancelJob(const std::string& id);
   // Watches until the job reaches a final state, calling `on_update` for every state
   // seen. A dropped stream (UNAVAILABLE, server restart...) is re-opened until

@@ -7,13 +7,11 @@
 #include <system_error>
 #include <tuple>
 
-#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "engine/util/status_macros.h"
 #include "tasks/plot/series_plot.h"
-#include "tasks/registry.h"
 
 namespace hgeval::client {
 namespace v1 = ::hgeval::v1;
@@ -36,65 +34,11 @@ absl::Status WriteText(const fs::path& path, const std::string& text) {
   return absl::OkStatus();
 }
 
-// The job ids of a sweep's checkpoints, kept for resuming; the tasks and limit they were
-// submitted with, so that a sweep with other tasks does not pick them up.
-struct SweepState {
-  std::string key;
-  std::map<std::string, std::string> jobs;  // model -> job id
-};
-
-std::string StateKey(const SweepOptions& options) {
-  return absl::StrCat(absl::StrJoin(options.tasks, ","), " limit ", options.limit, " options ",
-                      absl::BytesToHexString(options.job_options.SerializeAsString()));
-}
-
-SweepState ReadState(const fs::path& path, const std::string& key) {
-  SweepState state{key, {}};
-  std::ifstream in(path);
-  if (!in) return state;
-  std::stringstream text;
-  text << in.rdbuf();
-  nlohmann::json j = nlohmann::json::parse(text.str(), nullptr, false);
-  if (j.is_discarded() || j.value("key", std::string()) != key || !j.contains("jobs") ||
-      !j["jobs"].is_object()) {
-    return state;
-  }
-  for (const auto& [model, id] : j["jobs"].items()) {
-    if (id.is_string()) state.jobs[model] = id.get<std::string>();
-  }
-  return state;
-}
-
-absl::Status WriteState(const fs::path& path, const SweepState& state) {
-  return WriteText(path, nlohmann::json{{"key", state.key}, {"jobs", state.jobs}}.dump(1));
-}
-
-// "task/metric" -> value of a finished job's results (stderr entries left out).
-std::map<std::string, double> JobMetrics(const v1::Job& job) {
-  std::map<std::string, double> out;
-  for (const v1::TaskResult& result : job.results()) {
-    for (const auto& [name, value] : result.metrics()) {
-      std::string metric = name.substr(0, name.find(','));
-      if (absl::EndsWith(metric, "_stderr")) continue;
-      out[absl::StrCat(result.task(), "/", metric)] = value;
-    }
-  }
-  return out;
-}
-
 // The checkpoint's content hash, as the job's results JSON records it (lm-eval's config).
 std::string ModelHash(const v1::Job& job) {
   nlohmann::json results = nlohmann::json::parse(job.results_json(), nullptr, false);
   if (results.is_discarded() || !results.contains("config")) return "";
   return results["config"].value("model_hash", std::string());
-}
-
-absl::StatusOr<std::string> DefaultMetric(const std::vector<std::string>& task_names) {
-  if (task_names.empty()) return absl::InvalidArgumentError("sweep: no tasks");
-  HG_ASSIGN_OR_RETURN(std::unique_ptr<tasks::Task> task, tasks::CreateTask(task_names[0]));
-  const std::vector<tasks::MetricSpec> metrics = task->metrics();
-  if (metrics.empty()) return absl::InvalidArgumentError("sweep: the first task has no metric");
-  return absl::StrCat(task_names[0], "/", metrics[0].name);
 }
 
 // One curve per architecture of the fit `fit_name` (x = `x_field` of each checkpoint).
@@ -173,7 +117,7 @@ absl::StatusOr<SweepResult> RunSweep(Client& client, const SweepOptions& options
                                      const SweepWatcher& watch) {
   tasks::series::FitOptions fit = options.fit;
   if (fit.metric.empty()) {
-    HG_ASSIGN_OR_RETURN(fit.metric, DefaultMetric(options.tasks));
+    HG_ASSIGN_OR_RETURN(fit.metric, tasks::series::DefaultFitMetric(options.tasks));
   }
   const fs::path dir(options.output_dir);
   std::error_code error;
@@ -181,47 +125,60 @@ absl::StatusOr<SweepResult> RunSweep(Client& client, const SweepOptions& options
   if (error) {
     return absl::InternalError(absl::StrCat("cannot create ", dir.string(), ": ", error.message()));
   }
-  SweepState state = ReadState(dir / kSeriesStateJson, StateKey(options));
+  // One submission: the server runs every checkpoint's job (resuming them after a
+  // restart) and keeps the series; submitting it again finds it.
+  v1::SubmitSeriesRequest request;
+  request.set_name(options.name);
+  for (const tasks::series::Checkpoint& c : options.checkpoints) {
+    v1::SeriesCheckpoint* checkpoint = request.add_checkpoints();
+    checkpoint->set_model(c.model);
+    checkpoint->set_architecture(c.architecture);
+    checkpoint->set_parameters(c.parameters);
+    checkpoint->set_tokens(c.tokens);
+    checkpoint->set_compute(c.compute);
+    checkpoint->set_step(c.step);
+  }
+  for (const std::string& t : options.tasks) request.add_tasks(t);
+  request.set_limit(options.limit);
+  *request.mutable_options() = options.job_options;
+  HG_ASSIGN_OR_RETURN(v1::Series series, client.SubmitSeries(request));
   SweepResult result;
-  const int total = static_cast<int>(options.checkpoints.size());
+  result.series_id = series.id();
+  const int total = series.points_size();
+  std::vector<std::string> model_hashes(total);
   for (int i = 0; i < total; ++i) {
-    const tasks::series::Checkpoint& checkpoint = options.checkpoints[i];
-    absl::StatusOr<v1::Job> job = absl::NotFoundError("no job yet");
-    if (auto it = state.jobs.find(checkpoint.model); it != state.jobs.end()) {
-      job = client.GetJob(it->second);
-      if (job.ok() && job->state() != v1::JOB_STATE_SUCCEEDED) {
-        const bool live =
-            job->state() == v1::JOB_STATE_QUEUED || job->state() == v1::JOB_STATE_RUNNING;
-        job = live ? watch(client, it->second, i, total, checkpoint.model)
-                   : absl::StatusOr<v1::Job>(absl::FailedPreconditionError("ended"));
-      }
+    const v1::SeriesPoint& point = series.points(i);
+    HG_ASSIGN_OR_RETURN(v1::Job job, client.GetJob(point.job_id()));
+    if (job.state() == v1::JOB_STATE_QUEUED || job.state() == v1::JOB_STATE_RUNNING) {
+      HG_ASSIGN_OR_RETURN(job, watch(client, point.job_id(), i, total, point.checkpoint().model()));
     }
-    if (!job.ok() || job->state() != v1::JOB_STATE_SUCCEEDED) {
-      // No job, or one that ended without results: submit; the store answers whatever
-      // an earlier job of this checkpoint computed.
-      v1::SubmitJobRequest request;
-      request.set_model(checkpoint.model);
-      for (const std::string& t : options.tasks) request.add_tasks(t);
-      request.set_limit(options.limit);
-      *request.mutable_options() = options.job_options;
-      HG_ASSIGN_OR_RETURN(std::string id, client.SubmitJob(request));
-      state.jobs[checkpoint.model] = id;
-      HG_RETURN_IF_ERROR(WriteState(dir / kSeriesStateJson, state));
-      job = watch(client, id, i, total, checkpoint.model);
-      if (!job.ok()) return job.status();
+    if (job.state() != v1::JOB_STATE_SUCCEEDED) {
+      return absl::AbortedError(
+          absl::StrCat("checkpoint ", point.checkpoint().model(), ": job ", job.id(), " ended ",
+                       v1::JobState_Name(job.state()), ": ", job.error(),
+                       " (run the sweep again: the series resubmits that checkpoint)"));
     }
-    if (job->state() != v1::JOB_STATE_SUCCEEDED) {
-      return absl::AbortedError(absl::StrCat("checkpoint ", checkpoint.model, ": job ", job->id(),
-                                             " ended ", v1::JobState_Name(job->state()), ": ",
-                                             job->error()));
-    }
+    model_hashes[i] = ModelHash(job);
+  }
+  // The points as the server records them (each job's metrics).
+  HG_ASSIGN_OR_RETURN(series, client.GetSeries(series.id()));
+  if (series.points_size() != total) {
+    return absl::AbortedError(absl::StrCat("series ", series.id(), " changed while it ran"));
+  }
+  for (int i = 0; i < total; ++i) {
+    const v1::SeriesPoint& p = series.points(i);
     Point point;
-    point.checkpoint = checkpoint;
-    point.job_id = job->id();
-    point.requests = job->requests_done();
-    point.requests_cached = job->requests_cached();
-    point.metrics = JobMetrics(*job);
-    point.model_hash = ModelHash(*job);
+    point.checkpoint = {.model = p.checkpoint().model(),
+                        .architecture = p.checkpoint().architecture(),
+                        .parameters = p.checkpoint().parameters(),
+                        .tokens = p.checkpoint().tokens(),
+                        .compute = p.checkpoint().compute(),
+                        .step = p.checkpoint().step()};
+    point.job_id = p.job_id();
+    point.requests = p.requests_done();
+    point.requests_cached = p.requests_cached();
+    point.metrics = std::map<std::string, double>(p.metrics().begin(), p.metrics().end());
+    point.model_hash = model_hashes[i];
     result.points.push_back(std::move(point));
   }
   result.report = tasks::series::SeriesJson(result.points, fit);

@@ -3,6 +3,7 @@
 #include <fnmatch.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -20,6 +21,10 @@ ABSL_FLAG(std::string, series, "",
 ABSL_FLAG(std::vector<std::string>, checkpoints, {},
           "sweep: instead of --series, the server's model names (shell globs, e.g. 'llama_*'), "
           "with no N, D or C (so no scaling fits; the family as architecture).");
+ABSL_FLAG(std::string, series_name, "",
+          "sweep: the series' name on the server (default: the series file's name without "
+          "its extension, or 'checkpoints'); the same name, tasks, limit and options resume "
+          "or extend that series.");
 ABSL_FLAG(std::string, fit_metric, "",
           "sweep: the metric fitted against C, N and D as TASK/METRIC (default: the first "
           "task's first metric).");
@@ -83,6 +88,11 @@ int RunSweepCommand(Client& client, const SweepWatcher& watch, v1::BosMode bos) 
   options.job_options.set_bos_mode(bos);
   options.job_options.set_max_length(tasks::MaxLengthFromFlags());
   options.fit.metric = absl::GetFlag(FLAGS_fit_metric);
+  options.name = absl::GetFlag(FLAGS_series_name);
+  if (options.name.empty()) {
+    const std::string file = absl::GetFlag(FLAGS_series);
+    options.name = file.empty() ? "checkpoints" : std::filesystem::path(file).stem().string();
+  }
   // --output_dir is shared with `hgeval niah`, whose default names its own folder.
   const absl::CommandLineFlag* dir_flag = absl::FindCommandLineFlag("output_dir");
   options.output_dir = dir_flag != nullptr && dir_flag->CurrentValue() != dir_flag->DefaultValue()
@@ -95,7 +105,8 @@ int RunSweepCommand(Client& client, const SweepWatcher& watch, v1::BosMode bos) 
     requests += p.requests;
     cached += p.requests_cached;
   }
-  std::printf("%zu checkpoints, %lld requests (%lld from the store)\n", result->points.size(),
+  std::printf("series %s (%s): %zu checkpoints, %lld requests (%lld from the store)\n",
+              result->series_id.c_str(), options.name.c_str(), result->points.size(),
               static_cast<long long>(requests), static_cast<long long>(cached));
   std::printf("%s", tasks::series::SeriesTable(result->points,
                                                result->report["fit_metric"].get<std::string>())

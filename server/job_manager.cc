@@ -159,7 +159,7 @@ void JobManager::Stop() {
   }
 }
 
-absl::StatusOr<std::string> JobManager::Submit(const v1::SubmitJobRequest& request) {
+absl::StatusOr<LoadedModel*> JobManager::Validated(const v1::SubmitJobRequest& request) {
   if (request.model().empty()) return absl::InvalidArgumentError("model is required");
   const bool niah = request.has_niah();
   if (niah && !request.tasks().empty()) {
@@ -205,6 +205,18 @@ absl::StatusOr<std::string> JobManager::Submit(const v1::SubmitJobRequest& reque
   } else if (absl::Status s = ValidateTasksForModel(tasks, **model); !s.ok()) {
     return s;
   }
+  return *model;
+}
+
+absl::Status JobManager::Validate(const v1::SubmitJobRequest& request) {
+  return Validated(request).status();
+}
+
+absl::StatusOr<std::string> JobManager::Submit(const v1::SubmitJobRequest& request) {
+  absl::StatusOr<LoadedModel*> model = Validated(request);
+  if (!model.ok()) return model.status();
+  const bool niah = request.has_niah();
+  std::vector<std::string> tasks(request.tasks().begin(), request.tasks().end());
   std::string spec;
   {
     google::protobuf::io::StringOutputStream stream(&spec);

@@ -57,6 +57,8 @@ class JobManager {
   // A new job's id, or that of a job submitted here with the same spec on the same model
   // weights that is still queued or running (they would compute the same requests).
   absl::StatusOr<std::string> Submit(const hgeval::v1::SubmitJobRequest& request);
+  // Submit's checks (the model loaded, its tasks known and supported) without a job.
+  absl::Status Validate(const hgeval::v1::SubmitJobRequest& request);
   absl::StatusOr<hgeval::v1::Job> Get(const std::string& id);
   absl::StatusOr<std::vector<hgeval::v1::Job>> List(int limit);
   absl::StatusOr<hgeval::v1::Job> Cancel(const std::string& id);
@@ -67,6 +69,8 @@ class JobManager {
                      const std::function<bool()>& stop);
 
  private:
+  // The request's model once every check of Submit has passed.
+  absl::StatusOr<LoadedModel*> Validated(const hgeval::v1::SubmitJobRequest& request);
   void Worker();
   // Runs a claimed shard to its end: finished (the job's results written when it was the
   // last), failed (the job fails), or left (the job was cancelled or failed elsewhere, the

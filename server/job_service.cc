@@ -272,4 +272,68 @@ grpc::Status JobServiceImpl::CancelJob(grpc::ServerContext* context,
   return grpc::Status::OK;
 }
 
+grpc::Status JobServiceImpl::SubmitSeries(grpc::ServerContext* context,
+                                          const v1::SubmitSeriesRequest* request,
+                                          v1::Series* response) {
+  if (grpc::Status s = Admit(*context); !s.ok()) return s;
+  if (series_ == nullptr) {
+    return grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "this server keeps no series");
+  }
+  if (grpc::Status s = ToGrpcStatus(CheckRequestSize(*request, limits_.max_request_bytes));
+      !s.ok()) {
+    return s;
+  }
+  for (int i = 0; i < request->tasks_size(); ++i) {
+    if (grpc::Status s = CheckUtf8(request->tasks(i), absl::StrCat("tasks[", i, "]")); !s.ok()) {
+      return s;
+    }
+  }
+  absl::StatusOr<v1::Series> submitted = series_->Submit(*request);
+  if (!submitted.ok()) return ToGrpcStatus(submitted.status());
+  absl::StatusOr<v1::Series> series = series_->Get(submitted->id());
+  if (!series.ok()) return ToGrpcStatus(series.status());
+  *response = *std::move(series);
+  return grpc::Status::OK;
+}
+
+grpc::Status JobServiceImpl::GetSeries(grpc::ServerContext* context,
+                                       const v1::GetSeriesRequest* request, v1::Series* response) {
+  if (grpc::Status s = Admit(*context); !s.ok()) return s;
+  if (series_ == nullptr) {
+    return grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "this server keeps no series");
+  }
+  if (grpc::Status s = CheckUtf8(request->series_id(), "series_id"); !s.ok()) return s;
+  absl::StatusOr<v1::Series> series = series_->Get(request->series_id());
+  if (!series.ok()) return ToGrpcStatus(series.status());
+  *response = *std::move(series);
+  return grpc::Status::OK;
+}
+
+grpc::Status JobServiceImpl::ListSeries(grpc::ServerContext* context,
+                                        const v1::ListSeriesRequest* request,
+                                        v1::ListSeriesResponse* response) {
+  if (grpc::Status s = Admit(*context); !s.ok()) return s;
+  if (series_ == nullptr) {
+    return grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "this server keeps no series");
+  }
+  if (request->limit() < 0 || request->limit() > kMaxListedJobs) {
+    return grpc::Status(
+        grpc::StatusCode::INVALID_ARGUMENT,
+        absl::StrCat("limit must be in [0, ", kMaxListedJobs, "] (0: the 100 newest series)"));
+  }
+  absl::StatusOr<std::vector<v1::Series>> list = series_->List(request->limit());
+  if (!list.ok()) return ToGrpcStatus(list.status());
+  int64_t bytes = 0;
+  for (v1::Series& series : *list) {
+    const int64_t size = static_cast<int64_t>(series.ByteSizeLong());
+    if (response->omitted() > 0 || bytes + size > limits_.max_listing_bytes) {
+      response->set_omitted(response->omitted() + 1);
+      continue;
+    }
+    bytes += size;
+    *response->add_series() = std::move(series);
+  }
+  return grpc::Status::OK;
+}
+
 }  // namespace hgeval::server

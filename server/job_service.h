@@ -9,6 +9,7 @@
 #include "server/auth.h"
 #include "server/job_manager.h"
 #include "server/job_watch_feed.h"
+#include "server/series_manager.h"
 
 namespace hgeval::server {
 
@@ -53,7 +54,18 @@ class JobServiceImpl final : public hgeval::v1::JobService::WithRawCallbackMetho
   grpc::Status GetJobResults(grpc::ServerContext* context, const hgeval::v1::GetJobRequest* request,
                              grpc::ServerWriter<hgeval::v1::JobResultsChunk>* writer) override;
 
+  grpc::Status SubmitSeries(grpc::ServerContext* context,
+                            const hgeval::v1::SubmitSeriesRequest* request,
+                            hgeval::v1::Series* response) override;
+  grpc::Status GetSeries(grpc::ServerContext* context, const hgeval::v1::GetSeriesRequest* request,
+                         hgeval::v1::Series* response) override;
+  grpc::Status ListSeries(grpc::ServerContext* context,
+                          const hgeval::v1::ListSeriesRequest* request,
+                          hgeval::v1::ListSeriesResponse* response) override;
+
   void set_ready(bool ready) { ready_ = ready; }
+  // The series methods' manager (must outlive this); without one they are UNIMPLEMENTED.
+  void set_series(SeriesManager* series) { series_ = series; }
 
  private:
   class WatchStream;
@@ -62,6 +74,7 @@ class JobServiceImpl final : public hgeval::v1::JobService::WithRawCallbackMetho
   hgeval::v1::Job Outgoing(hgeval::v1::Job job) const;
 
   JobManager* jobs_;
+  SeriesManager* series_ = nullptr;
   const BearerAuth* auth_;
   const JobServiceLimits limits_;
   std::atomic<bool> ready_{false};

@@ -126,6 +126,9 @@ class PostgresResultStore : public SqlResultStore {
                            "  id TEXT PRIMARY KEY, state BIGINT NOT NULL,"
                            "  created_at BIGINT NOT NULL, job BYTEA NOT NULL)"),
                std::string("CREATE INDEX IF NOT EXISTS jobs_by_created ON jobs (created_at, id)"),
+               std::string("CREATE TABLE IF NOT EXISTS series ("
+                           "  id TEXT PRIMARY KEY, created_at BIGINT NOT NULL,"
+                           "  series BYTEA NOT NULL)"),
                std::string(
                    "CREATE TABLE IF NOT EXISTS job_shards ("
                    "  job_id TEXT NOT NULL REFERENCES jobs (id) ON DELETE CASCADE,"
@@ -218,6 +221,30 @@ class PostgresResultStore : public SqlResultStore {
     return SelectJobs(absl::StrCat("SELECT ", kJobColumns,
                                    " FROM jobs ORDER BY created_at DESC, id DESC LIMIT $1"),
                       {Int(limit)});
+  }
+
+  absl::Status PutSeries(const StoredSeries& series) override {
+    absl::MutexLock lock(&mu_);
+    if (absl::Status s = Ready(); !s.ok()) return s;
+    return Query(
+               "INSERT INTO series (id, created_at, series) VALUES ($1, $2, $3)"
+               " ON CONFLICT (id) DO UPDATE SET series = EXCLUDED.series",
+               {Text(series.id), Int(series.created_at), Bytes(series.blob)})
+        .status();
+  }
+
+  absl::StatusOr<std::optional<StoredSeries>> GetSeries(const std::string& id) override {
+    absl::StatusOr<std::vector<StoredSeries>> rows =
+        SelectSeries("SELECT id, created_at, series FROM series WHERE id = $1", {Text(id)});
+    if (!rows.ok()) return rows.status();
+    if (rows->empty()) return std::optional<StoredSeries>();
+    return std::optional<StoredSeries>(std::move(rows->front()));
+  }
+
+  absl::StatusOr<std::vector<StoredSeries>> ListSeries(int limit) override {
+    return SelectSeries(
+        "SELECT id, created_at, series FROM series ORDER BY created_at DESC, id DESC LIMIT $1",
+        {Int(limit)});
   }
 
   absl::StatusOr<std::vector<StoredJob>> JobsInStates(const std::vector<int>& states) override {
@@ -346,6 +373,19 @@ class PostgresResultStore : public SqlResultStore {
       if (!absl::IsAborted(s)) return s;
     }
     return s;
+  }
+
+  absl::StatusOr<std::vector<StoredSeries>> SelectSeries(const std::string& sql,
+                                                         const std::vector<Param>& params) {
+    absl::MutexLock lock(&mu_);
+    if (absl::Status s = Ready(); !s.ok()) return s;
+    absl::StatusOr<Result> r = Query(sql, params);
+    if (!r.ok()) return r.status();
+    std::vector<StoredSeries> rows;
+    for (int row = 0; row < PQntuples(r->get()); ++row) {
+      rows.push_back({GetBytes(*r, row, 0), GetInt(*r, row, 1), GetBytes(*r, row, 2)});
+    }
+    return rows;
   }
 
   absl::StatusOr<std::vector<StoredJob>> SelectJobs(const std::string& sql,

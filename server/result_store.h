@@ -37,6 +37,14 @@ struct StoredJob {
   std::string blob;  // serialized hgeval.v1.Job
 };
 
+// A checkpoint series' record (server/series_manager.h): its id, creation time and the
+// serialized hgeval.v1.Series (its checkpoints and their job ids).
+struct StoredSeries {
+  std::string id;
+  int64_t created_at = 0;
+  std::string blob;
+};
+
 struct StoreStats {
   int64_t results = 0;            // rows in the results table
   int64_t computations = 0;       // sum of compute counts (every time a result was written)
@@ -134,6 +142,11 @@ class ResultStore {
   virtual absl::Status ReleaseShards(const std::string& owner) = 0;
 
   virtual absl::StatusOr<StoreStats> Stats() = 0;
+
+  // Series records: inserted or replaced whole; listed newest first.
+  virtual absl::Status PutSeries(const StoredSeries& series) = 0;
+  virtual absl::StatusOr<std::optional<StoredSeries>> GetSeries(const std::string& id) = 0;
+  virtual absl::StatusOr<std::vector<StoredSeries>> ListSeries(int limit) = 0;
   // Rows found damaged by GetMany since the store was opened.
   virtual int64_t damaged_rows() const = 0;
 };

@@ -125,6 +125,8 @@ ABSL_FLAG(int64_t, max_request_bytes, 8 << 20,
 ABSL_FLAG(int64_t, max_watch_streams, 1024,
           "WatchJob streams open at once; more is RESOURCE_EXHAUSTED (each holds up to two "
           "updates, shared with the job's other streams).");
+ABSL_FLAG(int64_t, max_series_checkpoints, 1024,
+          "Checkpoints in one SubmitSeries (each becomes a job); more is INVALID_ARGUMENT.");
 ABSL_FLAG(int64_t, max_sequence_tokens, 32768,
           "Longest sequence for models without their own limit (recurrent models); models with "
           "a limit use the smaller of the two.");
@@ -286,6 +288,10 @@ int Run() {
   job_limits.max_request_bytes = absl::GetFlag(FLAGS_max_request_bytes);
   job_limits.max_watch_streams = absl::GetFlag(FLAGS_max_watch_streams);
   JobServiceImpl job_service(&jobs, &auth, job_limits);
+  SeriesLimits series_limits;
+  series_limits.max_checkpoints = absl::GetFlag(FLAGS_max_series_checkpoints);
+  SeriesManager series(store->get(), &jobs, series_limits);
+  job_service.set_series(&series);
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();

@@ -159,6 +159,8 @@ class SqliteResultStore : public SqlResultStore {
              "CREATE TABLE IF NOT EXISTS jobs ("
              "  id TEXT PRIMARY KEY, state INTEGER NOT NULL, created_at INTEGER NOT NULL,"
              "  job BLOB NOT NULL)",
+             "CREATE TABLE IF NOT EXISTS series ("
+             "  id TEXT PRIMARY KEY, created_at INTEGER NOT NULL, series BLOB NOT NULL)",
              "CREATE TABLE IF NOT EXISTS job_shards ("
              "  job_id TEXT NOT NULL, shard INTEGER NOT NULL,"
              "  state INTEGER NOT NULL DEFAULT 0, owner TEXT NOT NULL DEFAULT '',"
@@ -251,6 +253,34 @@ class SqliteResultStore : public SqlResultStore {
     while ((rc = st.Step()) == SQLITE_ROW) jobs.push_back(ReadJob(st));
     if (rc != SQLITE_DONE) return SqliteError(db_, "job list");
     return jobs;
+  }
+
+  absl::Status PutSeries(const StoredSeries& series) override {
+    absl::MutexLock lock(&mu_);
+    if (absl::Status s = CheckFile(); !s.ok()) return s;
+    Statement st(db_,
+                 "INSERT INTO series (id, created_at, series) VALUES (?1, ?2, ?3)"
+                 " ON CONFLICT DO UPDATE SET series=excluded.series");
+    if (!st.ok()) return SqliteError(db_, "prepare series insert");
+    st.BindText(1, series.id);
+    st.BindInt(2, series.created_at);
+    st.BindBlob(3, series.blob);
+    if (st.Step() != SQLITE_DONE) return SqliteError(db_, "series insert");
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<std::optional<StoredSeries>> GetSeries(const std::string& id) override {
+    absl::StatusOr<std::vector<StoredSeries>> rows =
+        SelectSeries("SELECT id, created_at, series FROM series WHERE id=?1", id, 1);
+    if (!rows.ok()) return rows.status();
+    if (rows->empty()) return std::optional<StoredSeries>();
+    return std::optional<StoredSeries>(std::move(rows->front()));
+  }
+
+  absl::StatusOr<std::vector<StoredSeries>> ListSeries(int limit) override {
+    return SelectSeries(
+        "SELECT id, created_at, series FROM series ORDER BY created_at DESC, id DESC LIMIT ?1",
+        std::nullopt, limit);
   }
 
   absl::StatusOr<std::vector<StoredJob>> JobsInStates(const std::vector<int>& states) override {
@@ -390,6 +420,27 @@ class SqliteResultStore : public SqlResultStore {
       return s;
     }
     return Exec("COMMIT");
+  }
+
+  // Series rows of `sql` (?1: `id` when given, else `limit`).
+  absl::StatusOr<std::vector<StoredSeries>> SelectSeries(const char* sql,
+                                                         const std::optional<std::string>& id,
+                                                         int limit) {
+    absl::MutexLock lock(&mu_);
+    Statement st(db_, sql);
+    if (!st.ok()) return SqliteError(db_, "prepare series select");
+    if (id.has_value()) {
+      st.BindText(1, *id);
+    } else {
+      st.BindInt(1, limit);
+    }
+    std::vector<StoredSeries> rows;
+    int rc;
+    while ((rc = st.Step()) == SQLITE_ROW) {
+      rows.push_back({st.ColumnText(0), st.ColumnInt(1), st.ColumnBlob(2)});
+    }
+    if (rc != SQLITE_DONE) return SqliteError(db_, "series select");
+    return rows;
   }
 
   absl::Status WriteJob(const StoredJob& job) override ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {

@@ -1,6 +1,7 @@
 #include "server/web/web_ui.h"
 
 #include <algorithm>
+#include <map>
 #include <string_view>
 #include <utility>
 
@@ -14,6 +15,7 @@
 #include "absl/time/clock.h"
 #include "server/http_gateway.h"
 #include "server/web/embedded_files.h"
+#include "server/web/series_curves.h"
 #include "server/web/web_ui_data.h"
 
 namespace hgeval::server::web {
@@ -302,11 +304,86 @@ HttpResponse WebUi::Samples(const HttpRequest& request) {
   return JsonReply(SamplesPageJson((*results)->json, query));
 }
 
+HttpResponse WebUi::SeriesList(const HttpRequest& request) const {
+  hgeval::v1::ListSeriesRequest list_request;
+  list_request.set_limit(static_cast<int32_t>(
+      std::clamp<int64_t>(IntParam(request, "limit", 100), 1, limits_.max_listed_jobs)));
+  hgeval::v1::ListSeriesResponse list;
+  auto context = NewCallContext(Authorization(request));
+  absl::Status status = FromGrpcStatus(jobs_->ListSeries(context.get(), list_request, &list));
+  if (!status.ok()) return ErrorReply(status);
+  Json series = Json::array();
+  for (const hgeval::v1::Series& s : list.series()) {
+    series.push_back({{"id", s.id()},
+                      {"name", s.name()},
+                      {"tasks", Json(std::vector<std::string>(s.tasks().begin(), s.tasks().end()))},
+                      {"limit", s.limit()},
+                      {"checkpoints", s.points_size()},
+                      {"created_at", s.created_at()}});
+  }
+  return JsonReply({{"series", std::move(series)}, {"omitted", list.omitted()}});
+}
+
+HttpResponse WebUi::SeriesCurves(const HttpRequest& request) const {
+  hgeval::v1::GetSeriesRequest get;
+  get.set_series_id(request.QueryParam("id"));
+  hgeval::v1::Series series;
+  auto context = NewCallContext(Authorization(request));
+  absl::Status status = FromGrpcStatus(jobs_->GetSeries(context.get(), get, &series));
+  if (!status.ok()) return ErrorReply(status);
+  tasks::series::FitOptions fit;
+  fit.metric = request.QueryParam("metric");
+  if (fit.metric.empty()) {
+    absl::StatusOr<std::string> metric = tasks::series::DefaultFitMetric(
+        std::vector<std::string>(series.tasks().begin(), series.tasks().end()));
+    if (!metric.ok()) return ErrorReply(metric.status());
+    fit.metric = *metric;
+  }
+  std::vector<tasks::series::Point> points;
+  Json table = Json::array();
+  for (const hgeval::v1::SeriesPoint& p : series.points()) {
+    const hgeval::v1::SeriesCheckpoint& c = p.checkpoint();
+    tasks::series::Point point;
+    point.checkpoint = {.model = c.model(),
+                        .architecture = c.architecture(),
+                        .parameters = c.parameters(),
+                        .tokens = c.tokens(),
+                        .compute = c.compute(),
+                        .step = c.step()};
+    point.job_id = p.job_id();
+    point.metrics = std::map<std::string, double>(p.metrics().begin(), p.metrics().end());
+    auto value = point.metrics.find(fit.metric);
+    table.push_back({{"model", c.model()},
+                     {"architecture", c.architecture()},
+                     {"parameters", c.parameters()},
+                     {"tokens", c.tokens()},
+                     {"compute", c.compute()},
+                     {"step", c.step()},
+                     {"job_id", p.job_id()},
+                     {"state", JobStateName(p.state())},
+                     {"requests_done", p.requests_done()},
+                     {"requests_total", p.requests_total()},
+                     {"value", value == point.metrics.end() ? Json() : Json(value->second)},
+                     {"error", p.error()}});
+    points.push_back(std::move(point));
+  }
+  Json answer = SeriesCurvesJson(points, fit);
+  answer["series"] = {
+      {"id", series.id()},
+      {"name", series.name()},
+      {"tasks", std::vector<std::string>(series.tasks().begin(), series.tasks().end())},
+      {"limit", series.limit()},
+      {"points_done", series.points_done()},
+      {"checkpoints", series.points_size()}};
+  answer["points"] = std::move(table);
+  return JsonReply(answer);
+}
+
 std::vector<HttpListener::Route> WebUi::Routes() {
   std::vector<HttpListener::Route> routes;
   // Pages: one document whose script draws the page its path names.
   for (const char* path :
-       {"/ui", "/ui/", "/ui/results", "/ui/compare", "/ui/niah", "/ui/samples"}) {
+       {"/ui", "/ui/", "/ui/results", "/ui/compare", "/ui/niah", "/ui/samples", "/ui/series"}) {
     routes.push_back({"GET", path, false, [this](const HttpRequest&) { return Page("app.html"); }});
   }
   for (const char* file : {"app.js", "style.css"}) {
@@ -340,6 +417,10 @@ std::vector<HttpListener::Route> WebUi::Routes() {
                     [this](const HttpRequest& request) { return Download(request, true); }});
   routes.push_back({"GET", "/ui/api/samples", false,
                     [this](const HttpRequest& request) { return Samples(request); }});
+  routes.push_back({"GET", "/ui/api/series", false,
+                    [this](const HttpRequest& request) { return SeriesList(request); }});
+  routes.push_back({"GET", "/ui/api/series_curves", false,
+                    [this](const HttpRequest& request) { return SeriesCurves(request); }});
   return routes;
 }
 

@@ -58,6 +58,8 @@ class WebUi {
   HttpResponse JobData(const HttpRequest& request);
   HttpResponse Download(const HttpRequest& request, bool csv);
   HttpResponse Samples(const HttpRequest& request);
+  HttpResponse SeriesList(const HttpRequest& request) const;
+  HttpResponse SeriesCurves(const HttpRequest& request) const;
 
   absl::StatusOr<hgeval::v1::Job> GetJob(const std::string& id,
                                          const std::string& authorization) const;

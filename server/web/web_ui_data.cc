@@ -15,23 +15,6 @@ namespace {
 
 using Json = nlohmann::json;
 
-std::string StateName(hgeval::v1::JobState state) {
-  switch (state) {
-    case hgeval::v1::JOB_STATE_QUEUED:
-      return "queued";
-    case hgeval::v1::JOB_STATE_RUNNING:
-      return "running";
-    case hgeval::v1::JOB_STATE_SUCCEEDED:
-      return "succeeded";
-    case hgeval::v1::JOB_STATE_FAILED:
-      return "failed";
-    case hgeval::v1::JOB_STATE_CANCELLED:
-      return "cancelled";
-    default:
-      return "unspecified";
-  }
-}
-
 Json OptionalNumber(const std::optional<double>& value) {
   if (!value.has_value() || !std::isfinite(*value)) return nullptr;
   return *value;
@@ -100,6 +83,23 @@ bool Matches(const Json& record, const SamplesQuery& query) {
 
 }  // namespace
 
+std::string JobStateName(hgeval::v1::JobState state) {
+  switch (state) {
+    case hgeval::v1::JOB_STATE_QUEUED:
+      return "queued";
+    case hgeval::v1::JOB_STATE_RUNNING:
+      return "running";
+    case hgeval::v1::JOB_STATE_SUCCEEDED:
+      return "succeeded";
+    case hgeval::v1::JOB_STATE_FAILED:
+      return "failed";
+    case hgeval::v1::JOB_STATE_CANCELLED:
+      return "cancelled";
+    default:
+      return "unspecified";
+  }
+}
+
 nlohmann::json JobSummaryJson(const hgeval::v1::Job& job, int64_t now_unix_seconds) {
   const int64_t elapsed = std::max<int64_t>(0, now_unix_seconds - job.created_at());
   Json eta = nullptr;
@@ -115,7 +115,7 @@ nlohmann::json JobSummaryJson(const hgeval::v1::Job& job, int64_t now_unix_secon
   for (const std::string& task : job.tasks()) tasks.push_back(task);
   return {{"id", job.id()},
           {"kind", job.has_niah() ? "niah" : "lm_eval"},
-          {"state", StateName(job.state())},
+          {"state", JobStateName(job.state())},
           {"model", job.model()},
           {"tasks", tasks},
           {"limit", job.limit()},

@@ -12,6 +12,9 @@
 
 namespace hgeval::server::web {
 
+// "queued", "running", "succeeded", "failed", "cancelled" (else "unspecified").
+std::string JobStateName(hgeval::v1::JobState state);
+
 // A job's row of the jobs page: id, kind ("lm_eval" or "niah"), state, model, tasks,
 // progress and ETA (seconds, tasks::EtaSeconds over the time since the job was created;
 // null until known and when not running).

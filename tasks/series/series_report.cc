@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <set>
 
 #include "absl/status/status.h"
@@ -10,8 +11,18 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "metrics/power_law.h"
+#include "tasks/registry.h"
 
 namespace hgeval::tasks::series {
+
+absl::StatusOr<std::string> DefaultFitMetric(const std::vector<std::string>& task_names) {
+  if (task_names.empty()) return absl::InvalidArgumentError("a series needs tasks");
+  absl::StatusOr<std::unique_ptr<Task>> task = CreateTask(task_names[0]);
+  if (!task.ok()) return task.status();
+  const std::vector<MetricSpec> metrics = (*task)->metrics();
+  if (metrics.empty()) return absl::InvalidArgumentError("the first task has no metric");
+  return absl::StrCat(task_names[0], "/", metrics[0].name);
+}
 namespace {
 
 // The commonsense-reasoning tasks of the paper's CSR average.

@@ -38,6 +38,10 @@ struct Point {
   std::map<std::string, double> metrics;  // "task/metric" (no stderr)
 };
 
+// The metric a series fits when none is named: the first task's first metric
+// ("task/metric"); InvalidArgument without tasks, NotFound for an unknown task.
+absl::StatusOr<std::string> DefaultFitMetric(const std::vector<std::string>& task_names);
+
 struct FitOptions {
   std::string metric;  // the loss fitted against C, N, D ("task/metric")
   int bootstrap_iterations = 1000;

@@ -1,13 +1,16 @@
-// `hgeval sweep` (client/sweep.h) on real servers: a series of three checkpoints whose
-// server is killed with SIGKILL during the second checkpoint's job and restarted on the
-// same store and port. The sweep rides through, no request is computed twice and the
-// points equal an uninterrupted sweep's; a re-run of the series recomputes 0 results, an
-// extended series computes only its new checkpoint, and the outputs (JSON with fits,
-// CSV, table, PNG plots) are written.
+// `hgeval sweep` (client/sweep.h) on real servers: a series of three checkpoints, one
+// SubmitSeries, whose server is killed with SIGKILL during the second checkpoint's job and
+// restarted on the same store and port. The server resumes the series' jobs, the sweep
+// rides through, no request is computed twice and the points equal an uninterrupted
+// sweep's; the series' record survives further restarts; a re-run (a new series over the
+// same checkpoints) recomputes 0 results, submitting the same series again submits
+// nothing, an extended series computes only its new checkpoint, and the outputs (JSON with
+// fits, CSV, table, PNG plots) are written.
 #include <signal.h>
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "absl/strings/str_join.h"
@@ -46,8 +49,9 @@ std::vector<std::string> Args(const std::string& store) {
 
 // Three checkpoints (four when extended) with made-up N and D: one architecture, so the
 // fits run over all of them.
-SweepOptions Options(const std::string& dir, bool extended) {
+SweepOptions Options(const std::string& dir, bool extended, const std::string& name = "golden") {
   SweepOptions o;
+  o.name = name;
   const char* models[] = {"llama", "hgrn2", "gla", "mamba"};
   for (int i = 0; i < (extended ? 4 : 3); ++i) {
     o.checkpoints.push_back({.model = models[i],
@@ -159,8 +163,46 @@ TEST(SeriesSweep, SurvivesAKilledServerRecomputesNothingOnRerunAndOnlyTheNewOnEx
   EXPECT_EQ(stats.results, Stats(dir + "/reference.sqlite").results);
   EXPECT_GT(crashed->points[1].requests_cached, 0);
 
-  // A re-run in a new output folder (new jobs, no state to resume): all from the store.
-  absl::StatusOr<SweepResult> rerun = client::RunSweep(*c, Options(dir + "/rerun", false), any_job);
+  // The series is the server's: killed and restarted again, it still lists the three
+  // points, their jobs finished, with the metrics the sweep reported.
+  EXPECT_EQ(server->Stop(SIGKILL), -SIGKILL);
+  server = std::make_unique<ServerProcess>();
+  ASSERT_TRUE(server
+                  ->Start(dir, Args(store), absl::Seconds(30),
+                          "127.0.0.1:" + address.substr(address.rfind(':') + 1))
+                  .ok());
+  ASSERT_TRUE(c->WaitServing(absl::Seconds(30)).ok());
+  {
+    absl::StatusOr<v1::Series> kept = c->GetSeries(crashed->series_id);
+    ASSERT_TRUE(kept.ok()) << kept.status();
+    EXPECT_EQ(kept->name(), "golden");
+    EXPECT_EQ(kept->points_done(), 3);
+    ASSERT_EQ(kept->points_size(), 3);
+    for (int i = 0; i < 3; ++i) {
+      const v1::SeriesPoint& p = kept->points(i);
+      EXPECT_EQ(p.checkpoint().model(), reference.points[i].checkpoint.model);
+      EXPECT_EQ(p.checkpoint().compute(), reference.points[i].checkpoint.compute);
+      EXPECT_EQ(p.state(), v1::JOB_STATE_SUCCEEDED);
+      const std::map<std::string, double> metrics(p.metrics().begin(), p.metrics().end());
+      EXPECT_EQ(metrics, reference.points[i].metrics);
+    }
+  }
+  EXPECT_EQ(c->GetSeries("series-0000000000000000").status().code(), absl::StatusCode::kNotFound);
+  {
+    v1::SubmitSeriesRequest bad;
+    bad.set_name("bad");
+    bad.add_tasks("arc_easy");
+    EXPECT_EQ(c->SubmitSeries(bad).status().code(), absl::StatusCode::kInvalidArgument);
+    bad.add_checkpoints()->set_model("llama");
+    bad.add_checkpoints()->set_model("llama");
+    EXPECT_EQ(c->SubmitSeries(bad).status().code(), absl::StatusCode::kInvalidArgument);
+    bad.mutable_checkpoints(1)->set_model("no_such_model");
+    EXPECT_EQ(c->SubmitSeries(bad).status().code(), absl::StatusCode::kNotFound);
+  }
+
+  // A re-run as a new series over the same checkpoints (new jobs): all from the store.
+  absl::StatusOr<SweepResult> rerun =
+      client::RunSweep(*c, Options(dir + "/rerun", false, "rerun"), any_job);
   ASSERT_TRUE(rerun.ok()) << rerun.status();
   ExpectSamePoints(*rerun, reference);
   // The store computed nothing more; every request of every job was answered from it
@@ -170,9 +212,9 @@ TEST(SeriesSweep, SurvivesAKilledServerRecomputesNothingOnRerunAndOnlyTheNewOnEx
     EXPECT_GE(p.requests_cached, p.requests) << p.checkpoint.model;
   }
 
-  // The same folder again: the state file's finished jobs are read back, none submitted.
+  // The same series again: its finished jobs are read back, none submitted.
   absl::StatusOr<SweepResult> resumed =
-      client::RunSweep(*c, Options(dir + "/rerun", false), any_job);
+      client::RunSweep(*c, Options(dir + "/rerun", false, "rerun"), any_job);
   ASSERT_TRUE(resumed.ok()) << resumed.status();
   for (size_t i = 0; i < resumed->points.size(); ++i) {
     EXPECT_EQ(resumed->points[i].job_id, rerun->points[i].job_id);
@@ -180,8 +222,9 @@ TEST(SeriesSweep, SurvivesAKilledServerRecomputesNothingOnRerunAndOnlyTheNewOnEx
 
   // The series extended by a fourth checkpoint: only its requests are computed.
   absl::StatusOr<SweepResult> extended =
-      client::RunSweep(*c, Options(dir + "/rerun", true), any_job);
+      client::RunSweep(*c, Options(dir + "/rerun", true, "rerun"), any_job);
   ASSERT_TRUE(extended.ok()) << extended.status();
+  EXPECT_EQ(extended->series_id, rerun->series_id);
   ASSERT_EQ(extended->points.size(), 4u);
   for (int i = 0; i < 3; ++i) EXPECT_EQ(extended->points[i].job_id, rerun->points[i].job_id);
   EXPECT_EQ(extended->points[3].requests_cached, 0);

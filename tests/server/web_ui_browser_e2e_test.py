@@ -71,7 +71,11 @@ class Server:
              f"--data_dir={args.source_dir}/data", "--listen=127.0.0.1:0",
              f"--port_file={work}/port", "--http_listen=127.0.0.1:0",
              f"--http_port_file={work}/http_port", f"--store={work}/store.sqlite",
-             f"--auth_token_file={token_file}"],
+             f"--auth_token_file={token_file}",
+             # The golden checkpoints (tokenizer-less folders) for the series page.
+             f"--tokenizer={args.source_dir}/data/models/stories260K/tok512.bin",
+             "--model=" + ",".join(f"golden_{m}={args.source_dir}/tests/golden/{m}"
+                                   for m in SERIES_MODELS)],
             stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.time() + 60
         while time.time() < deadline:
@@ -356,6 +360,55 @@ def check_niah(browser, server, args, work):
           "paper's metrics", flush=True)
 
 
+SERIES_MODELS = ("llama", "hgrn2", "gla", "mamba")
+
+
+def check_series(browser, server, args, work):
+    """A series of four checkpoints, two architectures: the page draws one fitted line per
+    architecture through its points, and the data route's fits are the sweep's own."""
+    series_file = os.path.join(work, "web-series.json")
+    checkpoints = []
+    for i, m in enumerate(SERIES_MODELS):
+        n, d = 1e5 * (1 + i % 2) * 3, 1e6 * (1 + i % 2) * 5
+        checkpoints.append({"model": f"golden_{m}", "architecture": "arch_a" if i < 2 else "arch_b",
+                            "parameters": n * (1 + i), "tokens": d})
+    with open(series_file, "w") as f:
+        json.dump({"checkpoints": checkpoints}, f)
+    out = os.path.join(work, "series-out")
+    client(args, server, "sweep", f"--series={series_file}", "--tasks=pd_english_heldout",
+           "--limit=2", f"--output_dir={out}")
+    with open(os.path.join(out, "series_results.json")) as f:
+        report = json.load(f)
+    auth = {"Authorization": "Bearer " + TOKEN}
+    listed = json.loads(http(server.base + "/ui/api/series", headers=auth)[2])["series"]
+    check(len(listed) == 1 and listed[0]["name"] == "web-series" and listed[0]["checkpoints"] == 4,
+          f"the series list: {listed}")
+    series_id = listed[0]["id"]
+    curves = json.loads(http(server.base + "/ui/api/series_curves?id=" + series_id,
+                             headers=auth)[2])
+    check(curves["metric"] == report["fit_metric"], f"default metric {curves['metric']}")
+    for a in curves["architectures"]:
+        want = report["fits"][a["architecture"]]["loss_vs_compute"]
+        check(a["fit"] == want, f"{a['architecture']}: route fit {a['fit']} != sweep's {want}")
+    open_page(browser, server.base + "/ui/series")
+    link = browser.find_element("css selector", "#series-list a")
+    check(link.text == "web-series", f"series list link: {link.text}")
+    open_page(browser, server.base + "/ui/series?id=" + series_id)
+    lines = browser.find_elements("css selector", "#series-chart line.fit")
+    points = browser.find_elements("css selector", "#series-chart circle.point")
+    check(sorted(l.get_attribute("data-architecture") for l in lines) == ["arch_a", "arch_b"],
+          f"{len(lines)} fitted lines")
+    check(len(points) == 4, f"{len(points)} points drawn, the series has 4")
+    rows = browser.find_elements("css selector", "#series-points tr.series-point")
+    check(len(rows) == 4 and all("succeeded" in r.text for r in rows), "the checkpoints table")
+    legend = browser.find_element("css selector", "#series-legend").text
+    b = report["fits"]["arch_a"]["loss_vs_compute"]["b"]
+    check(f"C^{b:.4f}" in legend, f"the legend shows the exponent {b:.4f}: {legend}")
+    screenshot(browser, args, "series-golden.png")  # docs/web/series.png: the demonstration series
+    print(f"ok: series page: 2 fitted lines, 4 points, fits equal to the sweep's "
+          f"(arch_a exponent {b:.4f})", flush=True)
+
+
 def check_samples(browser, server, args, job_id, results_path):
     with open(results_path) as f:
         samples = json.load(f)["samples"]["hellaswag"]
@@ -489,6 +542,7 @@ def main():
             check_compare(browser, server, args, work, job_id, results_path)
             check_niah(browser, server, args, work)
             check_samples(browser, server, args, job_id, results_path)
+            check_series(browser, server, args, work)
         print("PASS", flush=True)
         return 0
     except Failure as failure:

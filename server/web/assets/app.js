@@ -336,10 +336,86 @@ async function samplesPage() {
     el("div", { id: "samples" }, cards));
 }
 
-// Scaling curves (issue 35's series job) get a page here once that job exists; until then
-// there is no route for them.
+// ---- Series: checkpoint series (docs/series.md); with ?id=, one series' scaling curves:
+// a metric against compute on log axes per architecture, the points and the power law the
+// server fitted (metrics/power_law; nothing is fitted here), and each checkpoint's job.
+const seriesColours = ["#2563eb", "#dc2626", "#059669", "#d97706", "#7c3aed", "#db2777"];
+
+async function seriesPage() {
+  const id = params.get("id");
+  if (!id) {
+    const data = await api("/ui/api/series");
+    const rows = data.series.map((s) => el("tr", { class: "series-row" },
+      el("td", {}, el("a", { href: "/ui/series?id=" + encodeURIComponent(s.id) }, s.name)),
+      el("td", {}, s.checkpoints), el("td", {}, s.tasks.join(", ")), el("td", { class: "muted" }, s.id)));
+    show(el("h1", {}, "Series"), data.series.length === 0 ? el("p", { class: "muted" }, "No series yet: run `hgeval sweep`.") :
+      el("table", { id: "series-list" }, el("thead", {}, el("tr", {}, ["name", "checkpoints", "tasks", "id"].map((h) => el("th", {}, h)))), el("tbody", {}, rows)));
+    return;
+  }
+  const query = new URLSearchParams({ id, metric: params.get("metric") || "" });
+  const data = await api("/ui/api/series_curves?" + query);
+  const all = data.architectures.flatMap((a) => a.points);
+  const parts = [el("h1", {}, "Series " + data.series.name),
+    el("p", { class: "muted", id: "series-progress" }, data.series.points_done + " of " + data.series.checkpoints + " checkpoints done · tasks " + data.series.tasks.join(", ")),
+    el("div", { class: "toolbar" }, "metric ",
+      el("select", { id: "series-metric", onchange: (e) => { const next = new URLSearchParams(location.search); next.set("metric", e.target.value); location.search = next.toString(); } },
+        data.metrics.map((m) => el("option", { value: m, selected: m === data.metric }, m))))];
+  if (all.length === 0) {
+    parts.push(el("p", { class: "muted", id: "series-empty" }, "No point has this metric and a compute yet."));
+  } else {
+    const width = 760, height = 420, left = 72, right = 16, top = 12, bottom = 48;
+    const lx = all.map((p) => Math.log10(p.compute)), ly = all.map((p) => Math.log10(p.value));
+    for (const a of data.architectures) for (const [c, v] of (a.line || [])) { lx.push(Math.log10(c)); ly.push(Math.log10(v)); }
+    const pad = (lo, hi) => (hi - lo < 1e-9 ? [lo - 0.5, hi + 0.5] : [lo - 0.05 * (hi - lo), hi + 0.05 * (hi - lo)]);
+    const [x0, x1] = pad(Math.min(...lx), Math.max(...lx)), [y0, y1] = pad(Math.min(...ly), Math.max(...ly));
+    const X = (c) => left + (Math.log10(c) - x0) / (x1 - x0) * (width - left - right);
+    const Y = (v) => top + (y1 - Math.log10(v)) / (y1 - y0) * (height - top - bottom);
+    const chart = svg("svg", { id: "series-chart", width, height, viewBox: "0 0 " + width + " " + height, role: "img" });
+    chart.append(svg("rect", { x: left, y: top, width: width - left - right, height: height - top - bottom, fill: "none", stroke: "#d1d5db" }));
+    for (let e = Math.ceil(x0); e <= Math.floor(x1); ++e) {
+      chart.append(svg("text", { x: X(10 ** e), y: height - bottom + 16, "text-anchor": "middle" }, "1e" + e));
+    }
+    const yTicks = 5;
+    for (let i = 0; i <= yTicks; ++i) {
+      const v = 10 ** (y0 + (y1 - y0) * i / yTicks);
+      chart.append(svg("text", { x: left - 6, y: Y(v) + 4, "text-anchor": "end" }, v.toPrecision(3)));
+    }
+    chart.append(svg("text", { x: left + (width - left - right) / 2, y: height - 8, "text-anchor": "middle" }, "compute C (FLOPs, log scale)"));
+    const legend = [];
+    data.architectures.forEach((a, i) => {
+      const colour = seriesColours[i % seriesColours.length];
+      if (a.line) {
+        chart.append(svg("line", { class: "fit", "data-architecture": a.architecture, x1: X(a.line[0][0]), y1: Y(a.line[0][1]),
+          x2: X(a.line[1][0]), y2: Y(a.line[1][1]), stroke: colour, "stroke-width": 2 }));
+      }
+      for (const p of a.points) {
+        chart.append(svg("circle", { class: "point", "data-architecture": a.architecture, "data-model": p.model,
+          cx: X(p.compute), cy: Y(p.value), r: 4, fill: colour }, svg("title", {}, p.model + ": " + p.value)));
+      }
+      const f = a.fit || {};
+      const interval = f.interval && f.interval.b ? " (" + Math.round((f.interval.confidence || 0.95) * 100) + "% interval " + fixed(f.interval.b[0], 4) + " … " + fixed(f.interval.b[1], 4) + ")" : "";
+      legend.push(el("li", { class: "fit-legend", "data-architecture": a.architecture, style: "color:" + colour },
+        a.architecture + ": " + (f.b !== undefined ? data.metric + " = " + Number(f.a).toPrecision(4) + " · C^" + fixed(f.b, 4) + interval + ", R² " + fixed(f.r2, 3) : (f.error || "no fit")) +
+        " · " + a.points.length + " points"));
+    });
+    parts.push(el("div", {}, chart, el("ul", { id: "series-legend" }, legend)));
+    if (data.truncated) parts.push(el("p", { class: "muted" }, "This series was cut to bound the answer."));
+  }
+  const head = ["model", "architecture", "N", "D", "C", "step", "job", "progress", data.metric];
+  parts.push(el("h2", {}, "Checkpoints"), el("table", { id: "series-points" }, el("thead", {}, el("tr", {}, head.map((h) => el("th", {}, h)))),
+    el("tbody", {}, data.points.map((p) => el("tr", { class: "series-point" },
+      el("td", {}, p.model), el("td", {}, p.architecture), el("td", { class: "num" }, p.parameters ? Number(p.parameters).toPrecision(3) : "—"),
+      el("td", { class: "num" }, p.tokens ? Number(p.tokens).toPrecision(3) : "—"), el("td", { class: "num" }, p.compute ? Number(p.compute).toPrecision(3) : "—"),
+      el("td", { class: "num" }, p.step >= 0 ? p.step : "—"),
+      el("td", {}, p.job_id ? el("a", { href: "/ui/results?id=" + encodeURIComponent(p.job_id) }, p.state) : "—"),
+      el("td", { class: "num" }, p.requests_total ? Math.floor(100 * p.requests_done / p.requests_total) + "%" : "—"),
+      el("td", { class: "num" }, fixed(p.value, 4)))))));
+  if (data.series.points_done < data.series.checkpoints) setTimeout(() => location.reload(), 2000);
+  show(...parts);
+}
+
 const pages = {
   "/ui": jobsPage, "/ui/": jobsPage, "/ui/results": resultsPage, "/ui/compare": comparePage,
-  "/ui/niah": niahPage, "/ui/samples": samplesPage,
+  "/ui/niah": niahPage, "/ui/samples": samplesPage, "/ui/series": seriesPage,
 };
 (pages[location.pathname] || jobsPage)().catch(fail);
