@@ -10,7 +10,6 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
-#include "engine/cuda/decode_gemm.h"
 #include "engine/cuda/gemm.h"
 #include "engine/model/forward_validation.h"
 #include "engine/model/top_k.h"
@@ -579,14 +578,8 @@ absl::Status CudaModel::RunPacked(absl::Span<const ForwardItem> items,
 
 absl::Status CudaModel::EnqueueDecodeStep() {
   HG_RETURN_IF_ERROR(EnqueueLayers(kDecodeRows, kDecodeRows, /*decode=*/true));
-  const MatRef head_x = Mat(x_.get(), act_, D_), head_w = Mat(lm_head_.get(), act_, D_);
-  if (DecodeGemmFits(kDecodeRows, D_, head_x, head_w)) {
-    HG_RETURN_IF_ERROR(DecodeGemmNT(ctx_->stream(), kDecodeRows, V_, D_, head_x, head_w,
-                                    logits_.get(), Act::kF32, V_));
-  } else {
-    HG_RETURN_IF_ERROR(
-        GemmNT(ctx_->cublas(), kDecodeRows, V_, D_, head_x, head_w, logits_.get(), Act::kF32, V_));
-  }
+  HG_RETURN_IF_ERROR(GemmNT(ctx_->cublas(), kDecodeRows, V_, D_, Mat(x_.get(), act_, D_),
+                            Mat(lm_head_.get(), act_, D_), logits_.get(), Act::kF32, V_));
   DecodeIo* io = decode_io_.as<DecodeIo>();
   HG_LAUNCH(LogSoftmaxGather(logits_.as<float>(), kDecodeRows, static_cast<int>(V_), io->targets,
                              io->lp, io->am, true, ctx_->stream()));

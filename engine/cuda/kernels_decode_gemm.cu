@@ -1,16 +1,17 @@
-// The decode step's skinny bf16 GEMM (kernels_decode_gemm.h, decode_gemm.h). A block owns kTiles *
-// 16 rows of W and all (up to 32) rows of A; its kSplit warps split K into 32-wide chunks, warp w
-// taking chunks w, w + kSplit, ..., each accumulating with mma.m16n8k16 (W rows as the
-// mma's M, A rows as its N). A lane loads 16 contiguous bytes of a W row and of an A row
-// at the same K offset and both feed the same mma k-slots, so the loads are vectorized
-// and the k-slot of every K index is fixed. The warps' partial sums are then added in
-// warp order through shared memory. The order of every output element's sum is thus a
-// function of K alone: no M, no row position, no other row's value enters it.
+// The decode step's skinny bf16 GEMM (kernels_decode_gemm.h, decode_gemm.h). A block owns
+// kTiles * 16 rows of W and all (up to 32) rows of A; its kSplit warps split K into 32-wide
+// chunks, warp w taking chunks w, w + kSplit, ..., each accumulating with mma.m16n8k16 (W
+// rows as the mma's M, A rows as its N). A lane loads 16 contiguous bytes of a W row and of
+// an A row at the same K offset and both feed the same mma k-slots, so the loads are
+// vectorized and the k-slot of every K index is fixed. The warps' partial sums are then
+// added in warp order through shared memory. The order of every output element's sum is
+// thus a function of K alone: no M, no row position, no other row's value enters it.
 #include <cuda_bf16.h>
 
 #include <cstdint>
 
 #include "engine/cuda/kernels_decode_gemm.h"
+#include "engine/cuda/mma.cuh"
 
 namespace hgeval::cuda {
 namespace {
@@ -18,15 +19,6 @@ namespace {
 constexpr int kSplit = 16;  // warps per block, each a fixed share of K
 constexpr int kThreads = kSplit * 32;
 constexpr int kChunk = 32;  // K per warp step: 4 lanes x 8 bf16
-
-__device__ __forceinline__ void Mma(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
-                                    uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-      "{%8,%9}, {%0,%1,%2,%3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
 
 __device__ __forceinline__ uint4 LoadStream(const __nv_bfloat16* p) {
   uint4 v;

@@ -45,9 +45,9 @@ double RelError(const std::vector<float>& out, const std::vector<double>& ref) {
   return std::sqrt(num / den);
 }
 
-class DecodeGemmTest : public ::testing::TestWithParam<Shape> {};
+class CudaDecodeGemmTest : public ::testing::TestWithParam<Shape> {};
 
-TEST_P(DecodeGemmTest, MatchesFloat64AndRowsAloneEqualRowsInABatch) {
+TEST_P(CudaDecodeGemmTest, MatchesFloat64AndRowsAloneEqualRowsInABatch) {
   if (!testing::HaveGpu()) GTEST_SKIP() << "no CUDA GPU visible";
   const auto [n, k] = GetParam();
   std::mt19937 rng(n * 7919 + k);
@@ -97,12 +97,12 @@ TEST_P(DecodeGemmTest, MatchesFloat64AndRowsAloneEqualRowsInABatch) {
 
 // 1.3B (d 2048, MLP 5632, vocab 32000) and odd shapes; the head's 32000 rows and the
 // MLP's 11264 exercise the wider tiles.
-INSTANTIATE_TEST_SUITE_P(Shapes, DecodeGemmTest,
+INSTANTIATE_TEST_SUITE_P(Shapes, CudaDecodeGemmTest,
                          ::testing::Values(Shape{2048, 2048}, Shape{11264, 2048}, Shape{2048, 5632},
                                            Shape{32000, 2048}, Shape{1000, 1000}, Shape{77, 40},
                                            Shape{4104, 8}, Shape{17000, 264}));
 
-TEST(DecodeGemmTest, BfloatOutputAndRefusals) {
+TEST(CudaDecodeGemmTest, BfloatOutputAndRefusals) {
   if (!testing::HaveGpu()) GTEST_SKIP() << "no CUDA GPU visible";
   const int n = 300, k = 136, m = 5;
   std::mt19937 rng(5);
