@@ -1,0 +1,19 @@
+// Launcher of the decode step's skinny bf16 GEMM (decode_gemm.h says what it computes and
+// checks its preconditions: bf16 A[m, k] and W[n, k] with 16-byte aligned rows, k % 8 == 0,
+// m <= 32). C++17, for the .cu side.
+#ifndef HGEVAL_ENGINE_CUDA_KERNELS_DECODE_GEMM_H_
+#define HGEVAL_ENGINE_CUDA_KERNELS_DECODE_GEMM_H_
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+namespace hgeval::cuda {
+
+// C[m, n] (fp32 when c_f32, else bf16; row stride ldc) = A[m, k] · W[n, k]^T.
+cudaError_t LaunchDecodeGemm(cudaStream_t stream, int m, int n, int k, const void* a, int64_t lda,
+                             const void* w, int64_t ldw, void* c, bool c_f32, int64_t ldc);
+
+}  // namespace hgeval::cuda
+
+#endif  // HGEVAL_ENGINE_CUDA_KERNELS_DECODE_GEMM_H_
