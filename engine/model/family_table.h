@@ -40,7 +40,8 @@ struct FamilySpec {
   // before tie_word_embeddings / special tokens / epsilon checks.
   absl::Status (*parse_config)(const nlohmann::json& config, ModelConfig* c) = nullptr;
 
-  // Checkpoint names of the block skeleton; `checkpoint` settles legacy spellings.
+  // Checkpoint names of the block skeleton; `checkpoint` settles legacy spellings. Null:
+  // fla's names (FlaBlockTensorNames).
   BlockTensorNames (*tensor_names)(const Checkpoint& checkpoint, const ModelConfig& c) = nullptr;
   // Layer MLP under `layer_prefix`; null: SwiGLU `mlp.{gate,up,down}_proj`.
   absl::StatusOr<GatedMlpWeights> (*read_mlp)(const Checkpoint& checkpoint, const ModelConfig& c,

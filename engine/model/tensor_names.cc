@@ -29,13 +29,15 @@ BlockTensorNames FlaBlockTensorNames() {
 }
 
 BlockTensorNames BlockTensorNamesFor(const Checkpoint& checkpoint, const ModelConfig& config) {
-  return FamilySpecOf(config.family).tensor_names(checkpoint, config);
+  const FamilySpec& spec = FamilySpecOf(config.family);
+  return spec.tensor_names != nullptr ? spec.tensor_names(checkpoint, config)
+                                      : FlaBlockTensorNames();
 }
 
 absl::StatusOr<GatedMlpWeights> ReadBlockMlp(const Checkpoint& checkpoint,
                                              const ModelConfig& config, int64_t layer) {
   const FamilySpec& spec = FamilySpecOf(config.family);
-  const std::string prefix = spec.tensor_names(checkpoint, config).LayerPrefix(layer);
+  const std::string prefix = BlockTensorNamesFor(checkpoint, config).LayerPrefix(layer);
   if (spec.read_mlp != nullptr) return spec.read_mlp(checkpoint, config, prefix);
   return ReadGatedMlp(checkpoint, prefix + "mlp", config.intermediate_size, config.hidden_size);
 }

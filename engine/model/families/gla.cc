@@ -60,9 +60,6 @@ const FamilySpec& Gla() {
       .model_types = {"gla"},
       .architecture_prefixes = {{"GLA", "gla"}},
       .parse_config = ParseConfig,
-      .tensor_names = [](const Checkpoint&, const ModelConfig&) { return FlaBlockTensorNames(); },
-      .recurrent = true,
-      .has_kv_cache = false,
   };
   return spec;
 }

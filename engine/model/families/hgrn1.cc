@@ -35,9 +35,6 @@ const FamilySpec& Hgrn1() {
       .model_types = {"hgrn"},
       .architecture_prefixes = {{"HGRN", "hgrn"}},
       .parse_config = ParseConfig,
-      .tensor_names = [](const Checkpoint&, const ModelConfig&) { return FlaBlockTensorNames(); },
-      .recurrent = true,
-      .has_kv_cache = false,
   };
   return spec;
 }

@@ -47,9 +47,6 @@ const FamilySpec& Hgrn2() {
       .model_types = {"hgrn2"},
       .architecture_prefixes = {{"HGRN2", "hgrn2"}},
       .parse_config = ParseConfig,
-      .tensor_names = [](const Checkpoint&, const ModelConfig&) { return FlaBlockTensorNames(); },
-      .recurrent = true,
-      .has_kv_cache = false,
   };
   return spec;
 }

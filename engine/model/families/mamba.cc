@@ -72,8 +72,6 @@ const FamilySpec& Mamba() {
       .norm_eps_keys = "layer_norm_epsilon",
       .parse_config = ParseConfig,
       .tensor_names = TensorNames,
-      .recurrent = true,
-      .has_kv_cache = false,
   };
   return spec;
 }

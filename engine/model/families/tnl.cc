@@ -126,8 +126,6 @@ const FamilySpec& Tnl() {
       .parse_config = ParseConfig,
       .tensor_names = TensorNames,
       .read_mlp = ReadMlp,
-      .recurrent = true,
-      .has_kv_cache = false,
   };
   return spec;
 }
