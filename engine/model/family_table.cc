@@ -3,9 +3,18 @@
 #include <cstdlib>
 #include <string>
 
-#include "engine/model/families/families.h"
-
 namespace hgeval {
+namespace families {
+
+// Each family's entry, defined in engine/model/families/<family>.cc.
+const FamilySpec& Hgrn2();
+const FamilySpec& Hgrn1();
+const FamilySpec& Gla();
+const FamilySpec& Llama();
+const FamilySpec& Mamba();
+const FamilySpec& Tnl();
+
+}  // namespace families
 
 absl::Span<const FamilySpec* const> AllFamilies() {
   // HGRN2 before HGRN: "HGRN2..." architectures also start with "HGRN".

@@ -6,7 +6,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "engine/model/families/config_fields.h"
-#include "engine/model/families/families.h"
+#include "engine/model/family_table.h"
 #include "engine/util/status_macros.h"
 
 namespace hgeval::families {
