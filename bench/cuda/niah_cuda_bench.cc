@@ -109,11 +109,11 @@ absl::StatusOr<std::unique_ptr<Model>> BuildRandomModel(const std::string& famil
                                                         const LoadOptions& load,
                                                         int64_t tokenizer_vocab) {
   nlohmann::json cfg_json = bench::RandomModelConfig(family, absl::GetFlag(FLAGS_layers));
-  if (family == "llama") {
+  if (bench::RandomModelHasKvCache(family)) {
     cfg_json["max_position_embeddings"] = absl::GetFlag(FLAGS_llama_training_length);
   }
   // TNL's own vocabulary is 64,000; the sweep's tokenizer decides it here (timing only).
-  if (family == "tnl") cfg_json["vocab_size"] = tokenizer_vocab;
+  if (bench::RandomModelTakesTokenizerVocab(family)) cfg_json["vocab_size"] = tokenizer_vocab;
   return bench::BuildRandomModel(family, cfg_json, load);
 }
 
@@ -160,7 +160,9 @@ absl::Status Run(nlohmann::json& report) {
     load.device = absl::GetFlag(FLAGS_device);
     load.dtype = absl::GetFlag(FLAGS_dtype);
     load.device_memory = absl::GetFlag(FLAGS_device_memory);
-    if (family == "llama") load.max_context = absl::GetFlag(FLAGS_llama_max_context);
+    if (bench::RandomModelHasKvCache(family)) {
+      load.max_context = absl::GetFlag(FLAGS_llama_max_context);
+    }
     const auto tb = Clock::now();
     HG_ASSIGN_OR_RETURN(std::unique_ptr<Model> model,
                         BuildRandomModel(family, load, tokenizer->vocab_size()));
@@ -182,7 +184,8 @@ absl::Status Run(nlohmann::json& report) {
         {"max_position_embeddings", model->config().max_position_embeddings}};
     HG_ASSIGN_OR_RETURN(
         std::vector<int> batches,
-        IntList(absl::GetFlag(family == "llama" ? FLAGS_llama_max_batch : FLAGS_max_batch)));
+        IntList(absl::GetFlag(bench::RandomModelHasKvCache(family) ? FLAGS_llama_max_batch
+                                                                   : FLAGS_max_batch)));
     bench::TimedModel timed(model.get());
     if (absl::GetFlag(FLAGS_warmup)) {
       niah::NiahOptions warm = base;

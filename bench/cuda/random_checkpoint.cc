@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "engine/model/family_table.h"
 #include "engine/util/status_macros.h"
 
 namespace hgeval::bench {
@@ -47,70 +48,64 @@ HostTensor Ones(int64_t n) {
   return t;
 }
 
-}  // namespace
-
-bool IsRandomModelFamily(const std::string& family) {
-  return family == "hgrn2" || family == "llama" || family == "tnl";
+nlohmann::json Hgrn2Config(int layers) {
+  return {{"model_type", "hgrn2"},   {"hidden_size", 2048}, {"num_hidden_layers", layers},
+          {"expand_ratio", 128},     {"vocab_size", 32000}, {"norm_eps", 1e-6},
+          {"use_lower_bound", true}, {"hidden_ratio", 4}};
 }
 
-std::string RandomModelLabel(const std::string& family) {
-  if (family == "hgrn2") return "HGRN2-1.3B shape (random)";
-  if (family == "tnl") return "TNL-1B class shape (random)";
-  return "LLaMA-1.3B shape (random)";
+nlohmann::json TnlConfig(int layers) {
+  // The 1.3B class of the rows beside it (TransNormerLLM's own 1B config.json was not
+  // available here): D 2048, 16 heads, GLU 5632, TNL's vocabulary of 64,000, LRPE on
+  // the first layer as in the released models.
+  nlohmann::json lrpe = nlohmann::json::array();
+  for (int l = 0; l < layers; ++l) lrpe.push_back(l == 0 ? 1 : 0);
+  return {{"model_type", "transnormer"},
+          {"decoder_embed_dim", 2048},
+          {"hidden_dim", 2048},
+          {"decoder_layers", layers},
+          {"decoder_attention_heads", 16},
+          {"glu_dim", 5632},
+          {"vocab_size", 64000},
+          {"linear_use_lrpe_list", lrpe},
+          {"tie_word_embeddings", false}};
 }
 
-nlohmann::json RandomModelConfig(const std::string& family, int layers) {
-  if (family == "hgrn2") {
-    return {{"model_type", "hgrn2"},   {"hidden_size", 2048}, {"num_hidden_layers", layers},
-            {"expand_ratio", 128},     {"vocab_size", 32000}, {"norm_eps", 1e-6},
-            {"use_lower_bound", true}, {"hidden_ratio", 4}};
-  }
-  if (family == "tnl") {
-    // The 1.3B class of the rows beside it (TransNormerLLM's own 1B config.json was not
-    // available here): D 2048, 16 heads, GLU 5632, TNL's vocabulary of 64,000, LRPE on
-    // the first layer as in the released models.
-    nlohmann::json lrpe = nlohmann::json::array();
-    for (int l = 0; l < layers; ++l) lrpe.push_back(l == 0 ? 1 : 0);
-    return {{"model_type", "transnormer"},
-            {"decoder_embed_dim", 2048},
-            {"hidden_dim", 2048},
-            {"decoder_layers", layers},
-            {"decoder_attention_heads", 16},
-            {"glu_dim", 5632},
-            {"vocab_size", 64000},
-            {"linear_use_lrpe_list", lrpe},
-            {"tie_word_embeddings", false}};
-  }
+nlohmann::json LlamaConfig(int layers) {
   return {
       {"model_type", "llama"},     {"hidden_size", 2048},       {"num_hidden_layers", layers},
       {"num_attention_heads", 16}, {"num_key_value_heads", 16}, {"intermediate_size", 5632},
       {"vocab_size", 32000},       {"rms_norm_eps", 1e-6},      {"max_position_embeddings", 65536}};
 }
 
-std::map<std::string, HostTensor> RandomWeights(const std::string& family, const ModelConfig& c) {
+std::map<std::string, HostTensor> TnlWeights(const ModelConfig& c) {
   std::map<std::string, HostTensor> w;
   const int64_t D = c.hidden_size, V = c.vocab_size, I = c.intermediate_size;
   uint64_t seed = 1;
-  if (family == "tnl") {
-    const int64_t H = c.num_heads, e = D / H;
-    w["model.embed_tokens.weight"] = Matrix(V, D, seed++);
-    w["lm_head.weight"] = Matrix(V, D, seed++);
-    for (int64_t l = 0; l < c.num_layers; ++l) {
-      const std::string p = absl::StrCat("model.layers.", l, ".");
-      w[p + "token_mixer.qkvu_proj.weight"] = Matrix(4 * D, D, seed++);
-      w[p + "token_mixer.out_proj.weight"] = Matrix(D, D, seed++);
-      if (!c.tnl_lrpe.empty() && c.tnl_lrpe[l]) {
-        HostTensor theta = Matrix(H, e, seed++);
-        theta.shape = {H, 1, e};
-        w[p + "token_mixer.lrpe.theta"] = std::move(theta);
-      }
-      w[p + "channel_mixer.l1.weight"] = Matrix(I, D, seed++);
-      w[p + "channel_mixer.l2.weight"] = Matrix(I, D, seed++);
-      w[p + "channel_mixer.l3.weight"] = Matrix(D, I, seed++);
+  const int64_t H = c.num_heads, e = D / H;
+  w["model.embed_tokens.weight"] = Matrix(V, D, seed++);
+  w["lm_head.weight"] = Matrix(V, D, seed++);
+  for (int64_t l = 0; l < c.num_layers; ++l) {
+    const std::string p = absl::StrCat("model.layers.", l, ".");
+    w[p + "token_mixer.qkvu_proj.weight"] = Matrix(4 * D, D, seed++);
+    w[p + "token_mixer.out_proj.weight"] = Matrix(D, D, seed++);
+    if (!c.tnl_lrpe.empty() && c.tnl_lrpe[l]) {
+      HostTensor theta = Matrix(H, e, seed++);
+      theta.shape = {H, 1, e};
+      w[p + "token_mixer.lrpe.theta"] = std::move(theta);
     }
-    return w;
+    w[p + "channel_mixer.l1.weight"] = Matrix(I, D, seed++);
+    w[p + "channel_mixer.l2.weight"] = Matrix(I, D, seed++);
+    w[p + "channel_mixer.l3.weight"] = Matrix(D, I, seed++);
   }
-  const bool llama = family == "llama";
+  return w;
+}
+
+// HGRN2's and LLaMA's rows share the skeleton (fla's vs transformers' names).
+std::map<std::string, HostTensor> SkeletonWeights(const ModelConfig& c, bool llama) {
+  std::map<std::string, HostTensor> w;
+  const int64_t D = c.hidden_size, V = c.vocab_size, I = c.intermediate_size;
+  uint64_t seed = 1;
   w[llama ? "model.embed_tokens.weight" : "model.embeddings.weight"] = Matrix(V, D, seed++);
   w["lm_head.weight"] = Matrix(V, D, seed++);
   w["model.norm.weight"] = Ones(D);
@@ -137,6 +132,58 @@ std::map<std::string, HostTensor> RandomWeights(const std::string& family, const
     }
   }
   return w;
+}
+
+struct RandomModelRow {
+  const char* name;  // --models spelling, also the family's FamilySpec::name
+  const char* label;
+  bool vocab_from_tokenizer;  // the row's vocabulary is not the sweeps' tokenizer's
+  nlohmann::json (*config)(int layers);
+  std::map<std::string, HostTensor> (*weights)(const ModelConfig& c);
+};
+
+const RandomModelRow kRows[] = {
+    {"hgrn2", "HGRN2-1.3B shape (random)", false, Hgrn2Config,
+     [](const ModelConfig& c) { return SkeletonWeights(c, /*llama=*/false); }},
+    {"llama", "LLaMA-1.3B shape (random)", false, LlamaConfig,
+     [](const ModelConfig& c) { return SkeletonWeights(c, /*llama=*/true); }},
+    {"tnl", "TNL-1B class shape (random)", true, TnlConfig, TnlWeights},
+};
+
+const RandomModelRow* FindRow(const std::string& model) {
+  for (const RandomModelRow& row : kRows) {
+    if (model == row.name) return &row;
+  }
+  return nullptr;
+}
+
+// Unknown names fall back to LLaMA's row, as the benches check IsRandomModelFamily first.
+const RandomModelRow& RowOf(const std::string& model) {
+  const RandomModelRow* row = FindRow(model);
+  return row != nullptr ? *row : kRows[1];
+}
+
+}  // namespace
+
+bool IsRandomModelFamily(const std::string& family) { return FindRow(family) != nullptr; }
+
+std::string RandomModelLabel(const std::string& family) { return RowOf(family).label; }
+
+bool RandomModelHasKvCache(const std::string& family) {
+  const FamilySpec* spec = FindFamilyByName(RowOf(family).name);
+  return spec != nullptr && spec->has_kv_cache;
+}
+
+bool RandomModelTakesTokenizerVocab(const std::string& family) {
+  return RowOf(family).vocab_from_tokenizer;
+}
+
+nlohmann::json RandomModelConfig(const std::string& family, int layers) {
+  return RowOf(family).config(layers);
+}
+
+std::map<std::string, HostTensor> RandomWeights(const std::string& family, const ModelConfig& c) {
+  return RowOf(family).weights(c);
 }
 
 absl::StatusOr<std::unique_ptr<Model>> BuildRandomModel(const std::string& family,

@@ -30,6 +30,11 @@ nlohmann::json RandomModelConfig(const std::string& family, int layers);
 bool IsRandomModelFamily(const std::string& family);
 // "HGRN2-1.3B shape (random)", "LLaMA-1.3B shape (random)", "TNL-1B class shape (random)".
 std::string RandomModelLabel(const std::string& family);
+// Whether the row's family keeps a KV cache (engine/model/family_table.h): a positional
+// limit, and a state that grows with the context.
+bool RandomModelHasKvCache(const std::string& family);
+// Whether the row's own vocabulary (TNL's 64,000) gives way to the sweep's tokenizer's.
+bool RandomModelTakesTokenizerVocab(const std::string& family);
 
 // Weights under the family's Hugging Face / fla names: matrices uniform with variance
 // 1 / fan_in, norm weights 1, HGRN2 lower bounds uniform. Deterministic (fixed seeds).

@@ -212,7 +212,7 @@ absl::Status Run(nlohmann::json& report) {
     nlohmann::json model_report;
     nlohmann::json config = bench::RandomModelConfig(family, absl::GetFlag(FLAGS_layers));
     config["vocab_size"] = tokenizer->vocab_size();
-    if (family == "llama") config["max_position_embeddings"] = 4096;
+    if (bench::RandomModelHasKvCache(family)) config["max_position_embeddings"] = 4096;
     if (!requests_out.empty()) {
       std::ofstream(absl::StrCat(requests_out, "/", family, "_config.json")) << config.dump(2);
     }

@@ -1,6 +1,7 @@
-// The CPU backend's family list: one builder per family (fp32 maths), one file each
-// (hgrn2.cc, hgrn1.cc, gla.cc, llama.cc, mamba.cc, tnl.cc; the CUDA backend's
-// cuda_mixers.h mirrors it). A new family adds its builder and its case here.
+// The CPU backend's builders: one per family (fp32 maths), one file each (hgrn2.cc,
+// hgrn1.cc, gla.cc, llama.cc, mamba.cc, tnl.cc; the CUDA backend's cuda_mixers.h mirrors
+// it). A new family adds its builder here and its row in cpu_models.cc's table, keyed by
+// its FamilySpec::name (engine/model/family_table.h).
 #ifndef HGEVAL_ENGINE_CPU_CPU_MODELS_H_
 #define HGEVAL_ENGINE_CPU_CPU_MODELS_H_
 
@@ -42,26 +43,9 @@ inline ModelInfo CpuModelInfo(const ModelConfig& c, int64_t num_parameters,
   return info;
 }
 
-// The builder of c.family: the backend's one switch on the family.
-inline absl::StatusOr<std::unique_ptr<Model>> BuildCpuModel(const Checkpoint& ckpt,
-                                                            const ModelConfig& c,
-                                                            int64_t max_context) {
-  switch (c.family) {
-    case ModelFamily::kHgrn2:
-      return BuildHgrn2(ckpt, c);
-    case ModelFamily::kHgrn:
-      return BuildHgrn(ckpt, c);
-    case ModelFamily::kGla:
-      return BuildGla(ckpt, c);
-    case ModelFamily::kLlama:
-      return BuildLlama(ckpt, c, max_context);
-    case ModelFamily::kMamba:
-      return BuildMamba(ckpt, c);
-    case ModelFamily::kTnl:
-      return BuildTnl(ckpt, c);
-  }
-  return absl::InternalError("unknown model family");
-}
+// The builder of c.family (cpu_models.cc's table); INTERNAL when the family has none.
+absl::StatusOr<std::unique_ptr<Model>> BuildCpuModel(const Checkpoint& ckpt, const ModelConfig& c,
+                                                     int64_t max_context);
 
 }  // namespace hgeval::cpu
 

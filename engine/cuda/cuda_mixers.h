@@ -1,6 +1,7 @@
 // The CUDA backend's family list (the CPU's cpu_models.h): a token mixer per family, one
 // file each, named as on the CPU side (hgrn2.cc, hgrn1.cc, gla.cc, llama.cc, mamba.cc,
-// tnl.cc). A new family adds its factory and its case here.
+// tnl.cc). A new family adds its factory here and its row in cuda_mixers.cc's table, keyed
+// by its FamilySpec::name (engine/model/family_table.h).
 // Each refuses, with UNIMPLEMENTED, configurations its kernels do not cover.
 #ifndef HGEVAL_ENGINE_CUDA_CUDA_MIXERS_H_
 #define HGEVAL_ENGINE_CUDA_CUDA_MIXERS_H_
@@ -24,24 +25,8 @@ MixerOrError MakeLlamaMixer(const ModelConfig& config, Act act);
 MixerOrError MakeMambaMixer(const ModelConfig& config, Act act);
 MixerOrError MakeTnlMixer(const ModelConfig& config, Act act);
 
-// The mixer of config.family: the backend's one switch on the family.
-inline MixerOrError MakeCudaTokenMixer(const ModelConfig& config, Act act) {
-  switch (config.family) {
-    case ModelFamily::kHgrn2:
-      return MakeHgrn2Mixer(config, act);
-    case ModelFamily::kHgrn:
-      return MakeHgrnMixer(config, act);
-    case ModelFamily::kGla:
-      return MakeGlaMixer(config, act);
-    case ModelFamily::kLlama:
-      return MakeLlamaMixer(config, act);
-    case ModelFamily::kMamba:
-      return MakeMambaMixer(config, act);
-    case ModelFamily::kTnl:
-      return MakeTnlMixer(config, act);
-  }
-  return absl::InternalError("unknown model family");
-}
+// The mixer of config.family (cuda_mixers.cc's table); INTERNAL when the family has none.
+MixerOrError MakeCudaTokenMixer(const ModelConfig& config, Act act);
 
 }  // namespace hgeval::cuda
 

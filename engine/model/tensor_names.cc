@@ -1,7 +1,7 @@
 #include "engine/model/tensor_names.h"
 
 #include "absl/strings/str_cat.h"
-#include "engine/util/status_macros.h"
+#include "engine/model/family_table.h"
 
 namespace hgeval {
 
@@ -18,44 +18,7 @@ std::string BlockTensorNames::Norm2Weight(int64_t layer) const {
   return absl::StrCat(layers, layer, ".", norm2, ".weight");
 }
 
-BlockTensorNames BlockTensorNamesFor(const Checkpoint& checkpoint, const ModelConfig& config) {
-  switch (config.family) {
-    case ModelFamily::kMamba: {
-      // transformers' load hook also accepts the older `backbone.embedding.` name.
-      const bool legacy = !checkpoint.Has("backbone.embeddings.weight") &&
-                          checkpoint.Has("backbone.embedding.weight");
-      return {legacy ? "backbone.embedding.weight" : "backbone.embeddings.weight",
-              "backbone.norm_f.weight",
-              "lm_head.weight",
-              "backbone.layers.",
-              "norm",
-              "",
-              "mixer"};
-    }
-    case ModelFamily::kTnl:  // TransNormerLLM's names; its norms have no weights
-      return {"model.embed_tokens.weight",
-              "",
-              "lm_head.weight",
-              "model.layers.",
-              "",
-              "",
-              "token_mixer"};
-    case ModelFamily::kLlama:
-      if (!config.fla_key_names) {
-        return {"model.embed_tokens.weight",
-                "model.norm.weight",
-                "lm_head.weight",
-                "model.layers.",
-                "input_layernorm",
-                "post_attention_layernorm",
-                "self_attn"};
-      }
-      break;  // fla's LLaMA ("transformer") uses the fla names below
-    case ModelFamily::kHgrn2:
-    case ModelFamily::kHgrn:
-    case ModelFamily::kGla:
-      break;
-  }
+BlockTensorNames FlaBlockTensorNames() {
   return {"model.embeddings.weight",
           "model.norm.weight",
           "lm_head.weight",
@@ -65,20 +28,18 @@ BlockTensorNames BlockTensorNamesFor(const Checkpoint& checkpoint, const ModelCo
           "attn"};
 }
 
+BlockTensorNames BlockTensorNamesFor(const Checkpoint& checkpoint, const ModelConfig& config) {
+  const FamilySpec& spec = FamilySpecOf(config.family);
+  return spec.tensor_names != nullptr ? spec.tensor_names(checkpoint, config)
+                                      : FlaBlockTensorNames();
+}
+
 absl::StatusOr<GatedMlpWeights> ReadBlockMlp(const Checkpoint& checkpoint,
                                              const ModelConfig& config, int64_t layer) {
-  const int64_t d = config.hidden_size, inter = config.intermediate_size;
+  const FamilySpec& spec = FamilySpecOf(config.family);
   const std::string prefix = BlockTensorNamesFor(checkpoint, config).LayerPrefix(layer);
-  if (config.family != ModelFamily::kTnl) {
-    return ReadGatedMlp(checkpoint, prefix + "mlp", inter, d);
-  }
-  GatedMlpWeights mlp;
-  HG_ASSIGN_OR_RETURN(mlp.gate,
-                      checkpoint.ReadFloat(prefix + "channel_mixer.l1.weight", {inter, d}));
-  HG_ASSIGN_OR_RETURN(mlp.up, checkpoint.ReadFloat(prefix + "channel_mixer.l2.weight", {inter, d}));
-  HG_ASSIGN_OR_RETURN(mlp.down,
-                      checkpoint.ReadFloat(prefix + "channel_mixer.l3.weight", {d, inter}));
-  return mlp;
+  if (spec.read_mlp != nullptr) return spec.read_mlp(checkpoint, config, prefix);
+  return ReadGatedMlp(checkpoint, prefix + "mlp", config.intermediate_size, config.hidden_size);
 }
 
 }  // namespace hgeval

@@ -30,12 +30,16 @@ struct BlockTensorNames {
   std::string Norm2Weight(int64_t layer) const;
 };
 
-// The names of `config`'s family; `checkpoint` settles legacy spellings (Mamba's
-// `backbone.embedding.weight`).
+// fla's names (model.embeddings, layers' attn_norm / attn / mlp_norm): HGRN2, HGRN, GLA
+// and fla's LLaMA.
+BlockTensorNames FlaBlockTensorNames();
+
+// The names of `config`'s family (its FamilySpec::tensor_names); `checkpoint` settles legacy
+// spellings (Mamba's `backbone.embedding.weight`).
 BlockTensorNames BlockTensorNamesFor(const Checkpoint& checkpoint, const ModelConfig& config);
 
 // Layer `layer`'s MLP: fla's and LLaMA's SwiGLU `mlp.{gate,up,down}_proj` (or fla's legacy
-// fused gate_proj), TNL's GLU `channel_mixer.l1` (gate), `l2` (up), `l3` (down); shapes
+// fused gate_proj), or the family's own (FamilySpec::read_mlp: TNL's GLU); shapes
 // [I, D], [I, D], [D, I] checked. Not for Mamba, whose blocks have no MLP.
 absl::StatusOr<GatedMlpWeights> ReadBlockMlp(const Checkpoint& checkpoint,
                                              const ModelConfig& config, int64_t layer);

@@ -12,6 +12,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "engine/model/family_table.h"
 #include "engine/runtime/scoring.h"
 #include "engine/runtime/stop_tokens.h"
 #include "engine/util/memory_budget.h"
@@ -54,7 +55,7 @@ size_t NiahStateBound(const Model& model) {
 }
 
 int DefaultNiahMaxBatch(const ModelInfo& info) {
-  const bool recurrent = info.family != ModelFamily::kLlama;
+  const bool recurrent = FamilySpecOf(info.family).recurrent;
   return recurrent && info.backend.rfind("cuda", 0) == 0 ? 32 : 8;
 }
 

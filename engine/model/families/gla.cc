@@ -1,0 +1,67 @@
+// GLA (fla's gated linear attention, model_type gla): its table entry
+// (engine/model/family_table.h).
+#include <cmath>
+#include <string>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "engine/model/families/config_fields.h"
+#include "engine/model/family_table.h"
+#include "engine/util/status_macros.h"
+
+namespace hgeval::families {
+namespace {
+
+absl::Status ParseConfig(const json& config, ModelConfig* out) {
+  ModelConfig& c = *out;
+  HG_RETURN_IF_ERROR(ReadFlaCommon(config, &c));
+  c.num_heads = 4;
+  HG_RETURN_IF_ERROR(Get(config, "num_heads", &c.num_heads));
+  HG_RETURN_IF_ERROR(Get(config, "num_kv_heads", &c.num_kv_heads));
+  if (c.num_kv_heads == 0) c.num_kv_heads = c.num_heads;
+  HG_RETURN_IF_ERROR(Get(config, "expand_k", &c.expand_k));
+  HG_RETURN_IF_ERROR(Get(config, "expand_v", &c.expand_v));
+  HG_RETURN_IF_ERROR(Get(config, "use_output_gate", &c.use_output_gate));
+  HG_RETURN_IF_ERROR(Get(config, "feature_map", &c.feature_map));
+  auto clamp = config.find("clamp_min");
+  if (clamp != config.end() && !clamp->is_null()) {
+    if (!clamp->is_number()) {
+      return absl::InvalidArgumentError("config.json: 'clamp_min' must be a number");
+    }
+    c.clamp_min = clamp->get<double>();
+  }
+  HG_RETURN_IF_ERROR(RequirePositive("num_heads", c.num_heads));
+  HG_RETURN_IF_ERROR(RequirePositive("num_kv_heads", c.num_kv_heads));
+  if (c.num_heads % c.num_kv_heads != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("config.json: 'num_heads' ", c.num_heads,
+                                                   " is not a multiple of 'num_kv_heads' ",
+                                                   c.num_kv_heads));
+  }
+  for (auto [key, ratio] : {std::pair{"expand_k", c.expand_k}, std::pair{"expand_v", c.expand_v}}) {
+    // Upstream truncates hidden_size * ratio; hgeval takes only exact widths.
+    const double width = c.hidden_size * ratio;
+    if (!(width > 0) || width != std::floor(width) ||
+        static_cast<int64_t>(width) % c.num_heads != 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("config.json: hidden_size ", c.hidden_size, " x '", key, "' ", ratio,
+                       " must be a whole width divisible into 'num_heads' ", c.num_heads));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+const FamilySpec& Gla() {
+  static const FamilySpec spec{
+      .family = ModelFamily::kGla,
+      .name = "gla",
+      .model_types = {"gla"},
+      .architecture_prefixes = {{"GLA", "gla"}},
+      .parse_config = ParseConfig,
+  };
+  return spec;
+}
+
+}  // namespace hgeval::families

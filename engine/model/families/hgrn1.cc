@@ -1,0 +1,42 @@
+// HGRN (fla's HGRN, model_type hgrn): its table entry (engine/model/family_table.h).
+#include <cmath>
+#include <string>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "engine/model/families/config_fields.h"
+#include "engine/model/family_table.h"
+#include "engine/util/status_macros.h"
+
+namespace hgeval::families {
+namespace {
+
+absl::Status ParseConfig(const json& config, ModelConfig* out) {
+  ModelConfig& c = *out;
+  HG_RETURN_IF_ERROR(ReadFlaCommon(config, &c));
+  c.expand_ratio = 1;
+  HG_RETURN_IF_ERROR(Get(config, "expand_ratio", &c.expand_ratio));
+  HG_RETURN_IF_ERROR(RequirePositive("expand_ratio", c.expand_ratio));
+  HG_RETURN_IF_ERROR(Get(config, "use_lower_bound", &c.use_lower_bound));
+  if (c.use_lower_bound && c.expand_ratio != 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "config.json: HGRN 'use_lower_bound' needs 'expand_ratio' 1, got ", c.expand_ratio));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+const FamilySpec& Hgrn1() {
+  static const FamilySpec spec{
+      .family = ModelFamily::kHgrn,
+      .name = "hgrn",
+      .model_types = {"hgrn"},
+      .architecture_prefixes = {{"HGRN", "hgrn"}},
+      .parse_config = ParseConfig,
+  };
+  return spec;
+}
+
+}  // namespace hgeval::families
