@@ -109,7 +109,10 @@ MODEL_ARGS="--model=hgrn2=$SRC/tests/golden/hgrn2 --tokenizer=$SRC/data/models/s
 "$BUILD/server/hgeval-server" --listen=127.0.0.1:0 --port_file="$WORK/ref.port" $MODEL_ARGS \
   --data_dir="$SRC/data" --device=cpu --store="$WORK/reference.sqlite" >"$WORK/ref.log" 2>&1 &
 REF_PID=$!
-for ((i = 0; i < 100 && ! -s "$WORK/ref.port"; ++i)); do sleep 0.2; done
+for ((i = 0; i < 100; ++i)); do
+  [[ -s "$WORK/ref.port" ]] && break
+  sleep 0.2
+done
 [[ -s "$WORK/ref.port" ]] || fail "the reference server did not start: $(show "$WORK/ref.log")"
 "$BUILD/client/hgeval" run --server="127.0.0.1:$(cat "$WORK/ref.port")" --model=hgrn2 \
   --tasks=$TASKS --limit=$LIMIT --progress=false --output="$WORK/reference.json" \
@@ -133,7 +136,7 @@ for ((i = 0; i < 600; ++i)); do
 done
 [[ -z "$(squeue -h -j "$JOB" 2>/dev/null)" ]] && finished=1 || finished=
 STATE=$(scontrol show job "$JOB" 2>/dev/null | grep -o 'JobState=[A-Z_]*' | head -1)
-echo "job $JOB: $STATE ($(grep -o "JobId=$JOB .*ExitCode=[0-9:]*" "$WORK/jobcomp.txt" 2>/dev/null | grep -o 'ExitCode=[0-9:]*'))"
+echo "job $JOB: $STATE ($(grep -o "JobId=$JOB .*ExitCode=[0-9:]*" "$WORK/jobcomp.txt" 2>/dev/null | grep -o 'ExitCode=[0-9:]*' | head -1))"
 echo "--- job output"
 cat "$WORK/job-$JOB.out" 2>/dev/null
 [[ -n "$finished" ]] || fail "job $JOB still in squeue after 300 s"
