@@ -126,7 +126,7 @@ BASE_PORT=$(free_port)
 JOB=$(cd "$WORK" && HGEVAL_BUILD=$BUILD HGEVAL_DATA=$SRC/data HGEVAL_MODEL=hgrn2 \
   HGEVAL_MODEL_ARGS=$MODEL_ARGS HGEVAL_DEVICE=cpu HGEVAL_SERVERS=2 HGEVAL_TASKS=$TASKS \
   HGEVAL_CLIENT_ARGS=--limit=$LIMIT HGEVAL_OUTPUT=$WORK/fleet.json BASE_PORT=$BASE_PORT \
-  PG_BIN=$PG_BIN sbatch --parsable --gpus-per-node=0 --cpus-per-task="$CPUS" --mem=1G \
+  PG_BIN=$PG_BIN SLURM_TMPDIR=$WORK sbatch --parsable --gpus-per-node=0 --cpus-per-task="$CPUS" --mem=1G \
   --time=10 --output="$WORK/job-%j.out" "$SRC/deploy/slurm/hgeval-fleet.sbatch" 2>&1) ||
   fail "sbatch refused the job: $JOB"
 echo "submitted job $JOB"
