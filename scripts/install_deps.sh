@@ -12,6 +12,10 @@ PACKAGES=(
   libyaml-dev
   # PostgreSQL server binaries: the shared-store e2e tests start one (initdb, pg_ctl).
   postgresql
+  # Slurm, run (tests/deploy/slurm_fleet_e2e_test.sh): a one-node cluster started by the test.
+  munge slurmctld slurmd slurm-client
+  # The Kubernetes manifests checked against the API's typed models, offline.
+  python3-kubernetes python3-yaml
   clang libclang-rt-14-dev
   python3-numpy python3-grpcio python3-protobuf
   # The web UI's browser test: headless chromium driven through chromedriver by selenium.

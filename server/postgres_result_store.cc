@@ -14,6 +14,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "server/log.h"
 #include "server/sql_result_store.h"
 
 namespace hgeval::server {
@@ -24,6 +26,14 @@ constexpr char kNowMs[] = "(extract(epoch from clock_timestamp()) * 1000)::bigin
 // Serializes schema creation between replicas starting at once (an arbitrary constant
 // naming hgeval's schema lock).
 constexpr char kSchemaLockKey[] = "720615342";
+// A lost connection (a database restart, a network blip) is re-opened with backoff for up
+// to this long before the store reports it unavailable: a restart takes seconds, and a
+// failed write would fail the shard that made it.
+constexpr absl::Duration kReconnectBudget = absl::Seconds(60);
+constexpr absl::Duration kFirstReconnectDelay = absl::Milliseconds(100);
+constexpr absl::Duration kMaxReconnectDelay = absl::Seconds(2);
+// Whole transactions re-run after reconnecting, at most this many times per call.
+constexpr int kMaxTransactionReconnects = 8;
 
 constexpr char kJobColumns[] = "id, state, created_at, job";
 constexpr char kShardColumns[] =
@@ -321,17 +331,58 @@ class PostgresResultStore : public SqlResultStore {
   }
 
  private:
-  // Reconnects a connection that was lost (a database restart, a network blip).
+  // Reconnects a connection that was lost (a database restart, a network blip): retried
+  // with backoff within kReconnectBudget. The store holds this one connection only.
   absl::Status Ready() override ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (PQstatus(conn_) == CONNECTION_OK) return absl::OkStatus();
-    PQreset(conn_);
-    if (PQstatus(conn_) == CONNECTION_OK) return absl::OkStatus();
-    return absl::UnavailableError(
-        absl::StrCat("result store: PostgreSQL connection lost: ", PQerrorMessage(conn_)));
+    const absl::Time start = absl::Now();
+    absl::Duration delay = kFirstReconnectDelay;
+    for (int attempt = 1;; ++attempt) {
+      PQreset(conn_);
+      if (PQstatus(conn_) == CONNECTION_OK) {
+        LogInfo("store_reconnected",
+                {{"attempts", absl::StrCat(attempt)},
+                 {"after_ms", absl::StrCat(absl::ToInt64Milliseconds(absl::Now() - start))}});
+        return absl::OkStatus();
+      }
+      std::string error = PQerrorMessage(conn_);
+      while (!error.empty() && error.back() == '\n') error.pop_back();
+      if (absl::Now() - start + delay > kReconnectBudget) {
+        LogError("store_unavailable", {{"attempts", absl::StrCat(attempt)}, {"error", error}});
+        return absl::UnavailableError(
+            absl::StrCat("result store: PostgreSQL connection lost: ", error));
+      }
+      LogWarning("store_reconnecting",
+                 {{"attempt", absl::StrCat(attempt)},
+                  {"retry_in_ms", absl::StrCat(absl::ToInt64Milliseconds(delay))},
+                  {"error", error}});
+      absl::SleepFor(delay);
+      delay = std::min(delay * 2, kMaxReconnectDelay);
+    }
   }
 
-  // Runs a statement; results come back in binary format.
+  // A statement outside a transaction is atomic on its own, and every one this store runs
+  // that way is idempotent (reads, upserts of a whole row, lease renewals): after a lost
+  // connection it is re-run on the new one. Inside a transaction, InTransaction re-runs the
+  // whole transaction instead.
   absl::StatusOr<Result> Query(const std::string& sql, const std::vector<Param>& params)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    const PGTransactionStatusType before = PQtransactionStatus(conn_);
+    const bool outside_transaction = before == PQTRANS_IDLE || before == PQTRANS_UNKNOWN;
+    for (;;) {
+      absl::StatusOr<Result> r = QueryOnce(sql, params);
+      if (r.ok() || !outside_transaction || !ConnectionLost(r.status())) return r;
+      if (absl::Status s = Ready(); !s.ok()) return s;
+    }
+  }
+
+  // Whether `s` came from a broken connection (then Ready() re-opens it).
+  bool ConnectionLost(const absl::Status& s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return absl::IsUnavailable(s) && PQstatus(conn_) != CONNECTION_OK;
+  }
+
+  // Runs a statement once; results come back in binary format.
+  absl::StatusOr<Result> QueryOnce(const std::string& sql, const std::vector<Param>& params)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     std::vector<const char*> values;
     std::vector<int> lengths, formats;
@@ -348,7 +399,9 @@ class PostgresResultStore : public SqlResultStore {
     const std::string sqlstate = state ? state : "";
     const std::string message =
         absl::StrCat("result store: ", r ? PQresultErrorMessage(r.get()) : PQerrorMessage(conn_));
-    if (PQstatus(conn_) != CONNECTION_OK || sqlstate.rfind("08", 0) == 0) {
+    // Connection exceptions, and the server shutting down or starting up (57P01-57P03).
+    if (PQstatus(conn_) != CONNECTION_OK || sqlstate.rfind("08", 0) == 0 ||
+        sqlstate.rfind("57P0", 0) == 0) {
       return absl::UnavailableError(message);
     }
     // Data corrupted / index corrupted: the wire contract's code for unrecoverable data.
@@ -359,18 +412,23 @@ class PostgresResultStore : public SqlResultStore {
   }
 
   // Runs `body` in a transaction, committed when it returns OK and rolled back otherwise;
-  // retried (a few times) when the database aborted it for a conflict with another server.
+  // retried (a few times) when the database aborted it for a conflict with another server,
+  // and re-run on a new connection when the connection was lost (the database rolled it
+  // back; a COMMIT whose reply was lost may have committed: see docs/service.md).
   absl::Status InTransaction(const std::function<absl::Status()>& body) override
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     absl::Status s;
-    for (int attempt = 0; attempt < 4; ++attempt) {
+    int reconnects = 0;
+    for (int attempt = 0; attempt < 4;) {
       if (s = Ready(); !s.ok()) return s;
-      if (s = Query("BEGIN", {}).status(); !s.ok()) return s;
-      s = body();
+      s = Query("BEGIN", {}).status();
+      if (s.ok()) s = body();
       if (s.ok()) s = Query("COMMIT", {}).status();
       if (s.ok()) return s;
+      if (ConnectionLost(s) && ++reconnects <= kMaxTransactionReconnects) continue;
       if (PQtransactionStatus(conn_) != PQTRANS_IDLE) Query("ROLLBACK", {}).IgnoreError();
       if (!absl::IsAborted(s)) return s;
+      ++attempt;
     }
     return s;
   }

@@ -105,6 +105,7 @@ absl::Status PostgresProcess::Start(const std::string& work_dir) {
   bin_dir_ = FindBinDir();
   if (bin_dir_.empty()) return absl::NotFoundError(kMissingMessage);
   const passwd* user = UnprivilegedUser();
+  work_dir_ = work_dir;
   data_dir_ = work_dir + "/pgdata";
   const std::string log = work_dir + "/postgres.log";
   std::error_code ec;
@@ -127,12 +128,11 @@ absl::Status PostgresProcess::Start(const std::string& work_dir) {
     port_ = FreeLoopbackPort();
     // No Unix socket (its default directory may not be writable); durability off: a test
     // database need not survive a power cut.
-    const std::string options =
-        absl::StrCat("-p ", port_,
-                     " -c listen_addresses=127.0.0.1 -c unix_socket_directories=''"
-                     " -c fsync=off -c synchronous_commit=off -c full_page_writes=off");
+    options_ = absl::StrCat("-p ", port_,
+                            " -c listen_addresses=127.0.0.1 -c unix_socket_directories=''"
+                            " -c fsync=off -c synchronous_commit=off -c full_page_writes=off");
     running_ = Run({bin_dir_ + "/pg_ctl", "-D", data_dir_, "-l", work_dir + "/postgres-server.log",
-                    "-o", options, "-w", "-t", "60", "start"},
+                    "-o", options_, "-w", "-t", "60", "start"},
                    user, log) == 0;
   }
   if (!running_) {
@@ -150,6 +150,25 @@ void PostgresProcess::Stop() {
   // The cluster (tens of MB) goes; the logs next to it stay.
   std::error_code ec;
   fs::remove_all(data_dir_, ec);
+}
+
+absl::Status PostgresProcess::StopFast() {
+  if (!running_) return absl::FailedPreconditionError("PostgreSQL is not running");
+  if (Run({bin_dir_ + "/pg_ctl", "-D", data_dir_, "-m", "fast", "-w", "-t", "60", "stop"},
+          UnprivilegedUser(), work_dir_ + "/postgres.log") != 0) {
+    return absl::InternalError("pg_ctl stop -m fast failed");
+  }
+  running_ = false;
+  return absl::OkStatus();
+}
+
+absl::Status PostgresProcess::Resume() {
+  if (running_) return absl::FailedPreconditionError("PostgreSQL is running");
+  running_ = Run({bin_dir_ + "/pg_ctl", "-D", data_dir_, "-l", work_dir_ + "/postgres-server.log",
+                  "-o", options_, "-w", "-t", "60", "start"},
+                 UnprivilegedUser(), work_dir_ + "/postgres.log") == 0;
+  if (!running_) return absl::InternalError("pg_ctl start (again) failed");
+  return absl::OkStatus();
 }
 
 std::string PostgresProcess::Uri(const std::string& database) const {

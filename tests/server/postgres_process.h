@@ -29,6 +29,10 @@ class PostgresProcess {
   absl::Status Start(const std::string& work_dir);
   // pg_ctl stop -m immediate; the cluster's files are removed.
   void Stop();
+  // A database restart as clients see it: pg_ctl stop -m fast (sessions are ended, the
+  // cluster's files kept), then Resume() starts it again on the same directory and port.
+  absl::Status StopFast();
+  absl::Status Resume();
   // A new empty database; its connection URI.
   absl::StatusOr<std::string> CreateDatabase(const std::string& name);
   // postgresql://hgeval@127.0.0.1:<port>/<database>
@@ -37,6 +41,8 @@ class PostgresProcess {
  private:
   std::string bin_dir_;
   std::string data_dir_;
+  std::string work_dir_;
+  std::string options_;
   int port_ = 0;
   bool running_ = false;
 };

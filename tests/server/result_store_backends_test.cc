@@ -393,6 +393,38 @@ TEST_P(StoreBackendTest, AStoreFromBeforeChecksumsAndShardsIsMigrated) {
 INSTANTIATE_TEST_SUITE_P(Backends, StoreBackendTest, ::testing::Values("sqlite", "postgresql"),
                          [](const auto& info) { return info.param; });
 
+// PostgreSQL restarted under an open store (fast shutdown: its session is ended): the next
+// transaction and the next lone statement wait for it with backoff, run on a new
+// connection, and count nothing twice.
+TEST(PostgresReconnectTest, TransactionsAndStatementsSurviveARestart) {
+  if (PostgresProcess::FindBinDir().empty()) GTEST_SKIP() << PostgresProcess::kMissingMessage;
+  PostgresProcess postgres;
+  ASSERT_TRUE(postgres.Start(hgeval::testing::MakeTempDir("store-pg-restart")).ok());
+  auto store = ResultStore::Open(postgres.Uri());
+  ASSERT_TRUE(store.ok()) << store.status();
+  ASSERT_TRUE((*store)->PutMany({{Key("a"), "ra"}}).ok());
+  for (const char* step : {"transaction", "statement"}) {
+    ASSERT_TRUE(postgres.StopFast().ok()) << step;
+    std::thread restart([&] {
+      absl::SleepFor(absl::Milliseconds(800));
+      EXPECT_TRUE(postgres.Resume().ok());
+    });
+    if (std::string(step) == "transaction") {
+      EXPECT_TRUE((*store)->PutMany({{Key("b"), "rb"}}).ok()) << step;
+    } else {
+      auto got = (*store)->GetMany({Key("a"), Key("b")});
+      ASSERT_TRUE(got.ok()) << got.status();
+      EXPECT_EQ((*got)[0].value_or("?"), "ra");
+      EXPECT_EQ((*got)[1].value_or("?"), "rb");
+    }
+    restart.join();
+  }
+  auto stats = (*store)->Stats();
+  ASSERT_TRUE(stats.ok()) << stats.status();
+  EXPECT_EQ(stats->results, 2);
+  EXPECT_EQ(stats->max_compute_count, 1);
+}
+
 TEST(StoreSpecTest, PasswordsAreRedactedForLogs) {
   EXPECT_EQ(RedactedStoreSpec("postgresql://u:secret@db:5432/x"), "postgresql://u:***@db:5432/x");
   EXPECT_EQ(RedactedStoreSpec("postgres://db/x?user=u&password=secret&sslmode=require"),
