@@ -10,12 +10,12 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "engine/lm_eval/requests.h"
 #include "engine/runtime/generation.h"
 #include "engine/runtime/prefix_scoring.h"
 #include "engine/util/parallel_for.h"
 #include "engine/util/status_macros.h"
 #include "metrics/text_counts.h"
-#include "tasks/lm_eval_requests.h"
 
 namespace hgeval::tasks {
 
@@ -33,22 +33,10 @@ absl::StatusOr<BosRegime> ParseBosRegime(std::string_view name) {
 EngineLanguageModel::EngineLanguageModel(Model* model, const Tokenizer* tokenizer,
                                          EngineLanguageModelOptions options)
     : model_(model), tokenizer_(tokenizer), options_(std::move(options)) {
-  if (options_.max_length > 0) {
-    max_length_ = options_.max_length;
-  } else if (model_->config().max_position_embeddings > 0) {
-    max_length_ = model_->config().max_position_embeddings;
-  } else if (model_->info().max_context > 0) {
-    max_length_ = model_->info().max_context;
-  } else {
-    max_length_ = 2048;
-  }
-  if (options_.prefix_token_id >= 0) {
-    prefix_token_id_ = options_.prefix_token_id;
-  } else if (tokenizer_->bos_id() >= 0) {
-    prefix_token_id_ = tokenizer_->bos_id();
-  } else {
-    prefix_token_id_ = tokenizer_->eos_id();
-  }
+  max_length_ = lm_eval::MaxLength(options_.max_length, model_->config().max_position_embeddings,
+                                   model_->info().max_context);
+  prefix_token_id_ =
+      options_.prefix_token_id >= 0 ? options_.prefix_token_id : lm_eval::PrefixToken(*tokenizer_);
 }
 
 LanguageModelInfo EngineLanguageModel::info() const {
@@ -69,7 +57,7 @@ LanguageModelInfo EngineLanguageModel::info() const {
 }
 
 absl::StatusOr<std::vector<int32_t>> EngineLanguageModel::Encode(std::string_view text) const {
-  return EncodeLmEvalText(*tokenizer_, text, options_.bos_regime == BosRegime::kTokenizer);
+  return lm_eval::EncodeLmEvalText(*tokenizer_, text, options_.bos_regime == BosRegime::kTokenizer);
 }
 
 absl::StatusOr<TokenizedRequest> EngineLanguageModel::Tokenize(const LoglikelihoodRequest& request,
@@ -77,8 +65,8 @@ absl::StatusOr<TokenizedRequest> EngineLanguageModel::Tokenize(const Loglikeliho
   if (truncated != nullptr) *truncated = false;
   HG_ASSIGN_OR_RETURN(
       TokenizedRequest out,
-      EncodeLmEvalPair(*tokenizer_, request.context, request.continuation,
-                       options_.bos_regime == BosRegime::kTokenizer, prefix_token_id_));
+      lm_eval::EncodeLmEvalPair(*tokenizer_, request.context, request.continuation,
+                                options_.bos_regime == BosRegime::kTokenizer, prefix_token_id_));
   if (static_cast<int64_t>(out.continuation.size()) > max_length_ &&
       options_.truncate_long_continuations) {
     const size_t excess = out.continuation.size() - static_cast<size_t>(max_length_);
@@ -94,7 +82,7 @@ absl::StatusOr<TokenizedRequest> EngineLanguageModel::Tokenize(const Loglikeliho
                      " (lm-eval asserts here too; hgeval-eval --truncate_long_continuations "
                      "scores its last max_length tokens)"));
   }
-  TruncateLmEvalPair(max_length_, &out);
+  lm_eval::TruncateLmEvalPair(max_length_, &out);
   return out;
 }
 
@@ -189,7 +177,7 @@ absl::StatusOr<std::vector<RollingResult>> EngineLanguageModel::LoglikelihoodRol
       owner.push_back(i);
       continue;
     }
-    for (auto& w : MakeRollingWindows(tokens, prefix_token_id_, max_length_)) {
+    for (auto& w : lm_eval::MakeRollingWindows(tokens, prefix_token_id_, max_length_)) {
       windows.push_back({std::move(w.context), std::move(w.continuation)});
       owner.push_back(i);
     }
@@ -218,10 +206,10 @@ absl::StatusOr<std::vector<GenerateUntilResult>> EngineLanguageModel::GenerateUn
       requests.size(),
       [&](size_t i) {
         const GenerateUntilRequest& r = requests[i];
-        made[i] =
-            MakeLmEvalGenerateRequest(*tokenizer_, r.context, r.until, r.max_gen_toks,
-                                      options_.bos_regime == BosRegime::kTokenizer, max_length_,
-                                      prefix_token_id_, model_->info().eos_token_id);
+        made[i] = lm_eval::MakeLmEvalGenerateRequest(
+            *tokenizer_, r.context, r.until, r.max_gen_toks,
+            options_.bos_regime == BosRegime::kTokenizer, max_length_, prefix_token_id_,
+            model_->info().eos_token_id);
       },
       /*slice=*/4);
   std::vector<GenerateRequest> prepared;
@@ -246,8 +234,9 @@ absl::StatusOr<std::vector<GenerateUntilResult>> EngineLanguageModel::GenerateUn
                       Generate(*model_, tokenizer_, prepared, generate));
   std::vector<GenerateUntilResult> results(requests.size());
   for (size_t i = 0; i < generated.size(); ++i) {
-    HG_ASSIGN_OR_RETURN(results[i].text, LmEvalContinuationText(*tokenizer_, generated[i].tokens,
-                                                                prepared[i].stop_strings));
+    HG_ASSIGN_OR_RETURN(results[i].text,
+                        lm_eval::LmEvalContinuationText(*tokenizer_, generated[i].tokens,
+                                                        prepared[i].stop_strings));
     results[i].n_tokens = static_cast<int64_t>(generated[i].tokens.size());
     stats_.tokens_fed += generated[i].tokens_fed;
     stats_.tokens_generated += results[i].n_tokens;

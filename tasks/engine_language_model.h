@@ -13,10 +13,10 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "engine/lm_eval/requests.h"
 #include "engine/model/model.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "tasks/language_model.h"
-#include "tasks/lm_eval_requests.h"
 
 namespace hgeval::tasks {
 
@@ -63,8 +63,8 @@ struct EngineLanguageModelOptions {
 // The token-level form of a loglikelihood request after lm-eval's tokenization and
 // truncation: fed tokens are context ++ continuation[:-1], the continuation is scored.
 // The evaluator's token requests and rolling windows are lm-eval's token pairs.
-using TokenizedRequest = TokenPair;
-using RollingWindow = TokenPair;
+using TokenizedRequest = lm_eval::TokenPair;
+using RollingWindow = lm_eval::TokenPair;
 
 class EngineLanguageModel : public LanguageModel {
  public:

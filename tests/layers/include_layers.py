@@ -56,6 +56,7 @@ ENGINE = (
     "engine/cuda",
     "engine/model",
     "engine/runtime",
+    "engine/lm_eval",
     "engine/cli",
 )
 EVERYTHING = None  # bench/ and tests/: any room, any library
@@ -76,12 +77,15 @@ ROOMS = {
         ["engine/util", "engine/loader", "engine/tokenizer", "engine/cpu", "engine/cuda"]
     ),
     "engine/runtime": _room(["engine/util", "engine/tokenizer", "engine/model"]),
+    # lm-eval's request rules, below every program so that each (engine/tools too) uses them.
+    "engine/lm_eval": _room(["engine/util", "engine/tokenizer", "engine/model", "engine/runtime"]),
     # The command-line convention and the model-loading flags of every program.
     "engine/cli": _room(["engine/util", "engine/loader", "engine/tokenizer", "engine/model"]),
     "engine/tools": _room(ENGINE),
     # Python's whitespace and the lenient decoder of its text rules live in the one UTF-8
     # module, engine/tokenizer/utf8.h.
-    "metrics": _room(["engine/tokenizer"]),
+    # metrics/aggregation's bootstrap runs on the process's worker pool (engine/util).
+    "metrics": _room(["engine/util", "engine/tokenizer"]),
     "tasks": _room([*ENGINE, "metrics"]),
     "tasks/plot": _room([], ["cairo"]),
     "tasks/niah/heatmap": _room(["metrics", "tasks/plot"], ["cairo"]),

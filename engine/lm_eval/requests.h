@@ -1,10 +1,11 @@
 // lm-evaluation-harness's request rules, written once: how a (context, continuation) text
-// pair becomes tokens (`_encode_pair`), how text is encoded under each BOS regime, left
-// truncation to max_length, and rolling windows. The in-process evaluator
-// (EngineLanguageModel), the server's RPCs and its jobs all call these, so the same pair
-// gives the same tokens on every route.
-#ifndef HGEVAL_TASKS_LM_EVAL_REQUESTS_H_
-#define HGEVAL_TASKS_LM_EVAL_REQUESTS_H_
+// pair becomes tokens (`_encode_pair`), how text is encoded under each BOS regime, the
+// prefix token, the default max_length, left truncation to it, and rolling windows. They
+// live below every program (engine/lm_eval) so that the in-process evaluator
+// (EngineLanguageModel), the server's RPCs and jobs, and `hgeval-engine score` all call
+// these, and the same pair gives the same tokens on every route.
+#ifndef HGEVAL_ENGINE_LM_EVAL_REQUESTS_H_
+#define HGEVAL_ENGINE_LM_EVAL_REQUESTS_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -17,7 +18,7 @@
 #include "engine/runtime/generation.h"
 #include "engine/tokenizer/tokenizer.h"
 
-namespace hgeval::tasks {
+namespace hgeval::lm_eval {
 
 // A scoring request as tokens: the model is fed context ++ continuation[:-1] and scores
 // the continuation.
@@ -25,6 +26,14 @@ struct TokenPair {
   std::vector<int32_t> context;
   std::vector<int32_t> continuation;
 };
+
+// lm-eval's prefix token (HFLM.prefix_token_id): the tokenizer's BOS, else its EOS; -1
+// when it has neither.
+int32_t PrefixToken(const Tokenizer& tokenizer);
+
+// lm-eval's max_length (HFLM.max_length): `requested` if > 0, else the config's
+// max_position_embeddings if > 0, else the model's own context limit if > 0, else 2048.
+int64_t MaxLength(int64_t requested, int64_t max_position_embeddings, int64_t max_context);
 
 // Bytes of trailing whitespace as Python's str.rstrip() removes it (Unicode White_Space
 // and the ASCII separators 0x1C-0x1F), counted in UTF-8 bytes.
@@ -88,6 +97,6 @@ absl::StatusOr<std::string> LmEvalContinuationText(const Tokenizer& tokenizer,
 std::vector<TokenPair> MakeRollingWindows(absl::Span<const int32_t> tokens, int32_t prefix_token,
                                           int64_t max_length);
 
-}  // namespace hgeval::tasks
+}  // namespace hgeval::lm_eval
 
-#endif  // HGEVAL_TASKS_LM_EVAL_REQUESTS_H_
+#endif  // HGEVAL_ENGINE_LM_EVAL_REQUESTS_H_

@@ -1,4 +1,4 @@
-#include "tasks/lm_eval_requests.h"
+#include "engine/lm_eval/requests.h"
 
 #include <algorithm>
 #include <string>
@@ -8,7 +8,20 @@
 #include "engine/tokenizer/utf8.h"
 #include "engine/util/status_macros.h"
 
-namespace hgeval::tasks {
+namespace hgeval::lm_eval {
+
+int32_t PrefixToken(const Tokenizer& tokenizer) {
+  return tokenizer.bos_id() >= 0 ? tokenizer.bos_id() : tokenizer.eos_id();
+}
+
+int64_t MaxLength(int64_t requested, int64_t max_position_embeddings, int64_t max_context) {
+  // HFLM's _DEFAULT_MAX_LENGTH.
+  constexpr int64_t kDefaultMaxLength = 2048;
+  if (requested > 0) return requested;
+  if (max_position_embeddings > 0) return max_position_embeddings;
+  if (max_context > 0) return max_context;
+  return kDefaultMaxLength;
+}
 
 size_t TrailingPythonWhitespaceBytes(std::string_view s) {
   size_t end = s.size();
@@ -157,4 +170,4 @@ std::vector<TokenPair> MakeRollingWindows(absl::Span<const int32_t> tokens, int3
   return windows;
 }
 
-}  // namespace hgeval::tasks
+}  // namespace hgeval::lm_eval

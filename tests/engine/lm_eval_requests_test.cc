@@ -1,16 +1,15 @@
 // lm-eval's request rules, tested once against the one module every route uses
-// (tasks/lm_eval_requests.h), with lm-eval's behaviour written next to each case.
-#include "tasks/lm_eval_requests.h"
-
+// (engine/lm_eval/requests.h), with lm-eval's behaviour written next to each case.
 #include <string>
 #include <vector>
 
+#include "engine/lm_eval/requests.h"
 #include "engine/runtime/stop_tokens.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "gtest/gtest.h"
 #include "tests/support/paths.h"
 
-namespace hgeval::tasks {
+namespace hgeval::lm_eval {
 namespace {
 
 class LmEvalRequestsTest : public ::testing::Test {
@@ -155,5 +154,19 @@ TEST_F(LmEvalRequestsTest, GenerateUntilRequestIsLmEvals) {
   EXPECT_EQ(no_room.status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+// HFLM.prefix_token_id: BOS, else EOS.
+TEST_F(LmEvalRequestsTest, PrefixTokenIsBosElseEos) {
+  EXPECT_EQ(PrefixToken(*tokenizer_), tokenizer_->bos_id());
+}
+
+// HFLM.max_length: the request's, else max_position_embeddings, else the model's own
+// context limit, else 2048.
+TEST(LmEvalMaxLengthTest, FirstPositiveOfRequestConfigAndModelElse2048) {
+  EXPECT_EQ(MaxLength(100, 512, 256), 100);
+  EXPECT_EQ(MaxLength(0, 512, 256), 512);
+  EXPECT_EQ(MaxLength(0, 0, 256), 256);
+  EXPECT_EQ(MaxLength(0, 0, 0), 2048);
+}
+
 }  // namespace
-}  // namespace hgeval::tasks
+}  // namespace hgeval::lm_eval
