@@ -11,12 +11,6 @@
 namespace hgeval::tasks {
 namespace {
 
-constexpr int kStateWords = 624;
-constexpr int kShift = 397;
-constexpr uint32_t kMatrixA = 0x9908b0dfU;
-constexpr uint32_t kUpperMask = 0x80000000U;
-constexpr uint32_t kLowerMask = 0x7fffffffU;
-
 // Smallest all-ones bit mask covering `max`.
 uint64_t CoveringMask(uint64_t max) {
   uint64_t mask = max;
@@ -27,13 +21,6 @@ uint64_t CoveringMask(uint64_t max) {
   mask |= mask >> 16;
   mask |= mask >> 32;
   return mask;
-}
-
-void InitGenrand(std::array<uint32_t, kStateWords>& key, uint32_t seed) {
-  key[0] = seed;
-  for (int i = 1; i < kStateWords; ++i) {
-    key[i] = 1812433253U * (key[i - 1] ^ (key[i - 1] >> 30)) + static_cast<uint32_t>(i);
-  }
 }
 
 // The cumulative sum normalised by its last entry (numpy: cdf = cumsum(p); cdf /= cdf[-1]).
@@ -69,73 +56,13 @@ double KahanSum(absl::Span<const double> values) {
 
 }  // namespace
 
-NumpyRandomState::NumpyRandomState(uint32_t seed) {
-  InitGenrand(key_, seed);
-  pos_ = kStateWords;
-}
+NumpyRandomState::NumpyRandomState(uint32_t seed) : mt_(metrics::Mt19937::FromSeed(seed)) {}
 
 NumpyRandomState NumpyRandomState::FromSeedArray(absl::Span<const uint32_t> init_key) {
-  NumpyRandomState state;
-  auto& mt = state.key_;
-  InitGenrand(mt, 19650218U);
-  const int key_length = static_cast<int>(init_key.size());
-  int i = 1;
-  int j = 0;
-  for (int k = std::max(kStateWords, key_length); k > 0; --k) {
-    mt[i] = (mt[i] ^ ((mt[i - 1] ^ (mt[i - 1] >> 30)) * 1664525U)) + init_key[j] +
-            static_cast<uint32_t>(j);
-    ++i;
-    ++j;
-    if (i >= kStateWords) {
-      mt[0] = mt[kStateWords - 1];
-      i = 1;
-    }
-    if (j >= key_length) j = 0;
-  }
-  for (int k = kStateWords - 1; k > 0; --k) {
-    mt[i] = (mt[i] ^ ((mt[i - 1] ^ (mt[i - 1] >> 30)) * 1566083941U)) - static_cast<uint32_t>(i);
-    ++i;
-    if (i >= kStateWords) {
-      mt[0] = mt[kStateWords - 1];
-      i = 1;
-    }
-  }
-  mt[0] = 0x80000000U;
-  state.pos_ = kStateWords;
-  return state;
+  return NumpyRandomState(metrics::Mt19937::FromKey(init_key));
 }
 
-void NumpyRandomState::Reload() {
-  auto twist = [](uint32_t upper, uint32_t lower) {
-    const uint32_t y = (upper & kUpperMask) | (lower & kLowerMask);
-    return (y >> 1) ^ ((y & 1U) ? kMatrixA : 0U);
-  };
-  int i = 0;
-  for (; i < kStateWords - kShift; ++i) {
-    key_[i] = key_[i + kShift] ^ twist(key_[i], key_[i + 1]);
-  }
-  for (; i < kStateWords - 1; ++i) {
-    key_[i] = key_[i + kShift - kStateWords] ^ twist(key_[i], key_[i + 1]);
-  }
-  key_[kStateWords - 1] = key_[kShift - 1] ^ twist(key_[kStateWords - 1], key_[0]);
-  pos_ = 0;
-}
-
-uint32_t NumpyRandomState::NextUint32() {
-  if (pos_ >= kStateWords) Reload();
-  uint32_t y = key_[pos_++];
-  y ^= y >> 11;
-  y ^= (y << 7) & 0x9d2c5680U;
-  y ^= (y << 15) & 0xefc60000U;
-  y ^= y >> 18;
-  return y;
-}
-
-double NumpyRandomState::RandomSample() {
-  const uint32_t high = NextUint32() >> 5;
-  const uint32_t low = NextUint32() >> 6;
-  return (high * 67108864.0 + low) / 9007199254740992.0;
-}
+double NumpyRandomState::RandomSample() { return mt_.NextDouble53(); }
 
 std::vector<double> NumpyRandomState::RandomSample(int64_t n) {
   std::vector<double> out(static_cast<size_t>(std::max<int64_t>(n, 0)));
