@@ -12,7 +12,7 @@ PACKAGES=(
   libyaml-dev
   # PostgreSQL server binaries: the shared-store e2e tests start one (initdb, pg_ctl).
   postgresql
-  clang libclang-rt-14-dev
+  clang libclang-rt-14-dev clang-format
   python3-numpy python3-grpcio python3-protobuf
   # The web UI's browser test: headless chromium driven through chromedriver by selenium.
   chromium chromium-driver python3-selenium
