@@ -12,8 +12,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "engine/util/status_macros.h"
+#include "tasks/api/registry.h"
 #include "tasks/plot/series_plot.h"
-#include "tasks/registry.h"
 
 namespace hgeval::client {
 namespace v1 = ::hgeval::v1;

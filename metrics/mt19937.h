@@ -1,6 +1,6 @@
 // The Mersenne Twister MT19937 (Matsumoto & Nishimura's mt19937ar.c) with both of its
 // seedings: the one generator under CPython's random.Random (metrics/python_random.h) and
-// numpy's legacy RandomState (tasks/numpy_random.h), which differ only in how they seed it
+// numpy's legacy RandomState (tasks/api/numpy_random.h), which differ only in how they seed it
 // and what they draw from it.
 #ifndef HGEVAL_METRICS_MT19937_H_
 #define HGEVAL_METRICS_MT19937_H_

@@ -13,7 +13,7 @@
 #include "engine/util/parallel_for.h"
 #include "server/request_prep.h"
 #include "server/stored_results.h"
-#include "tasks/engine_language_model.h"
+#include "tasks/models/engine_language_model.h"
 
 namespace hgeval::server {
 

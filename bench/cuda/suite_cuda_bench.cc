@@ -48,9 +48,9 @@
 #include "engine/util/memory_budget.h"
 #include "engine/util/status_macros.h"
 #include "nlohmann/json.hpp"
-#include "tasks/engine_language_model.h"
-#include "tasks/evaluator.h"
-#include "tasks/registry.h"
+#include "tasks/api/registry.h"
+#include "tasks/harness/evaluator.h"
+#include "tasks/models/engine_language_model.h"
 
 ABSL_FLAG(bool, random_weights, false,
           "required: acknowledge that the models get random weights (timing only)");

@@ -26,7 +26,7 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "server/request_prep.h"
-#include "tasks/engine_language_model.h"
+#include "tasks/models/engine_language_model.h"
 #include "tests/server/server_process.h"
 #include "tests/support/paths.h"
 

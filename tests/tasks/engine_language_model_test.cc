@@ -2,7 +2,7 @@
 // tok512) and the golden HGRN2 model (vocab 512): trailing-space move, joint
 // tokenization, BOS regimes, the empty-context prefix token, left truncation, rolling
 // windows, windowless rolling, greedy generation.
-#include "tasks/engine_language_model.h"
+#include "tasks/models/engine_language_model.h"
 
 #include <cmath>
 #include <string>

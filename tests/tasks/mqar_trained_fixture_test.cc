@@ -12,7 +12,7 @@
 #include "engine/tokenizer/token_only_tokenizer.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
-#include "tasks/engine_language_model.h"
+#include "tasks/models/engine_language_model.h"
 #include "tasks/mqar/generator.h"
 #include "tasks/mqar/mqar_task.h"
 #include "tests/support/paths.h"

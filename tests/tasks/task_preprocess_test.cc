@@ -6,11 +6,11 @@
 
 #include "gtest/gtest.h"
 #include "metrics/text_counts.h"
-#include "tasks/engine_language_model.h"
-#include "tasks/registry.h"
-#include "tasks/text_preprocess.h"
-#include "tasks/wikitext_task.h"
-#include "tasks/winogrande_task.h"
+#include "tasks/api/registry.h"
+#include "tasks/api/text_preprocess.h"
+#include "tasks/models/engine_language_model.h"
+#include "tasks/wikitext/wikitext_task.h"
+#include "tasks/winogrande/winogrande_task.h"
 #include "tests/support/paths.h"
 
 namespace hgeval::tasks {
