@@ -1,7 +1,7 @@
 // pd_english_heldout: the validation perplexity of the demonstration checkpoint series
 // (docs/series.md): loglikelihood_rolling over each held-out document of pd_english
 // (data/series/pd_english_heldout.txt, documents separated by "\n<|endoftext|>\n", made
-// by tools/train/series_tokens.py), word_perplexity, byte_perplexity and bits_per_byte
+// by scripts/train/series_tokens.py), word_perplexity, byte_perplexity and bits_per_byte
 // counted on the document text as wikitext counts them (TextPerplexityMetrics). Not an lm-eval
 // task.
 #include <memory>
@@ -25,7 +25,7 @@ class PdEnglishHeldoutTask : public Task {
   double version() const override { return 1.0; }
   RequestType output_type() const override { return RequestType::kLoglikelihoodRolling; }
   nlohmann::json config() const override {
-    return {{"dataset_path", "pd_english (held-out documents, tools/train/series_tokens.py)"},
+    return {{"dataset_path", "pd_english (held-out documents, scripts/train/series_tokens.py)"},
             {"output_type", "loglikelihood_rolling"},
             {"data_files", "series/pd_english_heldout.txt"},
             {"rolling", "lm-eval max_length windows"}};

@@ -8,7 +8,7 @@ Hugging Face layout and maths). HGRN2 and HGRN1 are plain PyTorch by default
 (fla_recurrent_models.py: fla's tensor names and maths, chunkwise recurrences, no Triton;
 `--check-golden tests/golden` checks them against fla's reference logits); `--impl fla`
 uses fla's own modules instead (its source must be importable: `--fla PATH`).
-tools/train/mqar_device_run.sh is the GPU run that made the HGRN fixtures.
+scripts/train/mqar_device_run.sh is the GPU run that made the HGRN fixtures.
 
   mqar_train.py --check-golden tests/golden
   mqar_train.py --arch hgrn2 --d-model 128 --setting 256,16 --time-limit 420 --out OUT

@@ -16,7 +16,7 @@ checkpoint after D tokens is a run of D tokens without its cool-down. A run stop
 larger models may have fewer points (series.json says what exists).
 
 Input: --tokens, the training token ids as little-endian uint16 (.u16, or .u16.xz),
-documents each starting with BOS (1); made on the CPU by tools/train/series_tokens.py
+documents each starting with BOS (1); made on the CPU by scripts/train/series_tokens.py
 (the engine's own tokenizer, so training and evaluation tokenize alike), which also
 writes the held-out documents that the `pd_english_heldout` task reads.
 
@@ -36,7 +36,7 @@ PROGRAM_START = time.time()
 
 import numpy as np  # noqa: E402
 
-for folder in (os.path.dirname(os.path.abspath(__file__)), os.path.join(os.getcwd(), "tools", "train")):
+for folder in (os.path.dirname(os.path.abspath(__file__)), os.path.join(os.getcwd(), "scripts", "train")):
     sys.path.insert(0, folder)
 import mqar_train as mt  # noqa: E402
 

@@ -8,7 +8,7 @@
 #   $OUT/check_golden.log, $OUT/<arch>_d<d>.log, $OUT/summary.txt
 # The whole run takes about MQAR_TIME_LIMIT + 30 s (golden check, final evaluation, export).
 #
-#   OUT=/some/folder tools/train/mqar_device_run.sh
+#   OUT=/some/folder scripts/train/mqar_device_run.sh
 set -euo pipefail
 
 : "${OUT:?set OUT to the output folder}"
@@ -22,7 +22,7 @@ GRACE="${MQAR_GRACE:-100}"
 # Extra mqar_train.py arguments for every training (e.g. a small CPU smoke run:
 # MQAR_EXTRA_ARGS="--train-examples 512 --test-examples 64 --batch 32 --epochs 1").
 read -r -a EXTRA <<<"${MQAR_EXTRA_ARGS:-}"
-SCRIPT=tools/train/mqar_train.py
+SCRIPT=scripts/train/mqar_train.py
 
 mkdir -p "$OUT/mqar"
 "$PYTHON" -c 'import sys, numpy, torch; print("python", sys.version.split()[0], "numpy",

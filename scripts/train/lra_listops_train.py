@@ -6,11 +6,11 @@ ListOps and exports it in the engine's layout, with PyTorch's logits and accurac
 Needs PyTorch, numpy and safetensors (a GPU strongly advised; no fla). Full run, about 6
 minutes on one H100/H200:
 
-  python3 tools/train/lra_listops_train.py --out data/models/lra/listops_hgrn2
+  python3 scripts/train/lra_listops_train.py --out data/models/lra/listops_hgrn2
 
 Quick check of the script (tiny model, a few steps, minutes on a CPU):
 
-  python3 tools/train/lra_listops_train.py --smoke --out /tmp/lra_smoke
+  python3 scripts/train/lra_listops_train.py --smoke --out /tmp/lra_smoke
 
 Data: LRA's generator (lra_benchmarks/data/listops.py: depth 10, 10 arguments, 500 <
 length < 2000) drawn from random.Random(seed), trees kept in the order drawn without

@@ -7,7 +7,7 @@ separated by "\\n<|endoftext|>\\n" to data/series/pd_english_heldout.txt: the
 `pd_english_heldout` task's file. Every other document is tokenized by the engine
 (`hgeval-engine tokenize`, the stories260K llama2.c tokenizer, no BOS; in pieces of about
 64 KB cut at paragraph breaks), given a BOS (1) in front, and the ids are concatenated as
-little-endian uint16 into OUT.u16.xz for tools/train/series_train.py.
+little-endian uint16 into OUT.u16.xz for scripts/train/series_train.py.
 
   series_tokens.py --engine build/engine/tools/hgeval-engine \\
       --corpus ../shared/corpora/pd_english.txt.gz --out /tmp/pd_english_train
