@@ -23,7 +23,8 @@ absl::Status Get(const json& config, const char* key, T* out) {
     }
   } else if constexpr (std::is_integral_v<T>) {
     if (!it->is_number_integer()) {
-      return absl::InvalidArgumentError(absl::StrCat("config.json: '", key, "' must be an integer"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("config.json: '", key, "' must be an integer"));
     }
   } else if constexpr (std::is_floating_point_v<T>) {
     if (!it->is_number()) {
@@ -53,13 +54,20 @@ absl::StatusOr<ModelFamily> FamilyOf(const json& config, std::string* model_type
     auto arch = config.find("architectures");
     if (arch != config.end() && arch->is_array() && !arch->empty() && (*arch)[0].is_string()) {
       const std::string name = (*arch)[0].get<std::string>();
-      if (name.rfind("HGRN2", 0) == 0) type = "hgrn2";
-      else if (name.rfind("HGRN", 0) == 0) type = "hgrn";
-      else if (name.rfind("GLA", 0) == 0) type = "gla";
-      else if (name.rfind("Llama", 0) == 0) type = "llama";
-      else if (name.rfind("Transformer", 0) == 0) type = "transformer";
-      else if (name.rfind("Mamba", 0) == 0) type = "mamba";
-      else if (name.rfind("Transnormer", 0) == 0) type = "transnormer";
+      if (name.rfind("HGRN2", 0) == 0)
+        type = "hgrn2";
+      else if (name.rfind("HGRN", 0) == 0)
+        type = "hgrn";
+      else if (name.rfind("GLA", 0) == 0)
+        type = "gla";
+      else if (name.rfind("Llama", 0) == 0)
+        type = "llama";
+      else if (name.rfind("Transformer", 0) == 0)
+        type = "transformer";
+      else if (name.rfind("Mamba", 0) == 0)
+        type = "mamba";
+      else if (name.rfind("Transnormer", 0) == 0)
+        type = "transnormer";
     }
   }
   *model_type = type;
@@ -74,9 +82,9 @@ absl::StatusOr<ModelFamily> FamilyOf(const json& config, std::string* model_type
         "config.json: model_type 'lra_classifier' is a Long Range Arena classifier, not a "
         "language model; it is loaded by LoadLraClassifier and evaluated by the lra_* tasks");
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "config.json: unsupported model_type '", type,
-      "' (supported: hgrn2, hgrn, gla, llama, transformer, mamba, transnormer)"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("config.json: unsupported model_type '", type,
+                   "' (supported: hgrn2, hgrn, gla, llama, transformer, mamba, transnormer)"));
 }
 
 // fla configs: norm_eps, or rms_norm_eps before fla 6d0aa569.
@@ -122,12 +130,18 @@ absl::Status ReadFlaCommon(const json& config, ModelConfig* c) {
 
 std::string_view ModelFamilyName(ModelFamily family) {
   switch (family) {
-    case ModelFamily::kHgrn2: return "hgrn2";
-    case ModelFamily::kHgrn: return "hgrn";
-    case ModelFamily::kGla: return "gla";
-    case ModelFamily::kLlama: return "llama";
-    case ModelFamily::kMamba: return "mamba";
-    case ModelFamily::kTnl: return "tnl";
+    case ModelFamily::kHgrn2:
+      return "hgrn2";
+    case ModelFamily::kHgrn:
+      return "hgrn";
+    case ModelFamily::kGla:
+      return "gla";
+    case ModelFamily::kLlama:
+      return "llama";
+    case ModelFamily::kMamba:
+      return "mamba";
+    case ModelFamily::kTnl:
+      return "tnl";
   }
   return "unknown";
 }
@@ -295,7 +309,8 @@ absl::StatusOr<ModelConfig> ParseModelConfig(const json& config) {
         auto rope = config.find(key);
         if (rope == config.end() || rope->is_null()) continue;
         if (!rope->is_object()) {
-          return absl::InvalidArgumentError(absl::StrCat("config.json: '", key, "' must be an object"));
+          return absl::InvalidArgumentError(
+              absl::StrCat("config.json: '", key, "' must be an object"));
         }
         HG_RETURN_IF_ERROR(Get(*rope, "rope_theta", &c.rope_theta));
         std::string type = "default";
@@ -359,16 +374,16 @@ absl::StatusOr<ModelConfig> ParseModelConfig(const json& config) {
                          " is not divisible by decoder_attention_heads ", c.num_heads));
       }
       if (c.num_layers < 2) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "config.json: TNL needs decoder_layers >= 2, got ", c.num_layers,
-            " (its decay rule divides by L - 1)"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("config.json: TNL needs decoder_layers >= 2, got ", c.num_layers,
+                         " (its decay rule divides by L - 1)"));
       }
       int64_t hidden_dim = c.hidden_size;
       HG_RETURN_IF_ERROR(Get(config, "hidden_dim", &hidden_dim));
       if (hidden_dim != c.hidden_size) {
-        return absl::UnimplementedError(absl::StrCat(
-            "config.json: hidden_dim ", hidden_dim, " != decoder_embed_dim ", c.hidden_size,
-            " is not supported (every released TNL has them equal)"));
+        return absl::UnimplementedError(
+            absl::StrCat("config.json: hidden_dim ", hidden_dim, " != decoder_embed_dim ",
+                         c.hidden_size, " is not supported (every released TNL has them equal)"));
       }
       std::string norm = "simplermsnorm", act = "silu";
       HG_RETURN_IF_ERROR(Get(config, "norm_type", &norm));
@@ -380,8 +395,8 @@ absl::StatusOr<ModelConfig> ParseModelConfig(const json& config) {
       }
       // Upstream's get_activation_fn maps "silu" and "swish" to F.silu.
       if (act != "silu" && act != "swish") {
-        return absl::UnimplementedError(absl::StrCat(
-            "config.json: linear_act_fun '", act, "' is not supported (silu, swish)"));
+        return absl::UnimplementedError(
+            absl::StrCat("config.json: linear_act_fun '", act, "' is not supported (silu, swish)"));
       }
       bool no_scale = false;
       HG_RETURN_IF_ERROR(Get(config, "no_scale_embedding", &no_scale));
@@ -402,9 +417,9 @@ absl::StatusOr<ModelConfig> ParseModelConfig(const json& config) {
         // Upstream indexes the list by layer: fewer entries than layers fail there, more
         // are never read.
         if (!c.tnl_lrpe.empty() && static_cast<int64_t>(c.tnl_lrpe.size()) < c.num_layers) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              "config.json: 'linear_use_lrpe_list' has ", c.tnl_lrpe.size(), " entries for ",
-              c.num_layers, " layers"));
+          return absl::InvalidArgumentError(absl::StrCat("config.json: 'linear_use_lrpe_list' has ",
+                                                         c.tnl_lrpe.size(), " entries for ",
+                                                         c.num_layers, " layers"));
         }
         if (!c.tnl_lrpe.empty()) c.tnl_lrpe.resize(c.num_layers);
       }
@@ -425,8 +440,8 @@ absl::StatusOr<ModelConfig> ParseModelConfig(const json& config) {
     }
   }
   HG_RETURN_IF_ERROR(Get(config, "tie_word_embeddings", &c.tie_word_embeddings));
-  for (auto [key, out] : {std::pair{"bos_token_id", &c.bos_token_id},
-                          std::pair{"eos_token_id", &c.eos_token_id}}) {
+  for (auto [key, out] :
+       {std::pair{"bos_token_id", &c.bos_token_id}, std::pair{"eos_token_id", &c.eos_token_id}}) {
     auto it = config.find(key);
     if (it != config.end() && it->is_array() && !it->empty() && (*it)[0].is_number_integer()) {
       *out = (*it)[0].get<int32_t>();  // HF allows a list of ids; the first is canonical
