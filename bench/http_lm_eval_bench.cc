@@ -27,7 +27,7 @@
 #include "absl/time/clock.h"
 #include "client/client.h"
 #include "nlohmann/json.hpp"
-#include "tasks/evaluator.h"
+#include "tasks/harness/evaluator.h"
 #include "tests/server/lm_eval_http_model.h"
 #include "tests/server/server_process.h"
 #include "tests/support/paths.h"

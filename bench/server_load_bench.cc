@@ -52,10 +52,10 @@ int Main() {
   if (tokenizer.empty()) tokenizer = testing::SourcePath("data/models/stories260K/tok512.bin");
   const std::string dir = testing::MakeTempDir("server-load-bench");
   testing::ServerProcess server;
-  if (absl::Status s = server.Start(dir, {"--model=m=" + model, "--tokenizer=" + tokenizer,
-                                          "--store=:memory:", "--preload=all", "--log=false",
-                                          "--shutdown_grace_ms=0",
-                                          absl::StrCat("--threads=", absl::GetFlag(FLAGS_threads))});
+  if (absl::Status s = server.Start(
+          dir, {"--model=m=" + model, "--tokenizer=" + tokenizer,
+                "--store=:memory:", "--preload=all", "--log=false", "--shutdown_grace_ms=0",
+                absl::StrCat("--threads=", absl::GetFlag(FLAGS_threads))});
       !s.ok()) {
     std::fprintf(stderr, "%s\n", s.ToString().c_str());
     return 1;

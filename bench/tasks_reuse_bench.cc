@@ -15,11 +15,11 @@
 #include "engine/cli/common_flags.h"
 #include "engine/cli/model_flags.h"
 #include "nlohmann/json.hpp"
-#include "tasks/cli_options.h"
-#include "tasks/engine_language_model.h"
-#include "tasks/eval_flags.h"
-#include "tasks/evaluator.h"
-#include "tasks/registry.h"
+#include "tasks/api/registry.h"
+#include "tasks/harness/evaluator.h"
+#include "tasks/models/engine_language_model.h"
+#include "tasks/programs/cli_options.h"
+#include "tasks/programs/eval_flags.h"
 
 ABSL_FLAG(int64_t, max_batch_tokens, 4096, "Tokens per forward call.");
 ABSL_FLAG(bool, count_only, false, "Only count tokens, do not run the model.");

@@ -23,9 +23,9 @@
 #include "engine/cli/generation_flags.h"
 #include "google/protobuf/util/json_util.h"
 #include "nlohmann/json.hpp"
-#include "tasks/eval_flags.h"
-#include "tasks/evaluator.h"
-#include "tasks/progress_bar.h"
+#include "tasks/harness/evaluator.h"
+#include "tasks/harness/progress_bar.h"
+#include "tasks/programs/eval_flags.h"
 
 ABSL_FLAG(std::vector<std::string>, server, {"127.0.0.1:50051"},
           "Server: host:port, a gRPC target such as dns:///name:port (every address the name "

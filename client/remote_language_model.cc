@@ -7,7 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "proto/hgeval/v1/bos_mode.h"
-#include "tasks/engine_language_model.h"
+#include "tasks/models/engine_language_model.h"
 
 namespace hgeval::client {
 namespace v1 = ::hgeval::v1;

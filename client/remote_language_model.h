@@ -10,7 +10,7 @@
 #include <string>
 
 #include "client/client.h"
-#include "tasks/language_model.h"
+#include "tasks/api/language_model.h"
 
 namespace hgeval::client {
 

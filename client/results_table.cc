@@ -4,7 +4,7 @@
 #include <cstdlib>
 
 #include "nlohmann/json.hpp"
-#include "tasks/evaluator.h"
+#include "tasks/harness/evaluator.h"
 
 namespace hgeval::client {
 

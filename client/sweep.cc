@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "engine/util/status_macros.h"
+#include "tasks/api/registry.h"
 #include "tasks/plot/series_plot.h"
 
 namespace hgeval::client {

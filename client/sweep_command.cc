@@ -12,8 +12,8 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/reflection.h"
 #include "absl/strings/str_cat.h"
-#include "tasks/eval_flags.h"
 #include "tasks/niah/niah_flags.h"
+#include "tasks/programs/eval_flags.h"
 
 ABSL_FLAG(std::string, series, "",
           "sweep: the series file (JSON: {\"checkpoints\": [{\"model\", \"architecture\", "

@@ -1,12 +1,11 @@
 #include "metrics/aggregation.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <limits>
-#include <thread>
 #include <vector>
 
+#include "engine/util/worker_pool.h"
 #include "metrics/python_random.h"
 
 namespace hgeval::metrics {
@@ -56,26 +55,17 @@ double BootstrapStderr(const std::function<double(absl::Span<const double>)>& f,
   const int64_t chunks = chunk_size > 0 ? iters / chunk_size : 0;
   const int64_t n = static_cast<int64_t>(xs.size());
   // Chunks are independent (each seeds its own generator with its index, as lm-eval's
-  // pool workers do), so they run on all cores; every replicate keeps its slot, so the
-  // result does not depend on the number of threads.
+  // pool workers do), so they run on the process's worker pool; every replicate keeps its
+  // slot, so the result does not depend on the number of threads.
   std::vector<double> replicates(static_cast<size_t>(chunks * chunk_size));
-  std::atomic<int64_t> next{0};
-  auto work = [&] {
+  RunOnWorkerPool(chunks, [&](int64_t chunk) {
     std::vector<double> sample(static_cast<size_t>(n));
-    for (int64_t chunk = next++; chunk < chunks; chunk = next++) {
-      PythonRandom rnd(static_cast<uint64_t>(chunk));
-      for (int64_t r = 0; r < chunk_size; ++r) {
-        for (int64_t k = 0; k < n; ++k) sample[k] = xs[rnd.ChoiceIndex(n)];
-        replicates[static_cast<size_t>(chunk * chunk_size + r)] = f(sample);
-      }
+    PythonRandom rnd(static_cast<uint64_t>(chunk));
+    for (int64_t r = 0; r < chunk_size; ++r) {
+      for (int64_t k = 0; k < n; ++k) sample[k] = xs[rnd.ChoiceIndex(n)];
+      replicates[static_cast<size_t>(chunk * chunk_size + r)] = f(sample);
     }
-  };
-  const int64_t workers =
-      std::min<int64_t>(chunks, std::max<int64_t>(1, std::thread::hardware_concurrency()));
-  std::vector<std::thread> threads;
-  for (int64_t w = 1; w < workers; ++w) threads.emplace_back(work);
-  work();
-  for (std::thread& t : threads) t.join();
+  });
   return SampleStddev(replicates);
 }
 

@@ -1,11 +1,12 @@
-// CPython's random.Random (MT19937 with CPython's integer seeding, random() and
-// choices()), reproduced bit for bit so that lm-eval's bootstrap stderr, which seeds
+// CPython's random.Random (metrics/mt19937.h with CPython's integer seeding, random()
+// and choices()), reproduced bit for bit so that lm-eval's bootstrap stderr, which seeds
 // random.Random(i) per chunk, gives the same numbers here.
 #ifndef HGEVAL_METRICS_PYTHON_RANDOM_H_
 #define HGEVAL_METRICS_PYTHON_RANDOM_H_
 
-#include <array>
 #include <cstdint>
+
+#include "metrics/mt19937.h"
 
 namespace hgeval::metrics {
 
@@ -15,7 +16,7 @@ class PythonRandom {
   // little-endian words).
   explicit PythonRandom(uint64_t seed);
 
-  uint32_t NextUint32();  // genrand_uint32
+  uint32_t NextUint32() { return mt_.NextUint32(); }  // genrand_uint32
   // random.random(): 53-bit float in [0, 1).
   double Random();
   // One index of random.choices(population of size n): floor(random() * n).
@@ -29,9 +30,7 @@ class PythonRandom {
   int64_t RandInt(int64_t a, int64_t b);
 
  private:
-  static constexpr int kN = 624;
-  std::array<uint32_t, kN> mt_{};
-  int index_ = kN;
+  Mt19937 mt_;
 };
 
 }  // namespace hgeval::metrics

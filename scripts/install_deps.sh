@@ -16,7 +16,7 @@ PACKAGES=(
   munge slurmctld slurmd slurm-client
   # The Kubernetes manifests checked against the API's typed models, offline.
   python3-kubernetes python3-yaml
-  clang libclang-rt-14-dev
+  clang libclang-rt-14-dev clang-format
   python3-numpy python3-grpcio python3-protobuf
   # The web UI's browser test: headless chromium driven through chromedriver by selenium.
   chromium chromium-driver python3-selenium

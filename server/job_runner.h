@@ -1,4 +1,4 @@
-// Runs one evaluation job's tasks through the tasks library (tasks/evaluator.h) on a
+// Runs one evaluation job's tasks through the tasks library (tasks/harness/evaluator.h) on a
 // LanguageModel backed by the result store: stored requests are answered from the store,
 // only the missing ones are computed (through the model's scheduler, so job traffic
 // batches with client traffic) and written back at once. A job restarted after a crash,

@@ -12,9 +12,9 @@
 #include "server/job_runner.h"
 #include "server/store_language_model.h"
 #include "server/store_lra_classifier.h"
-#include "tasks/evaluator.h"
-#include "tasks/registry.h"
-#include "tasks/task_report_json.h"
+#include "tasks/api/registry.h"
+#include "tasks/harness/evaluator.h"
+#include "tasks/harness/task_report_json.h"
 
 namespace hgeval::server {
 namespace v1 = ::hgeval::v1;

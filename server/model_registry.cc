@@ -9,6 +9,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "engine/lm_eval/requests.h"
 #include "engine/model/model_location.h"
 #include "engine/tokenizer/token_only_tokenizer.h"
 #include "engine/util/sha256.h"
@@ -49,16 +50,12 @@ std::string TokenizerPath(const fs::path& base, const std::string& p) {
 }  // namespace
 
 int64_t LmEvalMaxLength(const LoadedModel& model, int64_t requested) {
-  int64_t max_length = 2048;
-  if (requested > 0) {
-    max_length = requested;
-  } else if (model.model == nullptr) {
-    // An LRA classifier: no lm-eval length; the server's limit.
-  } else if (model.model->config().max_position_embeddings > 0) {
-    max_length = model.model->config().max_position_embeddings;
-  } else if (model.info.max_context > 0) {
-    max_length = model.info.max_context;
-  }
+  // An LRA classifier (no language model) has no lm-eval length of its own.
+  const int64_t max_length =
+      model.model == nullptr
+          ? lm_eval::MaxLength(requested, 0, 0)
+          : lm_eval::MaxLength(requested, model.model->config().max_position_embeddings,
+                               model.info.max_context);
   return std::min(max_length, model.max_sequence_tokens);
 }
 

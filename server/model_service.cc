@@ -8,6 +8,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "engine/lm_eval/requests.h"
 #include "engine/model/lra_input.h"
 #include "engine/runtime/generation.h"
 #include "engine/runtime/stop_tokens.h"
@@ -19,7 +20,6 @@
 #include "server/request_prep.h"
 #include "server/stored_results.h"
 #include "server/wire_results.h"
-#include "tasks/lm_eval_requests.h"
 
 namespace hgeval::server {
 namespace v1 = ::hgeval::v1;
@@ -314,7 +314,7 @@ grpc::Status ModelServiceImpl::LoglikelihoodRolling(grpc::ServerContext* context
   const Tokenizer& tokenizer = *(*model)->tokenizer;
   int64_t max_length = (*model)->max_sequence_tokens;
   if (request->max_length() > 0) max_length = std::min<int64_t>(max_length, request->max_length());
-  const int32_t prefix = PrefixToken(tokenizer);
+  const int32_t prefix = lm_eval::PrefixToken(tokenizer);
   std::vector<TokenPair> windows;
   std::vector<size_t> first_window, window_count;
   int64_t tokens = 0;
@@ -339,7 +339,7 @@ grpc::Status ModelServiceImpl::LoglikelihoodRolling(grpc::ServerContext* context
       if (absl::Status s = ValidateUtf8(input.text(), where + ".text"); !s.ok()) {
         return ToGrpcStatus(s);
       }
-      absl::StatusOr<std::vector<int32_t>> encoded = tasks::EncodeLmEvalText(
+      absl::StatusOr<std::vector<int32_t>> encoded = lm_eval::EncodeLmEvalText(
           tokenizer, input.text(), v1::AddsSpecialTokens(request->bos_mode()));
       if (!encoded.ok()) return ToGrpcStatus(encoded.status());
       ids = *std::move(encoded);
@@ -356,7 +356,7 @@ grpc::Status ModelServiceImpl::LoglikelihoodRolling(grpc::ServerContext* context
     if (tokens > limits_.max_request_tokens) {
       return TooManyTokens(tokens, limits_.max_request_tokens);
     }
-    std::vector<TokenPair> w = tasks::MakeRollingWindows(ids, prefix, max_length);
+    std::vector<TokenPair> w = lm_eval::MakeRollingWindows(ids, prefix, max_length);
     first_window.push_back(windows.size());
     window_count.push_back(w.size());
     for (TokenPair& p : w) windows.push_back(std::move(p));
@@ -467,10 +467,10 @@ grpc::Status ModelServiceImpl::Generate(grpc::ServerContext* context,
   std::vector<int32_t> prompt;
   if (request->lm_eval()) {
     if (absl::Status s = ValidateUtf8(request->prompt(), "prompt"); !s.ok()) return ToGrpcStatus(s);
-    absl::StatusOr<GenerateRequest> prepared = tasks::MakeLmEvalGenerateRequest(
+    absl::StatusOr<GenerateRequest> prepared = lm_eval::MakeLmEvalGenerateRequest(
         tokenizer, request->prompt(), until, request->max_tokens(),
         v1::AddsSpecialTokens(request->bos_mode()), LmEvalMaxLength(**model, request->max_length()),
-        PrefixToken(tokenizer), (*model)->info.eos_token_id);
+        lm_eval::PrefixToken(tokenizer), (*model)->info.eos_token_id);
     if (!prepared.ok()) return ToGrpcStatus(prepared.status());
     prompt = std::move(prepared->prompt);
     until = prepared->stop_strings.strings();
@@ -483,7 +483,7 @@ grpc::Status ModelServiceImpl::Generate(grpc::ServerContext* context,
     prompt.assign(request->prompt_ids().begin(), request->prompt_ids().end());
   } else {
     if (absl::Status s = ValidateUtf8(request->prompt(), "prompt"); !s.ok()) return ToGrpcStatus(s);
-    absl::StatusOr<std::vector<int32_t>> ids = tasks::EncodeLmEvalText(
+    absl::StatusOr<std::vector<int32_t>> ids = lm_eval::EncodeLmEvalText(
         tokenizer, request->prompt(), v1::AddsSpecialTokens(request->bos_mode()));
     if (!ids.ok()) return ToGrpcStatus(ids.status());
     prompt = *std::move(ids);
@@ -599,7 +599,7 @@ grpc::Status ModelServiceImpl::Generate(grpc::ServerContext* context,
   std::string final_text = CutAtStopStrings(text, until);
   if (request->lm_eval()) {
     absl::StatusOr<std::string> lm_eval_text =
-        tasks::LmEvalContinuationText(tokenizer, all_tokens, until);
+        lm_eval::LmEvalContinuationText(tokenizer, all_tokens, until);
     if (!lm_eval_text.ok()) return ToGrpcStatus(lm_eval_text.status());
     final_text = *std::move(lm_eval_text);
   }

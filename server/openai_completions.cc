@@ -303,9 +303,9 @@ absl::Status TakeGreedyTokens(const std::vector<int32_t>& stop_ids, const std::v
     // (its text is empty), as vLLM shows EOS: lm-eval drops the last shown position as the
     // generated one, so it must be there.
     out.ids = {top.ids(best)};
-    out.finish_reason =
-        std::find(stop_ids.begin(), stop_ids.end(), top.ids(best)) != stop_ids.end() ? "stop"
-                                                                                     : "length";
+    out.finish_reason = std::find(stop_ids.begin(), stop_ids.end(), top.ids(best)) != stop_ids.end()
+                            ? "stop"
+                            : "length";
     scored->set_token_logprobs(last, top.logprobs(best));
     // Its text is what it adds after the prompt (step 5).
   }

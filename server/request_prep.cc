@@ -43,10 +43,6 @@ absl::Status ValidateIds(absl::Span<const int32_t> ids, int64_t vocab_size,
   return absl::OkStatus();
 }
 
-int32_t PrefixToken(const Tokenizer& tokenizer) {
-  return tokenizer.bos_id() >= 0 ? tokenizer.bos_id() : tokenizer.eos_id();
-}
-
 PairInput ToPairInput(const hgeval::v1::LoglikelihoodPair& pair) {
   return PairInput{
       pair.context(), pair.continuation(),
@@ -94,8 +90,8 @@ absl::StatusOr<TokenPair> PreparePair(const PairInput& pair, int index, const To
         !s.ok()) {
       return s;
     }
-    absl::StatusOr<TokenPair> encoded = tasks::EncodeLmEvalPair(
-        tokenizer, pair.context, pair.continuation, add_special, PrefixToken(tokenizer));
+    absl::StatusOr<TokenPair> encoded = lm_eval::EncodeLmEvalPair(
+        tokenizer, pair.context, pair.continuation, add_special, lm_eval::PrefixToken(tokenizer));
     if (!encoded.ok()) {
       return absl::Status(encoded.status().code(),
                           absl::StrCat(where, ": ", encoded.status().message()));
@@ -103,7 +99,7 @@ absl::StatusOr<TokenPair> PreparePair(const PairInput& pair, int index, const To
     out = *std::move(encoded);
   }
   if (out.context.empty()) {  // ids given without a context
-    const int32_t prefix = PrefixToken(tokenizer);
+    const int32_t prefix = lm_eval::PrefixToken(tokenizer);
     if (prefix < 0) {
       return absl::InvalidArgumentError(absl::StrCat(
           where, " has an empty context and the tokenizer has no BOS/EOS prefix token"));
@@ -122,7 +118,7 @@ absl::StatusOr<TokenPair> PreparePair(const PairInput& pair, int index, const To
                        limits.truncate ? " and the continuation alone is longer"
                                        : " (set truncate to cut the context from the left)"));
     }
-    tasks::TruncateLmEvalPair(limits.max_length, &out);
+    lm_eval::TruncateLmEvalPair(limits.max_length, &out);
   }
   return out;
 }

@@ -11,14 +11,14 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "engine/lm_eval/requests.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "hgeval/v1/models.pb.h"
-#include "tasks/lm_eval_requests.h"
 
 namespace hgeval::server {
 
 // A pair as the model sees it: fed tokens are context ++ continuation[:-1].
-using TokenPair = tasks::TokenPair;
+using TokenPair = lm_eval::TokenPair;
 
 // What a pair is checked against.
 struct PairLimits {
@@ -38,9 +38,6 @@ absl::Status CheckRequestSize(const google::protobuf::MessageLite& request, int6
 absl::Status ValidateIds(absl::Span<const int32_t> ids, int64_t vocab_size,
                          const std::string& what);
 
-// The token used as the context of an empty context: BOS, else EOS.
-int32_t PrefixToken(const Tokenizer& tokenizer);
-
 // A pair as a client gives it: text or token ids, not both (views into the caller's data).
 struct PairInput {
   std::string_view context;
@@ -52,7 +49,7 @@ struct PairInput {
 // A wire pair as a PairInput (views into `pair`).
 PairInput ToPairInput(const hgeval::v1::LoglikelihoodPair& pair);
 
-// lm-eval's pair tokenization for text (tasks::EncodeLmEvalPair, the evaluator's own rule)
+// lm-eval's pair tokenization for text (lm_eval::EncodeLmEvalPair, the evaluator's own rule)
 // or the ids as given, then the length check / truncation. Messages name `pairs[index]`.
 // `encoded_tokens` (optional) receives context + continuation tokens before truncation,
 // also when the pair is then refused for its length.

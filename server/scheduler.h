@@ -87,7 +87,7 @@ struct SchedulerStats {
   int64_t tokens_fed = 0;
   int64_t decode_steps = 0;
   int64_t generated_tokens = 0;
-  int64_t max_live_generations = 0;  // largest decode batch seen
+  int64_t max_live_generations = 0;   // largest decode batch seen
   int64_t max_score_round_works = 0;  // most calls merged into one scoring round
 };
 

@@ -36,7 +36,7 @@
 #include "server/openai_http_server.h"
 #include "server/result_store.h"
 #include "server/web/web_ui.h"
-#include "tasks/eval_flags.h"
+#include "tasks/programs/eval_flags.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
           "Address to listen on (host:port). Port 0 picks a free port (see --port_file).");

@@ -8,12 +8,12 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "engine/lm_eval/requests.h"
 #include "engine/runtime/generation.h"
 #include "engine/util/parallel_for.h"
 #include "server/request_prep.h"
 #include "server/stored_results.h"
-#include "tasks/engine_language_model.h"
-#include "tasks/lm_eval_requests.h"
+#include "tasks/models/engine_language_model.h"
 
 namespace hgeval::server {
 
@@ -130,7 +130,7 @@ absl::StatusOr<std::vector<tasks::LoglikelihoodResult>> StoreLanguageModel::Logl
 
 absl::StatusOr<std::vector<tasks::RollingResult>> StoreLanguageModel::LoglikelihoodRolling(
     absl::Span<const tasks::RollingRequest> requests, const tasks::CallOptions& options) {
-  const int32_t prefix = PrefixToken(*model_->tokenizer);
+  const int32_t prefix = lm_eval::PrefixToken(*model_->tokenizer);
   if (prefix < 0) {
     return absl::FailedPreconditionError("the tokenizer has no BOS/EOS prefix token");
   }
@@ -139,13 +139,13 @@ absl::StatusOr<std::vector<tasks::RollingResult>> StoreLanguageModel::Loglikelih
   for (const tasks::RollingRequest& r : requests) {
     // lm-eval's tok_encode(text): special tokens as the regime says (spec 2.2).
     absl::StatusOr<std::vector<int32_t>> ids =
-        tasks::EncodeLmEvalText(*model_->tokenizer, r.text, options_.add_special);
+        lm_eval::EncodeLmEvalText(*model_->tokenizer, r.text, options_.add_special);
     if (!ids.ok()) return ids.status();
     // Windowless: one pass over the whole text carrying the state (recurrent models).
     std::vector<TokenPair> w =
         r.windowless ? (ids->empty() ? std::vector<TokenPair>{}
                                      : std::vector<TokenPair>{TokenPair{{prefix}, *ids}})
-                     : tasks::MakeRollingWindows(*ids, prefix, max_length_);
+                     : lm_eval::MakeRollingWindows(*ids, prefix, max_length_);
     first.push_back(windows.size());
     count.push_back(w.size());
     for (TokenPair& p : w) windows.push_back(std::move(p));
@@ -191,9 +191,9 @@ absl::StatusOr<std::vector<tasks::GenerateUntilResult>> StoreLanguageModel::Gene
         end - start,
         [&](size_t k) {
           const tasks::GenerateUntilRequest& r = requests[start + k];
-          made[k] = tasks::MakeLmEvalGenerateRequest(
+          made[k] = lm_eval::MakeLmEvalGenerateRequest(
               tokenizer, r.context, r.until, r.max_gen_toks, options_.add_special, max_length_,
-              PrefixToken(tokenizer), model_->info.eos_token_id);
+              lm_eval::PrefixToken(tokenizer), model_->info.eos_token_id);
         },
         /*slice=*/4);
     for (size_t i = start; i < end; ++i) {
@@ -248,7 +248,7 @@ absl::StatusOr<std::vector<tasks::GenerateUntilResult>> StoreLanguageModel::Gene
       }
       absl::MutexLock lock(&works[k]->mu);
       if (!works[k]->status.ok()) return works[k]->status;
-      absl::StatusOr<std::string> text = tasks::LmEvalContinuationText(
+      absl::StatusOr<std::string> text = lm_eval::LmEvalContinuationText(
           tokenizer, works[k]->result.tokens, works[k]->request.stop_strings);
       if (!text.ok()) return text.status();
       std::string cut = *std::move(text);
@@ -286,7 +286,7 @@ tasks::LanguageModelInfo StoreLanguageModel::info() const {
   info.bos_regime = std::string(tasks::BosRegimeName(
       options_.add_special ? tasks::BosRegime::kTokenizer : tasks::BosRegime::kNone));
   info.max_length = max_length_;
-  info.prefix_token_id = PrefixToken(*model_->tokenizer);
+  info.prefix_token_id = lm_eval::PrefixToken(*model_->tokenizer);
   info.dtype = model_->info.dtype;
   info.backend = model_->info.backend;
   info.context_reuse = true;  // loglikelihood requests (see the header)

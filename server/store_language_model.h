@@ -16,8 +16,8 @@
 
 #include "server/executor.h"
 #include "server/model_registry.h"
-#include "tasks/engine_language_model.h"
-#include "tasks/language_model.h"
+#include "tasks/api/language_model.h"
+#include "tasks/models/engine_language_model.h"
 
 namespace hgeval::server {
 

@@ -12,7 +12,7 @@
 
 #include "server/executor.h"
 #include "server/model_registry.h"
-#include "tasks/language_model.h"
+#include "tasks/api/language_model.h"
 
 namespace hgeval::server {
 

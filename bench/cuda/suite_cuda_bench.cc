@@ -39,6 +39,7 @@
 #include "absl/strings/str_split.h"
 #include "bench/cuda/random_checkpoint.h"
 #include "bench/cuda/timed_model.h"
+#include "engine/lm_eval/requests.h"
 #include "engine/loader/checkpoint.h"
 #include "engine/model/config.h"
 #include "engine/model/load_model.h"
@@ -47,10 +48,9 @@
 #include "engine/util/memory_budget.h"
 #include "engine/util/status_macros.h"
 #include "nlohmann/json.hpp"
-#include "tasks/engine_language_model.h"
-#include "tasks/evaluator.h"
-#include "tasks/lm_eval_requests.h"
-#include "tasks/registry.h"
+#include "tasks/api/registry.h"
+#include "tasks/harness/evaluator.h"
+#include "tasks/models/engine_language_model.h"
 
 ABSL_FLAG(bool, random_weights, false,
           "required: acknowledge that the models get random weights (timing only)");
@@ -126,11 +126,10 @@ class RecordingLanguageModel : public tasks::LanguageModel {
     // peer to generate from; nothing is generated here (this pass's metrics are unused).
     std::vector<tasks::GenerateUntilResult> empty(requests.size());
     for (const auto& r : requests) {
-      HG_ASSIGN_OR_RETURN(
-          GenerateRequest g,
-          tasks::MakeLmEvalGenerateRequest(*tokenizer_, r.context, r.until, r.max_gen_toks,
-                                           inner_->info().bos_regime == "tokenizer",
-                                           inner_->max_length(), inner_->prefix_token_id()));
+      HG_ASSIGN_OR_RETURN(GenerateRequest g, lm_eval::MakeLmEvalGenerateRequest(
+                                                 *tokenizer_, r.context, r.until, r.max_gen_toks,
+                                                 inner_->info().bos_regime == "tokenizer",
+                                                 inner_->max_length(), inner_->prefix_token_id()));
       *out_ << nlohmann::json{{"prompt", g.prompt},
                               {"max_gen_toks", g.max_new_tokens},
                               {"until", g.stop_strings}}

@@ -67,20 +67,22 @@ __device__ __forceinline__ float BlockMax(float v, float* scratch) {
   return WarpMax(t);
 }
 
-__host__ __device__ inline int CeilDiv(int64_t a, int64_t b) { return static_cast<int>((a + b - 1) / b); }
+__host__ __device__ inline int CeilDiv(int64_t a, int64_t b) {
+  return static_cast<int>((a + b - 1) / b);
+}
 
 }  // namespace hgeval::cuda
 
 // Dispatches `body` with `T` bound to float or bf16 according to `act`.
-#define HG_DISPATCH_ACT(act, ...)                     \
-  do {                                                \
-    if ((act) == ::hgeval::cuda::Act::kF32) {         \
-      using T = float;                                \
-      __VA_ARGS__;                                    \
-    } else {                                          \
-      using T = ::hgeval::cuda::bf16;                 \
-      __VA_ARGS__;                                    \
-    }                                                 \
+#define HG_DISPATCH_ACT(act, ...)             \
+  do {                                        \
+    if ((act) == ::hgeval::cuda::Act::kF32) { \
+      using T = float;                        \
+      __VA_ARGS__;                            \
+    } else {                                  \
+      using T = ::hgeval::cuda::bf16;         \
+      __VA_ARGS__;                            \
+    }                                         \
   } while (0)
 
 #endif  // HGEVAL_ENGINE_CUDA_KERNEL_UTIL_CUH_

@@ -132,9 +132,9 @@ cudaError_t ChunkGlaStatesPacked(const float* k, const float* G, const float* v,
                                  int64_t layer_offset, float* chunk_states, cudaStream_t stream);
 cudaError_t ChunkGlaOutputPacked(const float* q, const float* k, const float* G, const float* v,
                                  const float* chunk_states, float* const* state_ptrs,
-                                 float* const* out_ptrs, int64_t layer_offset,
-                                 const PackView& pack, int heads, int dk, int dv, float scale,
-                                 float* o, cudaStream_t stream);
+                                 float* const* out_ptrs, int64_t layer_offset, const PackView& pack,
+                                 int heads, int dk, int dv, float scale, float* o,
+                                 cudaStream_t stream);
 
 // In place: g (fp32 [T, H, K]) becomes its inclusive cumulative sum inside each chunk of
 // kGlaChunk tokens.

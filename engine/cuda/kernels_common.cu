@@ -13,8 +13,8 @@ __global__ void EmbedKernel(const T* table, const int32_t* ids, int dim, float* 
 }
 
 template <typename T>
-__global__ void AddRmsNormKernel(float* h, const float* delta, const float* w, float eps,
-                                 int dim, T* out) {
+__global__ void AddRmsNormKernel(float* h, const float* delta, const float* w, float eps, int dim,
+                                 T* out) {
   __shared__ float scratch[32];
   const int64_t base = static_cast<int64_t>(blockIdx.x) * dim;
   float ss = 0.0f;
@@ -34,9 +34,9 @@ __global__ void AddRmsNormKernel(float* h, const float* delta, const float* w, f
 
 // Grid (rows, groups).
 template <typename T>
-__global__ void RmsNormGatedKernel(const float* x, int64_t x_ld, const float* gate,
-                                   int64_t gate_ld, bool gate_silu, const float* w, float eps,
-                                   int group, T* out, int64_t out_ld) {
+__global__ void RmsNormGatedKernel(const float* x, int64_t x_ld, const float* gate, int64_t gate_ld,
+                                   bool gate_silu, const float* w, float eps, int group, T* out,
+                                   int64_t out_ld) {
   __shared__ float scratch[32];
   const int r = blockIdx.x;
   const int c0 = blockIdx.y * group;
@@ -136,9 +136,8 @@ __global__ void LogSoftmaxGatherKernel(float* logits, int vocab, const int32_t* 
 
 // ---- gates ----
 
-__global__ void Hgrn2GatesKernel(const float* qfi, int64_t total, int dim,
-                                 const float* lower_bound, float* q, float* k, float* g,
-                                 float* v) {
+__global__ void Hgrn2GatesKernel(const float* qfi, int64_t total, int dim, const float* lower_bound,
+                                 float* q, float* k, float* g, float* v) {
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int64_t r = i / dim, c = i % dim;
@@ -211,16 +210,16 @@ int GridFor(int64_t total, int threads) {
 cudaError_t EmbedRows(const void* table, Act table_act, const int32_t* ids, int rows, int dim,
                       float* h, cudaStream_t stream) {
   if (rows == 0) return cudaSuccess;
-  HG_DISPATCH_ACT(table_act, EmbedKernel<T><<<rows, 256, 0, stream>>>(
-                                 static_cast<const T*>(table), ids, dim, h));
+  HG_DISPATCH_ACT(table_act, EmbedKernel<T>
+                  <<<rows, 256, 0, stream>>>(static_cast<const T*>(table), ids, dim, h));
   return cudaGetLastError();
 }
 
-cudaError_t AddRmsNorm(float* h, const float* delta, const float* w, float eps, int rows,
-                       int dim, void* out, Act out_act, cudaStream_t stream) {
+cudaError_t AddRmsNorm(float* h, const float* delta, const float* w, float eps, int rows, int dim,
+                       void* out, Act out_act, cudaStream_t stream) {
   if (rows == 0) return cudaSuccess;
-  HG_DISPATCH_ACT(out_act, AddRmsNormKernel<T><<<rows, 256, 0, stream>>>(
-                               h, delta, w, eps, dim, static_cast<T*>(out)));
+  HG_DISPATCH_ACT(out_act, AddRmsNormKernel<T>
+                  <<<rows, 256, 0, stream>>>(h, delta, w, eps, dim, static_cast<T*>(out)));
   return cudaGetLastError();
 }
 
@@ -229,9 +228,9 @@ cudaError_t RmsNormGated(const float* x, int64_t x_ld, const float* gate, int64_
                          Act out_act, int64_t out_ld, cudaStream_t stream, bool gate_silu) {
   if (rows == 0) return cudaSuccess;
   dim3 grid(rows, width / group);
-  HG_DISPATCH_ACT(out_act, RmsNormGatedKernel<T><<<grid, 256, 0, stream>>>(
-                               x, x_ld, gate, gate_ld, gate_silu, w, eps, group,
-                               static_cast<T*>(out), out_ld));
+  HG_DISPATCH_ACT(
+      out_act, RmsNormGatedKernel<T><<<grid, 256, 0, stream>>>(
+                   x, x_ld, gate, gate_ld, gate_silu, w, eps, group, static_cast<T*>(out), out_ld));
   return cudaGetLastError();
 }
 
@@ -254,17 +253,16 @@ cudaError_t AddBias(float* x, int64_t ld, const float* bias, int rows, int width
 cudaError_t GatherRows(const void* src, const int32_t* idx, int n, int dim, void* dst, Act act,
                        cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
-  HG_DISPATCH_ACT(act, GatherRowsKernel<T><<<n, 256, 0, stream>>>(
-                           static_cast<const T*>(src), idx, dim, static_cast<T*>(dst)));
+  HG_DISPATCH_ACT(act, GatherRowsKernel<T><<<n, 256, 0, stream>>>(static_cast<const T*>(src), idx,
+                                                                  dim, static_cast<T*>(dst)));
   return cudaGetLastError();
 }
 
 cudaError_t LogSoftmaxGather(float* logits, int rows, int vocab, const int32_t* targets,
-                             float* logprob, int32_t* argmax, bool normalize,
-                             cudaStream_t stream) {
+                             float* logprob, int32_t* argmax, bool normalize, cudaStream_t stream) {
   if (rows == 0) return cudaSuccess;
   LogSoftmaxGatherKernel<<<rows, kSoftmaxThreads, 0, stream>>>(logits, vocab, targets, logprob,
-                                                                argmax, normalize);
+                                                               argmax, normalize);
   return cudaGetLastError();
 }
 
@@ -272,15 +270,15 @@ cudaError_t Hgrn2Gates(const float* qfi, int rows, int dim, const float* lower_b
                        float* k, float* g, float* v, cudaStream_t stream) {
   const int64_t total = static_cast<int64_t>(rows) * dim;
   if (total == 0) return cudaSuccess;
-  Hgrn2GatesKernel<<<GridFor(total, 256), 256, 0, stream>>>(qfi, total, dim, lower_bound, q, k,
-                                                             g, v);
+  Hgrn2GatesKernel<<<GridFor(total, 256), 256, 0, stream>>>(qfi, total, dim, lower_bound, q, k, g,
+                                                            v);
   return cudaGetLastError();
 }
 
 // One thread per (row, head, channel c < e).
 __global__ void TnlGatesKernel(const float* proj, int64_t total, int heads, int e, int dk,
-                               const float* theta, const int64_t* positions,
-                               const float* log_decay, float* q, float* k, float* g, float* v) {
+                               const float* theta, const int64_t* positions, const float* log_decay,
+                               float* q, float* k, float* g, float* v) {
   const int64_t dim = static_cast<int64_t>(heads) * e;
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
@@ -313,8 +311,8 @@ __global__ void TnlGatesKernel(const float* proj, int64_t total, int heads, int 
 }
 
 cudaError_t TnlGates(const float* proj, int rows, int heads, int e, int dk, const float* theta,
-                     const int64_t* positions, const float* log_decay, float* q, float* k,
-                     float* g, float* v, cudaStream_t stream) {
+                     const int64_t* positions, const float* log_decay, float* q, float* k, float* g,
+                     float* v, cudaStream_t stream) {
   const int64_t total = static_cast<int64_t>(rows) * heads * e;
   if (total == 0) return cudaSuccess;
   TnlGatesKernel<<<GridFor(total, 256), 256, 0, stream>>>(proj, total, heads, e, dk, theta,
@@ -328,8 +326,8 @@ cudaError_t GlaGates(const float* proj, int64_t proj_ld, int64_t k_off, int64_t 
                      float* g, float* v, cudaStream_t stream) {
   if (rows == 0) return cudaSuccess;
   dim3 grid(rows, heads);
-  GlaGatesKernel<<<grid, 128, 0, stream>>>(proj, proj_ld, k_off, v_off, gk, heads, kv_heads, dk,
-                                           dv, normalizer, has_clamp, clamp_min, q, k, g, v);
+  GlaGatesKernel<<<grid, 128, 0, stream>>>(proj, proj_ld, k_off, v_off, gk, heads, kv_heads, dk, dv,
+                                           normalizer, has_clamp, clamp_min, q, k, g, v);
   return cudaGetLastError();
 }
 

@@ -179,9 +179,9 @@ __device__ __forceinline__ float Get(const float4& v, int i) {
 // state, whose term is skipped); every other chunk reads its S from chunk_states.
 __global__ void __launch_bounds__(256)
     ChunkOutputKernel(const float* q, const float* k, const float* G, const float* v,
-                      const float* chunk_states, float* const* state_ptrs,
-                      float* const* out_ptrs, int64_t layer_offset, PackView pack, int heads,
-                      int dk, int dv, float scale, float* o) {
+                      const float* chunk_states, float* const* state_ptrs, float* const* out_ptrs,
+                      int64_t layer_offset, PackView pack, int heads, int dk, int dv, float scale,
+                      float* o) {
   extern __shared__ float smem[];
   float* at = smem;               // A transposed: at[j][i], [kC][kRowPad]
   float* sq = at + kC * kRowPad;  // slices, transposed: [kSlice][kRowPad]
@@ -558,9 +558,9 @@ cudaError_t ChunkGlaStatesPacked(const float* k, const float* G, const float* v,
 
 cudaError_t ChunkGlaOutputPacked(const float* q, const float* k, const float* G, const float* v,
                                  const float* chunk_states, float* const* state_ptrs,
-                                 float* const* out_ptrs, int64_t layer_offset,
-                                 const PackView& pack, int heads, int dk, int dv, float scale,
-                                 float* o, cudaStream_t stream) {
+                                 float* const* out_ptrs, int64_t layer_offset, const PackView& pack,
+                                 int heads, int dk, int dv, float scale, float* o,
+                                 cudaStream_t stream) {
   if (pack.num_chunks == 0) return cudaSuccess;
   if (dk > kMaxDk) return cudaErrorInvalidValue;
   const size_t smem = OutputSmem(dk);
@@ -579,15 +579,15 @@ cudaError_t ChunkLocalCumsum(float* g, int tokens, int heads, int dk, cudaStream
 
 cudaError_t ChunkGlaStates(const float* k, const float* G, const float* v, int tokens, int heads,
                            int dk, int dv, float* state, float* chunk_states, cudaStream_t stream) {
-  return LaunchChunkStates(k, G, v, SingleSequence(tokens), heads, dk, dv, nullptr, nullptr, 0, state,
-                           chunk_states, stream);
+  return LaunchChunkStates(k, G, v, SingleSequence(tokens), heads, dk, dv, nullptr, nullptr, 0,
+                           state, chunk_states, stream);
 }
 
 cudaError_t ChunkGlaOutput(const float* q, const float* k, const float* G, const float* v,
                            const float* chunk_states, int tokens, int heads, int dk, int dv,
                            float scale, float* o, cudaStream_t stream) {
-  return ChunkGlaOutputPacked(q, k, G, v, chunk_states, nullptr, nullptr, 0,
-                              SingleSequence(tokens), heads, dk, dv, scale, o, stream);
+  return ChunkGlaOutputPacked(q, k, G, v, chunk_states, nullptr, nullptr, 0, SingleSequence(tokens),
+                              heads, dk, dv, scale, o, stream);
 }
 
 cudaError_t HgrnScan(const float* ifg, const int32_t* seq_row0, int num_seqs, int width,
@@ -595,8 +595,8 @@ cudaError_t HgrnScan(const float* ifg, const int32_t* seq_row0, int num_seqs, in
                      float* o, cudaStream_t stream) {
   if (num_seqs == 0) return cudaSuccess;
   dim3 grid(CeilDiv(width, 128), num_seqs);
-  HgrnScanKernel<<<grid, 128, 0, stream>>>(ifg, seq_row0, width, state_ptrs, out_ptrs,
-                                           layer_offset, o);
+  HgrnScanKernel<<<grid, 128, 0, stream>>>(ifg, seq_row0, width, state_ptrs, out_ptrs, layer_offset,
+                                           o);
   return cudaGetLastError();
 }
 

@@ -60,8 +60,9 @@ class Checkpoint {
 
 // Opens a Hugging Face checkpoint folder: config.json and model.safetensors or
 // model.safetensors.index.json with its shards; failing those, pytorch_model.bin or
-// pytorch_model.bin.index.json with its shards (engine/loader/torch_checkpoint.h). Files are memory-mapped and validated
-// (header bounds, offsets within the file and non-overlapping, dtype sizes).
+// pytorch_model.bin.index.json with its shards (engine/loader/torch_checkpoint.h). Files are
+// memory-mapped and validated (header bounds, offsets within the file and non-overlapping, dtype
+// sizes).
 absl::StatusOr<std::unique_ptr<Checkpoint>> OpenCheckpoint(const std::string& dir);
 
 // Opens a llama2.c checkpoint (.bin, the legacy "version 0" export) as a LLaMA checkpoint

@@ -27,8 +27,8 @@ absl::StatusOr<GatedMlpWeights> ReadGatedMlp(const Checkpoint& checkpoint,
 // The output projection [V, D]: `head_name` if present; else, when `tied`, the embedding
 // `embedding_name`; else a NotFound error naming both.
 absl::StatusOr<HostTensor> ReadLmHead(const Checkpoint& checkpoint, const std::string& head_name,
-                                      const std::string& embedding_name, bool tied,
-                                      int64_t vocab, int64_t hidden);
+                                      const std::string& embedding_name, bool tied, int64_t vocab,
+                                      int64_t hidden);
 
 }  // namespace hgeval
 

@@ -53,11 +53,11 @@ struct ModelConfig {
   bool fla_key_names = false;  // weights use fla's names (model.embeddings, attn., ...)
 
   // Mamba (HF mamba-1).
-  int64_t state_size = 16;        // N
-  int64_t time_step_rank = 0;     // R
-  int64_t conv_kernel = 4;        // Kc
-  int64_t mamba_inner = 0;        // E = expand * D
-  bool use_bias = false;          // in_proj / out_proj bias
+  int64_t state_size = 16;     // N
+  int64_t time_step_rank = 0;  // R
+  int64_t conv_kernel = 4;     // Kc
+  int64_t mamba_inner = 0;     // E = expand * D
+  bool use_bias = false;       // in_proj / out_proj bias
   bool use_conv_bias = true;
   bool residual_in_fp32 = true;
 

@@ -3,7 +3,7 @@
 // i.e. prompt + completion decoded minus the prompt's text, so that rules that look at the
 // previous token (SentencePiece's leading space, byte-fallback runs) apply as in the whole
 // text. It agrees with DetokenizeResponse.token_texts and so with `text_offset`. lm-eval's
-// task route keeps its own rule (tasks::LmEvalContinuationText).
+// task route keeps its own rule (lm_eval::LmEvalContinuationText).
 #ifndef HGEVAL_ENGINE_TOKENIZER_CONTINUATION_TEXT_H_
 #define HGEVAL_ENGINE_TOKENIZER_CONTINUATION_TEXT_H_
 

@@ -23,6 +23,7 @@
 #include "engine/cli/common_flags.h"
 #include "engine/cli/generation_flags.h"
 #include "engine/cli/model_flags.h"
+#include "engine/lm_eval/requests.h"
 #include "engine/model/load_model.h"
 #include "engine/model/model_location.h"
 #include "engine/runtime/generation.h"
@@ -168,37 +169,6 @@ absl::StatusOr<std::vector<int32_t>> ParseIds(absl::string_view text) {
   return ids;
 }
 
-// lm-evaluation-harness's split: the context's trailing spaces move to the continuation;
-// the continuation's tokens are those of encode(context + continuation) after
-// encode(context), so merges across the boundary tokenise as the model saw them.
-absl::Status EncodePair(const Tokenizer& tokenizer, std::string context, std::string continuation,
-                        bool bos, std::vector<int32_t>* context_ids,
-                        std::vector<int32_t>* continuation_ids) {
-  const size_t kept = context.find_last_not_of(' ');
-  const size_t cut = kept == std::string::npos ? 0 : kept + 1;
-  continuation = context.substr(cut) + continuation;
-  context.resize(cut);
-  HG_ASSIGN_OR_RETURN(std::vector<int32_t> whole, tokenizer.Encode(context + continuation, false));
-  HG_ASSIGN_OR_RETURN(*context_ids, tokenizer.Encode(context, false));
-  if (context_ids->size() > whole.size() ||
-      !std::equal(context_ids->begin(), context_ids->end(), whole.begin())) {
-    // The boundary merged: fall back to encoding the two parts separately.
-    HG_ASSIGN_OR_RETURN(*continuation_ids, tokenizer.Encode(continuation, false));
-  } else {
-    continuation_ids->assign(whole.begin() + context_ids->size(), whole.end());
-  }
-  if ((bos && tokenizer.adds_bos()) || context_ids->empty()) {
-    // An empty context is scored after BOS (or EOS when there is none), as lm-eval does.
-    const int32_t prefix = tokenizer.bos_id() >= 0 ? tokenizer.bos_id() : tokenizer.eos_id();
-    if (prefix < 0) {
-      return absl::InvalidArgumentError(
-          "the context is empty and the tokenizer has neither BOS nor EOS to start from");
-    }
-    context_ids->insert(context_ids->begin(), prefix);
-  }
-  return absl::OkStatus();
-}
-
 absl::Status ScoreCommand(const std::vector<std::string>& words) {
   const bool ids_mode = !absl::GetFlag(FLAGS_context_ids).empty();
   std::unique_ptr<Tokenizer> tokenizer;
@@ -209,6 +179,7 @@ absl::Status ScoreCommand(const std::vector<std::string>& words) {
     return opened.status();
   }
   HG_ASSIGN_OR_RETURN(const bool bos, cli::TokenizerBosFromFlags());
+  std::unique_ptr<Model> model;
   std::vector<ScoreRequest> requests;
   std::vector<std::string> labels;
   if (ids_mode) {
@@ -226,9 +197,23 @@ absl::Status ScoreCommand(const std::vector<std::string>& words) {
       return absl::InvalidArgumentError("score needs --context (or --context_ids)");
     }
     const std::string context = InputText(context_flag, !context_flag.empty(), words);
+    HG_ASSIGN_OR_RETURN(model, OpenModel());
+    // lm-eval's max_length and left truncation, as the evaluator and the server apply them.
+    const int64_t max_length =
+        lm_eval::MaxLength(0, model->config().max_position_embeddings, model->info().max_context);
     for (const std::string& c : absl::GetFlag(FLAGS_continuation).items) {
+      HG_ASSIGN_OR_RETURN(
+          lm_eval::TokenPair pair,
+          lm_eval::EncodeLmEvalPair(*tokenizer, context, c, bos, lm_eval::PrefixToken(*tokenizer)));
+      if (static_cast<int64_t>(pair.continuation.size()) > max_length) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("continuation '", c, "' is ", pair.continuation.size(),
+                         " tokens, longer than max_length ", max_length));
+      }
+      lm_eval::TruncateLmEvalPair(max_length, &pair);
       ScoreRequest r;
-      HG_RETURN_IF_ERROR(EncodePair(*tokenizer, context, c, bos, &r.context, &r.continuation));
+      r.context = std::move(pair.context);
+      r.continuation = std::move(pair.continuation);
       requests.push_back(std::move(r));
       labels.push_back(c);
     }
@@ -243,7 +228,9 @@ absl::Status ScoreCommand(const std::vector<std::string>& words) {
           "continuation '", labels[i], "': context and continuation need at least one token"));
     }
   }
-  HG_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, OpenModel());
+  if (model == nullptr) {
+    HG_ASSIGN_OR_RETURN(model, OpenModel());
+  }
   HG_ASSIGN_OR_RETURN(std::vector<ScoreResult> results, Score(*model, requests));
 
   auto piece = [&](int32_t id) { return tokenizer ? Piece(*tokenizer, id) : std::to_string(id); };
@@ -446,9 +433,11 @@ const std::vector<Command>& Commands() {
        "       hgeval-engine score --model M --context_ids 1,2,3 --continuation_ids '4,5;6'\n"
        "Prints log p(continuation | context) summed over its tokens, whether every token is\n"
        "the greedy choice, and the per-token log-probabilities. Text pairs are tokenised as\n"
-       "lm-evaluation-harness does (continuation tokens = encode(context+continuation) after\n"
-       "encode(context)); --bos tokenizer (the default) starts the context with the\n"
-       "tokenizer's BOS; an empty context starts from BOS.\n"
+       "lm-evaluation-harness does (engine/lm_eval/requests.h: the context's trailing\n"
+       "whitespace moves to the continuation, continuation tokens = encode(context +\n"
+       "continuation) after encode(context), contexts cut on the left to lm-eval's\n"
+       "max_length); --bos tokenizer (the default) encodes with the tokenizer's special\n"
+       "tokens (BOS); an empty context is the BOS (else EOS) token alone.\n"
        "Flags: the model flags, --context --continuation --context_ids --continuation_ids "
        "--bos --top_k --json",
        With({"context", "continuation", "context_ids", "continuation_ids", "bos", "top_k"},

@@ -8,10 +8,10 @@
 #define HG_STATUS_CONCAT_INNER(a, b) a##b
 #define HG_STATUS_CONCAT(a, b) HG_STATUS_CONCAT_INNER(a, b)
 
-#define HG_RETURN_IF_ERROR(expr)                          \
-  do {                                                    \
-    const absl::Status hg_status_ = (expr);               \
-    if (!hg_status_.ok()) return hg_status_;              \
+#define HG_RETURN_IF_ERROR(expr)             \
+  do {                                       \
+    const absl::Status hg_status_ = (expr);  \
+    if (!hg_status_.ok()) return hg_status_; \
   } while (0)
 
 #define HG_ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr) \

@@ -6,9 +6,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "tasks/harness/progress_bar.h"
+#include "tasks/harness/results_table_rows.h"
 #include "tasks/niah/output.h"
-#include "tasks/progress_bar.h"
-#include "tasks/results_table_rows.h"
 
 namespace hgeval::server::web {
 namespace {

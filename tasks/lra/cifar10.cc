@@ -2,7 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/model/lra_input.h"
-#include "tasks/data_files.h"
+#include "tasks/api/data_files.h"
 
 namespace hgeval::tasks::lra {
 

@@ -14,7 +14,7 @@
 #include "absl/status/statusor.h"
 #include "engine/model/lra_classifier.h"
 #include "engine/tokenizer/lra_vocabulary.h"
-#include "tasks/language_model.h"
+#include "tasks/api/language_model.h"
 
 namespace hgeval::tasks::lra {
 

@@ -5,12 +5,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
-#include "tasks/data_files.h"
+#include "tasks/api/data_files.h"
+#include "tasks/api/registry.h"
 #include "tasks/lra/cifar10.h"
 #include "tasks/lra/listops_data.h"
 #include "tasks/lra/pathfinder.h"
 #include "tasks/lra/text_data.h"
-#include "tasks/registry.h"
 
 namespace hgeval::tasks::lra {
 

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "tasks/task.h"
+#include "tasks/api/task.h"
 
 namespace hgeval::tasks::lra {
 

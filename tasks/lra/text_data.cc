@@ -4,7 +4,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "tasks/data_files.h"
+#include "tasks/api/data_files.h"
 
 namespace hgeval::tasks::lra {
 namespace {

@@ -5,7 +5,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "engine/util/status_macros.h"
-#include "tasks/numpy_random.h"
+#include "tasks/api/numpy_random.h"
 
 namespace hgeval::tasks::mqar {
 

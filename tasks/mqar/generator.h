@@ -1,6 +1,6 @@
 // Multi-Query Associative Recall test sets as zoology's `multiquery_ar` generates them
 // (HazyResearch/zoology, zoology/data/multiquery_ar.py) with random_non_queries=False,
-// drawn from numpy's legacy stream (tasks/numpy_random.h) so that the same seed gives
+// drawn from numpy's legacy stream (tasks/api/numpy_random.h) so that the same seed gives
 // the same examples, token for token.
 //
 // An example of length L with K pairs: `k1 v1 ... kK vK` (keys from [1, V/2), values

@@ -8,8 +8,8 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "engine/util/status_macros.h"
+#include "tasks/api/registry.h"
 #include "tasks/mqar/generator.h"
-#include "tasks/registry.h"
 
 namespace hgeval::tasks::mqar {
 namespace {

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "absl/types/span.h"
-#include "tasks/task.h"
+#include "tasks/api/task.h"
 
 namespace hgeval::tasks::mqar {
 

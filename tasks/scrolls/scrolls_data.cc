@@ -12,7 +12,7 @@
 #include "engine/util/status_macros.h"
 #include "metrics/text_counts.h"
 #include "re2/re2.h"
-#include "tasks/data_files.h"
+#include "tasks/api/data_files.h"
 
 namespace hgeval::tasks {
 namespace {

@@ -12,7 +12,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "tasks/task.h"
+#include "tasks/api/task.h"
 
 namespace hgeval::tasks {
 

@@ -13,7 +13,7 @@
 #include "metrics/scrolls_metrics.h"
 #include "metrics/squad.h"
 #include "metrics/text_counts.h"
-#include "tasks/registry.h"
+#include "tasks/api/registry.h"
 #include "tasks/scrolls/scrolls_data.h"
 
 namespace hgeval::tasks {

@@ -18,13 +18,13 @@
 #include "engine/model/load_model.h"
 #include "engine/tokenizer/token_only_tokenizer.h"
 #include "engine/util/status_macros.h"
-#include "tasks/cli_options.h"
-#include "tasks/engine_language_model.h"
-#include "tasks/eval_flags.h"
-#include "tasks/evaluator.h"
+#include "tasks/api/registry.h"
+#include "tasks/harness/evaluator.h"
+#include "tasks/harness/progress_bar.h"
 #include "tasks/lra/engine_lra_classifier.h"
-#include "tasks/progress_bar.h"
-#include "tasks/registry.h"
+#include "tasks/models/engine_language_model.h"
+#include "tasks/programs/cli_options.h"
+#include "tasks/programs/eval_flags.h"
 
 ABSL_FLAG(std::string, table, "", "Also write the markdown table to this file.");
 ABSL_FLAG(bool, context_reuse, true,

@@ -1,5 +1,5 @@
 // Every family over its configuration sweep, tests/golden/<family>_sweep/ (made by
-// tools/fixtures/tnl_sweep.py and config_sweep.py; their READMEs say how): every fixture
+// scripts/fixtures/tnl_sweep.py and config_sweep.py; their READMEs say how): every fixture
 // either matches its reference logits within the golden tolerances on the CPU, or is
 // refused at load with a message naming the config field its `refused` file names.
 // Never accepted and wrong.

@@ -68,8 +68,8 @@ TEST_P(RuntimeGoldenTest, BranchesFromSnapshotsEqualOneLongRun) {
   ASSERT_TRUE(scored.ok()) << scored.status();
   for (size_t c = 0; c < prefixes.size(); ++c) {
     for (size_t j = 0; j < branches[c].continuation.size(); ++j) {
-      ASSERT_NEAR((*scored)[c].token_logprobs[j],
-                  (*reference)[0].token_logprobs[prefixes[c] + j], 1e-6)
+      ASSERT_NEAR((*scored)[c].token_logprobs[j], (*reference)[0].token_logprobs[prefixes[c] + j],
+                  1e-6)
           << "prefix " << prefixes[c] << " token " << j;
     }
   }

@@ -1,5 +1,5 @@
 // PyTorch-format checkpoints (pytorch_model.bin, sharded or not) written by the real
-// torch.save (tests/engine/testdata/torch_bin, made by tools/fixtures/
+// torch.save (tests/engine/testdata/torch_bin, made by scripts/fixtures/
 // make_torch_bin_fixtures.py): the tensors equal the same weights' safetensors bit for bit,
 // a TNL folder in that format gives the same logits, views over shared storages come out
 // right, and malformed or unsupported files are refused by name.

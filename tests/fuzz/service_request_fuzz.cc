@@ -1,6 +1,6 @@
 // libFuzzer target: requests from an untrusted client into the gRPC service handlers, in
-// process. The first byte picks the method (9: WatchJob); the rest is the request message, as binary
-// protobuf or, when the byte's top bit is set, as text format (so the dictionary's field
+// process. The first byte picks the method (9: WatchJob); the rest is the request message, as
+// binary protobuf or, when the byte's top bit is set, as text format (so the dictionary's field
 // names reach every field). Calls go through a real grpc::Server over its in-process
 // channel: the handlers, the registry, the scheduler, the executor and the result store
 // (':memory:') all run as in hgeval-server, with the golden HGRN2 checkpoint and the tok512

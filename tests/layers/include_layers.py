@@ -56,8 +56,11 @@ ENGINE = (
     "engine/cuda",
     "engine/model",
     "engine/runtime",
+    "engine/lm_eval",
     "engine/cli",
 )
+# The task libraries (what hgeval_tasks links), bottom up.
+TASKS = ("tasks/api", "tasks/models", "tasks/harness", "tasks")
 EVERYTHING = None  # bench/ and tests/: any room, any library
 
 # Room (path prefix; "proto" is the generated `hgeval/v1/*.pb.h`) -> what it may include
@@ -76,24 +79,34 @@ ROOMS = {
         ["engine/util", "engine/loader", "engine/tokenizer", "engine/cpu", "engine/cuda"]
     ),
     "engine/runtime": _room(["engine/util", "engine/tokenizer", "engine/model"]),
+    # lm-eval's request rules, below every program so that each (engine/tools too) uses them.
+    "engine/lm_eval": _room(["engine/util", "engine/tokenizer", "engine/model", "engine/runtime"]),
     # The command-line convention and the model-loading flags of every program.
     "engine/cli": _room(["engine/util", "engine/loader", "engine/tokenizer", "engine/model"]),
     "engine/tools": _room(ENGINE),
     # Python's whitespace and the lenient decoder of its text rules live in the one UTF-8
     # module, engine/tokenizer/utf8.h.
-    "metrics": _room(["engine/tokenizer"]),
-    "tasks": _room([*ENGINE, "metrics"]),
+    # metrics/aggregation's bootstrap runs on the process's worker pool (engine/util).
+    "metrics": _room(["engine/util", "engine/tokenizer"]),
+    # tasks/ as lm-evaluation-harness shapes it: the task contract and registry (api), the
+    # engine adapters (models), the evaluator and its reports (harness), the task families
+    # (the rest of tasks/) and the programs' shared flags (programs).
+    "tasks/api": _room([*ENGINE, "metrics"]),
+    "tasks/models": _room([*ENGINE, "metrics", "tasks/api"]),
+    "tasks/harness": _room([*ENGINE, "metrics", "tasks/api"]),
+    "tasks": _room([*ENGINE, "metrics", "tasks/api", "tasks/models", "tasks/harness"]),
+    "tasks/programs": _room([*ENGINE, "metrics", *TASKS]),
     "tasks/plot": _room([], ["cairo"]),
     "tasks/niah/heatmap": _room(["metrics", "tasks/plot"], ["cairo"]),
-    "tasks/niah/tools": _room([*ENGINE, "metrics", "tasks", "tasks/niah/heatmap"]),
-    "tasks/tools": _room([*ENGINE, "metrics", "tasks"]),
+    "tasks/niah/tools": _room([*ENGINE, "metrics", *TASKS, "tasks/programs", "tasks/niah/heatmap"]),
+    "tasks/tools": _room([*ENGINE, "metrics", *TASKS, "tasks/programs"]),
     "proto": _room(),
     "server": _room(
-        [*ENGINE, "metrics", "tasks", "proto"],
+        [*ENGINE, "metrics", *TASKS, "tasks/programs", "proto"],
         ["grpc", "protobuf", "sqlite", "libpq", "httplib", "openssl"],
     ),
     "client": _room(
-        [*ENGINE, "metrics", "tasks", "tasks/niah/heatmap", "tasks/plot", "proto"],
+        [*ENGINE, "metrics", *TASKS, "tasks/programs", "tasks/niah/heatmap", "tasks/plot", "proto"],
         ["grpc", "protobuf"],
     ),
     "bench": EVERYTHING,

@@ -39,8 +39,10 @@ class IncludeLayersTest(unittest.TestCase):
     def test_each_forbidden_direction_is_reported(self):
         violations = self.check(
             {
-                "metrics/rouge.cc": '#include "engine/util/status_macros.h"\n',
-                "tasks/task.cc": '#include "hgeval/v1/models.pb.h"\n',
+                "metrics/rouge.cc": '#include "engine/model/model.h"\n',
+                "tasks/api/task.cc": '#include "hgeval/v1/models.pb.h"\n',
+                "tasks/api/registry.cc": '#include "tasks/harness/evaluator.h"\n',
+                "tasks/models/engine_language_model.cc": '#include "tasks/harness/evaluator.h"\n',
                 "tasks/niah/sweep.cc": '#include "tasks/niah/heatmap/niah_heatmap.h"\n',
                 "tasks/niah/tools/niah_main.cc": '#include "client/niah_outputs.h"\n',
                 "server/model_service.cc": '#include "client/client.h"\n',
@@ -52,7 +54,7 @@ class IncludeLayersTest(unittest.TestCase):
                 "client/hgeval_main.cc": '#include "bench/timed_model.h"\n',
             }
         )
-        self.assertEqual(len(violations), 11, "\n".join(violations))
+        self.assertEqual(len(violations), 13, "\n".join(violations))
         for violation in violations:
             self.assertRegex(violation, r"^[\w/]+\.(cc|h):1: ")
 
@@ -60,7 +62,7 @@ class IncludeLayersTest(unittest.TestCase):
         violations = self.check(
             {
                 "engine/runtime/scoring.cc": "#include <grpcpp/grpcpp.h>\n",
-                "tasks/evaluator.cc": '#include "google/protobuf/message.h"\n',
+                "tasks/harness/evaluator.cc": '#include "google/protobuf/message.h"\n',
                 "tasks/niah/output.cc": "#include <cairo.h>\n",
                 "engine/cpu/ops.cc": "#include <cuda_runtime.h>\n",
                 "client/client.cc": "#include <sqlite3.h>\n",
@@ -99,7 +101,7 @@ class IncludeLayersTest(unittest.TestCase):
         )
 
     def test_a_source_file_outside_every_room_is_reported(self):
-        violations = self.check({"report/table.cc": '#include "tasks/evaluator.h"\n'})
+        violations = self.check({"report/table.cc": '#include "tasks/harness/evaluator.h"\n'})
         self.assertEqual(len(violations), 1)
         self.assertTrue(violations[0].startswith("report/table.cc:1: in no room"), violations[0])
 

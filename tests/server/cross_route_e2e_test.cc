@@ -24,7 +24,7 @@
 #include "engine/tokenizer/tokenizer.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
-#include "tasks/engine_language_model.h"
+#include "tasks/models/engine_language_model.h"
 #include "tasks/niah/context.h"
 #include "tasks/niah/haystack.h"
 #include "tasks/niah/output.h"

@@ -11,7 +11,7 @@
 #include "client/client.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
-#include "tasks/engine_language_model.h"
+#include "tasks/models/engine_language_model.h"
 #include "tests/server/lm_eval_routes.h"
 #include "tests/server/server_process.h"
 #include "tests/support/paths.h"

@@ -17,7 +17,7 @@
 #include "client/client.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
-#include "tasks/evaluator.h"
+#include "tasks/harness/evaluator.h"
 #include "tests/server/lm_eval_http_model.h"
 #include "tests/server/lm_eval_routes.h"
 #include "tests/server/server_process.h"

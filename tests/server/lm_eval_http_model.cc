@@ -10,8 +10,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "engine/lm_eval/requests.h"
 #include "nlohmann/json.hpp"
-#include "tasks/lm_eval_requests.h"
 
 namespace hgeval::testing {
 namespace {
@@ -68,7 +68,7 @@ absl::StatusOr<std::vector<tasks::LoglikelihoodResult>> LmEvalHttpModel::Loglike
       continuation_ids = *std::move(ids);
     } else {
       std::string context = requests[i].context, continuation = requests[i].continuation;
-      const size_t spaces = tasks::TrailingPythonWhitespaceBytes(context);
+      const size_t spaces = lm_eval::TrailingPythonWhitespaceBytes(context);
       continuation = context.substr(context.size() - spaces) + continuation;
       context.resize(context.size() - spaces);
       absl::StatusOr<std::vector<int32_t>> whole = tokenize(context + continuation);
@@ -173,8 +173,8 @@ absl::StatusOr<std::vector<tasks::RollingResult>> LmEvalHttpModel::Loglikelihood
         {{"model", options_.model}, {"prompt", requests[i].text}, {"add_special_tokens", false}});
     if (!reply.ok()) return reply.status();
     const std::vector<int32_t> ids = (*reply)["tokens"].get<std::vector<int32_t>>();
-    for (const tasks::TokenPair& w :
-         tasks::MakeRollingWindows(ids, *prefix, options_.max_length - 2)) {
+    for (const lm_eval::TokenPair& w :
+         lm_eval::MakeRollingWindows(ids, *prefix, options_.max_length - 2)) {
       Input input;
       input.tokens = w.context;
       input.tokens.insert(input.tokens.end(), w.continuation.begin(), w.continuation.end());

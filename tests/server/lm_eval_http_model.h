@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "tasks/language_model.h"
+#include "tasks/api/language_model.h"
 
 namespace hgeval::testing {
 

@@ -4,8 +4,8 @@
 
 #include "client/remote_language_model.h"
 #include "gtest/gtest.h"
-#include "tasks/cli_options.h"
-#include "tasks/evaluator.h"
+#include "tasks/harness/evaluator.h"
+#include "tasks/programs/cli_options.h"
 #include "tests/support/paths.h"
 
 namespace hgeval::testing {

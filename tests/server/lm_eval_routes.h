@@ -11,7 +11,7 @@
 
 #include "client/client.h"
 #include "nlohmann/json.hpp"
-#include "tasks/engine_language_model.h"
+#include "tasks/models/engine_language_model.h"
 
 namespace hgeval::testing {
 

@@ -30,12 +30,12 @@ constexpr int64_t kRssBoundKib = 512 * 1024;
 TEST(LoadTest, SixtyFourClientsGetTheSingleClientResults) {
   const std::string dir = testing::MakeTempDir("load-e2e");
   ServerProcess server;
-  ASSERT_TRUE(server
-                  .Start(dir, {"--model=hgrn2=" + SourcePath("tests/golden/hgrn2"),
-                               "--tokenizer=" + SourcePath("data/models/stories260K/tok512.bin"),
-                               "--store=:memory:", "--preload=all", "--log=false",
-                               "--shutdown_grace_ms=0"})
-                  .ok());
+  ASSERT_TRUE(
+      server
+          .Start(dir, {"--model=hgrn2=" + SourcePath("tests/golden/hgrn2"),
+                       "--tokenizer=" + SourcePath("data/models/stories260K/tok512.bin"),
+                       "--store=:memory:", "--preload=all", "--log=false", "--shutdown_grace_ms=0"})
+          .ok());
   client::ClientOptions options;
   options.servers = {server.address()};
   auto single = *client::Client::Connect(options);
@@ -65,7 +65,8 @@ TEST(LoadTest, SixtyFourClientsGetTheSingleClientResults) {
         auto answer = testing::RunLoadRequest(*own, requests[r]);
         if (!answer.ok()) {
           ++failures;
-          std::fprintf(stderr, "client %d request %d: %s\n", c, i, answer.status().ToString().c_str());
+          std::fprintf(stderr, "client %d request %d: %s\n", c, i,
+                       answer.status().ToString().c_str());
           continue;
         }
         ++answered;

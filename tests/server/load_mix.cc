@@ -62,7 +62,8 @@ LoadRequest MakeLoadRequest(const std::string& model, int client, int index) {
     r.rolling.set_model(model);
     r.rolling.set_no_cache(true);
     r.rolling.set_max_length(uniform(8, 64));
-    r.rolling.add_inputs()->set_text(absl::StrCat(kTexts[uniform(0, 5)], " ", kTexts[uniform(0, 5)]));
+    r.rolling.add_inputs()->set_text(
+        absl::StrCat(kTexts[uniform(0, 5)], " ", kTexts[uniform(0, 5)]));
     r.tokens += 30;
   } else {
     r.kind = LoadRequest::kTokenize;

@@ -16,7 +16,7 @@
 #include "engine/model/lra_classifier.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
-#include "tasks/evaluator.h"
+#include "tasks/harness/evaluator.h"
 #include "tasks/lra/engine_lra_classifier.h"
 #include "tasks/lra/listops_data.h"
 #include "tests/server/server_process.h"

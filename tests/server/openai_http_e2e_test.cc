@@ -20,12 +20,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "client/client.h"
+#include "engine/lm_eval/requests.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "server/request_prep.h"
-#include "tasks/lm_eval_requests.h"
 #include "tests/server/server_process.h"
 #include "tests/support/paths.h"
 
@@ -140,7 +140,7 @@ class OpenAiHttpTest : public ::testing::Test {
 
   // lm-eval's batch_loglikelihood_requests: (context_enc + continuation_enc)[-max_length:]
   // and the context length left after that cut.
-  static void AddLmEvalInput(const tasks::TokenPair& pair, Json* prompts,
+  static void AddLmEvalInput(const lm_eval::TokenPair& pair, Json* prompts,
                              std::vector<int>* ctxlens) {
     std::vector<int32_t> input = pair.context;
     input.insert(input.end(), pair.continuation.begin(), pair.continuation.end());
@@ -194,8 +194,8 @@ TEST_F(OpenAiHttpTest, LoglikelihoodPairsEqualTheGrpcPathBitForBit) {
   grpc_request.set_truncate(true);
   grpc_request.set_max_length(kSelfMaxLength - 1);  // fed tokens: lm-eval's input minus 1
   for (const auto& [context, continuation] : pairs) {
-    absl::StatusOr<tasks::TokenPair> encoded = tasks::EncodeLmEvalPair(
-        *tokenizer_, context, continuation, /*add_bos=*/false, server::PrefixToken(*tokenizer_));
+    absl::StatusOr<lm_eval::TokenPair> encoded = lm_eval::EncodeLmEvalPair(
+        *tokenizer_, context, continuation, /*add_bos=*/false, lm_eval::PrefixToken(*tokenizer_));
     ASSERT_TRUE(encoded.ok()) << encoded.status();
     AddLmEvalInput(*encoded, &prompts, &ctxlens);
     v1::LoglikelihoodPair* pair = grpc_request.add_pairs();
@@ -265,8 +265,8 @@ TEST_F(OpenAiHttpTest, RemoteTokenizerGivesLmEvalTheServersEncoding) {
       {"", "Lily liked to play outside."}};
   for (auto [context, continuation] : pairs) {
     SCOPED_TRACE(context + "|" + continuation);
-    absl::StatusOr<tasks::TokenPair> want = tasks::EncodeLmEvalPair(
-        *tokenizer_, context, continuation, /*add_bos=*/false, server::PrefixToken(*tokenizer_));
+    absl::StatusOr<lm_eval::TokenPair> want = lm_eval::EncodeLmEvalPair(
+        *tokenizer_, context, continuation, /*add_bos=*/false, lm_eval::PrefixToken(*tokenizer_));
     ASSERT_TRUE(want.ok());
     std::vector<int32_t> context_enc, continuation_enc;
     if (context.empty()) {
@@ -330,7 +330,7 @@ TEST_F(OpenAiHttpTest, AGreedyOneTokenCompletionTakesItsTokenFromTheScoringPass)
   Json prompts = Json::array();
   for (const char* text : {"Once upon a time", "The cat sat on the", "Lily liked to",
                            "One day, Tim went to the park with his mom. He saw a big"}) {
-    prompts.push_back(tasks::EncodeLmEvalText(*tokenizer_, text, /*add_bos=*/false).value());
+    prompts.push_back(lm_eval::EncodeLmEvalText(*tokenizer_, text, /*add_bos=*/false).value());
   }
   for (const bool echo : {true, false}) {
     SCOPED_TRACE(echo);
@@ -364,14 +364,14 @@ TEST_F(OpenAiHttpTest, RollingWindowsEqualTheGrpcPathBitForBit) {
   // tok_encode(string), each sent as a loglikelihood input; the string's value is the sum.
   const int window = kSelfMaxLength - 1;
   absl::StatusOr<std::vector<int32_t>> ids =
-      tasks::EncodeLmEvalText(*tokenizer_, text, /*add_bos=*/false);
+      lm_eval::EncodeLmEvalText(*tokenizer_, text, /*add_bos=*/false);
   ASSERT_TRUE(ids.ok()) << ids.status();
-  std::vector<tasks::TokenPair> windows =
-      tasks::MakeRollingWindows(*ids, server::PrefixToken(*tokenizer_), window);
+  std::vector<lm_eval::TokenPair> windows =
+      lm_eval::MakeRollingWindows(*ids, lm_eval::PrefixToken(*tokenizer_), window);
   ASSERT_GE(windows.size(), 3u);
   Json prompts = Json::array();
   std::vector<int> ctxlens;
-  for (const tasks::TokenPair& w : windows) AddLmEvalInput(w, &prompts, &ctxlens);
+  for (const lm_eval::TokenPair& w : windows) AddLmEvalInput(w, &prompts, &ctxlens);
   HttpReply reply = server_->Complete(LoglikelihoodPayload(prompts));
   ASSERT_EQ(reply.status, 200) << reply.body;
   double string_nll = 0;
@@ -394,7 +394,7 @@ TEST_F(OpenAiHttpTest, GenerateUntilEqualsTheGrpcPath) {
   const std::string context = "Once upon a time, there was a";
   const int max_gen_toks = 16;
   absl::StatusOr<std::vector<int32_t>> ids =
-      tasks::EncodeLmEvalText(*tokenizer_, context, /*add_bos=*/false);
+      lm_eval::EncodeLmEvalText(*tokenizer_, context, /*add_bos=*/false);
   ASSERT_TRUE(ids.ok());
   std::vector<int32_t> encoding = *ids;
   const size_t max_context = kSelfMaxLength - max_gen_toks;  // encodings_list[-max_ctx:]

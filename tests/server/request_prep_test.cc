@@ -28,7 +28,7 @@ std::vector<int32_t> Fed(const TokenPair& w) {
 
 TEST(RollingWindowsTest, TenTokensWindowFourMatchesTheSpecExample) {
   const int32_t p = 1;
-  std::vector<TokenPair> w = tasks::MakeRollingWindows(Range(10), p, 4);
+  std::vector<TokenPair> w = lm_eval::MakeRollingWindows(Range(10), p, 4);
   ASSERT_EQ(w.size(), 3u);
   EXPECT_THAT(Fed(w[0]), ElementsAre(p, 100, 101, 102));
   EXPECT_THAT(w[0].continuation, ElementsAre(100, 101, 102, 103));
@@ -39,7 +39,7 @@ TEST(RollingWindowsTest, TenTokensWindowFourMatchesTheSpecExample) {
 }
 
 TEST(RollingWindowsTest, NineTokensWindowFourLastWindowHasFullInput) {
-  std::vector<TokenPair> w = tasks::MakeRollingWindows(Range(9), 1, 4);
+  std::vector<TokenPair> w = lm_eval::MakeRollingWindows(Range(9), 1, 4);
   ASSERT_EQ(w.size(), 3u);
   EXPECT_THAT(Fed(w[2]), ElementsAre(104, 105, 106, 107));
   EXPECT_THAT(w[2].continuation, ElementsAre(108));
@@ -48,7 +48,7 @@ TEST(RollingWindowsTest, NineTokensWindowFourLastWindowHasFullInput) {
 TEST(RollingWindowsTest, EveryTokenPredictedOnceAndNoWindowExceedsTheLength) {
   for (int n : {1, 2, 3, 7, 8, 33}) {
     for (int L : {1, 2, 5, 8}) {
-      std::vector<TokenPair> windows = tasks::MakeRollingWindows(Range(n), 1, L);
+      std::vector<TokenPair> windows = lm_eval::MakeRollingWindows(Range(n), 1, L);
       std::vector<int32_t> predicted;
       for (const TokenPair& w : windows) {
         EXPECT_LE(static_cast<int>(Fed(w).size()), L);
@@ -58,7 +58,7 @@ TEST(RollingWindowsTest, EveryTokenPredictedOnceAndNoWindowExceedsTheLength) {
       EXPECT_EQ(predicted, Range(n)) << "n=" << n << " L=" << L;
     }
   }
-  EXPECT_TRUE(tasks::MakeRollingWindows({}, 1, 4).empty());
+  EXPECT_TRUE(lm_eval::MakeRollingWindows({}, 1, 4).empty());
 }
 
 class PreparePairTest : public ::testing::Test {
@@ -95,7 +95,7 @@ TEST_F(PreparePairTest, EmptyContextBecomesThePrefixToken) {
   pair.set_continuation("Once");
   absl::StatusOr<TokenPair> p = Prepare(pair);
   ASSERT_TRUE(p.ok()) << p.status();
-  EXPECT_THAT(p->context, ElementsAre(PrefixToken(*tokenizer_)));
+  EXPECT_THAT(p->context, ElementsAre(lm_eval::PrefixToken(*tokenizer_)));
   EXPECT_EQ(p->continuation, *tokenizer_->Encode("Once", false));
 }
 

@@ -26,7 +26,7 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "server/request_prep.h"
-#include "tasks/engine_language_model.h"
+#include "tasks/models/engine_language_model.h"
 #include "tests/server/server_process.h"
 #include "tests/support/paths.h"
 
@@ -246,7 +246,8 @@ TEST_F(ServiceTest, RollingEqualsTheEngineOverLmEvalWindows) {
   ASSERT_TRUE(response.ok()) << response.status();
   ASSERT_EQ(response->results_size(), 2);
   // Engine: the same windows scored directly.
-  std::vector<server::TokenPair> windows = tasks::MakeRollingWindows(ids, tokenizer_->bos_id(), 64);
+  std::vector<server::TokenPair> windows =
+      lm_eval::MakeRollingWindows(ids, tokenizer_->bos_id(), 64);
   ASSERT_EQ(windows.size(), 4u);
   std::vector<ScoreRequest> engine_requests;
   for (const auto& w : windows) engine_requests.push_back({nullptr, w.context, w.continuation});

@@ -1,5 +1,5 @@
 // The configuration sweeps of tests/golden/<family>_sweep/ (issue 28; made by
-// tools/fixtures/tnl_sweep.py and config_sweep.py): which fixtures there are, which of them
+// scripts/fixtures/tnl_sweep.py and config_sweep.py): which fixtures there are, which of them
 // hgeval must refuse at load and for which config field, and the check that a refusal
 // names it. Shared by the CPU golden test and the CUDA test of the sweeps.
 #ifndef HGEVAL_TESTS_SUPPORT_CONFIG_SWEEP_H_

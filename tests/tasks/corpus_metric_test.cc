@@ -9,8 +9,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "gtest/gtest.h"
-#include "tasks/evaluator.h"
-#include "tasks/task.h"
+#include "tasks/api/task.h"
+#include "tasks/harness/evaluator.h"
 
 namespace hgeval::tasks {
 namespace {

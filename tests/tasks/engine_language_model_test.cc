@@ -2,7 +2,7 @@
 // tok512) and the golden HGRN2 model (vocab 512): trailing-space move, joint
 // tokenization, BOS regimes, the empty-context prefix token, left truncation, rolling
 // windows, windowless rolling, greedy generation.
-#include "tasks/engine_language_model.h"
+#include "tasks/models/engine_language_model.h"
 
 #include <cmath>
 #include <string>
@@ -164,7 +164,7 @@ TEST_F(EngineLanguageModelTest, RollingSumsLmEvalWindows) {
   auto results = lm.LoglikelihoodRolling({{text}});
   ASSERT_TRUE(results.ok()) << results.status();
   double expected = 0;
-  for (const auto& w : MakeRollingWindows(*tokens, tokenizer_->bos_id(), 6)) {
+  for (const auto& w : lm_eval::MakeRollingWindows(*tokens, tokenizer_->bos_id(), 6)) {
     expected += ScoreFromScratch(w.context, w.continuation).first;
   }
   EXPECT_NEAR((*results)[0].logprob, expected, 1e-5);

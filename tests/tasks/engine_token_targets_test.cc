@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "tasks/engine_language_model.h"
+#include "tasks/models/engine_language_model.h"
 #include "tests/tasks/model_fixtures.h"
 
 namespace hgeval::tasks {

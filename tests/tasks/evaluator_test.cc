@@ -1,7 +1,7 @@
 // RunTasks on a real model (golden HGRN2 + tok512): lm-eval's results layout, the
 // aggregation of per-doc scores (recomputed here from the model's own log-likelihoods),
 // --limit, the markdown table and the per-sample records.
-#include "tasks/evaluator.h"
+#include "tasks/harness/evaluator.h"
 
 #include <cmath>
 #include <string>
@@ -9,8 +9,8 @@
 
 #include "gtest/gtest.h"
 #include "metrics/text_counts.h"
-#include "tasks/engine_language_model.h"
-#include "tasks/registry.h"
+#include "tasks/api/registry.h"
+#include "tasks/models/engine_language_model.h"
 #include "tests/tasks/model_fixtures.h"
 
 namespace hgeval::tasks {

@@ -1,4 +1,4 @@
-"""tools/train/fla_recurrent_models.py (the MQAR trainer's plain-PyTorch HGRN2/HGRN) run
+"""scripts/train/fla_recurrent_models.py (the MQAR trainer's plain-PyTorch HGRN2/HGRN) run
 through its numpy twin, in float64: the chunkwise recurrences equal the step-by-step ones,
 the parameter layout is fla's, and the whole model reproduces fla's reference logits
 (tests/golden). Runs on Debian's python3 with python3-numpy (no PyTorch needed)."""
@@ -10,7 +10,7 @@ import unittest
 import numpy as np
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(REPO, "tools", "train"))
+sys.path.insert(0, os.path.join(REPO, "scripts", "train"))
 import fla_recurrent_models as frla  # noqa: E402
 
 GOLDEN = os.path.join(REPO, "tests", "golden")

@@ -17,7 +17,7 @@ namespace {
 TEST(LraListOpsFixtureTest, EngineLogitsAndAccuracyEqualPyTorchs) {
   if (!HaveListOpsFixture()) {
     GTEST_SKIP() << "the trained fixture " << ListOpsFixtureDir()
-                 << " is not committed yet: run tools/train/lra_listops_train.py --out "
+                 << " is not committed yet: run scripts/train/lra_listops_train.py --out "
                  << ListOpsFixtureDir() << " on a GPU machine (issue 15)";
   }
   auto fixture = LoadListOpsFixture();

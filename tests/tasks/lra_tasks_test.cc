@@ -13,11 +13,11 @@
 #include "engine/model/lra_input.h"
 #include "engine/tokenizer/lra_vocabulary.h"
 #include "gtest/gtest.h"
-#include "tasks/evaluator.h"
+#include "tasks/api/registry.h"
+#include "tasks/harness/evaluator.h"
 #include "tasks/lra/cifar10.h"
 #include "tasks/lra/engine_lra_classifier.h"
 #include "tasks/lra/pathfinder.h"
-#include "tasks/registry.h"
 #include "tests/support/paths.h"
 #include "tests/tasks/lra_test_checkpoint.h"
 

@@ -10,8 +10,8 @@
 #include "engine/tokenizer/token_only_tokenizer.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
-#include "tasks/engine_language_model.h"
-#include "tasks/evaluator.h"
+#include "tasks/harness/evaluator.h"
+#include "tasks/models/engine_language_model.h"
 #include "tests/support/paths.h"
 #include "tests/tasks/mqar_test_model.h"
 

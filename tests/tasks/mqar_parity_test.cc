@@ -14,8 +14,8 @@
 #include "absl/strings/str_join.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tasks/api/numpy_random.h"
 #include "tasks/mqar/generator.h"
-#include "tasks/numpy_random.h"
 #include "tests/support/paths.h"
 
 namespace hgeval::tasks {

@@ -9,11 +9,11 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "tasks/engine_language_model.h"
-#include "tasks/evaluator.h"
+#include "tasks/api/registry.h"
+#include "tasks/harness/evaluator.h"
+#include "tasks/models/engine_language_model.h"
 #include "tasks/mqar/generator.h"
 #include "tasks/mqar/mqar_task.h"
-#include "tasks/registry.h"
 #include "tests/tasks/model_fixtures.h"
 
 namespace hgeval::tasks::mqar {

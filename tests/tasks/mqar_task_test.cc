@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "tasks/evaluator.h"
+#include "tasks/api/registry.h"
+#include "tasks/harness/evaluator.h"
 #include "tasks/mqar/generator.h"
-#include "tasks/registry.h"
 
 namespace hgeval::tasks::mqar {
 namespace {

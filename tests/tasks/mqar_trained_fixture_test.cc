@@ -1,4 +1,4 @@
-// The trained MQAR fixtures (data/models/mqar/*, made by tools/train/mqar_train.py on a
+// The trained MQAR fixtures (data/models/mqar/*, made by scripts/train/mqar_train.py on a
 // GPU): the engine's accuracy on the setting each was trained on equals the accuracy
 // PyTorch measured on the same 3,000 zoology test examples (mqar_train.json): the same
 // number of correct argmaxes at the labelled positions (up to the near ties a recurrent
@@ -12,7 +12,7 @@
 #include "engine/tokenizer/token_only_tokenizer.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
-#include "tasks/engine_language_model.h"
+#include "tasks/models/engine_language_model.h"
 #include "tasks/mqar/generator.h"
 #include "tasks/mqar/mqar_task.h"
 #include "tests/support/paths.h"

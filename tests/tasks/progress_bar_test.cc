@@ -1,6 +1,6 @@
 // The one progress bar of the command-line tools: its line, its ETA from computed (not
 // cached) items, and how it writes when stderr is not a terminal.
-#include "tasks/progress_bar.h"
+#include "tasks/harness/progress_bar.h"
 
 #include <algorithm>
 #include <cstdio>

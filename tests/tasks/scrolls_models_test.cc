@@ -12,9 +12,9 @@
 #include "gtest/gtest.h"
 #include "metrics/multiple_choice.h"
 #include "metrics/scrolls_metrics.h"
-#include "tasks/engine_language_model.h"
-#include "tasks/evaluator.h"
-#include "tasks/registry.h"
+#include "tasks/api/registry.h"
+#include "tasks/harness/evaluator.h"
+#include "tasks/models/engine_language_model.h"
 #include "tests/tasks/model_fixtures.h"
 
 namespace hgeval::tasks {

@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "tasks/evaluator.h"
-#include "tasks/registry.h"
-#include "tasks/task.h"
+#include "tasks/api/registry.h"
+#include "tasks/api/task.h"
+#include "tasks/harness/evaluator.h"
 #include "tests/support/paths.h"
 
 namespace hgeval::tasks {

@@ -6,11 +6,11 @@
 
 #include "gtest/gtest.h"
 #include "metrics/text_counts.h"
-#include "tasks/engine_language_model.h"
-#include "tasks/registry.h"
-#include "tasks/text_preprocess.h"
-#include "tasks/wikitext_task.h"
-#include "tasks/winogrande_task.h"
+#include "tasks/api/registry.h"
+#include "tasks/api/text_preprocess.h"
+#include "tasks/models/engine_language_model.h"
+#include "tasks/wikitext/wikitext_task.h"
+#include "tasks/winogrande/winogrande_task.h"
 #include "tests/support/paths.h"
 
 namespace hgeval::tasks {
@@ -207,7 +207,7 @@ std::vector<int32_t> Range(int n) {
 
 TEST(RollingWindowsTest, TenTokensWindowFour) {
   const int32_t p = 100;
-  auto windows = MakeRollingWindows(Range(10), p, 4);
+  auto windows = lm_eval::MakeRollingWindows(Range(10), p, 4);
   ASSERT_EQ(windows.size(), 3u);
   // Inputs [p,0,1,2] / [3,4,5,6] / [5,6,7,8]; scored 0..3 / 4..7 / 8,9.
   EXPECT_EQ(windows[0].context, (std::vector<int32_t>{p}));
@@ -219,15 +219,15 @@ TEST(RollingWindowsTest, TenTokensWindowFour) {
 }
 
 TEST(RollingWindowsTest, NineTokensWindowFour) {
-  auto windows = MakeRollingWindows(Range(9), 100, 4);
+  auto windows = lm_eval::MakeRollingWindows(Range(9), 100, 4);
   ASSERT_EQ(windows.size(), 3u);
   EXPECT_EQ(windows[2].context, (std::vector<int32_t>{4, 5, 6, 7}));
   EXPECT_EQ(windows[2].continuation, (std::vector<int32_t>{8}));
 }
 
 TEST(RollingWindowsTest, ShortAndEmptyTexts) {
-  EXPECT_TRUE(MakeRollingWindows({}, 1, 4).empty());
-  auto windows = MakeRollingWindows(Range(3), 7, 4);
+  EXPECT_TRUE(lm_eval::MakeRollingWindows({}, 1, 4).empty());
+  auto windows = lm_eval::MakeRollingWindows(Range(3), 7, 4);
   ASSERT_EQ(windows.size(), 1u);
   EXPECT_EQ(windows[0].context, (std::vector<int32_t>{7}));
   EXPECT_EQ(windows[0].continuation, (std::vector<int32_t>{0, 1, 2}));

@@ -1,6 +1,6 @@
 // A TaskReport written by one process and read by another (a job's shards) comes back
 // bit-identical: values, NaN "N/A" stderrs, the version, configs, samples and stats.
-#include "tasks/task_report_json.h"
+#include "tasks/harness/task_report_json.h"
 
 #include <bit>
 #include <cmath>

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "tasks/registry.h"
-#include "tasks/task.h"
+#include "tasks/api/registry.h"
+#include "tasks/api/task.h"
 #include "tests/support/paths.h"
 
 namespace hgeval::tasks {

@@ -24,13 +24,13 @@
 #include "engine/model/load_model.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "engine/util/status_macros.h"
+#include "tasks/harness/progress_bar.h"
 #include "tasks/niah/context.h"
 #include "tasks/niah/grid.h"
 #include "tasks/niah/heatmap/niah_heatmap.h"
 #include "tasks/niah/niah_flags.h"
 #include "tasks/niah/output.h"
 #include "tasks/niah/sweep.h"
-#include "tasks/progress_bar.h"
 
 ABSL_FLAG(std::string, model_name, "", "Name in the title and JSON (default: file name).");
 ABSL_FLAG(std::string, essays, "",
