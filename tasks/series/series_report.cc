@@ -11,7 +11,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "metrics/power_law.h"
-#include "tasks/registry.h"
+#include "tasks/api/registry.h"
 
 namespace hgeval::tasks::series {
 
