@@ -28,11 +28,11 @@ bool IsFinalJobState(v1::JobState state) {
 
 namespace {
 
-std::string NewJobId() {
+std::string NewJobId(const std::string& prefix) {
   std::random_device rd;
   std::mt19937_64 rng((static_cast<uint64_t>(rd()) << 32) ^ rd() ^
                       static_cast<uint64_t>(absl::ToUnixNanos(absl::Now())));
-  return absl::StrCat("job-", absl::Hex(rng(), absl::kZeroPad16));
+  return absl::StrCat(prefix, "-", absl::Hex(rng(), absl::kZeroPad16));
 }
 
 }  // namespace
@@ -212,7 +212,8 @@ absl::Status JobManager::Validate(const v1::SubmitJobRequest& request) {
   return Validated(request).status();
 }
 
-absl::StatusOr<std::string> JobManager::Submit(const v1::SubmitJobRequest& request) {
+absl::StatusOr<std::string> JobManager::Submit(const v1::SubmitJobRequest& request,
+                                               const std::string& id_prefix) {
   absl::StatusOr<LoadedModel*> model = Validated(request);
   if (!model.ok()) return model.status();
   const bool niah = request.has_niah();
@@ -248,7 +249,7 @@ absl::StatusOr<std::string> JobManager::Submit(const v1::SubmitJobRequest& reque
     }
   }
   v1::Job job;
-  job.set_id(NewJobId());
+  job.set_id(NewJobId(id_prefix));
   job.set_model(request.model());
   *job.mutable_tasks() = request.tasks();
   job.set_limit(request.limit());

@@ -55,8 +55,11 @@ class JobManager {
   void Stop();
 
   // A new job's id, or that of a job submitted here with the same spec on the same model
-  // weights that is still queued or running (they would compute the same requests).
-  absl::StatusOr<std::string> Submit(const hgeval::v1::SubmitJobRequest& request);
+  // weights that is still queued or running (they would compute the same requests). A new
+  // id is `id_prefix`, '-' and 16 random hex digits: jobs created in the same second run
+  // in the order of their ids (a series names its jobs so that they run in its order).
+  absl::StatusOr<std::string> Submit(const hgeval::v1::SubmitJobRequest& request,
+                                     const std::string& id_prefix = "job");
   // Submit's checks (the model loaded, its tasks known and supported) without a job.
   absl::Status Validate(const hgeval::v1::SubmitJobRequest& request);
   absl::StatusOr<hgeval::v1::Job> Get(const std::string& id);

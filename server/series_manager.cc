@@ -140,8 +140,9 @@ absl::StatusOr<v1::Series> SeriesManager::Submit(const v1::SubmitSeriesRequest& 
   // The checkpoints that need a job: none yet, or one that ended without results (the
   // store answers whatever an earlier job of the checkpoint computed). All are checked
   // before any is submitted, so a bad checkpoint submits nothing.
-  std::vector<std::pair<v1::SeriesPoint*, v1::SubmitJobRequest>> needed;
-  for (v1::SeriesPoint& point : *series.mutable_points()) {
+  std::vector<std::pair<int, v1::SubmitJobRequest>> needed;
+  for (int index = 0; index < series.points_size(); ++index) {
+    const v1::SeriesPoint& point = series.points(index);
     if (!point.job_id().empty()) {
       absl::StatusOr<v1::Job> job = jobs_->Get(point.job_id());
       if (job.ok() && (job->state() == v1::JOB_STATE_SUCCEEDED || Live(job->state()))) continue;
@@ -156,16 +157,18 @@ absl::StatusOr<v1::Series> SeriesManager::Submit(const v1::SubmitSeriesRequest& 
           s.code(),
           absl::StrCat("checkpoint '", EchoedName(point.checkpoint().model()), "': ", s.message()));
     }
-    needed.emplace_back(&point, std::move(job_request));
+    needed.emplace_back(index, std::move(job_request));
   }
-  for (auto& [point, job_request] : needed) {
-    absl::StatusOr<std::string> job_id = jobs_->Submit(job_request);
+  for (auto& [index, job_request] : needed) {
+    // Ids in the series' order: shards are claimed by creation time, then job id.
+    absl::StatusOr<std::string> job_id =
+        jobs_->Submit(job_request, absl::StrCat(id, "-", absl::Dec(index, absl::kZeroPad4)));
     if (!job_id.ok()) {
       // Checked above, so only the store can fail here: keep what was submitted.
       store_->PutSeries({id, series.created_at(), series.SerializeAsString()}).IgnoreError();
       return job_id.status();
     }
-    point->set_job_id(*job_id);
+    series.mutable_points(index)->set_job_id(*job_id);
   }
   if (absl::Status s = store_->PutSeries({id, series.created_at(), series.SerializeAsString()});
       !s.ok()) {
