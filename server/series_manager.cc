@@ -144,8 +144,12 @@ absl::StatusOr<v1::Series> SeriesManager::Submit(const v1::SubmitSeriesRequest& 
   for (int index = 0; index < series.points_size(); ++index) {
     const v1::SeriesPoint& point = series.points(index);
     if (!point.job_id().empty()) {
-      absl::StatusOr<v1::Job> job = jobs_->Get(point.job_id());
-      if (job.ok() && (job->state() == v1::JOB_STATE_SUCCEEDED || Live(job->state()))) continue;
+      // The job row's state is enough here: no need to parse the job and its shards.
+      absl::StatusOr<std::optional<StoredJob>> row = store_->GetJob(point.job_id());
+      if (row.ok() && row->has_value()) {
+        const auto state = static_cast<v1::JobState>((*row)->state);
+        if (state == v1::JOB_STATE_SUCCEEDED || Live(state)) continue;
+      }
     }
     v1::SubmitJobRequest job_request;
     job_request.set_model(point.checkpoint().model());
