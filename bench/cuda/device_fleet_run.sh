@@ -53,7 +53,11 @@ log() { echo "[$(date +%T)] $*" | tee -a "$g/runs/fleet.log" >&2; }
 # PostgreSQL refuses to run as root: as nobody then.
 as_pg() {
   if [[ $(id -u) == 0 ]]; then
-    runuser -u nobody -- env LD_LIBRARY_PATH="$pg_lib" "$@"
+    if command -v runuser >/dev/null; then
+      runuser -u nobody -- env LD_LIBRARY_PATH="$pg_lib" "$@"
+    else
+      setpriv --reuid=nobody --regid=nogroup --clear-groups env LD_LIBRARY_PATH="$pg_lib" "$@"
+    fi
   else
     env LD_LIBRARY_PATH="$pg_lib" "$@"
   fi
@@ -132,6 +136,56 @@ run_job() {
   return $rc
 }
 
+# The JSON of the models run so far (written after each, so a cut-off call keeps them).
+report() {
+python3 - "$OUT/fleet.json" "$g/runs" "$(cat "$g/runs/gpus.txt" | head -2 | tr '\n' ';')" \
+  "$tasks" "$limit" "$device" "${rows[@]}" <<'PY'
+import json, os, sys
+out, runs, gpus, tasks, limit, device = sys.argv[1:7]
+VOLATILE = ("date", "total_evaluation_time_seconds", "hgeval", "hgeval_job")
+def comparable(path):
+    j = json.load(open(path))
+    for k in VOLATILE:
+        j.pop(k, None)
+    return j
+def stats(text):
+    v = [int(x) for x in text.split()]
+    return dict(zip(("results", "computations", "max_compute_count"), v)) if len(v) == 3 else None
+report = {"benchmark": "device_fleet_run.sh (issue 34 acceptance 1)", "gpus": gpus,
+          "device": device, "tasks": tasks.split(","), "limit": int(limit), "models": {}}
+failed = False
+for row in sys.argv[7:]:
+    model, t1, t2, t3, s1, s2, s3, claims = row.split("|")
+    paths = {r: os.path.join(runs, f"{model}-{r}", "job.json") for r in ("single", "fleet", "killed")}
+    have = {r: os.path.exists(p) for r, p in paths.items()}
+    ref = comparable(paths["single"]) if have["single"] else None
+    equal = {r: (have[r] and ref is not None and comparable(paths[r]) == ref)
+             for r in ("fleet", "killed")}
+    jobs = {r: json.load(open(p)).get("hgeval_job", {}) for r, p in paths.items() if have[r]}
+    m = {
+        "single_seconds": float(t1), "fleet_seconds": float(t2), "killed_seconds": float(t3),
+        "fleet_over_single": float(t2) / float(t1),
+        "killed_over_single": float(t3) / float(t1),
+        "results_equal_to_single": equal,
+        "store": {"single": stats(s1), "fleet": stats(s2), "killed": stats(s3)},
+        "requests": {r: {"computed": j.get("requests_computed"), "cached": j.get("requests_cached")}
+                     for r, j in jobs.items()},
+        "fleet_shards_started_per_server": [int(x) for x in claims.split()],
+    }
+    st = m["store"]
+    ok = (all(equal.values()) and all(st[r] and st[r]["max_compute_count"] == 1 for r in st)
+          and st["fleet"]["results"] == st["single"]["results"] == st["killed"]["results"])
+    m["ok"] = ok
+    failed |= not ok
+    report["models"][model] = m
+    print(f"[{model}] single {float(t1):.2f} s, two servers {float(t2):.2f} s "
+          f"(x{m['fleet_over_single']:.3f}), one killed {float(t3):.2f} s; equal {equal}; "
+          f"store {st}", file=sys.stderr)
+json.dump(report, open(out, "w"), indent=2)
+sys.exit(1 if failed else 0)
+PY
+}
+
 status=0
 checkpoints=$g/checkpoints
 if [[ -z ${MODEL_ARGS:-} ]]; then
@@ -182,53 +236,8 @@ for model in ${models//,/ }; do
   killed_stats=$(stop_pg "$d/pg")
   log "$model killed: $killed_seconds s, store $killed_stats, $(cat "$d/killed.txt" 2>/dev/null || echo 'k1 NOT killed (the job ended first)')"
   rows+=("$model|$single_seconds|$fleet_seconds|$killed_seconds|$single_stats|$fleet_stats|$killed_stats|$fleet_claims")
+  report || status=1
 done
 
-python3 - "$OUT/fleet.json" "$g/runs" "$(cat "$g/runs/gpus.txt" | head -2 | tr '\n' ';')" \
-  "$tasks" "$limit" "$device" "${rows[@]}" <<'PY' || status=1
-import json, os, sys
-out, runs, gpus, tasks, limit, device = sys.argv[1:7]
-VOLATILE = ("date", "total_evaluation_time_seconds", "hgeval", "hgeval_job")
-def comparable(path):
-    j = json.load(open(path))
-    for k in VOLATILE:
-        j.pop(k, None)
-    return j
-def stats(text):
-    v = [int(x) for x in text.split()]
-    return dict(zip(("results", "computations", "max_compute_count"), v)) if len(v) == 3 else None
-report = {"benchmark": "device_fleet_run.sh (issue 34 acceptance 1)", "gpus": gpus,
-          "device": device, "tasks": tasks.split(","), "limit": int(limit), "models": {}}
-failed = False
-for row in sys.argv[7:]:
-    model, t1, t2, t3, s1, s2, s3, claims = row.split("|")
-    paths = {r: os.path.join(runs, f"{model}-{r}", "job.json") for r in ("single", "fleet", "killed")}
-    have = {r: os.path.exists(p) for r, p in paths.items()}
-    ref = comparable(paths["single"]) if have["single"] else None
-    equal = {r: (have[r] and ref is not None and comparable(paths[r]) == ref)
-             for r in ("fleet", "killed")}
-    jobs = {r: json.load(open(p)).get("hgeval_job", {}) for r, p in paths.items() if have[r]}
-    m = {
-        "single_seconds": float(t1), "fleet_seconds": float(t2), "killed_seconds": float(t3),
-        "fleet_over_single": float(t2) / float(t1),
-        "killed_over_single": float(t3) / float(t1),
-        "results_equal_to_single": equal,
-        "store": {"single": stats(s1), "fleet": stats(s2), "killed": stats(s3)},
-        "requests": {r: {"computed": j.get("requests_computed"), "cached": j.get("requests_cached")}
-                     for r, j in jobs.items()},
-        "fleet_shards_started_per_server": [int(x) for x in claims.split()],
-    }
-    st = m["store"]
-    ok = (all(equal.values()) and all(st[r] and st[r]["max_compute_count"] == 1 for r in st)
-          and st["fleet"]["results"] == st["single"]["results"] == st["killed"]["results"])
-    m["ok"] = ok
-    failed |= not ok
-    report["models"][model] = m
-    print(f"[{model}] single {float(t1):.2f} s, two servers {float(t2):.2f} s "
-          f"(x{m['fleet_over_single']:.3f}), one killed {float(t3):.2f} s; equal {equal}; "
-          f"store {st}", file=sys.stderr)
-json.dump(report, open(out, "w"), indent=2)
-sys.exit(1 if failed else 0)
-PY
 tar -C "$g/runs" --exclude='*/pg/data' -czf "$OUT/fleet-logs.tar.gz" . 2>/dev/null
 exit $status
