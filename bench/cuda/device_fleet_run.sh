@@ -38,11 +38,14 @@ if [[ -n $bundle && $bundle != none ]]; then
 else
   bin=${BIN:?BUNDLE=none needs BIN}
 fi
+# The bundles' top folders come out as their packer's temp dirs (0700): PostgreSQL runs
+# as nobody, who must reach its binaries and the run folders.
+chmod 755 "$g"
 export LD_LIBRARY_PATH=$g/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 export HGEVAL_SOURCE_DIR=$PWD
 if [[ $pg_bundle != none ]]; then
   tar -C "$g/pg" -xJf "$pg_bundle" || exit 1
-  chmod -R a+rX "$g/pg"
+  chmod -R a+rX "$g/pg" && chmod 755 "$g"
   pg_bin=$g/pg/usr/lib/postgresql/15/bin
   pg_lib=$g/pg/lib
 else
