@@ -215,6 +215,9 @@ absl::StatusOr<LoadedModel*> JobManager::Validated(const v1::SubmitJobRequest& r
   if (request.options().max_length() < 0) {
     return absl::InvalidArgumentError("options.max_length must be >= 0");
   }
+  if (request.options().shard_requests() < 0) {
+    return absl::InvalidArgumentError("options.shard_requests must be >= 0");
+  }
   if (!v1::BosMode_IsValid(request.options().bos_mode())) {
     return absl::InvalidArgumentError(
         absl::StrCat("options.bos_mode ", request.options().bos_mode(),

@@ -202,9 +202,10 @@ absl::StatusOr<ShardOutcome> RunJobShard(const v1::Job& job, int index, JobConte
     // Only the requests matter here (stored as they are computed); the task's report
     // comes from its report shard. The docs are already cut to the job's limit.
     const std::vector<tasks::Doc>& docs = (*plan)->docs[static_cast<size_t>(span.task)];
-    task = std::make_unique<DocRangeTask>(
-        *std::move(task),
-        std::vector<tasks::Doc>(docs.begin() + span.doc_begin, docs.begin() + span.doc_end));
+    std::vector<tasks::Doc> range;
+    range.reserve(span.docs.size());
+    for (int64_t d : span.docs) range.push_back(docs[static_cast<size_t>(d)]);
+    task = std::make_unique<DocRangeTask>(*std::move(task), std::move(range));
     options.limit = 0;
     options.log_samples = false;
     options.bootstrap_iters = 0;

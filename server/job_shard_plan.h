@@ -4,7 +4,9 @@
 // runs the whole task once every range is stored (answering everything from the store,
 // so the numbers equal one server's). A task no bigger than the target stays one shard.
 // Cuts fall on document boundaries: a document's requests (and so the requests that
-// prefix-reuse scoring groups by shared context) are never split between shards.
+// prefix-reuse scoring groups by shared context) are never split between shards. Docs that
+// share a request (the same text, so the same store key) go to one range, so that two
+// servers never compute it at once.
 #ifndef HGEVAL_SERVER_JOB_SHARD_PLAN_H_
 #define HGEVAL_SERVER_JOB_SHARD_PLAN_H_
 
@@ -15,22 +17,21 @@
 
 #include "absl/status/statusor.h"
 #include "hgeval/v1/jobs.pb.h"
-#include "tasks/task.h"
+#include "tasks/api/task.h"
 
 namespace hgeval::server {
 
 enum class ShardKind {
   kWholeTask,  // runs the task (a NIAH sweep) to its report
-  kDocRange,   // computes and stores the requests of docs [doc_begin, doc_end)
+  kDocRange,   // computes and stores the requests of its docs
   kReport,     // runs the task to its report once its kDocRange shards are done
 };
 
 struct ShardSpan {
   ShardKind kind = ShardKind::kWholeTask;
   int task = 0;  // index into the job's tasks (0 for a NIAH sweep)
-  int64_t doc_begin = 0;
-  int64_t doc_end = 0;
-  int64_t requests = 0;        // the requests of the docs in range (a report shard's: 0)
+  std::vector<int64_t> docs;  // kDocRange: the task's docs it evaluates, ascending
+  int64_t requests = 0;       // the requests of its docs (a report shard's: 0)
   std::vector<int> waits_for;  // kReport: the shard indices of the task's ranges
 };
 
@@ -42,8 +43,20 @@ struct ShardSpan {
 std::vector<ShardSpan> SplitTasksIntoShards(
     const std::vector<std::vector<int64_t>>& requests_per_doc, int64_t target_requests);
 
-// The target cost of one shard for a job of `total_requests`: about 1/64th of the job,
-// at least kMinShardRequests, so that 8 servers get 8 shards each.
+// The same split, with each doc's request keys (keys[t][d]: one per request of task t's
+// doc d; equal keys are equal requests): docs that share a key, directly or through other
+// docs, are moved into the range of the first of them, so each key is computed by one
+// shard. Ranges keep their order; one emptied by the moves is dropped.
+std::vector<ShardSpan> SplitTasksIntoShards(
+    const std::vector<std::vector<std::vector<uint64_t>>>& keys, int64_t target_requests);
+
+// A request's key for SplitTasksIntoShards: a 64-bit FNV-1a hash of everything that makes
+// it a different request. Stable across builds and machines: every replica plans alike.
+uint64_t RequestKey(const tasks::Request& request);
+
+// The target cost of one shard for a job of `total_requests` (unless the job's
+// options.shard_requests sets it): about 1/64th of the job, at least kMinShardRequests,
+// so that 8 servers get 8 shards each.
 inline constexpr int64_t kMinShardRequests = 32;
 inline constexpr int64_t kShardsPerJob = 64;
 int64_t ShardTargetRequests(int64_t total_requests);

@@ -51,6 +51,9 @@ v1::SubmitJobRequest FleetJob() {
   request.set_model("hgrn2");
   for (const char* task : {"hellaswag", "arc_easy", "openbookqa", "piqa"}) request.add_tasks(task);
   request.set_limit(250);
+  // About 10 ranges of ~350 requests (3,500 in all): each lasts long enough on a loaded
+  // machine for the tests to catch a server in the middle of one.
+  request.mutable_options()->set_shard_requests(400);
   return request;
 }
 
@@ -59,6 +62,7 @@ v1::SubmitJobRequest FleetJob() {
 v1::SubmitJobRequest RestartJob() {
   v1::SubmitJobRequest request = FleetJob();
   request.set_limit(150);
+  request.mutable_options()->set_shard_requests(300);
   return request;
 }
 
