@@ -11,8 +11,8 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
-#include "tasks/harness/evaluator.h"
 #include "tasks/api/registry.h"
+#include "tasks/harness/evaluator.h"
 
 namespace hgeval::server {
 namespace v1 = ::hgeval::v1;
@@ -215,7 +215,7 @@ absl::StatusOr<std::shared_ptr<const JobShardPlan>> ComputePlan(const v1::Job& j
     plan->docs.push_back(*std::move(docs));
   }
   const int64_t target = job.options().shard_requests() > 0 ? job.options().shard_requests()
-                                                             : ShardTargetRequests(total);
+                                                            : ShardTargetRequests(total);
   plan->shards = SplitTasksIntoShards(keys, target);
   return plan;
 }

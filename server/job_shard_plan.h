@@ -29,9 +29,9 @@ enum class ShardKind {
 
 struct ShardSpan {
   ShardKind kind = ShardKind::kWholeTask;
-  int task = 0;  // index into the job's tasks (0 for a NIAH sweep)
-  std::vector<int64_t> docs;  // kDocRange: the task's docs it evaluates, ascending
-  int64_t requests = 0;       // the requests of its docs (a report shard's: 0)
+  int task = 0;                // index into the job's tasks (0 for a NIAH sweep)
+  std::vector<int64_t> docs;   // kDocRange: the task's docs it evaluates, ascending
+  int64_t requests = 0;        // the requests of its docs (a report shard's: 0)
   std::vector<int> waits_for;  // kReport: the shard indices of the task's ranges
 };
 

@@ -26,9 +26,9 @@ namespace v1 = ::hgeval::v1;
 
 struct CrashCase {
   std::string task;
-  int limit = 0;         // docs (0: all)
-  int64_t min_requests;  // the job is at least this large
-  int64_t kill_after;    // requests done before the kill
+  int limit = 0;           // docs (0: all)
+  int64_t min_requests;    // the job is at least this large
+  int64_t kill_after;      // requests done before the kill
   int64_t shard_requests;  // the job's shard size: the kill falls inside a shard
 };
 

@@ -120,7 +120,6 @@ TEST(JobShardPlanTest, TargetIsAboutOneSixtyFourthOfTheJobWithAFloor) {
   EXPECT_EQ(ShardTargetRequests(64 * 1000 + 1), 1001);
 }
 
-
 // keys[t][d]: distinct keys per request unless a test shares one on purpose.
 std::vector<std::vector<uint64_t>> DistinctKeys(int docs, int requests_each, uint64_t base) {
   std::vector<std::vector<uint64_t>> keys(static_cast<size_t>(docs));
@@ -258,8 +257,8 @@ TEST(JobShardPlanTest, ThePaperSuiteNeverPutsARequestInTwoShards) {
   // Different tasks' requests differ (each task writes its own prompts), so one shard per
   // key within each task is one per key in the job.
   EXPECT_EQ(across_tasks, 0);
-  std::printf("suite: %lld requests, %zu distinct, %lld ranges\n",
-              static_cast<long long>(total), shards_of_key.size(), static_cast<long long>(ranges));
+  std::printf("suite: %lld requests, %zu distinct, %lld ranges\n", static_cast<long long>(total),
+              shards_of_key.size(), static_cast<long long>(ranges));
 }
 
 }  // namespace
