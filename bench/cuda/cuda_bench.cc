@@ -37,7 +37,7 @@
 
 ABSL_FLAG(bool, random_weights, false,
           "required: acknowledge that the models get random weights (timing only)");
-ABSL_FLAG(std::string, models, "hgrn2,llama", "comma-separated: hgrn2, llama, tnl");
+ABSL_FLAG(std::string, models, "hgrn2,llama", "comma-separated: hgrn2, llama, tnl, gla");
 ABSL_FLAG(std::string, dtype, "bf16", "fp32 or bf16");
 ABSL_FLAG(std::string, out, "", "JSON output path (default bench/results/<gpu>-<date>.json)");
 ABSL_FLAG(int, layers, 24, "layers (24 for the 1.3B shapes; fewer for a quick look)");
