@@ -1,4 +1,5 @@
 // Row-wise kernels: embedding, norms, SwiGLU, gate maths, log-softmax-and-gather.
+#include "engine/cuda/gate_maths.cuh"
 #include "engine/cuda/kernel_util.cuh"
 
 namespace hgeval::cuda {
@@ -144,14 +145,8 @@ __global__ void Hgrn2GatesKernel(const float* qfi, int64_t total, int dim, const
     const float* row = qfi + r * 3 * dim;
     const float qv = row[c], f = row[dim + c];
     q[i] = Silu(qv);
-    if (lower_bound) {
-      const float lb = lower_bound[c];
-      k[i] = (1.0f - lb) * Sigmoid(-f);
-      g[i] = logf(lb + (1.0f - lb) * Sigmoid(f));
-    } else {
-      k[i] = Sigmoid(-f);
-      g[i] = LogSigmoid(f);
-    }
+    Hgrn2KeyAndLogGate(f, lower_bound != nullptr, lower_bound ? lower_bound[c] : 0.0f, &k[i],
+                       &g[i]);
     v[i] = row[2 * dim + c];
   }
 }
@@ -288,22 +283,8 @@ __global__ void TnlGatesKernel(const float* proj, int64_t total, int heads, int 
     const float* row = proj + r * 4 * dim;
     const float qv = Silu(row[hc]), kv = Silu(row[dim + hc]);
     const int64_t qk = (r * heads + h) * dk;
-    if (theta != nullptr) {
-      // The angle in double: theta * position reaches 1e4 and more on long contexts.
-      double sn, cs;
-      sincos(static_cast<double>(theta[hc]) * static_cast<double>(positions[r]), &sn, &cs);
-      q[qk + c] = static_cast<float>(qv * cs);
-      q[qk + e + c] = static_cast<float>(qv * sn);
-      k[qk + c] = static_cast<float>(kv * cs);
-      k[qk + e + c] = static_cast<float>(kv * sn);
-    } else {
-      q[qk + c] = qv;
-      k[qk + c] = kv;
-      if (dk > e) {  // a layer without LRPE in a model with it: the second half stays zero
-        q[qk + e + c] = 0.0f;
-        k[qk + e + c] = 0.0f;
-      }
-    }
+    const bool lrpe = theta != nullptr;
+    TnlQk(qv, kv, lrpe, lrpe ? theta[hc] : 0.0f, lrpe ? positions[r] : 0, e, dk, c, q + qk, k + qk);
     g[qk + c] = log_decay[h];
     if (dk > e) g[qk + e + c] = log_decay[h];
     v[(r * heads + h) * e + c] = row[2 * dim + hc];

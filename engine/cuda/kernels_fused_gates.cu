@@ -1,5 +1,6 @@
 // Gate kernels fused with the chunk-local cumsum (kernels_fused_gates.h).
 #include "engine/cuda/chunk_pack.cuh"
+#include "engine/cuda/gate_maths.cuh"
 #include "engine/cuda/kernel_util.cuh"
 #include "engine/cuda/kernels_fused_gates.h"
 
@@ -30,22 +31,8 @@ __global__ void TnlGatesChunkCumsumKernel(const float* __restrict__ proj, PackVi
     const float* row = proj + r * 4 * dim;
     const float qv = Silu(row[hc]), kv = Silu(row[dim + hc]);
     const int64_t qk = (r * heads + h) * dk;
-    if (theta != nullptr) {
-      // The angle in double: theta * position reaches 1e4 and more on long contexts.
-      double sn, cs;
-      sincos(static_cast<double>(th) * static_cast<double>(positions[r]), &sn, &cs);
-      q[qk + c] = static_cast<float>(qv * cs);
-      q[qk + e + c] = static_cast<float>(qv * sn);
-      k[qk + c] = static_cast<float>(kv * cs);
-      k[qk + e + c] = static_cast<float>(kv * sn);
-    } else {
-      q[qk + c] = qv;
-      k[qk + c] = kv;
-      if (dk > e) {
-        q[qk + e + c] = 0.0f;
-        k[qk + e + c] = 0.0f;
-      }
-    }
+    TnlQk(qv, kv, theta != nullptr, th, theta != nullptr ? positions[r] : 0, e, dk, c, q + qk,
+          k + qk);
     acc += decay;
     g[qk + c] = acc;
     if (dk > e) g[qk + e + c] = acc;
@@ -77,13 +64,7 @@ __global__ void Hgrn2GatesChunkCumsumKernel(const float* __restrict__ qfi, int r
     const float qv = row[c], f = row[dim + c];
     q[i] = Silu(qv);
     float gv;
-    if (lower_bound) {
-      k[i] = (1.0f - lb) * Sigmoid(-f);
-      gv = logf(lb + (1.0f - lb) * Sigmoid(f));
-    } else {
-      k[i] = Sigmoid(-f);
-      gv = LogSigmoid(f);
-    }
+    Hgrn2KeyAndLogGate(f, lower_bound != nullptr, lb, &k[i], &gv);
     acc += gv;
     g[i] = acc;
     v[i] = row[2 * dim + c];

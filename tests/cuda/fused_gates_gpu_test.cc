@@ -23,6 +23,16 @@ bool BitwiseEqual(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
+// q, k, g, v of the unfused pair (0) and of the fused kernel (1), bitwise.
+void ExpectSameGates(Dev<float>& q0, Dev<float>& k0, Dev<float>& g0, Dev<float>& v0, Dev<float>& q1,
+                     Dev<float>& k1, Dev<float>& g1, Dev<float>& v1) {
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_TRUE(BitwiseEqual(q0.Get(), q1.Get())) << "q";
+  EXPECT_TRUE(BitwiseEqual(k0.Get(), k1.Get())) << "k";
+  EXPECT_TRUE(BitwiseEqual(g0.Get(), g1.Get())) << "g";
+  EXPECT_TRUE(BitwiseEqual(v0.Get(), v1.Get())) << "v";
+}
+
 // Three sequences of 100, 64 and 137 rows: chunks of 64 + 36, 64, 64 + 64 + 9.
 struct TestPack {
   std::vector<int32_t> seq_row0 = {0, 100, 164, 301};
@@ -82,12 +92,8 @@ TEST_P(TnlGatesChunkCumsumTest, EqualsGatesThenCumsumBitwise) {
   ASSERT_EQ(TnlGatesChunkCumsum(dproj.get(), pack, heads, c.e, c.dk, th, dpos.get(), ddecay.get(),
                                 q1.get(), k1.get(), g1.get(), v1.get(), nullptr),
             cudaSuccess);
-  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  EXPECT_TRUE(BitwiseEqual(q0.Get(), q1.Get()));
-  EXPECT_TRUE(BitwiseEqual(k0.Get(), k1.Get()));
-  EXPECT_TRUE(BitwiseEqual(v0.Get(), v1.Get()));
+  ExpectSameGates(q0, k0, g0, v0, q1, k1, g1, v1);
   const std::vector<float> g_fused = g1.Get();
-  EXPECT_TRUE(BitwiseEqual(g0.Get(), g_fused));
   // The sum restarts at each chunk: a chunk's first row holds the decay itself.
   EXPECT_EQ(g_fused[static_cast<size_t>(100) * heads * c.dk], decay[0]);
 }
@@ -124,11 +130,8 @@ TEST(Hgrn2GatesChunkCumsumTest, EqualsGatesThenCumsumBitwiseAcrossRowBlocks) {
                                       dim, lower, q1.get(), k1.get(), g1.get(), v1.get(), nullptr),
                 cudaSuccess);
     }
-    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-    EXPECT_TRUE(BitwiseEqual(q0.Get(), q1.Get())) << with_lb;
-    EXPECT_TRUE(BitwiseEqual(k0.Get(), k1.Get())) << with_lb;
-    EXPECT_TRUE(BitwiseEqual(g0.Get(), g1.Get())) << with_lb;
-    EXPECT_TRUE(BitwiseEqual(v0.Get(), v1.Get())) << with_lb;
+    SCOPED_TRACE(with_lb ? "lower bounds" : "no lower bounds");
+    ExpectSameGates(q0, k0, g0, v0, q1, k1, g1, v1);
   }
 }
 
@@ -172,11 +175,7 @@ TEST_P(GlaGatesChunkCumsumTest, EqualsBiasGatesThenCumsumBitwise) {
                                 c.heads, c.kv_heads, c.dk, c.dv, 16.0f, c.clamp, clamp_min,
                                 q1.get(), k1.get(), g1.get(), v1.get(), nullptr),
             cudaSuccess);
-  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  EXPECT_TRUE(BitwiseEqual(q0.Get(), q1.Get()));
-  EXPECT_TRUE(BitwiseEqual(k0.Get(), k1.Get()));
-  EXPECT_TRUE(BitwiseEqual(g0.Get(), g1.Get()));
-  EXPECT_TRUE(BitwiseEqual(v0.Get(), v1.Get()));
+  ExpectSameGates(q0, k0, g0, v0, q1, k1, g1, v1);
   EXPECT_TRUE(BitwiseEqual(dgk1.Get(), gk));  // gk is only read
 }
 
