@@ -66,6 +66,35 @@ __global__ void SwiGluKernel(const T* gu, int64_t total, int inter, bool silu, T
   }
 }
 
+// SwiGluKernel's maths, 16 bytes of g, u and out per thread (8 bf16 or 4 fp32 values):
+// needs inter a multiple of the vector and 16-byte aligned pointers. Per element the same
+// operations, so the same floats.
+template <typename T>
+__global__ void SwiGluVecKernel(const T* __restrict__ gu, int rows, int inter, bool silu,
+                                T* __restrict__ out) {
+  constexpr int kVec = 16 / sizeof(T);
+  struct alignas(16) Vec {
+    T x[kVec];
+  };
+  const int vecs_per_row = inter / kVec;
+  const int64_t total = static_cast<int64_t>(rows) * vecs_per_row;
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int r = static_cast<int>(i / vecs_per_row);
+    const int v = static_cast<int>(i - static_cast<int64_t>(r) * vecs_per_row);
+    const T* row = gu + static_cast<int64_t>(r) * 2 * inter;
+    const Vec g = reinterpret_cast<const Vec*>(row)[v];
+    const Vec u = reinterpret_cast<const Vec*>(row + inter)[v];
+    Vec o;
+#pragma unroll
+    for (int j = 0; j < kVec; ++j) {
+      const float gf = ToF(g.x[j]);
+      o.x[j] = FromF<T>((silu ? Silu(gf) : gf) * ToF(u.x[j]));
+    }
+    reinterpret_cast<Vec*>(out + static_cast<int64_t>(r) * inter)[v] = o;
+  }
+}
+
 __global__ void AddBiasKernel(float* x, int64_t ld, const float* bias, int width) {
   float* row = x + blockIdx.x * ld;
   for (int c = threadIdx.x; c < width; c += blockDim.x) row[c] += bias[c];
@@ -233,6 +262,14 @@ cudaError_t SwiGlu(const void* gu, int rows, int inter, void* out, Act act, cuda
                    bool silu) {
   const int64_t total = static_cast<int64_t>(rows) * inter;
   if (total == 0) return cudaSuccess;
+  const int vec = act == Act::kF32 ? 4 : 8;
+  const bool aligned =
+      (reinterpret_cast<uintptr_t>(gu) | reinterpret_cast<uintptr_t>(out)) % 16 == 0;
+  if (aligned && inter % vec == 0) {
+    HG_DISPATCH_ACT(act, SwiGluVecKernel<T><<<GridFor(total / vec, 256), 256, 0, stream>>>(
+                             static_cast<const T*>(gu), rows, inter, silu, static_cast<T*>(out)));
+    return cudaGetLastError();
+  }
   HG_DISPATCH_ACT(act, SwiGluKernel<T><<<GridFor(total, 256), 256, 0, stream>>>(
                            static_cast<const T*>(gu), total, inter, silu, static_cast<T*>(out)));
   return cudaGetLastError();
