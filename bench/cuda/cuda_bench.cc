@@ -37,7 +37,7 @@
 
 ABSL_FLAG(bool, random_weights, false,
           "required: acknowledge that the models get random weights (timing only)");
-ABSL_FLAG(std::string, models, "hgrn2,llama", "comma-separated: hgrn2, llama, tnl");
+ABSL_FLAG(std::string, models, "hgrn2,llama", "comma-separated: hgrn2, llama, tnl, gla");
 ABSL_FLAG(std::string, dtype, "bf16", "fp32 or bf16");
 ABSL_FLAG(std::string, out, "", "JSON output path (default bench/results/<gpu>-<date>.json)");
 ABSL_FLAG(int, layers, 24, "layers (24 for the 1.3B shapes; fewer for a quick look)");
@@ -46,6 +46,9 @@ ABSL_FLAG(int, decode_steps, 64, "decode steps timed");
 ABSL_FLAG(bool, skip_64k, false, "skip the 64K prefill");
 ABSL_FLAG(bool, micro_only, false, "only the kernel micro-benchmarks");
 ABSL_FLAG(bool, micro, true, "also time the main kernels alone (GEMM shapes, chunkwise GLA)");
+ABSL_FLAG(bool, prefill_16k_only, false,
+          "per model only the 16K prefill (repeats + 1 passes): a short run for a per-kernel "
+          "profiler (ncu --metrics gpu__time_duration.sum)");
 ABSL_FLAG(std::string, configs_out, "",
           "folder for each model's config.json as <family>_config.json (for the peer)");
 
@@ -496,6 +499,13 @@ int main(int argc, char** argv) {
                  static_cast<long long>(model->info().num_parameters));
     nlohmann::json r;
     r["params"] = model->info().num_parameters;
+    if (absl::GetFlag(FLAGS_prefill_16k_only)) {
+      const auto p16 = Prefill(*model, 16384, repeats, rng);
+      r["prefill_16k_ms"] = p16.ms;
+      std::fprintf(stderr, "[%s] prefill 16K: %.1f ms\n", family.c_str(), p16.ms);
+      report["models"][family] = r;
+      continue;
+    }
     r["score_8x2048_tok_s"] = ScoreTokPerSec(*model, 8, 2048, repeats, rng);
     std::fprintf(stderr, "[%s] score 8x2048: %.0f tok/s\n", family.c_str(),
                  r["score_8x2048_tok_s"].get<double>());

@@ -71,6 +71,24 @@ nlohmann::json TnlConfig(int layers) {
           {"tie_word_embeddings", false}};
 }
 
+nlohmann::json GlaConfig(int layers) {
+  // fla-hub/gla-1.3B-100B's shape: 4 heads, key dim 1024 (256 a head), value dim 2048 (512).
+  return {{"model_type", "gla"},
+          {"hidden_size", 2048},
+          {"num_hidden_layers", layers},
+          {"num_heads", 4},
+          {"expand_k", 0.5},
+          {"expand_v", 1.0},
+          {"hidden_ratio", 4},
+          {"vocab_size", 32000},
+          {"norm_eps", 1e-6},
+          {"use_gk", true},
+          {"use_gv", false},
+          {"use_output_gate", true},
+          {"use_short_conv", false},
+          {"tie_word_embeddings", false}};
+}
+
 nlohmann::json LlamaConfig(int layers) {
   return {
       {"model_type", "llama"},     {"hidden_size", 2048},       {"num_hidden_layers", layers},
@@ -97,6 +115,37 @@ std::map<std::string, HostTensor> TnlWeights(const ModelConfig& c) {
     w[p + "channel_mixer.l1.weight"] = Matrix(I, D, seed++);
     w[p + "channel_mixer.l2.weight"] = Matrix(I, D, seed++);
     w[p + "channel_mixer.l3.weight"] = Matrix(D, I, seed++);
+  }
+  return w;
+}
+
+std::map<std::string, HostTensor> GlaWeights(const ModelConfig& c) {
+  std::map<std::string, HostTensor> w;
+  const int64_t D = c.hidden_size, V = c.vocab_size, I = c.intermediate_size;
+  const int64_t key_dim = static_cast<int64_t>(D * c.expand_k);
+  const int64_t value_dim = static_cast<int64_t>(D * c.expand_v);
+  uint64_t seed = 1;
+  w["model.embeddings.weight"] = Matrix(V, D, seed++);
+  w["lm_head.weight"] = Matrix(V, D, seed++);
+  w["model.norm.weight"] = Ones(D);
+  for (int64_t l = 0; l < c.num_layers; ++l) {
+    const std::string p = absl::StrCat("model.layers.", l, ".");
+    w[p + "attn_norm.weight"] = Ones(D);
+    w[p + "mlp_norm.weight"] = Ones(D);
+    w[p + "mlp.gate_proj.weight"] = Matrix(I, D, seed++);
+    w[p + "mlp.up_proj.weight"] = Matrix(I, D, seed++);
+    w[p + "mlp.down_proj.weight"] = Matrix(D, I, seed++);
+    w[p + "attn.q_proj.weight"] = Matrix(key_dim, D, seed++);
+    w[p + "attn.k_proj.weight"] = Matrix(key_dim, D, seed++);
+    w[p + "attn.v_proj.weight"] = Matrix(value_dim, D, seed++);
+    w[p + "attn.g_proj.weight"] = Matrix(value_dim, D, seed++);
+    w[p + "attn.gk_proj.0.weight"] = Matrix(16, D, seed++);
+    w[p + "attn.gk_proj.1.weight"] = Matrix(key_dim, 16, seed++);
+    HostTensor bias = Matrix(1, key_dim, seed++);
+    bias.shape = {key_dim};
+    w[p + "attn.gk_proj.1.bias"] = std::move(bias);
+    w[p + "attn.g_norm_swish_gate.weight"] = Ones(value_dim / c.num_heads);
+    w[p + "attn.o_proj.weight"] = Matrix(D, value_dim, seed++);
   }
   return w;
 }
@@ -148,6 +197,7 @@ const RandomModelRow kRows[] = {
     {"llama", "LLaMA-1.3B shape (random)", false, LlamaConfig,
      [](const ModelConfig& c) { return SkeletonWeights(c, /*llama=*/true); }},
     {"tnl", "TNL-1B class shape (random)", true, TnlConfig, TnlWeights},
+    {"gla", "GLA-1.3B shape (random)", false, GlaConfig, GlaWeights},
 };
 
 const RandomModelRow* FindRow(const std::string& model) {

@@ -23,12 +23,14 @@ void FillRandom(std::vector<float>& data, float amplitude, uint64_t seed);
 
 // config.json of the 1.3B shape: "hgrn2" (D 2048, expand_ratio 128, vocab 32000),
 // "llama" (D 2048, 16 heads, MLP 5632, vocab 32000, max_position_embeddings 65536) or
-// "tnl" (D 2048, 16 heads, GLU 5632, vocab 64000, LRPE on layer 0).
+// "tnl" (D 2048, 16 heads, GLU 5632, vocab 64000, LRPE on layer 0) or "gla" (D 2048,
+// 4 heads, key dim 1024, value dim 2048, MLP 5632, vocab 32000).
 nlohmann::json RandomModelConfig(const std::string& family, int layers);
 
-// Whether RandomModelConfig knows `family` ("hgrn2", "llama", "tnl").
+// Whether RandomModelConfig knows `family` ("hgrn2", "llama", "tnl", "gla").
 bool IsRandomModelFamily(const std::string& family);
-// "HGRN2-1.3B shape (random)", "LLaMA-1.3B shape (random)", "TNL-1B class shape (random)".
+// "HGRN2-1.3B shape (random)", "LLaMA-1.3B shape (random)", "TNL-1B class shape (random)",
+// "GLA-1.3B shape (random)".
 std::string RandomModelLabel(const std::string& family);
 // Whether the row's family keeps a KV cache (engine/model/family_table.h): a positional
 // limit, and a state that grows with the context.

@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/cuda/cuda_mixers.h"
+#include "engine/cuda/kernels_fused_gates.h"
 #include "engine/cuda/linear_attention.h"
 #include "engine/util/status_macros.h"
 
@@ -97,14 +98,25 @@ class GlaMixer final : public CudaTokenMixer {
     HG_RETURN_IF_ERROR(
         pass.Linear(pass.rows, kvk, kGateRank, MatRef{proj + gk_off_, Act::kF32, proj_width_},
                     MatRef{w.gk_w.get(), Act::kF32, kGateRank}, gk_.get(), Act::kF32, kvk));
-    HG_CUDA_RETURN(AddBias(gk_.as<float>(), kvk, w.gk_b.as<float>(), pass.rows,
-                           static_cast<int>(kvk), pass.stream));
-    HG_CUDA_RETURN(GlaGates(
-        proj, proj_width_, k_off_, v_off_, gk_.as<float>(), pass.rows, static_cast<int>(heads_),
-        static_cast<int>(kv_heads_), static_cast<int>(dk_), static_cast<int>(dv_), kGateNormalizer,
-        config_.clamp_min.has_value(), static_cast<float>(config_.clamp_min.value_or(0.0)),
-        attention_.q(), attention_.k(), attention_.g(), attention_.v(), pass.stream));
-    HG_RETURN_IF_ERROR(attention_.Enqueue(pass, pass.layer * StateFloatsPerLayer(), o));
+    const int H = static_cast<int>(heads_), Hkv = static_cast<int>(kv_heads_);
+    const int dk = static_cast<int>(dk_), dv = static_cast<int>(dv_);
+    const bool clamp = config_.clamp_min.has_value();
+    const float clamp_min = static_cast<float>(config_.clamp_min.value_or(0.0));
+    if (pass.decode) {
+      HG_CUDA_RETURN(AddBias(gk_.as<float>(), kvk, w.gk_b.as<float>(), pass.rows,
+                             static_cast<int>(kvk), pass.stream));
+      HG_CUDA_RETURN(GlaGates(proj, proj_width_, k_off_, v_off_, gk_.as<float>(), pass.rows, H, Hkv,
+                              dk, dv, kGateNormalizer, clamp, clamp_min, attention_.q(),
+                              attention_.k(), attention_.g(), attention_.v(), pass.stream));
+    } else {
+      // Packs: gk_proj.1's bias, the gates and the chunk-local cumsum of g in one kernel.
+      HG_CUDA_RETURN(GlaGatesChunkCumsum(
+          proj, proj_width_, k_off_, v_off_, gk_.as<float>(), w.gk_b.as<float>(), *pass.pack, H,
+          Hkv, dk, dv, kGateNormalizer, clamp, clamp_min, attention_.q(), attention_.k(),
+          attention_.g(), attention_.v(), pass.stream));
+    }
+    HG_RETURN_IF_ERROR(attention_.Enqueue(pass, pass.layer * StateFloatsPerLayer(), o,
+                                          /*call_dk=*/0, /*g_chunk_cumulative=*/!pass.decode));
     const float* gate = config_.use_output_gate ? proj + g_off_ : nullptr;
     const int width = static_cast<int>(value_dim_);
     HG_CUDA_RETURN(RmsNormGated(o, value_dim_, gate, proj_width_, w.g_norm.as<float>(),

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "engine/cuda/cuda_mixers.h"
+#include "engine/cuda/kernels_fused_gates.h"
 #include "engine/cuda/linear_attention.h"
 #include "engine/cuda/lower_bounds.h"
 #include "engine/util/status_macros.h"
@@ -92,12 +93,14 @@ class Hgrn2Mixer final : public CudaTokenMixer {
     }
     for (int r0 = 0; r0 < pass.rows; r0 += kRowBlock) {
       const int n = std::min(kRowBlock, pass.rows - r0);
-      const int64_t at = static_cast<int64_t>(r0) * D;
       HG_RETURN_IF_ERROR(scratch_.ProjectIn(pass, w.qfi_proj, act_, r0, n));
-      HG_CUDA_RETURN(Hgrn2Gates(proj, n, D, lower_bound, attention_.q() + at, attention_.k() + at,
-                                attention_.g() + at, attention_.v() + at, pass.stream));
+      // The gates and the chunk-local cumsum of g in one kernel (kernels_fused_gates.h).
+      HG_CUDA_RETURN(Hgrn2GatesChunkCumsum(proj, r0, n, *pass.pack, D, lower_bound, attention_.q(),
+                                           attention_.k(), attention_.g(), attention_.v(),
+                                           pass.stream));
     }
-    HG_RETURN_IF_ERROR(attention_.Enqueue(pass, state_offset, o));
+    HG_RETURN_IF_ERROR(
+        attention_.Enqueue(pass, state_offset, o, /*call_dk=*/0, /*g_chunk_cumulative=*/true));
     for (int r0 = 0; r0 < pass.rows; r0 += kRowBlock) {
       const int n = std::min(kRowBlock, pass.rows - r0);
       // g_norm: one RMSNorm over all D channels (not per head).

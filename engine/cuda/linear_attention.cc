@@ -38,12 +38,15 @@ absl::StatusOr<int64_t> CudaLinearAttention::ReserveChunks(int64_t chunks) {
   return reserved_chunks_;
 }
 
-absl::Status CudaLinearAttention::Enqueue(const MixerPass& pass, int64_t state_offset,
-                                          float* o) const {
+absl::Status CudaLinearAttention::Enqueue(const MixerPass& pass, int64_t state_offset, float* o,
+                                          int64_t call_dk, bool g_chunk_cumulative) const {
+  if (call_dk <= 0) call_dk = dk_;
+  if (call_dk > dk_) return absl::InternalError("call_dk exceeds the attention's key dim");
   if (!pass.decode && pass.pack->num_chunks > reserved_chunks_) {
     return absl::InternalError("a pack holds more chunks than its chunk states have room for");
   }
-  const int H = static_cast<int>(heads_), dk = static_cast<int>(dk_), dv = static_cast<int>(dv_);
+  const int H = static_cast<int>(heads_), dk = static_cast<int>(call_dk),
+            dv = static_cast<int>(dv_);
   float* const* sptrs = pass.in->state_ptrs;
   float* const* optrs = pass.in->out_ptrs;  // null: states are written back in place
   cudaStream_t s = pass.stream;
@@ -52,7 +55,7 @@ absl::Status CudaLinearAttention::Enqueue(const MixerPass& pass, int64_t state_o
                                     state_offset, o, s));
     return absl::OkStatus();
   }
-  HG_CUDA_RETURN(ChunkLocalCumsumPacked(g(), *pass.pack, H, dk, s));
+  if (!g_chunk_cumulative) HG_CUDA_RETURN(ChunkLocalCumsumPacked(g(), *pass.pack, H, dk, s));
   if (tensor_cores_) {
     HG_CUDA_RETURN(ChunkGlaStatesPackedMma(k(), g(), v(), *pass.pack, H, dk, dv, sptrs, optrs,
                                            state_offset, chunk_states_.as<float>(), s));

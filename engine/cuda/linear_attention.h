@@ -49,8 +49,14 @@ class CudaLinearAttention {
   float* v() const { return v_.as<float>(); }
 
   // o [rows, H, dv] (fp32) from q, k, g, v; states at `state_offset` floats into each
-  // sequence's state. Packs: chunk-local cumsum of g, chunk states, output.
-  absl::Status Enqueue(const MixerPass& pass, int64_t state_offset, float* o) const;
+  // sequence's state. Packs: chunk-local cumsum of g, chunk states, output. `call_dk` (0:
+  // dk()) runs this call with a smaller key dim, q, k, g as [rows, H, call_dk] and the
+  // state's heads packed at call_dk · dv in the first part of its layer (TNL's layers
+  // without LRPE: their second key half would be zeros, doubling the work for nothing).
+  // `g_chunk_cumulative`: a pack's g already holds the chunk-local cumsum (a gate kernel
+  // fused with it, kernels_fused_gates.h), so the cumsum pass is skipped.
+  absl::Status Enqueue(const MixerPass& pass, int64_t state_offset, float* o, int64_t call_dk = 0,
+                       bool g_chunk_cumulative = false) const;
 
  private:
   int64_t heads_ = 0, dk_ = 0, dv_ = 0;

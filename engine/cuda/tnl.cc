@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "engine/cuda/cuda_mixers.h"
+#include "engine/cuda/kernels_fused_gates.h"
 #include "engine/cuda/linear_attention.h"
 #include "engine/model/tnl_decay.h"
 #include "engine/util/status_macros.h"
@@ -94,13 +95,27 @@ class TnlMixer final : public CudaTokenMixer {
     const int D = static_cast<int>(config_.hidden_size);
     float* proj = scratch_.proj.as<float>();
     float* o = scratch_.o.as<float>();
+    // A layer without LRPE runs at key dim e, not the model's 2e (its second key half would
+    // be zeros: twice the recurrence's work and state traffic for nothing); its heads sit at
+    // e · e floats each in the first part of the layer's state.
+    const bool lrpe = w.lrpe_theta.get() != nullptr;
+    const int64_t layer_dk = lrpe ? attention_.dk() : head_dim_;
+    const int H = static_cast<int>(attention_.heads()), e = static_cast<int>(head_dim_);
+    const float* theta = lrpe ? w.lrpe_theta.as<float>() : nullptr;
     HG_RETURN_IF_ERROR(scratch_.ProjectIn(pass, w.qkvu_proj, act_));
-    HG_CUDA_RETURN(TnlGates(proj, pass.rows, static_cast<int>(attention_.heads()),
-                            static_cast<int>(head_dim_), static_cast<int>(attention_.dk()),
-                            w.lrpe_theta.get() ? w.lrpe_theta.as<float>() : nullptr,
-                            pass.in->positions, w.log_decay.as<float>(), attention_.q(),
-                            attention_.k(), attention_.g(), attention_.v(), pass.stream));
-    HG_RETURN_IF_ERROR(attention_.Enqueue(pass, pass.layer * StateFloatsPerLayer(), o));
+    if (pass.decode) {
+      HG_CUDA_RETURN(TnlGates(proj, pass.rows, H, e, static_cast<int>(layer_dk), theta,
+                              pass.in->positions, w.log_decay.as<float>(), attention_.q(),
+                              attention_.k(), attention_.g(), attention_.v(), pass.stream));
+    } else {
+      // Packs: the gates and the chunk-local cumsum of the decay in one kernel.
+      HG_CUDA_RETURN(TnlGatesChunkCumsum(proj, *pass.pack, H, e, static_cast<int>(layer_dk), theta,
+                                         pass.in->positions, w.log_decay.as<float>(),
+                                         attention_.q(), attention_.k(), attention_.g(),
+                                         attention_.v(), pass.stream));
+    }
+    HG_RETURN_IF_ERROR(attention_.Enqueue(pass, pass.layer * StateFloatsPerLayer(), o, layer_dk,
+                                          /*g_chunk_cumulative=*/!pass.decode));
     HG_CUDA_RETURN(RmsNormGated(o, D, proj + 3 * D, scratch_.proj_width, w.g_norm.as<float>(),
                                 static_cast<float>(kSimpleRmsNormEps), pass.rows, D, D,
                                 scratch_.onorm.get(), act_, D, pass.stream,

@@ -1,0 +1,51 @@
+// Per-element gate maths shared by the gate kernels (kernels_common.cu) and their fusions
+// with the chunk-local cumsum (kernels_fused_gates.cu): one definition, so both compute
+// the same floats.
+#ifndef HGEVAL_ENGINE_CUDA_GATE_MATHS_CUH_
+#define HGEVAL_ENGINE_CUDA_GATE_MATHS_CUH_
+
+#include <cstdint>
+
+#include "engine/cuda/kernel_util.cuh"
+
+namespace hgeval::cuda {
+
+// HGRN2's key (1 - forget gate, lower-bounded) and log forget gate from f; has_lb false:
+// no lower bound (lb unused).
+__device__ __forceinline__ void Hgrn2KeyAndLogGate(float f, bool has_lb, float lb, float* key,
+                                                   float* log_gate) {
+  if (has_lb) {
+    *key = (1.0f - lb) * Sigmoid(-f);
+    *log_gate = logf(lb + (1.0f - lb) * Sigmoid(f));
+  } else {
+    *key = Sigmoid(-f);
+    *log_gate = LogSigmoid(f);
+  }
+}
+
+// TNL's q and k channel c of one (row, head) from their activated values: with LRPE
+// (lrpe) [x cos θt, x sin θt] over the two halves of width e, the angle in double (θ·t
+// reaches 1e4 and more on long contexts); without it x, and zeros in a second half when
+// dk > e.
+__device__ __forceinline__ void TnlQk(float qv, float kv, bool lrpe, float theta, int64_t position,
+                                      int e, int dk, int c, float* q, float* k) {
+  if (lrpe) {
+    double sn, cs;
+    sincos(static_cast<double>(theta) * static_cast<double>(position), &sn, &cs);
+    q[c] = static_cast<float>(qv * cs);
+    q[e + c] = static_cast<float>(qv * sn);
+    k[c] = static_cast<float>(kv * cs);
+    k[e + c] = static_cast<float>(kv * sn);
+  } else {
+    q[c] = qv;
+    k[c] = kv;
+    if (dk > e) {
+      q[e + c] = 0.0f;
+      k[e + c] = 0.0f;
+    }
+  }
+}
+
+}  // namespace hgeval::cuda
+
+#endif  // HGEVAL_ENGINE_CUDA_GATE_MATHS_CUH_

@@ -1,0 +1,147 @@
+// Gate kernels fused with the chunk-local cumsum (kernels_fused_gates.h).
+#include "engine/cuda/chunk_pack.cuh"
+#include "engine/cuda/gate_maths.cuh"
+#include "engine/cuda/kernel_util.cuh"
+#include "engine/cuda/kernels_fused_gates.h"
+
+namespace hgeval::cuda {
+namespace {
+
+// Grid (chunks, heads); thread c < e owns channel c of its head on every row of the chunk.
+// The per-row maths is TnlGatesKernel's; the decay sum runs down the chunk's rows from 0
+// as ChunkCumsumKernel's does.
+__global__ void TnlGatesChunkCumsumKernel(const float* __restrict__ proj, PackView pack, int heads,
+                                          int e, int dk, const float* __restrict__ theta,
+                                          const int64_t* __restrict__ positions,
+                                          const float* __restrict__ log_decay,
+                                          float* __restrict__ q, float* __restrict__ k,
+                                          float* __restrict__ g, float* __restrict__ v) {
+  const int ch = blockIdx.x, h = blockIdx.y, c = threadIdx.x;
+  if (c >= e) return;
+  const int t0 = ChunkRow0(pack, ch);
+  const int n = ChunkRows(pack, ch);
+  const int64_t dim = static_cast<int64_t>(heads) * e;
+  const int hc = h * e + c;
+  const float decay = log_decay[h];
+  const float th = theta != nullptr ? theta[hc] : 0.0f;
+  float acc = 0.0f;
+#pragma unroll 4
+  for (int j = 0; j < n; ++j) {
+    const int64_t r = t0 + j;
+    const float* row = proj + r * 4 * dim;
+    const float qv = Silu(row[hc]), kv = Silu(row[dim + hc]);
+    const int64_t qk = (r * heads + h) * dk;
+    TnlQk(qv, kv, theta != nullptr, th, theta != nullptr ? positions[r] : 0, e, dk, c, q + qk,
+          k + qk);
+    acc += decay;
+    g[qk + c] = acc;
+    if (dk > e) g[qk + e + c] = acc;
+    v[(r * heads + h) * e + c] = row[2 * dim + hc];
+  }
+}
+
+constexpr int kHgrn2Channels = 128;  // channels per block of the HGRN2 kernel
+
+// Grid (chunks, dim / 128); thread: one channel on every row of the chunk inside the block
+// of rows. The per-row maths is Hgrn2GatesKernel's.
+__global__ void Hgrn2GatesChunkCumsumKernel(const float* __restrict__ qfi, int r0, int n,
+                                            PackView pack, int dim,
+                                            const float* __restrict__ lower_bound,
+                                            float* __restrict__ q, float* __restrict__ k,
+                                            float* __restrict__ g, float* __restrict__ v) {
+  const int ch = blockIdx.x;
+  const int c = blockIdx.y * kHgrn2Channels + threadIdx.x;
+  if (c >= dim) return;
+  const int t0 = ChunkRow0(pack, ch);
+  const int begin = max(t0, r0), end = min(t0 + ChunkRows(pack, ch), r0 + n);
+  if (begin >= end) return;
+  const float lb = lower_bound != nullptr ? lower_bound[c] : 0.0f;
+  float acc = begin > t0 ? g[static_cast<int64_t>(begin - 1) * dim + c] : 0.0f;
+#pragma unroll 4
+  for (int r = begin; r < end; ++r) {
+    const float* row = qfi + static_cast<int64_t>(r - r0) * 3 * dim;
+    const int64_t i = static_cast<int64_t>(r) * dim + c;
+    const float qv = row[c], f = row[dim + c];
+    q[i] = Silu(qv);
+    float gv;
+    Hgrn2KeyAndLogGate(f, lower_bound != nullptr, lb, &k[i], &gv);
+    acc += gv;
+    g[i] = acc;
+    v[i] = row[2 * dim + c];
+  }
+}
+
+// Grid (chunks, heads); threads over max(dk, dv) channels. GlaGatesKernel's maths per row.
+__global__ void GlaGatesChunkCumsumKernel(
+    const float* __restrict__ proj, int64_t proj_ld, int64_t k_off, int64_t v_off,
+    const float* __restrict__ gk, const float* __restrict__ gk_bias, PackView pack, int heads,
+    int kv_heads, int dk, int dv, float normalizer, bool has_clamp, float clamp_min,
+    float* __restrict__ q, float* __restrict__ k, float* __restrict__ g, float* __restrict__ v) {
+  const int ch = blockIdx.x, h = blockIdx.y;
+  const int group = heads / kv_heads;
+  const int hk = h / group;
+  const int t0 = ChunkRow0(pack, ch);
+  const int n = ChunkRows(pack, ch);
+  const int64_t kdim_kv = static_cast<int64_t>(kv_heads) * dk;
+  for (int c = threadIdx.x; c < dk; c += blockDim.x) {
+    const float bias = gk_bias[hk * dk + c];
+    float acc = 0.0f;
+    for (int j = 0; j < n; ++j) {
+      const int64_t r = t0 + j;
+      const float* row = proj + r * proj_ld;
+      const int64_t o = (r * heads + h) * dk + c;
+      q[o] = row[static_cast<int64_t>(h) * dk + c];
+      k[o] = row[k_off + static_cast<int64_t>(hk) * dk + c];
+      float gv = LogSigmoid(gk[r * kdim_kv + hk * dk + c] + bias) / normalizer;
+      if (has_clamp) gv = fmaxf(gv, clamp_min);
+      acc += gv;
+      g[o] = acc;
+    }
+  }
+  for (int c = threadIdx.x; c < dv; c += blockDim.x) {
+    for (int j = 0; j < n; ++j) {
+      const int64_t r = t0 + j;
+      v[(r * heads + h) * dv + c] = proj[r * proj_ld + v_off + static_cast<int64_t>(hk) * dv + c];
+    }
+  }
+}
+
+}  // namespace
+
+cudaError_t TnlGatesChunkCumsum(const float* proj, const PackView& pack, int heads, int e, int dk,
+                                const float* theta, const int64_t* positions,
+                                const float* log_decay, float* q, float* k, float* g, float* v,
+                                cudaStream_t stream) {
+  if (pack.num_chunks == 0) return cudaSuccess;
+  if (e > 1024) return cudaErrorInvalidValue;
+  dim3 grid(pack.num_chunks, heads);
+  const int threads = (e + 31) / 32 * 32;
+  TnlGatesChunkCumsumKernel<<<grid, threads, 0, stream>>>(proj, pack, heads, e, dk, theta,
+                                                          positions, log_decay, q, k, g, v);
+  return cudaGetLastError();
+}
+
+cudaError_t Hgrn2GatesChunkCumsum(const float* qfi, int r0, int n, const PackView& pack, int dim,
+                                  const float* lower_bound, float* q, float* k, float* g, float* v,
+                                  cudaStream_t stream) {
+  if (pack.num_chunks == 0 || n == 0) return cudaSuccess;
+  dim3 grid(pack.num_chunks, (dim + kHgrn2Channels - 1) / kHgrn2Channels);
+  Hgrn2GatesChunkCumsumKernel<<<grid, kHgrn2Channels, 0, stream>>>(qfi, r0, n, pack, dim,
+                                                                   lower_bound, q, k, g, v);
+  return cudaGetLastError();
+}
+
+cudaError_t GlaGatesChunkCumsum(const float* proj, int64_t proj_ld, int64_t k_off, int64_t v_off,
+                                const float* gk, const float* gk_bias, const PackView& pack,
+                                int heads, int kv_heads, int dk, int dv, float normalizer,
+                                bool has_clamp, float clamp_min, float* q, float* k, float* g,
+                                float* v, cudaStream_t stream) {
+  if (pack.num_chunks == 0) return cudaSuccess;
+  dim3 grid(pack.num_chunks, heads);
+  GlaGatesChunkCumsumKernel<<<grid, 128, 0, stream>>>(proj, proj_ld, k_off, v_off, gk, gk_bias,
+                                                      pack, heads, kv_heads, dk, dv, normalizer,
+                                                      has_clamp, clamp_min, q, k, g, v);
+  return cudaGetLastError();
+}
+
+}  // namespace hgeval::cuda

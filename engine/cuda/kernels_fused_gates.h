@@ -1,0 +1,43 @@
+// Gate kernels fused with the chunk-local cumsum of the log decay, for packs: what the gate
+// kernel (kernels.h) followed by ChunkLocalCumsumPacked computed, in one pass over the
+// pack (g is written once, already cumulative, instead of written, read and rewritten).
+#ifndef HGEVAL_ENGINE_CUDA_KERNELS_FUSED_GATES_H_
+#define HGEVAL_ENGINE_CUDA_KERNELS_FUSED_GATES_H_
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "engine/cuda/kernels.h"
+
+namespace hgeval::cuda {
+
+// TnlGates (kernels.h) over every chunk of `pack`, with g = the chunk-local cumulative sum
+// of log_decay[head] (summed row by row from the chunk's first row, in ChunkCumsumKernel's
+// order, so bitwise what the two kernels gave). One block per (chunk, head), e threads.
+cudaError_t TnlGatesChunkCumsum(const float* proj, const PackView& pack, int heads, int e, int dk,
+                                const float* theta, const int64_t* positions,
+                                const float* log_decay, float* q, float* k, float* g, float* v,
+                                cudaStream_t stream);
+
+// Hgrn2Gates (kernels.h) for rows [r0, r0 + n) of the pack, qfi holding those rows only
+// (HGRN2 runs its projection in row blocks), with g chunk-cumulative. q, k, g, v are the
+// whole pack's [rows, dim]. A chunk that began before r0 continues from the cumulative g
+// its previous block left at row r0 - 1 (the same float the unfused cumsum carried), so
+// the blocks must run in row order on one stream. One block per (chunk, 128 channels).
+cudaError_t Hgrn2GatesChunkCumsum(const float* qfi, int r0, int n, const PackView& pack, int dim,
+                                  const float* lower_bound, float* q, float* k, float* g, float* v,
+                                  cudaStream_t stream);
+
+// AddBias on gk (gk_proj.1's bias) then GlaGates (kernels.h), with g chunk-cumulative,
+// over every chunk of the pack: gk is only read (the bias is added in registers). One
+// block per (chunk, head).
+cudaError_t GlaGatesChunkCumsum(const float* proj, int64_t proj_ld, int64_t k_off, int64_t v_off,
+                                const float* gk, const float* gk_bias, const PackView& pack,
+                                int heads, int kv_heads, int dk, int dv, float normalizer,
+                                bool has_clamp, float clamp_min, float* q, float* k, float* g,
+                                float* v, cudaStream_t stream);
+
+}  // namespace hgeval::cuda
+
+#endif  // HGEVAL_ENGINE_CUDA_KERNELS_FUSED_GATES_H_

@@ -1,0 +1,188 @@
+// Gate kernels fused with the chunk-local cumsum (engine/cuda/kernels_fused_gates.h) against
+// the unfused pair they replace (the gate kernel, then ChunkLocalCumsumPacked): bitwise
+// equal q, k, g, v, over a pack of sequences whose chunks end short.
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "engine/cuda/kernels.h"
+#include "engine/cuda/kernels_fused_gates.h"
+#include "gtest/gtest.h"
+#include "tests/cuda/cuda_test_util.h"
+#include "tests/cuda/device_vector.h"
+
+namespace hgeval::cuda {
+namespace {
+
+bool BitwiseEqual(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+// q, k, g, v of the unfused pair (0) and of the fused kernel (1), bitwise.
+void ExpectSameGates(Dev<float>& q0, Dev<float>& k0, Dev<float>& g0, Dev<float>& v0, Dev<float>& q1,
+                     Dev<float>& k1, Dev<float>& g1, Dev<float>& v1) {
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_TRUE(BitwiseEqual(q0.Get(), q1.Get())) << "q";
+  EXPECT_TRUE(BitwiseEqual(k0.Get(), k1.Get())) << "k";
+  EXPECT_TRUE(BitwiseEqual(g0.Get(), g1.Get())) << "g";
+  EXPECT_TRUE(BitwiseEqual(v0.Get(), v1.Get())) << "v";
+}
+
+// Three sequences of 100, 64 and 137 rows: chunks of 64 + 36, 64, 64 + 64 + 9.
+struct TestPack {
+  std::vector<int32_t> seq_row0 = {0, 100, 164, 301};
+  std::vector<int32_t> seq_chunk0 = {0, 2, 3, 6};
+  std::vector<int32_t> chunk_row0 = {0, 64, 100, 164, 228, 292};
+  std::vector<int32_t> chunk_seq = {0, 0, 1, 2, 2, 2};
+  Dev<int32_t> d_seq_row0{seq_row0}, d_seq_chunk0{seq_chunk0}, d_chunk_row0{chunk_row0},
+      d_chunk_seq{chunk_seq};
+  int rows() const { return seq_row0.back(); }
+  PackView View() {
+    PackView pack;
+    pack.rows = rows();
+    pack.num_seqs = 3;
+    pack.num_chunks = static_cast<int>(chunk_row0.size());
+    pack.seq_row0 = d_seq_row0.get();
+    pack.seq_chunk0 = d_seq_chunk0.get();
+    pack.chunk_row0 = d_chunk_row0.get();
+    pack.chunk_seq = d_chunk_seq.get();
+    return pack;
+  }
+};
+
+struct TnlCase {
+  int e, dk;
+  bool lrpe;
+};
+
+class TnlGatesChunkCumsumTest : public ::testing::TestWithParam<TnlCase> {};
+
+TEST_P(TnlGatesChunkCumsumTest, EqualsGatesThenCumsumBitwise) {
+  if (!testing::HaveGpu()) GTEST_SKIP() << "no CUDA GPU visible";
+  const TnlCase c = GetParam();
+  const int heads = 4, dim = heads * c.e;
+  TestPack tp;
+  const PackView pack = tp.View();
+  const int rows = tp.rows();
+  std::mt19937 rng(c.e * 3 + c.dk + c.lrpe);
+  std::normal_distribution<float> nd(0.0f, 2.0f);
+  std::vector<float> proj(static_cast<size_t>(rows) * 4 * dim), theta(dim), decay(heads);
+  for (auto& x : proj) x = nd(rng);
+  for (auto& x : theta) x = std::abs(nd(rng)) * 0.3f;
+  for (int h = 0; h < heads; ++h) decay[h] = std::log(0.9f + 0.02f * h);
+  std::vector<int64_t> positions(rows);
+  for (int r = 0; r < rows; ++r) positions[r] = 5000 + 3 * r;  // large angles: LRPE's doubles
+
+  Dev<float> dproj(proj), dtheta(theta), ddecay(decay);
+  Dev<int64_t> dpos(positions);
+  const size_t nqk = static_cast<size_t>(rows) * heads * c.dk;
+  const size_t nv = static_cast<size_t>(rows) * dim;
+  const float* th = c.lrpe ? dtheta.get() : nullptr;
+
+  Dev<float> q0(nqk), k0(nqk), g0(nqk), v0(nv), q1(nqk), k1(nqk), g1(nqk), v1(nv);
+  ASSERT_EQ(TnlGates(dproj.get(), rows, heads, c.e, c.dk, th, dpos.get(), ddecay.get(), q0.get(),
+                     k0.get(), g0.get(), v0.get(), nullptr),
+            cudaSuccess);
+  ASSERT_EQ(ChunkLocalCumsumPacked(g0.get(), pack, heads, c.dk, nullptr), cudaSuccess);
+  ASSERT_EQ(TnlGatesChunkCumsum(dproj.get(), pack, heads, c.e, c.dk, th, dpos.get(), ddecay.get(),
+                                q1.get(), k1.get(), g1.get(), v1.get(), nullptr),
+            cudaSuccess);
+  ExpectSameGates(q0, k0, g0, v0, q1, k1, g1, v1);
+  const std::vector<float> g_fused = g1.Get();
+  // The sum restarts at each chunk: a chunk's first row holds the decay itself.
+  EXPECT_EQ(g_fused[static_cast<size_t>(100) * heads * c.dk], decay[0]);
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, TnlGatesChunkCumsumTest,
+                         ::testing::Values(TnlCase{128, 128, false}, TnlCase{128, 256, false},
+                                           TnlCase{128, 256, true}, TnlCase{64, 128, true},
+                                           TnlCase{48, 48, false}));
+
+TEST(Hgrn2GatesChunkCumsumTest, EqualsGatesThenCumsumBitwiseAcrossRowBlocks) {
+  if (!testing::HaveGpu()) GTEST_SKIP() << "no CUDA GPU visible";
+  TestPack tp;
+  const PackView pack = tp.View();
+  const int rows = tp.rows(), dim = 320;  // not a multiple of the kernel's 128 channels
+  std::mt19937 rng(11);
+  std::normal_distribution<float> nd(0.0f, 2.0f);
+  std::uniform_real_distribution<float> ud(0.0f, 0.99f);
+  std::vector<float> qfi(static_cast<size_t>(rows) * 3 * dim), lb(dim);
+  for (auto& x : qfi) x = nd(rng);
+  for (auto& x : lb) x = ud(rng);
+  Dev<float> dqfi(qfi), dlb(lb);
+  const size_t n = static_cast<size_t>(rows) * dim;
+  for (const bool with_lb : {true, false}) {
+    const float* lower = with_lb ? dlb.get() : nullptr;
+    Dev<float> q0(n), k0(n), g0(n), v0(n), q1(n), k1(n), g1(n), v1(n);
+    ASSERT_EQ(
+        Hgrn2Gates(dqfi.get(), rows, dim, lower, q0.get(), k0.get(), g0.get(), v0.get(), nullptr),
+        cudaSuccess);
+    ASSERT_EQ(ChunkLocalCumsumPacked(g0.get(), pack, /*heads=*/1, dim, nullptr), cudaSuccess);
+    // Row blocks of 90 rows (as HGRN2's kRowBlock blocks): chunks straddle their edges.
+    for (int r0 = 0; r0 < rows; r0 += 90) {
+      const int m = std::min(90, rows - r0);
+      ASSERT_EQ(Hgrn2GatesChunkCumsum(dqfi.get() + static_cast<size_t>(r0) * 3 * dim, r0, m, pack,
+                                      dim, lower, q1.get(), k1.get(), g1.get(), v1.get(), nullptr),
+                cudaSuccess);
+    }
+    SCOPED_TRACE(with_lb ? "lower bounds" : "no lower bounds");
+    ExpectSameGates(q0, k0, g0, v0, q1, k1, g1, v1);
+  }
+}
+
+struct GlaCase {
+  int heads, kv_heads, dk, dv;
+  bool clamp;
+};
+
+class GlaGatesChunkCumsumTest : public ::testing::TestWithParam<GlaCase> {};
+
+TEST_P(GlaGatesChunkCumsumTest, EqualsBiasGatesThenCumsumBitwise) {
+  if (!testing::HaveGpu()) GTEST_SKIP() << "no CUDA GPU visible";
+  const GlaCase c = GetParam();
+  TestPack tp;
+  const PackView pack = tp.View();
+  const int rows = tp.rows();
+  const int group = c.heads / c.kv_heads;
+  const int64_t key_dim = static_cast<int64_t>(c.heads) * c.dk;
+  const int64_t k_off = key_dim, v_off = k_off + key_dim / group;
+  const int64_t ld = v_off + static_cast<int64_t>(c.heads) * c.dv / group + 16;
+  const int64_t kvk = static_cast<int64_t>(c.kv_heads) * c.dk;
+  std::mt19937 rng(c.dk + c.dv + c.clamp);
+  std::normal_distribution<float> nd(0.0f, 3.0f);
+  std::vector<float> proj(static_cast<size_t>(rows) * ld), gk(rows * kvk), bias(kvk);
+  for (auto& x : proj) x = nd(rng);
+  for (auto& x : gk) x = nd(rng);
+  for (auto& x : bias) x = nd(rng);
+  Dev<float> dproj(proj), dgk0(gk), dgk1(gk), dbias(bias);
+  const size_t nqk = static_cast<size_t>(rows) * key_dim;
+  const size_t nv = static_cast<size_t>(rows) * c.heads * c.dv;
+  Dev<float> q0(nqk), k0(nqk), g0(nqk), v0(nv), q1(nqk), k1(nqk), g1(nqk), v1(nv);
+  const float clamp_min = -0.05f;
+  ASSERT_EQ(AddBias(dgk0.get(), kvk, dbias.get(), rows, static_cast<int>(kvk), nullptr),
+            cudaSuccess);
+  ASSERT_EQ(
+      GlaGates(dproj.get(), ld, k_off, v_off, dgk0.get(), rows, c.heads, c.kv_heads, c.dk, c.dv,
+               16.0f, c.clamp, clamp_min, q0.get(), k0.get(), g0.get(), v0.get(), nullptr),
+      cudaSuccess);
+  ASSERT_EQ(ChunkLocalCumsumPacked(g0.get(), pack, c.heads, c.dk, nullptr), cudaSuccess);
+  ASSERT_EQ(GlaGatesChunkCumsum(dproj.get(), ld, k_off, v_off, dgk1.get(), dbias.get(), pack,
+                                c.heads, c.kv_heads, c.dk, c.dv, 16.0f, c.clamp, clamp_min,
+                                q1.get(), k1.get(), g1.get(), v1.get(), nullptr),
+            cudaSuccess);
+  ExpectSameGates(q0, k0, g0, v0, q1, k1, g1, v1);
+  EXPECT_TRUE(BitwiseEqual(dgk1.Get(), gk));  // gk is only read
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, GlaGatesChunkCumsumTest,
+                         ::testing::Values(GlaCase{4, 4, 256, 512, false},
+                                           GlaCase{4, 2, 64, 96, true},
+                                           GlaCase{2, 1, 160, 32, false}));
+
+}  // namespace
+}  // namespace hgeval::cuda
