@@ -1,12 +1,19 @@
 #include "engine/cuda/token_mixer.h"
 
+#include "engine/cuda/decode_gemm.h"
 #include "engine/util/status_macros.h"
 
 namespace hgeval::cuda {
 
 absl::Status MixerPass::Linear(int64_t m, int64_t n, int64_t k, MatRef a, MatRef w, void* c,
                                Act c_act, int64_t ldc) const {
-  if (decode) return GemmNT(cublas, m, n, k, a, w, c, c_act, ldc);
+  if (decode) {
+    // bf16: the batch-invariant skinny GEMM that streams W once (decode_gemm.h).
+    if (DecodeGemmEnabled() && DecodeGemmFits(m, k, a, w)) {
+      return DecodeGemmNT(stream, m, n, k, a, w, c, c_act, ldc);
+    }
+    return GemmNT(cublas, m, n, k, a, w, c, c_act, ldc);
+  }
   return pinned->Run(stream, m, n, k, a, w, c, c_act, ldc);
 }
 
