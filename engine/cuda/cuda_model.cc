@@ -577,6 +577,8 @@ absl::Status CudaModel::RunPacked(absl::Span<const ForwardItem> items,
 
 // ---- decode path --------------------------------------------------------------------------
 
+static_assert(kDecodeRows == kDecodeGemmMaxRows, "the decode GEMM serves the whole step");
+
 int CudaModel::DecodeStepRows(int n) const {
   if (act_ != Act::kBF16 || !DecodeGemmEnabled()) return kDecodeRows;
   return std::min(kDecodeRows, (n + 7) / 8 * 8);
@@ -590,7 +592,7 @@ absl::Status CudaModel::EnqueueDecodeStep(int rows) {
         DecodeGemmNT(ctx_->stream(), rows, V_, D_, head_x, head_w, logits_.get(), Act::kF32, V_));
   } else {
     HG_RETURN_IF_ERROR(
-        GemmNT(ctx_->cublas(), rows, V_, D_, head_x, head_w, logits_.get(), Act::kF32, V_));
+        GemmNT(ctx_->cublas(), kDecodeRows, V_, D_, head_x, head_w, logits_.get(), Act::kF32, V_));
   }
   DecodeIo* io = decode_io_.as<DecodeIo>();
   HG_LAUNCH(LogSoftmaxGather(logits_.as<float>(), rows, static_cast<int>(V_), io->targets, io->lp,

@@ -12,7 +12,9 @@ absl::Status MixerPass::Linear(int64_t m, int64_t n, int64_t k, MatRef a, MatRef
     if (DecodeGemmEnabled() && DecodeGemmFits(m, k, a, w)) {
       return DecodeGemmNT(stream, m, n, k, a, w, c, c_act, ldc);
     }
-    return GemmNT(cublas, m, n, k, a, w, c, c_act, ldc);
+    // cuBLAS always at the padded 32 rows (scratch holds them), so its kernel choice, and
+    // a row's bits, never depend on how many rows the step runs.
+    return GemmNT(cublas, kDecodeGemmMaxRows, n, k, a, w, c, c_act, ldc);
   }
   return pinned->Run(stream, m, n, k, a, w, c, c_act, ldc);
 }
