@@ -268,18 +268,22 @@ nlohmann::json Micro(cuda::DeviceContext* ctx) {
     std::fprintf(stderr, "[micro] %-28s %8.3f ms %7.1f TFLOP/s %7.0f GB/s(weights)\n", key.c_str(),
                  ms, tflops, gbs);
     if (sh.m == cuda::kDecodeGemmMaxRows) {
-      // The same shape through the skinny decode GEMM (decode_gemm.h), for comparison.
-      const double dms = timer.Ms(
-          [&] {
-            (void)cuda::DecodeGemmNT(ctx->stream(), sh.m, sh.n, sh.k, {a, cuda::Act::kBF16, sh.k},
-                                     {w, cuda::Act::kBF16, sh.k}, c,
-                                     sh.out_f32 ? cuda::Act::kF32 : cuda::Act::kBF16, sh.n);
-          },
-          20);
-      const double dgbs = (sh.n * sh.k * 2.0) / (dms * 1e-3) / 1e9;
-      const std::string dkey = absl::StrCat("decode_gemm_bf16_", sh.m, "x", sh.n, "x", sh.k);
-      out[dkey] = {{"ms", dms}, {"weight_gb_s", dgbs}};
-      std::fprintf(stderr, "[micro] %-28s %8.3f ms %7.0f GB/s(weights)\n", dkey.c_str(), dms, dgbs);
+      // The same shape through the skinny decode GEMM (decode_gemm.h), for comparison, at
+      // the padded 32 rows and at 1 and 8 live rows (it skips 8-row tiles of padding).
+      for (const int64_t dm : {sh.m, int64_t{8}, int64_t{1}}) {
+        const double dms = timer.Ms(
+            [&] {
+              (void)cuda::DecodeGemmNT(ctx->stream(), dm, sh.n, sh.k, {a, cuda::Act::kBF16, sh.k},
+                                       {w, cuda::Act::kBF16, sh.k}, c,
+                                       sh.out_f32 ? cuda::Act::kF32 : cuda::Act::kBF16, sh.n);
+            },
+            20);
+        const double dgbs = (sh.n * sh.k * 2.0) / (dms * 1e-3) / 1e9;
+        const std::string dkey = absl::StrCat("decode_gemm_bf16_", dm, "x", sh.n, "x", sh.k);
+        out[dkey] = {{"ms", dms}, {"weight_gb_s", dgbs}};
+        std::fprintf(stderr, "[micro] %-28s %8.3f ms %7.0f GB/s(weights)\n", dkey.c_str(), dms,
+                     dgbs);
+      }
     }
     cudaFree(a);
     cudaFree(w);

@@ -10,6 +10,7 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "engine/cuda/decode_gemm.h"
 #include "engine/cuda/gemm.h"
 #include "engine/model/forward_validation.h"
 #include "engine/model/top_k.h"
@@ -576,13 +577,26 @@ absl::Status CudaModel::RunPacked(absl::Span<const ForwardItem> items,
 
 // ---- decode path --------------------------------------------------------------------------
 
-absl::Status CudaModel::EnqueueDecodeStep() {
-  HG_RETURN_IF_ERROR(EnqueueLayers(kDecodeRows, kDecodeRows, /*decode=*/true));
-  HG_RETURN_IF_ERROR(GemmNT(ctx_->cublas(), kDecodeRows, V_, D_, Mat(x_.get(), act_, D_),
-                            Mat(lm_head_.get(), act_, D_), logits_.get(), Act::kF32, V_));
+static_assert(kDecodeRows == kDecodeGemmMaxRows, "the decode GEMM serves the whole step");
+
+int CudaModel::DecodeStepRows(int n) const {
+  if (act_ != Act::kBF16 || !DecodeGemmEnabled()) return kDecodeRows;
+  return std::min(kDecodeRows, (n + 7) / 8 * 8);
+}
+
+absl::Status CudaModel::EnqueueDecodeStep(int rows) {
+  HG_RETURN_IF_ERROR(EnqueueLayers(rows, rows, /*decode=*/true));
+  const MatRef head_x = Mat(x_.get(), act_, D_), head_w = Mat(lm_head_.get(), act_, D_);
+  if (DecodeGemmEnabled() && DecodeGemmFits(rows, D_, head_x, head_w)) {
+    HG_RETURN_IF_ERROR(
+        DecodeGemmNT(ctx_->stream(), rows, V_, D_, head_x, head_w, logits_.get(), Act::kF32, V_));
+  } else {
+    HG_RETURN_IF_ERROR(
+        GemmNT(ctx_->cublas(), kDecodeRows, V_, D_, head_x, head_w, logits_.get(), Act::kF32, V_));
+  }
   DecodeIo* io = decode_io_.as<DecodeIo>();
-  HG_LAUNCH(LogSoftmaxGather(logits_.as<float>(), kDecodeRows, static_cast<int>(V_), io->targets,
-                             io->lp, io->am, true, ctx_->stream()));
+  HG_LAUNCH(LogSoftmaxGather(logits_.as<float>(), rows, static_cast<int>(V_), io->targets, io->lp,
+                             io->am, true, ctx_->stream()));
   return absl::OkStatus();
 }
 
@@ -623,30 +637,32 @@ absl::Status CudaModel::RunDecodeGroup(absl::Span<const ForwardItem* const> item
           identity_rows_.as<int32_t>()};
   HG_CUDA_RETURN(cudaMemcpyAsync(dio, hio, offsetof(DecodeIo, lp), cudaMemcpyHostToDevice, s));
 
-  if (graphs_enabled_ && decode_graph_ == nullptr && decode_steps_ > 0) {
+  const int rows = DecodeStepRows(n);
+  cudaGraphExec_t& decode_graph = decode_graphs_[rows / 8 - 1];
+  if (graphs_enabled_ && decode_graph == nullptr && decode_eager_steps_[rows / 8 - 1] > 0) {
     // Capture after one eager step, so cuBLAS has set itself up outside the capture.
     cudaGraph_t graph = nullptr;
     HG_CUDA_RETURN(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-    const absl::Status enq = EnqueueDecodeStep();
+    const absl::Status enq = EnqueueDecodeStep(rows);
     const cudaError_t end = cudaStreamEndCapture(s, &graph);
     if (enq.ok() && end == cudaSuccess &&
-        cudaGraphInstantiate(&decode_graph_, graph, 0) == cudaSuccess) {
+        cudaGraphInstantiate(&decode_graph, graph, 0) == cudaSuccess) {
       cudaGraphDestroy(graph);
     } else {
       if (graph) cudaGraphDestroy(graph);
       cudaGetLastError();
-      decode_graph_ = nullptr;
+      decode_graph = nullptr;
       graphs_enabled_ = false;
       std::fprintf(stderr, "hgeval cuda: decode graph capture failed (%s); running eagerly\n",
                    enq.ok() ? cudaGetErrorString(end) : std::string(enq.message()).c_str());
     }
   }
-  if (decode_graph_ != nullptr) {
-    HG_CUDA_RETURN(cudaGraphLaunch(decode_graph_, s));
+  if (decode_graph != nullptr) {
+    HG_CUDA_RETURN(cudaGraphLaunch(decode_graph, s));
   } else {
-    HG_RETURN_IF_ERROR(EnqueueDecodeStep());
+    HG_RETURN_IF_ERROR(EnqueueDecodeStep(rows));
+    ++decode_eager_steps_[rows / 8 - 1];
   }
-  ++decode_steps_;
   HG_CUDA_RETURN(cudaMemcpyAsync(hio->lp, dio->lp, sizeof(DecodeIo) - offsetof(DecodeIo, lp),
                                  cudaMemcpyDeviceToHost, s));
   HG_CUDA_RETURN(cudaStreamSynchronize(s));

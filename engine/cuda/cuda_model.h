@@ -153,8 +153,11 @@ class CudaModel : public Model {
                              size_t index);
   absl::Status RunDecodeGroup(absl::Span<const ForwardItem* const> items,
                               absl::Span<ForwardOutput* const> outs);
-  // Enqueues the whole decode step over kDecodeRows rows (inputs already on the device).
-  absl::Status EnqueueDecodeStep();
+  // Enqueues the whole decode step over `rows` rows (inputs already on the device).
+  absl::Status EnqueueDecodeStep(int rows);
+  // Rows a decode step of n items runs: kDecodeRows, or n rounded up to 8 where every
+  // decode linear is the batch-invariant DecodeGemmNT (bf16, HGEVAL_CUDA_DECODE_GEMM=1).
+  int DecodeStepRows(int n) const;
   // Runs the layers over `rows` rows of `num_seqs` sequences in scratch (h -> final normed
   // x). Decode: one row per sequence; otherwise the pack in pack_.
   // Layers [first_layer, end_layer) (end -1: all); the embedding runs with layer 0, the
@@ -204,10 +207,12 @@ class CudaModel : public Model {
 
   std::unique_ptr<PinnedGemm> pinned_gemm_;
 
-  // Decode graph.
-  cudaGraphExec_t decode_graph_ = nullptr;
+  // Decode graphs, one per step row count (8, 16, 24, 32), each captured after an eager
+  // step of that count.
+  static constexpr int kDecodeShapes = kDecodeRows / 8;
+  cudaGraphExec_t decode_graphs_[kDecodeShapes] = {};
+  int64_t decode_eager_steps_[kDecodeShapes] = {};
   bool graphs_enabled_ = true;
-  int64_t decode_steps_ = 0;
 };
 
 }  // namespace hgeval::cuda

@@ -128,7 +128,9 @@ CudaModel::~CudaModel() {
   if (ctx_ == nullptr) return;
   DeviceGuard guard(ctx_->device());
   cudaStreamSynchronize(ctx_->stream());
-  if (decode_graph_) cudaGraphExecDestroy(decode_graph_);
+  for (cudaGraphExec_t graph : decode_graphs_) {
+    if (graph) cudaGraphExecDestroy(graph);
+  }
   if (pack_host_) cudaFreeHost(pack_host_);
   if (host_io_) cudaFreeHost(host_io_);
 }

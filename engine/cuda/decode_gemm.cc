@@ -1,5 +1,8 @@
 #include "engine/cuda/decode_gemm.h"
 
+#include <cstdlib>
+#include <cstring>
+
 #include "absl/strings/str_cat.h"
 #include "engine/cuda/kernels_decode_gemm.h"
 
@@ -13,6 +16,14 @@ bool Aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0;
 bool DecodeGemmFits(int64_t m, int64_t k, const MatRef& a, const MatRef& w) {
   return a.act == Act::kBF16 && w.act == Act::kBF16 && m >= 0 && m <= kDecodeGemmMaxRows &&
          k % 8 == 0 && a.ld % 8 == 0 && w.ld % 8 == 0 && Aligned16(a.ptr) && Aligned16(w.ptr);
+}
+
+bool DecodeGemmEnabled() {
+  static const bool enabled = [] {
+    const char* env = std::getenv("HGEVAL_CUDA_DECODE_GEMM");
+    return env != nullptr && std::strcmp(env, "1") == 0;
+  }();
+  return enabled;
 }
 
 absl::Status DecodeGemmNT(cudaStream_t stream, int64_t m, int64_t n, int64_t k, MatRef a, MatRef w,

@@ -19,6 +19,10 @@ constexpr int64_t kDecodeGemmMaxRows = 32;
 // multiple of 8, M <= kDecodeGemmMaxRows.
 bool DecodeGemmFits(int64_t m, int64_t k, const MatRef& a, const MatRef& w);
 
+// Whether the decode step's bf16 linears and head run DecodeGemmNT (else cuBLAS at the
+// padded 32 rows): HGEVAL_CUDA_DECODE_GEMM=1 turns it on, =0 off; read once.
+bool DecodeGemmEnabled();
+
 // C = A W^T (c_act fp32 or bf16, row stride ldc); InvalidArgument where it does not fit.
 absl::Status DecodeGemmNT(cudaStream_t stream, int64_t m, int64_t n, int64_t k, MatRef a, MatRef w,
                           void* c, Act c_act, int64_t ldc);

@@ -9,6 +9,7 @@
 #include <cuda_bf16.h>
 
 #include <cstdint>
+#include <cstdlib>
 
 #include "engine/cuda/kernels_decode_gemm.h"
 #include "engine/cuda/mma.cuh"
@@ -28,64 +29,98 @@ __device__ __forceinline__ uint4 LoadStream(const __nv_bfloat16* p) {
   return v;
 }
 
-template <int kTiles, typename OutT>
+// Chunks a warp loads before it multiplies any: all of their W and A loads are in
+// flight at once (the latency of HBM needs ~32 KiB per SM), within a register budget of
+// 16 x 16 bytes per lane for the loaded data.
+__host__ __device__ constexpr int Depth(int tiles, int ntiles) {
+  const int d = 16 / (2 * tiles + ntiles);
+  return d < 1 ? 1 : (d > 4 ? 4 : d);
+}
+
+// kTiles 16-row tiles of W per block; kNT 8-row tiles of A (M rounded up to 8 only: no
+// mma and no load for a tile of padding rows).
+template <int kTiles, int kNT, typename OutT>
 __global__ void __launch_bounds__(kThreads, 1)
     DecodeGemmKernel(int m, int n, int k, const __nv_bfloat16* __restrict__ a, int64_t lda,
                      const __nv_bfloat16* __restrict__ w, int64_t ldw, OutT* __restrict__ c,
                      int64_t ldc) {
-  __shared__ float partial[kSplit * 4 * 4 * 32];  // [warp][n-tile][element][lane]
+  constexpr int kDepth = Depth(kTiles, kNT);
+  constexpr int kItems = kNT * 4 * 32;  // one 16-row tile's outputs: (n-tile, element, lane)
+  __shared__ float partial[kSplit * kItems];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int g = lane / 4, t = lane % 4;
   const int row0 = blockIdx.x * kTiles * 16;
-  const int ntiles = (m + 7) / 8;
 
-  float acc[kTiles][4][4];
+  float acc[kTiles][kNT][4];
 #pragma unroll
   for (int i = 0; i < kTiles; ++i)
 #pragma unroll
-    for (int j = 0; j < 4; ++j)
+    for (int j = 0; j < kNT; ++j)
 #pragma unroll
       for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;
 
+  // Row pointers and predicates once: a lane's W rows and A rows are fixed.
+  const __nv_bfloat16* wrow[kTiles][2];
+  bool win[kTiles][2];
+#pragma unroll
+  for (int i = 0; i < kTiles; ++i) {
+    const int r = row0 + i * 16 + g;
+    win[i][0] = r < n;
+    win[i][1] = r + 8 < n;
+    wrow[i][0] = w + static_cast<int64_t>(win[i][0] ? r : 0) * ldw + t * 8;
+    wrow[i][1] = w + static_cast<int64_t>(win[i][1] ? r + 8 : 0) * ldw + t * 8;
+  }
+  const __nv_bfloat16* arow[kNT];
+  bool ain[kNT];
+#pragma unroll
+  for (int j = 0; j < kNT; ++j) {
+    const int r = j * 8 + g;
+    ain[j] = r < m;
+    arow[j] = a + static_cast<int64_t>(ain[j] ? r : 0) * lda + t * 8;
+  }
+
   const uint4 zero = make_uint4(0, 0, 0, 0);
   const int chunks = (k + kChunk - 1) / kChunk;
-  for (int ch = warp; ch < chunks; ch += kSplit) {
-    const int kk = ch * kChunk + t * 8;
-    const bool kin = kk < k;  // K % 8 == 0: a lane's 8 are all in or all out
-    uint4 wlo[kTiles], whi[kTiles], x[4];
+  // Warp w takes chunks w, w + kSplit, ... in ascending order, kDepth at a time.
+  for (int ch0 = warp; ch0 < chunks; ch0 += kDepth * kSplit) {
+    uint4 wlo[kDepth][kTiles], whi[kDepth][kTiles], x[kDepth][kNT];
 #pragma unroll
-    for (int i = 0; i < kTiles; ++i) {
-      const int r = row0 + i * 16 + g;
-      wlo[i] = (kin && r < n) ? LoadStream(w + r * ldw + kk) : zero;
-      whi[i] = (kin && r + 8 < n) ? LoadStream(w + (r + 8) * ldw + kk) : zero;
+    for (int d = 0; d < kDepth; ++d) {
+      const int kk = (ch0 + d * kSplit) * kChunk + t * 8;
+      const bool kin = kk < k;  // K % 8 == 0: a lane's 8 are all in or all out
+#pragma unroll
+      for (int i = 0; i < kTiles; ++i) {
+        wlo[d][i] = (kin && win[i][0]) ? LoadStream(wrow[i][0] + kk - t * 8) : zero;
+        whi[d][i] = (kin && win[i][1]) ? LoadStream(wrow[i][1] + kk - t * 8) : zero;
+      }
+#pragma unroll
+      for (int j = 0; j < kNT; ++j) {
+        x[d][j] = (kin && ain[j]) ? *reinterpret_cast<const uint4*>(arow[j] + kk - t * 8) : zero;
+      }
     }
 #pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      const int r = j * 8 + g;
-      x[j] = (kin && r < m) ? *reinterpret_cast<const uint4*>(a + r * lda + kk) : zero;
-    }
+    for (int d = 0; d < kDepth; ++d) {
+      if (ch0 + d * kSplit >= chunks) break;  // warp-uniform: past K, no mma at all
 #pragma unroll
-    for (int i = 0; i < kTiles; ++i) {
-      const uint32_t lo[4] = {wlo[i].x, whi[i].x, wlo[i].y, whi[i].y};
-      const uint32_t hi[4] = {wlo[i].z, whi[i].z, wlo[i].w, whi[i].w};
+      for (int i = 0; i < kTiles; ++i) {
+        const uint32_t lo[4] = {wlo[d][i].x, whi[d][i].x, wlo[d][i].y, whi[d][i].y};
+        const uint32_t hi[4] = {wlo[d][i].z, whi[d][i].z, wlo[d][i].w, whi[d][i].w};
 #pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        if (j < ntiles) {
-          Mma(acc[i][j], lo, x[j].x, x[j].y);
-          Mma(acc[i][j], hi, x[j].z, x[j].w);
+        for (int j = 0; j < kNT; ++j) {
+          Mma(acc[i][j], lo, x[d][j].x, x[d][j].y);
+          Mma(acc[i][j], hi, x[d][j].z, x[d][j].w);
         }
       }
     }
   }
 
-  // One 16-row tile at a time through shared memory (32 KiB): item = (n-tile, element,
-  // lane) of the mma's D layout, summed over the warps in warp order.
-  constexpr int kItems = 4 * 4 * 32;
+  // One 16-row tile at a time through shared memory: each output summed over the warps in
+  // warp order, starting from 0.
 #pragma unroll
   for (int i = 0; i < kTiles; ++i) {
     if (i > 0) __syncthreads();
 #pragma unroll
-    for (int j = 0; j < 4; ++j)
+    for (int j = 0; j < kNT; ++j)
 #pragma unroll
       for (int e = 0; e < 4; ++e) partial[warp * kItems + (j * 4 + e) * 32 + lane] = acc[i][j][e];
     __syncthreads();
@@ -98,31 +133,59 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
       for (int sw = 0; sw < kSplit; ++sw) s += partial[sw * kItems + item];
       if constexpr (sizeof(OutT) == 4) {
-        c[col * ldc + row] = s;
+        c[static_cast<int64_t>(col) * ldc + row] = s;
       } else {
-        c[col * ldc + row] = __float2bfloat16(s);
+        c[static_cast<int64_t>(col) * ldc + row] = __float2bfloat16(s);
       }
     }
   }
 }
 
-template <int kTiles, typename OutT>
+template <int kTiles, int kNT, typename OutT>
 cudaError_t Launch(cudaStream_t stream, int m, int n, int k, const __nv_bfloat16* a, int64_t lda,
                    const __nv_bfloat16* w, int64_t ldw, OutT* c, int64_t ldc) {
-  auto* kernel = DecodeGemmKernel<kTiles, OutT>;
+  auto* kernel = DecodeGemmKernel<kTiles, kNT, OutT>;
   const int blocks = (n + kTiles * 16 - 1) / (kTiles * 16);
   kernel<<<blocks, kThreads, 0, stream>>>(m, n, k, a, lda, w, ldw, c, ldc);
   return cudaGetLastError();
+}
+
+template <int kTiles, typename OutT>
+cudaError_t ByRows(cudaStream_t stream, int m, int n, int k, const __nv_bfloat16* a, int64_t lda,
+                   const __nv_bfloat16* w, int64_t ldw, OutT* c, int64_t ldc) {
+  switch ((m + 7) / 8) {
+    case 0:
+    case 1:
+      return Launch<kTiles, 1>(stream, m, n, k, a, lda, w, ldw, c, ldc);
+    case 2:
+      return Launch<kTiles, 2>(stream, m, n, k, a, lda, w, ldw, c, ldc);
+    case 3:
+      return Launch<kTiles, 3>(stream, m, n, k, a, lda, w, ldw, c, ldc);
+    default:
+      return Launch<kTiles, 4>(stream, m, n, k, a, lda, w, ldw, c, ldc);
+  }
+}
+
+// HGEVAL_DECODE_GEMM_TILES=1|2|4 fixes the W rows per block (16 each) for measurement;
+// results are bitwise the same for any value (the K split does not change).
+int TilesOverride() {
+  static const int tiles = [] {
+    const char* env = std::getenv("HGEVAL_DECODE_GEMM_TILES");
+    const int v = env == nullptr ? 0 : std::atoi(env);
+    return (v == 1 || v == 2 || v == 4) ? v : 0;
+  }();
+  return tiles;
 }
 
 template <typename OutT>
 cudaError_t Dispatch(cudaStream_t stream, int m, int n, int k, const __nv_bfloat16* a, int64_t lda,
                      const __nv_bfloat16* w, int64_t ldw, OutT* c, int64_t ldc) {
   // Rows of W per block: enough blocks to fill the GPU twice over, else fewer A re-reads.
-  // The K split (and so every element's sum order) is the same for all three.
-  if (n >= 4 * 16 * 264) return Launch<4>(stream, m, n, k, a, lda, w, ldw, c, ldc);
-  if (n >= 2 * 16 * 264) return Launch<2>(stream, m, n, k, a, lda, w, ldw, c, ldc);
-  return Launch<1>(stream, m, n, k, a, lda, w, ldw, c, ldc);
+  int tiles = TilesOverride();
+  if (tiles == 0) tiles = n >= 4 * 16 * 264 ? 4 : (n >= 2 * 16 * 264 ? 2 : 1);
+  if (tiles == 4) return ByRows<4>(stream, m, n, k, a, lda, w, ldw, c, ldc);
+  if (tiles == 2) return ByRows<2>(stream, m, n, k, a, lda, w, ldw, c, ldc);
+  return ByRows<1>(stream, m, n, k, a, lda, w, ldw, c, ldc);
 }
 
 }  // namespace

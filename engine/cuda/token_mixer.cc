@@ -1,12 +1,21 @@
 #include "engine/cuda/token_mixer.h"
 
+#include "engine/cuda/decode_gemm.h"
 #include "engine/util/status_macros.h"
 
 namespace hgeval::cuda {
 
 absl::Status MixerPass::Linear(int64_t m, int64_t n, int64_t k, MatRef a, MatRef w, void* c,
                                Act c_act, int64_t ldc) const {
-  if (decode) return GemmNT(cublas, m, n, k, a, w, c, c_act, ldc);
+  if (decode) {
+    // bf16: the batch-invariant skinny GEMM that streams W once (decode_gemm.h).
+    if (DecodeGemmEnabled() && DecodeGemmFits(m, k, a, w)) {
+      return DecodeGemmNT(stream, m, n, k, a, w, c, c_act, ldc);
+    }
+    // cuBLAS always at the padded 32 rows (scratch holds them), so its kernel choice, and
+    // a row's bits, never depend on how many rows the step runs.
+    return GemmNT(cublas, kDecodeGemmMaxRows, n, k, a, w, c, c_act, ldc);
+  }
   return pinned->Run(stream, m, n, k, a, w, c, c_act, ldc);
 }
 

@@ -1,6 +1,8 @@
 // The decode step's skinny bf16 GEMM (decode_gemm.h) against a float64 reference at the
-// 1.3B shapes and at odd ones (N, K not multiples of 128; M = 1, 3, 32), and its batch
-// invariance: row r computed alone (M = 1) equals row r of an M = 32 call bitwise.
+// 1.3B shapes and at odd ones (N, K not multiples of 128; M = 1, 3, 8, 17, 32), and its batch
+// invariance: row r computed alone (M = 1) or among M = 3, 8, 17 rows equals row r of an
+// M = 32 call bitwise (the GPU call also runs it under HGEVAL_DECODE_GEMM_TILES=1 and 4,
+// so each W-rows-per-block choice passes these checks).
 #include <cuda_bf16.h>
 #include <cuda_runtime_api.h>
 
@@ -69,7 +71,8 @@ TEST_P(CudaDecodeGemmTest, MatchesFloat64AndRowsAloneEqualRowsInABatch) {
   }
 
   std::vector<float> batch;
-  for (int m : {1, 3, 32}) {
+  std::vector<std::vector<float>> fewer;  // M = 1, 3, 8, 17
+  for (int m : {1, 3, 8, 17, 32}) {
     Dev<float> c(static_cast<size_t>(m) * n);
     ASSERT_TRUE(DecodeGemmNT(nullptr, m, n, k, MatRef{a.get(), Act::kBF16, k},
                              MatRef{w.get(), Act::kBF16, k}, c.get(), Act::kF32, n)
@@ -78,11 +81,21 @@ TEST_P(CudaDecodeGemmTest, MatchesFloat64AndRowsAloneEqualRowsInABatch) {
     const std::vector<float> out = c.Get();
     const std::vector<double> want(ref.begin(), ref.begin() + static_cast<size_t>(m) * n);
     EXPECT_LT(RelError(out, want), kBound) << "M=" << m;
-    if (m == full) batch = out;
+    if (m == full) {
+      batch = out;
+    } else {
+      fewer.push_back(out);
+    }
+  }
+  // The first rows of a smaller batch (fewer 8-row tiles, no padding work) are those rows
+  // of the full one, bitwise.
+  for (const std::vector<float>& out : fewer) {
+    EXPECT_EQ(std::memcmp(out.data(), batch.data(), out.size() * sizeof(float)), 0)
+        << "M=" << out.size() / n;
   }
 
   // Each row alone (M = 1, its own pointer) against its place among 32.
-  for (int r : {0, 1, 7, 8, 13, 31}) {
+  for (int r : {0, 1, 7, 8, 13, 16, 17, 24, 31}) {
     Dev<float> c(static_cast<size_t>(n));
     const __nv_bfloat16* row = a.get() + static_cast<size_t>(r) * k;
     ASSERT_TRUE(DecodeGemmNT(nullptr, 1, n, k, MatRef{row, Act::kBF16, k},
@@ -99,8 +112,8 @@ TEST_P(CudaDecodeGemmTest, MatchesFloat64AndRowsAloneEqualRowsInABatch) {
 // MLP's 11264 exercise the wider tiles.
 INSTANTIATE_TEST_SUITE_P(Shapes, CudaDecodeGemmTest,
                          ::testing::Values(Shape{2048, 2048}, Shape{11264, 2048}, Shape{2048, 5632},
-                                           Shape{32000, 2048}, Shape{1000, 1000}, Shape{77, 40},
-                                           Shape{4104, 8}, Shape{17000, 264}));
+                                           Shape{32000, 2048}, Shape{6144, 2048}, Shape{1000, 1000},
+                                           Shape{77, 40}, Shape{4104, 8}, Shape{17000, 264}));
 
 TEST(CudaDecodeGemmTest, BfloatOutputAndRefusals) {
   if (!testing::HaveGpu()) GTEST_SKIP() << "no CUDA GPU visible";
