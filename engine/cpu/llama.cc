@@ -11,11 +11,13 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "engine/cpu/attention.h"
+#include "engine/cpu/cpu_model_base.h"
 #include "engine/cpu/cpu_models.h"
 #include "engine/cpu/ops.h"
 #include "engine/cpu/rope.h"
 #include "engine/cpu/row_invariant_linear.h"
 #include "engine/loader/weight_reader.h"
+#include "engine/model/family_table.h"
 #include "engine/model/tensor_names.h"
 #include "engine/util/status_macros.h"
 
@@ -66,12 +68,11 @@ struct LlamaScratch {
   std::vector<float> hidden, normed, q, k, v, attn, mlp, cos, sin;
 };
 
-class LlamaModel : public Model {
+class LlamaModel final : public CpuModelBase<LlamaState> {
  public:
   LlamaModel(ModelConfig config, ModelInfo info, HostTensor embeddings,
              std::vector<LlamaLayer> layers, HostTensor final_norm, HostTensor lm_head)
-      : config_(std::move(config)),
-        info_(std::move(info)),
+      : CpuModelBase(std::move(config), std::move(info)),
         embeddings_(std::move(embeddings)),
         layers_(std::move(layers)),
         final_norm_(std::move(final_norm)),
@@ -83,35 +84,13 @@ class LlamaModel : public Model {
     attention_.scale = 1.0f / std::sqrt(static_cast<float>(config_.head_dim));
   }
 
-  const ModelInfo& info() const override { return info_; }
-  const ModelConfig& config() const override { return config_; }
   std::unique_ptr<SequenceState> NewState() const override {
     return std::make_unique<LlamaState>(this, config_.num_layers);
   }
 
-  absl::Status Forward(absl::Span<const ForwardItem> items,
-                       absl::Span<ForwardOutput> outputs) override {
-    std::vector<std::unique_ptr<SequenceState>> copies;
-    // Checks every item (positions within max_context too) before advancing any state,
-    // so a rejected batch changes nothing.
-    HG_ASSIGN_OR_RETURN(std::vector<LlamaState*> states,
-                        OwnStates<LlamaState>(this, items, outputs, config_.vocab_size, &copies,
-                                              info_.max_context));
-    for (size_t i = 0; i < items.size(); ++i) {
-      RunItem(items[i], states[i], &outputs[i]);
-    }
-    return absl::OkStatus();
-  }
-
  private:
-  // One sequence on its own: every matrix product covers this item's rows only, so the
-  // result is independent of the rest of the batch.
-  void RunItem(const ForwardItem& item, LlamaState* state, ForwardOutput* out) {
+  void RunItem(const ForwardItem& item, LlamaState* state, ForwardOutput* out) override {
     const int64_t t_count = static_cast<int64_t>(item.tokens.size());
-    if (t_count == 0) {
-      *out = ForwardOutput();
-      return;
-    }
     const int64_t d = config_.hidden_size;
     const int64_t q_dim = config_.num_heads * config_.head_dim;
     const int64_t kv_dim = config_.num_kv_heads * config_.head_dim;
@@ -155,8 +134,6 @@ class LlamaModel : public Model {
     ScoreHead(s.normed.data(), d, lm_head_, item, out);
   }
 
-  ModelConfig config_;
-  ModelInfo info_;
   HostTensor embeddings_;  // [V, D]
   std::vector<LlamaLayer> layers_;
   HostTensor final_norm_;  // [D]
@@ -176,14 +153,8 @@ absl::StatusOr<std::unique_ptr<Model>> BuildLlama(const Checkpoint& ckpt, const 
   const int64_t d = c.hidden_size;
   const int64_t q_dim = c.num_heads * c.head_dim;
   const int64_t kv_dim = c.num_kv_heads * c.head_dim;
-  int64_t parameters = 0;
   const BlockTensorNames names = BlockTensorNamesFor(ckpt, c);
-  auto read = [&](const std::string& name,
-                  std::vector<int64_t> shape) -> absl::StatusOr<HostTensor> {
-    HG_ASSIGN_OR_RETURN(HostTensor tensor, ckpt.ReadFloat(name, shape));
-    parameters += tensor.numel();
-    return tensor;
-  };
+  CountingReader read(ckpt);
 
   HG_ASSIGN_OR_RETURN(HostTensor embeddings, read(names.embed, {c.vocab_size, d}));
   std::vector<LlamaLayer> layers(c.num_layers);
@@ -197,18 +168,15 @@ absl::StatusOr<std::unique_ptr<Model>> BuildLlama(const Checkpoint& ckpt, const 
     HG_ASSIGN_OR_RETURN(layer.o_proj, read(m + "o_proj.weight", {d, q_dim}));
     HG_ASSIGN_OR_RETURN(layer.mlp_norm, read(names.Norm2Weight(l), {d}));
     HG_ASSIGN_OR_RETURN(layer.mlp, ReadBlockMlp(ckpt, c, l));
-    parameters += 3 * c.intermediate_size * d;
+    read.Count(3 * c.intermediate_size * d);
   }
   HG_ASSIGN_OR_RETURN(HostTensor final_norm, read(names.final_norm, {d}));
-  HG_ASSIGN_OR_RETURN(HostTensor lm_head, ReadLmHead(ckpt, names.head, names.embed,
-                                                     c.tie_word_embeddings, c.vocab_size, d));
-  if (ckpt.Has(names.head)) parameters += lm_head.numel();
+  HG_ASSIGN_OR_RETURN(HostTensor lm_head, read.ReadHead(names, c));
 
   ModelInfo info =
-      CpuModelInfo(c, parameters, max_context > 0 ? max_context : c.max_position_embeddings);
-  // The KV cache: keys and values of every layer, fp32.
-  info.state_bytes_per_token =
-      2 * c.num_layers * c.num_kv_heads * c.head_dim * static_cast<int64_t>(sizeof(float));
+      CpuModelInfo(c, read.parameters(), max_context > 0 ? max_context : c.max_position_embeddings);
+  // The KV cache, fp32 (its size is the family table's).
+  info.state_bytes_per_token = StateValuesPerToken(c) * static_cast<int64_t>(sizeof(float));
   return std::unique_ptr<Model>(new LlamaModel(c, std::move(info), std::move(embeddings),
                                                std::move(layers), std::move(final_norm),
                                                std::move(lm_head)));

@@ -10,6 +10,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "engine/cpu/cpu_model_base.h"
 #include "engine/cpu/cpu_models.h"
 #include "engine/cpu/ops.h"
 #include "engine/cpu/row_invariant_linear.h"
@@ -73,49 +74,25 @@ struct MambaScratch {
   std::vector<float> hidden, normed, xz, window, u, x_dbc, dt_in, dt, y, out;
 };
 
-void AddBias(float* rows, int64_t m, int64_t n, const HostTensor& bias) {
-  if (bias.data.empty()) return;
-  for (int64_t r = 0; r < m; ++r) {
-    for (int64_t i = 0; i < n; ++i) rows[r * n + i] += bias.data[i];
-  }
-}
-
-class MambaModel : public Model {
+class MambaModel final : public CpuModelBase<MambaState> {
  public:
   MambaModel(ModelConfig config, ModelInfo info, HostTensor embeddings,
              std::vector<MambaLayer> layers, HostTensor final_norm, HostTensor lm_head)
-      : config_(std::move(config)),
-        info_(std::move(info)),
+      : CpuModelBase(std::move(config), std::move(info)),
         embeddings_(std::move(embeddings)),
         layers_(std::move(layers)),
         final_norm_(std::move(final_norm)),
         lm_head_(std::move(lm_head)) {}
 
-  const ModelInfo& info() const override { return info_; }
-  const ModelConfig& config() const override { return config_; }
   std::unique_ptr<SequenceState> NewState() const override {
     return std::make_unique<MambaState>(this, config_.num_layers,
                                         (config_.conv_kernel - 1) * config_.mamba_inner,
                                         config_.mamba_inner * config_.state_size);
   }
 
-  absl::Status Forward(absl::Span<const ForwardItem> items,
-                       absl::Span<ForwardOutput> outputs) override {
-    std::vector<std::unique_ptr<SequenceState>> copies;
-    HG_ASSIGN_OR_RETURN(std::vector<MambaState*> states,
-                        OwnStates<MambaState>(this, items, outputs, config_.vocab_size, &copies));
-    for (size_t i = 0; i < items.size(); ++i) RunItem(items[i], states[i], &outputs[i]);
-    return absl::OkStatus();
-  }
-
  private:
-  // One sequence on its own (its own matrix products), so batch companions cannot change it.
-  void RunItem(const ForwardItem& item, MambaState* state, ForwardOutput* out) {
+  void RunItem(const ForwardItem& item, MambaState* state, ForwardOutput* out) override {
     const int64_t t_count = static_cast<int64_t>(item.tokens.size());
-    if (t_count == 0) {
-      *out = ForwardOutput();
-      return;
-    }
     const int64_t d = config_.hidden_size;
     const int64_t e = config_.mamba_inner;
     const int64_t n = config_.state_size;
@@ -212,8 +189,6 @@ class MambaModel : public Model {
     });
   }
 
-  ModelConfig config_;
-  ModelInfo info_;
   HostTensor embeddings_;  // [V, D]
   std::vector<MambaLayer> layers_;
   HostTensor final_norm_;  // [D]
@@ -233,13 +208,7 @@ absl::StatusOr<std::unique_ptr<Model>> BuildMamba(const Checkpoint& ckpt, const 
   const int64_t r = c.time_step_rank;
   if (e <= 0)
     return absl::InvalidArgumentError("config.json: Mamba intermediate size must be positive");
-  int64_t parameters = 0;
-  auto read = [&](const std::string& name,
-                  std::vector<int64_t> shape) -> absl::StatusOr<HostTensor> {
-    HG_ASSIGN_OR_RETURN(HostTensor tensor, ckpt.ReadFloat(name, shape));
-    parameters += tensor.numel();
-    return tensor;
-  };
+  CountingReader read(ckpt);
 
   const BlockTensorNames names = BlockTensorNamesFor(ckpt, c);
   HG_ASSIGN_OR_RETURN(HostTensor embeddings, read(names.embed, {c.vocab_size, d}));
@@ -267,11 +236,9 @@ absl::StatusOr<std::unique_ptr<Model>> BuildMamba(const Checkpoint& ckpt, const 
     HG_ASSIGN_OR_RETURN(layer.out_proj, read(m + "out_proj.weight", {d, e}));
   }
   HG_ASSIGN_OR_RETURN(HostTensor final_norm, read(names.final_norm, {d}));
-  HG_ASSIGN_OR_RETURN(HostTensor lm_head, ReadLmHead(ckpt, names.head, names.embed,
-                                                     c.tie_word_embeddings, c.vocab_size, d));
-  if (ckpt.Has(names.head)) parameters += lm_head.numel();
+  HG_ASSIGN_OR_RETURN(HostTensor lm_head, read.ReadHead(names, c));
 
-  ModelInfo info = CpuModelInfo(c, parameters);
+  ModelInfo info = CpuModelInfo(c, read.parameters());
   return std::unique_ptr<Model>(new MambaModel(c, std::move(info), std::move(embeddings),
                                                std::move(layers), std::move(final_norm),
                                                std::move(lm_head)));

@@ -12,6 +12,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "engine/cpu/cpu_model_base.h"
 #include "engine/cpu/cpu_models.h"
 #include "engine/cpu/ops.h"
 #include "engine/cpu/row_invariant_linear.h"
@@ -71,25 +72,15 @@ void SimpleRmsNorm(const float* x, int64_t rows, int64_t d, float* y) {
   }
 }
 
-void AddBias(float* rows, int64_t m, int64_t n, const HostTensor& bias) {
-  if (bias.data.empty()) return;
-  for (int64_t r = 0; r < m; ++r) {
-    for (int64_t i = 0; i < n; ++i) rows[r * n + i] += bias.data[i];
-  }
-}
-
-class TnlModel : public Model {
+class TnlModel final : public CpuModelBase<TnlState> {
  public:
   TnlModel(ModelConfig config, ModelInfo info, HostTensor embeddings, std::vector<TnlLayer> layers,
            HostTensor lm_head)
-      : config_(std::move(config)),
-        info_(std::move(info)),
+      : CpuModelBase(std::move(config), std::move(info)),
         embeddings_(std::move(embeddings)),
         layers_(std::move(layers)),
         lm_head_(std::move(lm_head)) {}
 
-  const ModelInfo& info() const override { return info_; }
-  const ModelConfig& config() const override { return config_; }
   std::unique_ptr<SequenceState> NewState() const override {
     const int64_t h = config_.num_heads, e = config_.hidden_size / h;
     std::vector<std::vector<double>> layers;
@@ -100,23 +91,9 @@ class TnlModel : public Model {
     return std::make_unique<TnlState>(this, std::move(layers));
   }
 
-  absl::Status Forward(absl::Span<const ForwardItem> items,
-                       absl::Span<ForwardOutput> outputs) override {
-    std::vector<std::unique_ptr<SequenceState>> copies;
-    HG_ASSIGN_OR_RETURN(std::vector<TnlState*> states,
-                        OwnStates<TnlState>(this, items, outputs, info_.vocab_size, &copies));
-    // Each item runs alone (its own products), so its results cannot depend on the others.
-    for (size_t i = 0; i < items.size(); ++i) RunItem(items[i], states[i], &outputs[i]);
-    return absl::OkStatus();
-  }
-
  private:
-  void RunItem(const ForwardItem& item, TnlState* state, ForwardOutput* out) const {
+  void RunItem(const ForwardItem& item, TnlState* state, ForwardOutput* out) override {
     const int64_t t_count = static_cast<int64_t>(item.tokens.size());
-    if (t_count == 0) {
-      *out = ForwardOutput();
-      return;
-    }
     const int64_t d = config_.hidden_size, h = config_.num_heads, e = d / h;
     const int64_t g = config_.intermediate_size;
     const float scale = config_.tnl_scale_embedding ? std::sqrt(static_cast<float>(d)) : 1.0f;
@@ -191,8 +168,6 @@ class TnlModel : public Model {
     ScoreHead(y.data(), d, lm_head_, item, out);
   }
 
-  ModelConfig config_;
-  ModelInfo info_;
   HostTensor embeddings_;  // [V, D]
   std::vector<TnlLayer> layers_;
   HostTensor lm_head_;  // [V, D]
@@ -206,13 +181,7 @@ absl::StatusOr<std::unique_ptr<Model>> BuildTnl(const Checkpoint& ckpt, const Mo
   }
   const int64_t d = c.hidden_size, h = c.num_heads, e = d / h, g = c.intermediate_size;
   const int64_t L = c.num_layers;
-  int64_t parameters = 0;
-  auto read = [&](const std::string& name,
-                  std::vector<int64_t> shape) -> absl::StatusOr<HostTensor> {
-    HG_ASSIGN_OR_RETURN(HostTensor tensor, ckpt.ReadFloat(name, shape));
-    parameters += tensor.numel();
-    return tensor;
-  };
+  CountingReader read(ckpt);
   const BlockTensorNames names = BlockTensorNamesFor(ckpt, c);
   HG_ASSIGN_OR_RETURN(HostTensor embeddings, read(names.embed, {c.vocab_size, d}));
   std::vector<TnlLayer> layers(L);
@@ -225,7 +194,7 @@ absl::StatusOr<std::unique_ptr<Model>> BuildTnl(const Checkpoint& ckpt, const Mo
       HG_ASSIGN_OR_RETURN(layer.theta, read(m + "lrpe.theta", {h, 1, e}));
     }
     HG_ASSIGN_OR_RETURN(GatedMlpWeights glu, ReadBlockMlp(ckpt, c, l));
-    parameters += glu.gate.numel() + glu.up.numel() + glu.down.numel();
+    read.Count(glu.gate.numel() + glu.up.numel() + glu.down.numel());
     layer.l1 = std::move(glu.gate);
     layer.l2 = std::move(glu.up);
     layer.l3 = std::move(glu.down);
@@ -238,11 +207,9 @@ absl::StatusOr<std::unique_ptr<Model>> BuildTnl(const Checkpoint& ckpt, const Mo
     }
     layer.decay = TnlDecays(h, l, L);
   }
-  HG_ASSIGN_OR_RETURN(HostTensor lm_head, ReadLmHead(ckpt, names.head, names.embed,
-                                                     c.tie_word_embeddings, c.vocab_size, d));
-  if (ckpt.Has(names.head)) parameters += lm_head.numel();
+  HG_ASSIGN_OR_RETURN(HostTensor lm_head, read.ReadHead(names, c));
 
-  ModelInfo info = CpuModelInfo(c, parameters);
+  ModelInfo info = CpuModelInfo(c, read.parameters());
   return std::unique_ptr<Model>(new TnlModel(c, std::move(info), std::move(embeddings),
                                              std::move(layers), std::move(lm_head)));
 }

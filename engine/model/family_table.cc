@@ -47,6 +47,16 @@ const FamilySpec* FindFamilyByName(std::string_view name) {
   return nullptr;
 }
 
+int64_t StateValuesPerSequence(const ModelConfig& c) {
+  const FamilySpec& spec = FamilySpecOf(c.family);
+  return spec.state_values_per_sequence == nullptr ? 0 : spec.state_values_per_sequence(c);
+}
+
+int64_t StateValuesPerToken(const ModelConfig& c) {
+  const FamilySpec& spec = FamilySpecOf(c.family);
+  return spec.state_values_per_token == nullptr ? 0 : spec.state_values_per_token(c);
+}
+
 std::string SupportedModelTypes() {
   std::string types;
   for (const FamilySpec* spec : AllFamilies()) {

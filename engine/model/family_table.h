@@ -1,11 +1,12 @@
 // The model-family table: each family (engine/model/families/<family>.cc) declares in one
 // FamilySpec its config.json spellings and parsing, its checkpoint names and what callers
-// may ask of it (capabilities), so nothing outside the table and the backends' per-family
-// files switches on the family. The backends key their builders by FamilySpec::name
+// may ask of it (capabilities, state sizes), so nothing outside the table and the backends'
+// per-family files switches on the family. The backends key their builders by FamilySpec::name
 // (engine/cpu/cpu_models.cc, engine/cuda/cuda_mixers.cc).
 #ifndef HGEVAL_ENGINE_MODEL_FAMILY_TABLE_H_
 #define HGEVAL_ENGINE_MODEL_FAMILY_TABLE_H_
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -47,6 +48,12 @@ struct FamilySpec {
   absl::StatusOr<GatedMlpWeights> (*read_mlp)(const Checkpoint& checkpoint, const ModelConfig& c,
                                               const std::string& layer_prefix) = nullptr;
 
+  // State sizes in values (each backend picks the element type): what one sequence's state
+  // holds whatever its length (recurrent state and short-convolution windows, all layers),
+  // and what it grows by per token fed (the KV cache, all layers). Null: 0.
+  int64_t (*state_values_per_sequence)(const ModelConfig& c) = nullptr;
+  int64_t (*state_values_per_token)(const ModelConfig& c) = nullptr;
+
   // Capabilities. recurrent: a fixed-size state per sequence (no positional limit);
   // has_kv_cache: the state grows by ModelInfo::state_bytes_per_token per token fed.
   bool recurrent = true;
@@ -60,6 +67,10 @@ const FamilySpec& FamilySpecOf(ModelFamily family);
 // Null when no family has that model_type / name.
 const FamilySpec* FindFamilyByModelType(std::string_view model_type);
 const FamilySpec* FindFamilyByName(std::string_view name);
+
+// c.family's state_values_per_sequence / state_values_per_token (0 where null).
+int64_t StateValuesPerSequence(const ModelConfig& c);
+int64_t StateValuesPerToken(const ModelConfig& c);
 
 // "hgrn2, hgrn, gla, llama, transformer, mamba, transnormer": for error messages.
 std::string SupportedModelTypes();

@@ -1,6 +1,7 @@
 // GLA (fla's gated linear attention, model_type gla): its table entry
 // (engine/model/family_table.h).
 #include <cmath>
+#include <cstdint>
 #include <string>
 #include <utility>
 
@@ -51,6 +52,21 @@ absl::Status ParseConfig(const json& config, ModelConfig* out) {
   return absl::OkStatus();
 }
 
+// Per layer: one dk x dv state per kv head (query heads that share a kv head share its
+// state) and, with short convolutions, the q, k and v windows.
+int64_t StateValuesPerSequence(const ModelConfig& c) {
+  const int64_t key_dim = static_cast<int64_t>(c.hidden_size * c.expand_k);
+  const int64_t value_dim = static_cast<int64_t>(c.hidden_size * c.expand_v);
+  const int64_t heads = c.num_heads;
+  const int64_t kv_heads = c.num_kv_heads > 0 ? c.num_kv_heads : heads;
+  const int64_t group = heads / kv_heads;
+  int64_t layer = kv_heads * (key_dim / heads) * (value_dim / heads);
+  if (c.use_short_conv) {
+    layer += (c.conv_size - 1) * (key_dim + key_dim / group + value_dim / group);
+  }
+  return c.num_layers * layer;
+}
+
 }  // namespace
 
 const FamilySpec& Gla() {
@@ -60,6 +76,7 @@ const FamilySpec& Gla() {
       .model_types = {"gla"},
       .architecture_prefixes = {{"GLA", "gla"}},
       .parse_config = ParseConfig,
+      .state_values_per_sequence = StateValuesPerSequence,
   };
   return spec;
 }

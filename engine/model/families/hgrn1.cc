@@ -1,5 +1,6 @@
 // HGRN (fla's HGRN, model_type hgrn): its table entry (engine/model/family_table.h).
 #include <cmath>
+#include <cstdint>
 #include <string>
 #include <utility>
 
@@ -26,6 +27,15 @@ absl::Status ParseConfig(const json& config, ModelConfig* out) {
   return absl::OkStatus();
 }
 
+// Per layer: the E = D * expand_ratio hidden state and, with short convolutions, the i and
+// f windows of (conv_size - 1) x E each.
+int64_t StateValuesPerSequence(const ModelConfig& c) {
+  const int64_t e = c.hidden_size * c.expand_ratio;
+  int64_t layer = e;
+  if (c.use_short_conv) layer += 2 * (c.conv_size - 1) * e;
+  return c.num_layers * layer;
+}
+
 }  // namespace
 
 const FamilySpec& Hgrn1() {
@@ -35,6 +45,7 @@ const FamilySpec& Hgrn1() {
       .model_types = {"hgrn"},
       .architecture_prefixes = {{"HGRN", "hgrn"}},
       .parse_config = ParseConfig,
+      .state_values_per_sequence = StateValuesPerSequence,
   };
   return spec;
 }

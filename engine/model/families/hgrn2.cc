@@ -1,5 +1,6 @@
 // HGRN2 (fla's HGRN2, model_type hgrn2): its table entry (engine/model/family_table.h).
 #include <cmath>
+#include <cstdint>
 #include <string>
 #include <utility>
 
@@ -38,6 +39,15 @@ absl::Status ParseConfig(const json& config, ModelConfig* out) {
   return absl::OkStatus();
 }
 
+// Per layer: H heads of K x V state (K = expand_ratio, V = D / H) and, with short
+// convolutions, the q, f and i windows of (conv_size - 1) x D each.
+int64_t StateValuesPerSequence(const ModelConfig& c) {
+  const int64_t d = c.hidden_size;
+  int64_t layer = c.num_heads * c.expand_ratio * (d / c.num_heads);
+  if (c.use_short_conv) layer += 3 * (c.conv_size - 1) * d;
+  return c.num_layers * layer;
+}
+
 }  // namespace
 
 const FamilySpec& Hgrn2() {
@@ -47,6 +57,7 @@ const FamilySpec& Hgrn2() {
       .model_types = {"hgrn2"},
       .architecture_prefixes = {{"HGRN2", "hgrn2"}},
       .parse_config = ParseConfig,
+      .state_values_per_sequence = StateValuesPerSequence,
   };
   return spec;
 }

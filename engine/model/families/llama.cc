@@ -1,6 +1,7 @@
 // LLaMA (transformers' llama, and fla's transformer renamed on load): its table entry
 // (engine/model/family_table.h).
 #include <cmath>
+#include <cstdint>
 #include <string>
 #include <utility>
 
@@ -94,6 +95,11 @@ BlockTensorNames TensorNames(const Checkpoint&, const ModelConfig& c) {
       "input_layernorm",           "post_attention_layernorm", "self_attn"};
 }
 
+// The KV cache: a key and a value row (kv heads x head_dim) per layer and token.
+int64_t StateValuesPerToken(const ModelConfig& c) {
+  return 2 * c.num_layers * c.num_kv_heads * c.head_dim;
+}
+
 }  // namespace
 
 const FamilySpec& Llama() {
@@ -105,6 +111,7 @@ const FamilySpec& Llama() {
       .norm_eps_keys = "rms_norm_eps' / 'norm_eps",
       .parse_config = ParseConfig,
       .tensor_names = TensorNames,
+      .state_values_per_token = StateValuesPerToken,
       .recurrent = false,
       .has_kv_cache = true,
   };

@@ -1,5 +1,6 @@
 // Mamba (transformers' mamba-1, model_type mamba): its table entry (engine/model/family_table.h).
 #include <cmath>
+#include <cstdint>
 #include <string>
 #include <utility>
 
@@ -61,6 +62,11 @@ BlockTensorNames TensorNames(const Checkpoint& checkpoint, const ModelConfig&) {
           "mixer"};
 }
 
+// Per layer: the causal conv's last conv_kernel - 1 inputs and the SSM state, E x N.
+int64_t StateValuesPerSequence(const ModelConfig& c) {
+  return c.num_layers * c.mamba_inner * (c.conv_kernel - 1 + c.state_size);
+}
+
 }  // namespace
 
 const FamilySpec& Mamba() {
@@ -72,6 +78,7 @@ const FamilySpec& Mamba() {
       .norm_eps_keys = "layer_norm_epsilon",
       .parse_config = ParseConfig,
       .tensor_names = TensorNames,
+      .state_values_per_sequence = StateValuesPerSequence,
   };
   return spec;
 }

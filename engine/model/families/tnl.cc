@@ -1,5 +1,6 @@
 // TNL (TransNormerLLM, model_type transnormer): its table entry (engine/model/family_table.h).
 #include <cmath>
+#include <cstdint>
 #include <string>
 #include <utility>
 
@@ -113,6 +114,18 @@ absl::StatusOr<GatedMlpWeights> ReadMlp(const Checkpoint& checkpoint, const Mode
   return mlp;
 }
 
+// Per layer: H heads of ek x e state (e = D / H; ek = 2e on LRPE layers, whose keys carry
+// the cos and sin halves).
+int64_t StateValuesPerSequence(const ModelConfig& c) {
+  const int64_t h = c.num_heads, e = c.hidden_size / h;
+  int64_t values = 0;
+  for (int64_t l = 0; l < c.num_layers; ++l) {
+    const bool lrpe = !c.tnl_lrpe.empty() && c.tnl_lrpe[l];
+    values += h * (lrpe ? 2 * e : e) * e;
+  }
+  return values;
+}
+
 }  // namespace
 
 const FamilySpec& Tnl() {
@@ -126,6 +139,7 @@ const FamilySpec& Tnl() {
       .parse_config = ParseConfig,
       .tensor_names = TensorNames,
       .read_mlp = ReadMlp,
+      .state_values_per_sequence = StateValuesPerSequence,
   };
   return spec;
 }
