@@ -19,7 +19,10 @@ int64_t ClassifyWork::positions() const {
 
 ClassifyScheduler::ClassifyScheduler(std::string name, const LraClassifier* model,
                                      ClassifySchedulerOptions options)
-    : name_(std::move(name)), model_(model), options_(options) {
+    : name_(std::move(name)),
+      model_(model),
+      options_(options),
+      queue_(options.max_queued_examples) {
   thread_ = std::thread([this] { Loop(); });
 }
 
@@ -28,14 +31,12 @@ ClassifyScheduler::~ClassifyScheduler() { Stop(); }
 absl::Status ClassifyScheduler::Submit(std::shared_ptr<ClassifyWork> work) {
   absl::MutexLock lock(&mu_);
   if (stopping_) return absl::UnavailableError("the server is shutting down");
-  const int64_t n = static_cast<int64_t>(work->inputs.size());
-  if (queued_examples_ > 0 && queued_examples_ + n > options_.max_queued_examples) {
+  if (!queue_.Admits(*work)) {
     return absl::ResourceExhaustedError(
-        absl::StrCat("model '", name_, "' has ", queued_examples_, " examples queued (limit ",
+        absl::StrCat("model '", name_, "' has ", queue_.queued_units(), " examples queued (limit ",
                      options_.max_queued_examples, "); retry later"));
   }
-  queued_examples_ += n;
-  queue_.push_back(std::move(work));
+  queue_.Push(std::move(work));
   return absl::OkStatus();
 }
 
@@ -64,21 +65,11 @@ void ClassifyScheduler::Loop() {
       };
       mu_.Await(absl::Condition(&has_work));
       stopping = stopping_;
-      int64_t positions = 0;
-      while (!queue_.empty()) {
-        const int64_t p = queue_.front()->positions();
-        if (!stopping && !round.empty() && positions + p > options_.max_batch_positions) break;
-        positions += p;
-        queued_examples_ -= static_cast<int64_t>(queue_.front()->inputs.size());
-        round.push_back(std::move(queue_.front()));
-        queue_.pop_front();
-      }
+      round = stopping ? queue_.TakeAll() : queue_.TakeRound(options_.max_batch_positions);
     }
     if (stopping) {
       for (auto& work : round) {
-        absl::MutexLock lock(&work->mu);
-        work->status = absl::UnavailableError("the server is shutting down");
-        work->done = true;
+        FinishWork(*work, absl::UnavailableError("the server is shutting down"));
       }
       return;
     }
@@ -95,9 +86,7 @@ void ClassifyScheduler::RunRound(std::vector<std::shared_ptr<ClassifyWork>> work
     if (work->cancelled) dropped = absl::CancelledError("cancelled by the client");
     if (now > work->deadline) dropped = absl::DeadlineExceededError("deadline exceeded");
     if (!dropped.ok()) {
-      absl::MutexLock lock(&work->mu);
-      work->status = dropped;
-      work->done = true;
+      FinishWork(*work, dropped);
       continue;
     }
     inputs.insert(inputs.end(), work->inputs.begin(), work->inputs.end());

@@ -8,7 +8,6 @@
 
 #include <atomic>
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <string>
 #include <thread>
@@ -19,6 +18,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "engine/model/lra_classifier.h"
+#include "server/work_queue.h"
 
 namespace hgeval::server {
 
@@ -33,6 +33,9 @@ struct ClassifyWork {
   std::vector<std::vector<float>> logits ABSL_GUARDED_BY(mu);
 
   int64_t positions() const;
+  // WorkQueue's measures: the bound counts examples, a round's budget positions.
+  int64_t units() const { return static_cast<int64_t>(inputs.size()); }
+  int64_t cost() const { return positions(); }
 };
 
 struct ClassifySchedulerOptions {
@@ -67,8 +70,7 @@ class ClassifyScheduler {
 
   mutable absl::Mutex mu_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  std::deque<std::shared_ptr<ClassifyWork>> queue_ ABSL_GUARDED_BY(mu_);
-  int64_t queued_examples_ ABSL_GUARDED_BY(mu_) = 0;
+  WorkQueue<ClassifyWork> queue_ ABSL_GUARDED_BY(mu_);
   ClassifySchedulerStats stats_ ABSL_GUARDED_BY(mu_);
   std::thread thread_;
 };

@@ -39,6 +39,7 @@ ModelScheduler::ModelScheduler(std::string name, Model* model, const Tokenizer* 
       model_(model),
       tokenizer_(tokenizer),
       options_(options),
+      score_queue_(options.max_queued_requests),
       decode_(model, tokenizer) {
   thread_ = std::thread([this] { Loop(); });
 }
@@ -53,14 +54,12 @@ absl::Status ModelScheduler::Submit(std::shared_ptr<ScoreWork> work) {
     reuse_queue_.push_back(std::move(work));
     return absl::OkStatus();
   }
-  const int64_t n = static_cast<int64_t>(work->requests.size());
-  if (queued_requests_ > 0 && queued_requests_ + n > options_.max_queued_requests) {
-    return QueueFull(absl::StrCat("model '", name_, "' has ", queued_requests_,
+  if (!score_queue_.Admits(*work)) {
+    return QueueFull(absl::StrCat("model '", name_, "' has ", score_queue_.queued_units(),
                                   " scoring requests queued (limit ", options_.max_queued_requests,
                                   "); retry later"));
   }
-  queued_requests_ += n;
-  score_queue_.push_back(std::move(work));
+  score_queue_.Push(std::move(work));
   return absl::OkStatus();
 }
 
@@ -104,41 +103,20 @@ void ModelScheduler::Loop() {
       };
       mu_.Await(absl::Condition(&has_work));
       stopping = stopping_;
-      int64_t round_tokens = 0;
-      while (!score_queue_.empty()) {
-        const int64_t t = score_queue_.front()->tokens();
-        const int64_t budget = BatchTokens(*model_, options_.max_batch_tokens);
-        if (!score_round.empty() && round_tokens + t > budget) break;
-        round_tokens += t;
-        queued_requests_ -= static_cast<int64_t>(score_queue_.front()->requests.size());
-        score_round.push_back(std::move(score_queue_.front()));
-        score_queue_.pop_front();
-      }
+      score_round = score_queue_.TakeRound(BatchTokens(*model_, options_.max_batch_tokens));
       while (!generate_queue_.empty()) {
         joining.push_back(std::move(generate_queue_.front()));
         generate_queue_.pop_front();
       }
       if (stopping) {
         // Drain everything: nothing more runs.
-        while (!score_queue_.empty()) {
-          score_round.push_back(std::move(score_queue_.front()));
-          score_queue_.pop_front();
-        }
-        queued_requests_ = 0;
+        for (auto& work : score_queue_.TakeAll()) score_round.push_back(std::move(work));
       }
     }
     if (stopping) {
       const absl::Status unavailable = absl::UnavailableError("the server is shutting down");
-      for (auto& work : score_round) {
-        absl::MutexLock lock(&work->mu);
-        work->status = unavailable;
-        work->done = true;
-      }
-      for (auto& work : joining) {
-        absl::MutexLock lock(&work->mu);
-        work->status = unavailable;
-        work->done = true;
-      }
+      for (auto& work : score_round) FinishWork(*work, unavailable);
+      for (auto& work : joining) FinishWork(*work, unavailable);
       for (LiveGeneration& live : live_) Finish(live, unavailable);
       live_.clear();
       if (reuse_.work != nullptr) FinishReuseWork(unavailable);
@@ -147,11 +125,7 @@ void ModelScheduler::Loop() {
         absl::MutexLock lock(&mu_);
         queued.swap(reuse_queue_);
       }
-      for (auto& work : queued) {
-        absl::MutexLock lock(&work->mu);
-        work->status = unavailable;
-        work->done = true;
-      }
+      for (auto& work : queued) FinishWork(*work, unavailable);
       return;
     }
     const absl::Time now = absl::Now();
@@ -173,9 +147,7 @@ void ModelScheduler::Loop() {
         absl::MutexLock lock(&mu_);
         --generations_;
       }
-      absl::MutexLock lock(&work->mu);
-      work->status = status;
-      work->done = true;
+      FinishWork(*work, status);
     }
     if (!score_round.empty()) RunScoreRound(std::move(score_round));
     StepReuseWork();
@@ -254,9 +226,7 @@ void ModelScheduler::RunScoreRound(std::vector<std::shared_ptr<ScoreWork>> works
       running.push_back(work);
       continue;
     }
-    absl::MutexLock lock(&work->mu);
-    work->status = status;
-    work->done = true;
+    FinishWork(*work, status);
   }
   if (running.empty()) return;
   std::vector<ScoreRequest> batch;

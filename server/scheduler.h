@@ -29,6 +29,7 @@
 #include "engine/runtime/prefix_scoring.h"
 #include "engine/runtime/scoring.h"
 #include "engine/tokenizer/tokenizer.h"
+#include "server/work_queue.h"
 
 namespace hgeval::server {
 
@@ -57,6 +58,9 @@ struct ScoreWork {
   PrefixScoreStats stats ABSL_GUARDED_BY(mu);  // a context-reuse work's, when done
 
   int64_t tokens() const;
+  // WorkQueue's measures: the bound counts requests, a round's budget tokens.
+  int64_t units() const { return static_cast<int64_t>(requests.size()); }
+  int64_t cost() const { return tokens(); }
 };
 
 // One generation. The scheduler appends tokens as they are produced.
@@ -133,8 +137,7 @@ class ModelScheduler {
 
   mutable absl::Mutex mu_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  std::deque<std::shared_ptr<ScoreWork>> score_queue_ ABSL_GUARDED_BY(mu_);
-  int64_t queued_requests_ ABSL_GUARDED_BY(mu_) = 0;
+  WorkQueue<ScoreWork> score_queue_ ABSL_GUARDED_BY(mu_);
   std::deque<std::shared_ptr<GenerateWork>> generate_queue_ ABSL_GUARDED_BY(mu_);
   std::deque<std::shared_ptr<ScoreWork>> reuse_queue_ ABSL_GUARDED_BY(mu_);
   bool reuse_active_ ABSL_GUARDED_BY(mu_) = false;
