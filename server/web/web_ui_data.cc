@@ -7,7 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "tasks/harness/progress_bar.h"
-#include "tasks/harness/results_table_rows.h"
+#include "tasks/report/results_table_rows.h"
 #include "tasks/niah/output.h"
 
 namespace hgeval::server::web {

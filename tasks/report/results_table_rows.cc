@@ -1,4 +1,4 @@
-#include "tasks/harness/results_table_rows.h"
+#include "tasks/report/results_table_rows.h"
 
 #include <algorithm>
 #include <cstdint>

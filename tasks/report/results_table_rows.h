@@ -1,8 +1,8 @@
 // The rows of lm-eval's results table (make_table) from a results JSON: one row per task
 // and metric, with the texts lm-eval prints and the numbers behind them. The one reading
 // of the table: the text table (tasks::ResultsTable) and the server's web page draw it.
-#ifndef HGEVAL_TASKS_HARNESS_RESULTS_TABLE_ROWS_H_
-#define HGEVAL_TASKS_HARNESS_RESULTS_TABLE_ROWS_H_
+#ifndef HGEVAL_TASKS_REPORT_RESULTS_TABLE_ROWS_H_
+#define HGEVAL_TASKS_REPORT_RESULTS_TABLE_ROWS_H_
 
 #include <optional>
 #include <string>
@@ -34,4 +34,4 @@ std::vector<ResultsTableRow> ResultsTableRows(const nlohmann::json& results,
 
 }  // namespace hgeval::tasks
 
-#endif  // HGEVAL_TASKS_HARNESS_RESULTS_TABLE_ROWS_H_
+#endif  // HGEVAL_TASKS_REPORT_RESULTS_TABLE_ROWS_H_

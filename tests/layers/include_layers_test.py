@@ -58,6 +58,26 @@ class IncludeLayersTest(unittest.TestCase):
         for violation in violations:
             self.assertRegex(violation, r"^[\w/]+\.(cc|h):1: ")
 
+    def test_the_client_library_reaches_neither_the_engine_nor_the_tasks(self):
+        violations = self.check(
+            {
+                "client/client.cc": '#include "engine/model/model.h"\n#include "client/client.h"\n',
+                "client/results_table.cc": (
+                    '#include "tasks/harness/evaluator.h"\n'
+                    '#include "tasks/report/results_table.h"\n#include "hgeval/v1/jobs.pb.h"\n'
+                ),
+                # The `hgeval` program beside it may use the tasks and the client library.
+                "client/hgeval_main.cc": (
+                    '#include "tasks/harness/evaluator.h"\n#include "client/client.h"\n'
+                ),
+            }
+        )
+        self.assertEqual(
+            sorted(v.split(" ")[0] for v in violations),
+            ["client/client.cc:1:", "client/results_table.cc:1:"],
+            "\n".join(violations),
+        )
+
     def test_service_only_libraries_stay_in_their_rooms(self):
         violations = self.check(
             {
