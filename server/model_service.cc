@@ -16,6 +16,8 @@
 #include "engine/tokenizer/utf8.h"
 #include "engine/util/status_macros.h"
 #include "proto/hgeval/v1/bos_mode.h"
+#include "server/generate_request.h"
+#include "server/generation_stream.h"
 #include "server/log.h"
 #include "server/request_prep.h"
 #include "server/stored_results.h"
@@ -23,22 +25,6 @@
 
 namespace hgeval::server {
 namespace v1 = ::hgeval::v1;
-
-grpc::Status ToGrpcStatus(const absl::Status& status) {
-  if (status.ok()) return grpc::Status::OK;
-  return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
-}
-
-CallControl ControlFor(grpc::ServerContext* context, const std::atomic<bool>* server_stopping) {
-  CallControl control;
-  control.server_stopping = server_stopping;
-  control.cancelled = [context] { return context->IsCancelled(); };
-  const auto deadline = context->deadline();
-  if (deadline != std::chrono::system_clock::time_point::max()) {
-    control.deadline = absl::FromChrono(deadline);
-  }
-  return control;
-}
 
 void FillModelInfo(const LoadedModel& model, v1::ModelInfo* info) {
   info->set_name(model.spec.name);
@@ -81,38 +67,6 @@ grpc::Status ModelServiceImpl::CheckRequestBytes(
 CallControl ModelServiceImpl::Control(grpc::ServerContext* context) const {
   return ControlFor(context, &stopping_);
 }
-
-namespace {
-// An enum field carries any int32 on the wire: a value outside BosMode is refused, not
-// read as "tokenizer" (AddsSpecialTokens is true for everything but BOS_MODE_NONE).
-grpc::Status CheckBosMode(int mode) {
-  if (v1::BosMode_IsValid(mode)) return grpc::Status::OK;
-  return grpc::Status(
-      grpc::StatusCode::INVALID_ARGUMENT,
-      absl::StrCat("bos_mode ", mode,
-                   " is not a BosMode (0: unset = tokenizer, 1: tokenizer, 2: none)"));
-}
-
-grpc::Status TooManyTokens(int64_t tokens, int64_t limit) {
-  return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
-                      absl::StrCat("the call has at least ", tokens,
-                                   " tokens (counted before truncation); this server accepts at "
-                                   "most ",
-                                   limit, " per call (--max_request_tokens); split it"));
-}
-
-// Counts a handler as in flight for its whole run (shutdown waits on the count).
-class InflightCall {
- public:
-  explicit InflightCall(std::atomic<int64_t>* count) : count_(count) { ++*count_; }
-  ~InflightCall() { --*count_; }
-  InflightCall(const InflightCall&) = delete;
-  InflightCall& operator=(const InflightCall&) = delete;
-
- private:
-  std::atomic<int64_t>* count_;
-};
-}  // namespace
 
 absl::StatusOr<LoadedModel*> ModelServiceImpl::FindAnyModel(const std::string& name) {
   if (name.empty()) return absl::InvalidArgumentError("model is required");
@@ -176,7 +130,7 @@ grpc::Status ModelServiceImpl::Detokenize(grpc::ServerContext* context,
   if (grpc::Status s = Admit(context); !s.ok()) return s;
   if (grpc::Status s = CheckRequestBytes(*request); !s.ok()) return s;
   if (request->ids_size() > limits_.max_request_tokens) {
-    return TooManyTokens(request->ids_size(), limits_.max_request_tokens);
+    return ToGrpcStatus(TooManyTokens(request->ids_size(), limits_.max_request_tokens));
   }
   absl::StatusOr<LoadedModel*> model = FindModel(request->model());
   if (!model.ok()) return ToGrpcStatus(model.status());
@@ -227,12 +181,13 @@ grpc::Status ModelServiceImpl::Loglikelihood(grpc::ServerContext* context,
   }
   {
     if (grpc::Status s = CheckRequestBytes(*request); !s.ok()) return s;
-    if (grpc::Status s = CheckBosMode(request->bos_mode()); !s.ok()) return s;
+    if (absl::Status s = CheckBosMode(request->bos_mode()); !s.ok()) return ToGrpcStatus(s);
     int64_t ids = 0;
     for (const v1::LoglikelihoodPair& p : request->pairs()) {
       ids += p.context_ids_size() + p.continuation_ids_size();
     }
-    if (ids > limits_.max_request_tokens) return TooManyTokens(ids, limits_.max_request_tokens);
+    if (ids > limits_.max_request_tokens)
+      return ToGrpcStatus(TooManyTokens(ids, limits_.max_request_tokens));
   }
   absl::StatusOr<LoadedModel*> model = FindModel(request->model());
   if (!model.ok()) return ToGrpcStatus(model.status());
@@ -254,7 +209,7 @@ grpc::Status ModelServiceImpl::Loglikelihood(grpc::ServerContext* context,
     // Counted as submitted (before truncation), and checked as the pairs are encoded.
     tokens += encoded;
     if (tokens > limits_.max_request_tokens) {
-      return TooManyTokens(tokens, limits_.max_request_tokens);
+      return ToGrpcStatus(TooManyTokens(tokens, limits_.max_request_tokens));
     }
     if (!pair.ok()) return ToGrpcStatus(pair.status());
     pairs.push_back(*std::move(pair));
@@ -304,10 +259,11 @@ grpc::Status ModelServiceImpl::LoglikelihoodRolling(grpc::ServerContext* context
   }
   {
     if (grpc::Status s = CheckRequestBytes(*request); !s.ok()) return s;
-    if (grpc::Status s = CheckBosMode(request->bos_mode()); !s.ok()) return s;
+    if (absl::Status s = CheckBosMode(request->bos_mode()); !s.ok()) return ToGrpcStatus(s);
     int64_t ids = 0;
     for (const v1::RollingInput& input : request->inputs()) ids += input.ids_size();
-    if (ids > limits_.max_request_tokens) return TooManyTokens(ids, limits_.max_request_tokens);
+    if (ids > limits_.max_request_tokens)
+      return ToGrpcStatus(TooManyTokens(ids, limits_.max_request_tokens));
   }
   absl::StatusOr<LoadedModel*> model = FindModel(request->model());
   if (!model.ok()) return ToGrpcStatus(model.status());
@@ -354,7 +310,7 @@ grpc::Status ModelServiceImpl::LoglikelihoodRolling(grpc::ServerContext* context
     }
     tokens += static_cast<int64_t>(ids.size());
     if (tokens > limits_.max_request_tokens) {
-      return TooManyTokens(tokens, limits_.max_request_tokens);
+      return ToGrpcStatus(TooManyTokens(tokens, limits_.max_request_tokens));
     }
     std::vector<TokenPair> w = lm_eval::MakeRollingWindows(ids, prefix, max_length);
     first_window.push_back(windows.size());
@@ -394,116 +350,23 @@ grpc::Status ModelServiceImpl::LoglikelihoodRolling(grpc::ServerContext* context
   return grpc::Status::OK;
 }
 
-namespace {
-
-// Length of the longest suffix of `text` that is a proper prefix of a stop string: text
-// that may still turn out to be part of a stop string is held back.
-size_t HeldBack(std::string_view text, const std::vector<std::string>& until) {
-  size_t held = 0;
-  for (const std::string& stop : until) {
-    for (size_t k = std::min(stop.size() - 1, text.size()); k > held; --k) {
-      if (text.substr(text.size() - k) == std::string_view(stop).substr(0, k)) {
-        held = k;
-        break;
-      }
-    }
-  }
-  return held;
-}
-
-}  // namespace
-
 grpc::Status ModelServiceImpl::Generate(grpc::ServerContext* context,
                                         const v1::GenerateRequest* request,
                                         grpc::ServerWriter<v1::GenerateResponse>* writer) {
   InflightCall call(&inflight_);
   if (grpc::Status s = Admit(context); !s.ok()) return s;
   const absl::Time start = absl::Now();
-  const bool has_text = !request->prompt().empty();
-  const bool has_ids = request->prompt_ids_size() > 0;
-  if (has_text && has_ids) {
-    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                        "give either prompt (text) or prompt_ids, not both");
-  }
-  if (!has_text && !has_ids && !request->lm_eval()) {
-    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "the prompt is empty");
-  }
-  if (request->lm_eval() && has_ids) {
-    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                        "lm_eval prepares a text prompt; prompt_ids cannot be given with it");
-  }
-  if (request->max_length() < 0) {
-    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "max_length must be >= 0");
-  }
-  if (grpc::Status s = CheckRequestBytes(*request); !s.ok()) return s;
-  if (grpc::Status s = CheckBosMode(request->bos_mode()); !s.ok()) return s;
-  if (request->max_tokens() < 1 || request->max_tokens() > limits_.max_generate_tokens) {
-    return grpc::Status(request->max_tokens() < 1 ? grpc::StatusCode::INVALID_ARGUMENT
-                                                  : grpc::StatusCode::RESOURCE_EXHAUSTED,
-                        absl::StrCat("max_tokens is ", request->max_tokens(),
-                                     "; it must be in [1, ", limits_.max_generate_tokens, "]"));
-  }
-  if (!(request->temperature() >= 0.0f) || std::isinf(request->temperature())) {
-    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                        "temperature must be a finite number >= 0 (0: greedy)");
-  }
-  if (!(request->top_p() >= 0.0f && request->top_p() <= 1.0f)) {
-    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "top_p must be in [0, 1]");
-  }
-  std::vector<std::string> until;
-  for (int i = 0; i < request->until_size(); ++i) {
-    if (request->until(i).empty()) {
-      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                          absl::StrCat("until[", i, "] is empty"));
-    }
-    if (absl::Status s = ValidateUtf8(request->until(i), absl::StrCat("until[", i, "]")); !s.ok()) {
-      return ToGrpcStatus(s);
-    }
-    until.push_back(request->until(i));
-  }
+  absl::StatusOr<std::vector<std::string>> until = ValidateGenerateRequest(*request, limits_);
+  if (!until.ok()) return ToGrpcStatus(until.status());
   absl::StatusOr<LoadedModel*> model = FindModel(request->model());
   if (!model.ok()) return ToGrpcStatus(model.status());
-  const Tokenizer& tokenizer = *(*model)->tokenizer;
-  std::vector<int32_t> prompt;
-  if (request->lm_eval()) {
-    if (absl::Status s = ValidateUtf8(request->prompt(), "prompt"); !s.ok()) return ToGrpcStatus(s);
-    absl::StatusOr<GenerateRequest> prepared = lm_eval::MakeLmEvalGenerateRequest(
-        tokenizer, request->prompt(), until, request->max_tokens(),
-        v1::AddsSpecialTokens(request->bos_mode()), LmEvalMaxLength(**model, request->max_length()),
-        lm_eval::PrefixToken(tokenizer), (*model)->info.eos_token_id);
-    if (!prepared.ok()) return ToGrpcStatus(prepared.status());
-    prompt = std::move(prepared->prompt);
-    until = prepared->stop_strings.strings();
-  } else if (has_ids) {
-    if (absl::Status s =
-            ValidateIds(request->prompt_ids(), (*model)->info.vocab_size, "prompt_ids");
-        !s.ok()) {
-      return ToGrpcStatus(s);
-    }
-    prompt.assign(request->prompt_ids().begin(), request->prompt_ids().end());
-  } else {
-    if (absl::Status s = ValidateUtf8(request->prompt(), "prompt"); !s.ok()) return ToGrpcStatus(s);
-    absl::StatusOr<std::vector<int32_t>> ids = lm_eval::EncodeLmEvalText(
-        tokenizer, request->prompt(), v1::AddsSpecialTokens(request->bos_mode()));
-    if (!ids.ok()) return ToGrpcStatus(ids.status());
-    prompt = *std::move(ids);
-    if (prompt.empty()) {
-      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "the prompt encodes to no tokens");
-    }
-  }
-  const int64_t limit = (*model)->max_sequence_tokens;
-  if (static_cast<int64_t>(prompt.size()) + request->max_tokens() > limit) {
-    return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
-                        absl::StrCat("prompt (", prompt.size(), " tokens) + max_tokens (",
-                                     request->max_tokens(), ") exceeds model '", request->model(),
-                                     "' limit of ", limit, " tokens per sequence"));
-  }
-  const bool greedy = request->temperature() == 0.0f;
-  const float top_p = greedy || request->top_p() == 0.0f ? 1.0f : request->top_p();
-  const uint64_t seed = greedy ? 0 : request->seed();
+  absl::StatusOr<GenerationPlan> plan = PlanGeneration(*request, **model, *std::move(until));
+  if (!plan.ok()) return ToGrpcStatus(plan.status());
+  const GenerateRequest& run = plan->request;
   const StoreKey key{(*model)->model_hash, (*model)->tokenizer_hash, "generate",
-                     GenerateDigest(prompt, request->max_tokens(), until, request->temperature(),
-                                    top_p, seed, request->ignore_eos(), request->lm_eval())};
+                     GenerateDigest(run.prompt, request->max_tokens(), plan->until,
+                                    request->temperature(), run.sampling.top_p, run.sampling.seed,
+                                    request->ignore_eos(), request->lm_eval())};
   ResultStore* store = executor_->store();
   if (store != nullptr && !request->no_cache()) {
     std::vector<Generation> cached;
@@ -515,115 +378,22 @@ grpc::Status ModelServiceImpl::Generate(grpc::ServerContext* context,
     }
   }
   auto work = std::make_shared<GenerateWork>();
-  work->request.prompt = prompt;
-  work->request.max_new_tokens = request->max_tokens();
-  work->request.sampling.temperature = request->temperature();
-  work->request.sampling.top_p = top_p;
-  work->request.sampling.seed = seed;
-  if (!request->ignore_eos()) {
-    work->request.stop_tokens = GenerationStopTokens(tokenizer, (*model)->info.eos_token_id);
-  }
-  work->request.stop_strings = until;
+  work->request = run;
   const CallControl control = Control(context);
   work->deadline = control.deadline;
   if (absl::Status s = (*model)->scheduler->Submit(work); !s.ok()) return ToGrpcStatus(s);
-
-  // The service's text is the exact continuation (engine/tokenizer/continuation_text.h);
-  // lm-eval's mode decodes the completion alone, its rule.
-  absl::StatusOr<StreamingDecoder> after = DecoderAfter(
-      tokenizer, request->lm_eval() ? absl::Span<const int32_t>() : absl::MakeConstSpan(prompt));
-  if (!after.ok()) return ToGrpcStatus(after.status());
-  StreamingDecoder decoder = *std::move(after);
-  std::string text;     // decoded so far
-  size_t emitted = 0;   // bytes of `text` sent
-  size_t consumed = 0;  // tokens decoded
-  size_t sent_ids = 0;  // tokens sent as ids
-  std::vector<int32_t> all_tokens;
-  for (;;) {
-    std::vector<int32_t> fresh;
-    bool done = false;
-    {
-      absl::MutexLock lock(&work->mu);
-      auto ready = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(work->mu) {
-        return work->done || work->tokens.size() > consumed;
-      };
-      work->mu.AwaitWithTimeout(absl::Condition(&ready), absl::Milliseconds(10));
-      fresh.assign(work->tokens.begin() + static_cast<std::ptrdiff_t>(consumed),
-                   work->tokens.end());
-      done = work->done;
-    }
-    if (stopping_) {
-      work->cancelled = true;
-      return grpc::Status(grpc::StatusCode::UNAVAILABLE,
-                          "the server is shutting down and its grace period ran out");
-    }
-    if (context->IsCancelled()) {
-      work->cancelled = true;
-      LogInfo("generate_cancelled",
-              {{"model", request->model()}, {"tokens", absl::StrCat(consumed)}});
-      return grpc::Status(grpc::StatusCode::CANCELLED, "generation cancelled by the client");
-    }
-    if (absl::Now() > control.deadline) {
-      work->cancelled = true;
-      return grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED,
-                          "deadline exceeded during generation");
-    }
-    consumed += fresh.size();
-    for (int32_t id : fresh) {
-      all_tokens.push_back(id);
-      absl::StatusOr<std::string> piece = decoder.Push(id);
-      if (piece.ok()) text += *piece;
-    }
-    if (done) break;
-    if (fresh.empty()) continue;
-    // Text that may still become part of a stop string is held back; its ids go out.
-    const size_t safe = text.size() - std::min(text.size(), HeldBack(text, until));
-    v1::GenerateResponse chunk;
-    if (safe > emitted) {
-      chunk.set_text(text.substr(emitted, safe - emitted));
-      emitted = safe;
-    }
-    for (; sent_ids < all_tokens.size(); ++sent_ids) chunk.add_token_ids(all_tokens[sent_ids]);
-    if (!writer->Write(chunk)) {
-      work->cancelled = true;
-      return grpc::Status(grpc::StatusCode::CANCELLED, "the client went away");
-    }
-  }
-  GenerateResult result;
-  {
-    absl::MutexLock lock(&work->mu);
-    if (!work->status.ok()) return ToGrpcStatus(work->status);
-    result = work->result;
-  }
-  if (absl::StatusOr<std::string> rest = decoder.Finish(); rest.ok()) text += *rest;
-  std::string final_text = CutAtStopStrings(text, until);
-  if (request->lm_eval()) {
-    absl::StatusOr<std::string> lm_eval_text =
-        lm_eval::LmEvalContinuationText(tokenizer, all_tokens, until);
-    if (!lm_eval_text.ok()) return ToGrpcStatus(lm_eval_text.status());
-    final_text = *std::move(lm_eval_text);
-  }
-  v1::GenerateResponse last;
-  if (final_text.size() > emitted) last.set_text(final_text.substr(emitted));
-  for (; sent_ids < all_tokens.size(); ++sent_ids) last.add_token_ids(all_tokens[sent_ids]);
-  last.set_finished(true);
-  last.set_finish_reason(ToWire(result.finish_reason));
-  last.set_prompt_tokens(static_cast<int32_t>(prompt.size()));
-  last.set_generated_tokens(static_cast<int32_t>(all_tokens.size()));
+  absl::StatusOr<StreamedGeneration> streamed = StreamGeneration(
+      *work, *plan, *(*model)->tokenizer, context, control, stopping_, request->model(), writer);
+  if (!streamed.ok()) return ToGrpcStatus(streamed.status());
   if (store != nullptr) {
-    Generation whole;
-    whole.text = final_text;
-    whole.token_ids = all_tokens;
-    whole.finish_reason = result.finish_reason;
-    whole.prompt_tokens = static_cast<int32_t>(prompt.size());
-    if (absl::Status s = store->PutMany({{key, EncodeStored(whole)}}); !s.ok()) {
+    if (absl::Status s = store->PutMany({{key, EncodeStored(streamed->whole)}}); !s.ok()) {
       LogWarning("store_write_failed", {{"error", s.ToString()}});
     }
   }
-  writer->Write(last);
+  writer->Write(streamed->last);
   LogInfo("generate", {{"model", request->model()},
-                       {"prompt_tokens", absl::StrCat(prompt.size())},
-                       {"generated_tokens", absl::StrCat(all_tokens.size())},
+                       {"prompt_tokens", absl::StrCat(run.prompt.size())},
+                       {"generated_tokens", absl::StrCat(streamed->whole.token_ids.size())},
                        {"ms", absl::StrCat(absl::ToInt64Milliseconds(absl::Now() - start))}});
   return grpc::Status::OK;
 }
@@ -673,7 +443,7 @@ grpc::Status ModelServiceImpl::Classify(grpc::ServerContext* context,
     }
   }
   if (positions > limits_.max_request_tokens)
-    return TooManyTokens(positions, limits_.max_request_tokens);
+    return ToGrpcStatus(TooManyTokens(positions, limits_.max_request_tokens));
   int64_t cached = 0;
   absl::StatusOr<std::vector<Classification>> results =
       executor_->Classify(**model, inputs, !request->no_cache(), Control(context), &cached);

@@ -1,5 +1,7 @@
 // hgeval.v1.ModelService: validates requests, runs them through the Executor (result
 // store + the model's scheduler) and maps every failure to the wire contract's codes.
+// Generate's pieces have files of their own: the call checked and tokenized
+// (generate_request), the tokens streamed back (generation_stream).
 #ifndef HGEVAL_SERVER_MODEL_SERVICE_H_
 #define HGEVAL_SERVER_MODEL_SERVICE_H_
 
@@ -11,18 +13,10 @@
 #include "server/auth.h"
 #include "server/executor.h"
 #include "server/model_registry.h"
+#include "server/rpc_call.h"
+#include "server/service_limits.h"
 
 namespace hgeval::server {
-
-struct ServiceLimits {
-  int64_t max_request_pairs = 4096;      // pairs (or rolling inputs) per call
-  int64_t max_request_tokens = 1 << 20;  // tokens per call, summed over pairs, before truncation
-  int64_t max_request_bytes = 8 << 20;   // message bytes per call, checked before anything
-  int64_t max_generate_tokens = 2048;    // max_tokens of one generation
-  int32_t max_top_k = 100;
-};
-
-grpc::Status ToGrpcStatus(const absl::Status& status);
 
 class ModelServiceImpl final : public hgeval::v1::ModelService::Service {
  public:
@@ -79,11 +73,6 @@ class ModelServiceImpl final : public hgeval::v1::ModelService::Service {
 
 // Fills the wire description of a loaded model.
 void FillModelInfo(const LoadedModel& model, hgeval::v1::ModelInfo* info);
-
-// CallControl for an RPC: cancelled when the client cancels; the call's deadline; ends
-// with UNAVAILABLE once `server_stopping` is set (may be null).
-CallControl ControlFor(grpc::ServerContext* context,
-                       const std::atomic<bool>* server_stopping = nullptr);
 
 }  // namespace hgeval::server
 

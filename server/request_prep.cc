@@ -32,6 +32,19 @@ absl::Status CheckRequestSize(const google::protobuf::MessageLite& request, int6
       max_bytes, " per call (--max_request_bytes); split it"));
 }
 
+absl::Status CheckBosMode(int mode) {
+  if (hgeval::v1::BosMode_IsValid(mode)) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "bos_mode ", mode, " is not a BosMode (0: unset = tokenizer, 1: tokenizer, 2: none)"));
+}
+
+absl::Status TooManyTokens(int64_t tokens, int64_t limit) {
+  return absl::ResourceExhaustedError(
+      absl::StrCat("the call has at least ", tokens,
+                   " tokens (counted before truncation); this server accepts at most ", limit,
+                   " per call (--max_request_tokens); split it"));
+}
+
 absl::Status ValidateIds(absl::Span<const int32_t> ids, int64_t vocab_size,
                          const std::string& what) {
   for (size_t i = 0; i < ids.size(); ++i) {

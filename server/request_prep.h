@@ -34,6 +34,12 @@ absl::Status ValidateUtf8(std::string_view text, const std::string& what);
 // RESOURCE_EXHAUSTED when `request` (the whole message: texts, stop strings, names, ids,
 // every repeated field) is larger than `max_bytes` (--max_request_bytes).
 absl::Status CheckRequestSize(const google::protobuf::MessageLite& request, int64_t max_bytes);
+// INVALID_ARGUMENT when `mode` is not a BosMode: an enum field carries any int32 on the
+// wire, and a value outside BosMode must be refused, not read as "tokenizer".
+absl::Status CheckBosMode(int mode);
+// RESOURCE_EXHAUSTED: a call of `tokens` tokens (counted before truncation) over the
+// per-call `limit` (--max_request_tokens).
+absl::Status TooManyTokens(int64_t tokens, int64_t limit);
 // INVALID_ARGUMENT when an id is outside [0, vocab_size).
 absl::Status ValidateIds(absl::Span<const int32_t> ids, int64_t vocab_size,
                          const std::string& what);
