@@ -54,6 +54,9 @@ ABSL_FLAG(std::string, prompt, "", "generate: the prompt text.");
 // run / jobs
 ABSL_FLAG(double, reconnect_for, 600,
           "run/watch: keep re-watching a job this many seconds after the connection drops.");
+ABSL_FLAG(int64_t, shard_requests, 0,
+          "run: requests per shard of the job (a range of a task's docs) that the servers "
+          "sharing its store claim one at a time; 0: about 1/64 of the job.");
 ABSL_FLAG(bool, local, false,
           "run: evaluate the tasks in this client, its model calls spread over the --server "
           "replicas by round_robin (default: a server job, which a fleet sharing a store "
@@ -424,6 +427,7 @@ int Run(Client& client) {
   request.mutable_options()->set_max_length(tasks::MaxLengthFromFlags());
   request.mutable_options()->set_log_samples(evaluator_options->log_samples);
   request.mutable_options()->set_num_fewshot(tasks::NumFewshotFromFlags());
+  request.mutable_options()->set_shard_requests(absl::GetFlag(FLAGS_shard_requests));
   absl::StatusOr<std::string> id = client.SubmitJob(request);
   if (!id.ok()) return Fail(id.status());
   std::fprintf(stderr, "submitted job %s\n", id->c_str());

@@ -16,6 +16,7 @@
 #include "server/echoed_name.h"
 #include "server/job_runner.h"
 #include "server/job_shard_outcome.h"
+#include "server/job_shard_plan.h"
 #include "server/log.h"
 
 namespace hgeval::server {
@@ -82,32 +83,71 @@ absl::StatusOr<std::vector<ShardOutcome>> DoneOutcomes(const std::vector<JobShar
 
 int64_t NowSeconds() { return static_cast<int64_t>(std::time(nullptr)); }
 
+// The task results of the done shards' outcomes, in task order (ranges have none).
+void AddTaskResults(std::vector<const ShardOutcome*> outcomes, v1::Job& job) {
+  std::stable_sort(
+      outcomes.begin(), outcomes.end(),
+      [](const ShardOutcome* a, const ShardOutcome* b) { return a->task_index < b->task_index; });
+  for (const ShardOutcome* outcome : outcomes) {
+    if (outcome->kind != ShardKind::kDocRange) *job.add_results() = outcome->result;
+  }
+}
+
 // The shards' progress and finished tasks, into the job (a running job's view, or a job
-// cancelled or failed before its end).
-absl::Status AddShardProgress(const std::vector<JobShard>& shards, v1::Job& job) {
+// cancelled or failed before its end). A report shard's requests were counted by its
+// task's ranges.
+absl::Status AddShardProgress(const std::vector<JobShard>& shards, const std::string& data_dir,
+                              v1::Job& job) {
   int64_t total = 0, done = 0, cached = 0;
   std::string current;
   job.clear_results();
+  std::vector<ShardOutcome> outcomes;
+  outcomes.reserve(shards.size());
   for (const JobShard& shard : shards) {
     if (shard.state == kShardDone) {
       absl::StatusOr<ShardOutcome> outcome = ParseShardOutcome(shard.result);
       if (!outcome.ok()) return outcome.status();
-      *job.add_results() = outcome->result;
-      total += outcome->requests_total;
-      done += outcome->requests_total;
-      cached += outcome->requests_cached;
+      outcomes.push_back(*std::move(outcome));
+      if (outcomes.back().kind == ShardKind::kReport) continue;
+      total += outcomes.back().requests_total;
+      done += outcomes.back().requests_total;
+      cached += outcomes.back().requests_cached;
       continue;
     }
     total += shard.requests_total;
     done += shard.requests_done;
     cached += shard.requests_cached;
-    if (shard.state == kShardRunning && current.empty()) current = JobShardName(job, shard.index);
+    if (shard.state == kShardRunning && current.empty()) {
+      current = JobShardName(job, shard.index, data_dir);
+    }
   }
+  std::vector<const ShardOutcome*> finished;
+  for (const ShardOutcome& outcome : outcomes) finished.push_back(&outcome);
+  AddTaskResults(finished, job);
   job.set_requests_total(total);
   job.set_requests_done(done);
   job.set_requests_cached(cached);
   job.set_current_task(current);
   return absl::OkStatus();
+}
+
+// Whether a report shard may run: every range of its task is stored (another server may
+// still be computing one). Waits up to `wait` for that.
+absl::StatusOr<bool> RangesDone(ResultStore& store, const std::string& job_id,
+                                const ShardSpan& span, absl::Duration wait) {
+  const absl::Time until = absl::Now() + wait;
+  for (;;) {
+    absl::StatusOr<std::vector<JobShard>> shards = store.JobShards(job_id);
+    if (!shards.ok()) return shards.status();
+    bool done = true;
+    for (int index : span.waits_for) {
+      done = done && index < static_cast<int>(shards->size()) &&
+             (*shards)[static_cast<size_t>(index)].state == kShardDone;
+    }
+    if (done) return true;
+    if (absl::Now() >= until) return false;
+    absl::SleepFor(absl::Milliseconds(20));
+  }
 }
 
 }  // namespace
@@ -132,7 +172,12 @@ absl::Status JobManager::Start() {
     absl::StatusOr<v1::Job> job = ParseJob(stored);
     if (!job.ok()) continue;
     // Jobs stored before shards existed gain them (idempotent for the others).
-    if (absl::Status s = store_->EnsureShards(job->id(), JobShardCount(*job)); !s.ok()) return s;
+    absl::StatusOr<int> shards = JobShardCount(*job, options_.data_dir);
+    if (!shards.ok()) {
+      LogError("job_plan_failed", {{"job", job->id()}, {"error", shards.status().ToString()}});
+      continue;
+    }
+    if (absl::Status s = store_->EnsureShards(job->id(), *shards); !s.ok()) return s;
   }
   LogInfo("jobs_started", {{"replica", options_.replica},
                            {"store", store_->backend()},
@@ -169,6 +214,9 @@ absl::StatusOr<LoadedModel*> JobManager::Validated(const v1::SubmitJobRequest& r
   if (request.limit() < 0) return absl::InvalidArgumentError("limit must be >= 0");
   if (request.options().max_length() < 0) {
     return absl::InvalidArgumentError("options.max_length must be >= 0");
+  }
+  if (request.options().shard_requests() < 0) {
+    return absl::InvalidArgumentError("options.shard_requests must be >= 0");
   }
   if (!v1::BosMode_IsValid(request.options().bos_mode())) {
     return absl::InvalidArgumentError(
@@ -258,8 +306,9 @@ absl::StatusOr<std::string> JobManager::Submit(const v1::SubmitJobRequest& reque
   job.set_state(v1::JOB_STATE_QUEUED);
   job.set_created_at(NowSeconds());
   job.set_updated_at(job.created_at());
-  const int shards = JobShardCount(job);
-  if (absl::Status s = store_->CreateJob(RowOf(job), shards); !s.ok()) return s;
+  absl::StatusOr<int> shards = JobShardCount(job, options_.data_dir);
+  if (!shards.ok()) return shards.status();
+  if (absl::Status s = store_->CreateJob(RowOf(job), *shards); !s.ok()) return s;
   live_by_spec_[spec] = job.id();
   {
     absl::MutexLock lock(&mu_);
@@ -270,7 +319,7 @@ absl::StatusOr<std::string> JobManager::Submit(const v1::SubmitJobRequest& reque
                             {"model", job.model()},
                             {"tasks", niah ? std::string("niah") : absl::StrJoin(tasks, ",")},
                             {"limit", absl::StrCat(job.limit())},
-                            {"shards", absl::StrCat(shards)}});
+                            {"shards", absl::StrCat(*shards)}});
   return job.id();
 }
 
@@ -279,7 +328,7 @@ absl::StatusOr<v1::Job> JobManager::View(const StoredJob& row) {
   if (!job.ok() || IsFinalJobState(job->state())) return job;
   absl::StatusOr<std::vector<JobShard>> shards = store_->JobShards(row.id);
   if (!shards.ok()) return shards.status();
-  if (absl::Status s = AddShardProgress(*shards, *job); !s.ok()) return s;
+  if (absl::Status s = AddShardProgress(*shards, options_.data_dir, *job); !s.ok()) return s;
   for (const JobShard& shard : *shards) {
     if (shard.attempts > 0) job->set_state(v1::JOB_STATE_RUNNING);
   }
@@ -318,7 +367,7 @@ absl::Status JobManager::EndBeforeFinishing(const std::string& id, v1::JobState 
                                                             v1::JobState_Name(job->state()), ")"));
         }
         // The tasks that did finish, and the progress, stay readable.
-        if (absl::Status s = AddShardProgress(shards, *job); !s.ok()) return s;
+        if (absl::Status s = AddShardProgress(shards, options_.data_dir, *job); !s.ok()) return s;
         job->set_current_task("");
         job->set_state(state);
         job->set_error(error);
@@ -406,7 +455,29 @@ void JobManager::RunShard(const ClaimedShard& claimed) {
   const std::string& id = claimed.job.id;
   const int index = claimed.shard.index;
   absl::StatusOr<v1::Job> parsed = ParseJob(claimed.job);
-  const std::string name = parsed.ok() ? JobShardName(*parsed, index) : "";
+  const std::string name = parsed.ok() ? JobShardName(*parsed, index, options_.data_dir) : "";
+  // A report shard runs its task once every range of it is stored. Until then it waits a
+  // while, then gives the shard back (its lease ended now) so that the next claim can take
+  // a range whose server died; a live server's range finishes meanwhile.
+  if (parsed.ok() && !parsed->has_niah()) {
+    absl::StatusOr<std::shared_ptr<const JobShardPlan>> plan =
+        PlanJobShards(*parsed, options_.data_dir);
+    if (plan.ok() && index < static_cast<int>((*plan)->shards.size()) &&
+        (*plan)->shards[static_cast<size_t>(index)].kind == ShardKind::kReport) {
+      absl::StatusOr<bool> ready =
+          RangesDone(*store_, id, (*plan)->shards[static_cast<size_t>(index)],
+                     std::min(options_.lease / 3, absl::Seconds(2)));
+      if (!ready.ok() || !*ready) {
+        absl::StatusOr<std::optional<int>> given_back =
+            store_->RenewShard(id, index, options_.replica, 0, ShardProgress{});
+        if (!given_back.ok()) {
+          LogWarning("shard_renew_failed",
+                     {{"job", id}, {"error", given_back.status().ToString()}});
+        }
+        return;
+      }
+    }
+  }
   LogInfo("shard_started", {{"job", id},
                             {"shard", absl::StrCat(index)},
                             {"task", name},
@@ -508,9 +579,11 @@ void JobManager::RunShard(const ClaimedShard& claimed) {
   // The row's progress columns end at the shard's totals (readers of the table, not only
   // GetJob, see it finished).
   ShardProgress final_progress;
-  final_progress.requests_total = outcome->requests_total;
-  final_progress.requests_done = outcome->requests_total;
-  final_progress.requests_cached = outcome->requests_cached;
+  if (outcome->kind != ShardKind::kReport) {  // a report's requests count in its ranges
+    final_progress.requests_total = outcome->requests_total;
+    final_progress.requests_done = outcome->requests_total;
+    final_progress.requests_cached = outcome->requests_cached;
+  }
   absl::StatusOr<bool> owned = store_->FinishShard(
       id, index, options_.replica, SerializeShardOutcome(*outcome), final_progress,
       [&](const StoredJob& row,
@@ -527,12 +600,15 @@ void JobManager::RunShard(const ClaimedShard& claimed) {
         absl::StatusOr<std::string> results = AssembleJobResults(*job, *outcomes, context);
         if (!results.ok()) return results.status();
         int64_t total = 0, cached = 0;
+        std::vector<const ShardOutcome*> finished;
         for (const ShardOutcome& o : *outcomes) {
-          *job->add_results() = o.result;
+          finished.push_back(&o);
+          if (!o.results_csv.empty()) job->set_results_csv(o.results_csv);
+          if (o.kind == ShardKind::kReport) continue;
           total += o.requests_total;
           cached += o.requests_cached;
-          if (!o.results_csv.empty()) job->set_results_csv(o.results_csv);
         }
+        AddTaskResults(finished, *job);
         job->set_state(v1::JOB_STATE_SUCCEEDED);
         job->set_results_json(*std::move(results));
         job->set_requests_total(total);

@@ -1,9 +1,9 @@
-// Jobs over the result store: a submitted job is a row in the jobs table plus one shard
-// row per task (server/job_runner.h). Every server sharing the store (one with SQLite, a
-// fleet with PostgreSQL) runs workers that claim shards with a lease, renew it while they
-// work (recording progress) and store each shard's outcome; the server finishing a job's
-// last shard writes the job's results. A server that dies stops renewing, and once its
-// lease runs out another claims the shard (recomputing nothing already stored); a server
+// Jobs over the result store: a submitted job is a row in the jobs table plus its shard
+// rows (ranges of a task's docs and report shards: server/job_shard_plan.h). Every server sharing
+// the store (one with SQLite, a fleet with PostgreSQL) runs workers that claim shards with a lease,
+// renew it while they work (recording progress) and store each shard's outcome; the server
+// finishing a job's last shard writes the job's results. A server that dies stops renewing, and
+// once its lease runs out another claims the shard (recomputing nothing already stored); a server
 // restarted under the same --replica name takes its shards back at once. Jobs are read,
 // watched and cancelled through any server.
 #ifndef HGEVAL_SERVER_JOB_MANAGER_H_

@@ -3,8 +3,9 @@
 // only the missing ones are computed (through the model's scheduler, so job traffic
 // batches with client traffic) and written back at once. A job restarted after a crash,
 // or a shard taken over from a killed replica, therefore recomputes nothing already
-// stored. A job runs as shards (one per task; one for a NIAH sweep) that replicas sharing
-// the store claim (server/job_manager.h); the last one assembles the job's results.
+// stored. A job runs as shards (ranges of a task's docs, or whole tasks; one for a NIAH
+// sweep) that replicas sharing the store claim (server/job_manager.h); the last one assembles the
+// job's results.
 #ifndef HGEVAL_SERVER_JOB_RUNNER_H_
 #define HGEVAL_SERVER_JOB_RUNNER_H_
 
@@ -45,15 +46,17 @@ absl::Status ValidateTasks(const std::vector<std::string>& tasks);
 // INVALID_ARGUMENT when the tasks do not fit the model: classify tasks (lra_*) need an
 // LRA classifier, every other task a language model.
 absl::Status ValidateTasksForModel(const std::vector<std::string>& tasks, const LoadedModel& model);
-// Shards a job splits into: one per task, one for a NIAH sweep.
-int JobShardCount(const hgeval::v1::Job& job);
-// What shard `index` runs: its task's name ("niah" for a sweep).
-std::string JobShardName(const hgeval::v1::Job& job, int index);
+// Shards a job splits into (server/job_shard_plan.h): ranges of a task's docs, a report
+// shard per split task, a whole shard per small task; one for a NIAH sweep.
+absl::StatusOr<int> JobShardCount(const hgeval::v1::Job& job, const std::string& data_dir);
+// What shard `index` works on: its task's name ("niah" for a sweep).
+std::string JobShardName(const hgeval::v1::Job& job, int index, const std::string& data_dir);
 // Runs shard `index` of the job.
 absl::StatusOr<ShardOutcome> RunJobShard(const hgeval::v1::Job& job, int index,
                                          JobContext& context);
 // The job's results JSON (lm-eval layout; a sweep's own layout) from every shard's
-// outcome, in shard order: the same document one process running every task would write.
+// outcome (the whole and report shards' task reports, in task order): the same document
+// one process running every task would write.
 absl::StatusOr<std::string> AssembleJobResults(const hgeval::v1::Job& job,
                                                const std::vector<ShardOutcome>& shards,
                                                JobContext& context);

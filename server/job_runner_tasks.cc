@@ -10,6 +10,7 @@
 #include "proto/hgeval/v1/bos_mode.h"
 #include "server/echoed_name.h"
 #include "server/job_runner.h"
+#include "server/job_shard_plan.h"
 #include "server/store_language_model.h"
 #include "server/store_lra_classifier.h"
 #include "tasks/api/registry.h"
@@ -135,38 +136,101 @@ absl::StatusOr<ShardOutcome> RunNiahShard(const v1::Job& job, JobContext& contex
 
 }  // namespace
 
-int JobShardCount(const v1::Job& job) { return job.has_niah() ? 1 : std::max(1, job.tasks_size()); }
-
-std::string JobShardName(const v1::Job& job, int index) {
-  if (job.has_niah() || index < 0 || index >= job.tasks_size()) return "niah";
-  return job.tasks(index);
+absl::StatusOr<int> JobShardCount(const v1::Job& job, const std::string& data_dir) {
+  absl::StatusOr<std::shared_ptr<const JobShardPlan>> plan = PlanJobShards(job, data_dir);
+  if (!plan.ok()) return plan.status();
+  return static_cast<int>((*plan)->shards.size());
 }
+
+std::string JobShardName(const v1::Job& job, int index, const std::string& data_dir) {
+  if (job.has_niah()) return "niah";
+  absl::StatusOr<std::shared_ptr<const JobShardPlan>> plan = PlanJobShards(job, data_dir);
+  if (!plan.ok() || index < 0 || index >= static_cast<int>((*plan)->shards.size())) return "";
+  const ShardSpan& span = (*plan)->shards[static_cast<size_t>(index)];
+  return job.tasks(span.task);
+}
+
+namespace {
+
+// A task restricted to a range of its evaluated docs: what a kDocRange shard evaluates.
+class DocRangeTask : public tasks::Task {
+ public:
+  DocRangeTask(std::unique_ptr<tasks::Task> task, std::vector<tasks::Doc> docs)
+      : task_(std::move(task)), docs_(std::move(docs)) {}
+  std::string name() const override { return task_->name(); }
+  double version() const override { return task_->version(); }
+  tasks::RequestType output_type() const override { return task_->output_type(); }
+  nlohmann::json config() const override { return task_->config(); }
+  std::vector<tasks::MetricSpec> metrics() const override { return task_->metrics(); }
+  absl::StatusOr<std::vector<tasks::Doc>> LoadDocs(const std::string&) const override {
+    return docs_;
+  }
+  absl::StatusOr<std::vector<tasks::Request>> Requests(const tasks::Doc& doc) const override {
+    return task_->Requests(doc);
+  }
+  absl::StatusOr<tasks::DocMetrics> Process(
+      const tasks::Doc& doc, absl::Span<const tasks::Response> responses) const override {
+    return task_->Process(doc, responses);
+  }
+  absl::StatusOr<double> AggregateCorpus(
+      const std::string& metric, absl::Span<const tasks::MetricSample> samples) const override {
+    return task_->AggregateCorpus(metric, samples);
+  }
+  nlohmann::json Target(const tasks::Doc& doc) const override { return task_->Target(doc); }
+
+ private:
+  std::unique_ptr<tasks::Task> task_;
+  std::vector<tasks::Doc> docs_;
+};
+
+}  // namespace
 
 absl::StatusOr<ShardOutcome> RunJobShard(const v1::Job& job, int index, JobContext& context) {
   if (job.has_niah()) return RunNiahShard(job, context);
-  if (index < 0 || index >= job.tasks_size()) {
+  absl::StatusOr<std::shared_ptr<const JobShardPlan>> plan = PlanJobShards(job, context.data_dir);
+  if (!plan.ok()) return plan.status();
+  if (index < 0 || index >= static_cast<int>((*plan)->shards.size())) {
     return absl::InternalError(absl::StrCat("job '", job.id(), "' has no shard ", index));
   }
+  const ShardSpan& span = (*plan)->shards[static_cast<size_t>(index)];
   JobModel model(job, context);
   tasks::EvaluatorOptions options = JobEvaluatorOptions(job, context);
-  const std::string& name = job.tasks(index);
+  const std::string& name = job.tasks(span.task);
+  absl::StatusOr<std::unique_ptr<tasks::Task>> task = tasks::CreateTask(name);
+  if (!task.ok()) return task.status();
+  if (span.kind == ShardKind::kDocRange) {
+    // Only the requests matter here (stored as they are computed); the task's report
+    // comes from its report shard. The docs are already cut to the job's limit.
+    const std::vector<tasks::Doc>& docs = (*plan)->docs[static_cast<size_t>(span.task)];
+    std::vector<tasks::Doc> range;
+    range.reserve(span.docs.size());
+    for (int64_t d : span.docs) range.push_back(docs[static_cast<size_t>(d)]);
+    task = std::make_unique<DocRangeTask>(*std::move(task), std::move(range));
+    options.limit = 0;
+    options.log_samples = false;
+    options.bootstrap_iters = 0;
+  }
+  // A report shard's requests were counted by its ranges: it reports no progress.
+  const bool counts = span.kind != ShardKind::kReport;
   JobProgress progress;
   progress.current_task = name;
-  options.progress = [&](const std::string& task, int64_t done, int64_t total) {
-    progress.current_task = task;
+  options.progress = [&](const std::string& task_name, int64_t done, int64_t total) {
+    progress.current_task = task_name;
     progress.requests_total = total;
     progress.requests_done = done;
     progress.requests_cached = model.cached();
-    if (context.progress) context.progress(progress);
+    if (context.progress && counts) context.progress(progress);
   };
-  absl::StatusOr<std::unique_ptr<tasks::Task>> task = tasks::CreateTask(name);
-  if (!task.ok()) return task.status();
-  if (context.progress) context.progress(progress);
+  if (context.progress && counts) context.progress(progress);
   absl::StatusOr<tasks::TaskReport> report = tasks::RunTask(model.lm(), **task, options);
   if (!report.ok()) return report.status();
   ShardOutcome outcome;
-  outcome.result = TaskResultOf(*report);
-  outcome.task_report = tasks::TaskReportToJson(*report);
+  outcome.kind = span.kind;
+  outcome.task_index = span.task;
+  if (span.kind != ShardKind::kDocRange) {
+    outcome.result = TaskResultOf(*report);
+    outcome.task_report = tasks::TaskReportToJson(*report);
+  }
   outcome.requests_total = report->n_requests;
   outcome.requests_cached = model.cached();
   outcome.requests_computed = model.computed();
@@ -175,7 +239,7 @@ absl::StatusOr<ShardOutcome> RunJobShard(const v1::Job& job, int index, JobConte
   progress.requests_total = report->n_requests;
   progress.requests_done = report->n_requests;
   progress.requests_cached = model.cached();
-  if (context.progress) context.progress(progress);
+  if (context.progress && counts) context.progress(progress);
   return outcome;
 }
 
@@ -192,16 +256,29 @@ absl::StatusOr<std::string> AssembleJobResults(const v1::Job& job,
   report.options = JobEvaluatorOptions(job, context);
   int64_t cached = 0, computed = 0;
   double store_seconds = 0, prepare_seconds = 0;
+  std::vector<const ShardOutcome*> task_reports;
   for (const ShardOutcome& shard : shards) {
-    absl::StatusOr<tasks::TaskReport> task = tasks::TaskReportFromJson(shard.task_report);
-    if (!task.ok()) return task.status();
-    // Compute time summed over the shards (they may have run side by side).
-    report.total_seconds += task->seconds;
-    report.tasks.push_back(*std::move(task));
+    if (shard.kind != ShardKind::kDocRange) task_reports.push_back(&shard);
+    // A report shard answers its task from the store its ranges filled: the ranges'
+    // work is what the job computed.
+    if (shard.kind == ShardKind::kReport) {
+      computed += shard.requests_computed;  // 0 unless a range was lost meanwhile
+      continue;
+    }
     cached += shard.requests_cached;
     computed += shard.requests_computed;
     store_seconds += shard.store_seconds;
     prepare_seconds += shard.prepare_seconds;
+  }
+  std::stable_sort(
+      task_reports.begin(), task_reports.end(),
+      [](const ShardOutcome* a, const ShardOutcome* b) { return a->task_index < b->task_index; });
+  for (const ShardOutcome* shard : task_reports) {
+    absl::StatusOr<tasks::TaskReport> task = tasks::TaskReportFromJson(shard->task_report);
+    if (!task.ok()) return task.status();
+    // Compute time summed over the shards (they may have run side by side).
+    report.total_seconds += task->seconds;
+    report.tasks.push_back(*std::move(task));
   }
   try {
     nlohmann::json json = tasks::ResultsJson(report);

@@ -14,7 +14,9 @@ std::string SerializeShardOutcome(const ShardOutcome& outcome) {
                          {"requests_cached", outcome.requests_cached},
                          {"requests_computed", outcome.requests_computed},
                          {"store_seconds", outcome.store_seconds},
-                         {"prepare_seconds", outcome.prepare_seconds}};
+                         {"prepare_seconds", outcome.prepare_seconds},
+                         {"kind", static_cast<int>(outcome.kind)},
+                         {"task_index", outcome.task_index}};
   return json.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
@@ -35,6 +37,13 @@ absl::StatusOr<ShardOutcome> ParseShardOutcome(const std::string& bytes) {
     outcome.requests_computed = json.at("requests_computed").get<int64_t>();
     outcome.store_seconds = json.value("store_seconds", 0.0);
     outcome.prepare_seconds = json.value("prepare_seconds", 0.0);
+    // Outcomes stored before range shards: whole tasks.
+    const int kind = json.value("kind", static_cast<int>(ShardKind::kWholeTask));
+    if (kind < 0 || kind > static_cast<int>(ShardKind::kReport)) {
+      return absl::DataLossError("job shard outcome: unknown kind");
+    }
+    outcome.kind = static_cast<ShardKind>(kind);
+    outcome.task_index = json.value("task_index", 0);
     return outcome;
   } catch (const nlohmann::json::exception& e) {
     return absl::DataLossError(absl::StrCat("job shard outcome: ", e.what()));

@@ -10,11 +10,14 @@
 #include "absl/status/statusor.h"
 #include "hgeval/v1/jobs.pb.h"
 #include "nlohmann/json.hpp"
+#include "server/job_shard_plan.h"
 
 namespace hgeval::server {
 
 struct ShardOutcome {
-  hgeval::v1::TaskResult result;  // the shard's entry in Job.results
+  ShardKind kind = ShardKind::kWholeTask;
+  int task_index = 0;             // the job's task this shard worked on
+  hgeval::v1::TaskResult result;  // the shard's entry in Job.results (not a range's)
   nlohmann::json task_report;     // task jobs: the task's TaskReport (tasks/task_report_json)
   std::string results_json;       // NIAH jobs: the sweep's results and grid
   std::string results_csv;

@@ -8,10 +8,12 @@
 #include <ctime>
 #include <functional>
 #include <map>
+#include <random>
 #include <tuple>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
@@ -111,6 +113,18 @@ JobShard ReadShard(const Result& r, int row) {
   return shard;
 }
 
+// A PutMany's id, unique across servers and restarts (128 random bits).
+std::string NewWriteId() {
+  static absl::Mutex mu(absl::kConstInit);
+  static std::mt19937_64* bits = [] {
+    std::random_device device;
+    std::seed_seq seed{device(), device(), device(), device(), device(), device()};
+    return new std::mt19937_64(seed);
+  }();
+  absl::MutexLock lock(&mu);
+  return absl::StrFormat("%016x%016x", (*bits)(), (*bits)());
+}
+
 class PostgresResultStore : public SqlResultStore {
  public:
   explicit PostgresResultStore(PGconn* conn) : conn_(conn) {}
@@ -132,6 +146,12 @@ class PostgresResultStore : public SqlResultStore {
                    "  PRIMARY KEY (model_hash, tokenizer_hash, kind, request_digest))"),
                // Migration: rows from before checksums have none (recomputed on use).
                std::string("ALTER TABLE results ADD COLUMN IF NOT EXISTS checksum TEXT"),
+               // One row per committed PutMany: its re-run after a COMMIT whose reply was
+               // lost finds its row and applies nothing twice. Kept a day.
+               std::string("CREATE TABLE IF NOT EXISTS result_writes ("
+                           "  id TEXT PRIMARY KEY, created_at BIGINT NOT NULL)"),
+               absl::StrCat("DELETE FROM result_writes WHERE created_at < ",
+                            static_cast<int64_t>(std::time(nullptr)) - 86400),
                std::string("CREATE TABLE IF NOT EXISTS jobs ("
                            "  id TEXT PRIMARY KEY, state BIGINT NOT NULL,"
                            "  created_at BIGINT NOT NULL, job BYTEA NOT NULL)"),
@@ -208,8 +228,18 @@ class PostgresResultStore : public SqlResultStore {
                                                           b->first.request_digest);
     });
     const int64_t now = static_cast<int64_t>(std::time(nullptr));
+    const std::string write_id = NewWriteId();
     absl::MutexLock lock(&mu_);
     return InTransaction([&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> absl::Status {
+      absl::StatusOr<Result> first = Query(
+          "INSERT INTO result_writes (id, created_at) VALUES ($1, $2)"
+          " ON CONFLICT (id) DO NOTHING RETURNING id",
+          {Text(write_id), Int(now)});
+      if (!first.ok()) return first.status();
+      // A re-run of this write whose first COMMIT went through (its reply was lost with
+      // the connection): the rows are in, with their counts; adding them again would
+      // count each request computed twice.
+      if (PQntuples(first->get()) == 0) return absl::OkStatus();
       for (const auto* entry : sorted) {
         const StoreKey& key = entry->first;
         absl::StatusOr<Result> r = Query(

@@ -51,7 +51,7 @@ struct StoreStats {
   int64_t max_compute_count = 0;  // 1 means no request was ever computed twice
 };
 
-// A job is split into shards (one per task; one for a NIAH sweep), rows any replica
+// A job is split into shards (server/job_shard_plan.h; opaque indices here), rows any replica
 // claims with a lease. A claimer that dies stops renewing; once its lease has run out the
 // shard is claimed again by another replica.
 enum ShardState : int { kShardQueued = 0, kShardRunning = 1, kShardDone = 2 };

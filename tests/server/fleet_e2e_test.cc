@@ -10,6 +10,7 @@
 #include <bit>
 #include <fstream>
 #include <iterator>
+#include <set>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -50,6 +51,9 @@ v1::SubmitJobRequest FleetJob() {
   request.set_model("hgrn2");
   for (const char* task : {"hellaswag", "arc_easy", "openbookqa", "piqa"}) request.add_tasks(task);
   request.set_limit(250);
+  // About 10 ranges of ~350 requests (3,500 in all): each lasts long enough on a loaded
+  // machine for the tests to catch a server in the middle of one.
+  request.mutable_options()->set_shard_requests(400);
   return request;
 }
 
@@ -58,6 +62,7 @@ v1::SubmitJobRequest FleetJob() {
 v1::SubmitJobRequest RestartJob() {
   v1::SubmitJobRequest request = FleetJob();
   request.set_limit(150);
+  request.mutable_options()->set_shard_requests(300);
   return request;
 }
 
@@ -240,6 +245,34 @@ TEST(FleetTest, ThreeServersShareAPostgresStoreAndSurviveAKilledServer) {
   auto reference_store = server::ResultStore::Open(dir + "/reference.sqlite");
   ASSERT_TRUE(reference_store.ok());
   EXPECT_EQ(stats->results, (*reference_store)->Stats()->results);
+
+  // One task alone spreads over the servers: its doc ranges are claimed by both survivors,
+  // still with no request computed twice.
+  v1::SubmitJobRequest single;
+  single.set_model("hgrn2");
+  single.add_tasks("winogrande");
+  single.set_limit(400);
+  auto single_id = clients[0]->SubmitJob(single);
+  ASSERT_TRUE(single_id.ok()) << single_id.status();
+  auto single_job = clients[1]->WatchJob(*single_id, nullptr, absl::Seconds(120));
+  ASSERT_TRUE(single_job.ok()) << single_job.status();
+  ASSERT_EQ(single_job->state(), v1::JOB_STATE_SUCCEEDED) << single_job->error();
+  ASSERT_EQ(single_job->results_size(), 1);
+  EXPECT_EQ(single_job->results(0).task(), "winogrande");
+  EXPECT_EQ(single_job->requests_total(), 800);
+  auto single_shards = (*shards_store)->JobShards(*single_id);
+  ASSERT_TRUE(single_shards.ok()) << single_shards.status();
+  EXPECT_GT(single_shards->size(), 2u);
+  std::set<std::string> owners;
+  for (const server::JobShard& shard : *single_shards) {
+    EXPECT_EQ(shard.state, server::kShardDone);
+    if (shard.requests_total > 0) owners.insert(shard.owner);
+  }
+  EXPECT_EQ(owners, (std::set<std::string>{"fleet-0", "fleet-1"}));
+  auto single_stats = (*shards_store)->Stats();
+  ASSERT_TRUE(single_stats.ok());
+  EXPECT_EQ(single_stats->max_compute_count, 1);
+  EXPECT_EQ(single_stats->results, stats->results + 800);
   std::printf(
       "fleet: %lld requests (%lld cached), shard %d killed at %lld done, job finished %.1f s "
       "after the kill; single server %.1f s, fleet %.1f s\n",

@@ -12,6 +12,7 @@
 #include "absl/time/clock.h"
 #include "client/client.h"
 #include "gtest/gtest.h"
+#include "server/job_shard_outcome.h"
 #include "server/result_store.h"
 #include "tests/server/server_process.h"
 #include "tests/support/paths.h"
@@ -25,9 +26,10 @@ namespace v1 = ::hgeval::v1;
 
 struct CrashCase {
   std::string task;
-  int limit = 0;         // docs (0: all)
-  int64_t min_requests;  // the job is at least this large
-  int64_t kill_after;    // requests done before the kill
+  int limit = 0;           // docs (0: all)
+  int64_t min_requests;    // the job is at least this large
+  int64_t kill_after;      // requests done before the kill
+  int64_t shard_requests;  // the job's shard size: the kill falls inside a shard
 };
 
 // gtest prints a parameter into the ctest name; its bytes would hold pointers that change
@@ -45,6 +47,7 @@ v1::SubmitJobRequest Job(const CrashCase& c) {
   request.set_model("hgrn2");
   request.add_tasks(c.task);
   if (c.limit > 0) request.set_limit(c.limit);
+  request.mutable_options()->set_shard_requests(c.shard_requests);
   return request;
 }
 
@@ -88,12 +91,26 @@ TEST_P(JobCrashTest, KilledMidJobResumesWithoutRecomputingAndMatchesAnUninterrup
   }
   EXPECT_EQ(server.Stop(SIGKILL), -SIGKILL);
   int64_t stored_at_kill = 0;
+  // The shards (ranges of docs) finished before the kill: their requests and how many of
+  // them they answered from the store. They are not run again.
+  int64_t finished_requests_at_kill = 0, finished_cached_at_kill = 0;
   {
     auto s = server::ResultStore::Open(store);
     ASSERT_TRUE(s.ok());
     stored_at_kill = (*s)->Stats()->results;
+    auto shards = (*s)->JobShards(*id);
+    ASSERT_TRUE(shards.ok()) << shards.status();
+    for (const server::JobShard& shard : *shards) {
+      if (shard.state != server::kShardDone) continue;
+      auto outcome = server::ParseShardOutcome(shard.result);
+      ASSERT_TRUE(outcome.ok()) << outcome.status();
+      if (outcome->kind == server::ShardKind::kReport) continue;
+      finished_requests_at_kill += outcome->requests_total;
+      finished_cached_at_kill += outcome->requests_cached;
+    }
   }
   EXPECT_GT(stored_at_kill, 0);
+  EXPECT_GT(stored_at_kill, finished_requests_at_kill) << "the kill fell between shards";
   const std::string port = address.substr(address.rfind(':') + 1);
   ServerProcess restarted;
   ASSERT_TRUE(restarted.Start(dir, Args(store), absl::Seconds(30), "127.0.0.1:" + port).ok());
@@ -103,8 +120,10 @@ TEST_P(JobCrashTest, KilledMidJobResumesWithoutRecomputingAndMatchesAnUninterrup
   auto final_job = client->GetJob(*id);
   ASSERT_TRUE(final_job.ok()) << final_job.status();
   ASSERT_EQ(final_job->state(), v1::JOB_STATE_SUCCEEDED) << final_job->error();
-  // Everything stored before the kill was answered from the store after it.
-  EXPECT_GE(final_job->requests_cached(), stored_at_kill);
+  // Everything stored before the kill was answered from the store after it: the shards
+  // it interrupted found their stored requests there (and the finished ones kept theirs).
+  EXPECT_GE(final_job->requests_cached() - finished_cached_at_kill,
+            stored_at_kill - finished_requests_at_kill);
   EXPECT_EQ(final_job->requests_done(), reference.requests_done());
   // The same numbers as the uninterrupted run.
   ASSERT_EQ(final_job->results_size(), reference.results_size());
@@ -127,16 +146,19 @@ TEST_P(JobCrashTest, KilledMidJobResumesWithoutRecomputingAndMatchesAnUninterrup
   EXPECT_EQ(stats->computations, stats->results);
   auto reference_store = server::ResultStore::Open(dir + "/reference.sqlite");
   EXPECT_EQ(stats->results, (*reference_store)->Stats()->results);
-  std::printf("requests %lld, done before kill %lld, stored at kill %lld, distinct %lld\n",
-              static_cast<long long>(final_job->requests_done()),
-              static_cast<long long>(done_before_kill), static_cast<long long>(stored_at_kill),
-              static_cast<long long>(stats->results));
+  std::printf(
+      "requests %lld, done before kill %lld, stored at kill %lld (%lld in finished shards), "
+      "distinct %lld\n",
+      static_cast<long long>(final_job->requests_done()), static_cast<long long>(done_before_kill),
+      static_cast<long long>(stored_at_kill), static_cast<long long>(finished_requests_at_kill),
+      static_cast<long long>(stats->results));
 }
 
 INSTANTIATE_TEST_SUITE_P(Jobs, JobCrashTest,
-                         ::testing::Values(CrashCase{"piqa", 1000, 2000,
-                                                     600},  // 2 requests per doc
-                                           CrashCase{"scrolls_qmsum", 0, 272, 60}),
+                         // piqa: 2 requests per doc, 4 ranges of 500, killed in the second;
+                         // qmsum: 3 ranges, killed in the first.
+                         ::testing::Values(CrashCase{"piqa", 1000, 2000, 600, 500},
+                                           CrashCase{"scrolls_qmsum", 0, 272, 60, 100}),
                          [](const auto& info) { return info.param.task; });
 
 }  // namespace

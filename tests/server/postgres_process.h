@@ -37,6 +37,7 @@ class PostgresProcess {
   absl::StatusOr<std::string> CreateDatabase(const std::string& name);
   // postgresql://hgeval@127.0.0.1:<port>/<database>
   std::string Uri(const std::string& database = "postgres") const;
+  int port() const { return port_; }
 
  private:
   std::string bin_dir_;

@@ -18,6 +18,7 @@
 #include "gtest/gtest.h"
 #include "server/result_store.h"
 #include "tests/server/postgres_process.h"
+#include "tests/server/tcp_drop_proxy.h"
 #include "tests/support/paths.h"
 
 namespace hgeval::server {
@@ -422,6 +423,33 @@ TEST(PostgresReconnectTest, TransactionsAndStatementsSurviveARestart) {
   auto stats = (*store)->Stats();
   ASSERT_TRUE(stats.ok()) << stats.status();
   EXPECT_EQ(stats->results, 2);
+  EXPECT_EQ(stats->max_compute_count, 1);
+}
+
+// The drop a restart cannot aim: the connection lost after PostgreSQL committed a PutMany
+// but before its reply came back. The store re-runs the write on a new connection, and
+// the re-run must find it applied instead of counting every row computed twice.
+TEST(PostgresReconnectTest, AWriteWhoseCommitReplyWasLostIsAppliedOnce) {
+  if (PostgresProcess::FindBinDir().empty()) GTEST_SKIP() << PostgresProcess::kMissingMessage;
+  PostgresProcess postgres;
+  ASSERT_TRUE(postgres.Start(hgeval::testing::MakeTempDir("store-pg-lost-commit")).ok());
+  hgeval::testing::TcpDropProxy proxy;
+  ASSERT_TRUE(proxy.Start(postgres.port()).ok());
+  auto store =
+      ResultStore::Open(absl::StrCat("postgresql://hgeval@127.0.0.1:", proxy.port(), "/postgres"));
+  ASSERT_TRUE(store.ok()) << store.status();
+  ASSERT_TRUE((*store)->PutMany({{Key("a"), "ra"}}).ok());
+  proxy.DropAfterNext("COMMIT");
+  ASSERT_TRUE((*store)->PutMany({{Key("b"), "rb"}, {Key("c"), "rc"}}).ok());
+  EXPECT_EQ(proxy.drops(), 1);
+  auto got = (*store)->GetMany({Key("a"), Key("b"), Key("c")});
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ((*got)[1].value_or("?"), "rb");
+  EXPECT_EQ((*got)[2].value_or("?"), "rc");
+  auto stats = (*store)->Stats();
+  ASSERT_TRUE(stats.ok()) << stats.status();
+  EXPECT_EQ(stats->results, 3);
+  EXPECT_EQ(stats->computations, 3);
   EXPECT_EQ(stats->max_compute_count, 1);
 }
 

@@ -491,6 +491,10 @@ TEST_F(ServiceTest, InvalidRequestsFailWithCodeAndMessage) {
     s.mutable_options()->set_bos_mode(static_cast<v1::BosMode>(7));
     ExpectStatus(client_->SubmitJob(s).status(), StatusCode::kInvalidArgument, "is not a BosMode");
     s.mutable_options()->set_bos_mode(v1::BOS_MODE_NONE);
+    s.mutable_options()->set_shard_requests(-1);
+    ExpectStatus(client_->SubmitJob(s).status(), StatusCode::kInvalidArgument,
+                 "options.shard_requests must be >= 0");
+    s.mutable_options()->set_shard_requests(0);
     s.add_tasks("piqa");
     ExpectStatus(client_->SubmitJob(s).status(), StatusCode::kInvalidArgument,
                  "task 'piqa' is listed twice");
