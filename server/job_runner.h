@@ -39,8 +39,6 @@ struct JobContext {
   std::function<bool()> cancelled;
 };
 
-// Whether this build can run tasks, and the known task names.
-bool JobsSupported();
 // NOT_FOUND naming the first unknown task.
 absl::Status ValidateTasks(const std::vector<std::string>& tasks);
 // INVALID_ARGUMENT when the tasks do not fit the model: classify tasks (lra_*) need an

@@ -20,8 +20,6 @@
 namespace hgeval::server {
 namespace v1 = ::hgeval::v1;
 
-bool JobsSupported() { return true; }
-
 absl::Status ValidateTasks(const std::vector<std::string>& names) {
   for (const std::string& name : names) {
     absl::StatusOr<std::unique_ptr<tasks::Task>> task = tasks::CreateTask(name);

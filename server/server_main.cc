@@ -441,8 +441,7 @@ int Run() {
   model_service.set_ready(true);
   job_service.set_ready(true);
   set_health(true);
-  LogInfo("serving", {{"models", absl::StrCat(registry.List().size())},
-                      {"jobs", JobsSupported() ? "on" : "off"}});
+  LogInfo("serving", {{"models", absl::StrCat(registry.List().size())}});
 
   while (g_signal == 0) absl::SleepFor(absl::Milliseconds(50));
   LogInfo("shutting_down", {{"signal", absl::StrCat(g_signal.load())},
