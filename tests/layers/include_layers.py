@@ -67,6 +67,17 @@ EVERYTHING = None  # bench/ and tests/: any room, any library
 CLIENT_LIBRARY = "hgeval_client"
 FILE_ROOMS = {"client/client": CLIENT_LIBRARY, "client/results_table": CLIENT_LIBRARY}
 
+# What every server room may include below the server.
+SERVER_BASE = (*ENGINE, "metrics", *TASKS, "proto")
+SERVER_ROOMS = (
+    "server/core",
+    "server/store",
+    "server/exec",
+    "server/jobs",
+    "server/rpc",
+    "server/http",
+)
+
 # Room (path prefix; "proto" is the generated `hgeval/v1/*.pb.h`) -> what it may include
 # besides itself. Nothing may include a room that is not listed here for it, so the
 # programs' folders (*/tools), bench/ and tests/ are included by no library.
@@ -108,10 +119,22 @@ ROOMS = {
     "tasks/niah/tools": _room([*ENGINE, "metrics", *TASKS, "tasks/programs", "tasks/niah/heatmap"]),
     "tasks/tools": _room([*ENGINE, "metrics", *TASKS, "tasks/programs"]),
     "proto": _room(),
-    "server": _room(
-        [*ENGINE, "metrics", *TASKS, "tasks/programs", "proto"],
-        ["grpc", "protobuf", "sqlite", "libpq", "httplib", "openssl"],
+    # server/ in rooms by job, bottom up: core (what every room shares) -> store (result
+    # stores) -> exec (registry, schedulers, executor) -> jobs -> rpc (gRPC handlers);
+    # http (the HTTP/OpenAI gateway and the web UI, clients of the service over its
+    # channel) stands on core alone; server_main.cc wires them together.
+    "server/core": _room(SERVER_BASE, ["grpc", "protobuf", "openssl"]),
+    "server/store": _room([*SERVER_BASE, "server/core"], ["sqlite", "libpq"]),
+    "server/exec": _room([*SERVER_BASE, "server/core", "server/store"]),
+    "server/jobs": _room(
+        [*SERVER_BASE, "server/core", "server/store", "server/exec"], ["grpc", "protobuf"]
     ),
+    "server/rpc": _room(
+        [*SERVER_BASE, "server/core", "server/store", "server/exec", "server/jobs"],
+        ["grpc", "protobuf"],
+    ),
+    "server/http": _room([*SERVER_BASE, "server/core"], ["grpc", "protobuf"]),
+    "server": _room([*SERVER_BASE, "tasks/programs", *SERVER_ROOMS], ["grpc", "protobuf"]),
     # The client library (hgeval_client: client/client.*, client/results_table.*) needs no
     # engine: the RPC stubs and the results table only.
     CLIENT_LIBRARY: _room(["proto", "tasks/report"], ["grpc", "protobuf"]),

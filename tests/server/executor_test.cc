@@ -1,15 +1,15 @@
-// The executor (server/executor.h) over a result store, with a counting scorer in place of
+// The executor (server/exec/executor.h) over a result store, with a counting scorer in place of
 // a model: what the store holds is answered without scoring, a call's duplicate pairs are
 // scored once, a scorer's early-finished pairs are stored even when the call then fails,
 // and no_cache (use_store false) scores everything again.
-#include "server/executor.h"
+#include "server/exec/executor.h"
 
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "server/sqlite_result_store.h"
+#include "server/store/sqlite_result_store.h"
 
 namespace hgeval::server {
 namespace {

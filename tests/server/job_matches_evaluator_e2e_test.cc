@@ -1,4 +1,4 @@
-// The server prepares lm-eval requests itself (server/request_prep, StoreLanguageModel);
+// The server prepares lm-eval requests itself (server/core/request_prep, StoreLanguageModel);
 // the in-process evaluator uses the tasks library's EngineLanguageModel. Both follow
 // lm-eval's tokenization rules, so a server job must reproduce the in-process run sample
 // for sample: the same log-likelihoods (bit for bit: the CPU engine's results do not depend

@@ -1,4 +1,4 @@
-// The model scheduler (server/scheduler.h) on the stories260K checkpoint: calls merged
+// The model scheduler (server/exec/scheduler.h) on the stories260K checkpoint: calls merged
 // into rounds still get exactly the scores of scoring each alone, a generation streams the
 // tokens of generating alone, cancelled and expired work is dropped before it runs, the
 // generation limit answers "queue full" (retry) and a stopped scheduler refuses work.
@@ -11,8 +11,8 @@
 #include "engine/runtime/scoring.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "gtest/gtest.h"
-#include "server/executor.h"
-#include "server/scheduler.h"
+#include "server/exec/executor.h"
+#include "server/exec/scheduler.h"
 #include "tests/support/paths.h"
 
 namespace hgeval::server {

@@ -1,8 +1,8 @@
-// The schedulers' one queue (server/work_queue.h): first in, first out; a bound on the
+// The schedulers' one queue (server/exec/work_queue.h): first in, first out; a bound on the
 // units queued that an empty queue never applies (one oversized call still runs, alone);
 // rounds that take works while their cost fits the budget, the first always; and the
 // drain at shutdown.
-#include "server/work_queue.h"
+#include "server/exec/work_queue.h"
 
 #include <memory>
 #include <vector>
