@@ -4,7 +4,7 @@
 #include <cstdlib>
 
 #include "nlohmann/json.hpp"
-#include "tasks/harness/evaluator.h"
+#include "tasks/report/results_table.h"
 
 namespace hgeval::client {
 

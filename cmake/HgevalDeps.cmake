@@ -18,7 +18,7 @@ if(NOT HGEVAL_ENGINE_ONLY)
   pkg_check_modules(LIBPQ REQUIRED IMPORTED_TARGET libpq)
   pkg_check_modules(CAIRO REQUIRED IMPORTED_TARGET cairo)
   # The HTTP client of the HTTP door's tests and benchmark (Debian libcpp-httplib-dev);
-  # the server itself serves HTTP with server/http_listener.cc.
+  # the server itself serves HTTP with server/http/http_listener.cc.
   pkg_check_modules(CPP_HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
 endif()
 

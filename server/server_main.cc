@@ -24,18 +24,18 @@
 #include "absl/time/clock.h"
 #include "engine/cli/command_line.h"
 #include "engine/cli/load_flags.h"
-#include "server/auth.h"
-#include "server/executor.h"
-#include "server/job_manager.h"
-#include "server/job_runner.h"
-#include "server/job_service.h"
-#include "server/log.h"
-#include "server/model_registry.h"
-#include "server/model_service.h"
-#include "server/openai_completions.h"
-#include "server/openai_http_server.h"
-#include "server/result_store.h"
-#include "server/web/web_ui.h"
+#include "server/core/auth.h"
+#include "server/core/log.h"
+#include "server/exec/executor.h"
+#include "server/exec/model_registry.h"
+#include "server/http/openai_completions.h"
+#include "server/http/openai_http_server.h"
+#include "server/http/web/web_ui.h"
+#include "server/jobs/job_manager.h"
+#include "server/jobs/job_runner.h"
+#include "server/rpc/job_service.h"
+#include "server/rpc/model_service.h"
+#include "server/store/result_store.h"
 #include "tasks/programs/eval_flags.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
@@ -441,8 +441,7 @@ int Run() {
   model_service.set_ready(true);
   job_service.set_ready(true);
   set_health(true);
-  LogInfo("serving", {{"models", absl::StrCat(registry.List().size())},
-                      {"jobs", JobsSupported() ? "on" : "off"}});
+  LogInfo("serving", {{"models", absl::StrCat(registry.List().size())}});
 
   while (g_signal == 0) absl::SleepFor(absl::Milliseconds(50));
   LogInfo("shutting_down", {{"signal", absl::StrCat(g_signal.load())},

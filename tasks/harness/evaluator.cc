@@ -16,7 +16,6 @@
 #include "metrics/aggregation.h"
 #include "metrics/multiple_choice.h"
 #include "tasks/api/registry.h"
-#include "tasks/harness/results_table_rows.h"
 
 namespace hgeval::tasks {
 namespace {
@@ -378,65 +377,6 @@ nlohmann::json ResultsJson(const EvaluationReport& report) {
   out["date"] = static_cast<double>(std::time(nullptr));
   out["total_evaluation_time_seconds"] = absl::StrFormat("%.6f", report.total_seconds);
   out["hgeval"] = {{"tasks", work}, {"harness", "hgeval (lm-eval v0.4.x semantics)"}};
-  return out;
-}
-
-namespace {
-
-int64_t DisplayWidth(const std::string& s) { return metrics::CodePointLength(s); }
-
-std::string Pad(const std::string& s, int64_t width, char align) {
-  const int64_t extra = std::max<int64_t>(0, width - DisplayWidth(s));
-  if (align == 'r') return std::string(extra, ' ') + s;
-  if (align == 'c') return std::string(extra / 2, ' ') + s + std::string(extra - extra / 2, ' ');
-  return s + std::string(extra, ' ');
-}
-
-}  // namespace
-
-namespace {
-
-// One of lm-eval's make_table tables: column "results" (tasks) or "groups".
-std::string TableOf(const nlohmann::json& results, const std::string& column) {
-  const std::string first = column == "groups" ? "Groups" : "Tasks";
-  const std::vector<std::string> headers = {first, "Version", "Filter", "n-shot", "Metric",
-                                            "",    "Value",   "",       "Stderr"};
-  const std::string align = "lrlrllrlr";
-  std::vector<std::vector<std::string>> rows;
-  if (!results.contains(column)) return "";
-  for (const ResultsTableRow& row : ResultsTableRows(results, column)) {
-    rows.push_back({row.name, row.version, row.filter, row.shots, row.metric, row.arrow,
-                    row.value_text, row.pm, row.stderr_text});
-  }
-  std::vector<int64_t> widths(headers.size(), 3);
-  for (size_t c = 0; c < headers.size(); ++c) {
-    widths[c] = std::max<int64_t>(widths[c], DisplayWidth(headers[c]));
-    for (const auto& row : rows) widths[c] = std::max<int64_t>(widths[c], DisplayWidth(row[c]));
-  }
-  std::string out = "|";
-  for (size_t c = 0; c < headers.size(); ++c) out += Pad(headers[c], widths[c], 'c') + "|";
-  out += "\n|";
-  for (size_t c = 0; c < headers.size(); ++c) {
-    out += align[c] == 'r' ? std::string(widths[c] - 1, '-') + ":" : std::string(widths[c], '-');
-    out += "|";
-  }
-  out += "\n";
-  for (const auto& row : rows) {
-    out += "|";
-    for (size_t c = 0; c < headers.size(); ++c) out += Pad(row[c], widths[c], align[c]) + "|";
-    out += "\n";
-  }
-  return out;
-}
-
-}  // namespace
-
-std::string ResultsTable(const nlohmann::json& results) {
-  std::string out = TableOf(results, "results");
-  // lm-eval prints the groups' table after the tasks' one.
-  if (results.contains("groups") && !results["groups"].empty()) {
-    out += "\n" + TableOf(results, "groups");
-  }
   return out;
 }
 

@@ -13,6 +13,7 @@
 #include "nlohmann/json.hpp"
 #include "tasks/api/language_model.h"
 #include "tasks/api/task.h"
+#include "tasks/report/results_table.h"
 
 namespace hgeval::tasks {
 
@@ -68,8 +69,6 @@ int64_t EffectiveDocCount(int64_t n, double limit);
 
 // lm-eval's results JSON layout.
 nlohmann::json ResultsJson(const EvaluationReport& report);
-// lm-eval's markdown table (U make_table) from a results JSON.
-std::string ResultsTable(const nlohmann::json& results);
 // lm-eval's per-sample records by task, {"piqa": [...], ...} (needs log_samples): what
 // every route puts under the results JSON's "samples" when asked to log samples.
 nlohmann::json SamplesByTask(const EvaluationReport& report);

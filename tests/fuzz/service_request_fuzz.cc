@@ -16,14 +16,14 @@
 #include "grpcpp/grpcpp.h"
 #include "hgeval/v1/jobs.grpc.pb.h"
 #include "hgeval/v1/models.grpc.pb.h"
-#include "server/auth.h"
-#include "server/executor.h"
-#include "server/job_manager.h"
-#include "server/job_service.h"
-#include "server/log.h"
-#include "server/model_registry.h"
-#include "server/model_service.h"
-#include "server/result_store.h"
+#include "server/core/auth.h"
+#include "server/core/log.h"
+#include "server/exec/executor.h"
+#include "server/exec/model_registry.h"
+#include "server/jobs/job_manager.h"
+#include "server/rpc/job_service.h"
+#include "server/rpc/model_service.h"
+#include "server/store/result_store.h"
 
 namespace {
 

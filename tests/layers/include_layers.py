@@ -60,8 +60,23 @@ ENGINE = (
     "engine/cli",
 )
 # The task libraries (what hgeval_tasks links), bottom up.
-TASKS = ("tasks/api", "tasks/models", "tasks/harness", "tasks")
+TASKS = ("tasks/report", "tasks/api", "tasks/models", "tasks/harness", "tasks")
 EVERYTHING = None  # bench/ and tests/: any room, any library
+# Rooms of single files (their paths without the extension), where a folder holds two:
+# client/ holds the client library, which links no engine, beside the `hgeval` program.
+CLIENT_LIBRARY = "hgeval_client"
+FILE_ROOMS = {"client/client": CLIENT_LIBRARY, "client/results_table": CLIENT_LIBRARY}
+
+# What every server room may include below the server.
+SERVER_BASE = (*ENGINE, "metrics", *TASKS, "proto")
+SERVER_ROOMS = (
+    "server/core",
+    "server/store",
+    "server/exec",
+    "server/jobs",
+    "server/rpc",
+    "server/http",
+)
 
 # Room (path prefix; "proto" is the generated `hgeval/v1/*.pb.h`) -> what it may include
 # besides itself. Nothing may include a room that is not listed here for it, so the
@@ -91,22 +106,49 @@ ROOMS = {
     # tasks/ as lm-evaluation-harness shapes it: the task contract and registry (api), the
     # engine adapters (models), the evaluator and its reports (harness), the task families
     # (the rest of tasks/) and the programs' shared flags (programs).
+    # The results table (hgeval_report): nothing of the tree, so the C++ client prints it
+    # without the engine.
+    "tasks/report": _room(),
     "tasks/api": _room([*ENGINE, "metrics"]),
     "tasks/models": _room([*ENGINE, "metrics", "tasks/api"]),
-    "tasks/harness": _room([*ENGINE, "metrics", "tasks/api"]),
-    "tasks": _room([*ENGINE, "metrics", "tasks/api", "tasks/models", "tasks/harness"]),
+    "tasks/harness": _room([*ENGINE, "metrics", "tasks/api", "tasks/report"]),
+    "tasks": _room([*ENGINE, "metrics", "tasks/api", "tasks/models", "tasks/harness", "tasks/report"]),
     "tasks/programs": _room([*ENGINE, "metrics", *TASKS]),
     "tasks/plot": _room([], ["cairo"]),
     "tasks/niah/heatmap": _room(["metrics", "tasks/plot"], ["cairo"]),
     "tasks/niah/tools": _room([*ENGINE, "metrics", *TASKS, "tasks/programs", "tasks/niah/heatmap"]),
     "tasks/tools": _room([*ENGINE, "metrics", *TASKS, "tasks/programs"]),
     "proto": _room(),
-    "server": _room(
-        [*ENGINE, "metrics", *TASKS, "tasks/programs", "proto"],
-        ["grpc", "protobuf", "sqlite", "libpq", "httplib", "openssl"],
+    # server/ in rooms by job, bottom up: core (what every room shares) -> store (result
+    # stores) -> exec (registry, schedulers, executor) -> jobs -> rpc (gRPC handlers);
+    # http (the HTTP/OpenAI gateway and the web UI, clients of the service over its
+    # channel) stands on core alone; server_main.cc wires them together.
+    "server/core": _room(SERVER_BASE, ["grpc", "protobuf", "openssl"]),
+    "server/store": _room([*SERVER_BASE, "server/core"], ["sqlite", "libpq"]),
+    "server/exec": _room([*SERVER_BASE, "server/core", "server/store"]),
+    "server/jobs": _room(
+        [*SERVER_BASE, "server/core", "server/store", "server/exec"], ["grpc", "protobuf"]
     ),
+    "server/rpc": _room(
+        [*SERVER_BASE, "server/core", "server/store", "server/exec", "server/jobs"],
+        ["grpc", "protobuf"],
+    ),
+    "server/http": _room([*SERVER_BASE, "server/core"], ["grpc", "protobuf"]),
+    "server": _room([*SERVER_BASE, "tasks/programs", *SERVER_ROOMS], ["grpc", "protobuf"]),
+    # The client library (hgeval_client: client/client.*, client/results_table.*) needs no
+    # engine: the RPC stubs and the results table only.
+    CLIENT_LIBRARY: _room(["proto", "tasks/report"], ["grpc", "protobuf"]),
     "client": _room(
-        [*ENGINE, "metrics", *TASKS, "tasks/programs", "tasks/niah/heatmap", "tasks/plot", "proto"],
+        [
+            *ENGINE,
+            "metrics",
+            *TASKS,
+            "tasks/programs",
+            "tasks/niah/heatmap",
+            "tasks/plot",
+            "proto",
+            CLIENT_LIBRARY,
+        ],
         ["grpc", "protobuf"],
     ),
     "bench": EVERYTHING,
@@ -122,6 +164,9 @@ def room_of_path(path):
     for prefix, room in INCLUDE_PREFIX_ROOMS.items():
         if path.startswith(prefix):
             return room
+    stem = os.path.splitext(path)[0]
+    if stem in FILE_ROOMS:
+        return FILE_ROOMS[stem]
     best = None
     for room in ROOMS:
         inside = path == room or path.startswith(room + "/")

@@ -1,6 +1,6 @@
 // BackgroundStoreWriter: rows handed over batch by batch are all stored, in order, by the
 // time Finish returns.
-#include "server/background_store_writer.h"
+#include "server/store/background_store_writer.h"
 
 #include "gtest/gtest.h"
 #include "tests/support/paths.h"

@@ -2,14 +2,14 @@
 // (one LraClassifier::Classify call), each call gets exactly its own examples' logits (the
 // same as classifying them alone), cancelled work is dropped, and a stopped scheduler
 // refuses new work.
-#include "server/classify_scheduler.h"
+#include "server/exec/classify_scheduler.h"
 
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "server/executor.h"
+#include "server/exec/executor.h"
 #include "tests/support/paths.h"
 #include "tests/tasks/lra_test_checkpoint.h"
 

@@ -18,7 +18,7 @@
 #include "client/client.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
-#include "server/result_store.h"
+#include "server/store/result_store.h"
 #include "tests/server/postgres_process.h"
 #include "tests/server/server_process.h"
 #include "tests/support/paths.h"

@@ -12,8 +12,8 @@
 #include "absl/time/clock.h"
 #include "client/client.h"
 #include "gtest/gtest.h"
-#include "server/job_shard_outcome.h"
-#include "server/result_store.h"
+#include "server/jobs/job_shard_outcome.h"
+#include "server/store/result_store.h"
 #include "tests/server/server_process.h"
 #include "tests/support/paths.h"
 

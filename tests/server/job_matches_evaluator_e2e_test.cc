@@ -1,4 +1,4 @@
-// The server prepares lm-eval requests itself (server/request_prep, StoreLanguageModel);
+// The server prepares lm-eval requests itself (server/core/request_prep, StoreLanguageModel);
 // the in-process evaluator uses the tasks library's EngineLanguageModel. Both follow
 // lm-eval's tokenization rules, so a server job must reproduce the in-process run sample
 // for sample: the same log-likelihoods (bit for bit: the CPU engine's results do not depend
@@ -13,6 +13,7 @@
 #include "nlohmann/json.hpp"
 #include "tasks/models/engine_language_model.h"
 #include "tests/server/lm_eval_routes.h"
+#include "tests/server/server_fixture.h"
 #include "tests/server/server_process.h"
 #include "tests/support/paths.h"
 
@@ -39,23 +40,14 @@ Json OnServer(client::Client& client, const std::vector<std::string>& task_names
   return testing::RunAsJob(client, "hgrn2", task_names, limit, bos);
 }
 
-class JobMatchesEvaluatorTest : public ::testing::Test {
+class JobMatchesEvaluatorTest : public testing::ServerFixture {
  protected:
   void SetUp() override {
-    const std::string dir = testing::MakeTempDir("job-vs-evaluator");
-    ASSERT_TRUE(server_
-                    .Start(dir, {"--model=hgrn2=" + SourcePath(kModel),
-                                 "--tokenizer=" + SourcePath(kTokenizer),
-                                 "--data_dir=" + SourcePath("data"), "--store=" + dir + "/s.sqlite",
-                                 "--shutdown_grace_ms=0"})
-                    .ok());
-    client_ = testing::ConnectClient(server_.address());
-    ASSERT_TRUE(client_->WaitServing(absl::Seconds(60)).ok());
+    MakeDir("job-vs-evaluator");
+    StartServer({"--model=hgrn2=" + SourcePath(kModel), "--tokenizer=" + SourcePath(kTokenizer),
+                 "--data_dir=" + SourcePath("data"), "--store=" + dir_ + "/s.sqlite",
+                 "--shutdown_grace_ms=0"});
   }
-  void TearDown() override { server_.Stop(SIGTERM); }
-
-  ServerProcess server_;
-  std::unique_ptr<client::Client> client_;
 };
 
 TEST_F(JobMatchesEvaluatorTest, MultipleChoiceAndCompletionTasks) {

@@ -12,6 +12,7 @@
 #include "gtest/gtest.h"
 #include "hgeval/v1/jobs.grpc.pb.h"
 #include "nlohmann/json.hpp"
+#include "tests/server/server_fixture.h"
 #include "tests/server/server_process.h"
 #include "tests/support/paths.h"
 
@@ -22,25 +23,15 @@ using testing::ServerProcess;
 using testing::SourcePath;
 namespace v1 = ::hgeval::v1;
 
-class JobResultsTest : public ::testing::Test {
+class JobResultsTest : public testing::ServerFixture {
  protected:
   void SetUp() override {
-    dir_ = testing::MakeTempDir("job-results");
-    ASSERT_TRUE(
-        server_
-            .Start(dir_, {"--model=hgrn2=" + SourcePath("tests/golden/hgrn2"),
-                          "--tokenizer=" + SourcePath("data/models/stories260K/tok512.bin"),
-                          "--data_dir=" + SourcePath("data"), "--store=" + dir_ + "/s.sqlite",
-                          "--max_inline_results_bytes=4096", "--shutdown_grace_ms=0"})
-            .ok());
-    client_ = testing::ConnectClient(server_.address());
-    ASSERT_TRUE(client_->WaitServing(absl::Seconds(60)).ok());
+    MakeDir("job-results");
+    StartServer({"--model=hgrn2=" + SourcePath("tests/golden/hgrn2"),
+                 "--tokenizer=" + SourcePath("data/models/stories260K/tok512.bin"),
+                 "--data_dir=" + SourcePath("data"), "--store=" + dir_ + "/s.sqlite",
+                 "--max_inline_results_bytes=4096", "--shutdown_grace_ms=0"});
   }
-  void TearDown() override { server_.Stop(SIGTERM); }
-
-  std::string dir_;
-  ServerProcess server_;
-  std::unique_ptr<client::Client> client_;
 };
 
 TEST_F(JobResultsTest, ResultsOverTheInlineLimitArriveWhole) {

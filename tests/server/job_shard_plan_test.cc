@@ -1,8 +1,8 @@
-// The splitter of jobs into shards (server/job_shard_plan.h): ranges cover each task's
+// The splitter of jobs into shards (server/jobs/job_shard_plan.h): ranges cover each task's
 // docs exactly once, cut on doc boundaries, about the target cost; small tasks stay whole;
 // report shards come last and wait for exactly their task's ranges; docs that share a
 // request share a range, on made-up keys and on the paper's nine-task suite.
-#include "server/job_shard_plan.h"
+#include "server/jobs/job_shard_plan.h"
 
 #include <gtest/gtest.h>
 

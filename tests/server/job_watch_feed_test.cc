@@ -1,4 +1,4 @@
-#include "server/job_watch_feed.h"
+#include "server/jobs/job_watch_feed.h"
 
 #include <string>
 #include <vector>

@@ -19,6 +19,7 @@
 #include "tasks/harness/evaluator.h"
 #include "tasks/lra/engine_lra_classifier.h"
 #include "tasks/lra/listops_data.h"
+#include "tests/server/server_fixture.h"
 #include "tests/server/server_process.h"
 #include "tests/support/paths.h"
 #include "tests/tasks/lra_test_checkpoint.h"
@@ -33,30 +34,20 @@ namespace v1 = ::hgeval::v1;
 
 constexpr int kLimit = 12;
 
-class LraJobTest : public ::testing::Test {
+class LraJobTest : public testing::ServerFixture {
  protected:
   void SetUp() override {
-    dir_ = testing::MakeTempDir("lra-job");
+    MakeDir("lra-job");
     model_dir_ = dir_ + "/lra_listops";
     ASSERT_EQ(system(("mkdir -p " + model_dir_).c_str()), 0);
     testing::LraTestSpec spec;
     spec.d = 16;
     testing::WriteRandomLraCheckpoint(model_dir_, spec, 5);
-    ASSERT_TRUE(server_
-                    .Start(dir_, {"--model=lra=" + model_dir_, "--data_dir=" + SourcePath("data"),
-                                  "--store=" + dir_ + "/s.sqlite", "--shutdown_grace_ms=0"})
-                    .ok());
-    client_ = testing::ConnectClient(server_.address());
-    ASSERT_TRUE(client_->WaitServing(absl::Seconds(60)).ok());
-  }
-  void TearDown() override {
-    if (server_.running()) server_.Stop(SIGTERM);
+    StartServer({"--model=lra=" + model_dir_, "--data_dir=" + SourcePath("data"),
+                 "--store=" + dir_ + "/s.sqlite", "--shutdown_grace_ms=0"});
   }
 
-  std::string dir_;
   std::string model_dir_;
-  ServerProcess server_;
-  std::unique_ptr<client::Client> client_;
 };
 
 TEST_F(LraJobTest, HgevalRunGivesTheInProcessAccuracy) {

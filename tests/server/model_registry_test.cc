@@ -1,5 +1,5 @@
 // Model names resolve only inside configured roots.
-#include "server/model_registry.h"
+#include "server/exec/model_registry.h"
 
 #include <filesystem>
 #include <fstream>

@@ -16,6 +16,7 @@
 #include "nlohmann/json.hpp"
 #include "tasks/harness/evaluator.h"
 #include "tasks/models/engine_language_model.h"
+#include "tests/server/server_fixture.h"
 #include "tests/server/server_process.h"
 #include "tests/support/paths.h"
 #include "tests/tasks/mqar_test_model.h"
@@ -31,23 +32,16 @@ namespace v1 = ::hgeval::v1;
 constexpr char kTokenizer[] = "data/models/stories260K/tok512.bin";
 constexpr int kLimit = 8;  // two examples of each of the four settings
 
-class MqarJobTest : public ::testing::Test {
+class MqarJobTest : public testing::ServerFixture {
  protected:
   void SetUp() override {
-    dir_ = testing::MakeTempDir("mqar-job");
+    MakeDir("mqar-job");
     model_dir_ = dir_ + "/mqar_llama";
     ASSERT_EQ(system(("mkdir -p " + model_dir_).c_str()), 0);
     ASSERT_TRUE(testing::WriteMqarVocabLlama(model_dir_).ok());
-    ASSERT_TRUE(server_
-                    .Start(dir_, {"--model=mqar_llama=" + model_dir_, "--tokenizer=none",
-                                  "--data_dir=" + SourcePath("data"),
-                                  "--store=" + dir_ + "/s.sqlite", "--shutdown_grace_ms=0"})
-                    .ok());
-    client_ = testing::ConnectClient(server_.address());
-    ASSERT_TRUE(client_->WaitServing(absl::Seconds(60)).ok());
-  }
-  void TearDown() override {
-    if (server_.running()) server_.Stop(SIGTERM);
+    StartServer({"--model=mqar_llama=" + model_dir_, "--tokenizer=none",
+                 "--data_dir=" + SourcePath("data"), "--store=" + dir_ + "/s.sqlite",
+                 "--shutdown_grace_ms=0"});
   }
 
   Json InProcess() {
@@ -67,10 +61,7 @@ class MqarJobTest : public ::testing::Test {
     return out;
   }
 
-  std::string dir_;
   std::string model_dir_;
-  ServerProcess server_;
-  std::unique_ptr<client::Client> client_;
 };
 
 TEST_F(MqarJobTest, JobMatchesInProcessRunAndCarriesThePerSettingTable) {

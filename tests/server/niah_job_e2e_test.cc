@@ -20,7 +20,7 @@
 #include "engine/tokenizer/tokenizer.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
-#include "server/result_store.h"
+#include "server/store/result_store.h"
 #include "tasks/niah/sweep.h"
 #include "tests/server/server_process.h"
 #include "tests/support/paths.h"

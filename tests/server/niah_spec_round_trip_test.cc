@@ -12,7 +12,7 @@
 #include "client/niah_spec.h"
 #include "engine/cli/command_line.h"
 #include "gtest/gtest.h"
-#include "server/job_runner.h"
+#include "server/jobs/job_runner.h"
 #include "tasks/niah/niah_flags.h"
 
 ABSL_DECLARE_FLAG(std::string, mode);

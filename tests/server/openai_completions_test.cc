@@ -1,6 +1,6 @@
 // ParseCompletionRequest, ParseJsonBody, EstimateResponseBytes and ToHttpError: the JSON side of
 // the OpenAI endpoint (the e2e test covers the calls themselves).
-#include "server/openai_completions.h"
+#include "server/http/openai_completions.h"
 
 #include <cstdint>
 #include <limits>
@@ -10,7 +10,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
-#include "server/http_gateway.h"
+#include "server/http/http_gateway.h"
 
 namespace hgeval::server {
 namespace {

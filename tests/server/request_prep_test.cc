@@ -1,5 +1,5 @@
 // Request preparation: lm-eval pair tokenization, rolling windows, validation messages.
-#include "server/request_prep.h"
+#include "server/core/request_prep.h"
 
 #include <memory>
 

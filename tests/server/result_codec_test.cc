@@ -1,6 +1,6 @@
 // The store codec: every stored kind comes back as it went in, rows written by earlier
 // versions (the wire messages themselves) still decode, and damaged rows are DATA_LOSS.
-#include "server/result_codec.h"
+#include "server/core/result_codec.h"
 
 #include <string>
 

@@ -16,7 +16,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
-#include "server/result_store.h"
+#include "server/store/result_store.h"
 #include "tests/server/postgres_process.h"
 #include "tests/server/tcp_drop_proxy.h"
 #include "tests/support/paths.h"

@@ -1,12 +1,12 @@
 // The SQLite result store: lookups, recomputation counts, jobs, persistence.
-#include "server/result_store.h"
+#include "server/store/result_store.h"
 
 #include <sqlite3.h>
 
 #include <cstdio>
 
 #include "gtest/gtest.h"
-#include "server/sqlite_result_store.h"
+#include "server/store/sqlite_result_store.h"
 #include "tests/support/paths.h"
 
 namespace hgeval::server {

@@ -21,7 +21,7 @@
 #include "gtest/gtest.h"
 #include "hgeval/v1/jobs.grpc.pb.h"
 #include "hgeval/v1/jobs.pb.h"
-#include "server/result_store.h"
+#include "server/store/result_store.h"
 #include "tests/server/server_process.h"
 #include "tests/support/paths.h"
 

@@ -19,7 +19,7 @@
 #include "client/client.h"
 #include "client/sweep.h"
 #include "gtest/gtest.h"
-#include "server/result_store.h"
+#include "server/store/result_store.h"
 #include "tests/server/server_process.h"
 #include "tests/support/paths.h"
 

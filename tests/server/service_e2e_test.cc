@@ -25,7 +25,7 @@
 #include "grpc/reflection/v1alpha/reflection.grpc.pb.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
-#include "server/request_prep.h"
+#include "server/core/request_prep.h"
 #include "tasks/models/engine_language_model.h"
 #include "tests/server/server_process.h"
 #include "tests/support/paths.h"

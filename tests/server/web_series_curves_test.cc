@@ -1,4 +1,4 @@
-// The web UI's scaling curves (server/web/series_curves.h): one curve per architecture
+// The web UI's scaling curves (server/http/web/series_curves.h): one curve per architecture
 // with the points that have the metric, and the fit equal, bit for bit, to the one
 // `hgeval sweep` writes (tasks::series::SeriesJson) for the same points.
 #include <cmath>
@@ -7,7 +7,7 @@
 
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
-#include "server/web/series_curves.h"
+#include "server/http/web/series_curves.h"
 #include "tasks/series/series_report.h"
 
 namespace hgeval::server::web {

@@ -1,6 +1,6 @@
-// The web UI's data (server/web/web_ui_data.h): job rows with their ETA, lm-eval's table
+// The web UI's data (server/http/web/web_ui_data.h): job rows with their ETA, lm-eval's table
 // rows and CSV, pages of samples with their filters and bounds, the NIAH grid.
-#include "server/web/web_ui_data.h"
+#include "server/http/web/web_ui_data.h"
 
 #include <string>
 
