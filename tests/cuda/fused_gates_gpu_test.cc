@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <ostream>
 #include <random>
 #include <vector>
 
@@ -59,6 +60,11 @@ struct TnlCase {
   int e, dk;
   bool lrpe;
 };
+
+// gtest would print the case's bytes (padding included) into the ctest name.
+void PrintTo(const TnlCase& c, std::ostream* os) {
+  *os << "e" << c.e << "_dk" << c.dk << (c.lrpe ? "_lrpe" : "");
+}
 
 class TnlGatesChunkCumsumTest : public ::testing::TestWithParam<TnlCase> {};
 
@@ -139,6 +145,11 @@ struct GlaCase {
   int heads, kv_heads, dk, dv;
   bool clamp;
 };
+
+void PrintTo(const GlaCase& c, std::ostream* os) {
+  *os << "h" << c.heads << "_kv" << c.kv_heads << "_dk" << c.dk << "_dv" << c.dv
+      << (c.clamp ? "_clamp" : "");
+}
 
 class GlaGatesChunkCumsumTest : public ::testing::TestWithParam<GlaCase> {};
 

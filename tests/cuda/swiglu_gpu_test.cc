@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <ostream>
 #include <random>
 #include <vector>
 
@@ -23,6 +24,11 @@ struct SwiGluCase {
   Act act;
   bool silu;
 };
+
+// gtest would print the case's bytes (padding included) into the ctest name.
+void PrintTo(const SwiGluCase& c, std::ostream* os) {
+  *os << (c.act == Act::kF32 ? "f32" : "bf16") << (c.silu ? "_silu" : "_glu");
+}
 
 class SwiGluTest : public ::testing::TestWithParam<SwiGluCase> {};
 
