@@ -56,7 +56,7 @@ ABSL_FLAG(double, reconnect_for, 600,
           "run/watch: keep re-watching a job this many seconds after the connection drops.");
 ABSL_FLAG(int64_t, shard_requests, 0,
           "run: requests per shard of the job (a range of a task's docs) that the servers "
-          "sharing its store claim one at a time; 0: about 1/64 of the job.");
+          "sharing its store claim one at a time; 0: about 1/64 of the job; at least 32.");
 ABSL_FLAG(bool, local, false,
           "run: evaluate the tasks in this client, its model calls spread over the --server "
           "replicas by round_robin (default: a server job, which a fleet sharing a store "

@@ -214,8 +214,11 @@ absl::StatusOr<std::shared_ptr<const JobShardPlan>> ComputePlan(const v1::Job& j
     }
     plan->docs.push_back(*std::move(docs));
   }
-  const int64_t target = job.options().shard_requests() > 0 ? job.options().shard_requests()
-                                                            : ShardTargetRequests(total);
+  // A job's own size is floored too: each shard is a store row and a claim, so a job never
+  // holds more than one per kMinShardRequests requests.
+  const int64_t target = job.options().shard_requests() > 0
+                             ? std::max(kMinShardRequests, job.options().shard_requests())
+                             : ShardTargetRequests(total);
   plan->shards = SplitTasksIntoShards(keys, target);
   return plan;
 }

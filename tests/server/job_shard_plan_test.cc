@@ -261,5 +261,20 @@ TEST(JobShardPlanTest, ThePaperSuiteNeverPutsARequestInTwoShards) {
               shards_of_key.size(), static_cast<long long>(ranges));
 }
 
+// A job's own shard size has the same floor as the default: piqa's first 100 docs (200
+// requests) at shard_requests 1 make round(200 / 32) = 6 ranges, not 100 one-doc shards.
+TEST(JobShardPlanTest, AJobsShardSizeIsFlooredAtTheMinimum) {
+  hgeval::v1::Job job;
+  job.set_id("plan-floor");
+  job.add_tasks("piqa");
+  job.set_limit(100);
+  job.mutable_options()->set_shard_requests(1);
+  auto plan = PlanJobShards(job, testing::SourcePath("data"));
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  int ranges = 0;
+  for (const ShardSpan& span : (*plan)->shards) ranges += span.kind == ShardKind::kDocRange;
+  EXPECT_EQ(ranges, 6);
+}
+
 }  // namespace
 }  // namespace hgeval::server
