@@ -167,18 +167,7 @@ absl::StatusOr<SweepResult> RunSweep(Client& client, const SweepOptions& options
     return absl::AbortedError(absl::StrCat("series ", series.id(), " changed while it ran"));
   }
   for (int i = 0; i < total; ++i) {
-    const v1::SeriesPoint& p = series.points(i);
-    Point point;
-    point.checkpoint = {.model = p.checkpoint().model(),
-                        .architecture = p.checkpoint().architecture(),
-                        .parameters = p.checkpoint().parameters(),
-                        .tokens = p.checkpoint().tokens(),
-                        .compute = p.checkpoint().compute(),
-                        .step = p.checkpoint().step()};
-    point.job_id = p.job_id();
-    point.requests = p.requests_done();
-    point.requests_cached = p.requests_cached();
-    point.metrics = std::map<std::string, double>(p.metrics().begin(), p.metrics().end());
+    Point point = tasks::series::PointFromWire(series.points(i));
     point.model_hash = model_hashes[i];
     result.points.push_back(std::move(point));
   }

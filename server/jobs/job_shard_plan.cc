@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <deque>
 #include <map>
 #include <numeric>
 #include <string_view>
@@ -10,7 +9,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
+#include "server/jobs/job_shard_plan_cache.h"
 #include "tasks/api/registry.h"
 #include "tasks/harness/evaluator.h"
 
@@ -227,23 +226,13 @@ absl::StatusOr<std::shared_ptr<const JobShardPlan>> ComputePlan(const v1::Job& j
 
 absl::StatusOr<std::shared_ptr<const JobShardPlan>> PlanJobShards(const v1::Job& job,
                                                                   const std::string& data_dir) {
-  // A few recent plans: the jobs a replica is working on.
-  constexpr size_t kCachedPlans = 8;
-  static absl::Mutex mu(absl::kConstInit);
-  static auto* cache =
-      new std::deque<std::pair<std::string, std::shared_ptr<const JobShardPlan>>>();
+  // The plans of the jobs a replica is working on: a few, within 256 MiB of docs.
+  static auto* cache = new JobShardPlanCache(int64_t{256} << 20, 8);
   const std::string key = absl::StrCat(job.id(), "\n", data_dir);
-  {
-    absl::MutexLock lock(&mu);
-    for (const auto& [cached_key, plan] : *cache) {
-      if (cached_key == key) return plan;
-    }
-  }
+  if (std::shared_ptr<const JobShardPlan> cached = cache->Find(key)) return cached;
   absl::StatusOr<std::shared_ptr<const JobShardPlan>> plan = ComputePlan(job, data_dir);
   if (!plan.ok()) return plan.status();
-  absl::MutexLock lock(&mu);
-  cache->emplace_back(key, *plan);
-  if (cache->size() > kCachedPlans) cache->pop_front();
+  cache->Insert(key, *plan, EstimatedPlanBytes(**plan));
   return plan;
 }
 

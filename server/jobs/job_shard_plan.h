@@ -69,7 +69,8 @@ struct JobShardPlan {
 
 // The job's plan (a NIAH sweep: one whole shard): loads every task's docs from
 // `data_dir` and counts their requests. Every replica computes the same plan for the
-// same job and data. Cached per job, so a replica loads the docs once.
+// same job and data. Cached per job (a few plans within a byte budget:
+// job_shard_plan_cache.h), so a replica loads the docs once.
 absl::StatusOr<std::shared_ptr<const JobShardPlan>> PlanJobShards(const hgeval::v1::Job& job,
                                                                   const std::string& data_dir);
 

@@ -38,6 +38,26 @@ struct Point {
   std::map<std::string, double> metrics;  // "task/metric" (no stderr)
 };
 
+// A point as the wire carries it (hgeval.v1.SeriesPoint, proto/hgeval/v1/jobs.proto),
+// without its model hash (the wire has none). A template so that tasks/ need not include
+// the wire contract: the client (hgeval sweep) and the server's web UI call it.
+template <typename WirePoint>
+Point PointFromWire(const WirePoint& wire) {
+  Point point;
+  const auto& c = wire.checkpoint();
+  point.checkpoint = {.model = c.model(),
+                      .architecture = c.architecture(),
+                      .parameters = c.parameters(),
+                      .tokens = c.tokens(),
+                      .compute = c.compute(),
+                      .step = c.step()};
+  point.job_id = wire.job_id();
+  point.requests = wire.requests_done();
+  point.requests_cached = wire.requests_cached();
+  point.metrics = std::map<std::string, double>(wire.metrics().begin(), wire.metrics().end());
+  return point;
+}
+
 // The metric a series fits when none is named: the first task's first metric
 // ("task/metric"); InvalidArgument without tasks, NotFound for an unknown task.
 absl::StatusOr<std::string> DefaultFitMetric(const std::vector<std::string>& task_names);

@@ -343,15 +343,7 @@ HttpResponse WebUi::SeriesCurves(const HttpRequest& request) const {
   Json table = Json::array();
   for (const hgeval::v1::SeriesPoint& p : series.points()) {
     const hgeval::v1::SeriesCheckpoint& c = p.checkpoint();
-    tasks::series::Point point;
-    point.checkpoint = {.model = c.model(),
-                        .architecture = c.architecture(),
-                        .parameters = c.parameters(),
-                        .tokens = c.tokens(),
-                        .compute = c.compute(),
-                        .step = c.step()};
-    point.job_id = p.job_id();
-    point.metrics = std::map<std::string, double>(p.metrics().begin(), p.metrics().end());
+    tasks::series::Point point = tasks::series::PointFromWire(p);
     auto value = point.metrics.find(fit.metric);
     table.push_back({{"model", c.model()},
                      {"architecture", c.architecture()},
