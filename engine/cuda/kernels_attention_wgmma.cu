@@ -6,6 +6,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <cstdlib>
 
 #include "engine/cuda/flash_common.cuh"
 #include "engine/cuda/kernel_util.cuh"
@@ -22,6 +23,10 @@ constexpr int kWgHalfBytes = kWgTileBytes / 2;  // its 64-dim half: 128 rows of 
 static_assert(2 * kWgRows == kFlashTileRows, "a block owns one tile of the pack's table");
 // Q, then two stages of (K, V); 1 KB for aligning the base to the swizzle's 1,024-byte period.
 constexpr int kWgSmemBytes = 5 * kWgTileBytes + 1024;
+constexpr int kWsStages = 3;                 // warp-specialised form: stages
+constexpr int kWsThreads = kWgThreads + 32;  // and the producer warp
+constexpr int kWsSmemBytes = (1 + 2 * kWsStages) * kWgTileBytes + 1024;
+constexpr int kWsProducerRegs = 40, kWsConsumerRegs = 232;  // 128 x 40 + 256 x 232 <= 64K
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 
@@ -46,13 +51,23 @@ __device__ __forceinline__ void WgmmaFence() {
 __device__ __forceinline__ void WgmmaCommit() {
   asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
 }
-__device__ __forceinline__ void WgmmaWaitAll() {
-  asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+// Waits until at most kPending of this warpgroup's committed wgmma groups are in flight.
+template <int kPending>
+__device__ __forceinline__ void WgmmaWait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(kPending) : "memory");
 }
-// Keeps the compiler from moving accesses of wgmma accumulators across the async region.
+// Keeps the compiler from moving accesses of wgmma operands (accumulators, register A
+// fragments) across the asynchronous region.
 __device__ __forceinline__ void FenceOperands(float (&d)[64]) {
 #pragma unroll
   for (int i = 0; i < 64; ++i) asm volatile("" : "+f"(d[i])::"memory");
+}
+__device__ __forceinline__ void FenceOperands(uint32_t (&a)[kWgKeys / 16][4]) {
+#pragma unroll
+  for (int i = 0; i < kWgKeys / 16; ++i) {
+#pragma unroll
+    for (int x = 0; x < 4; ++x) asm volatile("" : "+r"(a[i][x])::"memory");
+  }
 }
 
 // d (+)= a b, m64n128k16: a (64 x 16) and b (128 x 16) both K-major in shared memory.
@@ -102,19 +117,107 @@ __device__ __forceinline__ void WgmmaRS(float (&d)[64], const uint32_t (&a)[4], 
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(1));
 }
 
-// Grid (H, tiles) as the mma.sync kernel's (heads fastest, the longest tiles first),
-// kWgThreads threads. Warpgroup w owns query rows 64w..64w+63 of the block's tile; per
-// 128-key tile it computes S = Q K^T (wgmma, Q and K from shared memory), the online
-// softmax in registers (base 2, scale folded in, the causal mask only on tiles crossing
-// its diagonal), and O += P V with P as bf16 register fragments and V from shared memory.
-// K/V tiles stream in through cp.async, one tile ahead (two stages). A warpgroup skips a
-// tile that lies wholly after its rows and a tile with no rows of its own. Every block
-// reads only its own sequence's rows and keys, with tiles counted from its start.
-__global__ void __launch_bounds__(kWgThreads, 1)
+// mbarrier helpers (shared::cta): a stage's "full" and "empty" barriers of the
+// warp-specialised form.
+__device__ __forceinline__ uint32_t SmemAddr(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+__device__ __forceinline__ void MbarInit(uint64_t* bar, int count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(SmemAddr(bar)), "r"(count)
+               : "memory");
+}
+__device__ __forceinline__ void MbarArrive(uint64_t* bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(SmemAddr(bar)) : "memory");
+}
+__device__ __forceinline__ void MbarWait(uint64_t* bar, int parity) {
+  uint32_t done = 0;
+  do {
+    asm volatile(
+        "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+        "selp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(done)
+        : "r"(SmemAddr(bar)), "r"(parity)
+        : "memory");
+  } while (done == 0);
+}
+
+// A warpgroup's online-softmax state over its 64 rows: this thread holds rows wr and
+// wr + 8 (accumulator registers 4 n + 0/1 and 4 n + 2/3 of each 8-column block n).
+struct WgSoftmax {
+  float m[2] = {-INFINITY, -INFINITY};  // running max, scaled base-2 units
+  float l[2] = {0.0f, 0.0f};            // running sum
+  float corr[2] = {1.0f, 1.0f};         // factor for the output of earlier tiles
+};
+
+// Online softmax of one S tile (raw scores; row i of the warpgroup sees key j iff
+// j <= diag + i when `masked`): updates the state and writes P as bf16 A fragments.
+__device__ __forceinline__ void SoftmaxTile(float (&s)[64], bool masked, int diag, int wr, int tq,
+                                            float scale_log2, WgSoftmax& st,
+                                            uint32_t (&p)[kWgKeys / 16][4]) {
+  float tile_max[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+  for (int n = 0; n < kWgKeys / 8; ++n) {
+#pragma unroll
+    for (int x = 0; x < 4; ++x) {
+      if (masked && 8 * n + 2 * tq + (x & 1) > diag + wr + 8 * (x >> 1)) s[4 * n + x] = -INFINITY;
+      tile_max[x >> 1] = fmaxf(tile_max[x >> 1], s[4 * n + x]);
+    }
+  }
+  float base[2];
+#pragma unroll
+  for (int rr = 0; rr < 2; ++rr) {
+    tile_max[rr] = fmaxf(tile_max[rr], __shfl_xor_sync(0xffffffffu, tile_max[rr], 1));
+    tile_max[rr] = fmaxf(tile_max[rr], __shfl_xor_sync(0xffffffffu, tile_max[rr], 2));
+    const float new_m = fmaxf(st.m[rr], tile_max[rr] * scale_log2);
+    base[rr] = new_m == -INFINITY ? 0.0f : new_m;
+    st.corr[rr] = Exp2(st.m[rr] - base[rr]);
+    st.m[rr] = new_m;
+  }
+  float rsum[2] = {0.0f, 0.0f};
+#pragma unroll
+  for (int n = 0; n < kWgKeys / 8; ++n) {
+    float e[4];
+#pragma unroll
+    for (int x = 0; x < 4; ++x) {
+      e[x] = Exp2(fmaf(s[4 * n + x], scale_log2, -base[x >> 1]));
+      rsum[x >> 1] += e[x];
+    }
+    p[n >> 1][(n & 1) * 2] = Pack2(e[0], e[1]);
+    p[n >> 1][(n & 1) * 2 + 1] = Pack2(e[2], e[3]);
+  }
+#pragma unroll
+  for (int rr = 0; rr < 2; ++rr) {
+    rsum[rr] += __shfl_xor_sync(0xffffffffu, rsum[rr], 1);
+    rsum[rr] += __shfl_xor_sync(0xffffffffu, rsum[rr], 2);
+    st.l[rr] = st.l[rr] * st.corr[rr] + rsum[rr];
+  }
+}
+
+// Grid (H, tiles) as the mma.sync kernel's (heads fastest, the longest tiles first).
+// Warpgroup w owns query rows 64w..64w+63 of the block's tile; per 128-key tile it
+// computes S = Q K^T (wgmma, Q and K from shared memory), the online softmax in
+// registers (base 2, scale folded in, the causal mask on tiles crossing its diagonal),
+// and O += P V with P as bf16 register fragments and V from shared memory. The P V of
+// tile t - 1 is issued right after the S of tile t, so the tensor cores run it while the
+// softmax works on tile t (FlashAttention-3's intra-warpgroup overlap). Both warpgroups
+// run every key tile of the block (a tile after a warpgroup's rows is masked whole and
+// leaves its state unchanged), so no wgmma sits on a divergent path.
+// kWarpSpecialised false: kWgThreads threads; all of them stream K and V through
+// cp.async into two stages, K a tile ahead of V, with a block barrier per tile.
+// true: a third warpgroup, the producer (registers moved to the consumers with
+// setmaxnreg), streams tiles into kWsStages stages and signals each through an mbarrier;
+// the consumer warpgroups release a stage through another, so they drift apart and one's
+// softmax overlaps the other's products.
+// Every block reads only its own sequence's rows and keys, with tiles counted from its
+// start, and its arithmetic depends on neither the grid nor the variant.
+template <bool kWarpSpecialised>
+__global__ void __launch_bounds__(kWarpSpecialised ? kWsThreads : kWgThreads, 1)
     FlashWgmmaKernel(FlashSource src, int heads, int kv_heads, float scale_log2) {
   constexpr int HD = kWgHeadDim;
+  constexpr int kStages = kWarpSpecialised ? kWsStages : 2;
   extern __shared__ __align__(1024) unsigned char wg_smem_raw[];
-  const uint32_t raw_addr = static_cast<uint32_t>(__cvta_generic_to_shared(wg_smem_raw));
+  __shared__ uint64_t full_bar[kWsStages], empty_bar[kWsStages];
+  const uint32_t raw_addr = SmemAddr(wg_smem_raw);
   const uint32_t pad = (1024 - (raw_addr & 1023)) & 1023;
   unsigned char* smem = wg_smem_raw + pad;
   const uint32_t sbase = raw_addr + pad;  // Q; stage s: K at +(1 + 2s), V at +(2 + 2s) tiles
@@ -124,156 +227,196 @@ __global__ void __launch_bounds__(kWgThreads, 1)
   const FlashTile ft = ResolveFlashTile(src, tile, heads, kv_heads, HD);
   const int rows = ft.rows, q0 = ft.q0;
   const int tid = threadIdx.x, lane = tid & 31;
-  const int wg = tid >> 7, wwarp = (tid >> 5) & 3;
-  const int g = lane >> 2, tq = lane & 3;
+  // The warpgroup index through a shuffle, so the compiler knows it is warp-uniform.
+  const int wg = __shfl_sync(0xffffffffu, tid >> 7, 0);
   const int64_t qstride = static_cast<int64_t>(heads + 2 * kv_heads) * HD;
   const int64_t kvstride = static_cast<int64_t>(kv_heads) * HD;
   const int64_t last_key = ft.pos0 + min(q0 + kFlashTileRows, rows) - 1;
   const int ntiles = static_cast<int>(last_key / kWgKeys) + 1;
-
-  // A thread copies 16-byte chunk (tid % 16) of rows tid / 16 + 16 i, i < 8: one swizzled
-  // base offset (r % 8 is the same for all its rows), advanced by 16 rows.
-  const int load_c = tid & 15, load_r = tid >> 4;
-  const uint32_t load_off = SwizzledOffset(load_r, load_c);
-  auto load_kv = [&](int kt) {
-    unsigned char* dk = smem + (1 + 2 * (kt & 1)) * kWgTileBytes + load_off;
-    unsigned char* dv = dk + kWgTileBytes;
-    const bf16* kcol = ft.kp + hk * HD + load_c * 8;
-    const bf16* vcol = ft.vp + hk * HD + load_c * 8;
-#pragma unroll
-    for (int i = 0; i < 8; ++i) {
-      const int64_t key = static_cast<int64_t>(kt) * kWgKeys + load_r + 16 * i;
-      const bool valid = key <= last_key;
-      const int64_t off = valid ? key * kvstride : 0;
-      CpAsync16(dk + i * 16 * 128, kcol + off, valid);
-      CpAsync16(dv + i * 16 * 128, vcol + off, valid);
+  auto stage = [](int kt) { return (1 + 2 * (kt % kStages)) * kWgTileBytes; };
+  // A group of `threads` threads copies 128 rows of a tile: thread t takes 16-byte chunk
+  // t % 16 of rows t / 16 + (threads / 16) i.
+  auto copy_rows = [&](int t, int threads, uint32_t slot, const bf16* base, int64_t stride,
+                       int64_t first, int64_t last) {
+    const int c16 = t & 15;
+#pragma unroll 4
+    for (int i = 0; i < 128 * 16 / threads; ++i) {
+      const int r = t / 16 + threads / 16 * i;
+      const bool valid = first + r <= last;
+      CpAsync16(smem + slot + SwizzledOffset(r, c16),
+                base + (valid ? (first + r) * stride : 0) + c16 * 8, valid);
     }
   };
-#pragma unroll
-  for (int i = 0; i < 8; ++i) {
-    const int r = load_r + 16 * i;
-    const bool valid = q0 + r < rows;
-    CpAsync16(smem + load_off + i * 16 * 128,
-              ft.qkv + (valid ? (q0 + r) * qstride + h * HD + load_c * 8 : 0), valid);
-  }
-  load_kv(0);
-  CpAsyncCommit();
+  const bf16* qsrc = ft.qkv + h * HD;
+  const bf16* ksrc = ft.kp + hk * HD;
+  const bf16* vsrc = ft.vp + hk * HD;
+  auto key0 = [](int kt) { return static_cast<int64_t>(kt) * kWgKeys; };
 
-  float acc[64];
+  // The consumers: warpgroup wg's rows.
+  auto consume = [&](auto wait_tile, auto after_tile) {
+    const int wwarp = (tid >> 5) & 3, g = lane >> 2, tq = lane & 3;
+    const int wr = 16 * wwarp + g;
+    const int64_t wg_pos = ft.pos0 + q0 + kWgRows * wg;  // position of the warpgroup's row 0
+    const uint32_t q_addr = sbase + wg * kWgRows * 128;
+    float acc[64];
 #pragma unroll
-  for (int i = 0; i < 64; ++i) acc[i] = 0.0f;
-  // This thread's rows of the warpgroup: wr = 16 * wwarp + g and wr + 8 (accumulator
-  // registers 4 n + 0/1 and 4 n + 2/3 of each 8-column block n), in scaled base-2 units.
-  const int wr = 16 * wwarp + g;
-  float m_row[2] = {-INFINITY, -INFINITY};
-  float l_row[2] = {0.0f, 0.0f};
-  const int64_t wg_pos = ft.pos0 + q0 + kWgRows * wg;  // position of the warpgroup's row 0
-  const bool wg_has_rows = q0 + kWgRows * wg < rows;
-  const uint32_t q_addr = sbase + wg * kWgRows * 128;
-
-  for (int kt = 0; kt < ntiles; ++kt) {
-    if (kt + 1 < ntiles) {
-      load_kv(kt + 1);  // into the stage tile kt - 1 used (released by the barrier below)
-      CpAsyncCommit();
-      CpAsyncWait<1>();
-    } else {
-      CpAsyncWait<0>();
-    }
-    // The tensor cores read what cp.async wrote: make it visible to the async proxy.
-    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-    __syncthreads();
-    // Row i of the warpgroup (0..63) sees key j of the tile iff j <= diag + i.
-    const int64_t diag64 = wg_pos - static_cast<int64_t>(kt) * kWgKeys;
-    if (wg_has_rows && diag64 + kWgRows - 1 >= 0) {
-      const bool masked = diag64 < kWgKeys - 1;
-      const int diag = masked ? static_cast<int>(diag64) : 0;
-      const uint32_t k_addr = sbase + (1 + 2 * (kt & 1)) * kWgTileBytes;
-      const uint32_t v_addr = k_addr + kWgTileBytes;
-      float s[64];
-      WgmmaFence();
+    for (int i = 0; i < 64; ++i) acc[i] = 0.0f;
+    WgSoftmax st;
+    uint32_t p_prev[kWgKeys / 16][4];  // P of the previous tile
+    auto issue_s = [&](float(&s)[64], int kt) {
+      const uint32_t k_addr = sbase + stage(kt);
 #pragma unroll
       for (int ks = 0; ks < HD / 16; ++ks) {
         const uint32_t koff = (ks >> 2) * kWgHalfBytes + (ks & 3) * 32;
-        WgmmaSS(s, SmemDesc(q_addr + koff, 16, 1024), SmemDesc(k_addr + koff, 16, 1024),
-                ks > 0 ? 1 : 0);
+        WgmmaSS(s, SmemDesc(q_addr + koff, 16, 1024), SmemDesc(k_addr + koff, 16, 1024), ks > 0);
       }
       WgmmaCommit();
-      WgmmaWaitAll();
-      FenceOperands(s);
-      float tile_max[2] = {-INFINITY, -INFINITY};
-#pragma unroll
-      for (int n = 0; n < kWgKeys / 8; ++n) {
-#pragma unroll
-        for (int x = 0; x < 4; ++x) {
-          float v = s[4 * n + x] * scale_log2;
-          if (masked && 8 * n + 2 * tq + (x & 1) > diag + wr + 8 * (x >> 1)) v = -INFINITY;
-          s[4 * n + x] = v;
-          tile_max[x >> 1] = fmaxf(tile_max[x >> 1], v);
-        }
-      }
-      float corr[2];
-#pragma unroll
-      for (int rr = 0; rr < 2; ++rr) {
-        tile_max[rr] = fmaxf(tile_max[rr], __shfl_xor_sync(0xffffffffu, tile_max[rr], 1));
-        tile_max[rr] = fmaxf(tile_max[rr], __shfl_xor_sync(0xffffffffu, tile_max[rr], 2));
-        const float new_m = fmaxf(m_row[rr], tile_max[rr]);
-        const float safe_m = new_m == -INFINITY ? 0.0f : new_m;
-        corr[rr] = Exp2(m_row[rr] - safe_m);
-        m_row[rr] = new_m;
-        tile_max[rr] = safe_m;
-      }
-      // P in bf16 as the A fragments of O += P V, one per 16-key step.
-      float rsum[2] = {0.0f, 0.0f};
-      uint32_t pa[kWgKeys / 16][4];
-#pragma unroll
-      for (int n = 0; n < kWgKeys / 8; ++n) {
-        float p[4];
-#pragma unroll
-        for (int x = 0; x < 4; ++x) {
-          p[x] = Exp2(s[4 * n + x] - tile_max[x >> 1]);
-          rsum[x >> 1] += p[x];
-        }
-        pa[n >> 1][(n & 1) * 2] = Pack2(p[0], p[1]);
-        pa[n >> 1][(n & 1) * 2 + 1] = Pack2(p[2], p[3]);
-      }
-#pragma unroll
-      for (int rr = 0; rr < 2; ++rr) {
-        rsum[rr] += __shfl_xor_sync(0xffffffffu, rsum[rr], 1);
-        rsum[rr] += __shfl_xor_sync(0xffffffffu, rsum[rr], 2);
-        l_row[rr] = l_row[rr] * corr[rr] + rsum[rr];
-      }
-#pragma unroll
-      for (int i = 0; i < 64; ++i) acc[i] *= corr[(i >> 1) & 1];
-      // V is [key][dim] in shared memory: the MN-major B operand. 16 keys per step (two
-      // 8-key groups 1,024 bytes apart), the 128 dims as two 64-dim halves.
-      WgmmaFence();
+    };
+    // V is [key][dim] in shared memory: the MN-major B operand. 16 keys per step (two
+    // 8-key groups 1,024 bytes apart), the 128 dims as two 64-dim halves.
+    auto issue_pv = [&](int kt) {
+      const uint32_t v_addr = sbase + stage(kt) + kWgTileBytes;
 #pragma unroll
       for (int kk = 0; kk < kWgKeys / 16; ++kk) {
-        WgmmaRS(acc, pa[kk], SmemDesc(v_addr + kk * 16 * 128, kWgHalfBytes, 1024));
+        WgmmaRS(acc, p_prev[kk], SmemDesc(v_addr + kk * 16 * 128, kWgHalfBytes, 1024));
       }
       WgmmaCommit();
-      WgmmaWaitAll();
+    };
+    auto softmax = [&](float(&s)[64], int kt, uint32_t(&p)[kWgKeys / 16][4]) {
+      const int64_t diag64 = wg_pos - key0(kt);
+      const bool masked = diag64 < kWgKeys - 1;
+      // A tile wholly after the rows (diag64 < -63) is masked whole.
+      const int diag = masked ? static_cast<int>(max(diag64, int64_t{-kWgKeys})) : 0;
+      SoftmaxTile(s, masked, diag, wr, tq, scale_log2, st, p);
+    };
+    {
+      wait_tile(0);
+      float s[64];
+      WgmmaFence();
+      issue_s(s, 0);
+      WgmmaWait<0>();
+      FenceOperands(s);
+      softmax(s, 0, p_prev);
+    }
+    for (int kt = 1; kt < ntiles; ++kt) {
+      wait_tile(kt);
+      float s[64];
+      WgmmaFence();
+      issue_s(s, kt);
+      issue_pv(kt - 1);
+      WgmmaWait<1>();
+      FenceOperands(s);
+      uint32_t p_cur[kWgKeys / 16][4];
+      softmax(s, kt, p_cur);
+      WgmmaWait<0>();
       FenceOperands(acc);
-    }
-    __syncthreads();  // this stage is free for tile kt + 2
-  }
-  // Normalise and store.
+      FenceOperands(p_prev);
+      after_tile(kt - 1);
 #pragma unroll
-  for (int rr = 0; rr < 2; ++rr) {
-    const int row = q0 + kWgRows * wg + wr + 8 * rr;
-    if (row >= rows) continue;
-    const float inv = 1.0f / l_row[rr];
-    bf16* orow = ft.o + static_cast<int64_t>(row) * heads * HD + h * HD;
+      for (int i = 0; i < 64; ++i) acc[i] *= st.corr[(i >> 1) & 1];
 #pragma unroll
-    for (int n = 0; n < HD / 8; ++n) {
-      *reinterpret_cast<uint32_t*>(orow + 8 * n + 2 * tq) =
-          Pack2(acc[4 * n + 2 * rr] * inv, acc[4 * n + 2 * rr + 1] * inv);
+      for (int kk = 0; kk < kWgKeys / 16; ++kk) {
+#pragma unroll
+        for (int x = 0; x < 4; ++x) p_prev[kk][x] = p_cur[kk][x];
+      }
     }
+    wait_tile(ntiles);  // V of the last tile
+    WgmmaFence();
+    issue_pv(ntiles - 1);
+    WgmmaWait<0>();
+    FenceOperands(acc);
+    FenceOperands(p_prev);
+    after_tile(ntiles - 1);
+    // Normalise and store.
+#pragma unroll
+    for (int rr = 0; rr < 2; ++rr) {
+      const int row = q0 + kWgRows * wg + wr + 8 * rr;
+      if (row >= rows) continue;
+      const float inv = 1.0f / st.l[rr];
+      bf16* orow = ft.o + static_cast<int64_t>(row) * heads * HD + h * HD;
+#pragma unroll
+      for (int n = 0; n < HD / 8; ++n) {
+        *reinterpret_cast<uint32_t*>(orow + 8 * n + 2 * tq) =
+            Pack2(acc[4 * n + 2 * rr] * inv, acc[4 * n + 2 * rr + 1] * inv);
+      }
+    }
+  };
+
+  if constexpr (kWarpSpecialised) {
+    if (tid == 0) {
+      for (int st = 0; st < kWsStages; ++st) {
+        MbarInit(&full_bar[st], 128);   // the producer's threads
+        MbarInit(&empty_bar[st], 256);  // every consumer thread
+      }
+    }
+    __syncthreads();
+    if (wg == 2) {
+      asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kWsProducerRegs));
+      // Producer: tile t goes into stage t % kWsStages once both warpgroups released tile
+      // t - kWsStages; its full barrier is signalled (after a proxy fence: the tensor
+      // cores read what cp.async wrote) once the copies of tile t + 1 are issued, so
+      // one tile stays in flight. Q comes with tile 0.
+      const int pt = tid - 2 * 128;
+      auto signal = [&](int t) {
+        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+        MbarArrive(&full_bar[t % kWsStages]);
+      };
+      for (int t = 0; t < ntiles; ++t) {
+        if (t >= kWsStages) MbarWait(&empty_bar[t % kWsStages], (t / kWsStages - 1) & 1);
+        if (t == 0) copy_rows(pt, 128, 0, qsrc, qstride, q0, rows - 1);
+        copy_rows(pt, 128, stage(t), ksrc, kvstride, key0(t), last_key);
+        copy_rows(pt, 128, stage(t) + kWgTileBytes, vsrc, kvstride, key0(t), last_key);
+        CpAsyncCommit();
+        if (t > 0) {
+          CpAsyncWait<1>();
+          signal(t - 1);
+        }
+      }
+      CpAsyncWait<0>();
+      signal(ntiles - 1);
+    } else {
+      asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kWsConsumerRegs));
+      consume(
+          [&](int kt) {
+            // Tile kt (K and V; Q with tile 0) is in shared memory.
+            if (kt < ntiles) MbarWait(&full_bar[kt % kWsStages], (kt / kWsStages) & 1);
+          },
+          [&](int kt) {
+            // This thread is done with tile kt (its V was the last read of the stage).
+            // Every thread arrives: no divergent branch near the wgmma instructions.
+            MbarArrive(&empty_bar[kt % kWsStages]);
+          });
+    }
+  } else {
+    // Q with K of tile 0; then, at tile kt, K of tile kt + 1 and V of tile kt.
+    copy_rows(tid, kWgThreads, 0, qsrc, qstride, q0, rows - 1);
+    copy_rows(tid, kWgThreads, stage(0), ksrc, kvstride, key0(0), last_key);
+    CpAsyncCommit();
+    consume(
+        [&](int kt) {
+          CpAsyncWait<0>();  // K of tile kt (if any) and V of tile kt - 1 (this thread's)
+          // The tensor cores read what cp.async wrote: make it visible to the async proxy.
+          asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+          // Every thread's copies are in, and every warpgroup is done with the products
+          // of tile kt - 1, which read the stages the next copies overwrite (K of tile
+          // kt - 1, V of tile kt - 2).
+          __syncthreads();
+          if (kt < ntiles) {
+            if (kt + 1 < ntiles) {
+              copy_rows(tid, kWgThreads, stage(kt + 1), ksrc, kvstride, key0(kt + 1), last_key);
+            }
+            copy_rows(tid, kWgThreads, stage(kt) + kWgTileBytes, vsrc, kvstride, key0(kt),
+                      last_key);
+            CpAsyncCommit();
+          }
+        },
+        [](int) {});
   }
 }
 
 #else  // no sm_90a target in this compilation pass: an empty kernel the host never launches
 
+template <bool kWarpSpecialised>
 __global__ void FlashWgmmaKernel(FlashSource, int, int, float) {}
 
 #endif
@@ -291,13 +434,29 @@ bool FlashWgmmaBuilt() {
 cudaError_t LaunchFlashWgmma(const FlashSource& src, int tiles, int heads, int kv_heads,
                              float scale_log2, cudaStream_t stream) {
   if (!FlashWgmmaBuilt()) return cudaErrorNotSupported;
+  dim3 grid(heads, tiles);
+  // Experiment switch (temporary): HGEVAL_FLASH_WS=1 runs the warp-specialised form.
+  static const bool ws = [] {
+    const char* v = std::getenv("HGEVAL_FLASH_WS");
+    return v != nullptr && v[0] == '1';
+  }();
+  if (ws) {
+    if (cudaError_t err = cudaFuncSetAttribute(
+            FlashWgmmaKernel<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, kWsSmemBytes);
+        err != cudaSuccess) {
+      return err;
+    }
+    FlashWgmmaKernel<true>
+        <<<grid, kWsThreads, kWsSmemBytes, stream>>>(src, heads, kv_heads, scale_log2);
+    return cudaGetLastError();
+  }
   if (cudaError_t err = cudaFuncSetAttribute(
-          FlashWgmmaKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kWgSmemBytes);
+          FlashWgmmaKernel<false>, cudaFuncAttributeMaxDynamicSharedMemorySize, kWgSmemBytes);
       err != cudaSuccess) {
     return err;
   }
-  dim3 grid(heads, tiles);
-  FlashWgmmaKernel<<<grid, kWgThreads, kWgSmemBytes, stream>>>(src, heads, kv_heads, scale_log2);
+  FlashWgmmaKernel<false>
+      <<<grid, kWgThreads, kWgSmemBytes, stream>>>(src, heads, kv_heads, scale_log2);
   return cudaGetLastError();
 }
 
