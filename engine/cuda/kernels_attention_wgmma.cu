@@ -23,8 +23,8 @@ constexpr int kWgHalfBytes = kWgTileBytes / 2;  // its 64-dim half: 128 rows of 
 static_assert(2 * kWgRows == kFlashTileRows, "a block owns one tile of the pack's table");
 // Q, then two stages of (K, V); 1 KB for aligning the base to the swizzle's 1,024-byte period.
 constexpr int kWgSmemBytes = 5 * kWgTileBytes + 1024;
-constexpr int kWsStages = 3;                 // warp-specialised form: stages
-constexpr int kWsThreads = kWgThreads + 32;  // and the producer warp
+constexpr int kWsStages = 3;                  // warp-specialised form: stages
+constexpr int kWsThreads = kWgThreads + 128;  // and the producer warpgroup
 constexpr int kWsSmemBytes = (1 + 2 * kWsStages) * kWgTileBytes + 1024;
 constexpr int kWsProducerRegs = 40, kWsConsumerRegs = 232;  // 128 x 40 + 256 x 232 <= 64K
 
@@ -229,17 +229,25 @@ __global__ void __launch_bounds__(kWarpSpecialised ? kWsThreads : kWgThreads, 1)
   const int64_t last_key = ft.pos0 + min(q0 + kFlashTileRows, rows) - 1;
   const int ntiles = static_cast<int>(last_key / kWgKeys) + 1;
   auto stage = [](int kt) { return (1 + 2 * (kt % kStages)) * kWgTileBytes; };
-  // A group of `threads` threads copies 128 rows of a tile: thread t takes 16-byte chunk
-  // t % 16 of rows t / 16 + (threads / 16) i.
+  // A group of `threads` threads (128 or 256) copies 128 rows of a tile: thread t takes
+  // 16-byte chunk t % 16 of rows t / 16 + (threads / 16) i, rows `first`.. of `base`, those
+  // past `last` as zeros. The row step is a multiple of 8, so one swizzled offset serves
+  // all of a thread's rows, advanced by a fixed stride, as is its source pointer.
   auto copy_rows = [&](int t, int threads, uint32_t slot, const bf16* base, int64_t stride,
                        int64_t first, int64_t last) {
-    const int c16 = t & 15;
+    const int c16 = t & 15, r0 = t / 16, step = threads / 16;
+    const bf16* from = base + (first + r0) * stride + c16 * 8;
+    unsigned char* to = smem + slot + SwizzledOffset(r0, c16);
+    if (first + 127 <= last) {
 #pragma unroll 4
-    for (int i = 0; i < 128 * 16 / threads; ++i) {
-      const int r = t / 16 + threads / 16 * i;
-      const bool valid = first + r <= last;
-      CpAsync16(smem + slot + SwizzledOffset(r, c16),
-                base + (valid ? (first + r) * stride : 0) + c16 * 8, valid);
+      for (int i = 0; i < 128 / step; ++i)
+        CpAsync16(to + i * step * 128, from + i * step * stride, true);
+    } else {
+#pragma unroll 4
+      for (int i = 0; i < 128 / step; ++i) {
+        const bool valid = first + r0 + step * i <= last;
+        CpAsync16(to + i * step * 128, valid ? from + i * step * stride : base, valid);
+      }
     }
   };
   const bf16* qsrc = ft.qkv + h * HD;
