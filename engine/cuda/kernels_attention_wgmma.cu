@@ -1,12 +1,11 @@
 // LLaMA prefill attention on Hopper's warpgroup MMA (wgmma, the sm_90a target):
-// FlashAttention-3's consumer layout at head dim 128. A build without an sm_90a target
-// compiles the launcher only, which refuses, and FlashPrefillAttention* keep running the
-// mma.sync kernel of kernels_attention.cu.
+// FlashAttention-3's layout at head dim 128 (two consumer warpgroups, a producer one). A build
+// without an sm_90a target compiles the launcher only, which refuses, and FlashPrefillAttention*
+// keep running the mma.sync kernel of kernels_attention.cu.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
-#include <cstdlib>
 
 #include "engine/cuda/flash_common.cuh"
 #include "engine/cuda/kernel_util.cuh"
@@ -14,21 +13,22 @@
 namespace hgeval::cuda {
 namespace {
 
-constexpr int kWgHeadDim = 128;
-constexpr int kWgKeys = 128;                    // keys per K/V tile
-constexpr int kWgRows = 64;                     // query rows per warpgroup
-constexpr int kWgThreads = 2 * 128;             // two warpgroups: kFlashTileRows rows
-constexpr int kWgTileBytes = 128 * 128 * 2;     // one 128-row x 128-dim bf16 tile
-constexpr int kWgHalfBytes = kWgTileBytes / 2;  // its 64-dim half: 128 rows of 128 bytes
+// Host and device: the block's shape and shared memory.
+constexpr int kWgRows = 64;                  // query rows per warpgroup
+constexpr int kWgTileBytes = 128 * 128 * 2;  // one 128-row x 128-dim bf16 tile
 static_assert(2 * kWgRows == kFlashTileRows, "a block owns one tile of the pack's table");
-// Q, then two stages of (K, V); 1 KB for aligning the base to the swizzle's 1,024-byte period.
-constexpr int kWgSmemBytes = 5 * kWgTileBytes + 1024;
-constexpr int kWsStages = 3;                  // warp-specialised form: stages
-constexpr int kWsThreads = kWgThreads + 128;  // and the producer warpgroup
+constexpr int kWsStages = 3;         // K/V stages
+constexpr int kWsThreads = 3 * 128;  // consumer warpgroups 0 and 1, producer 2
+// Q, then the stages of (K, V); 1 KB for aligning the base to the swizzle's 1,024-byte
+// period.
 constexpr int kWsSmemBytes = (1 + 2 * kWsStages) * kWgTileBytes + 1024;
-constexpr int kWsProducerRegs = 40, kWsConsumerRegs = 232;  // 128 x 40 + 256 x 232 <= 64K
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+
+constexpr int kWgHeadDim = 128;
+constexpr int kWgKeys = 128;                    // keys per K/V tile
+constexpr int kWgHalfBytes = kWgTileBytes / 2;  // a tile's 64-dim half: 128 rows of 128 bytes
+constexpr int kWsProducerRegs = 40, kWsConsumerRegs = 232;  // 128 x 40 + 256 x 232 <= 64K
 
 // Shared-memory layout of every tile (Q, K and V, 128 rows of 128 bf16): two 64-dim halves
 // of 128 rows x 128 bytes each, the 16-byte chunk c of row r stored at chunk c ^ (r % 8)
@@ -196,20 +196,17 @@ __device__ __forceinline__ void SoftmaxTile(float (&s)[64], bool masked, int dia
 // tile t - 1 is issued right after the S of tile t, so the tensor cores run it while the
 // softmax works on tile t (FlashAttention-3's intra-warpgroup overlap). Both warpgroups
 // run every key tile of the block (a tile after a warpgroup's rows is masked whole and
-// leaves its state unchanged), so no wgmma sits on a divergent path.
-// kWarpSpecialised false: kWgThreads threads; all of them stream K and V through
-// cp.async into two stages, K a tile ahead of V, with a block barrier per tile.
-// true: a third warpgroup, the producer (registers moved to the consumers with
-// setmaxnreg), streams tiles into kWsStages stages and signals each through an mbarrier;
-// the consumer warpgroups release a stage through another, so they drift apart and one's
-// softmax overlaps the other's products.
+// leaves its state unchanged), so no wgmma sits on a divergent path. A third warpgroup,
+// the producer (registers moved to the consumers with setmaxnreg), streams K/V tiles
+// through cp.async into kWsStages stages and signals each through an mbarrier; the
+// consumers release a stage through another, so they need no block barrier per tile,
+// drift apart, and one's softmax runs under the other's products (warp specialisation).
 // Every block reads only its own sequence's rows and keys, with tiles counted from its
-// start, and its arithmetic depends on neither the grid nor the variant.
-template <bool kWarpSpecialised>
-__global__ void __launch_bounds__(kWarpSpecialised ? kWsThreads : kWgThreads, 1)
+// start, and its arithmetic does not depend on the grid.
+__global__ void __launch_bounds__(kWsThreads, 1)
     FlashWgmmaKernel(FlashSource src, int heads, int kv_heads, float scale_log2) {
   constexpr int HD = kWgHeadDim;
-  constexpr int kStages = kWarpSpecialised ? kWsStages : 2;
+  constexpr int kStages = kWsStages;
   extern __shared__ __align__(1024) unsigned char wg_smem_raw[];
   __shared__ uint64_t full_bar[kWsStages], empty_bar[kWsStages];
   const uint32_t raw_addr = SmemAddr(wg_smem_raw);
@@ -345,81 +342,54 @@ __global__ void __launch_bounds__(kWarpSpecialised ? kWsThreads : kWgThreads, 1)
     }
   };
 
-  if constexpr (kWarpSpecialised) {
-    if (tid == 0) {
-      for (int st = 0; st < kWsStages; ++st) {
-        MbarInit(&full_bar[st], 128);   // the producer's threads
-        MbarInit(&empty_bar[st], 256);  // every consumer thread
+  if (tid == 0) {
+    for (int st = 0; st < kWsStages; ++st) {
+      MbarInit(&full_bar[st], 128);   // the producer's threads
+      MbarInit(&empty_bar[st], 256);  // every consumer thread
+    }
+  }
+  __syncthreads();
+  if (wg == 2) {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kWsProducerRegs));
+    // Producer: tile t goes into stage t % kWsStages once both warpgroups released tile
+    // t - kWsStages; its full barrier is signalled (after a proxy fence: the tensor
+    // cores read what cp.async wrote) once the copies of tile t + 1 are issued, so
+    // one tile stays in flight. Q comes with tile 0.
+    const int pt = tid - 2 * 128;
+    auto signal = [&](int t) {
+      asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+      MbarArrive(&full_bar[t % kWsStages]);
+    };
+    for (int t = 0; t < ntiles; ++t) {
+      if (t >= kWsStages) MbarWait(&empty_bar[t % kWsStages], (t / kWsStages - 1) & 1);
+      if (t == 0) copy_rows(pt, 128, 0, qsrc, qstride, q0, rows - 1);
+      copy_rows(pt, 128, stage(t), ksrc, kvstride, key0(t), last_key);
+      copy_rows(pt, 128, stage(t) + kWgTileBytes, vsrc, kvstride, key0(t), last_key);
+      CpAsyncCommit();
+      if (t > 0) {
+        CpAsyncWait<1>();
+        signal(t - 1);
       }
     }
-    __syncthreads();
-    if (wg == 2) {
-      asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kWsProducerRegs));
-      // Producer: tile t goes into stage t % kWsStages once both warpgroups released tile
-      // t - kWsStages; its full barrier is signalled (after a proxy fence: the tensor
-      // cores read what cp.async wrote) once the copies of tile t + 1 are issued, so
-      // one tile stays in flight. Q comes with tile 0.
-      const int pt = tid - 2 * 128;
-      auto signal = [&](int t) {
-        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-        MbarArrive(&full_bar[t % kWsStages]);
-      };
-      for (int t = 0; t < ntiles; ++t) {
-        if (t >= kWsStages) MbarWait(&empty_bar[t % kWsStages], (t / kWsStages - 1) & 1);
-        if (t == 0) copy_rows(pt, 128, 0, qsrc, qstride, q0, rows - 1);
-        copy_rows(pt, 128, stage(t), ksrc, kvstride, key0(t), last_key);
-        copy_rows(pt, 128, stage(t) + kWgTileBytes, vsrc, kvstride, key0(t), last_key);
-        CpAsyncCommit();
-        if (t > 0) {
-          CpAsyncWait<1>();
-          signal(t - 1);
-        }
-      }
-      CpAsyncWait<0>();
-      signal(ntiles - 1);
-    } else {
-      asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kWsConsumerRegs));
-      consume(
-          [&](int kt) {
-            // Tile kt (K and V; Q with tile 0) is in shared memory.
-            if (kt < ntiles) MbarWait(&full_bar[kt % kWsStages], (kt / kWsStages) & 1);
-          },
-          [&](int kt) {
-            // This thread is done with tile kt (its V was the last read of the stage).
-            // Every thread arrives: no divergent branch near the wgmma instructions.
-            MbarArrive(&empty_bar[kt % kWsStages]);
-          });
-    }
+    CpAsyncWait<0>();
+    signal(ntiles - 1);
   } else {
-    // Q with K of tile 0; then, at tile kt, K of tile kt + 1 and V of tile kt.
-    copy_rows(tid, kWgThreads, 0, qsrc, qstride, q0, rows - 1);
-    copy_rows(tid, kWgThreads, stage(0), ksrc, kvstride, key0(0), last_key);
-    CpAsyncCommit();
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kWsConsumerRegs));
     consume(
         [&](int kt) {
-          CpAsyncWait<0>();  // K of tile kt (if any) and V of tile kt - 1 (this thread's)
-          // The tensor cores read what cp.async wrote: make it visible to the async proxy.
-          asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-          // Every thread's copies are in, and every warpgroup is done with the products
-          // of tile kt - 1, which read the stages the next copies overwrite (K of tile
-          // kt - 1, V of tile kt - 2).
-          __syncthreads();
-          if (kt < ntiles) {
-            if (kt + 1 < ntiles) {
-              copy_rows(tid, kWgThreads, stage(kt + 1), ksrc, kvstride, key0(kt + 1), last_key);
-            }
-            copy_rows(tid, kWgThreads, stage(kt) + kWgTileBytes, vsrc, kvstride, key0(kt),
-                      last_key);
-            CpAsyncCommit();
-          }
+          // Tile kt (K and V; Q with tile 0) is in shared memory.
+          if (kt < ntiles) MbarWait(&full_bar[kt % kWsStages], (kt / kWsStages) & 1);
         },
-        [](int) {});
+        [&](int kt) {
+          // This thread is done with tile kt (its V was the last read of the stage).
+          // Every thread arrives: no divergent branch near the wgmma instructions.
+          MbarArrive(&empty_bar[kt % kWsStages]);
+        });
   }
 }
 
 #else  // no sm_90a target in this compilation pass: an empty kernel the host never launches
 
-template <bool kWarpSpecialised>
 __global__ void FlashWgmmaKernel(FlashSource, int, int, float) {}
 
 #endif
@@ -437,29 +407,13 @@ bool FlashWgmmaBuilt() {
 cudaError_t LaunchFlashWgmma(const FlashSource& src, int tiles, int heads, int kv_heads,
                              float scale_log2, cudaStream_t stream) {
   if (!FlashWgmmaBuilt()) return cudaErrorNotSupported;
-  dim3 grid(heads, tiles);
-  // Experiment switch (temporary): HGEVAL_FLASH_WS=1 runs the warp-specialised form.
-  static const bool ws = [] {
-    const char* v = std::getenv("HGEVAL_FLASH_WS");
-    return v != nullptr && v[0] == '1';
-  }();
-  if (ws) {
-    if (cudaError_t err = cudaFuncSetAttribute(
-            FlashWgmmaKernel<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, kWsSmemBytes);
-        err != cudaSuccess) {
-      return err;
-    }
-    FlashWgmmaKernel<true>
-        <<<grid, kWsThreads, kWsSmemBytes, stream>>>(src, heads, kv_heads, scale_log2);
-    return cudaGetLastError();
-  }
   if (cudaError_t err = cudaFuncSetAttribute(
-          FlashWgmmaKernel<false>, cudaFuncAttributeMaxDynamicSharedMemorySize, kWgSmemBytes);
+          FlashWgmmaKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kWsSmemBytes);
       err != cudaSuccess) {
     return err;
   }
-  FlashWgmmaKernel<false>
-      <<<grid, kWgThreads, kWgSmemBytes, stream>>>(src, heads, kv_heads, scale_log2);
+  dim3 grid(heads, tiles);
+  FlashWgmmaKernel<<<grid, kWsThreads, kWsSmemBytes, stream>>>(src, heads, kv_heads, scale_log2);
   return cudaGetLastError();
 }
 
