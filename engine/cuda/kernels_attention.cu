@@ -1,5 +1,6 @@
 // LLaMA attention pieces: RoPE, KV-cache writes, the causal softmax of the GEMM-based
-// prefill, and the KV-cache decode kernel.
+// prefill, the KV-cache decode kernel, the mma.sync flash prefill kernel, and the choice
+// between it and kernels_attention_wgmma.cu's.
 #include "engine/cuda/flash_common.cuh"
 #include "engine/cuda/flash_kernel_choice.h"
 #include "engine/cuda/kernel_util.cuh"
