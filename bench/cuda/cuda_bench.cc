@@ -28,6 +28,7 @@
 #include "engine/cuda/cuda_models.h"
 #include "engine/cuda/decode_gemm.h"
 #include "engine/cuda/device.h"
+#include "engine/cuda/flash_kernel_choice.h"
 #include "engine/cuda/gemm.h"
 #include "engine/cuda/kernels.h"
 #include "engine/cuda/kernels_chunk_mma.h"
@@ -420,8 +421,10 @@ nlohmann::json Micro(cuda::DeviceContext* ctx) {
     }
   }
   // LLaMA-1.3B flash prefill attention (bf16, 16 heads of 128): a 16K segment from the
-  // start and the last 16K segment of a 64K prefill (keys 0..64K). FLOPs count the causal
-  // half (QK^T and PV, 4 * hd per visible query-key pair).
+  // start and the last 16K segment of a 64K prefill (keys 0..64K), on each kernel that
+  // runs here (the wgmma one on an sm_90a build on compute capability 9.0; the key without
+  // a kernel name is the one FlashPrefillAttention picks). FLOPs count the causal half (QK^T
+  // and PV, 4 * hd per visible query-key pair).
   for (const int64_t pos0 : {int64_t{0}, int64_t{49152}}) {
     const int rows = 16384, H = 16, hd = 128;
     const int64_t keys = pos0 + rows, width = H * hd;
@@ -430,17 +433,26 @@ nlohmann::json Micro(cuda::DeviceContext* ctx) {
     void* vp = DeviceRandom(static_cast<size_t>(keys) * width * 2, 1.0f, true);
     void* o = nullptr;
     cudaMalloc(&o, static_cast<size_t>(rows) * width * 2);
-    const double ms = timer.Ms(
-        [&] {
-          (void)cuda::FlashPrefillAttention(qkv, rows, H, H, hd, kp, vp, pos0, 0.088f, o,
-                                            ctx->stream());
-        },
-        5);
     const double pairs = static_cast<double>(rows) * pos0 + 0.5 * rows * (rows + 1.0);
-    const double tflops = 4.0 * hd * H * pairs / (ms * 1e-3) / 1e12;
-    const std::string key = absl::StrCat("flash_prefill_16k_at_", pos0, "_h16_d128");
-    out[key] = {{"ms", ms}, {"tflops", tflops}};
-    std::fprintf(stderr, "[micro] %-28s %8.3f ms %7.1f TFLOP/s\n", key.c_str(), ms, tflops);
+    for (const cuda::FlashKernel kernel :
+         {cuda::FlashKernel::kMmaSync, cuda::FlashKernel::kWgmma}) {
+      if (kernel == cuda::FlashKernel::kWgmma && cuda::ChosenFlashKernel(hd) != kernel) continue;
+      const double ms = timer.Ms(
+          [&] {
+            (void)cuda::FlashPrefillAttentionWith(kernel, qkv, rows, H, H, hd, kp, vp, pos0, 0.088f,
+                                                  o, ctx->stream());
+          },
+          5);
+      const double tflops = 4.0 * hd * H * pairs / (ms * 1e-3) / 1e12;
+      const bool wgmma = kernel == cuda::FlashKernel::kWgmma;
+      const std::string key =
+          absl::StrCat("flash_prefill_16k_at_", pos0, "_h16_d128", wgmma ? "_wgmma" : "_mma_sync");
+      out[key] = {{"ms", ms}, {"tflops", tflops}};
+      if (kernel == cuda::ChosenFlashKernel(hd)) {
+        out[absl::StrCat("flash_prefill_16k_at_", pos0, "_h16_d128")] = out[key];
+      }
+      std::fprintf(stderr, "[micro] %-38s %8.3f ms %7.1f TFLOP/s\n", key.c_str(), ms, tflops);
+    }
     for (void* p : {qkv, kp, vp, o}) cudaFree(p);
   }
   return out;

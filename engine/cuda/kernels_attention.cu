@@ -1,5 +1,8 @@
 // LLaMA attention pieces: RoPE, KV-cache writes, the causal softmax of the GEMM-based
-// prefill, and the KV-cache decode kernel.
+// prefill, the KV-cache decode kernel, the mma.sync flash prefill kernel, and the choice
+// between it and kernels_attention_wgmma.cu's.
+#include "engine/cuda/flash_common.cuh"
+#include "engine/cuda/flash_kernel_choice.h"
 #include "engine/cuda/kernel_util.cuh"
 
 namespace hgeval::cuda {
@@ -341,30 +344,12 @@ __global__ void DecodeCombineKernel(int heads, int head_dim, void* const* cache_
 constexpr int kFlashRows = kFlashTileRows;  // queries per block (4 warps x 32)
 constexpr int kFlashThreads = kFlashRows;
 
-__device__ __forceinline__ uint32_t Pack2(float lo, float hi) {
-  __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-  return *reinterpret_cast<uint32_t*>(&v);
-}
-
 __device__ __forceinline__ void Mma16816(float* c, const uint32_t* a, uint32_t b0, uint32_t b1) {
   asm volatile(
       "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
       "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
       : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
-// 16 bytes global -> shared without staging in registers; `valid` false writes zeros.
-__device__ __forceinline__ void CpAsync16(void* smem, const void* gmem, bool valid) {
-  const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(gmem),
-               "r"(valid ? 16 : 0));
-}
-__device__ __forceinline__ void CpAsyncCommit() { asm volatile("cp.async.commit_group;\n" ::); }
-// Waits until at most `kPending` of this thread's committed groups are still in flight.
-template <int kPending>
-__device__ __forceinline__ void CpAsyncWait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending));
 }
 
 // Four 8x8 bf16 matrices from shared memory (lane l gives row l % 8 of matrix l / 8);
@@ -386,30 +371,6 @@ __device__ __forceinline__ void LdMatrixX4Trans(uint32_t* r, const void* smem) {
 // from the last (most keys) to the first, so the longest blocks start first and the short
 // ones fill the tail. smem: Q [128][HD+8] (re-read for every key tile) and two stages of
 // K [kKeys][HD+8] and V [kKeys][HD+8] (keys row-major, as in the cache).
-// Where a flash block finds its queries and keys: one sequence's rows of qkv / o and its
-// cache planes. The packed form reads them from the pack's tile table.
-struct FlashSource {
-  const bf16* qkv = nullptr;  // single form: the sequence's rows
-  const bf16* kp = nullptr;
-  const bf16* vp = nullptr;
-  int rows = 0;
-  int64_t pos0 = 0;
-  bf16* o = nullptr;
-  // Packed form (tile_seq != nullptr).
-  PackView pack;
-  void* const* cache_ptrs = nullptr;
-  const int64_t* caps = nullptr;
-  const int64_t* positions = nullptr;
-  int layer = 0;
-};
-
-// 2^x on the special-function unit (the softmax works in base 2, scale folded in).
-__device__ __forceinline__ float Exp2(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-  return y;
-}
-
 // Keys per K/V tile. At head dim 128 a warp's S tile (32 x 64 fp32) and O accumulators
 // (32 x 128 fp32) spill 68 bytes at two blocks per SM, yet run 11% faster than 32-key
 // tiles without spills (docs/cuda.md, Performance log 5).
@@ -436,26 +397,13 @@ __global__ void __launch_bounds__(kFlashThreads, 2)
   const int h = blockIdx.x;
   const int tile = gridDim.y - 1 - blockIdx.y;
   const int hk = h / (heads / kv_heads);
-  const bf16* qkv = src.qkv;
-  const bf16* kp = src.kp;
-  const bf16* vp = src.vp;
-  bf16* o = src.o;
-  int rows = src.rows, q0 = tile * kFlashRows;
-  int64_t pos0 = src.pos0;
-  if (src.pack.tile_seq != nullptr) {
-    const int seq = src.pack.tile_seq[tile];
-    const int r0 = src.pack.seq_row0[seq];
-    rows = src.pack.seq_row0[seq + 1] - r0;
-    q0 = src.pack.tile_q0[tile];
-    pos0 = src.positions[r0];
-    const int64_t stride = static_cast<int64_t>(heads + 2 * kv_heads) * HD;
-    qkv += r0 * stride;
-    o += static_cast<int64_t>(r0) * heads * HD;
-    const int64_t cap = src.caps[seq], kvw = static_cast<int64_t>(kv_heads) * HD;
-    const bf16* cache = static_cast<const bf16*>(src.cache_ptrs[seq]);
-    kp = cache + static_cast<int64_t>(src.layer) * 2 * cap * kvw;
-    vp = kp + cap * kvw;
-  }
+  const FlashTile ft = ResolveFlashTile(src, tile, heads, kv_heads, HD);
+  const bf16* qkv = ft.qkv;
+  const bf16* kp = ft.kp;
+  const bf16* vp = ft.vp;
+  bf16* o = ft.o;
+  const int rows = ft.rows, q0 = ft.q0;
+  const int64_t pos0 = ft.pos0;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int g = lane >> 2, tq = lane & 3;
   const int64_t qstride = static_cast<int64_t>(heads + 2 * kv_heads) * HD;
@@ -658,22 +606,32 @@ __global__ void __launch_bounds__(kFlashThreads, 2)
   }
 }
 
-// Shared memory of a flash block (Q and two K and V stages), allowed for the kernel.
+// Runs one of the flash kernels over `tiles` tiles of src.
 template <int HD>
-cudaError_t PrepareFlash(size_t* smem) {
-  *smem = sizeof(bf16) * (kFlashRows + 4 * kFlashKeys) * (HD + 8);
-  return cudaFuncSetAttribute(FlashPrefillKernel<HD>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                              static_cast<int>(*smem));
+cudaError_t RunFlash(FlashKernel kernel, const FlashSource& src, int tiles, int heads, int kv_heads,
+                     float scale, cudaStream_t stream) {
+  if (kernel == FlashKernel::kWgmma) {
+    if (HD != 128) return cudaErrorNotSupported;
+    return LaunchFlashWgmma(src, tiles, heads, kv_heads, Log2Scale(scale), stream);
+  }
+  // Shared memory of a block: Q and two K and V stages.
+  const size_t smem = sizeof(bf16) * (kFlashRows + 4 * kFlashKeys) * (HD + 8);
+  if (cudaError_t err =
+          cudaFuncSetAttribute(FlashPrefillKernel<HD>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                               static_cast<int>(smem));
+      err != cudaSuccess) {
+    return err;
+  }
+  dim3 grid(heads, tiles);
+  FlashPrefillKernel<HD>
+      <<<grid, kFlashThreads, smem, stream>>>(src, heads, kv_heads, Log2Scale(scale));
+  return cudaGetLastError();
 }
 
-// The softmax runs in base 2: exp(s * scale) = 2^(s * scale * log2 e).
-inline float Log2Scale(float scale) { return scale * 1.4426950408889634f; }
-
 template <int HD>
-cudaError_t LaunchFlash(const void* qkv, int rows, int heads, int kv_heads, const void* kp,
-                        const void* vp, int64_t pos0, float scale, void* o, cudaStream_t stream) {
-  size_t smem = 0;
-  if (cudaError_t err = PrepareFlash<HD>(&smem); err != cudaSuccess) return err;
+cudaError_t LaunchFlash(FlashKernel kernel, const void* qkv, int rows, int heads, int kv_heads,
+                        const void* kp, const void* vp, int64_t pos0, float scale, void* o,
+                        cudaStream_t stream) {
   FlashSource src;
   src.qkv = static_cast<const bf16*>(qkv);
   src.kp = static_cast<const bf16*>(kp);
@@ -681,19 +639,14 @@ cudaError_t LaunchFlash(const void* qkv, int rows, int heads, int kv_heads, cons
   src.rows = rows;
   src.pos0 = pos0;
   src.o = static_cast<bf16*>(o);
-  dim3 grid(heads, CeilDiv(rows, kFlashRows));
-  FlashPrefillKernel<HD>
-      <<<grid, kFlashThreads, smem, stream>>>(src, heads, kv_heads, Log2Scale(scale));
-  return cudaGetLastError();
+  return RunFlash<HD>(kernel, src, CeilDiv(rows, kFlashRows), heads, kv_heads, scale, stream);
 }
 
 template <int HD>
-cudaError_t LaunchFlashPacked(const void* qkv, const PackView& pack, int heads, int kv_heads,
-                              void* const* cache_ptrs, const int64_t* caps,
+cudaError_t LaunchFlashPacked(FlashKernel kernel, const void* qkv, const PackView& pack, int heads,
+                              int kv_heads, void* const* cache_ptrs, const int64_t* caps,
                               const int64_t* positions, int layer, float scale, void* o,
                               cudaStream_t stream) {
-  size_t smem = 0;
-  if (cudaError_t err = PrepareFlash<HD>(&smem); err != cudaSuccess) return err;
   FlashSource src;
   src.qkv = static_cast<const bf16*>(qkv);
   src.o = static_cast<bf16*>(o);
@@ -702,10 +655,7 @@ cudaError_t LaunchFlashPacked(const void* qkv, const PackView& pack, int heads, 
   src.caps = caps;
   src.positions = positions;
   src.layer = layer;
-  dim3 grid(heads, pack.num_tiles);
-  FlashPrefillKernel<HD>
-      <<<grid, kFlashThreads, smem, stream>>>(src, heads, kv_heads, Log2Scale(scale));
-  return cudaGetLastError();
+  return RunFlash<HD>(kernel, src, pack.num_tiles, heads, kv_heads, scale, stream);
 }
 
 }  // namespace
@@ -781,39 +731,80 @@ cudaError_t DecodeAttention(const void* qkv, Act act, int rows, int heads, int k
 }  // namespace hgeval::cuda
 
 namespace hgeval::cuda {
-cudaError_t FlashPrefillAttention(const void* qkv, int rows, int heads, int kv_heads, int head_dim,
-                                  const void* k_plane, const void* v_plane, int64_t pos0,
-                                  float scale, void* o, cudaStream_t stream) {
+
+FlashKernel ChosenFlashKernel(int head_dim) {
+  if (head_dim != 128 || !FlashWgmmaBuilt()) return FlashKernel::kMmaSync;
+  // sm_90a machine code runs on compute capability 9.0 alone.
+  int device = 0, major = 0, minor = 0;
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) != cudaSuccess) {
+    return FlashKernel::kMmaSync;
+  }
+  return major == 9 && minor == 0 ? FlashKernel::kWgmma : FlashKernel::kMmaSync;
+}
+
+cudaError_t FlashPrefillAttentionWith(FlashKernel kernel, const void* qkv, int rows, int heads,
+                                      int kv_heads, int head_dim, const void* k_plane,
+                                      const void* v_plane, int64_t pos0, float scale, void* o,
+                                      cudaStream_t stream) {
+  if (kernel == FlashKernel::kWgmma && ChosenFlashKernel(head_dim) != kernel) {
+    return cudaErrorNotSupported;
+  }
   if (rows == 0) return cudaSuccess;
   switch (head_dim) {
     case 32:
-      return LaunchFlash<32>(qkv, rows, heads, kv_heads, k_plane, v_plane, pos0, scale, o, stream);
+      return LaunchFlash<32>(kernel, qkv, rows, heads, kv_heads, k_plane, v_plane, pos0, scale, o,
+                             stream);
     case 64:
-      return LaunchFlash<64>(qkv, rows, heads, kv_heads, k_plane, v_plane, pos0, scale, o, stream);
+      return LaunchFlash<64>(kernel, qkv, rows, heads, kv_heads, k_plane, v_plane, pos0, scale, o,
+                             stream);
     case 128:
-      return LaunchFlash<128>(qkv, rows, heads, kv_heads, k_plane, v_plane, pos0, scale, o, stream);
+      return LaunchFlash<128>(kernel, qkv, rows, heads, kv_heads, k_plane, v_plane, pos0, scale, o,
+                              stream);
     default:
       return cudaErrorNotSupported;
   }
+}
+
+cudaError_t FlashPrefillAttentionPackedWith(FlashKernel kernel, const void* qkv,
+                                            const PackView& pack, int heads, int kv_heads,
+                                            int head_dim, void* const* cache_ptrs,
+                                            const int64_t* caps, const int64_t* positions,
+                                            int layer, float scale, void* o, cudaStream_t stream) {
+  if (kernel == FlashKernel::kWgmma && ChosenFlashKernel(head_dim) != kernel) {
+    return cudaErrorNotSupported;
+  }
+  if (pack.num_tiles == 0) return cudaSuccess;
+  switch (head_dim) {
+    case 32:
+      return LaunchFlashPacked<32>(kernel, qkv, pack, heads, kv_heads, cache_ptrs, caps, positions,
+                                   layer, scale, o, stream);
+    case 64:
+      return LaunchFlashPacked<64>(kernel, qkv, pack, heads, kv_heads, cache_ptrs, caps, positions,
+                                   layer, scale, o, stream);
+    case 128:
+      return LaunchFlashPacked<128>(kernel, qkv, pack, heads, kv_heads, cache_ptrs, caps, positions,
+                                    layer, scale, o, stream);
+    default:
+      return cudaErrorNotSupported;
+  }
+}
+
+cudaError_t FlashPrefillAttention(const void* qkv, int rows, int heads, int kv_heads, int head_dim,
+                                  const void* k_plane, const void* v_plane, int64_t pos0,
+                                  float scale, void* o, cudaStream_t stream) {
+  return FlashPrefillAttentionWith(ChosenFlashKernel(head_dim), qkv, rows, heads, kv_heads,
+                                   head_dim, k_plane, v_plane, pos0, scale, o, stream);
 }
 
 cudaError_t FlashPrefillAttentionPacked(const void* qkv, const PackView& pack, int heads,
                                         int kv_heads, int head_dim, void* const* cache_ptrs,
                                         const int64_t* caps, const int64_t* positions, int layer,
                                         float scale, void* o, cudaStream_t stream) {
-  if (pack.num_tiles == 0) return cudaSuccess;
-  switch (head_dim) {
-    case 32:
-      return LaunchFlashPacked<32>(qkv, pack, heads, kv_heads, cache_ptrs, caps, positions, layer,
-                                   scale, o, stream);
-    case 64:
-      return LaunchFlashPacked<64>(qkv, pack, heads, kv_heads, cache_ptrs, caps, positions, layer,
-                                   scale, o, stream);
-    case 128:
-      return LaunchFlashPacked<128>(qkv, pack, heads, kv_heads, cache_ptrs, caps, positions, layer,
-                                    scale, o, stream);
-    default:
-      return cudaErrorNotSupported;
-  }
+  return FlashPrefillAttentionPackedWith(ChosenFlashKernel(head_dim), qkv, pack, heads, kv_heads,
+                                         head_dim, cache_ptrs, caps, positions, layer, scale, o,
+                                         stream);
 }
+
 }  // namespace hgeval::cuda

@@ -6,10 +6,13 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <ostream>
 #include <random>
+#include <string>
 #include <vector>
 
+#include "engine/cuda/flash_kernel_choice.h"
 #include "engine/cuda/gemm.h"
 #include "engine/cuda/kernels.h"
 #include "gtest/gtest.h"
@@ -18,6 +21,13 @@
 #include "tests/cuda/gla_reference.h"
 
 namespace hgeval::cuda {
+
+// gtest prints FlashKernel parameters by name (found by argument-dependent lookup, so
+// outside the unnamed namespace).
+void PrintTo(FlashKernel kernel, std::ostream* os) {
+  *os << (kernel == FlashKernel::kWgmma ? "wgmma" : "mma.sync");
+}
+
 namespace {
 
 struct GlaCase {
@@ -240,18 +250,38 @@ INSTANTIATE_TEST_SUITE_P(Shapes, DecodeAttentionTest,
                                            DecodeCase{4, 2, 80, true}, DecodeCase{4, 2, 80, false},
                                            DecodeCase{4, 4, 16, true}));
 
-// Flash prefill attention (bf16 tensor cores) against double: query rows at pos0 + i
-// attending to a cache that already holds pos0 keys, row counts that leave partial query
-// and key tiles (and warps of a tile with no rows), diagonals off the key-tile grid, GQA,
-// the three head dims it supports.
+// Flash prefill attention (bf16 tensor cores) against double, on each kernel: query rows
+// at pos0 + i attending to a cache that already holds pos0 keys, row counts that leave
+// partial query and key tiles (and warps or warpgroups of a tile with no rows), diagonals
+// off the key-tile grid, GQA, the head dims each kernel supports. The wgmma kernel's cases
+// skip where it cannot run (a build without sm_90a, a GPU other than compute capability
+// 9.0).
 struct FlashCase {
   int rows, heads, kv_heads, head_dim;
   int64_t pos0;
+  FlashKernel kernel = FlashKernel::kMmaSync;
 };
 
 void PrintTo(const FlashCase& c, std::ostream* os) {
-  *os << c.rows << " rows at " << c.pos0 << ", " << c.heads << "/" << c.kv_heads << "x"
+  PrintTo(c.kernel, os);
+  *os << " " << c.rows << " rows at " << c.pos0 << ", " << c.heads << "/" << c.kv_heads << "x"
       << c.head_dim;
+}
+
+std::vector<uint16_t> Bf16Bits(const std::vector<float>& v) {
+  std::vector<uint16_t> b(v.size());
+  for (size_t i = 0; i < v.size(); ++i) b[i] = ToBf16Bits(v[i]);
+  return b;
+}
+
+std::vector<float> FromBits(const std::vector<uint16_t>& bits) {
+  std::vector<float> f(bits.size());
+  for (size_t i = 0; i < f.size(); ++i) f[i] = FromBf16Bits(bits[i]);
+  return f;
+}
+
+bool KernelRuns(FlashKernel kernel, int head_dim) {
+  return kernel == FlashKernel::kMmaSync || ChosenFlashKernel(head_dim) == kernel;
 }
 
 class FlashPrefillTest : public ::testing::TestWithParam<FlashCase> {};
@@ -259,11 +289,12 @@ class FlashPrefillTest : public ::testing::TestWithParam<FlashCase> {};
 TEST_P(FlashPrefillTest, MatchesCausalSoftmaxAttentionInDouble) {
   if (!testing::HaveGpu()) GTEST_SKIP() << "no CUDA GPU visible";
   const FlashCase c = GetParam();
+  if (!KernelRuns(c.kernel, c.head_dim)) GTEST_SKIP() << "the wgmma kernel cannot run here";
   const int H = c.heads, Hkv = c.kv_heads, hd = c.head_dim, rows = c.rows;
   const int64_t keys = c.pos0 + rows, width = static_cast<int64_t>(Hkv) * hd;
   const int64_t qkv_width = (H + 2 * Hkv) * hd;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-  std::mt19937 rng(13);
+  std::mt19937 rng(13 + rows);
   std::normal_distribution<float> nd(0.0f, 1.0f);
   auto draw = [&](float sd) { return FromBf16Bits(ToBf16Bits(sd * nd(rng))); };
   std::vector<float> qkv(static_cast<size_t>(rows) * qkv_width), kplane(keys * width),
@@ -271,20 +302,13 @@ TEST_P(FlashPrefillTest, MatchesCausalSoftmaxAttentionInDouble) {
   for (auto& x : qkv) x = draw(1.0f);
   for (auto& x : kplane) x = draw(2.0f);
   for (auto& x : vplane) x = draw(1.0f);
-  auto bits = [](const std::vector<float>& v) {
-    std::vector<uint16_t> b(v.size());
-    for (size_t i = 0; i < v.size(); ++i) b[i] = ToBf16Bits(v[i]);
-    return b;
-  };
-  Dev<uint16_t> dqkv(bits(qkv)), dk(bits(kplane)), dv(bits(vplane));
+  Dev<uint16_t> dqkv(Bf16Bits(qkv)), dk(Bf16Bits(kplane)), dv(Bf16Bits(vplane));
   Dev<uint16_t> dout(static_cast<size_t>(rows) * H * hd);
-  ASSERT_EQ(FlashPrefillAttention(dqkv.get(), rows, H, Hkv, hd, dk.get(), dv.get(), c.pos0, scale,
-                                  dout.get(), nullptr),
+  ASSERT_EQ(FlashPrefillAttentionWith(c.kernel, dqkv.get(), rows, H, Hkv, hd, dk.get(), dv.get(),
+                                      c.pos0, scale, dout.get(), nullptr),
             cudaSuccess);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  const std::vector<uint16_t> out_bits = dout.Get();
-  std::vector<float> got(out_bits.size());
-  for (size_t i = 0; i < got.size(); ++i) got[i] = FromBf16Bits(out_bits[i]);
+  const std::vector<float> got = FromBits(dout.Get());
   std::vector<double> want(got.size());
   for (int i = 0; i < rows; ++i) {
     const int64_t nkeys = c.pos0 + i + 1;
@@ -304,7 +328,120 @@ INSTANTIATE_TEST_SUITE_P(Shapes, FlashPrefillTest,
                                            FlashCase{129, 16, 16, 128, 1000},
                                            FlashCase{70, 8, 2, 64, 63}, FlashCase{200, 4, 4, 32, 5},
                                            FlashCase{1, 16, 16, 128, 4096},
-                                           FlashCase{517, 8, 2, 128, 77}));
+                                           FlashCase{517, 8, 2, 128, 77},
+                                           FlashCase{300, 16, 16, 128, 0, FlashKernel::kWgmma},
+                                           FlashCase{129, 16, 16, 128, 1000, FlashKernel::kWgmma},
+                                           FlashCase{1, 16, 16, 128, 4096, FlashKernel::kWgmma},
+                                           FlashCase{1, 4, 4, 128, 0, FlashKernel::kWgmma},
+                                           FlashCase{63, 4, 4, 128, 0, FlashKernel::kWgmma},
+                                           FlashCase{65, 4, 1, 128, 1, FlashKernel::kWgmma},
+                                           FlashCase{127, 4, 2, 128, 129, FlashKernel::kWgmma},
+                                           FlashCase{257, 2, 2, 128, 127, FlashKernel::kWgmma},
+                                           FlashCase{517, 8, 2, 128, 77, FlashKernel::kWgmma},
+                                           FlashCase{600, 2, 1, 128, 2047, FlashKernel::kWgmma}));
+
+// The packed form on each kernel (head dim 128, GQA 4/2): sequences with cached prefixes
+// (query rows from position > 0, keys from their own caches) of lengths that leave
+// partial tiles. Each sequence's output is bitwise the same packed with the others, in
+// two orders, as packed alone, and matches attention in double.
+class FlashPackedTest : public ::testing::TestWithParam<FlashKernel> {};
+
+TEST_P(FlashPackedTest, EachSequenceEqualsItselfAloneAndDouble) {
+  if (!testing::HaveGpu()) GTEST_SKIP() << "no CUDA GPU visible";
+  const FlashKernel kernel = GetParam();
+  const int H = 4, Hkv = 2, hd = 128, layers = 2, layer = 1;
+  if (!KernelRuns(kernel, hd)) GTEST_SKIP() << "the wgmma kernel cannot run here";
+  const std::vector<int> lengths = {1, 130, 64, 257, 7};
+  const std::vector<int64_t> pos0s = {0, 3, 200, 129, 1000};
+  const int n = static_cast<int>(lengths.size());
+  const int64_t width = static_cast<int64_t>(Hkv) * hd, qkv_width = (H + 2 * Hkv) * hd;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  std::mt19937 rng(21);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  auto draw = [&](float sd) { return FromBf16Bits(ToBf16Bits(sd * nd(rng))); };
+  // Per sequence: its query rows and its cache [layers][2][cap][Hkv][hd] (cap a few
+  // positions past its last key).
+  std::vector<std::vector<float>> q(n), cache(n);
+  std::vector<int64_t> caps(n);
+  std::vector<std::unique_ptr<Dev<uint16_t>>> dcache(n);
+  std::vector<void*> cache_ptrs(n);
+  for (int s = 0; s < n; ++s) {
+    caps[s] = pos0s[s] + lengths[s] + 5;
+    q[s].resize(static_cast<size_t>(lengths[s]) * qkv_width);
+    cache[s].resize(static_cast<size_t>(layers) * 2 * caps[s] * width);
+    for (auto& x : q[s]) x = draw(1.0f);
+    for (auto& x : cache[s]) x = draw(2.0f);
+    dcache[s] = std::make_unique<Dev<uint16_t>>(Bf16Bits(cache[s]));
+    cache_ptrs[s] = dcache[s]->get();
+  }
+  // Runs the sequences `order` as one pack; returns each one's output rows (bf16 bits).
+  auto run = [&](const std::vector<int>& order) {
+    std::vector<float> qkv;
+    std::vector<int32_t> seq_row0 = {0}, tile_seq, tile_q0;
+    std::vector<int64_t> positions, pack_caps;
+    std::vector<void*> ptrs;
+    for (int k = 0; k < static_cast<int>(order.size()); ++k) {
+      const int s = order[k];
+      qkv.insert(qkv.end(), q[s].begin(), q[s].end());
+      for (int i = 0; i < lengths[s]; ++i) positions.push_back(pos0s[s] + i);
+      for (int q0 = 0; q0 < lengths[s]; q0 += kFlashTileRows) {
+        tile_seq.push_back(k);
+        tile_q0.push_back(q0);
+      }
+      seq_row0.push_back(seq_row0.back() + lengths[s]);
+      pack_caps.push_back(caps[s]);
+      ptrs.push_back(cache_ptrs[s]);
+    }
+    const int rows = seq_row0.back();
+    Dev<uint16_t> dqkv(Bf16Bits(qkv)), dout(static_cast<size_t>(rows) * H * hd);
+    Dev<int32_t> drow0(seq_row0), dtseq(tile_seq), dtq0(tile_q0);
+    Dev<int64_t> dpos(positions), dcaps(pack_caps);
+    Dev<void*> dptrs(ptrs);
+    PackView pack;
+    pack.rows = rows;
+    pack.num_seqs = static_cast<int>(order.size());
+    pack.num_tiles = static_cast<int>(tile_seq.size());
+    pack.seq_row0 = drow0.get();
+    pack.tile_seq = dtseq.get();
+    pack.tile_q0 = dtq0.get();
+    EXPECT_EQ(
+        FlashPrefillAttentionPackedWith(kernel, dqkv.get(), pack, H, Hkv, hd, dptrs.get(),
+                                        dcaps.get(), dpos.get(), layer, scale, dout.get(), nullptr),
+        cudaSuccess);
+    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    const std::vector<uint16_t> out = dout.Get();
+    std::vector<std::vector<uint16_t>> per_seq(n);
+    for (int k = 0; k < static_cast<int>(order.size()); ++k) {
+      per_seq[order[k]].assign(out.begin() + static_cast<int64_t>(seq_row0[k]) * H * hd,
+                               out.begin() + static_cast<int64_t>(seq_row0[k + 1]) * H * hd);
+    }
+    return per_seq;
+  };
+  const auto forward = run({0, 1, 2, 3, 4});
+  const auto backward = run({4, 3, 2, 1, 0});
+  for (int s = 0; s < n; ++s) {
+    const auto alone = run({s});
+    EXPECT_EQ(forward[s], alone[s]) << "sequence " << s << " packed first to last";
+    EXPECT_EQ(backward[s], alone[s]) << "sequence " << s << " packed last to first";
+    std::vector<double> want(alone[s].size());
+    const float* kplane = cache[s].data() + static_cast<int64_t>(layer) * 2 * caps[s] * width;
+    for (int i = 0; i < lengths[s]; ++i) {
+      for (int h = 0; h < H; ++h) {
+        AttendInDouble(q[s].data() + i * qkv_width + h * hd, kplane, kplane + caps[s] * width,
+                       width, (h / (H / Hkv)) * hd, hd, pos0s[s] + i + 1, scale,
+                       want.data() + (static_cast<size_t>(i) * H + h) * hd);
+      }
+    }
+    EXPECT_LT(RelErr(FromBits(alone[s]), want), 8e-3) << "sequence " << s;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Kernels, FlashPackedTest,
+                         ::testing::Values(FlashKernel::kMmaSync, FlashKernel::kWgmma),
+                         [](const ::testing::TestParamInfo<FlashKernel>& info) {
+                           return std::string(info.param == FlashKernel::kWgmma ? "wgmma"
+                                                                                : "mma_sync");
+                         });
 
 TEST(LogSoftmaxGatherTest, MatchesReference) {
   if (!testing::HaveGpu()) GTEST_SKIP() << "no CUDA GPU visible";
