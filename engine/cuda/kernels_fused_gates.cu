@@ -1,4 +1,6 @@
 // Gate kernels fused with the chunk-local cumsum (kernels_fused_gates.h).
+#include <algorithm>
+
 #include "engine/cuda/chunk_pack.cuh"
 #include "engine/cuda/gate_maths.cuh"
 #include "engine/cuda/kernel_util.cuh"
@@ -7,9 +9,14 @@
 namespace hgeval::cuda {
 namespace {
 
-// Grid (chunks, heads); thread c < e owns channel c of its head on every row of the chunk.
-// The per-row maths is TnlGatesKernel's; the decay sum runs down the chunk's rows from 0
-// as ChunkCumsumKernel's does.
+// Grid (chunks, heads), block (e rounded up to a warp, row groups): thread (c, y) owns
+// channel c of its head on rows y, y + groups, ... of the chunk (their loads in flight at
+// once). The per-row maths is TnlGatesKernel's; the decay is data-independent, so the
+// chunk-local sum at row j is the float sum of j + 1 decays added one at a time from 0 —
+// ChunkCumsumKernel's order — which each thread carries from its previous row.
+// kLrpe: theta is set (the double-precision angles need many registers, so that variant
+// runs one row group).
+template <bool kLrpe>
 __global__ void TnlGatesChunkCumsumKernel(const float* __restrict__ proj, PackView pack, int heads,
                                           int e, int dk, const float* __restrict__ theta,
                                           const int64_t* __restrict__ positions,
@@ -18,56 +25,69 @@ __global__ void TnlGatesChunkCumsumKernel(const float* __restrict__ proj, PackVi
                                           float* __restrict__ g, float* __restrict__ v) {
   const int ch = blockIdx.x, h = blockIdx.y, c = threadIdx.x;
   if (c >= e) return;
+  const int groups = blockDim.y;
   const int t0 = ChunkRow0(pack, ch);
   const int n = ChunkRows(pack, ch);
   const int64_t dim = static_cast<int64_t>(heads) * e;
   const int hc = h * e + c;
   const float decay = log_decay[h];
-  const float th = theta != nullptr ? theta[hc] : 0.0f;
+  const float th = kLrpe ? theta[hc] : 0.0f;
   float acc = 0.0f;
+  int summed = 0;  // decays in acc
 #pragma unroll 4
-  for (int j = 0; j < n; ++j) {
+  for (int j = threadIdx.y; j < n; j += groups) {
     const int64_t r = t0 + j;
     const float* row = proj + r * 4 * dim;
     const float qv = Silu(row[hc]), kv = Silu(row[dim + hc]);
+    const float vv = row[2 * dim + hc];
     const int64_t qk = (r * heads + h) * dk;
-    TnlQk(qv, kv, theta != nullptr, th, theta != nullptr ? positions[r] : 0, e, dk, c, q + qk,
-          k + qk);
-    acc += decay;
+    TnlQk(qv, kv, kLrpe, th, kLrpe ? positions[r] : 0, e, dk, c, q + qk, k + qk);
+    for (; summed <= j; ++summed) acc += decay;
     g[qk + c] = acc;
     if (dk > e) g[qk + e + c] = acc;
-    v[(r * heads + h) * e + c] = row[2 * dim + hc];
+    v[(r * heads + h) * e + c] = vv;
   }
 }
 
 constexpr int kHgrn2Channels = 128;  // channels per block of the HGRN2 kernel
+constexpr int kHgrn2RowGroups = 4;   // rows of a chunk loaded at once per channel
 
-// Grid (chunks, dim / 128); thread: one channel on every row of the chunk inside the block
-// of rows. The per-row maths is Hgrn2GatesKernel's.
-__global__ void Hgrn2GatesChunkCumsumKernel(const float* __restrict__ qfi, int r0, int n,
-                                            PackView pack, int dim,
-                                            const float* __restrict__ lower_bound,
-                                            float* __restrict__ q, float* __restrict__ k,
-                                            float* __restrict__ g, float* __restrict__ v) {
+// Grid (chunks, dim / 128), block (128, 4): thread (c, y) computes the gates of its channel
+// on rows y, y + 4, ... of the chunk inside the block of rows (all loads in flight; the
+// per-row maths is Hgrn2GatesKernel's) and leaves the log gate in shared memory; then the
+// y = 0 threads sum them down the rows in order, each continuing from the cumulative g
+// the previous block of rows left, as one thread walking the rows did.
+__global__ void __launch_bounds__(kHgrn2Channels* kHgrn2RowGroups)
+    Hgrn2GatesChunkCumsumKernel(const float* __restrict__ qfi, int r0, int n, PackView pack,
+                                int dim, const float* __restrict__ lower_bound,
+                                float* __restrict__ q, float* __restrict__ k, float* __restrict__ g,
+                                float* __restrict__ v) {
+  __shared__ float log_gate[kGlaChunk][kHgrn2Channels];
   const int ch = blockIdx.x;
-  const int c = blockIdx.y * kHgrn2Channels + threadIdx.x;
-  if (c >= dim) return;
+  const int x = threadIdx.x, y = threadIdx.y;
+  const int c = blockIdx.y * kHgrn2Channels + x;
   const int t0 = ChunkRow0(pack, ch);
   const int begin = max(t0, r0), end = min(t0 + ChunkRows(pack, ch), r0 + n);
-  if (begin >= end) return;
-  const float lb = lower_bound != nullptr ? lower_bound[c] : 0.0f;
-  float acc = begin > t0 ? g[static_cast<int64_t>(begin - 1) * dim + c] : 0.0f;
+  if (begin >= end) return;  // the whole block returns together
+  const bool live = c < dim;
+  if (live) {
+    const float lb = lower_bound != nullptr ? lower_bound[c] : 0.0f;
 #pragma unroll 4
+    for (int r = begin + y; r < end; r += kHgrn2RowGroups) {
+      const float* row = qfi + static_cast<int64_t>(r - r0) * 3 * dim;
+      const int64_t i = static_cast<int64_t>(r) * dim + c;
+      const float qv = row[c], f = row[dim + c], iv = row[2 * dim + c];
+      q[i] = Silu(qv);
+      Hgrn2KeyAndLogGate(f, lower_bound != nullptr, lb, &k[i], &log_gate[r - begin][x]);
+      v[i] = iv;
+    }
+  }
+  __syncthreads();
+  if (!live || y != 0) return;
+  float acc = begin > t0 ? g[static_cast<int64_t>(begin - 1) * dim + c] : 0.0f;
   for (int r = begin; r < end; ++r) {
-    const float* row = qfi + static_cast<int64_t>(r - r0) * 3 * dim;
-    const int64_t i = static_cast<int64_t>(r) * dim + c;
-    const float qv = row[c], f = row[dim + c];
-    q[i] = Silu(qv);
-    float gv;
-    Hgrn2KeyAndLogGate(f, lower_bound != nullptr, lb, &k[i], &gv);
-    acc += gv;
-    g[i] = acc;
-    v[i] = row[2 * dim + c];
+    acc += log_gate[r - begin][x];
+    g[static_cast<int64_t>(r) * dim + c] = acc;
   }
 }
 
@@ -116,8 +136,15 @@ cudaError_t TnlGatesChunkCumsum(const float* proj, const PackView& pack, int hea
   if (e > 1024) return cudaErrorInvalidValue;
   dim3 grid(pack.num_chunks, heads);
   const int threads = (e + 31) / 32 * 32;
-  TnlGatesChunkCumsumKernel<<<grid, threads, 0, stream>>>(proj, pack, heads, e, dk, theta,
-                                                          positions, log_decay, q, k, g, v);
+  if (theta != nullptr) {
+    TnlGatesChunkCumsumKernel<true><<<grid, threads, 0, stream>>>(proj, pack, heads, e, dk, theta,
+                                                                  positions, log_decay, q, k, g, v);
+  } else {
+    // Up to 4 row groups, at most 512 threads a block.
+    const int groups = std::max(1, std::min(4, 512 / threads));
+    TnlGatesChunkCumsumKernel<false><<<grid, dim3(threads, groups), 0, stream>>>(
+        proj, pack, heads, e, dk, theta, positions, log_decay, q, k, g, v);
+  }
   return cudaGetLastError();
 }
 
@@ -126,8 +153,8 @@ cudaError_t Hgrn2GatesChunkCumsum(const float* qfi, int r0, int n, const PackVie
                                   cudaStream_t stream) {
   if (pack.num_chunks == 0 || n == 0) return cudaSuccess;
   dim3 grid(pack.num_chunks, (dim + kHgrn2Channels - 1) / kHgrn2Channels);
-  Hgrn2GatesChunkCumsumKernel<<<grid, kHgrn2Channels, 0, stream>>>(qfi, r0, n, pack, dim,
-                                                                   lower_bound, q, k, g, v);
+  Hgrn2GatesChunkCumsumKernel<<<grid, dim3(kHgrn2Channels, kHgrn2RowGroups), 0, stream>>>(
+      qfi, r0, n, pack, dim, lower_bound, q, k, g, v);
   return cudaGetLastError();
 }
 
