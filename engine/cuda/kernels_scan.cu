@@ -136,7 +136,7 @@ __global__ void ChunkStateScanKernel(const float* __restrict__ G, PackView pack,
     return __expf(G[static_cast<int64_t>(last) * heads * dk + hk]);
   };
   float* us = u + static_cast<int64_t>(first) * per_chunk;
-  constexpr int kAhead = 8;  // loads in flight ahead of the dependent chain
+  constexpr int kAhead = 4;  // loads in flight ahead of the dependent chain
   float local[kAhead], dec[kAhead];
 #pragma unroll
   for (int x = 0; x < kAhead; ++x) {
