@@ -1,6 +1,4 @@
 // Gate kernels fused with the chunk-local cumsum (kernels_fused_gates.h).
-#include <algorithm>
-
 #include "engine/cuda/chunk_pack.cuh"
 #include "engine/cuda/gate_maths.cuh"
 #include "engine/cuda/kernel_util.cuh"
@@ -9,14 +7,9 @@
 namespace hgeval::cuda {
 namespace {
 
-// Grid (chunks, heads), block (e rounded up to a warp, row groups): thread (c, y) owns
-// channel c of its head on rows y, y + groups, ... of the chunk (their loads in flight at
-// once). The per-row maths is TnlGatesKernel's; the decay is data-independent, so the
-// chunk-local sum at row j is the float sum of j + 1 decays added one at a time from 0 —
-// ChunkCumsumKernel's order — which each thread carries from its previous row.
-// kLrpe: theta is set (the double-precision angles need many registers, so that variant
-// runs one row group).
-template <bool kLrpe>
+// Grid (chunks, heads); thread c < e owns channel c of its head on every row of the chunk.
+// The per-row maths is TnlGatesKernel's; the decay sum runs down the chunk's rows from 0
+// as ChunkCumsumKernel's does.
 __global__ void TnlGatesChunkCumsumKernel(const float* __restrict__ proj, PackView pack, int heads,
                                           int e, int dk, const float* __restrict__ theta,
                                           const int64_t* __restrict__ positions,
@@ -25,27 +18,25 @@ __global__ void TnlGatesChunkCumsumKernel(const float* __restrict__ proj, PackVi
                                           float* __restrict__ g, float* __restrict__ v) {
   const int ch = blockIdx.x, h = blockIdx.y, c = threadIdx.x;
   if (c >= e) return;
-  const int groups = blockDim.y;
   const int t0 = ChunkRow0(pack, ch);
   const int n = ChunkRows(pack, ch);
   const int64_t dim = static_cast<int64_t>(heads) * e;
   const int hc = h * e + c;
   const float decay = log_decay[h];
-  const float th = kLrpe ? theta[hc] : 0.0f;
+  const float th = theta != nullptr ? theta[hc] : 0.0f;
   float acc = 0.0f;
-  int summed = 0;  // decays in acc
 #pragma unroll 4
-  for (int j = threadIdx.y; j < n; j += groups) {
+  for (int j = 0; j < n; ++j) {
     const int64_t r = t0 + j;
     const float* row = proj + r * 4 * dim;
     const float qv = Silu(row[hc]), kv = Silu(row[dim + hc]);
-    const float vv = row[2 * dim + hc];
     const int64_t qk = (r * heads + h) * dk;
-    TnlQk(qv, kv, kLrpe, th, kLrpe ? positions[r] : 0, e, dk, c, q + qk, k + qk);
-    for (; summed <= j; ++summed) acc += decay;
+    TnlQk(qv, kv, theta != nullptr, th, theta != nullptr ? positions[r] : 0, e, dk, c, q + qk,
+          k + qk);
+    acc += decay;
     g[qk + c] = acc;
     if (dk > e) g[qk + e + c] = acc;
-    v[(r * heads + h) * e + c] = vv;
+    v[(r * heads + h) * e + c] = row[2 * dim + hc];
   }
 }
 
@@ -136,15 +127,8 @@ cudaError_t TnlGatesChunkCumsum(const float* proj, const PackView& pack, int hea
   if (e > 1024) return cudaErrorInvalidValue;
   dim3 grid(pack.num_chunks, heads);
   const int threads = (e + 31) / 32 * 32;
-  if (theta != nullptr) {
-    TnlGatesChunkCumsumKernel<true><<<grid, threads, 0, stream>>>(proj, pack, heads, e, dk, theta,
-                                                                  positions, log_decay, q, k, g, v);
-  } else {
-    // Up to 4 row groups, at most 512 threads a block.
-    const int groups = std::max(1, std::min(4, 512 / threads));
-    TnlGatesChunkCumsumKernel<false><<<grid, dim3(threads, groups), 0, stream>>>(
-        proj, pack, heads, e, dk, theta, positions, log_decay, q, k, g, v);
-  }
+  TnlGatesChunkCumsumKernel<<<grid, threads, 0, stream>>>(proj, pack, heads, e, dk, theta,
+                                                          positions, log_decay, q, k, g, v);
   return cudaGetLastError();
 }
 

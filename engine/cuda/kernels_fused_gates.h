@@ -14,8 +14,7 @@ namespace hgeval::cuda {
 
 // TnlGates (kernels.h) over every chunk of `pack`, with g = the chunk-local cumulative sum
 // of log_decay[head] (summed row by row from the chunk's first row, in ChunkCumsumKernel's
-// order, so bitwise what the two kernels gave). One block per (chunk, head): e threads
-// by up to 4 row groups (one with LRPE).
+// order, so bitwise what the two kernels gave). One block per (chunk, head), e threads.
 cudaError_t TnlGatesChunkCumsum(const float* proj, const PackView& pack, int heads, int e, int dk,
                                 const float* theta, const int64_t* positions,
                                 const float* log_decay, float* q, float* k, float* g, float* v,
