@@ -1,9 +1,10 @@
-// LogSoftmaxGather keeps a row's first 48K floats in shared memory (one DRAM read per
-// row): its results must not depend on that cache. Rows whose start is not 16-byte
-// aligned run uncached, so the same rows one float further into a buffer are the
-// reference, bitwise; a float64 log-softmax checks the values, ties included.
+// LogSoftmaxGather against a float64 log-softmax, and its row cache: it keeps a row's
+// first 48K floats in shared memory (one DRAM read per row), and its results must not
+// depend on that cache. Rows whose start is not 16-byte aligned run uncached, so the same
+// rows one float further into a buffer are the reference, bitwise.
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -40,6 +41,53 @@ SoftmaxResult RunSoftmax(const std::vector<float>& logits, int rows, int vocab,
   return r;
 }
 
+// The kernel's outputs against a float64 log-softmax: argmax (lowest id on ties), the
+// target's log-prob (0 without a target) and every col_step-th normalised logit.
+void ExpectMatchesFloat64(const std::vector<float>& logits, int rows, int vocab,
+                          const std::vector<int32_t>& targets, const SoftmaxResult& got,
+                          int col_step) {
+  for (int r = 0; r < rows; ++r) {
+    const float* row = logits.data() + static_cast<size_t>(r) * vocab;
+    double mx = row[0];
+    int best = 0;
+    for (int v = 1; v < vocab; ++v) {
+      if (row[v] > mx) {
+        mx = row[v];
+        best = v;
+      }
+    }
+    double s = 0;
+    for (int v = 0; v < vocab; ++v) s += std::exp(row[v] - mx);
+    const double lse = mx + std::log(s);
+    EXPECT_EQ(got.am[r], best) << r;
+    if (targets[r] >= 0) {
+      EXPECT_NEAR(got.lp[r], row[targets[r]] - lse, 1e-4 * std::max(1.0, std::fabs(lse))) << r;
+    } else {
+      EXPECT_EQ(got.lp[r], 0.0f);
+    }
+    for (int v = 0; v < vocab; v += col_step) {
+      EXPECT_NEAR(got.rows[static_cast<size_t>(r) * vocab + v], row[v] - lse,
+                  1e-4 * (1 + std::fabs(lse)))
+          << r << " " << v;
+    }
+  }
+}
+
+TEST(LogSoftmaxGatherTest, MatchesReference) {
+  if (!testing::HaveGpu()) GTEST_SKIP() << "no CUDA GPU visible";
+  const int rows = 37, vocab = 32000;
+  std::mt19937 rng(5);
+  std::normal_distribution<float> nd(0.0f, 4.0f);
+  std::vector<float> logits(static_cast<size_t>(rows) * vocab);
+  for (auto& x : logits) x = nd(rng);
+  logits[3 * vocab + 17] = logits[3 * vocab + 5] = 100.0f;  // tie: lowest id wins
+  std::vector<int32_t> targets(rows);
+  for (int r = 0; r < rows; ++r) targets[r] = r == 4 ? -1 : (r * 997) % vocab;
+  const SoftmaxResult got = RunSoftmax(logits, rows, vocab, targets, 0);
+  ExpectMatchesFloat64(logits, rows, vocab, targets, got, /*col_step=*/101);
+  EXPECT_EQ(got.am[3], 5);
+}
+
 class LogSoftmaxGatherCacheTest : public ::testing::TestWithParam<int> {};
 
 TEST_P(LogSoftmaxGatherCacheTest, CachedRowsEqualUncachedBitwiseAndFloat64) {
@@ -65,31 +113,7 @@ TEST_P(LogSoftmaxGatherCacheTest, CachedRowsEqualUncachedBitwiseAndFloat64) {
   EXPECT_EQ(std::memcmp(cached.rows.data(), uncached.rows.data(), logits.size() * sizeof(float)),
             0);
 
-  for (int r = 0; r < rows; ++r) {
-    const float* row = logits.data() + static_cast<size_t>(r) * vocab;
-    double mx = row[0];
-    int best = 0;
-    for (int v = 1; v < vocab; ++v) {
-      if (row[v] > mx) {
-        mx = row[v];
-        best = v;
-      }
-    }
-    double s = 0;
-    for (int v = 0; v < vocab; ++v) s += std::exp(row[v] - mx);
-    const double lse = mx + std::log(s);
-    EXPECT_EQ(cached.am[r], best) << r;
-    if (targets[r] >= 0) {
-      EXPECT_NEAR(cached.lp[r], row[targets[r]] - lse, 1e-4 * std::max(1.0, std::fabs(lse))) << r;
-    } else {
-      EXPECT_EQ(cached.lp[r], 0.0f);
-    }
-    for (int v = r; v < vocab; v += 97) {
-      EXPECT_NEAR(cached.rows[static_cast<size_t>(r) * vocab + v], row[v] - lse,
-                  1e-4 * (1 + std::fabs(lse)))
-          << r << " " << v;
-    }
-  }
+  ExpectMatchesFloat64(logits, rows, vocab, targets, cached, /*col_step=*/97);
   EXPECT_EQ(cached.am[1], vocab / 2);
   EXPECT_EQ(cached.am[2], vocab - 3);
   EXPECT_EQ(cached.am[3], 7);
