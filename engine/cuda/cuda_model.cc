@@ -64,6 +64,9 @@ namespace {
 // positions filled, so the capacity is a stride, never a bound they rely on).
 constexpr int64_t kKvStep = 64;
 
+// The bf16 head's widest column slice (one pinned GEMM site per slice width).
+constexpr int64_t kHeadSliceCols = 32768;
+
 int64_t KvCapacityFor(int64_t positions) {
   return (std::max<int64_t>(positions, 1) + kKvStep - 1) / kKvStep * kKvStep;
 }
@@ -428,9 +431,21 @@ absl::Status CudaModel::RunPack(absl::Span<const ForwardItem> items,
     }
     HG_LAUNCH(GatherRows(x_.get(), dev.logit_rows + c0, c, static_cast<int>(D_), logit_x_.get(),
                          act_, s));
-    HG_RETURN_IF_ERROR(pinned_gemm_->Run(s, c, V_, D_, Mat(logit_x_.get(), act_, D_),
-                                         Mat(lm_head_.get(), act_, D_), logits_.get(), Act::kF32,
-                                         V_));
+    // bf16: the head in column slices of at most kHeadSliceCols (one pinned site each).
+    // For a 64,000-token vocabulary the heuristic offers no workspace-free, unsplit
+    // algorithm at M = 16,384, and the one found at M = 512 ran at ≈ 320 TFLOP/s against
+    // ≈ 500 for 32,000 columns (docs/cuda.md, performance log entry 13). fp32 keeps one
+    // GEMM (its results stay bitwise those of before).
+    const int64_t slices = act_ == Act::kBF16 ? (V_ + kHeadSliceCols - 1) / kHeadSliceCols : 1;
+    const int64_t slice_cols = (V_ + slices - 1) / slices;
+    for (int64_t n0 = 0; n0 < V_; n0 += slice_cols) {
+      const int64_t n = std::min(slice_cols, V_ - n0);
+      HG_RETURN_IF_ERROR(pinned_gemm_->Run(s, c, n, D_, Mat(logit_x_.get(), act_, D_),
+                                           Mat(static_cast<const char*>(lm_head_.get()) +
+                                                   n0 * D_ * static_cast<int64_t>(ActSize(act_)),
+                                               act_, D_),
+                                           logits_.as<float>() + n0, Act::kF32, V_));
+    }
     // Raw logits (want_all_logits) leave before the log-softmax normalises rows in place.
     for (int j = c0; j < c0 + c; ++j) {
       const ForwardItem& item = items[logit_rows[j].item];

@@ -1,4 +1,7 @@
 // Row-wise kernels: embedding, norms, SwiGLU, gate maths, log-softmax-and-gather.
+#include <algorithm>
+#include <cstdint>
+
 #include "engine/cuda/gate_maths.cuh"
 #include "engine/cuda/kernel_util.cuh"
 
@@ -13,13 +16,46 @@ __global__ void EmbedKernel(const T* table, const int32_t* ids, int dim, float* 
   for (int c = threadIdx.x; c < dim; c += blockDim.x) dst[c] = ToF(src[c]);
 }
 
+// Values of a row per thread kept in registers between a norm's two passes (rows up to
+// 8 × 256 = 2,048 wide: HGRN2-1.3B's): its loads all in flight at once, and the row read
+// once. Wider rows re-read it. Either way thread t handles c = t, t + blockDim, ... in
+// ascending order, so the sums of squares are the same floats.
+constexpr int kNormRowRegs = 8;
+
 template <typename T>
 __global__ void AddRmsNormKernel(float* h, const float* delta, const float* w, float eps, int dim,
                                  T* out) {
   __shared__ float scratch[32];
   const int64_t base = static_cast<int64_t>(blockIdx.x) * dim;
+  const int nt = blockDim.x;
   float ss = 0.0f;
-  for (int c = threadIdx.x; c < dim; c += blockDim.x) {
+  if (dim <= kNormRowRegs * nt) {
+    float hv[kNormRowRegs], dv[kNormRowRegs];
+#pragma unroll
+    for (int u = 0; u < kNormRowRegs; ++u) {
+      const int c = threadIdx.x + u * nt;
+      hv[u] = c < dim ? h[base + c] : 0.0f;
+      dv[u] = delta != nullptr && c < dim ? delta[base + c] : 0.0f;
+    }
+#pragma unroll
+    for (int u = 0; u < kNormRowRegs; ++u) {
+      const int c = threadIdx.x + u * nt;
+      if (c >= dim) break;
+      if (delta) {
+        hv[u] += dv[u];
+        h[base + c] = hv[u];
+      }
+      ss += hv[u] * hv[u];
+    }
+    const float rstd = rsqrtf(BlockSum(ss, scratch) / dim + eps);
+#pragma unroll
+    for (int u = 0; u < kNormRowRegs; ++u) {
+      const int c = threadIdx.x + u * nt;
+      if (c < dim) out[base + c] = FromF<T>(hv[u] * rstd * w[c]);
+    }
+    return;
+  }
+  for (int c = threadIdx.x; c < dim; c += nt) {
     float v = h[base + c];
     if (delta) {
       v += delta[base + c];
@@ -28,7 +64,7 @@ __global__ void AddRmsNormKernel(float* h, const float* delta, const float* w, f
     ss += v * v;
   }
   const float rstd = rsqrtf(BlockSum(ss, scratch) / dim + eps);
-  for (int c = threadIdx.x; c < dim; c += blockDim.x) {
+  for (int c = threadIdx.x; c < dim; c += nt) {
     out[base + c] = FromF<T>(h[base + c] * rstd * w[c]);
   }
 }
@@ -41,18 +77,39 @@ __global__ void RmsNormGatedKernel(const float* x, int64_t x_ld, const float* ga
   __shared__ float scratch[32];
   const int r = blockIdx.x;
   const int c0 = blockIdx.y * group;
+  const int nt = blockDim.x;
   const float* xr = x + r * x_ld + c0;
-  float ss = 0.0f;
-  for (int c = threadIdx.x; c < group; c += blockDim.x) ss += xr[c] * xr[c];
-  const float rstd = rsqrtf(BlockSum(ss, scratch) / group + eps);
-  for (int c = threadIdx.x; c < group; c += blockDim.x) {
-    float y = xr[c] * rstd * w[c];
+  auto gated = [&](int c, float y) {
     if (gate) {
       const float gv = gate[r * gate_ld + c0 + c];
       y *= gate_silu ? Silu(gv) : gv;
     }
     out[r * out_ld + c0 + c] = FromF<T>(y);
+  };
+  float ss = 0.0f;
+  if (group <= kNormRowRegs * nt) {
+    float xv[kNormRowRegs];
+#pragma unroll
+    for (int u = 0; u < kNormRowRegs; ++u) {
+      const int c = threadIdx.x + u * nt;
+      xv[u] = c < group ? xr[c] : 0.0f;
+    }
+#pragma unroll
+    for (int u = 0; u < kNormRowRegs; ++u) {
+      if (threadIdx.x + u * nt >= group) break;
+      ss += xv[u] * xv[u];
+    }
+    const float rstd = rsqrtf(BlockSum(ss, scratch) / group + eps);
+#pragma unroll
+    for (int u = 0; u < kNormRowRegs; ++u) {
+      const int c = threadIdx.x + u * nt;
+      if (c < group) gated(c, xv[u] * rstd * w[c]);
+    }
+    return;
   }
+  for (int c = threadIdx.x; c < group; c += nt) ss += xr[c] * xr[c];
+  const float rstd = rsqrtf(BlockSum(ss, scratch) / group + eps);
+  for (int c = threadIdx.x; c < group; c += nt) gated(c, xr[c] * rstd * w[c]);
 }
 
 template <typename T>
@@ -108,23 +165,62 @@ __global__ void GatherRowsKernel(const T* src, const int32_t* idx, int dim, T* d
 }
 
 constexpr int kSoftmaxThreads = 512;
+// A row's first floats up to this many are kept in shared memory (192 KiB), so the row is
+// read from DRAM once: the max pass fills the cache, the sum and normalise passes read it.
+constexpr int kSoftmaxCachedFloats = 48 * 1024;
 
-__global__ void LogSoftmaxGatherKernel(float* logits, int vocab, const int32_t* targets,
+// Keeps (v, c) when v beats the thread's best so far; a thread sees its indices in
+// ascending order, so its first maximum has its lowest index.
+__device__ __forceinline__ void KeepMax(float v, int c, float& bv, int& bi) {
+  if (v > bv) {
+    bv = v;
+    bi = c;
+  }
+}
+
+// One block per row. The first `cached` floats (a multiple of 4, 0 when the row is not
+// 16-byte aligned) are loaded as float4 into shared memory during the max pass; the sum
+// of exponentials then runs in the per-thread order c = tid, tid + blockDim, ... over the
+// same values, so lse is bitwise what one pass per read over global memory gave; the max
+// and its lowest index do not depend on the order of the max pass.
+__global__ void LogSoftmaxGatherKernel(float* logits, int vocab, int cached, const int32_t* targets,
                                        float* logprob, int32_t* argmax, bool normalize) {
+  extern __shared__ float4 cache4[];
+  const float* cache = reinterpret_cast<const float*>(cache4);
   __shared__ float scratch[32];
   __shared__ float best_val[kSoftmaxThreads / 32];
   __shared__ int best_idx[kSoftmaxThreads / 32];
   float* row = logits + static_cast<int64_t>(blockIdx.x) * vocab;
-  // Max with the lowest index on ties.
+  const float4* row4 = reinterpret_cast<const float4*>(row);
+  // Max with the lowest index on ties; four float4 loads in flight per thread.
   float bv = -INFINITY;
   int bi = 0x7fffffff;
-  for (int c = threadIdx.x; c < vocab; c += blockDim.x) {
-    const float v = row[c];
-    if (v > bv) {  // strided ascending: the first max seen per thread has the lowest index
-      bv = v;
-      bi = c;
+  const int n4 = cached / 4;
+  constexpr int kT = kSoftmaxThreads;
+  int i = threadIdx.x;
+  for (; i + 3 * kT < n4; i += 4 * kT) {
+    float4 a[4];
+#pragma unroll
+    for (int u = 0; u < 4; ++u) a[u] = row4[i + u * kT];
+#pragma unroll
+    for (int u = 0; u < 4; ++u) {
+      cache4[i + u * kT] = a[u];
+      const int c = 4 * (i + u * kT);
+      KeepMax(a[u].x, c, bv, bi);
+      KeepMax(a[u].y, c + 1, bv, bi);
+      KeepMax(a[u].z, c + 2, bv, bi);
+      KeepMax(a[u].w, c + 3, bv, bi);
     }
   }
+  for (; i < n4; i += kT) {
+    const float4 a = row4[i];
+    cache4[i] = a;
+    KeepMax(a.x, 4 * i, bv, bi);
+    KeepMax(a.y, 4 * i + 1, bv, bi);
+    KeepMax(a.z, 4 * i + 2, bv, bi);
+    KeepMax(a.w, 4 * i + 3, bv, bi);
+  }
+  for (int c = cached + threadIdx.x; c < vocab; c += kT) KeepMax(row[c], c, bv, bi);
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) {
     const float ov = __shfl_xor_sync(0xffffffffu, bv, o);
@@ -139,7 +235,7 @@ __global__ void LogSoftmaxGatherKernel(float* logits, int vocab, const int32_t* 
     best_val[warp] = bv;
     best_idx[warp] = bi;
   }
-  __syncthreads();
+  __syncthreads();  // also publishes the cache
   if (threadIdx.x == 0) {
     for (int w = 1; w < static_cast<int>(blockDim.x >> 5); ++w) {
       if (best_val[w] > best_val[0] || (best_val[w] == best_val[0] && best_idx[w] < best_idx[0])) {
@@ -151,16 +247,17 @@ __global__ void LogSoftmaxGatherKernel(float* logits, int vocab, const int32_t* 
   __syncthreads();
   const float mx = best_val[0];
   float s = 0.0f;
-  for (int c = threadIdx.x; c < vocab; c += blockDim.x) s += expf(row[c] - mx);
+  for (int c = threadIdx.x; c < vocab; c += kT) s += expf((c < cached ? cache[c] : row[c]) - mx);
   const float lse = mx + logf(BlockSum(s, scratch));
   const int target = targets ? targets[blockIdx.x] : -1;
   if (threadIdx.x == 0) {
-    logprob[blockIdx.x] = target >= 0 && target < vocab ? row[target] - lse : 0.0f;
+    const bool valid = target >= 0 && target < vocab;
+    logprob[blockIdx.x] = valid ? (target < cached ? cache[target] : row[target]) - lse : 0.0f;
     argmax[blockIdx.x] = best_idx[0];
   }
   if (normalize) {
     __syncthreads();
-    for (int c = threadIdx.x; c < vocab; c += blockDim.x) row[c] -= lse;
+    for (int c = threadIdx.x; c < vocab; c += kT) row[c] = (c < cached ? cache[c] : row[c]) - lse;
   }
 }
 
@@ -293,8 +390,25 @@ cudaError_t GatherRows(const void* src, const int32_t* idx, int n, int dim, void
 cudaError_t LogSoftmaxGather(float* logits, int rows, int vocab, const int32_t* targets,
                              float* logprob, int32_t* argmax, bool normalize, cudaStream_t stream) {
   if (rows == 0) return cudaSuccess;
-  LogSoftmaxGatherKernel<<<rows, kSoftmaxThreads, 0, stream>>>(logits, vocab, targets, logprob,
-                                                               argmax, normalize);
+  // Rows are 16-byte aligned when the vocabulary is a multiple of 4 floats (cudaMalloc
+  // aligns the buffer); otherwise nothing is cached.
+  const bool aligned = vocab % 4 == 0 && reinterpret_cast<uintptr_t>(logits) % 16 == 0;
+  const int cached = aligned ? std::min(vocab, kSoftmaxCachedFloats) : 0;
+  const size_t smem = static_cast<size_t>(cached) * sizeof(float);
+  if (smem > 48 * 1024) {
+    // A function attribute, not stream work: set outside graph capture (the first, eager
+    // decode step runs before the capture).
+    cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
+    cudaStreamIsCapturing(stream, &capturing);
+    if (capturing == cudaStreamCaptureStatusNone) {
+      const cudaError_t err =
+          cudaFuncSetAttribute(LogSoftmaxGatherKernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                               static_cast<int>(kSoftmaxCachedFloats * sizeof(float)));
+      if (err != cudaSuccess) return err;
+    }
+  }
+  LogSoftmaxGatherKernel<<<rows, kSoftmaxThreads, smem, stream>>>(logits, vocab, cached, targets,
+                                                                  logprob, argmax, normalize);
   return cudaGetLastError();
 }
 

@@ -41,33 +41,44 @@ __global__ void TnlGatesChunkCumsumKernel(const float* __restrict__ proj, PackVi
 }
 
 constexpr int kHgrn2Channels = 128;  // channels per block of the HGRN2 kernel
+constexpr int kHgrn2RowGroups = 4;   // rows of a chunk loaded at once per channel
 
-// Grid (chunks, dim / 128); thread: one channel on every row of the chunk inside the block
-// of rows. The per-row maths is Hgrn2GatesKernel's.
-__global__ void Hgrn2GatesChunkCumsumKernel(const float* __restrict__ qfi, int r0, int n,
-                                            PackView pack, int dim,
-                                            const float* __restrict__ lower_bound,
-                                            float* __restrict__ q, float* __restrict__ k,
-                                            float* __restrict__ g, float* __restrict__ v) {
+// Grid (chunks, dim / 128), block (128, 4): thread (c, y) computes the gates of its channel
+// on rows y, y + 4, ... of the chunk inside the block of rows (all loads in flight; the
+// per-row maths is Hgrn2GatesKernel's) and leaves the log gate in shared memory; then the
+// y = 0 threads sum them down the rows in order, each continuing from the cumulative g
+// the previous block of rows left, as one thread walking the rows did.
+__global__ void __launch_bounds__(kHgrn2Channels* kHgrn2RowGroups)
+    Hgrn2GatesChunkCumsumKernel(const float* __restrict__ qfi, int r0, int n, PackView pack,
+                                int dim, const float* __restrict__ lower_bound,
+                                float* __restrict__ q, float* __restrict__ k, float* __restrict__ g,
+                                float* __restrict__ v) {
+  __shared__ float log_gate[kGlaChunk][kHgrn2Channels];
   const int ch = blockIdx.x;
-  const int c = blockIdx.y * kHgrn2Channels + threadIdx.x;
-  if (c >= dim) return;
+  const int x = threadIdx.x, y = threadIdx.y;
+  const int c = blockIdx.y * kHgrn2Channels + x;
   const int t0 = ChunkRow0(pack, ch);
   const int begin = max(t0, r0), end = min(t0 + ChunkRows(pack, ch), r0 + n);
-  if (begin >= end) return;
-  const float lb = lower_bound != nullptr ? lower_bound[c] : 0.0f;
-  float acc = begin > t0 ? g[static_cast<int64_t>(begin - 1) * dim + c] : 0.0f;
+  if (begin >= end) return;  // the whole block returns together
+  const bool live = c < dim;
+  if (live) {
+    const float lb = lower_bound != nullptr ? lower_bound[c] : 0.0f;
 #pragma unroll 4
+    for (int r = begin + y; r < end; r += kHgrn2RowGroups) {
+      const float* row = qfi + static_cast<int64_t>(r - r0) * 3 * dim;
+      const int64_t i = static_cast<int64_t>(r) * dim + c;
+      const float qv = row[c], f = row[dim + c], iv = row[2 * dim + c];
+      q[i] = Silu(qv);
+      Hgrn2KeyAndLogGate(f, lower_bound != nullptr, lb, &k[i], &log_gate[r - begin][x]);
+      v[i] = iv;
+    }
+  }
+  __syncthreads();
+  if (!live || y != 0) return;
+  float acc = begin > t0 ? g[static_cast<int64_t>(begin - 1) * dim + c] : 0.0f;
   for (int r = begin; r < end; ++r) {
-    const float* row = qfi + static_cast<int64_t>(r - r0) * 3 * dim;
-    const int64_t i = static_cast<int64_t>(r) * dim + c;
-    const float qv = row[c], f = row[dim + c];
-    q[i] = Silu(qv);
-    float gv;
-    Hgrn2KeyAndLogGate(f, lower_bound != nullptr, lb, &k[i], &gv);
-    acc += gv;
-    g[i] = acc;
-    v[i] = row[2 * dim + c];
+    acc += log_gate[r - begin][x];
+    g[static_cast<int64_t>(r) * dim + c] = acc;
   }
 }
 
@@ -126,8 +137,8 @@ cudaError_t Hgrn2GatesChunkCumsum(const float* qfi, int r0, int n, const PackVie
                                   cudaStream_t stream) {
   if (pack.num_chunks == 0 || n == 0) return cudaSuccess;
   dim3 grid(pack.num_chunks, (dim + kHgrn2Channels - 1) / kHgrn2Channels);
-  Hgrn2GatesChunkCumsumKernel<<<grid, kHgrn2Channels, 0, stream>>>(qfi, r0, n, pack, dim,
-                                                                   lower_bound, q, k, g, v);
+  Hgrn2GatesChunkCumsumKernel<<<grid, dim3(kHgrn2Channels, kHgrn2RowGroups), 0, stream>>>(
+      qfi, r0, n, pack, dim, lower_bound, q, k, g, v);
   return cudaGetLastError();
 }
 

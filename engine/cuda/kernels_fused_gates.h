@@ -24,7 +24,8 @@ cudaError_t TnlGatesChunkCumsum(const float* proj, const PackView& pack, int hea
 // (HGRN2 runs its projection in row blocks), with g chunk-cumulative. q, k, g, v are the
 // whole pack's [rows, dim]. A chunk that began before r0 continues from the cumulative g
 // its previous block left at row r0 - 1 (the same float the unfused cumsum carried), so
-// the blocks must run in row order on one stream. One block per (chunk, 128 channels).
+// the blocks must run in row order on one stream. One block per (chunk, 128 channels): 4
+// row groups load and compute the gates, one sums the log gates down the rows.
 cudaError_t Hgrn2GatesChunkCumsum(const float* qfi, int r0, int n, const PackView& pack, int dim,
                                   const float* lower_bound, float* q, float* k, float* g, float* v,
                                   cudaStream_t stream);
