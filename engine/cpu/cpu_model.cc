@@ -160,18 +160,16 @@ class CpuModel final : public Model {
 
 // What every CPU model reports: fp32 on the CPU, the config's family and special tokens.
 ModelInfo CpuModelInfo(const ModelConfig& c, const CpuBlockLayout& layout, int64_t num_parameters) {
-  ModelInfo info;
-  info.family = c.family;
-  info.vocab_size = c.vocab_size;
-  info.max_context = layout.max_context;
-  info.bos_token_id = c.bos_token_id;
-  info.eos_token_id = c.eos_token_id;
-  info.num_parameters = num_parameters;
-  info.backend = "cpu";
-  info.dtype = "fp32";
-  info.forks_are_exact = true;  // docs/cpu.md
-  info.state_bytes_per_token = layout.state_bytes_per_token;
-  return info;
+  return ModelInfo{.family = c.family,
+                   .vocab_size = c.vocab_size,
+                   .max_context = layout.max_context,
+                   .bos_token_id = c.bos_token_id,
+                   .eos_token_id = c.eos_token_id,
+                   .num_parameters = num_parameters,
+                   .backend = "cpu",
+                   .dtype = "fp32",
+                   .state_bytes_per_token = layout.state_bytes_per_token,
+                   .forks_are_exact = true};  // docs/cpu.md
 }
 
 }  // namespace
