@@ -29,7 +29,26 @@ constexpr float kSrmsEps = 1e-6f;
 // recurrent64), then out_proj(u * srms(o)).
 class TnlMixer final : public TokenMixer {
  public:
-  TnlMixer(int64_t d, int64_t heads) : d_(d), h_(heads) {}
+  // Reads layer `layer`'s weights under `m` (the mixer prefix).
+  static absl::StatusOr<std::unique_ptr<TnlMixer>> Read(const Checkpoint& ckpt,
+                                                        const ModelConfig& c, const std::string& m,
+                                                        int64_t layer) {
+    const int64_t d = c.hidden_size, h = c.num_heads, e = d / h;
+    auto mixer = std::unique_ptr<TnlMixer>(new TnlMixer(d, h));
+    CountingReader read(ckpt);
+    HG_ASSIGN_OR_RETURN(mixer->qkvu_, read(m + "qkvu_proj.weight", {4 * d, d}));
+    HG_ASSIGN_OR_RETURN(mixer->out_, read(m + "out_proj.weight", {d, d}));
+    if (!c.tnl_lrpe.empty() && c.tnl_lrpe[layer]) {
+      HG_ASSIGN_OR_RETURN(mixer->theta_, read(m + "lrpe.theta", {h, 1, e}));
+    }
+    if (c.use_bias) {
+      HG_ASSIGN_OR_RETURN(mixer->qkvu_bias_, read(m + "qkvu_proj.bias", {4 * d}));
+      HG_ASSIGN_OR_RETURN(mixer->out_bias_, read(m + "out_proj.bias", {d}));
+    }
+    mixer->decay_ = TnlDecays(h, layer, c.num_layers);
+    mixer->parameters_ = read.parameters();
+    return mixer;
+  }
 
   MixerState NewState() const override {
     const int64_t e = d_ / h_;
@@ -91,6 +110,9 @@ class TnlMixer final : public TokenMixer {
     AddBias(out, t_count, d, out_bias_);
   }
 
+ private:
+  TnlMixer(int64_t d, int64_t heads) : d_(d), h_(heads) {}
+
   int64_t d_, h_;
   int64_t parameters_ = 0;
   HostTensor qkvu_;   // [4D, D]
@@ -108,8 +130,7 @@ absl::StatusOr<std::unique_ptr<Model>> BuildTnl(const Checkpoint& ckpt, const Mo
   if (c.family != ModelFamily::kTnl) {
     return absl::InvalidArgumentError("BuildTnl: the config is not a TNL model");
   }
-  const int64_t d = c.hidden_size, h = c.num_heads, g = c.intermediate_size;
-  const int64_t L = c.num_layers;
+  const int64_t d = c.hidden_size, g = c.intermediate_size;
   const BlockTensorNames names = BlockTensorNamesFor(ckpt, c);
   CpuModelParts parts;
   // SimpleRMSNorm everywhere (no weights, eps 1e-6), a GLU without activation, the
@@ -118,28 +139,17 @@ absl::StatusOr<std::unique_ptr<Model>> BuildTnl(const Checkpoint& ckpt, const Mo
   parts.layout.norm_weights = false;
   parts.layout.norm_eps = kSrmsEps;
   parts.layout.embedding_scale = c.tnl_scale_embedding ? std::sqrt(static_cast<float>(d)) : 1.0f;
-  for (int64_t l = 0; l < L; ++l) {
-    const std::string p = names.LayerPrefix(l), m = names.MixerPrefix(l);
-    const int64_t e = d / h;
-    CountingReader read(ckpt);
-    auto mixer = std::make_unique<TnlMixer>(d, h);
-    HG_ASSIGN_OR_RETURN(mixer->qkvu_, read(m + "qkvu_proj.weight", {4 * d, d}));
-    HG_ASSIGN_OR_RETURN(mixer->out_, read(m + "out_proj.weight", {d, d}));
-    if (!c.tnl_lrpe.empty() && c.tnl_lrpe[l]) {
-      HG_ASSIGN_OR_RETURN(mixer->theta_, read(m + "lrpe.theta", {h, 1, e}));
-    }
+  for (int64_t l = 0; l < c.num_layers; ++l) {
+    HG_ASSIGN_OR_RETURN(auto mixer, TnlMixer::Read(ckpt, c, names.MixerPrefix(l), l));
+    parts.mixers.push_back(std::move(mixer));
     if (c.use_bias) {
-      HG_ASSIGN_OR_RETURN(mixer->qkvu_bias_, read(m + "qkvu_proj.bias", {4 * d}));
-      HG_ASSIGN_OR_RETURN(mixer->out_bias_, read(m + "out_proj.bias", {d}));
+      const std::string p = names.LayerPrefix(l);
       GatedMlpWeights bias;
       HG_ASSIGN_OR_RETURN(bias.gate, ckpt.ReadFloat(p + "channel_mixer.l1.bias", {g}));
       HG_ASSIGN_OR_RETURN(bias.up, ckpt.ReadFloat(p + "channel_mixer.l2.bias", {g}));
       HG_ASSIGN_OR_RETURN(bias.down, ckpt.ReadFloat(p + "channel_mixer.l3.bias", {d}));
       parts.mlp_biases.push_back(std::move(bias));
     }
-    mixer->decay_ = TnlDecays(h, l, L);
-    mixer->parameters_ = read.parameters();
-    parts.mixers.push_back(std::move(mixer));
   }
   return MakeCpuModel(ckpt, c, std::move(parts));
 }
