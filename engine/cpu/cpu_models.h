@@ -1,7 +1,8 @@
 // The CPU backend's builders: one per family (fp32 maths), one file each (hgrn2.cc,
-// hgrn1.cc, gla.cc, llama.cc, mamba.cc, tnl.cc; the CUDA backend's cuda_mixers.h mirrors
-// it). A new family adds its builder here and its row in cpu_models.cc's table, keyed by
-// its FamilySpec::name (engine/model/family_table.h).
+// hgrn1.cc, gla.cc, llama.cc, mamba.cc, tnl.cc), each reading its token mixers and handing
+// them to the one skeleton (cpu_model.h; the CUDA backend's cuda_mixers.h mirrors it). A
+// new family adds its builder here and its row in cpu_models.cc's table, keyed by its
+// FamilySpec::name (engine/model/family_table.h).
 #ifndef HGEVAL_ENGINE_CPU_CPU_MODELS_H_
 #define HGEVAL_ENGINE_CPU_CPU_MODELS_H_
 
@@ -25,23 +26,6 @@ absl::StatusOr<std::unique_ptr<Model>> BuildLlama(const Checkpoint& ckpt, const 
                                                   int64_t max_context = 0);
 absl::StatusOr<std::unique_ptr<Model>> BuildMamba(const Checkpoint& ckpt, const ModelConfig& c);
 absl::StatusOr<std::unique_ptr<Model>> BuildTnl(const Checkpoint& ckpt, const ModelConfig& c);
-
-// What every CPU model reports: fp32 on the CPU, the config's family and special tokens;
-// max_context 0 for the recurrent families (no positional limit).
-inline ModelInfo CpuModelInfo(const ModelConfig& c, int64_t num_parameters,
-                              int64_t max_context = 0) {
-  ModelInfo info;
-  info.family = c.family;
-  info.vocab_size = c.vocab_size;
-  info.max_context = max_context;
-  info.bos_token_id = c.bos_token_id;
-  info.eos_token_id = c.eos_token_id;
-  info.num_parameters = num_parameters;
-  info.backend = "cpu";
-  info.dtype = "fp32";
-  info.forks_are_exact = true;  // docs/cpu.md
-  return info;
-}
 
 // The builder of c.family (cpu_models.cc's table); INTERNAL when the family has none.
 absl::StatusOr<std::unique_ptr<Model>> BuildCpuModel(const Checkpoint& ckpt, const ModelConfig& c,

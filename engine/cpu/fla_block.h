@@ -1,7 +1,6 @@
-// The model skeleton shared by fla's HGRN2, HGRN and GLA checkpoints (specs/models.md §1):
-// embeddings; per layer attn_norm -> token mixer -> fused add+norm (mlp_norm) -> GatedMLP
-// -> add; final norm; lm_head. Each family supplies only its token mixer. Also the pieces
-// other recurrent families reuse: the per-sequence recurrent state and ShortConvolution.
+// The pieces fla's HGRN2, HGRN and GLA token mixers share (specs/models.md §1; their block
+// is the CPU skeleton's default layout, cpu_model.h): ShortConvolution (Mamba's causal conv
+// too), the lower-bounded forget gate, and reading the lower bounds with the mixers.
 #ifndef HGEVAL_ENGINE_CPU_FLA_BLOCK_H_
 #define HGEVAL_ENGINE_CPU_FLA_BLOCK_H_
 
@@ -15,6 +14,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "engine/cpu/cpu_model.h"
 #include "engine/loader/checkpoint.h"
 #include "engine/loader/weight_reader.h"
 #include "engine/model/config.h"
@@ -23,42 +23,6 @@
 
 namespace hgeval::cpu {
 
-// One layer's recurrent state for one sequence, fp32 like fla's recurrent_state (measured
-// on the golden fixtures, whose references run the scans in float64: fp32 state keeps
-// every logit within 1e-5, the same as a double state, at half the snapshot memory).
-struct MixerState {
-  std::vector<float> recurrent;
-  // One window per short convolution: the last (kernel - 1) inputs, [kernel-1, channels]
-  // row-major, oldest first (zeros at the start of a sequence).
-  std::vector<std::vector<float>> conv;
-
-  size_t bytes() const;
-};
-
-// A sequence's state in a recurrent model: position plus one MixerState per layer.
-// Fixed size; Clone is a plain deep copy.
-class RecurrentSequenceState final : public SequenceState {
- public:
-  RecurrentSequenceState(const void* owner, std::vector<MixerState> layers)
-      : owner_(owner), layers_(std::move(layers)) {}
-
-  int64_t position() const override { return position_; }
-  std::unique_ptr<SequenceState> Clone() const override {
-    return std::make_unique<RecurrentSequenceState>(*this);
-  }
-  size_t bytes() const override;
-
-  // The model that created the state (Forward rejects states of another model).
-  const void* owner() const { return owner_; }
-  MixerState& layer(int64_t l) { return layers_[static_cast<size_t>(l)]; }
-  void Advance(int64_t tokens) { position_ += tokens; }
-
- private:
-  const void* owner_;
-  int64_t position_ = 0;
-  std::vector<MixerState> layers_;
-};
-
 // fla ShortConvolution: a depthwise causal Conv1d over time, weight [C, 1, K], optional
 // bias [C], optional silu. The window of the last K-1 inputs carries across calls.
 class ShortConv {
@@ -66,6 +30,9 @@ class ShortConv {
   // Reads `<prefix>.weight` (and `<prefix>.bias` when present).
   static absl::StatusOr<ShortConv> Read(const Checkpoint& checkpoint, const std::string& prefix,
                                         int64_t channels, int64_t kernel, bool silu);
+  // From tensors read by the caller: weight [C, 1, K], bias [C] or empty.
+  ShortConv(HostTensor weight, HostTensor bias, bool silu);
+  ShortConv() = default;  // no channels, until assigned
 
   int64_t channels() const { return channels_; }
   int64_t kernel() const { return kernel_; }
@@ -89,16 +56,6 @@ MixerState NewMixerState(int64_t recurrent_floats, const std::vector<ShortConv>&
 // The parameters of a mixer's short convolutions.
 int64_t ShortConvParameters(const std::vector<ShortConv>& convs);
 
-// A token mixer (the "attn" sublayer of an fla block) over one sequence.
-class TokenMixer {
- public:
-  virtual ~TokenMixer() = default;
-  virtual MixerState NewState() const = 0;
-  // x: [T, D] (the attn_norm output); out: [T, D]. Advances `state` past the T tokens.
-  virtual void Forward(const float* x, int64_t t_len, MixerState* state, float* out) const = 0;
-  virtual int64_t num_parameters() const = 0;
-};
-
 // fla's per-layer lower bounds: the rule is the model's (engine/model/lower_bounds.h).
 using ::hgeval::ReadLowerBounds;
 
@@ -118,16 +75,9 @@ inline ForgetGate LowerBoundedForgetGate(double f, double lb) {
   return {lb == 0.0 ? log_sig : std::log(lb + (1.0 - lb) * sig), (1.0 - lb) * sig_neg};
 }
 
-// Builds an fla-skeleton model around `mixers` (one per layer): reads the embeddings, the
-// block norms and MLPs (split or legacy fused), the final norm and lm_head (tied or not).
-// `extra_parameters` counts family weights held outside the mixers (lower bounds).
-absl::StatusOr<std::unique_ptr<Model>> BuildFlaModel(
-    const Checkpoint& checkpoint, const ModelConfig& config,
-    std::vector<std::unique_ptr<TokenMixer>> mixers, int64_t extra_parameters);
-
 // HGRN and HGRN2: reads the lower bounds (when config.use_lower_bound) and one mixer per
 // layer through `read_mixer(layer, bound)`, where layer 0 gets no bound (an empty
-// vector), then builds the fla-skeleton model around them.
+// vector), then builds the CPU skeleton (fla's layout) around them.
 template <typename ReadMixer>
 absl::StatusOr<std::unique_ptr<Model>> BuildLowerBoundedFlaModel(const Checkpoint& checkpoint,
                                                                  const ModelConfig& config,
@@ -148,7 +98,10 @@ absl::StatusOr<std::unique_ptr<Model>> BuildLowerBoundedFlaModel(const Checkpoin
     if (!mixer.ok()) return mixer.status();
     mixers.push_back(*std::move(mixer));
   }
-  return BuildFlaModel(checkpoint, config, std::move(mixers), extra);
+  CpuModelParts parts;
+  parts.mixers = std::move(mixers);
+  parts.extra_parameters = extra;
+  return MakeCpuModel(checkpoint, config, std::move(parts));
 }
 
 // Reads a float tensor with an exact expected shape.

@@ -108,7 +108,8 @@ class GlaMixer final : public TokenMixer {
            g_proj_.numel() + g_norm_.numel();
   }
 
-  void Forward(const float* x, int64_t t_len, MixerState* state, float* out) const override {
+  void Forward(const float* x, int64_t t_len, int64_t /*position*/, MixerState* state,
+               float* out) override {
     const int64_t d = d_;
     const int64_t heads = shape_.heads;
     const int64_t dk = shape_.key_dim, dv = shape_.value_dim;
@@ -177,13 +178,13 @@ absl::StatusOr<std::unique_ptr<Model>> BuildGla(const Checkpoint& checkpoint,
   if (config.family != ModelFamily::kGla) {
     return absl::InvalidArgumentError("BuildGla: the config is not a GLA config");
   }
-  std::vector<std::unique_ptr<TokenMixer>> mixers;
+  CpuModelParts parts;
   for (int64_t l = 0; l < config.num_layers; ++l) {
     HG_ASSIGN_OR_RETURN(auto mixer, GlaMixer::Read(checkpoint, config, l));
     mixer->set_eps(static_cast<float>(config.norm_eps));
-    mixers.push_back(std::move(mixer));
+    parts.mixers.push_back(std::move(mixer));
   }
-  return BuildFlaModel(checkpoint, config, std::move(mixers), 0);
+  return MakeCpuModel(checkpoint, config, std::move(parts));
 }
 
 }  // namespace hgeval::cpu

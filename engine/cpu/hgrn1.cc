@@ -53,7 +53,8 @@ class HgrnMixer final : public TokenMixer {
            g_norm_.numel() + o_proj_.numel();
   }
 
-  void Forward(const float* x, int64_t t_len, MixerState* state, float* out) const override {
+  void Forward(const float* x, int64_t t_len, int64_t /*position*/, MixerState* state,
+               float* out) override {
     const int64_t d = d_, e = e_;
     const size_t n = static_cast<size_t>(t_len * e);
     std::vector<float> i(n), f(n), g(n), o(n);

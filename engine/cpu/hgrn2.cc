@@ -62,7 +62,8 @@ class Hgrn2Mixer final : public TokenMixer {
            g_norm_.numel() + o_proj_.numel();
   }
 
-  void Forward(const float* x, int64_t t_len, MixerState* state, float* out) const override {
+  void Forward(const float* x, int64_t t_len, int64_t /*position*/, MixerState* state,
+               float* out) override {
     const int64_t d = d_;
     const size_t n = static_cast<size_t>(t_len * d);
     std::vector<float> q(n), f(n), i(n), o(n);

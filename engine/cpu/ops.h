@@ -37,6 +37,14 @@ inline float LogSigmoid(float x) {
 }
 inline float Softplus(float x) { return x > 20.0f ? x : std::log1p(std::exp(x)); }
 
+// rows [m, n] += bias [n]; nothing when the bias is absent (empty).
+inline void AddBias(float* rows, int64_t m, int64_t n, const HostTensor& bias) {
+  if (bias.data.empty()) return;
+  for (int64_t r = 0; r < m; ++r) {
+    for (int64_t i = 0; i < n; ++i) rows[r * n + i] += bias.data[i];
+  }
+}
+
 // GatedMLP / SwiGLU: out[M,D] = down(silu(gate(x)) * up(x)).
 void GatedMlp(const float* x, int64_t m, const HostTensor& gate, const HostTensor& up,
               const HostTensor& down, float* out);
