@@ -121,4 +121,11 @@ std::vector<int32_t> ToInts(const FixtureTensor& t) {
   return out;
 }
 
+std::vector<int32_t> RandomTokens(std::mt19937& rng, int n, int vocab) {
+  std::uniform_int_distribution<int> dist(0, vocab - 1);
+  std::vector<int32_t> out(n);
+  for (int32_t& t : out) t = dist(rng);
+  return out;
+}
+
 }  // namespace hgeval::testing

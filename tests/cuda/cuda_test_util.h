@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -51,6 +52,9 @@ absl::StatusOr<ForwardOutput> RunOne(Model& model, SequenceState* state,
                                      int top_k = 0);
 
 std::vector<int32_t> ToInts(const FixtureTensor& t);
+
+// n token ids uniform in [0, vocab).
+std::vector<int32_t> RandomTokens(std::mt19937& rng, int n, int vocab);
 
 }  // namespace hgeval::testing
 

@@ -14,13 +14,6 @@
 namespace hgeval::testing {
 namespace {
 
-std::vector<int32_t> RandomTokens(std::mt19937& rng, int n, int vocab) {
-  std::uniform_int_distribution<int> dist(0, vocab - 1);
-  std::vector<int32_t> out(n);
-  for (int32_t& t : out) t = dist(rng);
-  return out;
-}
-
 class CudaForkTest : public ::testing::TestWithParam<std::tuple<std::string, std::string>> {};
 
 TEST_P(CudaForkTest, ForkedContinuationMatchesScratch) {

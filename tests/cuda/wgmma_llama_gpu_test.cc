@@ -92,19 +92,14 @@ TEST_P(WgmmaLlamaVsCpuTest, MatchesCpuFp32) {
   ASSERT_EQ((*cpu)->info().vocab_size, vocab);
 
   std::mt19937 rng(32);
-  std::uniform_int_distribution<int> dist(0, vocab - 1);
-  auto random_tokens = [&](int n) {
-    std::vector<int32_t> v(n);
-    for (auto& x : v) x = dist(rng);
-    return v;
-  };
+  auto random_tokens = [&](int n) { return RandomTokens(rng, n, vocab); };
   // Lengths around the kernel's 64-row query tiles and 128-row key tiles, and longer.
   const std::vector<int32_t> prefix_tokens = random_tokens(150);
   std::vector<Item> items;
   for (int len : {1, 17, 64, 65, 129, 700}) items.push_back({random_tokens(len), {}, false});
   for (int len : {1, 40, 130}) items.push_back({random_tokens(len), {}, true});
   for (Item& item : items) item.targets = random_tokens(static_cast<int>(item.tokens.size()));
-  const int32_t step_token = dist(rng);
+  const int32_t step_token = RandomTokens(rng, 1, vocab)[0];
 
   auto want = RunItems(**cpu, prefix_tokens, items, step_token);
   ASSERT_TRUE(want.ok()) << want.status();
