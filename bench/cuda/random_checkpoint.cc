@@ -170,9 +170,14 @@ std::map<std::string, HostTensor> SkeletonWeights(const ModelConfig& c, bool lla
     w[p + "mlp.up_proj.weight"] = Matrix(I, D, seed++);
     w[p + "mlp.down_proj.weight"] = Matrix(D, I, seed++);
     if (llama) {
-      for (const char* n : {"q_proj", "k_proj", "v_proj", "o_proj"}) {
-        w[p + "self_attn." + n + ".weight"] = Matrix(D, D, seed++);
-      }
+      // [H hd, D] queries, [Hkv hd, D] keys and values (GQA where Hkv < H), [D, H hd] out;
+      // all D x D in the 1.3B row. Seeds in the same order as before.
+      const int64_t hd = c.head_dim > 0 ? c.head_dim : D / c.num_heads;
+      const int64_t qd = c.num_heads * hd, kvd = c.num_kv_heads * hd;
+      w[p + "self_attn.q_proj.weight"] = Matrix(qd, D, seed++);
+      w[p + "self_attn.k_proj.weight"] = Matrix(kvd, D, seed++);
+      w[p + "self_attn.v_proj.weight"] = Matrix(kvd, D, seed++);
+      w[p + "self_attn.o_proj.weight"] = Matrix(D, qd, seed++);
     } else {
       for (const char* n : {"q_proj", "f_proj", "i_proj", "o_proj"}) {
         w[p + "attn." + n + ".weight"] = Matrix(D, D, seed++);

@@ -1,5 +1,6 @@
 // Random-weight checkpoints of the 1.3B-class shapes (HGRN2, LLaMA, TNL), shared by the
-// CUDA benchmarks. For timing only: nothing built from them is saved or evaluated.
+// CUDA benchmarks (timing) and tests/cuda (a small LLaMA of head dim 128 compared with the
+// CPU backend). Nothing built from them is saved or evaluated.
 #ifndef HGEVAL_BENCH_CUDA_RANDOM_CHECKPOINT_H_
 #define HGEVAL_BENCH_CUDA_RANDOM_CHECKPOINT_H_
 
@@ -39,7 +40,8 @@ bool RandomModelHasKvCache(const std::string& family);
 bool RandomModelTakesTokenizerVocab(const std::string& family);
 
 // Weights under the family's Hugging Face / fla names: matrices uniform with variance
-// 1 / fan_in, norm weights 1, HGRN2 lower bounds uniform. Deterministic (fixed seeds).
+// 1 / fan_in, norm weights 1, HGRN2 lower bounds uniform; LLaMA's attention projections
+// shaped by head_dim and num_kv_heads. Deterministic (fixed seeds).
 std::map<std::string, HostTensor> RandomWeights(const std::string& family,
                                                 const ModelConfig& config);
 

@@ -207,5 +207,14 @@ INSTANTIATE_TEST_SUITE_P(
                        ::testing::Values("fp32", "bf16")),
     [](const auto& info) { return std::get<0>(info.param) + "_" + std::get<1>(info.param); });
 
+// The wgmma flash kernel (head dim 128, bf16, sm_90a): the golden LLaMA's head dim 32
+// runs mma.sync, so a random LLaMA of head dim 128 (cuda_test_util.h) covers it.
+INSTANTIATE_TEST_SUITE_P(WgmmaAttention, CudaBatchInvarianceTest,
+                         ::testing::Combine(::testing::Values(kHeadDim128Llama),
+                                            ::testing::Values("bf16")),
+                         [](const auto& info) {
+                           return std::get<0>(info.param) + "_" + std::get<1>(info.param);
+                         });
+
 }  // namespace
 }  // namespace hgeval::testing

@@ -14,13 +14,6 @@
 namespace hgeval::testing {
 namespace {
 
-std::vector<int32_t> RandomTokens(std::mt19937& rng, int n, int vocab) {
-  std::uniform_int_distribution<int> dist(0, vocab - 1);
-  std::vector<int32_t> out(n);
-  for (int32_t& t : out) t = dist(rng);
-  return out;
-}
-
 class CudaForkTest : public ::testing::TestWithParam<std::tuple<std::string, std::string>> {};
 
 TEST_P(CudaForkTest, ForkedContinuationMatchesScratch) {
@@ -88,6 +81,15 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Combine(::testing::Values("hgrn2", "hgrn", "gla", "llama", "mamba", "tnl"),
                        ::testing::Values("fp32", "bf16")),
     [](const auto& info) { return std::get<0>(info.param) + "_" + std::get<1>(info.param); });
+
+// The wgmma flash kernel (head dim 128, bf16, sm_90a): the golden LLaMA's head dim 32
+// runs mma.sync, so a random LLaMA of head dim 128 (cuda_test_util.h) covers it.
+INSTANTIATE_TEST_SUITE_P(WgmmaAttention, CudaForkTest,
+                         ::testing::Combine(::testing::Values(kHeadDim128Llama),
+                                            ::testing::Values("bf16")),
+                         [](const auto& info) {
+                           return std::get<0>(info.param) + "_" + std::get<1>(info.param);
+                         });
 
 }  // namespace
 }  // namespace hgeval::testing
