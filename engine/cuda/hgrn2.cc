@@ -71,6 +71,12 @@ class Hgrn2Mixer final : public CudaTokenMixer {
     return attention_.ReserveChunks(chunks);
   }
 
+  BlockLayout layout() const override {
+    BlockLayout layout;
+    layout.o_proj_adds_to_residual = true;  // o_proj through ProjectOut
+    return layout;
+  }
+
   absl::Status Enqueue(const MixerPass& pass) override {
     const Layer& w = layers_[pass.layer];
     const int D = static_cast<int>(config_.hidden_size);

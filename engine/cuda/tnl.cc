@@ -47,6 +47,7 @@ class TnlMixer final : public CudaTokenMixer {
       layout.embedding_scale = std::sqrt(static_cast<float>(config_.hidden_size));
     }
     layout.norm_eps = kSimpleRmsNormEps;
+    layout.o_proj_adds_to_residual = true;  // out_proj through ProjectOut
     return layout;
   }
 
