@@ -178,9 +178,16 @@ absl::Status CudaModel::EnqueueMlp(const MixerPass& pass) {
     // TNL's GLU has no activation: l3(l1(x) * l2(x)).
     HG_LAUNCH(SwiGlu(gu_.get(), rows, static_cast<int>(I_), mlp_.get(), act_, ctx_->stream(),
                      layout_.mlp_silu));
-    HG_RETURN_IF_ERROR(pass.Linear(rows, D_, I_, Mat(mlp_.get(), act_, I_),
-                                   Mat(w.mlp_down.get(), act_, I_), delta_.as<float>() + r0 * D_,
-                                   Act::kF32, D_));
+    const MatRef down_in = Mat(mlp_.get(), act_, I_), down_w = Mat(w.mlp_down.get(), act_, I_);
+    if (pass.decode) {
+      HG_RETURN_IF_ERROR(
+          pass.Linear(rows, D_, I_, down_in, down_w, delta_.as<float>() + r0 * D_, Act::kF32, D_));
+    } else {
+      // Packs: the residual add in the epilogue (beta 1 into the fp32 h; gemm.h: bitwise
+      // the product into delta and AddRmsNorm's h + delta), so delta is not written and read.
+      HG_RETURN_IF_ERROR(pass.pinned->Run(pass.stream, rows, D_, I_, down_in, down_w,
+                                          h_.as<float>() + r0 * D_, Act::kF32, D_, 1.0f));
+    }
   }
   return absl::OkStatus();
 }
@@ -207,21 +214,29 @@ absl::Status CudaModel::EnqueueLayers(int rows, int num_seqs, bool decode, int f
   if (first_layer == 0) {
     HG_LAUNCH(EmbedRows(embed_.get(), act_, cur_.ids, rows, d, h_.as<float>(), s));
   }
+  // Packs with an MLP add its output to h in the down projection (EnqueueMlp), and packs
+  // of a family whose o_proj does (BlockLayout::o_proj_adds_to_residual) the mixer's: what
+  // wrote last then leaves nothing in delta for the next norm (a resumed segment's neither).
+  const bool mlp_adds_to_h = !decode && layout_.mlp;
+  const bool mixer_adds_to_h = !decode && layout_.o_proj_adds_to_residual;
+  const bool layer_adds_to_h = layout_.mlp ? mlp_adds_to_h : mixer_adds_to_h;
+  pass.residual = mixer_adds_to_h ? h_.as<float>() : nullptr;
   for (int l = first_layer; l < end_layer; ++l) {
     const BlockWeights& w = blocks_[l];
     pass.layer = l;
-    HG_LAUNCH(AddRmsNorm(h_.as<float>(), l == 0 ? nullptr : delta_.as<float>(), w.norm1.as<float>(),
-                         eps, rows, d, x_.get(), act_, s));
+    const float* pending = l == 0 || layer_adds_to_h ? nullptr : delta_.as<float>();
+    HG_LAUNCH(
+        AddRmsNorm(h_.as<float>(), pending, w.norm1.as<float>(), eps, rows, d, x_.get(), act_, s));
     HG_RETURN_IF_ERROR(mixer_->Enqueue(pass));
     if (layout_.mlp) {
-      HG_LAUNCH(AddRmsNorm(h_.as<float>(), delta_.as<float>(), w.norm2.as<float>(), eps, rows, d,
-                           x_.get(), act_, s));
+      HG_LAUNCH(AddRmsNorm(h_.as<float>(), mixer_adds_to_h ? nullptr : delta_.as<float>(),
+                           w.norm2.as<float>(), eps, rows, d, x_.get(), act_, s));
       HG_RETURN_IF_ERROR(EnqueueMlp(pass));
     }
   }
   if (end_layer == L_) {
-    HG_LAUNCH(AddRmsNorm(h_.as<float>(), delta_.as<float>(), final_norm_.as<float>(), eps, rows, d,
-                         x_.get(), act_, s));
+    HG_LAUNCH(AddRmsNorm(h_.as<float>(), layer_adds_to_h ? nullptr : delta_.as<float>(),
+                         final_norm_.as<float>(), eps, rows, d, x_.get(), act_, s));
   }
   return absl::OkStatus();
 }

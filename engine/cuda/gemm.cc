@@ -188,7 +188,7 @@ absl::StatusOr<cublasLtMatmulAlgo_t> PinnedGemm::PickFor(const Site& site, int64
 }
 
 absl::Status PinnedGemm::Run(cudaStream_t stream, int64_t m, int64_t n, int64_t k, MatRef a,
-                             MatRef w, void* c, Act c_act, int64_t ldc) {
+                             MatRef w, void* c, Act c_act, int64_t ldc, float beta) {
   if (m == 0 || n == 0) return absl::OkStatus();
   HG_RETURN_IF_ERROR(CheckSameAct(a, w));
   const Site site{n,
@@ -208,7 +208,7 @@ absl::Status PinnedGemm::Run(cudaStream_t stream, int64_t m, int64_t n, int64_t 
   }
   LtCall call;
   HG_RETURN_IF_ERROR(call.Init(m, n, k, a.act, a.ld, w.ld, c_act, ldc));
-  const float alpha = 1.0f, beta = 0.0f;
+  const float alpha = 1.0f;
   HG_CUBLAS_RETURN(cublasLtMatmul(handle_, call.op, &alpha, w.ptr, call.w, a.ptr, call.a, &beta, c,
                                   call.c, c, call.c, &it->second, nullptr, 0, stream));
   return absl::OkStatus();

@@ -51,8 +51,12 @@ class PinnedGemm {
   PinnedGemm(const PinnedGemm&) = delete;
   PinnedGemm& operator=(const PinnedGemm&) = delete;
 
+  // beta 1 (fp32 C): C += A · W^T in the epilogue, in place. beta is not part of the site
+  // and the heuristic never sees it, so the site's algorithm (and K order) is the same,
+  // and each element is the product's fp32 sum plus C rounded once: bitwise a beta = 0
+  // call followed by an fp32 add (pinned_gemm_gpu_test).
   absl::Status Run(cudaStream_t stream, int64_t m, int64_t n, int64_t k, MatRef a, MatRef w,
-                   void* c, Act c_act, int64_t ldc);
+                   void* c, Act c_act, int64_t ldc, float beta = 0.0f);
 
   // Call sites (distinct pinned algorithms) seen so far.
   size_t pinned_count() const { return algos_.size(); }

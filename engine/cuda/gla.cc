@@ -89,6 +89,12 @@ class GlaMixer final : public CudaTokenMixer {
     return attention_.ReserveChunks(chunks);
   }
 
+  BlockLayout layout() const override {
+    BlockLayout layout;
+    layout.o_proj_adds_to_residual = true;  // o_proj through ProjectOut
+    return layout;
+  }
+
   absl::Status Enqueue(const MixerPass& pass) override {
     const Layer& w = layers_[pass.layer];
     float* proj = scratch_.proj.as<float>();
@@ -113,7 +119,7 @@ class GlaMixer final : public CudaTokenMixer {
       HG_CUDA_RETURN(GlaGatesChunkCumsum(
           proj, proj_width_, k_off_, v_off_, gk_.as<float>(), w.gk_b.as<float>(), *pass.pack, H,
           Hkv, dk, dv, kGateNormalizer, clamp, clamp_min, attention_.q(), attention_.k(),
-          attention_.g(), attention_.v(), pass.stream));
+          attention_.g(), attention_.v(), attention_.PackValuesAct(), pass.stream));
     }
     HG_RETURN_IF_ERROR(attention_.Enqueue(pass, pass.layer * StateFloatsPerLayer(), o,
                                           /*call_dk=*/0, /*g_chunk_cumulative=*/!pass.decode));

@@ -71,6 +71,12 @@ class Hgrn2Mixer final : public CudaTokenMixer {
     return attention_.ReserveChunks(chunks);
   }
 
+  BlockLayout layout() const override {
+    BlockLayout layout;
+    layout.o_proj_adds_to_residual = true;  // o_proj through ProjectOut
+    return layout;
+  }
+
   absl::Status Enqueue(const MixerPass& pass) override {
     const Layer& w = layers_[pass.layer];
     const int D = static_cast<int>(config_.hidden_size);
@@ -97,7 +103,7 @@ class Hgrn2Mixer final : public CudaTokenMixer {
       // The gates and the chunk-local cumsum of g in one kernel (kernels_fused_gates.h).
       HG_CUDA_RETURN(Hgrn2GatesChunkCumsum(proj, r0, n, *pass.pack, D, lower_bound, attention_.q(),
                                            attention_.k(), attention_.g(), attention_.v(),
-                                           pass.stream));
+                                           attention_.PackValuesAct(), pass.stream));
     }
     HG_RETURN_IF_ERROR(
         attention_.Enqueue(pass, state_offset, o, /*call_dk=*/0, /*g_chunk_cumulative=*/true));

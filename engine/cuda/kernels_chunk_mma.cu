@@ -1,12 +1,14 @@
 // Chunkwise GLA (HGRN2, GLA, TNL) on tensor cores for bf16 mode: bf16 mma.sync m16n8k16
 // with fp32 accumulation (the design of fla's chunk_gla). Inputs stay the fp32 q, k, G
-// (chunk-local cumsum of the log decay, nonincreasing within a chunk) and v; operands are
-// rounded to bf16 only in shared memory or registers. Decay factors are always split so
-// that every exponent is <= 0: the state terms use exp(G_last - G_j) and exp(G_i); the
-// intra-chunk matrix below a 16-token diagonal block uses q_i exp(G_i - G_f) and
+// (chunk-local cumsum of the log decay, nonincreasing within a chunk); v is fp32 or bf16
+// (VT), staged as bf16 either way, so a bf16 v rounded to nearest from the fp32 one gives
+// the same bits. Other operands are rounded to bf16 only in shared memory or registers. Decay
+// factors are always split so that every exponent is <= 0: the state terms use exp(G_last - G_j)
+// and exp(G_i); the intra-chunk matrix below a 16-token diagonal block uses q_i exp(G_i - G_f) and
 // k_j exp(G_f - G_j) with G_f the block's first row, and its diagonal blocks take the
 // exact per-element exponent exp(G_i - G_j) in fp32, as the fp32 kernels do.
 #include <cstdint>
+#include <type_traits>
 
 #include "engine/cuda/chunk_pack.cuh"
 #include "engine/cuda/kernel_util.cuh"
@@ -53,15 +55,24 @@ __device__ __forceinline__ void LdMatrixX4Trans(uint32_t (&r)[4], const bf16* p)
 __device__ __forceinline__ void St4Bf16(bf16* p, float4 x) {
   *reinterpret_cast<uint2*>(p) = make_uint2(PackBf16(x.x, x.y), PackBf16(x.z, x.w));
 }
+// Four values of v into a bf16 shared tile: fp32 rounded to nearest, bf16 copied (8-byte
+// loads; v's row offsets are multiples of 4 values). Zeros where !live.
+__device__ __forceinline__ void StageV4(bf16* dst, const float* src, bool live) {
+  St4Bf16(dst, live ? Ld4(src) : make_float4(0.0f, 0.0f, 0.0f, 0.0f));
+}
+__device__ __forceinline__ void StageV4(bf16* dst, const bf16* src, bool live) {
+  *reinterpret_cast<uint2*>(dst) = live ? *reinterpret_cast<const uint2*>(src) : make_uint2(0u, 0u);
+}
 
 // Local state U_c = sum_j (k_j exp(G_last - G_j)) v_j^T of chunk c, one block per
 // (chunk, head), one warp per 32 key rows: k exp(G_last - G) is staged once as bf16
 // ([token][key], 16-byte loads), then per 64 value columns v ([token][column]) and the
 // product with K = the chunk's tokens, fragments through ldmatrix.trans. As the fp32
 // kernel: a sequence that keeps no final state skips its last chunk.
+template <typename VT>
 __global__ void __launch_bounds__(kMaxDk)
     ChunkLocalStateMmaKernel(const float* __restrict__ k, const float* __restrict__ G,
-                             const float* __restrict__ v, PackView pack, int heads, int dk, int dv,
+                             const VT* __restrict__ v, PackView pack, int heads, int dk, int dv,
                              float* const* state_ptrs, float* const* out_ptrs,
                              float* __restrict__ u) {
   extern __shared__ __align__(16) unsigned char smem[];
@@ -80,7 +91,7 @@ __global__ void __launch_bounds__(kMaxDk)
   const int64_t vstride = static_cast<int64_t>(heads) * dv;
   const float* kc = k + static_cast<int64_t>(t0) * kstride + static_cast<int64_t>(h) * dk;
   const float* gc = G + static_cast<int64_t>(t0) * kstride + static_cast<int64_t>(h) * dk;
-  const float* vc = v + static_cast<int64_t>(t0) * vstride + static_cast<int64_t>(h) * dv;
+  const VT* vc = v + static_cast<int64_t>(t0) * vstride + static_cast<int64_t>(h) * dv;
   const float* glast = gc + (n - 1) * kstride;
   const int k4s = dkp / 4;
 #pragma unroll 2
@@ -106,9 +117,7 @@ __global__ void __launch_bounds__(kMaxDk)
 #pragma unroll 4
     for (int idx = tid; idx < kC * (kVT / 4); idx += blockDim.x) {
       const int j = idx / (kVT / 4), n4 = 4 * (idx % (kVT / 4));
-      const float4 val = (j < n && vb + n4 < dv) ? Ld4(vc + j * vstride + vb + n4)
-                                                 : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-      St4Bf16(vs + j * vss + n4, val);
+      StageV4(vs + j * vss + n4, vc + j * vstride + vb + n4, j < n && vb + n4 < dv);
     }
     __syncthreads();
     float acc[2][8][4];
@@ -158,9 +167,10 @@ __global__ void __launch_bounds__(kMaxDk)
 // value tile of 64: o = scale (q exp(G) S + A v), both products by mma. A sequence's first
 // chunk reads its start state in place where ReadsStartInPlace (none: a zero state,
 // whose term is skipped); every other chunk reads its S from chunk_states.
+template <typename VT>
 __global__ void __launch_bounds__(kOutThreads)
     ChunkOutputMmaKernel(const float* __restrict__ q, const float* __restrict__ k,
-                         const float* __restrict__ G, const float* __restrict__ v,
+                         const float* __restrict__ G, const VT* __restrict__ v,
                          const float* chunk_states, float* const* state_ptrs,
                          float* const* out_ptrs, int64_t layer_offset, PackView pack, int heads,
                          int dk, int dv, float scale, float* __restrict__ o) {
@@ -316,7 +326,7 @@ __global__ void __launch_bounds__(kOutThreads)
     const float* start = state_ptrs[seq];
     S = start == nullptr ? nullptr : start + layer_offset + static_cast<int64_t>(h) * dk * dv;
   }
-  const float* vc = v + static_cast<int64_t>(t0) * vstride + static_cast<int64_t>(h) * dv;
+  const VT* vc = v + static_cast<int64_t>(t0) * vstride + static_cast<int64_t>(h) * dv;
   const int b_row = (lane % 8) + 8 * ((lane / 8) % 2), b_col = 8 * (lane / 16);
   for (int vb = 0; vb < dv; vb += kVT) {
     if (vb > 0) __syncthreads();  // the previous tile's readers are done
@@ -333,8 +343,7 @@ __global__ void __launch_bounds__(kOutThreads)
 #pragma unroll 8
     for (int idx = tid; idx < kC * (kVT / 4); idx += kOutThreads) {
       const int j = idx / (kVT / 4), n4 = 4 * (idx % (kVT / 4));
-      const float4 val = (j < n && vb + n4 < dv) ? Ld4(vc + j * vstride + vb + n4) : zero;
-      St4Bf16(vt + j * kVS + n4, val);
+      StageV4(vt + j * kVS + n4, vc + j * vstride + vb + n4, j < n && vb + n4 < dv);
     }
     __syncthreads();
     if (!active) continue;
@@ -390,25 +399,30 @@ size_t OutputMmaSmem(int dk) {
   return region1 + sizeof(bf16) * kC * (qes + kVS);
 }
 
-cudaError_t LaunchStatesMma(const float* k, const float* G, const float* v, const PackView& pack,
+template <typename VT>
+cudaError_t LaunchStatesMma(const float* k, const float* G, const VT* v, const PackView& pack,
                             int heads, int dk, int dv, float* const* state_ptrs,
                             float* const* out_ptrs, int64_t layer_offset, float* single,
                             float* chunk_states, cudaStream_t stream) {
   if (pack.num_chunks == 0) return cudaSuccess;
   if (dk > kMaxDk) return cudaErrorInvalidValue;
-  if (dk % 4 != 0 || dv % 4 != 0) {  // the 16-byte loads need both: the fp32 kernels
-    return state_ptrs == nullptr
-               ? ChunkGlaStates(k, G, v, pack.rows, heads, dk, dv, single, chunk_states, stream)
-               : ChunkGlaStatesPacked(k, G, v, pack, heads, dk, dv, state_ptrs, out_ptrs,
-                                      layer_offset, chunk_states, stream);
+  if (!ChunkMmaTakesBf16Values(dk, dv)) {  // the 16-byte loads need both: the fp32 kernels
+    if constexpr (!std::is_same_v<VT, float>) {
+      return cudaErrorInvalidValue;
+    } else {
+      return state_ptrs == nullptr
+                 ? ChunkGlaStates(k, G, v, pack.rows, heads, dk, dv, single, chunk_states, stream)
+                 : ChunkGlaStatesPacked(k, G, v, pack, heads, dk, dv, state_ptrs, out_ptrs,
+                                        layer_offset, chunk_states, stream);
+    }
   }
   const size_t smem = LocalStateMmaSmem(dk);
   cudaError_t err =
-      cudaFuncSetAttribute(ChunkLocalStateMmaKernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                           static_cast<int>(smem));
+      cudaFuncSetAttribute(ChunkLocalStateMmaKernel<VT>,
+                           cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
   if (err != cudaSuccess) return err;
   dim3 grid(pack.num_chunks, heads);
-  ChunkLocalStateMmaKernel<<<grid, RoundUp(dk, 32), smem, stream>>>(
+  ChunkLocalStateMmaKernel<VT><<<grid, RoundUp(dk, 32), smem, stream>>>(
       k, G, v, pack, heads, dk, dv, state_ptrs, out_ptrs, chunk_states);
   err = cudaGetLastError();
   if (err != cudaSuccess) return err;
@@ -416,36 +430,54 @@ cudaError_t LaunchStatesMma(const float* k, const float* G, const float* v, cons
                         chunk_states, stream);
 }
 
+template <typename VT>
+cudaError_t LaunchOutputMma(const float* q, const float* k, const float* G, const VT* v,
+                            const float* chunk_states, float* const* state_ptrs,
+                            float* const* out_ptrs, int64_t layer_offset, const PackView& pack,
+                            int heads, int dk, int dv, float scale, float* o, cudaStream_t stream) {
+  if (pack.num_chunks == 0) return cudaSuccess;
+  if (dk > kMaxDk) return cudaErrorInvalidValue;
+  if (!ChunkMmaTakesBf16Values(dk, dv)) {  // the 16-byte loads need both: the fp32 kernel
+    if constexpr (!std::is_same_v<VT, float>) {
+      return cudaErrorInvalidValue;
+    } else {
+      return ChunkGlaOutputPacked(q, k, G, v, chunk_states, state_ptrs, out_ptrs, layer_offset,
+                                  pack, heads, dk, dv, scale, o, stream);
+    }
+  }
+  const size_t smem = OutputMmaSmem(dk);
+  cudaError_t err =
+      cudaFuncSetAttribute(ChunkOutputMmaKernel<VT>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                           static_cast<int>(smem));
+  if (err != cudaSuccess) return err;
+  dim3 grid(pack.num_chunks, heads);
+  ChunkOutputMmaKernel<VT><<<grid, kOutThreads, smem, stream>>>(
+      q, k, G, v, chunk_states, state_ptrs, out_ptrs, layer_offset, pack, heads, dk, dv, scale, o);
+  return cudaGetLastError();
+}
+
 }  // namespace
 
-cudaError_t ChunkGlaStatesPackedMma(const float* k, const float* G, const float* v,
+bool ChunkMmaTakesBf16Values(int dk, int dv) { return dk % 4 == 0 && dv % 4 == 0; }
+
+cudaError_t ChunkGlaStatesPackedMma(const float* k, const float* G, const void* v, Act v_act,
                                     const PackView& pack, int heads, int dk, int dv,
                                     float* const* state_ptrs, float* const* out_ptrs,
                                     int64_t layer_offset, float* chunk_states,
                                     cudaStream_t stream) {
-  return LaunchStatesMma(k, G, v, pack, heads, dk, dv, state_ptrs, out_ptrs, layer_offset, nullptr,
-                         chunk_states, stream);
+  HG_DISPATCH_ACT(
+      v_act, return LaunchStatesMma(k, G, static_cast<const T*>(v), pack, heads, dk, dv, state_ptrs,
+                                    out_ptrs, layer_offset, nullptr, chunk_states, stream));
 }
 
-cudaError_t ChunkGlaOutputPackedMma(const float* q, const float* k, const float* G, const float* v,
-                                    const float* chunk_states, float* const* state_ptrs,
+cudaError_t ChunkGlaOutputPackedMma(const float* q, const float* k, const float* G, const void* v,
+                                    Act v_act, const float* chunk_states, float* const* state_ptrs,
                                     float* const* out_ptrs, int64_t layer_offset,
                                     const PackView& pack, int heads, int dk, int dv, float scale,
                                     float* o, cudaStream_t stream) {
-  if (pack.num_chunks == 0) return cudaSuccess;
-  if (dk > kMaxDk) return cudaErrorInvalidValue;
-  if (dk % 4 != 0 || dv % 4 != 0) {  // the 16-byte loads need both: the fp32 kernel
-    return ChunkGlaOutputPacked(q, k, G, v, chunk_states, state_ptrs, out_ptrs, layer_offset, pack,
-                                heads, dk, dv, scale, o, stream);
-  }
-  const size_t smem = OutputMmaSmem(dk);
-  cudaError_t err = cudaFuncSetAttribute(
-      ChunkOutputMmaKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
-  if (err != cudaSuccess) return err;
-  dim3 grid(pack.num_chunks, heads);
-  ChunkOutputMmaKernel<<<grid, kOutThreads, smem, stream>>>(
-      q, k, G, v, chunk_states, state_ptrs, out_ptrs, layer_offset, pack, heads, dk, dv, scale, o);
-  return cudaGetLastError();
+  HG_DISPATCH_ACT(
+      v_act, return LaunchOutputMma(q, k, G, static_cast<const T*>(v), chunk_states, state_ptrs,
+                                    out_ptrs, layer_offset, pack, heads, dk, dv, scale, o, stream));
 }
 
 cudaError_t ChunkGlaStatesMma(const float* k, const float* G, const float* v, int tokens, int heads,
@@ -458,8 +490,8 @@ cudaError_t ChunkGlaStatesMma(const float* k, const float* G, const float* v, in
 cudaError_t ChunkGlaOutputMma(const float* q, const float* k, const float* G, const float* v,
                               const float* chunk_states, int tokens, int heads, int dk, int dv,
                               float scale, float* o, cudaStream_t stream) {
-  return ChunkGlaOutputPackedMma(q, k, G, v, chunk_states, nullptr, nullptr, 0,
-                                 SingleSequence(tokens), heads, dk, dv, scale, o, stream);
+  return LaunchOutputMma(q, k, G, v, chunk_states, nullptr, nullptr, 0, SingleSequence(tokens),
+                         heads, dk, dv, scale, o, stream);
 }
 
 }  // namespace hgeval::cuda

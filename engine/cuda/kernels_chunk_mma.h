@@ -2,6 +2,8 @@
 // launchers of kernels.h (ChunkGlaStatesPacked, ChunkGlaOutputPacked) with the same
 // arguments and contract, their products run as bf16 mma.sync m16n8k16 with fp32
 // accumulation. Chunk states stay fp32; the cumsum and the state scan are the fp32 ones.
+// The packed forms take v as fp32 or bf16 (`v_act`): the kernels stage v as bf16 either
+// way, so bf16 v rounded to nearest from the fp32 one gives bitwise the same results.
 // fp32 mode never calls these (its path stays the exact reference).
 #ifndef HGEVAL_ENGINE_CUDA_KERNELS_CHUNK_MMA_H_
 #define HGEVAL_ENGINE_CUDA_KERNELS_CHUNK_MMA_H_
@@ -14,16 +16,21 @@
 
 namespace hgeval::cuda {
 
+// Whether the tensor-core kernels run these head dims (their 16-byte loads need dk and dv
+// multiples of 4; dk <= 256 is checked apart). Otherwise the launchers run the fp32
+// kernels, which read fp32 v: a bf16 v is then refused (cudaErrorInvalidValue).
+bool ChunkMmaTakesBf16Values(int dk, int dv);
+
 // Per-chunk local states by tensor cores, then the fp32 scan (ChunkStateScan).
-cudaError_t ChunkGlaStatesPackedMma(const float* k, const float* G, const float* v,
+cudaError_t ChunkGlaStatesPackedMma(const float* k, const float* G, const void* v, Act v_act,
                                     const PackView& pack, int heads, int dk, int dv,
                                     float* const* state_ptrs, float* const* out_ptrs,
                                     int64_t layer_offset, float* chunk_states, cudaStream_t stream);
 
 // o = scale (q exp(G) S_c + A v), A the intra-chunk matrix: its 16-token diagonal blocks
 // with exact per-element exponents in fp32, the blocks below them by tensor cores.
-cudaError_t ChunkGlaOutputPackedMma(const float* q, const float* k, const float* G, const float* v,
-                                    const float* chunk_states, float* const* state_ptrs,
+cudaError_t ChunkGlaOutputPackedMma(const float* q, const float* k, const float* G, const void* v,
+                                    Act v_act, const float* chunk_states, float* const* state_ptrs,
                                     float* const* out_ptrs, int64_t layer_offset,
                                     const PackView& pack, int heads, int dk, int dv, float scale,
                                     float* o, cudaStream_t stream);

@@ -38,6 +38,13 @@ absl::StatusOr<int64_t> CudaLinearAttention::ReserveChunks(int64_t chunks) {
   return reserved_chunks_;
 }
 
+Act CudaLinearAttention::PackValuesAct(int64_t call_dk) const {
+  if (call_dk <= 0) call_dk = dk_;
+  const bool bf16 =
+      tensor_cores_ && ChunkMmaTakesBf16Values(static_cast<int>(call_dk), static_cast<int>(dv_));
+  return bf16 ? Act::kBF16 : Act::kF32;
+}
+
 absl::Status CudaLinearAttention::Enqueue(const MixerPass& pass, int64_t state_offset, float* o,
                                           int64_t call_dk, bool g_chunk_cumulative) const {
   if (call_dk <= 0) call_dk = dk_;
@@ -57,11 +64,12 @@ absl::Status CudaLinearAttention::Enqueue(const MixerPass& pass, int64_t state_o
   }
   if (!g_chunk_cumulative) HG_CUDA_RETURN(ChunkLocalCumsumPacked(g(), *pass.pack, H, dk, s));
   if (tensor_cores_) {
-    HG_CUDA_RETURN(ChunkGlaStatesPackedMma(k(), g(), v(), *pass.pack, H, dk, dv, sptrs, optrs,
-                                           state_offset, chunk_states_.as<float>(), s));
-    HG_CUDA_RETURN(ChunkGlaOutputPackedMma(q(), k(), g(), v(), chunk_states_.as<float>(), sptrs,
-                                           optrs, state_offset, *pass.pack, H, dk, dv, scale_, o,
-                                           s));
+    const Act v_act = PackValuesAct(call_dk);
+    HG_CUDA_RETURN(ChunkGlaStatesPackedMma(k(), g(), v(), v_act, *pass.pack, H, dk, dv, sptrs,
+                                           optrs, state_offset, chunk_states_.as<float>(), s));
+    HG_CUDA_RETURN(ChunkGlaOutputPackedMma(q(), k(), g(), v(), v_act, chunk_states_.as<float>(),
+                                           sptrs, optrs, state_offset, *pass.pack, H, dk, dv,
+                                           scale_, o, s));
     return absl::OkStatus();
   }
   HG_CUDA_RETURN(ChunkGlaStatesPacked(k(), g(), v(), *pass.pack, H, dk, dv, sptrs, optrs,

@@ -46,7 +46,12 @@ class CudaLinearAttention {
   float* q() const { return q_.as<float>(); }
   float* k() const { return k_.as<float>(); }
   float* g() const { return g_.as<float>(); }
+  // fp32 v (decode steps), or a pack's v as PackValuesAct(call_dk) in the same room.
   float* v() const { return v_.as<float>(); }
+  // How a pack's v is held for a call of key dim `call_dk` (0: dk()): bf16 where the
+  // tensor-core kernels run (they round v to bf16 anyway: same bits, half the bytes),
+  // else fp32. The gate kernel writing v and Enqueue both follow it.
+  Act PackValuesAct(int64_t call_dk = 0) const;
 
   // o [rows, H, dv] (fp32) from q, k, g, v; states at `state_offset` floats into each
   // sequence's state. Packs: chunk-local cumsum of g, chunk states, output. `call_dk` (0:

@@ -47,6 +47,7 @@ class TnlMixer final : public CudaTokenMixer {
       layout.embedding_scale = std::sqrt(static_cast<float>(config_.hidden_size));
     }
     layout.norm_eps = kSimpleRmsNormEps;
+    layout.o_proj_adds_to_residual = true;  // out_proj through ProjectOut
     return layout;
   }
 
@@ -109,10 +110,10 @@ class TnlMixer final : public CudaTokenMixer {
                               attention_.k(), attention_.g(), attention_.v(), pass.stream));
     } else {
       // Packs: the gates and the chunk-local cumsum of the decay in one kernel.
-      HG_CUDA_RETURN(TnlGatesChunkCumsum(proj, *pass.pack, H, e, static_cast<int>(layer_dk), theta,
-                                         pass.in->positions, w.log_decay.as<float>(),
-                                         attention_.q(), attention_.k(), attention_.g(),
-                                         attention_.v(), pass.stream));
+      HG_CUDA_RETURN(TnlGatesChunkCumsum(
+          proj, *pass.pack, H, e, static_cast<int>(layer_dk), theta, pass.in->positions,
+          w.log_decay.as<float>(), attention_.q(), attention_.k(), attention_.g(), attention_.v(),
+          attention_.PackValuesAct(layer_dk), pass.stream));
     }
     HG_RETURN_IF_ERROR(attention_.Enqueue(pass, pass.layer * StateFloatsPerLayer(), o, layer_dk,
                                           /*g_chunk_cumulative=*/!pass.decode));

@@ -44,8 +44,12 @@ absl::Status ProjectionScratch::ProjectIn(const MixerPass& pass, const DeviceBuf
 absl::Status ProjectionScratch::ProjectOut(const MixerPass& pass, const DeviceBuffer& w_out,
                                            Act act, int r0, int n) const {
   if (n < 0) n = pass.rows - r0;
-  return pass.Linear(n, d, out_width, MatRef{onorm.get(), act, out_width},
-                     MatRef{w_out.get(), act, out_width}, pass.delta + r0 * d, Act::kF32, d);
+  const MatRef a{onorm.get(), act, out_width}, w{w_out.get(), act, out_width};
+  if (pass.residual != nullptr && !pass.decode) {
+    return pass.pinned->Run(pass.stream, n, d, out_width, a, w, pass.residual + r0 * d, Act::kF32,
+                            d, /*beta=*/1.0f);
+  }
+  return pass.Linear(n, d, out_width, a, w, pass.delta + r0 * d, Act::kF32, d);
 }
 
 }  // namespace hgeval::cuda

@@ -67,6 +67,9 @@ struct MixerPass {
   const PackHostView* host = nullptr;  // packs only
   const void* x = nullptr;             // act [rows, D]: the block's first norm
   float* delta = nullptr;              // fp32 [rows, D]: the mixer's output
+  // Packs of a family with BlockLayout::o_proj_adds_to_residual: the residual stream h
+  // (fp32 [rows, D]), which ProjectOut adds the output into instead of writing delta.
+  float* residual = nullptr;
   cudaStream_t stream = nullptr;
   cublasHandle_t cublas = nullptr;
   PinnedGemm* pinned = nullptr;
@@ -88,6 +91,9 @@ struct BlockLayout {
   // 0: the family keeps a fixed-size recurrent state instead.
   int64_t kv_row_bytes = 0;
   bool bounded_context = false;  // LLaMA: positions bounded by max_position_embeddings
+  // Packs: the mixer's output goes through ProjectionScratch::ProjectOut, which then adds
+  // it to the residual in o_proj's epilogue (MixerPass::residual; gemm.h's beta = 1).
+  bool o_proj_adds_to_residual = false;
 };
 
 // The scratch of mixers that project x once (one fused fp32 input projection), compute an
@@ -106,7 +112,8 @@ struct ProjectionScratch {
   // all the pass's rows).
   absl::Status ProjectIn(const MixerPass& pass, const DeviceBuffer& w_in, Act act, int r0 = 0,
                          int n = -1) const;
-  // delta = onorm · w_outᵀ (fp32), likewise for pass rows [r0, r0 + n) from onorm's first n.
+  // delta = onorm · w_outᵀ (fp32), likewise for pass rows [r0, r0 + n) from onorm's first n;
+  // where pass.residual is set (packs), residual += onorm · w_outᵀ instead.
   absl::Status ProjectOut(const MixerPass& pass, const DeviceBuffer& w_out, Act act, int r0 = 0,
                           int n = -1) const;
 };

@@ -140,10 +140,11 @@ INSTANTIATE_TEST_SUITE_P(
 
 // A ragged pack: sequence s is lens[s] rows from its own start state (a second layer's
 // slot: layer_offset). fork: final states go to other buffers (the first chunk reads the
-// start in place) and sequence 1 keeps none (a read-only start).
+// start in place) and sequence 1 keeps none (a read-only start). v_act kBF16: v is passed
+// as its values rounded to bf16 (what the gate kernels write in bf16 mode).
 void RunPack(const Inputs& in, const std::vector<int>& lens, const std::vector<float>& starts,
              bool fork, float scale, std::vector<float>& out, std::vector<float>& states,
-             std::vector<float>& finals) {
+             std::vector<float>& finals, Act v_act = Act::kF32) {
   const int H = in.heads, dk = in.dk, dv = in.dv;
   const int64_t ns = static_cast<int64_t>(H) * dk * dv;
   const int num_seqs = static_cast<int>(lens.size());
@@ -169,6 +170,8 @@ void RunPack(const Inputs& in, const std::vector<int>& lens, const std::vector<f
   pack.chunk_seq = d_chunk_seq.get();
 
   Dev<float> dq(in.q), dk_(in.k), dg(in.g), dv_(in.v);
+  Dev<uint16_t> dv_bf16(RoundedBf16Bits(in.v));
+  const void* v = v_act == Act::kBF16 ? static_cast<const void*>(dv_bf16.get()) : dv_.get();
   Dev<float> dout(static_cast<size_t>(rows) * H * dv);
   Dev<float> dstates(starts);  // [seq][2 layers][ns]; layer 1 used
   Dev<float> dfinals(static_cast<size_t>(num_seqs) * ns);
@@ -181,11 +184,11 @@ void RunPack(const Inputs& in, const std::vector<int>& lens, const std::vector<f
   Dev<float*> dsp(sp), dop(op);
   float* const* out_ptrs = fork ? dop.get() : nullptr;
   ASSERT_EQ(ChunkLocalCumsumPacked(dg.get(), pack, H, dk, nullptr), cudaSuccess);
-  ASSERT_EQ(ChunkGlaStatesPackedMma(dk_.get(), dg.get(), dv_.get(), pack, H, dk, dv, dsp.get(),
+  ASSERT_EQ(ChunkGlaStatesPackedMma(dk_.get(), dg.get(), v, v_act, pack, H, dk, dv, dsp.get(),
                                     out_ptrs, ns, dchunks.get(), nullptr),
             cudaSuccess);
   ASSERT_EQ(
-      ChunkGlaOutputPackedMma(dq.get(), dk_.get(), dg.get(), dv_.get(), dchunks.get(), dsp.get(),
+      ChunkGlaOutputPackedMma(dq.get(), dk_.get(), dg.get(), v, v_act, dchunks.get(), dsp.get(),
                               out_ptrs, ns, pack, H, dk, dv, scale, dout.get(), nullptr),
       cudaSuccess);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
@@ -269,6 +272,53 @@ TEST_P(ChunkMmaPackTest, RaggedPackMatchesFloat64AndEachSequenceAlone) {
     }
     r0 += lens[s];
   }
+}
+
+// bf16 mode's gate kernels write v as bf16 (kernels_fused_gates.h): the kernels stage fp32
+// v as bf16 with the same rounding, so outputs, final states and forked finals keep every
+// bit.
+TEST_P(ChunkMmaPackTest, Bf16ValuesGiveTheFloatValuesBits) {
+  if (!testing::HaveGpu()) GTEST_SKIP() << "no CUDA GPU visible";
+  const PackCase c = GetParam();
+  const std::vector<int> lens = {130, 1, 64, 17, 65, 200};
+  int rows = 0;
+  for (int n : lens) rows += n;
+  std::mt19937 rng(c.dk * 7 + c.dv + c.fork);
+  const Inputs in = RandomInputs(rows, c.heads, c.dk, c.dv, c.decay, rng);
+  const int64_t ns = static_cast<int64_t>(c.heads) * c.dk * c.dv;
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::vector<float> starts(lens.size() * 2 * ns);
+  for (auto& x : starts) x = nd(rng);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(c.dk));
+  std::vector<float> out32, states32, finals32, out16, states16, finals16;
+  RunPack(in, lens, starts, c.fork, scale, out32, states32, finals32, Act::kF32);
+  if (HasFatalFailure()) return;
+  RunPack(in, lens, starts, c.fork, scale, out16, states16, finals16, Act::kBF16);
+  if (HasFatalFailure()) return;
+  auto same = [](const std::vector<float>& a, const std::vector<float>& b) {
+    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+  };
+  EXPECT_TRUE(same(out32, out16)) << "output";
+  EXPECT_TRUE(same(states32, states16)) << "states";
+  EXPECT_TRUE(same(finals32, finals16)) << "forked finals";
+}
+
+// Head dims the tensor-core kernels do not run take fp32 v only (their fp32 fallback): a
+// bf16 v is refused before anything is read or launched.
+TEST(ChunkMmaValuesTest, Bf16ValuesRefusedWhereTheFp32KernelsRun) {
+  EXPECT_TRUE(ChunkMmaTakesBf16Values(128, 128));
+  EXPECT_FALSE(ChunkMmaTakesBf16Values(6, 128));
+  EXPECT_FALSE(ChunkMmaTakesBf16Values(128, 6));
+  PackView pack;
+  pack.rows = 70;
+  pack.num_seqs = 1;
+  pack.num_chunks = 2;
+  EXPECT_EQ(ChunkGlaStatesPackedMma(nullptr, nullptr, nullptr, Act::kBF16, pack, 1, 6, 8, nullptr,
+                                    nullptr, 0, nullptr, nullptr),
+            cudaErrorInvalidValue);
+  EXPECT_EQ(ChunkGlaOutputPackedMma(nullptr, nullptr, nullptr, nullptr, Act::kBF16, nullptr,
+                                    nullptr, nullptr, 0, pack, 1, 6, 8, 1.0f, nullptr, nullptr),
+            cudaErrorInvalidValue);
 }
 
 INSTANTIATE_TEST_SUITE_P(Packs, ChunkMmaPackTest,

@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -47,6 +49,18 @@ inline double RelErr(const std::vector<float>& got, const std::vector<double>& w
     den += want[i] * want[i];
   }
   return std::sqrt(num / std::max(den, 1e-300));
+}
+
+// The bf16 bits of each value rounded to nearest even (the device's __float2bfloat16_rn
+// for finite values).
+inline std::vector<uint16_t> RoundedBf16Bits(const std::vector<float>& x) {
+  std::vector<uint16_t> bits(x.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    uint32_t u;
+    std::memcpy(&u, &x[i], sizeof(u));
+    bits[i] = static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+  }
+  return bits;
 }
 
 }  // namespace hgeval::cuda

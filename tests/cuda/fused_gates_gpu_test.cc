@@ -1,6 +1,7 @@
 // Gate kernels fused with the chunk-local cumsum (engine/cuda/kernels_fused_gates.h) against
 // the unfused pair they replace (the gate kernel, then ChunkLocalCumsumPacked): bitwise
-// equal q, k, g, v, over a pack of sequences whose chunks end short.
+// equal q, k, g, v, over a pack of sequences whose chunks end short; and with v written
+// as bf16, v is the fp32 v rounded to nearest and q, k, g keep their bits.
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -32,6 +33,17 @@ void ExpectSameGates(Dev<float>& q0, Dev<float>& k0, Dev<float>& g0, Dev<float>&
   EXPECT_TRUE(BitwiseEqual(k0.Get(), k1.Get())) << "k";
   EXPECT_TRUE(BitwiseEqual(g0.Get(), g1.Get())) << "g";
   EXPECT_TRUE(BitwiseEqual(v0.Get(), v1.Get())) << "v";
+}
+
+// The fused kernel's run with bf16 v (2) against its fp32 run (1): q, k, g bitwise, v the
+// fp32 v rounded to nearest even.
+void ExpectBf16Values(Dev<float>& q1, Dev<float>& k1, Dev<float>& g1, Dev<float>& v1,
+                      Dev<float>& q2, Dev<float>& k2, Dev<float>& g2, Dev<uint16_t>& v2) {
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_TRUE(BitwiseEqual(q1.Get(), q2.Get())) << "q with bf16 v";
+  EXPECT_TRUE(BitwiseEqual(k1.Get(), k2.Get())) << "k with bf16 v";
+  EXPECT_TRUE(BitwiseEqual(g1.Get(), g2.Get())) << "g with bf16 v";
+  EXPECT_TRUE(v2.Get() == RoundedBf16Bits(v1.Get())) << "bf16 v";
 }
 
 // Three sequences of 100, 64 and 137 rows: chunks of 64 + 36, 64, 64 + 64 + 9.
@@ -96,9 +108,15 @@ TEST_P(TnlGatesChunkCumsumTest, EqualsGatesThenCumsumBitwise) {
             cudaSuccess);
   ASSERT_EQ(ChunkLocalCumsumPacked(g0.get(), pack, heads, c.dk, nullptr), cudaSuccess);
   ASSERT_EQ(TnlGatesChunkCumsum(dproj.get(), pack, heads, c.e, c.dk, th, dpos.get(), ddecay.get(),
-                                q1.get(), k1.get(), g1.get(), v1.get(), nullptr),
+                                q1.get(), k1.get(), g1.get(), v1.get(), Act::kF32, nullptr),
             cudaSuccess);
   ExpectSameGates(q0, k0, g0, v0, q1, k1, g1, v1);
+  Dev<float> q2(nqk), k2(nqk), g2(nqk);
+  Dev<uint16_t> v2(nv);
+  ASSERT_EQ(TnlGatesChunkCumsum(dproj.get(), pack, heads, c.e, c.dk, th, dpos.get(), ddecay.get(),
+                                q2.get(), k2.get(), g2.get(), v2.get(), Act::kBF16, nullptr),
+            cudaSuccess);
+  ExpectBf16Values(q1, k1, g1, v1, q2, k2, g2, v2);
   const std::vector<float> g_fused = g1.Get();
   // The sum restarts at each chunk: a chunk's first row holds the decay itself.
   EXPECT_EQ(g_fused[static_cast<size_t>(100) * heads * c.dk], decay[0]);
@@ -124,7 +142,8 @@ TEST(Hgrn2GatesChunkCumsumTest, EqualsGatesThenCumsumBitwiseAcrossRowBlocks) {
   const size_t n = static_cast<size_t>(rows) * dim;
   for (const bool with_lb : {true, false}) {
     const float* lower = with_lb ? dlb.get() : nullptr;
-    Dev<float> q0(n), k0(n), g0(n), v0(n), q1(n), k1(n), g1(n), v1(n);
+    Dev<float> q0(n), k0(n), g0(n), v0(n), q1(n), k1(n), g1(n), v1(n), q2(n), k2(n), g2(n);
+    Dev<uint16_t> v2(n);
     ASSERT_EQ(
         Hgrn2Gates(dqfi.get(), rows, dim, lower, q0.get(), k0.get(), g0.get(), v0.get(), nullptr),
         cudaSuccess);
@@ -132,12 +151,17 @@ TEST(Hgrn2GatesChunkCumsumTest, EqualsGatesThenCumsumBitwiseAcrossRowBlocks) {
     // Row blocks of 90 rows (as HGRN2's kRowBlock blocks): chunks straddle their edges.
     for (int r0 = 0; r0 < rows; r0 += 90) {
       const int m = std::min(90, rows - r0);
-      ASSERT_EQ(Hgrn2GatesChunkCumsum(dqfi.get() + static_cast<size_t>(r0) * 3 * dim, r0, m, pack,
-                                      dim, lower, q1.get(), k1.get(), g1.get(), v1.get(), nullptr),
+      const float* qfi = dqfi.get() + static_cast<size_t>(r0) * 3 * dim;
+      ASSERT_EQ(Hgrn2GatesChunkCumsum(qfi, r0, m, pack, dim, lower, q1.get(), k1.get(), g1.get(),
+                                      v1.get(), Act::kF32, nullptr),
+                cudaSuccess);
+      ASSERT_EQ(Hgrn2GatesChunkCumsum(qfi, r0, m, pack, dim, lower, q2.get(), k2.get(), g2.get(),
+                                      v2.get(), Act::kBF16, nullptr),
                 cudaSuccess);
     }
     SCOPED_TRACE(with_lb ? "lower bounds" : "no lower bounds");
     ExpectSameGates(q0, k0, g0, v0, q1, k1, g1, v1);
+    ExpectBf16Values(q1, k1, g1, v1, q2, k2, g2, v2);
   }
 }
 
@@ -184,10 +208,17 @@ TEST_P(GlaGatesChunkCumsumTest, EqualsBiasGatesThenCumsumBitwise) {
   ASSERT_EQ(ChunkLocalCumsumPacked(g0.get(), pack, c.heads, c.dk, nullptr), cudaSuccess);
   ASSERT_EQ(GlaGatesChunkCumsum(dproj.get(), ld, k_off, v_off, dgk1.get(), dbias.get(), pack,
                                 c.heads, c.kv_heads, c.dk, c.dv, 16.0f, c.clamp, clamp_min,
-                                q1.get(), k1.get(), g1.get(), v1.get(), nullptr),
+                                q1.get(), k1.get(), g1.get(), v1.get(), Act::kF32, nullptr),
             cudaSuccess);
   ExpectSameGates(q0, k0, g0, v0, q1, k1, g1, v1);
   EXPECT_TRUE(BitwiseEqual(dgk1.Get(), gk));  // gk is only read
+  Dev<float> q2(nqk), k2(nqk), g2(nqk);
+  Dev<uint16_t> v2(nv);
+  ASSERT_EQ(GlaGatesChunkCumsum(dproj.get(), ld, k_off, v_off, dgk1.get(), dbias.get(), pack,
+                                c.heads, c.kv_heads, c.dk, c.dv, 16.0f, c.clamp, clamp_min,
+                                q2.get(), k2.get(), g2.get(), v2.get(), Act::kBF16, nullptr),
+            cudaSuccess);
+  ExpectBf16Values(q1, k1, g1, v1, q2, k2, g2, v2);
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, GlaGatesChunkCumsumTest,
