@@ -1,4 +1,4 @@
-// Pack-table lookups of the chunkwise GLA kernels (kernels_scan.cu's fp32 ones and
+// Pack-table lookups of the chunkwise GLA kernels (kernels_chunk_gla.cu's fp32 ones and
 // kernels_chunk_mma.cu's tensor-core ones): which rows a chunk covers, which sequence it
 // belongs to, and where a sequence's start and final states live.
 #ifndef HGEVAL_ENGINE_CUDA_CHUNK_PACK_CUH_

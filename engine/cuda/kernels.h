@@ -110,7 +110,7 @@ cudaError_t GlaGates(const float* proj, int64_t proj_ld, int64_t k_off, int64_t 
 cudaError_t HgrnGates(float* ifg, int rows, int width, const float* lower_bound,
                       cudaStream_t stream);
 
-// ---- kernels_scan.cu --------------------------------------------------------------
+// ---- kernels_chunk_gla.cu ---------------------------------------------------------
 
 // Chunk size of the chunkwise GLA form.
 constexpr int kGlaChunk = 64;
@@ -151,6 +151,8 @@ cudaError_t ChunkGlaOutput(const float* q, const float* k, const float* G, const
                            const float* chunk_states, int tokens, int heads, int dk, int dv,
                            float scale, float* o, cudaStream_t stream);
 
+// ---- kernels_hgrn_scan.cu ---------------------------------------------------------
+
 // HGRN1 scan: h_t = exp(f_t) h_{t-1} + i_t; o_t = h_t. ifg as left by HgrnGates
 // ([rows, 3E]); state [E] per sequence; o fp32 [rows, E]. Sequence s owns rows
 // [seq_row0[s], seq_row0[s+1]) (device array of num_seqs + 1 offsets).
@@ -159,6 +161,8 @@ cudaError_t ChunkGlaOutput(const float* q, const float* k, const float* G, const
 cudaError_t HgrnScan(const float* ifg, const int32_t* seq_row0, int num_seqs, int width,
                      float* const* state_ptrs, float* const* out_ptrs, int64_t layer_offset,
                      float* o, cudaStream_t stream);
+
+// ---- kernels_mamba_scan.cu --------------------------------------------------------
 
 // Mamba causal depthwise conv + bias + silu over the x half of xz ([rows, 2E] fp32).
 // The conv state per sequence holds the previous (Kc-1) inputs of each channel:

@@ -43,7 +43,7 @@ cudaError_t ChunkGlaOutputMma(const float* q, const float* k, const float* G, co
                               const float* chunk_states, int tokens, int heads, int dk, int dv,
                               float scale, float* o, cudaStream_t stream);
 
-// Phase 2 of the chunk states (kernels_scan.cu): S_{c+1} = exp(G_last,c) S_c + U_c over
+// Phase 2 of the chunk states (kernels_chunk_gla.cu): S_{c+1} = exp(G_last,c) S_c + U_c over
 // each sequence's chunks, in place over the local states U in chunk_states. `single`
 // is the single-sequence form's state (state_ptrs null).
 cudaError_t ChunkStateScan(const float* G, const PackView& pack, int heads, int dk, int dv,
