@@ -317,6 +317,9 @@ nlohmann::json Micro(cuda::DeviceContext* ctx) {
     const double scan = timer.Ms(
         [&] { cuda::ChunkStateScan(g, pack, H, K, V, nullptr, nullptr, 0, st, cs, s); }, 10);
     const double states_mma =
+        timer.Ms([&] { cuda::ChunkGlaStatesMmaTwoPass(k, g, v, T, H, K, V, st, cs, s); }, 10);
+    // The one-kernel walk that replaced the local states + scan pair.
+    const double states_walk =
         timer.Ms([&] { cuda::ChunkGlaStatesMma(k, g, v, T, H, K, V, st, cs, s); }, 10);
     const double out_mma =
         timer.Ms([&] { cuda::ChunkGlaOutputMma(q, k, g, v, cs, T, H, K, V, 0.088f, o, s); }, 10);
@@ -330,6 +333,7 @@ nlohmann::json Micro(cuda::DeviceContext* ctx) {
                                      {"output_ms", outk},
                                      {"scan_ms", scan},
                                      {"states_mma_ms", states_mma},
+                                     {"states_walk_mma_ms", states_walk},
                                      {"local_states_mma_ms", local_mma},
                                      {"output_mma_ms", out_mma},
                                      {"local_states_mma_tflops", local_flop / local_mma / 1e9},
@@ -337,9 +341,10 @@ nlohmann::json Micro(cuda::DeviceContext* ctx) {
     std::fprintf(stderr,
                  "[micro] chunk GLA 16K tokens, 16 heads, K=V=128, one layer: cumsum %.3f ms, "
                  "states %.3f ms, output %.3f ms; bf16 mma: states %.3f ms (scan %.3f, local "
-                 "%.3f = %.1f TFLOP/s), output %.3f ms (%.1f TFLOP/s)\n",
+                 "%.3f = %.1f TFLOP/s), one-kernel walk %.3f ms, output %.3f ms (%.1f "
+                 "TFLOP/s)\n",
                  cum, states, outk, states_mma, scan, local_mma, local_flop / local_mma / 1e9,
-                 out_mma, out_flop / out_mma / 1e9);
+                 states_walk, out_mma, out_flop / out_mma / 1e9);
     for (void* p : {static_cast<void*>(q), static_cast<void*>(k), static_cast<void*>(g),
                     static_cast<void*>(v), static_cast<void*>(o), static_cast<void*>(st),
                     static_cast<void*>(cs)}) {

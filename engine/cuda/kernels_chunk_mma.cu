@@ -161,6 +161,210 @@ __global__ void __launch_bounds__(kMaxDk)
   }
 }
 
+// Global -> shared without staging in registers (cp.async.ca: 8- and 16-byte copies).
+template <int kBytes>
+__device__ __forceinline__ void CpAsync(void* smem, const void* gmem) {
+  const uint32_t dst = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(dst), "l"(gmem), "n"(kBytes));
+}
+__device__ __forceinline__ void CpAsyncCommit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int kPending>
+__device__ __forceinline__ void CpAsyncWait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending));
+}
+
+constexpr int kFusedKT = 32;        // key rows per block of the fused state walk
+constexpr int kFusedStages = 3;     // chunks in flight: this one and two prefetched
+constexpr int kFusedThreads = 128;  // warp w: key rows 16 (w % 2).., value columns 32 (w / 2)..
+constexpr int kFusedKds = kFusedKT + 8;  // bf16 row stride of kd: ldmatrix rows conflict-free
+
+template <typename VT>
+__host__ __device__ constexpr size_t FusedStageBytes() {
+  return 2 * sizeof(float) * kC * kFusedKT + sizeof(VT) * kC * kVT;
+}
+template <typename VT>
+__host__ __device__ constexpr size_t FusedStatesSmem() {
+  return kFusedStages * FusedStageBytes<VT>() + sizeof(bf16) * kC * (kFusedKds + kVS);
+}
+
+// The chunk states of each sequence in one walk over its chunks (fla's chunk_fwd_h): one
+// block per (sequence, head, 32 key rows x 64 value columns of the state), the running
+// state S in registers. Chunk c: S_c (the state before it) goes to chunk_states, then
+// S <- exp(G_last) S + U_c, U_c = sum_j (k_j exp(G_last - G_j)) v_j^T by mma; the raw k, G
+// and v of the next two chunks stream in by cp.async meanwhile. U is never stored. Bitwise
+// the two-pass pair's results (ChunkLocalStateMmaKernel, then ChunkStateScanKernel): each
+// U element is the same m16n8k16 products of the same bf16 operands over the same token
+// steps from zero, then the scan's fmaf(d, s, u). Same contract as the scan: S_c of the
+// first chunk is not written where the output kernel reads the start in place, and a
+// sequence that keeps no final state needs no U of its last chunk.
+template <typename VT>
+__global__ void __launch_bounds__(kFusedThreads)
+    ChunkStatesFusedMmaKernel(const float* __restrict__ k, const float* __restrict__ G,
+                              const VT* __restrict__ v, PackView pack, int heads, int dk, int dv,
+                              float* const* state_ptrs, float* const* out_ptrs,
+                              int64_t layer_offset, float* single,
+                              float* __restrict__ chunk_states) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  constexpr size_t kStage = FusedStageBytes<VT>();
+  bf16* kd = reinterpret_cast<bf16*>(smem + kFusedStages * kStage);  // [kC][kFusedKds]
+  bf16* vs = kd + kC * kFusedKds;                                    // [kC][kVS]
+  const int seq = blockIdx.x, h = blockIdx.y;
+  const int key_tiles = (dk + kFusedKT - 1) / kFusedKT;
+  const int kb = kFusedKT * (blockIdx.z % key_tiles), vb = kVT * (blockIdx.z / key_tiles);
+  float* state = single;
+  float* out = single;
+  if (state_ptrs != nullptr) {
+    state = state_ptrs[seq];
+    out = out_ptrs != nullptr ? out_ptrs[seq] : state;
+    if (state != nullptr) state += layer_offset;
+    if (out != nullptr) out += layer_offset;
+  }
+  const int first = pack.seq_chunk0 ? pack.seq_chunk0[seq] : 0;
+  const int chunks = SeqChunkEnd(pack, seq) - first;
+  const int first_written = ReadsStartInPlace(state_ptrs, out_ptrs, seq) ? 1 : 0;
+  const int with_u = out != nullptr ? chunks : chunks - 1;  // chunks whose U is used
+  if (out == nullptr && chunks <= first_written) return;
+
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, grp = lane / 4, tig = lane % 4;
+  const int m0 = 16 * (warp % 2), n0 = 32 * (warp / 2);
+  const int64_t kstride = static_cast<int64_t>(heads) * dk;
+  const int64_t vstride = static_cast<int64_t>(heads) * dv;
+  const int64_t per_chunk = static_cast<int64_t>(heads) * dk * dv;
+  const int64_t head0 = static_cast<int64_t>(h) * dk * dv;
+
+  // Raw k, G ([kC][kFusedKT] fp32) and v ([kC][kVT] VT) of chunk x into stage x % stages;
+  // rows past the chunk's end and columns past dk / dv are not read (masked when staged).
+  auto issue = [&](int x) {
+    unsigned char* base = smem + (x % kFusedStages) * kStage;
+    float* sk = reinterpret_cast<float*>(base);
+    float* sg = sk + kC * kFusedKT;
+    VT* sv = reinterpret_cast<VT*>(sg + kC * kFusedKT);
+    const int c = first + x;
+    const int t0 = ChunkRow0(pack, c), n = ChunkRows(pack, c);
+    const int64_t qk0 = static_cast<int64_t>(t0) * kstride + static_cast<int64_t>(h) * dk + kb;
+#pragma unroll
+    for (int idx = tid; idx < kC * kFusedKT / 4; idx += kFusedThreads) {
+      const int j = idx / (kFusedKT / 4), k4 = 4 * (idx % (kFusedKT / 4));
+      if (j < n && kb + k4 < dk) {
+        CpAsync<16>(sk + j * kFusedKT + k4, k + qk0 + j * kstride + k4);
+        CpAsync<16>(sg + j * kFusedKT + k4, G + qk0 + j * kstride + k4);
+      }
+    }
+    const VT* vc = v + static_cast<int64_t>(t0) * vstride + static_cast<int64_t>(h) * dv + vb;
+#pragma unroll
+    for (int idx = tid; idx < kC * kVT / 4; idx += kFusedThreads) {
+      const int j = idx / (kVT / 4), n4 = 4 * (idx % (kVT / 4));
+      if (j < n && vb + n4 < dv) CpAsync<4 * sizeof(VT)>(sv + j * kVT + n4, vc + j * vstride + n4);
+    }
+  };
+
+  // The running state in the C-fragment layout: s[nt][e] is S[kb + m0 + grp + 8 (e / 2)]
+  // [vb + n0 + 8 nt + 2 tig + e % 2].
+  float s[4][4];
+#pragma unroll
+  for (int nt = 0; nt < 4; ++nt) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int row = kb + m0 + grp + 8 * (e / 2), col = vb + n0 + 8 * nt + 2 * tig + e % 2;
+      s[nt][e] = (state != nullptr && row < dk && col < dv)
+                     ? state[head0 + static_cast<int64_t>(row) * dv + col]
+                     : 0.0f;
+    }
+  }
+#pragma unroll
+  for (int x = 0; x < kFusedStages - 1; ++x) {
+    if (x < with_u) issue(x);
+    CpAsyncCommit();  // empty groups keep the count: group x is chunk x
+  }
+  const int a_row = (lane % 8) + 8 * (lane / 16), a_col = 8 * ((lane / 8) % 2);
+  const int b_row = (lane % 8) + 8 * ((lane / 8) % 2), b_col = 8 * (lane / 16);
+  for (int x = 0; x < chunks; ++x) {
+    if (x >= first_written) {
+      float* sc = chunk_states + (first + x) * per_chunk + head0;
+#pragma unroll
+      for (int nt = 0; nt < 4; ++nt) {
+#pragma unroll
+        for (int half = 0; half < 2; ++half) {
+          const int row = kb + m0 + grp + 8 * half, col = vb + n0 + 8 * nt + 2 * tig;
+          if (row < dk && col < dv) {
+            *reinterpret_cast<float2*>(sc + static_cast<int64_t>(row) * dv + col) =
+                make_float2(s[nt][2 * half], s[nt][2 * half + 1]);
+          }
+        }
+      }
+    }
+    if (x >= with_u) break;
+    if (x + kFusedStages - 1 < with_u) issue(x + kFusedStages - 1);
+    CpAsyncCommit();
+    CpAsyncWait<kFusedStages - 1>();  // chunk x's group has landed (this thread's copies)
+    __syncthreads();                  // everyone's copies; the previous chunk's mma done
+    const unsigned char* base = smem + (x % kFusedStages) * kStage;
+    const float* sk = reinterpret_cast<const float*>(base);
+    const float* sg = sk + kC * kFusedKT;
+    const VT* sv = reinterpret_cast<const VT*>(sg + kC * kFusedKT);
+    const int n = ChunkRows(pack, first + x);
+    const float* glast = sg + (n - 1) * kFusedKT;
+    // k exp(G_last - G) and v as bf16, exactly as the two-pass local-state kernel stages them.
+#pragma unroll
+    for (int idx = tid; idx < kC * kFusedKT / 4; idx += kFusedThreads) {
+      const int j = idx / (kFusedKT / 4), k4 = 4 * (idx % (kFusedKT / 4));
+      float4 val = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+      if (j < n && kb + k4 < dk) {
+        const float4 kk = Ld4(sk + j * kFusedKT + k4), gg = Ld4(sg + j * kFusedKT + k4);
+        const float4 gl = Ld4(glast + k4);
+        val = make_float4(kk.x * __expf(gl.x - gg.x), kk.y * __expf(gl.y - gg.y),
+                          kk.z * __expf(gl.z - gg.z), kk.w * __expf(gl.w - gg.w));
+      }
+      St4Bf16(kd + j * kFusedKds + k4, val);
+    }
+#pragma unroll
+    for (int idx = tid; idx < kC * kVT / 4; idx += kFusedThreads) {
+      const int j = idx / (kVT / 4), n4 = 4 * (idx % (kVT / 4));
+      StageV4(vs + j * kVS + n4, sv + j * kVT + n4, j < n && vb + n4 < dv);
+    }
+    // This thread's rows' decays, read before the stage may be refilled (next iteration).
+    float d[2];
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const int row = m0 + grp + 8 * half;
+      d[half] = kb + row < dk ? __expf(glast[row]) : 0.0f;
+    }
+    __syncthreads();
+    float u[4][4];
+#pragma unroll
+    for (int nt = 0; nt < 4; ++nt) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) u[nt][e] = 0.0f;
+    }
+    for (int ks = 0; ks < n; ks += 16) {  // token steps past a short chunk's end add zeros
+      uint32_t a[4];
+      LdMatrixX4Trans(a, kd + (ks + a_row) * kFusedKds + m0 + a_col);
+#pragma unroll
+      for (int np = 0; np < 2; ++np) {
+        uint32_t b[4];
+        LdMatrixX4Trans(b, vs + (ks + b_row) * kVS + n0 + 16 * np + b_col);
+        Mma(u[2 * np], a, b[0], b[1]);
+        Mma(u[2 * np + 1], a, b[2], b[3]);
+      }
+    }
+#pragma unroll
+    for (int nt = 0; nt < 4; ++nt) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) s[nt][e] = fmaf(d[e / 2], s[nt][e], u[nt][e]);
+    }
+  }
+  if (out != nullptr) {
+#pragma unroll
+    for (int nt = 0; nt < 4; ++nt) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int row = kb + m0 + grp + 8 * (e / 2), col = vb + n0 + 8 * nt + 2 * tig + e % 2;
+        if (row < dk && col < dv) out[head0 + static_cast<int64_t>(row) * dv + col] = s[nt][e];
+      }
+    }
+  }
+}
+
 // Output of chunk c, grid (chunks, H), 4 warps: warp w owns rows 16w..16w+15. Over key
 // slices of 32 it builds its row block of the intra-chunk matrix A (the blocks left of
 // the diagonal by mma, the diagonal block in fp32) and stores q exp(G) as bf16; then per
@@ -403,7 +607,7 @@ template <typename VT>
 cudaError_t LaunchStatesMma(const float* k, const float* G, const VT* v, const PackView& pack,
                             int heads, int dk, int dv, float* const* state_ptrs,
                             float* const* out_ptrs, int64_t layer_offset, float* single,
-                            float* chunk_states, cudaStream_t stream) {
+                            float* chunk_states, bool fused, cudaStream_t stream) {
   if (pack.num_chunks == 0) return cudaSuccess;
   if (dk > kMaxDk) return cudaErrorInvalidValue;
   if (!ChunkMmaTakesBf16Values(dk, dv)) {  // the 16-byte loads need both: the fp32 kernels
@@ -415,6 +619,17 @@ cudaError_t LaunchStatesMma(const float* k, const float* G, const VT* v, const P
                  : ChunkGlaStatesPacked(k, G, v, pack, heads, dk, dv, state_ptrs, out_ptrs,
                                         layer_offset, chunk_states, stream);
     }
+  }
+  if (fused) {
+    constexpr size_t smem = FusedStatesSmem<VT>();
+    cudaError_t err =
+        cudaFuncSetAttribute(ChunkStatesFusedMmaKernel<VT>,
+                             cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
+    if (err != cudaSuccess) return err;
+    dim3 grid(pack.num_seqs, heads, CeilDiv(dk, kFusedKT) * CeilDiv(dv, kVT));
+    ChunkStatesFusedMmaKernel<VT><<<grid, kFusedThreads, smem, stream>>>(
+        k, G, v, pack, heads, dk, dv, state_ptrs, out_ptrs, layer_offset, single, chunk_states);
+    return cudaGetLastError();
   }
   const size_t smem = LocalStateMmaSmem(dk);
   cudaError_t err =
@@ -467,7 +682,17 @@ cudaError_t ChunkGlaStatesPackedMma(const float* k, const float* G, const void* 
                                     cudaStream_t stream) {
   HG_DISPATCH_ACT(
       v_act, return LaunchStatesMma(k, G, static_cast<const T*>(v), pack, heads, dk, dv, state_ptrs,
-                                    out_ptrs, layer_offset, nullptr, chunk_states, stream));
+                                    out_ptrs, layer_offset, nullptr, chunk_states, true, stream));
+}
+
+cudaError_t ChunkGlaStatesPackedMmaTwoPass(const float* k, const float* G, const void* v, Act v_act,
+                                           const PackView& pack, int heads, int dk, int dv,
+                                           float* const* state_ptrs, float* const* out_ptrs,
+                                           int64_t layer_offset, float* chunk_states,
+                                           cudaStream_t stream) {
+  HG_DISPATCH_ACT(
+      v_act, return LaunchStatesMma(k, G, static_cast<const T*>(v), pack, heads, dk, dv, state_ptrs,
+                                    out_ptrs, layer_offset, nullptr, chunk_states, false, stream));
 }
 
 cudaError_t ChunkGlaOutputPackedMma(const float* q, const float* k, const float* G, const void* v,
@@ -484,7 +709,14 @@ cudaError_t ChunkGlaStatesMma(const float* k, const float* G, const float* v, in
                               int dk, int dv, float* state, float* chunk_states,
                               cudaStream_t stream) {
   return LaunchStatesMma(k, G, v, SingleSequence(tokens), heads, dk, dv, nullptr, nullptr, 0, state,
-                         chunk_states, stream);
+                         chunk_states, true, stream);
+}
+
+cudaError_t ChunkGlaStatesMmaTwoPass(const float* k, const float* G, const float* v, int tokens,
+                                     int heads, int dk, int dv, float* state, float* chunk_states,
+                                     cudaStream_t stream) {
+  return LaunchStatesMma(k, G, v, SingleSequence(tokens), heads, dk, dv, nullptr, nullptr, 0, state,
+                         chunk_states, false, stream);
 }
 
 cudaError_t ChunkGlaOutputMma(const float* q, const float* k, const float* G, const float* v,

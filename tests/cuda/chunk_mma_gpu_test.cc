@@ -142,9 +142,12 @@ INSTANTIATE_TEST_SUITE_P(
 // slot: layer_offset). fork: final states go to other buffers (the first chunk reads the
 // start in place) and sequence 1 keeps none (a read-only start). v_act kBF16: v is passed
 // as its values rounded to bf16 (what the gate kernels write in bf16 mode).
+// two_pass: the states by the local-state kernel and the scan (ChunkGlaStatesPackedMmaTwoPass)
+// instead of the one-kernel walk; `chunks` (if given) receives the chunk states.
 void RunPack(const Inputs& in, const std::vector<int>& lens, const std::vector<float>& starts,
              bool fork, float scale, std::vector<float>& out, std::vector<float>& states,
-             std::vector<float>& finals, Act v_act = Act::kF32) {
+             std::vector<float>& finals, Act v_act = Act::kF32, bool two_pass = false,
+             std::vector<float>* chunks = nullptr) {
   const int H = in.heads, dk = in.dk, dv = in.dv;
   const int64_t ns = static_cast<int64_t>(H) * dk * dv;
   const int num_seqs = static_cast<int>(lens.size());
@@ -184,8 +187,9 @@ void RunPack(const Inputs& in, const std::vector<int>& lens, const std::vector<f
   Dev<float*> dsp(sp), dop(op);
   float* const* out_ptrs = fork ? dop.get() : nullptr;
   ASSERT_EQ(ChunkLocalCumsumPacked(dg.get(), pack, H, dk, nullptr), cudaSuccess);
-  ASSERT_EQ(ChunkGlaStatesPackedMma(dk_.get(), dg.get(), v, v_act, pack, H, dk, dv, dsp.get(),
-                                    out_ptrs, ns, dchunks.get(), nullptr),
+  const auto states_fn = two_pass ? ChunkGlaStatesPackedMmaTwoPass : ChunkGlaStatesPackedMma;
+  ASSERT_EQ(states_fn(dk_.get(), dg.get(), v, v_act, pack, H, dk, dv, dsp.get(), out_ptrs, ns,
+                      dchunks.get(), nullptr),
             cudaSuccess);
   ASSERT_EQ(
       ChunkGlaOutputPackedMma(dq.get(), dk_.get(), dg.get(), v, v_act, dchunks.get(), dsp.get(),
@@ -195,6 +199,7 @@ void RunPack(const Inputs& in, const std::vector<int>& lens, const std::vector<f
   out = dout.Get();
   states = dstates.Get();
   finals = dfinals.Get();
+  if (chunks != nullptr) *chunks = dchunks.Get();
 }
 
 struct PackCase {
@@ -301,6 +306,81 @@ TEST_P(ChunkMmaPackTest, Bf16ValuesGiveTheFloatValuesBits) {
   EXPECT_TRUE(same(out32, out16)) << "output";
   EXPECT_TRUE(same(states32, states16)) << "states";
   EXPECT_TRUE(same(finals32, finals16)) << "forked finals";
+}
+
+// The one-kernel state walk keeps the two-pass pair's bits: every chunk state the output
+// kernel reads, the outputs, and the final states in place, forked or none, with fp32
+// and bf16 v. (A forked sequence's first slot is not read, so neither form need fill it:
+// the walk leaves it, the local-state kernel leaves U_0 there.)
+TEST_P(ChunkMmaPackTest, OneKernelStateWalkGivesTheTwoPassBits) {
+  if (!testing::HaveGpu()) GTEST_SKIP() << "no CUDA GPU visible";
+  const PackCase c = GetParam();
+  const std::vector<int> lens = {130, 1, 64, 17, 65, 200, 1000};
+  int rows = 0;
+  for (int n : lens) rows += n;
+  std::mt19937 rng(c.dk * 5 + c.dv + c.fork);
+  const Inputs in = RandomInputs(rows, c.heads, c.dk, c.dv, c.decay, rng);
+  const int64_t ns = static_cast<int64_t>(c.heads) * c.dk * c.dv;
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::vector<float> starts(lens.size() * 2 * ns);
+  for (auto& x : starts) x = nd(rng);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(c.dk));
+  for (const Act v_act : {Act::kF32, Act::kBF16}) {
+    std::vector<float> out1, states1, finals1, chunks1, out2, states2, finals2, chunks2;
+    RunPack(in, lens, starts, c.fork, scale, out1, states1, finals1, v_act, false, &chunks1);
+    if (HasFatalFailure()) return;
+    RunPack(in, lens, starts, c.fork, scale, out2, states2, finals2, v_act, true, &chunks2);
+    if (HasFatalFailure()) return;
+    const char* act = v_act == Act::kF32 ? "fp32 v" : "bf16 v";
+    ASSERT_EQ(out1.size(), out2.size());
+    EXPECT_EQ(0, std::memcmp(out1.data(), out2.data(), out1.size() * sizeof(float)))
+        << "output, " << act;
+    EXPECT_EQ(0, std::memcmp(states1.data(), states2.data(), states1.size() * sizeof(float)))
+        << "states, " << act;
+    EXPECT_EQ(0, std::memcmp(finals1.data(), finals2.data(), finals1.size() * sizeof(float)))
+        << "forked finals, " << act;
+    int chunk = 0;
+    int compared = 0;
+    for (size_t s = 0; s < lens.size(); ++s) {
+      const int seq_chunks = (lens[s] + kGlaChunk - 1) / kGlaChunk;
+      for (int x = 0; x < seq_chunks; ++x, ++chunk) {
+        if (c.fork && x == 0) continue;
+        const size_t at = static_cast<size_t>(chunk) * ns;
+        EXPECT_EQ(0, std::memcmp(chunks1.data() + at, chunks2.data() + at, ns * sizeof(float)))
+            << "chunk state " << x << " of sequence " << s << ", " << act;
+        ++compared;
+      }
+    }
+    EXPECT_GE(compared, 20);
+  }
+}
+
+// The same for single sequences (the single-sequence forms: the state advanced in place).
+TEST_P(ChunkMmaTest, OneKernelStateWalkGivesTheTwoPassBits) {
+  if (!testing::HaveGpu()) GTEST_SKIP() << "no CUDA GPU visible";
+  const MmaCase c = GetParam();
+  std::mt19937 rng(c.tokens * 3 + c.dk + c.dv);
+  const Inputs in = RandomInputs(c.tokens, c.heads, c.dk, c.dv, c.decay, rng);
+  const size_t ns = static_cast<size_t>(c.heads) * c.dk * c.dv;
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::vector<float> s0(ns);
+  for (auto& x : s0) x = nd(rng);
+  const size_t nchunks = static_cast<size_t>((c.tokens + kGlaChunk - 1) / kGlaChunk);
+  Dev<float> dg(in.g), dk(in.k), dv(in.v);
+  ASSERT_EQ(ChunkLocalCumsum(dg.get(), c.tokens, c.heads, c.dk, nullptr), cudaSuccess);
+  Dev<float> ds1(s0), ds2(s0), dchunks1(nchunks * ns), dchunks2(nchunks * ns);
+  ASSERT_EQ(ChunkGlaStatesMma(dk.get(), dg.get(), dv.get(), c.tokens, c.heads, c.dk, c.dv,
+                              ds1.get(), dchunks1.get(), nullptr),
+            cudaSuccess);
+  ASSERT_EQ(ChunkGlaStatesMmaTwoPass(dk.get(), dg.get(), dv.get(), c.tokens, c.heads, c.dk, c.dv,
+                                     ds2.get(), dchunks2.get(), nullptr),
+            cudaSuccess);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  const std::vector<float> s1 = ds1.Get(), s2 = ds2.Get(), ch1 = dchunks1.Get(),
+                           ch2 = dchunks2.Get();
+  EXPECT_EQ(0, std::memcmp(s1.data(), s2.data(), ns * sizeof(float))) << "final state";
+  EXPECT_EQ(0, std::memcmp(ch1.data(), ch2.data(), ch1.size() * sizeof(float))) << "chunk states";
+  EXPECT_NE(0, std::memcmp(s1.data(), s0.data(), ns * sizeof(float))) << "state not advanced";
 }
 
 // Head dims the tensor-core kernels do not run take fp32 v only (their fp32 fallback): a
