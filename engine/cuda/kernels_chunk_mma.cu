@@ -161,11 +161,13 @@ __global__ void __launch_bounds__(kMaxDk)
   }
 }
 
-// Global -> shared without staging in registers (cp.async.ca: 8- and 16-byte copies).
+// Global -> shared without staging in registers (cp.async.ca: 8- and 16-byte copies);
+// !valid writes zeros and reads nothing.
 template <int kBytes>
-__device__ __forceinline__ void CpAsync(void* smem, const void* gmem) {
+__device__ __forceinline__ void CpAsyncZfill(void* smem, const void* gmem, bool valid) {
   const uint32_t dst = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
-  asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(dst), "l"(gmem), "n"(kBytes));
+  asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(dst), "l"(gmem), "n"(kBytes),
+               "r"(valid ? kBytes : 0));
 }
 __device__ __forceinline__ void CpAsyncCommit() { asm volatile("cp.async.commit_group;\n" ::); }
 template <int kPending>
@@ -173,29 +175,33 @@ __device__ __forceinline__ void CpAsyncWait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending));
 }
 
-constexpr int kFusedKT = 32;        // key rows per block of the fused state walk
-constexpr int kFusedStages = 3;     // chunks in flight: this one and two prefetched
-constexpr int kFusedThreads = 128;  // warp w: key rows 16 (w % 2).., value columns 32 (w / 2)..
+constexpr int kFusedKT = 32;        // key rows per block of the state walk
+constexpr int kFusedStages = 4;     // chunks in flight: this one and three prefetched
+constexpr int kFusedThreads = 256;  // warp w: key rows 16 (w % 2).., value columns 16 (w / 2)..
 constexpr int kFusedKds = kFusedKT + 8;  // bf16 row stride of kd: ldmatrix rows conflict-free
 
+// A stage: raw fp32 k and G ([kC][kFusedKT]) and v: bf16 as the mma reads it ([kC][kVS]),
+// fp32 as loaded ([kC][kVT], rounded into a bf16 tile per chunk).
 template <typename VT>
 __host__ __device__ constexpr size_t FusedStageBytes() {
-  return 2 * sizeof(float) * kC * kFusedKT + sizeof(VT) * kC * kVT;
+  return 2 * sizeof(float) * kC * kFusedKT +
+         (std::is_same_v<VT, float> ? sizeof(float) * kC * kVT : sizeof(bf16) * kC * kVS);
 }
 template <typename VT>
 __host__ __device__ constexpr size_t FusedStatesSmem() {
-  return kFusedStages * FusedStageBytes<VT>() + sizeof(bf16) * kC * (kFusedKds + kVS);
+  return kFusedStages * FusedStageBytes<VT>() +
+         sizeof(bf16) * kC * (kFusedKds + (std::is_same_v<VT, float> ? kVS : 0));
 }
 
 // The chunk states of each sequence in one walk over its chunks (fla's chunk_fwd_h): one
 // block per (sequence, head, 32 key rows x 64 value columns of the state), the running
 // state S in registers. Chunk c: S_c (the state before it) goes to chunk_states, then
 // S <- exp(G_last) S + U_c, U_c = sum_j (k_j exp(G_last - G_j)) v_j^T by mma; the raw k, G
-// and v of the next two chunks stream in by cp.async meanwhile. U is never stored. Bitwise
-// the two-pass pair's results (ChunkLocalStateMmaKernel, then ChunkStateScanKernel): each
-// U element is the same m16n8k16 products of the same bf16 operands over the same token
-// steps from zero, then the scan's fmaf(d, s, u). Same contract as the scan: S_c of the
-// first chunk is not written where the output kernel reads the start in place, and a
+// and v of the next three chunks stream in by cp.async meanwhile. U is never stored.
+// Bitwise the two-pass pair's results (ChunkLocalStateMmaKernel, then ChunkStateScanKernel):
+// each U element is the same m16n8k16 products of the same bf16 operands over the same
+// token steps from zero, then the scan's fmaf(d, s, u). Same contract as the scan: S_c of
+// the first chunk is not written where the output kernel reads the start in place, and a
 // sequence that keeps no final state needs no U of its last chunk.
 template <typename VT>
 __global__ void __launch_bounds__(kFusedThreads)
@@ -204,10 +210,12 @@ __global__ void __launch_bounds__(kFusedThreads)
                               float* const* state_ptrs, float* const* out_ptrs,
                               int64_t layer_offset, float* single,
                               float* __restrict__ chunk_states) {
-  extern __shared__ __align__(16) unsigned char smem[];
+  constexpr bool kF32Values = std::is_same_v<VT, float>;
   constexpr size_t kStage = FusedStageBytes<VT>();
+  extern __shared__ __align__(16) unsigned char smem[];
+  __shared__ int stage_rows[kFusedStages];  // rows of the chunk in each stage
   bf16* kd = reinterpret_cast<bf16*>(smem + kFusedStages * kStage);  // [kC][kFusedKds]
-  bf16* vs = kd + kC * kFusedKds;                                    // [kC][kVS]
+  bf16* vs = kd + kC * kFusedKds;                                    // fp32 v only: [kC][kVS]
   const int seq = blockIdx.x, h = blockIdx.y;
   const int key_tiles = (dk + kFusedKT - 1) / kFusedKT;
   const int kb = kFusedKT * (blockIdx.z % key_tiles), vb = kVT * (blockIdx.z / key_tiles);
@@ -224,45 +232,51 @@ __global__ void __launch_bounds__(kFusedThreads)
   const int first_written = ReadsStartInPlace(state_ptrs, out_ptrs, seq) ? 1 : 0;
   const int with_u = out != nullptr ? chunks : chunks - 1;  // chunks whose U is used
   if (out == nullptr && chunks <= first_written) return;
+  const int row_end = SeqRowEnd(pack, seq);
 
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, grp = lane / 4, tig = lane % 4;
-  const int m0 = 16 * (warp % 2), n0 = 32 * (warp / 2);
+  const int m0 = 16 * (warp % 2), n0 = 16 * (warp / 2);
   const int64_t kstride = static_cast<int64_t>(heads) * dk;
   const int64_t vstride = static_cast<int64_t>(heads) * dv;
   const int64_t per_chunk = static_cast<int64_t>(heads) * dk * dv;
   const int64_t head0 = static_cast<int64_t>(h) * dk * dv;
 
-  // Raw k, G ([kC][kFusedKT] fp32) and v ([kC][kVT] VT) of chunk x into stage x % stages;
-  // rows past the chunk's end and columns past dk / dv are not read (masked when staged).
+  // Chunk x's raw k and G (rows past its end and keys past dk not read: masked when
+  // staged) and v (zeros past the end up to the 16-row step the mma reads, and past dv).
   auto issue = [&](int x) {
     unsigned char* base = smem + (x % kFusedStages) * kStage;
     float* sk = reinterpret_cast<float*>(base);
     float* sg = sk + kC * kFusedKT;
     VT* sv = reinterpret_cast<VT*>(sg + kC * kFusedKT);
-    const int c = first + x;
-    const int t0 = ChunkRow0(pack, c), n = ChunkRows(pack, c);
+    constexpr int vss = kF32Values ? kVT : kVS;
+    const int t0 = ChunkRow0(pack, first + x), n = min(kC, row_end - t0);
+    if (tid == 0) stage_rows[x % kFusedStages] = n;
     const int64_t qk0 = static_cast<int64_t>(t0) * kstride + static_cast<int64_t>(h) * dk + kb;
 #pragma unroll
     for (int idx = tid; idx < kC * kFusedKT / 4; idx += kFusedThreads) {
       const int j = idx / (kFusedKT / 4), k4 = 4 * (idx % (kFusedKT / 4));
       if (j < n && kb + k4 < dk) {
-        CpAsync<16>(sk + j * kFusedKT + k4, k + qk0 + j * kstride + k4);
-        CpAsync<16>(sg + j * kFusedKT + k4, G + qk0 + j * kstride + k4);
+        CpAsyncZfill<16>(sk + j * kFusedKT + k4, k + qk0 + j * kstride + k4, true);
+        CpAsyncZfill<16>(sg + j * kFusedKT + k4, G + qk0 + j * kstride + k4, true);
       }
     }
     const VT* vc = v + static_cast<int64_t>(t0) * vstride + static_cast<int64_t>(h) * dv + vb;
+    const int rows16 = RoundUp(n, 16);
 #pragma unroll
     for (int idx = tid; idx < kC * kVT / 4; idx += kFusedThreads) {
       const int j = idx / (kVT / 4), n4 = 4 * (idx % (kVT / 4));
-      if (j < n && vb + n4 < dv) CpAsync<4 * sizeof(VT)>(sv + j * kVT + n4, vc + j * vstride + n4);
+      if (j < rows16) {
+        const bool live = j < n && vb + n4 < dv;
+        CpAsyncZfill<4 * sizeof(VT)>(sv + j * vss + n4, live ? vc + j * vstride + n4 : vc, live);
+      }
     }
   };
 
   // The running state in the C-fragment layout: s[nt][e] is S[kb + m0 + grp + 8 (e / 2)]
   // [vb + n0 + 8 nt + 2 tig + e % 2].
-  float s[4][4];
+  float s[2][4];
 #pragma unroll
-  for (int nt = 0; nt < 4; ++nt) {
+  for (int nt = 0; nt < 2; ++nt) {
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
       const int row = kb + m0 + grp + 8 * (e / 2), col = vb + n0 + 8 * nt + 2 * tig + e % 2;
@@ -282,7 +296,7 @@ __global__ void __launch_bounds__(kFusedThreads)
     if (x >= first_written) {
       float* sc = chunk_states + (first + x) * per_chunk + head0;
 #pragma unroll
-      for (int nt = 0; nt < 4; ++nt) {
+      for (int nt = 0; nt < 2; ++nt) {
 #pragma unroll
         for (int half = 0; half < 2; ++half) {
           const int row = kb + m0 + grp + 8 * half, col = vb + n0 + 8 * nt + 2 * tig;
@@ -302,9 +316,10 @@ __global__ void __launch_bounds__(kFusedThreads)
     const float* sk = reinterpret_cast<const float*>(base);
     const float* sg = sk + kC * kFusedKT;
     const VT* sv = reinterpret_cast<const VT*>(sg + kC * kFusedKT);
-    const int n = ChunkRows(pack, first + x);
+    const int n = stage_rows[x % kFusedStages];
     const float* glast = sg + (n - 1) * kFusedKT;
-    // k exp(G_last - G) and v as bf16, exactly as the two-pass local-state kernel stages them.
+    // k exp(G_last - G) (and fp32 v) as bf16, exactly as the two-pass local-state kernel
+    // stages them.
 #pragma unroll
     for (int idx = tid; idx < kC * kFusedKT / 4; idx += kFusedThreads) {
       const int j = idx / (kFusedKT / 4), k4 = 4 * (idx % (kFusedKT / 4));
@@ -317,10 +332,14 @@ __global__ void __launch_bounds__(kFusedThreads)
       }
       St4Bf16(kd + j * kFusedKds + k4, val);
     }
+    const bf16* vt = reinterpret_cast<const bf16*>(sv);  // bf16 v: the stage itself
+    if constexpr (kF32Values) {
 #pragma unroll
-    for (int idx = tid; idx < kC * kVT / 4; idx += kFusedThreads) {
-      const int j = idx / (kVT / 4), n4 = 4 * (idx % (kVT / 4));
-      StageV4(vs + j * kVS + n4, sv + j * kVT + n4, j < n && vb + n4 < dv);
+      for (int idx = tid; idx < kC * kVT / 4; idx += kFusedThreads) {
+        const int j = idx / (kVT / 4), n4 = 4 * (idx % (kVT / 4));
+        StageV4(vs + j * kVS + n4, sv + j * kVT + n4, j < n && vb + n4 < dv);
+      }
+      vt = vs;
     }
     // This thread's rows' decays, read before the stage may be refilled (next iteration).
     float d[2];
@@ -330,32 +349,28 @@ __global__ void __launch_bounds__(kFusedThreads)
       d[half] = kb + row < dk ? __expf(glast[row]) : 0.0f;
     }
     __syncthreads();
-    float u[4][4];
+    float u[2][4];
 #pragma unroll
-    for (int nt = 0; nt < 4; ++nt) {
+    for (int nt = 0; nt < 2; ++nt) {
 #pragma unroll
       for (int e = 0; e < 4; ++e) u[nt][e] = 0.0f;
     }
     for (int ks = 0; ks < n; ks += 16) {  // token steps past a short chunk's end add zeros
-      uint32_t a[4];
+      uint32_t a[4], b[4];
       LdMatrixX4Trans(a, kd + (ks + a_row) * kFusedKds + m0 + a_col);
-#pragma unroll
-      for (int np = 0; np < 2; ++np) {
-        uint32_t b[4];
-        LdMatrixX4Trans(b, vs + (ks + b_row) * kVS + n0 + 16 * np + b_col);
-        Mma(u[2 * np], a, b[0], b[1]);
-        Mma(u[2 * np + 1], a, b[2], b[3]);
-      }
+      LdMatrixX4Trans(b, vt + (ks + b_row) * kVS + n0 + b_col);
+      Mma(u[0], a, b[0], b[1]);
+      Mma(u[1], a, b[2], b[3]);
     }
 #pragma unroll
-    for (int nt = 0; nt < 4; ++nt) {
+    for (int nt = 0; nt < 2; ++nt) {
 #pragma unroll
       for (int e = 0; e < 4; ++e) s[nt][e] = fmaf(d[e / 2], s[nt][e], u[nt][e]);
     }
   }
   if (out != nullptr) {
 #pragma unroll
-    for (int nt = 0; nt < 4; ++nt) {
+    for (int nt = 0; nt < 2; ++nt) {
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const int row = kb + m0 + grp + 8 * (e / 2), col = vb + n0 + 8 * nt + 2 * tig + e % 2;
