@@ -195,21 +195,22 @@ __host__ __device__ constexpr size_t FusedStatesSmem() {
 
 // The chunk states of each sequence in one walk over its chunks (fla's chunk_fwd_h): one
 // block per (sequence, head, 32 key rows x 64 value columns of the state), the running
-// state S in registers. Chunk c: S_c (the state before it) goes to chunk_states, then
+// state S in fp32 registers. Chunk c: S_c (the state before it) goes to chunk_states as
+// bf16 (rounded to nearest, as the output kernel rounds an fp32 S_c itself), then
 // S <- exp(G_last) S + U_c, U_c = sum_j (k_j exp(G_last - G_j)) v_j^T by mma; the raw k, G
 // and v of the next three chunks stream in by cp.async meanwhile. U is never stored.
-// Bitwise the two-pass pair's results (ChunkLocalStateMmaKernel, then ChunkStateScanKernel):
-// each U element is the same m16n8k16 products of the same bf16 operands over the same
-// token steps from zero, then the scan's fmaf(d, s, u). Same contract as the scan: S_c of
-// the first chunk is not written where the output kernel reads the start in place, and a
-// sequence that keeps no final state needs no U of its last chunk.
+// Bitwise the two-pass pair's results (ChunkLocalStateMmaKernel, then ChunkStateScanKernel;
+// its S_c rounded to bf16): each U element is the same m16n8k16 products of the same bf16
+// operands over the same token steps from zero, then the scan's fmaf(d, s, u). Same contract as the
+// scan: S_c of the first chunk is not written where the output kernel reads the start in place, and
+// a sequence that keeps no final state needs no U of its last chunk.
 template <typename VT>
 __global__ void __launch_bounds__(kFusedThreads)
     ChunkStatesFusedMmaKernel(const float* __restrict__ k, const float* __restrict__ G,
                               const VT* __restrict__ v, PackView pack, int heads, int dk, int dv,
                               float* const* state_ptrs, float* const* out_ptrs,
                               int64_t layer_offset, float* single,
-                              float* __restrict__ chunk_states) {
+                              bf16* __restrict__ chunk_states) {
   constexpr bool kF32Values = std::is_same_v<VT, float>;
   constexpr size_t kStage = FusedStageBytes<VT>();
   extern __shared__ __align__(16) unsigned char smem[];
@@ -294,15 +295,15 @@ __global__ void __launch_bounds__(kFusedThreads)
   const int b_row = (lane % 8) + 8 * ((lane / 8) % 2), b_col = 8 * (lane / 16);
   for (int x = 0; x < chunks; ++x) {
     if (x >= first_written) {
-      float* sc = chunk_states + (first + x) * per_chunk + head0;
+      bf16* sc = chunk_states + (first + x) * per_chunk + head0;
 #pragma unroll
       for (int nt = 0; nt < 2; ++nt) {
 #pragma unroll
         for (int half = 0; half < 2; ++half) {
           const int row = kb + m0 + grp + 8 * half, col = vb + n0 + 8 * nt + 2 * tig;
           if (row < dk && col < dv) {
-            *reinterpret_cast<float2*>(sc + static_cast<int64_t>(row) * dv + col) =
-                make_float2(s[nt][2 * half], s[nt][2 * half + 1]);
+            *reinterpret_cast<uint32_t*>(sc + static_cast<int64_t>(row) * dv + col) =
+                PackBf16(s[nt][2 * half], s[nt][2 * half + 1]);
           }
         }
       }
@@ -385,14 +386,15 @@ __global__ void __launch_bounds__(kFusedThreads)
 // the diagonal by mma, the diagonal block in fp32) and stores q exp(G) as bf16; then per
 // value tile of 64: o = scale (q exp(G) S + A v), both products by mma. A sequence's first
 // chunk reads its start state in place where ReadsStartInPlace (none: a zero state,
-// whose term is skipped); every other chunk reads its S from chunk_states.
-template <typename VT>
+// whose term is skipped); every other chunk reads its S from chunk_states (ST: bf16 from
+// the state walk, fp32 from the two-pass pair; either is staged as the same bf16).
+template <typename VT, typename ST>
 __global__ void __launch_bounds__(kOutThreads)
     ChunkOutputMmaKernel(const float* __restrict__ q, const float* __restrict__ k,
                          const float* __restrict__ G, const VT* __restrict__ v,
-                         const float* chunk_states, float* const* state_ptrs,
-                         float* const* out_ptrs, int64_t layer_offset, PackView pack, int heads,
-                         int dk, int dv, float scale, float* __restrict__ o) {
+                         const ST* chunk_states, float* const* state_ptrs, float* const* out_ptrs,
+                         int64_t layer_offset, PackView pack, int heads, int dk, int dv,
+                         float scale, float* __restrict__ o) {
   extern __shared__ __align__(16) unsigned char smem[];
   const int dkp = RoundUp(dk, kKS);
   const int qes = dkp + 8;  // bf16 row stride of qe and st
@@ -540,23 +542,31 @@ __global__ void __launch_bounds__(kOutThreads)
   }
 
   const int seq = ChunkSeq(pack, c);
-  const float* S = chunk_states + (static_cast<int64_t>(c) * heads + h) * dk * dv;
+  const ST* S = chunk_states + (static_cast<int64_t>(c) * heads + h) * dk * dv;
+  const float* start_s = nullptr;  // the start state, read in place (fp32)
   if (IsFirstChunk(pack, c) && ReadsStartInPlace(state_ptrs, out_ptrs, seq)) {
     const float* start = state_ptrs[seq];
-    S = start == nullptr ? nullptr : start + layer_offset + static_cast<int64_t>(h) * dk * dv;
+    S = nullptr;
+    if (start != nullptr) start_s = start + layer_offset + static_cast<int64_t>(h) * dk * dv;
   }
+  const bool has_state = S != nullptr || start_s != nullptr;
   const VT* vc = v + static_cast<int64_t>(t0) * vstride + static_cast<int64_t>(h) * dv;
   const int b_row = (lane % 8) + 8 * ((lane / 8) % 2), b_col = 8 * (lane / 16);
   for (int vb = 0; vb < dv; vb += kVT) {
     if (vb > 0) __syncthreads();  // the previous tile's readers are done
-    const float4 zero = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     if (S != nullptr) {
 #pragma unroll 8
       for (int idx = tid; idx < dkp * (kVT / 4); idx += kOutThreads) {
         const int kk = idx / (kVT / 4), n4 = 4 * (idx % (kVT / 4));
-        const float4 val =
-            (kk < dk && vb + n4 < dv) ? Ld4(S + static_cast<int64_t>(kk) * dv + vb + n4) : zero;
-        St4Bf16(st + kk * kVS + n4, val);
+        StageV4(st + kk * kVS + n4, S + static_cast<int64_t>(kk) * dv + vb + n4,
+                kk < dk && vb + n4 < dv);
+      }
+    } else if (start_s != nullptr) {
+#pragma unroll 8
+      for (int idx = tid; idx < dkp * (kVT / 4); idx += kOutThreads) {
+        const int kk = idx / (kVT / 4), n4 = 4 * (idx % (kVT / 4));
+        StageV4(st + kk * kVS + n4, start_s + static_cast<int64_t>(kk) * dv + vb + n4,
+                kk < dk && vb + n4 < dv);
       }
     }
 #pragma unroll 8
@@ -572,7 +582,7 @@ __global__ void __launch_bounds__(kOutThreads)
 #pragma unroll
       for (int e = 0; e < 4; ++e) acc[nt][e] = 0.0f;
     }
-    if (S != nullptr) {
+    if (has_state) {
       for (int k0 = 0; k0 < dkp; k0 += 16) {
         const bf16* ra = qe + ia * qes + k0 + 2 * tig;
         const uint32_t a[4] = {Ld32(ra), Ld32(ra + 8 * qes), Ld32(ra + 8), Ld32(ra + 8 * qes + 8)};
@@ -622,7 +632,8 @@ template <typename VT>
 cudaError_t LaunchStatesMma(const float* k, const float* G, const VT* v, const PackView& pack,
                             int heads, int dk, int dv, float* const* state_ptrs,
                             float* const* out_ptrs, int64_t layer_offset, float* single,
-                            float* chunk_states, bool fused, cudaStream_t stream) {
+                            void* chunk_room, bool fused, cudaStream_t stream) {
+  float* chunk_states = static_cast<float*>(chunk_room);
   if (pack.num_chunks == 0) return cudaSuccess;
   if (dk > kMaxDk) return cudaErrorInvalidValue;
   if (!ChunkMmaTakesBf16Values(dk, dv)) {  // the 16-byte loads need both: the fp32 kernels
@@ -643,7 +654,8 @@ cudaError_t LaunchStatesMma(const float* k, const float* G, const VT* v, const P
     if (err != cudaSuccess) return err;
     dim3 grid(pack.num_seqs, heads, CeilDiv(dk, kFusedKT) * CeilDiv(dv, kVT));
     ChunkStatesFusedMmaKernel<VT><<<grid, kFusedThreads, smem, stream>>>(
-        k, G, v, pack, heads, dk, dv, state_ptrs, out_ptrs, layer_offset, single, chunk_states);
+        k, G, v, pack, heads, dk, dv, state_ptrs, out_ptrs, layer_offset, single,
+        static_cast<bf16*>(chunk_room));
     return cudaGetLastError();
   }
   const size_t smem = LocalStateMmaSmem(dk);
@@ -660,9 +672,10 @@ cudaError_t LaunchStatesMma(const float* k, const float* G, const VT* v, const P
                         chunk_states, stream);
 }
 
+// bf16_states: chunk states by the state walk (bf16), else by the two-pass pair (fp32).
 template <typename VT>
 cudaError_t LaunchOutputMma(const float* q, const float* k, const float* G, const VT* v,
-                            const float* chunk_states, float* const* state_ptrs,
+                            const void* chunk_room, bool bf16_states, float* const* state_ptrs,
                             float* const* out_ptrs, int64_t layer_offset, const PackView& pack,
                             int heads, int dk, int dv, float scale, float* o, cudaStream_t stream) {
   if (pack.num_chunks == 0) return cudaSuccess;
@@ -671,19 +684,23 @@ cudaError_t LaunchOutputMma(const float* q, const float* k, const float* G, cons
     if constexpr (!std::is_same_v<VT, float>) {
       return cudaErrorInvalidValue;
     } else {
-      return ChunkGlaOutputPacked(q, k, G, v, chunk_states, state_ptrs, out_ptrs, layer_offset,
-                                  pack, heads, dk, dv, scale, o, stream);
+      return ChunkGlaOutputPacked(q, k, G, v, static_cast<const float*>(chunk_room), state_ptrs,
+                                  out_ptrs, layer_offset, pack, heads, dk, dv, scale, o, stream);
     }
   }
   const size_t smem = OutputMmaSmem(dk);
-  cudaError_t err =
-      cudaFuncSetAttribute(ChunkOutputMmaKernel<VT>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                           static_cast<int>(smem));
-  if (err != cudaSuccess) return err;
-  dim3 grid(pack.num_chunks, heads);
-  ChunkOutputMmaKernel<VT><<<grid, kOutThreads, smem, stream>>>(
-      q, k, G, v, chunk_states, state_ptrs, out_ptrs, layer_offset, pack, heads, dk, dv, scale, o);
-  return cudaGetLastError();
+  auto launch = [&](auto kernel, const auto* chunk_states) -> cudaError_t {
+    cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                           static_cast<int>(smem));
+    if (err != cudaSuccess) return err;
+    dim3 grid(pack.num_chunks, heads);
+    kernel<<<grid, kOutThreads, smem, stream>>>(q, k, G, v, chunk_states, state_ptrs, out_ptrs,
+                                                layer_offset, pack, heads, dk, dv, scale, o);
+    return cudaGetLastError();
+  };
+  return bf16_states
+             ? launch(ChunkOutputMmaKernel<VT, bf16>, static_cast<const bf16*>(chunk_room))
+             : launch(ChunkOutputMmaKernel<VT, float>, static_cast<const float*>(chunk_room));
 }
 
 }  // namespace
@@ -693,8 +710,7 @@ bool ChunkMmaTakesBf16Values(int dk, int dv) { return dk % 4 == 0 && dv % 4 == 0
 cudaError_t ChunkGlaStatesPackedMma(const float* k, const float* G, const void* v, Act v_act,
                                     const PackView& pack, int heads, int dk, int dv,
                                     float* const* state_ptrs, float* const* out_ptrs,
-                                    int64_t layer_offset, float* chunk_states,
-                                    cudaStream_t stream) {
+                                    int64_t layer_offset, void* chunk_states, cudaStream_t stream) {
   HG_DISPATCH_ACT(
       v_act, return LaunchStatesMma(k, G, static_cast<const T*>(v), pack, heads, dk, dv, state_ptrs,
                                     out_ptrs, layer_offset, nullptr, chunk_states, true, stream));
@@ -711,17 +727,28 @@ cudaError_t ChunkGlaStatesPackedMmaTwoPass(const float* k, const float* G, const
 }
 
 cudaError_t ChunkGlaOutputPackedMma(const float* q, const float* k, const float* G, const void* v,
-                                    Act v_act, const float* chunk_states, float* const* state_ptrs,
+                                    Act v_act, const void* chunk_states, float* const* state_ptrs,
                                     float* const* out_ptrs, int64_t layer_offset,
                                     const PackView& pack, int heads, int dk, int dv, float scale,
                                     float* o, cudaStream_t stream) {
-  HG_DISPATCH_ACT(
-      v_act, return LaunchOutputMma(q, k, G, static_cast<const T*>(v), chunk_states, state_ptrs,
-                                    out_ptrs, layer_offset, pack, heads, dk, dv, scale, o, stream));
+  HG_DISPATCH_ACT(v_act, return LaunchOutputMma(q, k, G, static_cast<const T*>(v), chunk_states,
+                                                true, state_ptrs, out_ptrs, layer_offset, pack,
+                                                heads, dk, dv, scale, o, stream));
+}
+
+cudaError_t ChunkGlaOutputPackedMmaTwoPass(const float* q, const float* k, const float* G,
+                                           const void* v, Act v_act, const float* chunk_states,
+                                           float* const* state_ptrs, float* const* out_ptrs,
+                                           int64_t layer_offset, const PackView& pack, int heads,
+                                           int dk, int dv, float scale, float* o,
+                                           cudaStream_t stream) {
+  HG_DISPATCH_ACT(v_act, return LaunchOutputMma(q, k, G, static_cast<const T*>(v), chunk_states,
+                                                false, state_ptrs, out_ptrs, layer_offset, pack,
+                                                heads, dk, dv, scale, o, stream));
 }
 
 cudaError_t ChunkGlaStatesMma(const float* k, const float* G, const float* v, int tokens, int heads,
-                              int dk, int dv, float* state, float* chunk_states,
+                              int dk, int dv, float* state, void* chunk_states,
                               cudaStream_t stream) {
   return LaunchStatesMma(k, G, v, SingleSequence(tokens), heads, dk, dv, nullptr, nullptr, 0, state,
                          chunk_states, true, stream);
@@ -735,10 +762,10 @@ cudaError_t ChunkGlaStatesMmaTwoPass(const float* k, const float* G, const float
 }
 
 cudaError_t ChunkGlaOutputMma(const float* q, const float* k, const float* G, const float* v,
-                              const float* chunk_states, int tokens, int heads, int dk, int dv,
+                              const void* chunk_states, int tokens, int heads, int dk, int dv,
                               float scale, float* o, cudaStream_t stream) {
-  return LaunchOutputMma(q, k, G, v, chunk_states, nullptr, nullptr, 0, SingleSequence(tokens),
-                         heads, dk, dv, scale, o, stream);
+  return LaunchOutputMma(q, k, G, v, chunk_states, true, nullptr, nullptr, 0,
+                         SingleSequence(tokens), heads, dk, dv, scale, o, stream);
 }
 
 }  // namespace hgeval::cuda

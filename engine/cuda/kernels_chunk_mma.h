@@ -1,8 +1,12 @@
 // Chunkwise GLA recurrence on tensor cores (bf16 mode): the packed states and output
 // launchers of kernels.h (ChunkGlaStatesPacked, ChunkGlaOutputPacked) with the same
 // arguments and contract, their products run as bf16 mma.sync m16n8k16 with fp32
-// accumulation. Chunk states stay fp32; the cumsum is the fp32 one, and the states are one
-// walk over each sequence's chunks (the two-pass form with the fp32 scan stays callable).
+// accumulation. The cumsum is the fp32 one; the states are one walk over each sequence's
+// chunks with S in fp32 registers, storing each chunk state S_c as bf16 (the output kernel
+// rounds S_c to bf16 for its mma anyway: same bits, half the bytes) and final states in
+// fp32. `chunk_states` is room for fp32 states: bf16 ones use its first half; where the
+// fp32 kernels run instead (ChunkMmaTakesBf16Values false) they keep fp32 states there.
+// The two-pass form (local states, then the fp32 scan; fp32 S_c) stays callable.
 // The packed forms take v as fp32 or bf16 (`v_act`): the kernels stage v as bf16 either
 // way, so bf16 v rounded to nearest from the fp32 one gives bitwise the same results.
 // fp32 mode never calls these (its path stays the exact reference).
@@ -22,17 +26,19 @@ namespace hgeval::cuda {
 // kernels, which read fp32 v: a bf16 v is then refused (cudaErrorInvalidValue).
 bool ChunkMmaTakesBf16Values(int dk, int dv);
 
-// The chunk states S_c (and final states) in one kernel that walks each sequence's chunks
-// in order, the running state in registers, each chunk's local state U_c by tensor cores
-// and never stored (fla's chunk_fwd_h). Bitwise the two-pass form's results.
+// The chunk states S_c (bf16) and final states in one kernel that walks each sequence's
+// chunks in order, the running state in registers, each chunk's local state U_c by tensor
+// cores and never stored (fla's chunk_fwd_h). Bitwise the two-pass form's results (its
+// S_c rounded to bf16).
 cudaError_t ChunkGlaStatesPackedMma(const float* k, const float* G, const void* v, Act v_act,
                                     const PackView& pack, int heads, int dk, int dv,
                                     float* const* state_ptrs, float* const* out_ptrs,
-                                    int64_t layer_offset, float* chunk_states, cudaStream_t stream);
+                                    int64_t layer_offset, void* chunk_states, cudaStream_t stream);
 
 // The two-pass form the one-kernel walk replaced: per-chunk local states U_c by tensor
-// cores into chunk_states, then the fp32 scan (ChunkStateScan) over them in place. Kept
-// for the test that holds the walk to its bits and the bench's micro rows.
+// cores into chunk_states, then the fp32 scan (ChunkStateScan) over them in place (fp32
+// S_c; its output form reads those). Kept for the test that holds the walk to its bits and
+// the bench's micro rows.
 cudaError_t ChunkGlaStatesPackedMmaTwoPass(const float* k, const float* G, const void* v, Act v_act,
                                            const PackView& pack, int heads, int dk, int dv,
                                            float* const* state_ptrs, float* const* out_ptrs,
@@ -42,20 +48,26 @@ cudaError_t ChunkGlaStatesPackedMmaTwoPass(const float* k, const float* G, const
 // o = scale (q exp(G) S_c + A v), A the intra-chunk matrix: its 16-token diagonal blocks
 // with exact per-element exponents in fp32, the blocks below them by tensor cores.
 cudaError_t ChunkGlaOutputPackedMma(const float* q, const float* k, const float* G, const void* v,
-                                    Act v_act, const float* chunk_states, float* const* state_ptrs,
+                                    Act v_act, const void* chunk_states, float* const* state_ptrs,
                                     float* const* out_ptrs, int64_t layer_offset,
                                     const PackView& pack, int heads, int dk, int dv, float scale,
                                     float* o, cudaStream_t stream);
+cudaError_t ChunkGlaOutputPackedMmaTwoPass(const float* q, const float* k, const float* G,
+                                           const void* v, Act v_act, const float* chunk_states,
+                                           float* const* state_ptrs, float* const* out_ptrs,
+                                           int64_t layer_offset, const PackView& pack, int heads,
+                                           int dk, int dv, float scale, float* o,
+                                           cudaStream_t stream);
 
 // Single-sequence forms (tests): as ChunkGlaStates / ChunkGlaOutput in kernels.h.
 cudaError_t ChunkGlaStatesMma(const float* k, const float* G, const float* v, int tokens, int heads,
-                              int dk, int dv, float* state, float* chunk_states,
+                              int dk, int dv, float* state, void* chunk_states,
                               cudaStream_t stream);
 cudaError_t ChunkGlaStatesMmaTwoPass(const float* k, const float* G, const float* v, int tokens,
                                      int heads, int dk, int dv, float* state, float* chunk_states,
                                      cudaStream_t stream);
 cudaError_t ChunkGlaOutputMma(const float* q, const float* k, const float* G, const float* v,
-                              const float* chunk_states, int tokens, int heads, int dk, int dv,
+                              const void* chunk_states, int tokens, int heads, int dk, int dv,
                               float scale, float* o, cudaStream_t stream);
 
 // Phase 2 of the chunk states (kernels_chunk_gla.cu): S_{c+1} = exp(G_last,c) S_c + U_c over
