@@ -194,7 +194,7 @@ __host__ __device__ constexpr size_t FusedStatesSmem() {
 }
 
 // The chunk states of each sequence in one walk over its chunks (fla's chunk_fwd_h): one
-// block per (sequence, head, 32 key rows x 64 value columns of the state), the running
+// block per (sequence, 32 key rows x 64 value columns of the state, head), the running
 // state S in fp32 registers. Chunk c: S_c (the state before it) goes to chunk_states as
 // bf16 (rounded to nearest, as the output kernel rounds an fp32 S_c itself), then
 // S <- exp(G_last) S + U_c, U_c = sum_j (k_j exp(G_last - G_j)) v_j^T by mma; the raw k, G
@@ -217,9 +217,13 @@ __global__ void __launch_bounds__(kFusedThreads)
   __shared__ int stage_rows[kFusedStages];  // rows of the chunk in each stage
   bf16* kd = reinterpret_cast<bf16*>(smem + kFusedStages * kStage);  // [kC][kFusedKds]
   bf16* vs = kd + kC * kFusedKds;                                    // fp32 v only: [kC][kVS]
-  const int seq = blockIdx.x, h = blockIdx.y;
+  // Grid (sequences x tiles, heads), tiles fastest: the blocks that read the same k, G
+  // (a key tile's value tiles) and v (a value tile's key tiles) run together, so the
+  // repeated reads hit L2.
   const int key_tiles = (dk + kFusedKT - 1) / kFusedKT;
-  const int kb = kFusedKT * (blockIdx.z % key_tiles), vb = kVT * (blockIdx.z / key_tiles);
+  const int tiles = key_tiles * ((dv + kVT - 1) / kVT);
+  const int seq = blockIdx.x / tiles, tile = blockIdx.x % tiles, h = blockIdx.y;
+  const int kb = kFusedKT * (tile % key_tiles), vb = kVT * (tile / key_tiles);
   float* state = single;
   float* out = single;
   if (state_ptrs != nullptr) {
@@ -652,7 +656,7 @@ cudaError_t LaunchStatesMma(const float* k, const float* G, const VT* v, const P
         cudaFuncSetAttribute(ChunkStatesFusedMmaKernel<VT>,
                              cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
     if (err != cudaSuccess) return err;
-    dim3 grid(pack.num_seqs, heads, CeilDiv(dk, kFusedKT) * CeilDiv(dv, kVT));
+    dim3 grid(pack.num_seqs * CeilDiv(dk, kFusedKT) * CeilDiv(dv, kVT), heads);
     ChunkStatesFusedMmaKernel<VT><<<grid, kFusedThreads, smem, stream>>>(
         k, G, v, pack, heads, dk, dv, state_ptrs, out_ptrs, layer_offset, single,
         static_cast<bf16*>(chunk_room));
