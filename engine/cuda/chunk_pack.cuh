@@ -48,6 +48,34 @@ __device__ __forceinline__ bool ReadsStartInPlace(float* const* state_ptrs, floa
   return state_ptrs != nullptr && out_ptrs != nullptr && out_ptrs[s] != state_ptrs[s];
 }
 
+// Sequence s's walk over its chunks (the fp32 state scan, bf16 mode's state walk): its
+// start state (null: zero) and where its final state goes (out_ptrs null: the state
+// pointer; a null entry: nowhere; `single` for the single-sequence form), both at
+// layer_offset; its first chunk and chunk count; the first chunk whose S_c is stored (1
+// where the output kernel reads the start in place); how many chunks' U feed the state
+// (not the last where no final state is kept).
+struct SeqWalk {
+  float* state;
+  float* out;
+  int first, chunks, first_written, with_u;
+};
+__device__ __forceinline__ SeqWalk SeqWalkOf(const PackView& p, float* const* state_ptrs,
+                                             float* const* out_ptrs, int64_t layer_offset,
+                                             float* single, int s) {
+  SeqWalk w{single, single, 0, 0, 0, 0};
+  if (state_ptrs != nullptr) {
+    w.state = state_ptrs[s];
+    w.out = out_ptrs != nullptr ? out_ptrs[s] : w.state;
+    if (w.state != nullptr) w.state += layer_offset;
+    if (w.out != nullptr) w.out += layer_offset;
+  }
+  w.first = p.seq_chunk0 ? p.seq_chunk0[s] : 0;
+  w.chunks = SeqChunkEnd(p, s) - w.first;
+  w.first_written = ReadsStartInPlace(state_ptrs, out_ptrs, s) ? 1 : 0;
+  w.with_u = w.out != nullptr ? w.chunks : w.chunks - 1;
+  return w;
+}
+
 // The pack of one sequence of `tokens` rows (null tables): the single-sequence launchers.
 inline PackView SingleSequence(int tokens) {
   PackView p;

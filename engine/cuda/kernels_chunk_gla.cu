@@ -115,19 +115,12 @@ __global__ void ChunkStateScanKernel(const float* __restrict__ G, PackView pack,
   const int64_t e = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
   if (e >= per_chunk) return;
   const int seq = blockIdx.y;
-  float* state = single;
-  float* out = single;
-  if (state_ptrs != nullptr) {
-    state = state_ptrs[seq];
-    out = out_ptrs != nullptr ? out_ptrs[seq] : state;
-    if (state != nullptr) state += layer_offset;
-    if (out != nullptr) out += layer_offset;
-  }
+  const SeqWalk walk = SeqWalkOf(pack, state_ptrs, out_ptrs, layer_offset, single, seq);
+  float* const state = walk.state;
+  float* const out = walk.out;
   const int64_t hk = e / dv;  // h * dk + k
-  const int first = pack.seq_chunk0 ? pack.seq_chunk0[seq] : 0;
-  const int chunks = SeqChunkEnd(pack, seq) - first;
-  const int first_written = ReadsStartInPlace(state_ptrs, out_ptrs, seq) ? 1 : 0;
-  const int with_u = out != nullptr ? chunks : chunks - 1;  // chunks whose U is used
+  const int first = walk.first, chunks = walk.chunks, first_written = walk.first_written;
+  const int with_u = walk.with_u;  // chunks whose U is used
   if (out == nullptr && chunks <= first_written) return;
   const int row_end = SeqRowEnd(pack, seq);
   auto decay_of = [&](int x) {

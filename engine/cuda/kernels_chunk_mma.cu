@@ -224,19 +224,8 @@ __global__ void __launch_bounds__(kFusedThreads)
   const int tiles = key_tiles * ((dv + kVT - 1) / kVT);
   const int seq = blockIdx.x / tiles, tile = blockIdx.x % tiles, h = blockIdx.y;
   const int kb = kFusedKT * (tile % key_tiles), vb = kVT * (tile / key_tiles);
-  float* state = single;
-  float* out = single;
-  if (state_ptrs != nullptr) {
-    state = state_ptrs[seq];
-    out = out_ptrs != nullptr ? out_ptrs[seq] : state;
-    if (state != nullptr) state += layer_offset;
-    if (out != nullptr) out += layer_offset;
-  }
-  const int first = pack.seq_chunk0 ? pack.seq_chunk0[seq] : 0;
-  const int chunks = SeqChunkEnd(pack, seq) - first;
-  const int first_written = ReadsStartInPlace(state_ptrs, out_ptrs, seq) ? 1 : 0;
-  const int with_u = out != nullptr ? chunks : chunks - 1;  // chunks whose U is used
-  if (out == nullptr && chunks <= first_written) return;
+  const SeqWalk walk = SeqWalkOf(pack, state_ptrs, out_ptrs, layer_offset, single, seq);
+  if (walk.out == nullptr && walk.chunks <= walk.first_written) return;
   const int row_end = SeqRowEnd(pack, seq);
 
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, grp = lane / 4, tig = lane % 4;
@@ -254,7 +243,7 @@ __global__ void __launch_bounds__(kFusedThreads)
     float* sg = sk + kC * kFusedKT;
     VT* sv = reinterpret_cast<VT*>(sg + kC * kFusedKT);
     constexpr int vss = kF32Values ? kVT : kVS;
-    const int t0 = ChunkRow0(pack, first + x), n = min(kC, row_end - t0);
+    const int t0 = ChunkRow0(pack, walk.first + x), n = min(kC, row_end - t0);
     if (tid == 0) stage_rows[x % kFusedStages] = n;
     const int64_t qk0 = static_cast<int64_t>(t0) * kstride + static_cast<int64_t>(h) * dk + kb;
 #pragma unroll
@@ -285,21 +274,21 @@ __global__ void __launch_bounds__(kFusedThreads)
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
       const int row = kb + m0 + grp + 8 * (e / 2), col = vb + n0 + 8 * nt + 2 * tig + e % 2;
-      s[nt][e] = (state != nullptr && row < dk && col < dv)
-                     ? state[head0 + static_cast<int64_t>(row) * dv + col]
+      s[nt][e] = (walk.state != nullptr && row < dk && col < dv)
+                     ? walk.state[head0 + static_cast<int64_t>(row) * dv + col]
                      : 0.0f;
     }
   }
 #pragma unroll
   for (int x = 0; x < kFusedStages - 1; ++x) {
-    if (x < with_u) issue(x);
+    if (x < walk.with_u) issue(x);
     CpAsyncCommit();  // empty groups keep the count: group x is chunk x
   }
   const int a_row = (lane % 8) + 8 * (lane / 16), a_col = 8 * ((lane / 8) % 2);
   const int b_row = (lane % 8) + 8 * ((lane / 8) % 2), b_col = 8 * (lane / 16);
-  for (int x = 0; x < chunks; ++x) {
-    if (x >= first_written) {
-      bf16* sc = chunk_states + (first + x) * per_chunk + head0;
+  for (int x = 0; x < walk.chunks; ++x) {
+    if (x >= walk.first_written) {
+      bf16* sc = chunk_states + (walk.first + x) * per_chunk + head0;
 #pragma unroll
       for (int nt = 0; nt < 2; ++nt) {
 #pragma unroll
@@ -312,8 +301,8 @@ __global__ void __launch_bounds__(kFusedThreads)
         }
       }
     }
-    if (x >= with_u) break;
-    if (x + kFusedStages - 1 < with_u) issue(x + kFusedStages - 1);
+    if (x >= walk.with_u) break;
+    if (x + kFusedStages - 1 < walk.with_u) issue(x + kFusedStages - 1);
     CpAsyncCommit();
     CpAsyncWait<kFusedStages - 1>();  // chunk x's group has landed (this thread's copies)
     __syncthreads();                  // everyone's copies; the previous chunk's mma done
@@ -373,13 +362,13 @@ __global__ void __launch_bounds__(kFusedThreads)
       for (int e = 0; e < 4; ++e) s[nt][e] = fmaf(d[e / 2], s[nt][e], u[nt][e]);
     }
   }
-  if (out != nullptr) {
+  if (walk.out != nullptr) {
 #pragma unroll
     for (int nt = 0; nt < 2; ++nt) {
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const int row = kb + m0 + grp + 8 * (e / 2), col = vb + n0 + 8 * nt + 2 * tig + e % 2;
-        if (row < dk && col < dv) out[head0 + static_cast<int64_t>(row) * dv + col] = s[nt][e];
+        if (row < dk && col < dv) walk.out[head0 + static_cast<int64_t>(row) * dv + col] = s[nt][e];
       }
     }
   }

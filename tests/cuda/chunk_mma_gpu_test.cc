@@ -225,6 +225,24 @@ void PrintTo(const PackCase& c, std::ostream* os) {
 
 class ChunkMmaPackTest : public ::testing::TestWithParam<PackCase> {};
 
+// Random inputs of case c for sequences of `lens` rows, start states (two layer slots a
+// sequence) and the scale.
+struct PackInputs {
+  Inputs in;
+  std::vector<float> starts;
+  float scale;
+};
+PackInputs RandomPack(const PackCase& c, const std::vector<int>& lens, std::mt19937& rng) {
+  int rows = 0;
+  for (int n : lens) rows += n;
+  PackInputs p{RandomInputs(rows, c.heads, c.dk, c.dv, c.decay, rng), {}, 0.0f};
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  p.starts.resize(lens.size() * 2 * c.heads * c.dk * c.dv);
+  for (auto& x : p.starts) x = nd(rng);
+  p.scale = 1.0f / std::sqrt(static_cast<float>(c.dk));
+  return p;
+}
+
 TEST_P(ChunkMmaPackTest, RaggedPackMatchesFloat64AndEachSequenceAlone) {
   if (!testing::HaveGpu()) GTEST_SKIP() << "no CUDA GPU visible";
   const PackCase c = GetParam();
@@ -296,15 +314,8 @@ TEST_P(ChunkMmaPackTest, Bf16ValuesGiveTheFloatValuesBits) {
   if (!testing::HaveGpu()) GTEST_SKIP() << "no CUDA GPU visible";
   const PackCase c = GetParam();
   const std::vector<int> lens = {130, 1, 64, 17, 65, 200};
-  int rows = 0;
-  for (int n : lens) rows += n;
   std::mt19937 rng(c.dk * 7 + c.dv + c.fork);
-  const Inputs in = RandomInputs(rows, c.heads, c.dk, c.dv, c.decay, rng);
-  const int64_t ns = static_cast<int64_t>(c.heads) * c.dk * c.dv;
-  std::normal_distribution<float> nd(0.0f, 1.0f);
-  std::vector<float> starts(lens.size() * 2 * ns);
-  for (auto& x : starts) x = nd(rng);
-  const float scale = 1.0f / std::sqrt(static_cast<float>(c.dk));
+  const auto [in, starts, scale] = RandomPack(c, lens, rng);
   std::vector<float> out32, states32, finals32, out16, states16, finals16;
   RunPack(in, lens, starts, c.fork, scale, out32, states32, finals32, Act::kF32);
   if (HasFatalFailure()) return;
@@ -337,15 +348,9 @@ TEST_P(ChunkMmaPackTest, OneKernelStateWalkGivesTheTwoPassBits) {
   if (!testing::HaveGpu()) GTEST_SKIP() << "no CUDA GPU visible";
   const PackCase c = GetParam();
   const std::vector<int> lens = {130, 1, 64, 17, 65, 200, 1000};
-  int rows = 0;
-  for (int n : lens) rows += n;
   std::mt19937 rng(c.dk * 5 + c.dv + c.fork);
-  const Inputs in = RandomInputs(rows, c.heads, c.dk, c.dv, c.decay, rng);
-  const int64_t ns = static_cast<int64_t>(c.heads) * c.dk * c.dv;
-  std::normal_distribution<float> nd(0.0f, 1.0f);
-  std::vector<float> starts(lens.size() * 2 * ns);
-  for (auto& x : starts) x = nd(rng);
-  const float scale = 1.0f / std::sqrt(static_cast<float>(c.dk));
+  const auto [in, starts, scale] = RandomPack(c, lens, rng);
+  const size_t ns = static_cast<size_t>(c.heads) * c.dk * c.dv;
   for (const Act v_act : {Act::kF32, Act::kBF16}) {
     std::vector<float> out1, states1, finals1, chunks1, out2, states2, finals2, chunks2;
     RunPack(in, lens, starts, c.fork, scale, out1, states1, finals1, v_act, false, &chunks1);
