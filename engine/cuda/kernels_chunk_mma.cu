@@ -404,7 +404,7 @@ cudaError_t LaunchStatesMma(const float* k, const float* G, const VT* v, const P
                             int heads, int dk, int dv, float* const* state_ptrs,
                             float* const* out_ptrs, int64_t layer_offset, float* single,
                             float* chunk_states, cudaStream_t stream) {
-  if (pack.num_chunks == 0) return cudaSuccess;
+  if (StateChunks(pack) == 0) return cudaSuccess;
   if (dk > kMaxDk) return cudaErrorInvalidValue;
   if (!ChunkMmaTakesBf16Values(dk, dv)) {  // the 16-byte loads need both: the fp32 kernels
     if constexpr (!std::is_same_v<VT, float>) {
@@ -421,7 +421,7 @@ cudaError_t LaunchStatesMma(const float* k, const float* G, const VT* v, const P
       cudaFuncSetAttribute(ChunkLocalStateMmaKernel<VT>,
                            cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
   if (err != cudaSuccess) return err;
-  dim3 grid(pack.num_chunks, heads);
+  dim3 grid(StateChunks(pack), heads);
   ChunkLocalStateMmaKernel<VT><<<grid, RoundUp(dk, 32), smem, stream>>>(
       k, G, v, pack, heads, dk, dv, state_ptrs, out_ptrs, chunk_states);
   err = cudaGetLastError();
@@ -435,7 +435,7 @@ cudaError_t LaunchOutputMma(const float* q, const float* k, const float* G, cons
                             const float* chunk_states, float* const* state_ptrs,
                             float* const* out_ptrs, int64_t layer_offset, const PackView& pack,
                             int heads, int dk, int dv, float scale, float* o, cudaStream_t stream) {
-  if (pack.num_chunks == 0) return cudaSuccess;
+  if (StateChunks(pack) == 0) return cudaSuccess;
   if (dk > kMaxDk) return cudaErrorInvalidValue;
   if (!ChunkMmaTakesBf16Values(dk, dv)) {  // the 16-byte loads need both: the fp32 kernel
     if constexpr (!std::is_same_v<VT, float>) {
