@@ -53,8 +53,11 @@ ABSL_FLAG(std::string, device, "cuda",
 ABSL_FLAG(int, layers, 24, "layers (24 for the 1.3B shapes; fewer for a quick look)");
 ABSL_FLAG(std::string, preset, "paper", "NIAH grid preset (paper: 35 x 35, 1K-16K)");
 ABSL_FLAG(std::string, mode, "easy", "easy or standard");
-ABSL_FLAG(std::string, max_batch, "8", "comma-separated NIAH max_batch values, one sweep each");
-ABSL_FLAG(std::string, llama_max_batch, "8", "max_batch values for the LLaMA shape");
+ABSL_FLAG(std::string, max_batch, "0",
+          "comma-separated NIAH max_batch values, one sweep each (0: what hgeval-niah and "
+          "server jobs use, DefaultNiahMaxBatch: 32 for recurrent models on CUDA)");
+ABSL_FLAG(std::string, llama_max_batch, "0",
+          "max_batch values for the LLaMA shape (0: DefaultNiahMaxBatch, 8)");
 ABSL_FLAG(int64_t, llama_training_length, 2048,
           "LLaMA config max_position_embeddings (its training length)");
 ABSL_FLAG(int64_t, llama_max_context, 16384,
@@ -187,6 +190,9 @@ absl::Status Run(nlohmann::json& report) {
         IntList(absl::GetFlag(bench::RandomModelHasKvCache(family) ? FLAGS_llama_max_batch
                                                                    : FLAGS_max_batch)));
     bench::TimedModel timed(model.get());
+    for (int& max_batch : batches) {
+      if (max_batch == 0) max_batch = niah::DefaultNiahMaxBatch(model->info());
+    }
     if (absl::GetFlag(FLAGS_warmup)) {
       niah::NiahOptions warm = base;
       warm.max_cells = batches.front();

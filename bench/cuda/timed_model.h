@@ -62,6 +62,9 @@ class TimedModel : public Model {
     return inner_->NewStateFor(start, tokens);
   }
   size_t StateBytes(int64_t tokens) const override { return inner_->StateBytes(tokens); }
+  size_t ReadOnlyForkBytes(int64_t start_tokens, int64_t tokens) const override {
+    return inner_->ReadOnlyForkBytes(start_tokens, tokens);
+  }
   MemoryBudget* memory_budget() const override { return inner_->memory_budget(); }
   const Times& times() const { return times_; }
   void ResetTimes() { times_ = Times(); }

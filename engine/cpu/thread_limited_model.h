@@ -30,6 +30,9 @@ class ThreadLimitedModel : public Model {
     return model_->NewStateFor(start, tokens);
   }
   size_t StateBytes(int64_t tokens) const override { return model_->StateBytes(tokens); }
+  size_t ReadOnlyForkBytes(int64_t start_tokens, int64_t tokens) const override {
+    return model_->ReadOnlyForkBytes(start_tokens, tokens);
+  }
   MemoryBudget* memory_budget() const override { return model_->memory_budget(); }
 
  private:

@@ -67,6 +67,10 @@ constexpr int64_t kKvStep = 64;
 // The bf16 head's widest column slice (one pinned GEMM site per slice width).
 constexpr int64_t kHeadSliceCols = 32768;
 
+// A read-only start longer than a pack is run on a copy: its later segments continue from
+// the state the earlier ones left, which the start itself must not become.
+bool ReadOnlyForkNeedsCopy(int64_t tokens) { return tokens > kPackRows; }
+
 int64_t KvCapacityFor(int64_t positions) {
   return (std::max<int64_t>(positions, 1) + kKvStep - 1) / kKvStep * kKvStep;
 }
@@ -82,6 +86,16 @@ size_t CudaModel::StateBytes(int64_t tokens) const {
     bytes += DevicePool::RoundSize(L_ * 2 * KvCapacityFor(tokens) * layout_.kv_row_bytes);
   }
   return bytes;
+}
+
+size_t CudaModel::ReadOnlyForkBytes(int64_t start_tokens, int64_t tokens) const {
+  // Forward copies the start of a KV-cache item, and of one longer than a pack (its later
+  // segments continue from the state the earlier ones left); a recurrent one that fits a
+  // pack reads its start in place.
+  if (layout_.kv_row_bytes > 0 || ReadOnlyForkNeedsCopy(tokens)) {
+    return StateBytes(start_tokens + tokens);
+  }
+  return 0;
 }
 
 absl::Status CudaModel::EnsureKvCapacity(CudaSequenceState* st, int64_t needed,
@@ -271,8 +285,10 @@ struct PackTables {
 
 int64_t MaxPackTiles() { return kPackRows / kFlashTileRows + kPackRows; }
 
-PackTables LayoutPack(void* base, int64_t max_chunks) {
-  const int64_t R = kPackRows, S = kPackRows, Tt = MaxPackTiles();
+// Chunk tables hold a chunk per row at most: only the chunks that use chunk states are
+// bounded by the mixer's room (PlanPacks).
+PackTables LayoutPack(void* base) {
+  const int64_t R = kPackRows, S = kPackRows, Tt = MaxPackTiles(), max_chunks = kPackRows;
   char* p = static_cast<char*>(base);
   size_t off = 0;
   auto take = [&](size_t bytes) {
@@ -305,23 +321,28 @@ PackTables LayoutPack(void* base, int64_t max_chunks) {
 
 }  // namespace
 
-size_t CudaModel::PackTableBytes() const {
-  return LayoutPack(nullptr, max_pack_chunks_).total_bytes;
-}
+size_t CudaModel::PackTableBytes() const { return LayoutPack(nullptr).total_bytes; }
 
 // ---- packed path ------------------------------------------------------------------------
 
 absl::Status CudaModel::RunPack(absl::Span<const ForwardItem> items,
                                 absl::Span<ForwardOutput> outputs,
-                                absl::Span<const PackSegment> segments, const LayerSpan* span) {
+                                absl::Span<const PackSegment> given, const LayerSpan* span) {
   cudaStream_t s = ctx_->stream();
+  // The sequences that use chunk states first (PackView::state_seqs): the others need no
+  // room there. An item's results do not depend on its place in the pack.
+  std::vector<PackSegment> segments(given.begin(), given.end());
+  const int state_seqs = static_cast<int>(
+      std::stable_partition(segments.begin(), segments.end(),
+                            [](const PackSegment& seg) { return seg.uses_chunk_states; }) -
+      segments.begin());
   const int num_seqs = static_cast<int>(segments.size());
   const int first_layer = span == nullptr ? 0 : span->first_layer;
   const int end_layer = span == nullptr ? static_cast<int>(L_) : span->first_layer + 1;
   // Every KV cache already holds room for all of its item's tokens: Forward reserved it.
   // The previous pack's outputs have been read (RunPack ends with a synchronisation).
-  PackTables host = LayoutPack(pack_host_, max_pack_chunks_);
-  PackTables dev = LayoutPack(pack_dev_.get(), max_pack_chunks_);
+  PackTables host = LayoutPack(pack_host_);
+  PackTables dev = LayoutPack(pack_dev_.get());
   pack_seq_row0_.assign(1, 0);
   pack_seq_pos0_.clear();
   pack_kv_.clear();
@@ -405,6 +426,8 @@ absl::Status CudaModel::RunPack(absl::Span<const ForwardItem> items,
   pack_.row_seq = dev.row_seq;
   pack_.tile_seq = dev.tile_seq;
   pack_.tile_q0 = dev.tile_q0;
+  pack_.state_seqs = state_seqs;
+  pack_.state_chunks = host.seq_chunk0[state_seqs];
   cur_ = {dev.ids,  dev.positions, dev.state_ptrs, dev.kv_ptrs,
           dev.caps, dev.seq_row0,  dev.row_seq,    dev.out_ptrs};
   if (span != nullptr && first_layer > 0) {
@@ -547,9 +570,20 @@ absl::Status CudaModel::RunLayerMajor(absl::Span<const ForwardItem> items,
 
 namespace {
 
+int64_t SegmentChunks(const PackSegment& seg) { return (seg.length + kGlaChunk - 1) / kGlaChunk; }
+
+// Whether a segment's chunks use the chunk states (ChunkScanHasWork, as the kernels decide
+// it from the pack's state pointers): not those of a read-only fork that fits in one chunk.
+bool UsesChunkStates(const ForwardItem& item, const PackSegment& seg) {
+  const bool keeps_final_state = item.state != nullptr;
+  const bool reads_start_in_place = item.state == nullptr && item.start != nullptr;
+  return ChunkScanHasWork(static_cast<int>(SegmentChunks(seg)), keeps_final_state,
+                          reads_start_in_place);
+}
+
 // First fit, in item order, at most one segment of an item per pack (its segments run in
 // order, each after the state the previous one left), at most kPackRows rows and
-// `max_chunks` chunks per pack.
+// `max_chunks` chunks that use chunk states per pack.
 std::vector<std::vector<PackSegment>> PlanPacks(
     const std::vector<std::vector<PackSegment>>& per_item, int64_t max_chunks) {
   std::vector<std::vector<PackSegment>> packs;
@@ -562,7 +596,7 @@ std::vector<std::vector<PackSegment>> PlanPacks(
     for (size_t i = 0; i < per_item.size(); ++i) {
       if (next[i] == per_item[i].size()) continue;
       const PackSegment& seg = per_item[i][next[i]];
-      const int64_t seg_chunks = (seg.length + kGlaChunk - 1) / kGlaChunk;
+      const int64_t seg_chunks = seg.uses_chunk_states ? SegmentChunks(seg) : 0;
       if (rows + seg.length > kPackRows || chunks + seg_chunks > max_chunks) continue;
       pack.push_back(seg);
       rows += seg.length;
@@ -575,9 +609,9 @@ std::vector<std::vector<PackSegment>> PlanPacks(
   return packs;
 }
 
-int64_t PackChunks(absl::Span<const PackSegment> pack) {
+int64_t PackStateChunks(absl::Span<const PackSegment> pack) {
   int64_t chunks = 0;
-  for (const PackSegment& seg : pack) chunks += (seg.length + kGlaChunk - 1) / kGlaChunk;
+  for (const PackSegment& seg : pack) chunks += seg.uses_chunk_states ? SegmentChunks(seg) : 0;
   return chunks;
 }
 
@@ -591,14 +625,16 @@ absl::Status CudaModel::RunPacked(absl::Span<const ForwardItem> items,
   for (size_t i = 0; i < packed_items.size(); ++i) {
     const int64_t T = static_cast<int64_t>(items[packed_items[i]].tokens.size());
     for (int64_t off = 0; off < T; off += kPackRows) {
-      per_item[i].push_back({packed_items[i], off, std::min<int64_t>(kPackRows, T - off)});
+      PackSegment seg{packed_items[i], off, std::min<int64_t>(kPackRows, T - off)};
+      seg.uses_chunk_states = UsesChunkStates(items[packed_items[i]], seg);
+      per_item[i].push_back(seg);
     }
   }
   std::vector<std::vector<PackSegment>> packs = PlanPacks(per_item, max_pack_chunks_);
   // The chunk states take their room before any pack runs; where the budget refuses it,
   // the packs hold fewer chunks (results do not depend on the packing).
   int64_t most = 0;
-  for (const auto& pack : packs) most = std::max(most, PackChunks(pack));
+  for (const auto& pack : packs) most = std::max(most, PackStateChunks(pack));
   HG_ASSIGN_OR_RETURN(const int64_t room, mixer_->ReservePackChunks(most));
   if (room < most) packs = PlanPacks(per_item, room);
   for (const auto& pack : packs) HG_RETURN_IF_ERROR(RunPack(items, outputs, pack));
@@ -728,7 +764,8 @@ absl::Status CudaModel::Forward(absl::Span<const ForwardItem> given,
   HG_RETURN_IF_ERROR(ValidateForwardItems(given, outputs.size(), V_, info_.max_context));
   DeviceGuard guard(ctx_->device());
   // Items continuing from a read-only start: the recurrent families read it in place; a
-  // LLaMA item needs its own KV cache to write its keys into, so it gets a copy.
+  // LLaMA item needs its own KV cache to write its keys into, and an item longer than a
+  // pack a state to carry between its segments, so they get a copy.
   std::vector<ForwardItem> resolved(given.begin(), given.end());
   std::vector<std::unique_ptr<SequenceState>> copies;
   absl::flat_hash_set<const SequenceState*> seen;
@@ -761,7 +798,8 @@ absl::Status CudaModel::Forward(absl::Span<const ForwardItem> given,
       return absl::InvalidArgumentError(
           absl::StrCat("Forward: item ", i, " shares its state with another item"));
     }
-    if (it.start != nullptr && layout_.kv_row_bytes > 0) {
+    const int64_t T = static_cast<int64_t>(it.tokens.size());
+    if (it.start != nullptr && (layout_.kv_row_bytes > 0 || ReadOnlyForkNeedsCopy(T))) {
       HG_ASSIGN_OR_RETURN(std::unique_ptr<CudaSequenceState> copy,
                           ForkForItem(*src, static_cast<int64_t>(it.tokens.size())));
       it.state = copy.get();

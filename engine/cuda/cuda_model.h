@@ -59,6 +59,8 @@ struct PackSegment {
   size_t item = 0;
   int64_t offset = 0;
   int64_t length = 0;
+  // Its chunks use the chunk states (all but a read-only fork that fits in one chunk).
+  bool uses_chunk_states = true;
 };
 
 // A layer-major pass (CudaModel::RunLayerMajor): layer `first_layer` over one segment of
@@ -117,6 +119,7 @@ class CudaModel : public Model {
   std::unique_ptr<SequenceState> NewStateFor(const SequenceState* start,
                                              int64_t tokens) const override;
   size_t StateBytes(int64_t tokens) const override;
+  size_t ReadOnlyForkBytes(int64_t start_tokens, int64_t tokens) const override;
   MemoryBudget* memory_budget() const override { return ctx_->pool()->budget(); }
 
   // Device memory held by this model (weights, scratch, states), and its peak.

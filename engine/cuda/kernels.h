@@ -25,6 +25,10 @@ enum class Act { kF32, kBF16 };
 // [seq_chunk0[s], seq_chunk0[s+1]), chunk c starting at row chunk_row0[c] and belonging
 // to sequence chunk_seq[c]. Flash-attention tiles of kFlashRows queries: tile t covers
 // rows tile_q0[t].. of sequence tile_seq[t]. row_seq[r] is the sequence of row r.
+// Sequences [0, state_seqs), whose chunks are [0, state_chunks), use the chunk states;
+// the ones after them are one-chunk read-only forks (ChunkScanHasWork false) that read
+// their start state in place and keep nothing, so the local-state and scan kernels skip
+// them and the chunk states need no room for them. -1: every sequence.
 // Null tables describe one sequence of `rows` rows (the single-sequence launchers).
 struct PackView {
   int rows = 0;
@@ -38,7 +42,22 @@ struct PackView {
   const int32_t* row_seq = nullptr;
   const int32_t* tile_seq = nullptr;
   const int32_t* tile_q0 = nullptr;
+  int state_seqs = -1;
+  int state_chunks = -1;
 };
+
+inline int StateSeqs(const PackView& p) { return p.state_seqs >= 0 ? p.state_seqs : p.num_seqs; }
+inline int StateChunks(const PackView& p) {
+  return p.state_chunks >= 0 ? p.state_chunks : p.num_chunks;
+}
+
+// Whether a sequence of `chunks` chunks uses the chunk states (the scan has work for it):
+// not when it keeps no final state and its only chunk reads its start state in place (a
+// read-only fork that fits in one chunk).
+__host__ __device__ inline bool ChunkScanHasWork(int chunks, bool keeps_final_state,
+                                                 bool reads_start_in_place) {
+  return keeps_final_state || chunks > (reads_start_in_place ? 1 : 0);
+}
 
 inline size_t ActSize(Act act) { return act == Act::kF32 ? 4 : 2; }
 

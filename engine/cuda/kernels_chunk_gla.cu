@@ -121,7 +121,7 @@ __global__ void ChunkStateScanKernel(const float* __restrict__ G, PackView pack,
   const int64_t hk = e / dv;  // h * dk + k
   const int first = walk.first, chunks = walk.chunks, first_written = walk.first_written;
   const int with_u = walk.with_u;  // chunks whose U is used
-  if (out == nullptr && chunks <= first_written) return;
+  if (!ChunkScanHasWork(chunks, out != nullptr, first_written == 1)) return;
   const int row_end = SeqRowEnd(pack, seq);
   auto decay_of = [&](int x) {
     const int c = first + x;
@@ -384,7 +384,8 @@ cudaError_t ChunkStateScan(const float* G, const PackView& pack, int heads, int 
                            float* const* state_ptrs, float* const* out_ptrs, int64_t layer_offset,
                            float* single, float* chunk_states, cudaStream_t stream) {
   const int64_t elems = static_cast<int64_t>(heads) * dk * dv;
-  dim3 scan_grid(CeilDiv(elems, 256), pack.num_seqs);
+  if (StateSeqs(pack) == 0) return cudaSuccess;
+  dim3 scan_grid(CeilDiv(elems, 256), StateSeqs(pack));
   ChunkStateScanKernel<<<scan_grid, 256, 0, stream>>>(G, pack, heads, dk, dv, state_ptrs, out_ptrs,
                                                       layer_offset, single, chunk_states);
   return cudaGetLastError();
@@ -395,10 +396,10 @@ cudaError_t LaunchChunkStates(const float* k, const float* G, const float* v, co
                               int heads, int dk, int dv, float* const* state_ptrs,
                               float* const* out_ptrs, int64_t layer_offset, float* single,
                               float* chunk_states, cudaStream_t stream) {
-  if (pack.num_chunks == 0) return cudaSuccess;
+  if (StateChunks(pack) == 0) return cudaSuccess;
   if (dk > kMaxDk) return cudaErrorInvalidValue;
   const size_t smem = LocalStateSmem(dk);
-  dim3 grid(pack.num_chunks, heads, CeilDiv(dv, kLocalVT));
+  dim3 grid(StateChunks(pack), heads, CeilDiv(dv, kLocalVT));
   // Key rows per thread (dk / 16, rounded up to a power of two) fixed at compile time.
   auto launch = [&](auto kernel) -> cudaError_t {
     cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,

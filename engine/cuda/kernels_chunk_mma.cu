@@ -225,7 +225,7 @@ __global__ void __launch_bounds__(kFusedThreads)
   const int seq = blockIdx.x / tiles, tile = blockIdx.x % tiles, h = blockIdx.y;
   const int kb = kFusedKT * (tile % key_tiles), vb = kVT * (tile / key_tiles);
   const SeqWalk walk = SeqWalkOf(pack, state_ptrs, out_ptrs, layer_offset, single, seq);
-  if (walk.out == nullptr && walk.chunks <= walk.first_written) return;
+  if (!ChunkScanHasWork(walk.chunks, walk.out != nullptr, walk.first_written == 1)) return;
   const int row_end = SeqRowEnd(pack, seq);
 
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, grp = lane / 4, tig = lane % 4;
@@ -627,7 +627,7 @@ cudaError_t LaunchStatesMma(const float* k, const float* G, const VT* v, const P
                             float* const* out_ptrs, int64_t layer_offset, float* single,
                             void* chunk_room, bool fused, cudaStream_t stream) {
   float* chunk_states = static_cast<float*>(chunk_room);
-  if (pack.num_chunks == 0) return cudaSuccess;
+  if (StateChunks(pack) == 0) return cudaSuccess;
   if (dk > kMaxDk) return cudaErrorInvalidValue;
   if (!ChunkMmaTakesBf16Values(dk, dv)) {  // the 16-byte loads need both: the fp32 kernels
     if constexpr (!std::is_same_v<VT, float>) {
@@ -645,7 +645,7 @@ cudaError_t LaunchStatesMma(const float* k, const float* G, const VT* v, const P
         cudaFuncSetAttribute(ChunkStatesFusedMmaKernel<VT>,
                              cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
     if (err != cudaSuccess) return err;
-    dim3 grid(pack.num_seqs * CeilDiv(dk, kFusedKT) * CeilDiv(dv, kVT), heads);
+    dim3 grid(StateSeqs(pack) * CeilDiv(dk, kFusedKT) * CeilDiv(dv, kVT), heads);
     ChunkStatesFusedMmaKernel<VT><<<grid, kFusedThreads, smem, stream>>>(
         k, G, v, pack, heads, dk, dv, state_ptrs, out_ptrs, layer_offset, single,
         static_cast<bf16*>(chunk_room));
@@ -656,7 +656,7 @@ cudaError_t LaunchStatesMma(const float* k, const float* G, const VT* v, const P
       cudaFuncSetAttribute(ChunkLocalStateMmaKernel<VT>,
                            cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
   if (err != cudaSuccess) return err;
-  dim3 grid(pack.num_chunks, heads);
+  dim3 grid(StateChunks(pack), heads);
   ChunkLocalStateMmaKernel<VT><<<grid, RoundUp(dk, 32), smem, stream>>>(
       k, G, v, pack, heads, dk, dv, state_ptrs, out_ptrs, chunk_states);
   err = cudaGetLastError();

@@ -49,7 +49,7 @@ absl::Status CudaLinearAttention::Enqueue(const MixerPass& pass, int64_t state_o
                                           int64_t call_dk, bool g_chunk_cumulative) const {
   if (call_dk <= 0) call_dk = dk_;
   if (call_dk > dk_) return absl::InternalError("call_dk exceeds the attention's key dim");
-  if (!pass.decode && pass.pack->num_chunks > reserved_chunks_) {
+  if (!pass.decode && StateChunks(*pass.pack) > reserved_chunks_) {
     return absl::InternalError("a pack holds more chunks than its chunk states have room for");
   }
   const int H = static_cast<int>(heads_), dk = static_cast<int>(call_dk),

@@ -130,8 +130,9 @@ class CudaTokenMixer {
   virtual int64_t StateFloatsPerLayer() const = 0;
   // The mixer's scratch for kPackRows rows (fixed at build: graphs keep the pointers).
   virtual absl::Status AllocateScratch(DeviceAllocator& alloc) = 0;
-  // Chunks of kGlaChunk rows a pack may hold (the chunkwise recurrences' state budget).
-  virtual int64_t MaxPackChunks() const { return kPackRows / kGlaChunk; }
+  // Chunks of kGlaChunk rows a pack may hold that use chunk states (the chunkwise
+  // recurrences' state budget; a mixer without chunk states has no bound but the rows).
+  virtual int64_t MaxPackChunks() const { return kPackRows; }
   // Room for the chunk states of packs of up to `chunks` chunks, taken before a Forward
   // runs anything; returns the chunks a pack may hold now (≥ one segment's, fewer than
   // asked when the memory budget refuses more).

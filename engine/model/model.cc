@@ -36,6 +36,10 @@ size_t Model::StateBytes(int64_t tokens) const {
   return fixed + static_cast<size_t>(info().state_bytes_per_token * tokens);
 }
 
+size_t Model::ReadOnlyForkBytes(int64_t start_tokens, int64_t tokens) const {
+  return StateBytes(start_tokens + tokens);
+}
+
 absl::StatusOr<std::unique_ptr<SequenceState>> CloneState(const SequenceState& state) {
   std::unique_ptr<SequenceState> copy = state.Clone();
   if (copy == nullptr) return OutOfStateMemory("copying a sequence state");

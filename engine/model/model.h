@@ -130,6 +130,11 @@ class Model {
   // recurrent state is fixed. Default: an empty state's bytes() plus
   // info().state_bytes_per_token per token.
   virtual size_t StateBytes(int64_t tokens) const;
+  // Bytes of the model's memory that a Forward item continuing read-only from a start of
+  // `start_tokens` tokens (ForwardItem::start) holds while it feeds `tokens` more: a copy
+  // of its start where the backend makes one (a KV cache to write its keys into), none
+  // where it reads the start in place. Default: StateBytes(start_tokens + tokens).
+  virtual size_t ReadOnlyForkBytes(int64_t start_tokens, int64_t tokens) const;
   // The budget this model's weights, states and scratch are charged against (the GPU's,
   // or the host's), shared with every model in the same memory; null when the model's
   // memory is not accounted. A Forward call whose states would not fit fails with

@@ -532,15 +532,19 @@ absl::Status PrefixScorer::Impl::ComputeNodes(const std::vector<int>& level_node
 }
 
 size_t PrefixScorer::Impl::LeafBatchEnd(size_t first) const {
-  // A batch fills one Forward call's tokens while its states (copies of a prefix state,
-  // or fresh ones) fit beside the held prefix states; at most kMaxLeaves at once.
-  constexpr size_t kMaxLeaves = 1024;
+  // A batch fills one Forward call's tokens while what its leaves hold (a fork of a prefix
+  // state reads it, or copies it where the model must; a fresh start holds a state of its
+  // own) fits beside the held prefix states; at most kMaxLeaves at once.
+  constexpr size_t kMaxLeaves = 16384;
   size_t end = first;
   int64_t tokens = 0;
   size_t bytes = 0;
   while (end < wave_end_ && end - first < kMaxLeaves) {
-    const int64_t t = FedTokens(leaves_[end]);
-    const size_t b = model_.StateBytes(StartPosition(leaves_[end]) + t);
+    const Leaf& leaf = leaves_[end];
+    const int64_t t = FedTokens(leaf);
+    const bool forks = leaf.node >= 0 || requests_[leaf.request].start != nullptr;
+    const size_t b =
+        forks ? model_.ReadOnlyForkBytes(StartPosition(leaf), t) : model_.StateBytes(t);
     if (end > first && (tokens + t > batch_tokens_ || bytes + b > leaf_bound_)) break;
     tokens += t;
     bytes += b;

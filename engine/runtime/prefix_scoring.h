@@ -5,11 +5,12 @@
 // (identical requests are scored once): a shared prefix is fed once and every request
 // under it scores its own tail from that state, read-only. Memory is bounded in bytes,
 // not tokens: the tree is walked in waves whose held prefix states fit a share of the
-// model's memory budget (Model::StateBytes), and each Forward batch's state copies fit
-// the rest. A prefix state dropped between waves is recomputed from its parent when a
-// later wave needs it, and a batch that still does not fit runs in halves. Since every
-// node is fed from its parent's state and the engine's results do not depend on the
-// batch, the numbers are the same for any budget: only the speed changes.
+// model's memory budget (Model::StateBytes), and what each Forward batch's forks hold
+// (Model::ReadOnlyForkBytes: a copy of their prefix state where the backend makes one,
+// nothing where it reads the state in place) fits the rest. A prefix state dropped between waves is
+// recomputed from its parent when a later wave needs it, and a batch that still does not fit runs
+// in halves. Since every node is fed from its parent's state and the engine's results do not depend
+// on the batch, the numbers are the same for any budget: only the speed changes.
 #ifndef HGEVAL_ENGINE_RUNTIME_PREFIX_SCORING_H_
 #define HGEVAL_ENGINE_RUNTIME_PREFIX_SCORING_H_
 

@@ -1,13 +1,15 @@
 // ForwardItem::start on the GPU: forks that read one context state in place (the
 // recurrent families read it where it is; LLaMA copies its KV cache internally) give
 // bitwise the results of the same items run on copies of the state, in one packed call,
-// and leave the context state as it was.
+// and leave the context state as it was; so does a fork longer than a pack, whose later
+// segments continue from the state its earlier ones left.
 #include <memory>
 #include <random>
 #include <string>
 #include <tuple>
 #include <vector>
 
+#include "engine/cuda/token_mixer.h"
 #include "gtest/gtest.h"
 #include "tests/cuda/cuda_test_util.h"
 
@@ -66,6 +68,43 @@ TEST_P(CudaReadOnlyStartTest, ForksInPlaceEqualCopies) {
   auto after = RunOne(m, again.get(), choices[1], targets[1]);
   ASSERT_TRUE(after.ok()) << after.status();
   EXPECT_EQ(after->logprob, copied[1].logprob);
+}
+
+TEST_P(CudaReadOnlyStartTest, ForkLongerThanAPackEqualsACopy) {
+  if (!HaveGpu()) GTEST_SKIP() << "no CUDA GPU visible";
+  const auto& [family, dtype] = GetParam();
+  auto model = BuildGoldenCudaModel(family, dtype);
+  ASSERT_TRUE(model.ok()) << model.status();
+  Model& m = **model;
+  const int64_t length = cuda::kPackRows + 70;
+  if (m.info().max_context > 0 && m.info().max_context < 70 + length) {
+    GTEST_SKIP() << "the golden " << family << " holds " << m.info().max_context << " positions";
+  }
+  std::mt19937 rng(9);
+  std::uniform_int_distribution<int> dist(0, static_cast<int>(m.info().vocab_size) - 1);
+  auto random_tokens = [&](int64_t n) {
+    std::vector<int32_t> v(n);
+    for (auto& x : v) x = dist(rng);
+    return v;
+  };
+  auto context = m.NewState();
+  ASSERT_TRUE(RunOne(m, context.get(), random_tokens(70), {}).ok());
+  const std::vector<int32_t> tokens = random_tokens(length), targets = random_tokens(length);
+  auto copy = context->Clone();
+  ASSERT_NE(copy, nullptr);
+  auto copied = RunOne(m, copy.get(), tokens, targets, /*want_last=*/true);
+  ASSERT_TRUE(copied.ok()) << copied.status();
+  ForwardItem item;
+  item.tokens = tokens;
+  item.targets = targets;
+  item.start = context.get();
+  item.want_last_logprobs = true;
+  std::vector<ForwardOutput> forked(1);
+  ASSERT_TRUE(m.Forward({&item, 1}, absl::MakeSpan(forked)).ok());
+  EXPECT_EQ(copied->logprob, forked[0].logprob);
+  EXPECT_EQ(copied->argmax, forked[0].argmax);
+  EXPECT_EQ(copied->last_logprobs, forked[0].last_logprobs);
+  EXPECT_EQ(context->position(), 70);
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -112,6 +112,65 @@ TEST_P(BoundedMemoryScoringTest, HostBudgetHalvesBatchesAndKeepsTheBits) {
   ExpectSameBits(*expected, *got);
 }
 
+// A model that reads a read-only start in place (ReadOnlyForkBytes 0, as the CUDA
+// recurrent families do) and counts its Forward calls.
+class InPlaceForkModel : public Model {
+ public:
+  explicit InPlaceForkModel(Model& model) : model_(model) {}
+  const ModelInfo& info() const override { return model_.info(); }
+  const ModelConfig& config() const override { return model_.config(); }
+  std::unique_ptr<SequenceState> NewState() const override { return model_.NewState(); }
+  absl::Status Forward(absl::Span<const ForwardItem> items,
+                       absl::Span<ForwardOutput> outputs) override {
+    ++forward_calls;
+    return model_.Forward(items, outputs);
+  }
+  std::unique_ptr<SequenceState> NewStateFor(const SequenceState* start,
+                                             int64_t tokens) const override {
+    return model_.NewStateFor(start, tokens);
+  }
+  size_t StateBytes(int64_t tokens) const override { return model_.StateBytes(tokens); }
+  size_t ReadOnlyForkBytes(int64_t, int64_t) const override { return in_place ? 0 : copy_bytes; }
+
+  bool in_place = true;
+  size_t copy_bytes = 0;
+  int forward_calls = 0;
+
+ private:
+  Model& model_;
+};
+
+TEST_P(BoundedMemoryScoringTest, ForksReadingTheirStartInPlaceShareOneForwardCall) {
+  auto loaded = testing::LoadTestModel(GetParam());
+  ASSERT_NE(loaded, nullptr);
+  InPlaceForkModel model(*loaded);
+  // One context, 40 choices: the context's state and then the forks of it.
+  std::mt19937 rng(7);
+  const std::vector<int32_t> context = RandomTokens(rng, 30, model.info().vocab_size);
+  std::vector<ScoreRequest> requests(40);
+  for (ScoreRequest& r : requests) {
+    r.context = context;
+    r.continuation = RandomTokens(rng, 3, model.info().vocab_size);
+  }
+  PrefixScoreOptions options;
+  options.state_bytes = 4 * model.StateBytes(40);  // the prefix state and a few more
+
+  // Forks that copy their start: a few fit beside the prefix state at a time.
+  model.in_place = false;
+  model.copy_bytes = model.StateBytes(40);
+  auto copied = ScoreWithPrefixReuse(model, requests, options);
+  ASSERT_TRUE(copied.ok()) << copied.status();
+  EXPECT_GT(model.forward_calls, 10);
+
+  // Forks that read it in place hold nothing: all 40 run in one call after the context's.
+  model.in_place = true;
+  model.forward_calls = 0;
+  auto in_place = ScoreWithPrefixReuse(model, requests, options);
+  ASSERT_TRUE(in_place.ok()) << in_place.status();
+  EXPECT_EQ(model.forward_calls, 2);
+  ExpectSameBits(*copied, *in_place);
+}
+
 INSTANTIATE_TEST_SUITE_P(Families, BoundedMemoryScoringTest,
                          ::testing::ValuesIn(BoundedScoringModels()), testing::ModelTestName);
 
