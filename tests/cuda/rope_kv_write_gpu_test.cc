@@ -61,17 +61,13 @@ TEST_P(RopeKvWriteTest, GivesApplyRopeThenKvWritesBits) {
 
   std::mt19937 rng(c.head_dim * 31 + c.heads + static_cast<int>(c.act));
   std::normal_distribution<float> nd(0.0f, 2.0f);
+  std::vector<float> values(qkv_elems);
+  for (float& v : values) v = nd(rng);
   std::vector<uint8_t> qkv(qkv_elems * es);
-  for (size_t i = 0; i < qkv_elems; ++i) {
-    const float f = nd(rng);
-    if (c.act == Act::kF32) {
-      std::memcpy(qkv.data() + 4 * i, &f, 4);
-    } else {
-      uint32_t u;
-      std::memcpy(&u, &f, 4);
-      const uint16_t b = static_cast<uint16_t>(u >> 16);
-      std::memcpy(qkv.data() + 2 * i, &b, 2);
-    }
+  if (c.act == Act::kF32) {
+    std::memcpy(qkv.data(), values.data(), qkv.size());
+  } else {
+    std::memcpy(qkv.data(), RoundedBf16Bits(values).data(), qkv.size());
   }
   std::vector<int64_t> positions(kRows);
   std::vector<int32_t> row_seq(kRows);
