@@ -61,8 +61,10 @@ __global__ void RopeKvWriteKernel(T* qkv, int heads, int kv_heads, int head_dim,
     for (int j = 0; j < kVec; ++j) {
       const float c = cos_a[i + j], s = sin_a[i + j];
       const float x0 = ToF(a.x[j]), x1 = ToF(b.x[j]);
+      // ApplyRope's PTX: mul, mul, sub (ptxas contracts as there), and fma(x0, s, x1 c)
+      // pinned: left to the compiler, one instance fused x1 c instead (other fp32 bits).
       lo.x[j] = FromF<T>(x0 * c - x1 * s);
-      hi.x[j] = FromF<T>(x0 * s + x1 * c);
+      hi.x[j] = FromF<T>(__fmaf_rn(x0, s, x1 * c));
     }
     *reinterpret_cast<Vec*>(dst + i) = lo;
     *reinterpret_cast<Vec*>(dst + i + half) = hi;

@@ -115,8 +115,11 @@ TEST_P(RopeKvWriteTest, GivesApplyRopeThenKvWritesBits) {
     if (std::memcmp(ref_rows.data() + at, fused_rows.data() + at, bytes) != 0) ++differing_rows;
   }
   EXPECT_EQ(differing_rows, 0) << "rows whose q (or uncached k) differ";
-  // The original qkv was rotated, so the test would notice a kernel that did nothing.
-  EXPECT_NE(std::memcmp(ref_rows.data() + c.qkv_offset * es, qkv.data(), q_bytes), 0);
+  // Row 1 (position 1; position 0 rotates by nothing) was rotated, so the test would
+  // notice a kernel that did nothing.
+  EXPECT_NE(std::memcmp(ref_rows.data() + (c.qkv_offset + row_width) * es,
+                        qkv.data() + row_width * es, q_bytes),
+            0);
   const std::vector<uint8_t> ref_cache0 = ref.cache0.Get();
   EXPECT_NE(ref_cache0, std::vector<uint8_t>(ref_cache0.size(), 0xff)) << "nothing written";
   EXPECT_TRUE(ref_cache0 == fused.cache0.Get()) << "cache of sequence 0";
