@@ -467,8 +467,18 @@ absl::Status CudaModel::RunPack(absl::Span<const ForwardItem> items,
                         logit_rows[j].t == static_cast<int64_t>(item.tokens.size()) - 1;
       if (last || (item.top_k > 0 && host.targets[j] >= 0)) any_full = true;
     }
-    HG_LAUNCH(GatherRows(x_.get(), dev.logit_rows + c0, c, static_cast<int>(D_), logit_x_.get(),
-                         act_, s));
+    // Consecutive rows (a scoring pass scores every row) are read in place where that keeps
+    // the head GEMM's site (the same 16-byte alignment as logit_x_: the same algorithm, so
+    // the same bits); others are gathered first.
+    const int64_t x_offset = host.logit_rows[c0] * D_ * static_cast<int64_t>(ActSize(act_));
+    const bool in_place =
+        host.logit_rows[c0 + c - 1] - host.logit_rows[c0] == c - 1 && x_offset % 16 == 0;
+    const void* head_x = static_cast<const char*>(x_.get()) + x_offset;
+    if (!in_place) {
+      HG_LAUNCH(GatherRows(x_.get(), dev.logit_rows + c0, c, static_cast<int>(D_), logit_x_.get(),
+                           act_, s));
+      head_x = logit_x_.get();
+    }
     // bf16: the head in column slices of at most kHeadSliceCols (one pinned site each).
     // For a 64,000-token vocabulary the heuristic offers no workspace-free, unsplit
     // algorithm at M = 16,384, and the one found at M = 512 ran at ≈ 320 TFLOP/s against
@@ -478,7 +488,7 @@ absl::Status CudaModel::RunPack(absl::Span<const ForwardItem> items,
     const int64_t slice_cols = (V_ + slices - 1) / slices;
     for (int64_t n0 = 0; n0 < V_; n0 += slice_cols) {
       const int64_t n = std::min(slice_cols, V_ - n0);
-      HG_RETURN_IF_ERROR(pinned_gemm_->Run(s, c, n, D_, Mat(logit_x_.get(), act_, D_),
+      HG_RETURN_IF_ERROR(pinned_gemm_->Run(s, c, n, D_, Mat(head_x, act_, D_),
                                            Mat(static_cast<const char*>(lm_head_.get()) +
                                                    n0 * D_ * static_cast<int64_t>(ActSize(act_)),
                                                act_, D_),

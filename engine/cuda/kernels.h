@@ -274,6 +274,16 @@ cudaError_t DecodeAttention(const void* qkv, Act act, int rows, int heads, int k
                             const int64_t* positions, int layer, float scale, float* partial,
                             void* o, cudaStream_t stream);
 
+// ---- kernels_rope_kv.cu --------------------------------------------------------------
+
+// ApplyRope then KvWrite in one pass (the same bits): q heads of qkv rotated in place,
+// k heads rotated into the cache and v copied there (a row without a cache keeps its
+// rotated k in qkv). qkv's k is not kept otherwise: attention reads keys from the caches.
+cudaError_t RopeKvWrite(void* qkv, Act act, int rows, int heads, int kv_heads, int head_dim,
+                        const int64_t* positions, double theta, const int32_t* row_seq,
+                        void* const* cache_ptrs, const int64_t* caps, int layer,
+                        cudaStream_t stream);
+
 }  // namespace hgeval::cuda
 
 #endif  // HGEVAL_ENGINE_CUDA_KERNELS_H_

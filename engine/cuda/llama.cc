@@ -1,7 +1,8 @@
 // LLaMA (Hugging Face LlamaForCausalLM and fla's "transformer"; specs/models.md §5) on the
-// GPU: the fused q | k | v projection, RoPE, the per-sequence KV caches, causal attention
-// (bf16: the flash kernel over every tile of a pack; fp32: cuBLAS score tiles one
-// sequence at a time; decode: split-K cache attention) and o_proj. The CPU's forward
+// GPU: the fused q | k | v projection, RoPE with the KV-cache write (one kernel), the
+// per-sequence KV caches, causal attention (bf16: the flash kernel over every tile of a
+// pack; fp32: cuBLAS score tiles one sequence at a time; decode: split-K cache attention)
+// and o_proj (packs: added into the residual stream in its epilogue). The CPU's forward
 // pass: engine/cpu/llama.cc.
 #include <algorithm>
 #include <cmath>
@@ -37,6 +38,7 @@ class LlamaMixer final : public CudaTokenMixer {
     BlockLayout layout;
     layout.kv_row_bytes = kv_heads_ * head_dim_ * static_cast<int64_t>(ActSize(act_));
     layout.bounded_context = true;
+    layout.o_proj_adds_to_residual = true;
     return layout;
   }
 
@@ -80,10 +82,9 @@ class LlamaMixer final : public CudaTokenMixer {
     const RowInputs& in = *pass.in;
     HG_RETURN_IF_ERROR(pass.Linear(pass.rows, W, D, MatRef{pass.x, act_, D},
                                    MatRef{w.qkv_proj.get(), act_, D}, qkv_.get(), act_, W));
-    HG_CUDA_RETURN(ApplyRope(qkv_.get(), act_, pass.rows, H, Hkv, hd, in.positions,
-                             config_.rope_theta, pass.stream));
-    HG_CUDA_RETURN(KvWrite(qkv_.get(), act_, pass.rows, in.row_seq, H, Hkv, hd, in.kv_ptrs, in.caps,
-                           in.positions, pass.layer, pass.stream));
+    HG_CUDA_RETURN(RopeKvWrite(qkv_.get(), act_, pass.rows, H, Hkv, hd, in.positions,
+                               config_.rope_theta, in.row_seq, in.kv_ptrs, in.caps, pass.layer,
+                               pass.stream));
     if (pass.decode) {
       HG_CUDA_RETURN(DecodeAttention(qkv_.get(), act_, pass.rows, H, Hkv, hd, in.kv_ptrs, in.caps,
                                      in.positions, pass.layer, scale_, attn_partial_.as<float>(),
@@ -91,8 +92,8 @@ class LlamaMixer final : public CudaTokenMixer {
     } else {
       HG_RETURN_IF_ERROR(PrefillAttention(pass));
     }
-    return pass.Linear(pass.rows, D, mix, MatRef{att_o_.get(), act_, mix},
-                       MatRef{w.o_proj.get(), act_, mix}, pass.delta, Act::kF32, D);
+    return pass.ProjectOutput(0, pass.rows, D, mix, MatRef{att_o_.get(), act_, mix},
+                              MatRef{w.o_proj.get(), act_, mix});
   }
 
  private:

@@ -19,6 +19,14 @@ absl::Status MixerPass::Linear(int64_t m, int64_t n, int64_t k, MatRef a, MatRef
   return pinned->Run(stream, m, n, k, a, w, c, c_act, ldc);
 }
 
+absl::Status MixerPass::ProjectOutput(int64_t r0, int64_t m, int64_t n, int64_t k, MatRef a,
+                                      MatRef w) const {
+  if (residual != nullptr && !decode) {
+    return pinned->Run(stream, m, n, k, a, w, residual + r0 * n, Act::kF32, n, /*beta=*/1.0f);
+  }
+  return Linear(m, n, k, a, w, delta + r0 * n, Act::kF32, n);
+}
+
 absl::Status ProjectionScratch::Allocate(DeviceAllocator& alloc, int64_t model_width,
                                          int64_t projection_width, int64_t output_width,
                                          int64_t block_rows, bool with_o) {
@@ -44,12 +52,8 @@ absl::Status ProjectionScratch::ProjectIn(const MixerPass& pass, const DeviceBuf
 absl::Status ProjectionScratch::ProjectOut(const MixerPass& pass, const DeviceBuffer& w_out,
                                            Act act, int r0, int n) const {
   if (n < 0) n = pass.rows - r0;
-  const MatRef a{onorm.get(), act, out_width}, w{w_out.get(), act, out_width};
-  if (pass.residual != nullptr && !pass.decode) {
-    return pass.pinned->Run(pass.stream, n, d, out_width, a, w, pass.residual + r0 * d, Act::kF32,
-                            d, /*beta=*/1.0f);
-  }
-  return pass.Linear(n, d, out_width, a, w, pass.delta + r0 * d, Act::kF32, d);
+  return pass.ProjectOutput(r0, n, d, out_width, MatRef{onorm.get(), act, out_width},
+                            MatRef{w_out.get(), act, out_width});
 }
 
 }  // namespace hgeval::cuda

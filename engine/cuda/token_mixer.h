@@ -78,6 +78,10 @@ struct MixerPass {
   // pinned algorithms (batch invariance, gemm.h).
   absl::Status Linear(int64_t m, int64_t n, int64_t k, MatRef a, MatRef w, void* c, Act c_act,
                       int64_t ldc) const;
+  // The mixer's output projection of pass rows [r0, r0 + m): delta = a · wᵀ (fp32, n = D
+  // wide), or where `residual` is set (packs), residual += a · wᵀ in the pinned GEMM's
+  // epilogue (beta = 1; gemm.h: bitwise the product into delta and the next norm's add).
+  absl::Status ProjectOutput(int64_t r0, int64_t m, int64_t n, int64_t k, MatRef a, MatRef w) const;
 };
 
 // How a family's block differs from fla's (norm -> mixer -> add+norm -> SwiGLU MLP -> add).
@@ -91,8 +95,9 @@ struct BlockLayout {
   // 0: the family keeps a fixed-size recurrent state instead.
   int64_t kv_row_bytes = 0;
   bool bounded_context = false;  // LLaMA: positions bounded by max_position_embeddings
-  // Packs: the mixer's output goes through ProjectionScratch::ProjectOut, which then adds
-  // it to the residual in o_proj's epilogue (MixerPass::residual; gemm.h's beta = 1).
+  // Packs: the mixer's output projection (MixerPass::ProjectOutput: ProjectionScratch's
+  // ProjectOut, LLaMA's o_proj) adds it to the residual in its epilogue
+  // (MixerPass::residual; gemm.h's beta = 1).
   bool o_proj_adds_to_residual = false;
 };
 

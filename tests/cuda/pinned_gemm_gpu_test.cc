@@ -1,7 +1,7 @@
 // PinnedGemm's beta = 1 (C += A · W^T in the epilogue, engine/cuda/gemm.h), which packs use
-// to add the MLP's down projection to the residual: bitwise the beta = 0 product followed
-// by the fp32 add AddRmsNorm did, at several M, whether the site was pinned by a beta = 0
-// call first or by the beta = 1 call itself, in bf16 and fp32.
+// to add the MLP's down projection and the mixers' o_proj to the residual: bitwise the
+// beta = 0 product followed by the fp32 add AddRmsNorm did, at several M, whether the
+// site was pinned by a beta = 0 call first or by the beta = 1 call itself, bf16 and fp32.
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
@@ -72,9 +72,11 @@ TEST_P(PinnedGemmBetaTest, BetaOneEqualsProductThenFloatAdd) {
   }
 }
 
-// HGRN2-1.3B's MLP down projection (N 2,048, K 5,632) and a small one in both modes.
+// HGRN2-1.3B's MLP down projection (N 2,048, K 5,632), the 1.3B models' o_proj (N = K =
+// 2,048: HGRN2's, GLA's, TNL's and LLaMA's) and a small one in both modes.
 INSTANTIATE_TEST_SUITE_P(Shapes, PinnedGemmBetaTest,
                          ::testing::Values(BetaCase{2048, 5632, Act::kBF16},
+                                           BetaCase{2048, 2048, Act::kBF16},
                                            BetaCase{256, 384, Act::kBF16},
                                            BetaCase{256, 384, Act::kF32}));
 
