@@ -2,6 +2,7 @@
 // FlashAttention-3's layout at head dim 128 (two consumer warpgroups, a producer one). A build
 // without an sm_90a target compiles the launcher only, which refuses, and FlashPrefillAttention*
 // keep running the mma.sync kernel of kernels_attention.cu.
+#include <cuda.h>  // CUtensorMap and its enums (types only: the encoder is reached at run time)
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -23,6 +24,19 @@ constexpr int kWsThreads = 3 * 128;  // consumer warpgroups 0 and 1, producer 2
 // Q, then the stages of (K, V); 1 KB for aligning the base to the swizzle's 1,024-byte
 // period.
 constexpr int kWsSmemBytes = (1 + 2 * kWsStages) * kWgTileBytes + 1024;
+
+// TMA's tensor maps of a launch (Q, K, V of head dim 128, 128-byte swizzle, boxes of 64
+// dims x 1 head x 128 rows): templates whose base address and row count each block
+// replaces with its sequence's.
+struct WgTensorMaps {
+  CUtensorMap q, k, v;
+};
+
+// A block's three edited maps live in global memory (TMA reads a map from there, not from
+// shared memory), one slot per multiprocessor: one block of this kernel fills an SM
+// (≈ 226 KB of shared memory), so a slot is its block's alone while it runs.
+constexpr int kWgMapSlots = 256;
+__device__ CUtensorMap g_wg_maps[kWgMapSlots][3];
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 
@@ -148,6 +162,93 @@ __device__ __forceinline__ void MbarWait(uint64_t* bar, int parity) {
   } while (done == 0);
 }
 
+// TMA (cp.async.bulk.tensor): a 3-D box {64 dims, 1 head, 128 rows} at (x, head, row) into
+// shared memory at `dst` (1,024-byte aligned: the 128-byte swizzle's period), completing
+// on `bar`'s transaction count.
+__device__ __forceinline__ void TmaLoad(const CUtensorMap* map, uint32_t dst, uint64_t* bar, int x,
+                                        int head, int row) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], "
+      "[%1, {%2, %3, %4}], [%5];\n" ::"r"(dst),
+      "l"(map), "r"(x), "r"(head), "r"(row), "r"(SmemAddr(bar))
+      : "memory");
+}
+__device__ __forceinline__ void MbarArriveExpectTx(uint64_t* bar, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(SmemAddr(bar)),
+               "r"(bytes)
+               : "memory");
+}
+
+// The producer's TMA form, run by the producer warpgroup's first warp (`issuer`; the
+// others return at once). The warp writes this block's three maps (the launch's
+// templates with its sequence's base addresses and row counts: rows past the last key,
+// and past the sequence's last row for Q, read as zeros, as the cp.async form writes
+// them) into its multiprocessor's slot, releases them to the tensor-map proxy, and lane 0
+// acquires them and streams the tiles: stage t % kWsStages once both consumers released
+// tile t - kWsStages, K and V (and Q with tile 0) as two 64-dim halves each.
+__device__ __forceinline__ void ProduceByTma(const WgTensorMaps& maps, const FlashTile& ft, int h,
+                                             int hk, int ntiles, int64_t last_key, uint32_t sbase,
+                                             uint64_t* full_bar, uint64_t* empty_bar, int lane,
+                                             bool issuer) {
+  __shared__ alignas(128) CUtensorMap smaps[3];
+  if (!issuer) return;
+  uint32_t smid;
+  asm volatile("mov.u32 %0, %%smid;\n" : "=r"(smid));
+  CUtensorMap* gmaps = g_wg_maps[smid % kWgMapSlots];
+  if (lane < 24) {
+    reinterpret_cast<uint4*>(smaps)[lane] = reinterpret_cast<const uint4*>(&maps)[lane];
+  }
+  __syncwarp();
+  if (lane == 0) {
+    const void* base[3] = {ft.qkv, ft.kp, ft.vp};
+    const uint32_t dim_rows[3] = {static_cast<uint32_t>(ft.rows),
+                                  static_cast<uint32_t>(last_key + 1),
+                                  static_cast<uint32_t>(last_key + 1)};
+#pragma unroll
+    for (int i = 0; i < 3; ++i) {
+      asm volatile("tensormap.replace.tile.global_address.shared::cta.b1024.b64 [%0], %1;\n" ::"r"(
+                       SmemAddr(&smaps[i])),
+                   "l"(reinterpret_cast<uint64_t>(base[i]))
+                   : "memory");
+      asm volatile("tensormap.replace.tile.global_dim.shared::cta.b1024.b32 [%0], 2, %1;\n" ::"r"(
+                       SmemAddr(&smaps[i])),
+                   "r"(dim_rows[i])
+                   : "memory");
+    }
+  }
+  __syncwarp();
+#pragma unroll
+  for (int i = 0; i < 3; ++i) {
+    asm volatile(
+        "tensormap.cp_fenceproxy.global.shared::cta.tensormap::generic.release.gpu.sync.aligned "
+        "[%0], [%1], 128;\n" ::"l"(&gmaps[i]),
+        "r"(SmemAddr(&smaps[i]))
+        : "memory");
+  }
+  if (lane != 0) return;
+#pragma unroll
+  for (int i = 0; i < 3; ++i) {
+    asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;\n" ::"l"(&gmaps[i])
+                 : "memory");
+  }
+  const int q0 = ft.q0;
+  for (int t = 0; t < ntiles; ++t) {
+    const int st = t % kWsStages;
+    if (t >= kWsStages) MbarWait(&empty_bar[st], (t / kWsStages - 1) & 1);
+    MbarArriveExpectTx(&full_bar[st], (t == 0 ? 3 : 2) * kWgTileBytes);
+    if (t == 0) {
+      TmaLoad(&gmaps[0], sbase, &full_bar[st], 0, h, q0);
+      TmaLoad(&gmaps[0], sbase + kWgHalfBytes, &full_bar[st], 64, h, q0);
+    }
+    const uint32_t kdst = sbase + (1 + 2 * st) * kWgTileBytes;
+    const int row = t * kWgKeys;
+    TmaLoad(&gmaps[1], kdst, &full_bar[st], 0, hk, row);
+    TmaLoad(&gmaps[1], kdst + kWgHalfBytes, &full_bar[st], 64, hk, row);
+    TmaLoad(&gmaps[2], kdst + kWgTileBytes, &full_bar[st], 0, hk, row);
+    TmaLoad(&gmaps[2], kdst + kWgTileBytes + kWgHalfBytes, &full_bar[st], 64, hk, row);
+  }
+}
+
 // A warpgroup's online-softmax state over its 64 rows: this thread holds rows wr and
 // wr + 8 (accumulator registers 4 n + 0/1 and 4 n + 2/3 of each 8-column block n).
 struct WgSoftmax {
@@ -215,9 +316,10 @@ __device__ __forceinline__ void SoftmaxTile(float (&s)[64], bool masked, int dia
 // drift apart, and one's softmax runs under the other's products (warp specialisation).
 // Every block reads only its own sequence's rows and keys, with tiles counted from its
 // start, and its arithmetic does not depend on the grid.
-template <bool kPingPong>
+template <bool kPingPong, bool kComputeOnly, bool kTma>
 __global__ void __launch_bounds__(kWsThreads, 1)
-    FlashWgmmaKernel(FlashSource src, int heads, int kv_heads, float scale_log2) {
+    FlashWgmmaKernel(FlashSource src, int heads, int kv_heads, float scale_log2,
+                     const __grid_constant__ WgTensorMaps maps) {
   constexpr int HD = kWgHeadDim;
   constexpr int kStages = kWsStages;
   extern __shared__ __align__(1024) unsigned char wg_smem_raw[];
@@ -379,8 +481,8 @@ __global__ void __launch_bounds__(kWsThreads, 1)
 
   if (tid == 0) {
     for (int st = 0; st < kWsStages; ++st) {
-      MbarInit(&full_bar[st], 128);   // the producer's threads
-      MbarInit(&empty_bar[st], 256);  // every consumer thread
+      MbarInit(&full_bar[st], kTma ? 1 : 128);  // the producer's issuing thread, or all
+      MbarInit(&empty_bar[st], 256);            // every consumer thread
     }
   }
   __syncthreads();
@@ -390,6 +492,11 @@ __global__ void __launch_bounds__(kWsThreads, 1)
     // t - kWsStages; its full barrier is signalled (after a proxy fence: the tensor
     // cores read what cp.async wrote) once the copies of tile t + 1 are issued, so
     // one tile stays in flight. Q comes with tile 0.
+    if constexpr (kTma) {
+      ProduceByTma(maps, ft, h, hk, ntiles, last_key, sbase, full_bar, empty_bar, lane,
+                   tid < 2 * 128 + 32);
+      return;
+    }
     const int pt = tid - 2 * 128;
     auto signal = [&](int t) {
       asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
@@ -398,8 +505,12 @@ __global__ void __launch_bounds__(kWsThreads, 1)
     for (int t = 0; t < ntiles; ++t) {
       if (t >= kWsStages) MbarWait(&empty_bar[t % kWsStages], (t / kWsStages - 1) & 1);
       if (t == 0) copy_rows(pt, 128, 0, qsrc, qstride, q0, rows - 1);
-      copy_rows(pt, 128, stage(t), ksrc, kvstride, key0(t), last_key);
-      copy_rows(pt, 128, stage(t) + kWgTileBytes, vsrc, kvstride, key0(t), last_key);
+      // EXPERIMENT (pp7): kComputeOnly copies the first stages only (wrong results; the
+      // consumers' time without loads).
+      if (!kComputeOnly || t < kWsStages) {
+        copy_rows(pt, 128, stage(t), ksrc, kvstride, key0(t), last_key);
+        copy_rows(pt, 128, stage(t) + kWgTileBytes, vsrc, kvstride, key0(t), last_key);
+      }
       CpAsyncCommit();
       if (t > 0) {
         CpAsyncWait<1>();
@@ -427,12 +538,54 @@ __global__ void __launch_bounds__(kWsThreads, 1)
 
 #else  // no sm_90a target in this compilation pass: an empty kernel the host never launches
 
-template <bool kPingPong>
-__global__ void FlashWgmmaKernel(FlashSource, int, int, float) {}
+template <bool kPingPong, bool kComputeOnly, bool kTma>
+__global__ void FlashWgmmaKernel(FlashSource, int, int, float,
+                                 const __grid_constant__ WgTensorMaps) {}
 
 #endif
 
 }  // namespace
+
+// The launch's tensor-map templates (cuTensorMapEncodeTiled, reached through the runtime's
+// driver entry point so nothing new links): Q over the qkv rows, K and V over a cache
+// plane, each [rows][heads][128] bf16 with the row strides of the pack; base addresses
+// and row counts are placeholders each block replaces.
+static cudaError_t EncodeWgTensorMaps(const FlashSource& src, int heads, int kv_heads,
+                                      WgTensorMaps* maps) {
+  using Encode =
+      CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
+                   const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,
+                   CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+  static Encode encode = [] {
+    void* fn = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault,
+                                         &found) != cudaSuccess ||
+        found != cudaDriverEntryPointSuccess) {
+      return static_cast<Encode>(nullptr);
+    }
+    return reinterpret_cast<Encode>(fn);
+  }();
+  if (encode == nullptr) return cudaErrorNotSupported;
+  void* placeholder = const_cast<__nv_bfloat16*>(src.qkv);  // 16-byte aligned, replaced
+  auto one = [&](CUtensorMap* map, int nheads, int64_t row_elems) {
+    const cuuint64_t dims[3] = {128, static_cast<cuuint64_t>(nheads), 1};
+    const cuuint64_t strides[2] = {128 * 2, static_cast<cuuint64_t>(row_elems) * 2};
+    const cuuint32_t box[3] = {64, 1, 128};
+    const cuuint32_t elem_strides[3] = {1, 1, 1};
+    return encode(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, placeholder, dims, strides, box,
+                  elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                  CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  };
+  const int64_t qkv_row = static_cast<int64_t>(heads + 2 * kv_heads) * 128;
+  const int64_t kv_row = static_cast<int64_t>(kv_heads) * 128;
+  if (one(&maps->q, heads, qkv_row) != CUDA_SUCCESS ||
+      one(&maps->k, kv_heads, kv_row) != CUDA_SUCCESS ||
+      one(&maps->v, kv_heads, kv_row) != CUDA_SUCCESS) {
+    return cudaErrorInvalidValue;
+  }
+  return cudaSuccess;
+}
 
 bool FlashWgmmaBuilt() {
 #if defined(HGEVAL_CUDA_WGMMA)
@@ -445,12 +598,20 @@ bool FlashWgmmaBuilt() {
 cudaError_t LaunchFlashWgmma(const FlashSource& src, int tiles, int heads, int kv_heads,
                              float scale_log2, cudaStream_t stream) {
   if (!FlashWgmmaBuilt()) return cudaErrorNotSupported;
-  // EXPERIMENT (pp7): HGEVAL_WGMMA_VARIANT=0 runs entry 15's form (no ping-pong), for the
-  // micro rows' comparison in one call; removed once measured.
-  static const bool ping_pong = [] {
+  // EXPERIMENT (pp7): HGEVAL_WGMMA_VARIANT=0 runs entry 15's form (no ping-pong), 1 ping-pong
+  // with cp.async, 2 ping-pong without K/V loads past the first stages (timing only), 3
+  // (default) ping-pong with TMA, for the micro rows' comparison in one call; removed once
+  // measured.
+  static const int variant = [] {
     const char* v = std::getenv("HGEVAL_WGMMA_VARIANT");
-    return v == nullptr || std::atoi(v) != 0;
+    return v == nullptr ? 3 : std::atoi(v);
   }();
+  WgTensorMaps maps{};
+  if (variant == 3) {
+    if (cudaError_t err = EncodeWgTensorMaps(src, heads, kv_heads, &maps); err != cudaSuccess) {
+      return err;
+    }
+  }
   auto launch = [&](auto kernel) {
     if (cudaError_t err =
             cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kWsSmemBytes);
@@ -458,10 +619,19 @@ cudaError_t LaunchFlashWgmma(const FlashSource& src, int tiles, int heads, int k
       return err;
     }
     dim3 grid(heads, tiles);
-    kernel<<<grid, kWsThreads, kWsSmemBytes, stream>>>(src, heads, kv_heads, scale_log2);
+    kernel<<<grid, kWsThreads, kWsSmemBytes, stream>>>(src, heads, kv_heads, scale_log2, maps);
     return cudaGetLastError();
   };
-  return ping_pong ? launch(FlashWgmmaKernel<true>) : launch(FlashWgmmaKernel<false>);
+  switch (variant) {
+    case 0:
+      return launch(FlashWgmmaKernel<false, false, false>);
+    case 1:
+      return launch(FlashWgmmaKernel<true, false, false>);
+    case 2:
+      return launch(FlashWgmmaKernel<true, true, false>);
+    default:
+      return launch(FlashWgmmaKernel<true, false, true>);
+  }
 }
 
 }  // namespace hgeval::cuda
