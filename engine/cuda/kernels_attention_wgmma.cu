@@ -1,5 +1,6 @@
 // LLaMA prefill attention on Hopper's warpgroup MMA (wgmma, the sm_90a target):
-// FlashAttention-3's layout at head dim 128 (two consumer warpgroups, a producer one). A build
+// FlashAttention-3's layout at head dim 128 (two consumer warpgroups in ping-pong, a producer
+// one loading through TMA). A build
 // without an sm_90a target compiles the launcher only, which refuses, and FlashPrefillAttention*
 // keep running the mma.sync kernel of kernels_attention.cu.
 #include <cuda.h>  // CUtensorMap and its enums (types only: the encoder is reached at run time)
@@ -7,7 +8,6 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
-#include <cstdlib>
 
 #include "engine/cuda/flash_common.cuh"
 #include "engine/cuda/kernel_util.cuh"
@@ -45,12 +45,9 @@ constexpr int kWgKeys = 128;                    // keys per K/V tile
 constexpr int kWgHalfBytes = kWgTileBytes / 2;  // a tile's 64-dim half: 128 rows of 128 bytes
 constexpr int kWsProducerRegs = 40, kWsConsumerRegs = 232;  // 128 x 40 + 256 x 232 <= 64K
 
-// Shared-memory layout of every tile (Q, K and V, 128 rows of 128 bf16): two 64-dim halves
-// of 128 rows x 128 bytes each, the 16-byte chunk c of row r stored at chunk c ^ (r % 8)
-// (the 128-byte swizzle wgmma's descriptors name). Byte offset of row r, chunk c16 (0..15).
-__device__ __forceinline__ uint32_t SwizzledOffset(int r, int c16) {
-  return (c16 >> 3) * kWgHalfBytes + r * 128 + (((c16 & 7) ^ (r & 7)) << 4);
-}
+// Shared-memory layout of every tile (Q, K and V, 128 rows of 128 bf16), as TMA's 128-byte
+// swizzle writes it and wgmma's descriptors name it: two 64-dim halves of 128 rows x 128
+// bytes each, the 16-byte chunk c of row r stored at chunk c ^ (r % 8).
 
 // A wgmma shared-memory matrix descriptor with the 128-byte swizzle: start address,
 // leading- and stride-dimension byte offsets (all in 16-byte units).
@@ -179,13 +176,13 @@ __device__ __forceinline__ void MbarArriveExpectTx(uint64_t* bar, uint32_t bytes
                : "memory");
 }
 
-// The producer's TMA form, run by the producer warpgroup's first warp (`issuer`; the
-// others return at once). The warp writes this block's three maps (the launch's
-// templates with its sequence's base addresses and row counts: rows past the last key,
-// and past the sequence's last row for Q, read as zeros, as the cp.async form writes
-// them) into its multiprocessor's slot, releases them to the tensor-map proxy, and lane 0
-// acquires them and streams the tiles: stage t % kWsStages once both consumers released
-// tile t - kWsStages, K and V (and Q with tile 0) as two 64-dim halves each.
+// The producer, run by the producer warpgroup's first warp (`issuer`; the others return at
+// once). The warp writes this block's three maps (the launch's templates with its
+// sequence's base addresses and row counts, so rows past the last key, and Q rows past the
+// sequence's last, read as zeros: TMA's out-of-bounds fill) into its multiprocessor's slot
+// and releases them to the tensor-map proxy; lane 0 acquires them and streams the tiles:
+// tile t into stage t % kWsStages once both consumers released tile t - kWsStages, K and V
+// (and Q with tile 0) as two 64-dim halves each, one mbarrier transaction count per stage.
 __device__ __forceinline__ void ProduceByTma(const WgTensorMaps& maps, const FlashTile& ft, int h,
                                              int hk, int ntiles, int64_t last_key, uint32_t sbase,
                                              uint64_t* full_bar, uint64_t* empty_bar, int lane,
@@ -309,14 +306,15 @@ __device__ __forceinline__ void SoftmaxTile(float (&s)[64], bool masked, int dia
 // tile t - 1 is issued right after the S of tile t, so the tensor cores run it while the
 // softmax works on tile t (FlashAttention-3's intra-warpgroup overlap). Both warpgroups
 // run every key tile of the block (a tile after a warpgroup's rows is masked whole and
-// leaves its state unchanged), so no wgmma sits on a divergent path. A third warpgroup,
-// the producer (registers moved to the consumers with setmaxnreg), streams K/V tiles
-// through cp.async into kWsStages stages and signals each through an mbarrier; the
-// consumers release a stage through another, so they need no block barrier per tile,
-// drift apart, and one's softmax runs under the other's products (warp specialisation).
+// leaves its state unchanged), so no wgmma sits on a divergent path. The two warpgroups
+// take turns issuing their products (named barriers: FlashAttention-3's ping-pong), so
+// the tensor cores run one's products while the other's softmax runs. A third warpgroup,
+// the producer (registers moved to the consumers with setmaxnreg), streams Q and the K/V
+// tiles through TMA into kWsStages stages, each completing on an mbarrier; the consumers
+// release a stage through another, so they need no block barrier per tile (warp
+// specialisation).
 // Every block reads only its own sequence's rows and keys, with tiles counted from its
 // start, and its arithmetic does not depend on the grid.
-template <bool kPingPong, bool kComputeOnly, bool kTma>
 __global__ void __launch_bounds__(kWsThreads, 1)
     FlashWgmmaKernel(FlashSource src, int heads, int kv_heads, float scale_log2,
                      const __grid_constant__ WgTensorMaps maps) {
@@ -326,7 +324,6 @@ __global__ void __launch_bounds__(kWsThreads, 1)
   __shared__ uint64_t full_bar[kWsStages], empty_bar[kWsStages];
   const uint32_t raw_addr = SmemAddr(wg_smem_raw);
   const uint32_t pad = (1024 - (raw_addr & 1023)) & 1023;
-  unsigned char* smem = wg_smem_raw + pad;
   const uint32_t sbase = raw_addr + pad;  // Q; stage s: K at +(1 + 2s), V at +(2 + 2s) tiles
   const int h = blockIdx.x;
   const int tile = gridDim.y - 1 - blockIdx.y;
@@ -336,35 +333,9 @@ __global__ void __launch_bounds__(kWsThreads, 1)
   const int tid = threadIdx.x, lane = tid & 31;
   // The warpgroup index through a shuffle, so the compiler knows it is warp-uniform.
   const int wg = __shfl_sync(0xffffffffu, tid >> 7, 0);
-  const int64_t qstride = static_cast<int64_t>(heads + 2 * kv_heads) * HD;
-  const int64_t kvstride = static_cast<int64_t>(kv_heads) * HD;
   const int64_t last_key = ft.pos0 + min(q0 + kFlashTileRows, rows) - 1;
   const int ntiles = static_cast<int>(last_key / kWgKeys) + 1;
   auto stage = [](int kt) { return (1 + 2 * (kt % kStages)) * kWgTileBytes; };
-  // A group of `threads` threads (128 or 256) copies 128 rows of a tile: thread t takes
-  // 16-byte chunk t % 16 of rows t / 16 + (threads / 16) i, rows `first`.. of `base`, those
-  // past `last` as zeros. The row step is a multiple of 8, so one swizzled offset serves
-  // all of a thread's rows, advanced by a fixed stride, as is its source pointer.
-  auto copy_rows = [&](int t, int threads, uint32_t slot, const bf16* base, int64_t stride,
-                       int64_t first, int64_t last) {
-    const int c16 = t & 15, r0 = t / 16, step = threads / 16;
-    const bf16* from = base + (first + r0) * stride + c16 * 8;
-    unsigned char* to = smem + slot + SwizzledOffset(r0, c16);
-    if (first + 127 <= last) {
-#pragma unroll 4
-      for (int i = 0; i < 128 / step; ++i)
-        CpAsync16(to + i * step * 128, from + i * step * stride, true);
-    } else {
-#pragma unroll 4
-      for (int i = 0; i < 128 / step; ++i) {
-        const bool valid = first + r0 + step * i <= last;
-        CpAsync16(to + i * step * 128, valid ? from + i * step * stride : base, valid);
-      }
-    }
-  };
-  const bf16* qsrc = ft.qkv + h * HD;
-  const bf16* ksrc = ft.kp + hk * HD;
-  const bf16* vsrc = ft.vp + hk * HD;
   auto key0 = [](int kt) { return static_cast<int64_t>(kt) * kWgKeys; };
 
   // The consumers: warpgroup wg's rows.
@@ -409,13 +380,9 @@ __global__ void __launch_bounds__(kWsThreads, 1)
     // while the other's softmax runs. Both run ntiles + 1 issue phases; warpgroup 1 opens
     // the first for warpgroup 0 and skips the arrival after its last, so every arrival is
     // awaited.
-    auto my_turn = [&] {
-      if constexpr (kPingPong) NamedBarSync(1 + wg);
-    };
-    auto pass_turn = [&](bool last) {
-      if constexpr (kPingPong) NamedBarArriveIf(2 - wg, !(last && wg == 1));
-    };
-    if constexpr (kPingPong) NamedBarArriveIf(1, wg == 1);
+    auto my_turn = [&] { NamedBarSync(1 + wg); };
+    auto pass_turn = [&](bool last) { NamedBarArriveIf(2 - wg, !(last && wg == 1)); };
+    NamedBarArriveIf(1, wg == 1);
     {
       wait_tile(0);
       float s[64];
@@ -481,44 +448,16 @@ __global__ void __launch_bounds__(kWsThreads, 1)
 
   if (tid == 0) {
     for (int st = 0; st < kWsStages; ++st) {
-      MbarInit(&full_bar[st], kTma ? 1 : 128);  // the producer's issuing thread, or all
-      MbarInit(&empty_bar[st], 256);            // every consumer thread
+      MbarInit(&full_bar[st], 1);     // the producer's issuing thread (plus TMA's bytes)
+      MbarInit(&empty_bar[st], 256);  // every consumer thread
     }
   }
   __syncthreads();
   if (wg == 2) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kWsProducerRegs));
-    // Producer: tile t goes into stage t % kWsStages once both warpgroups released tile
-    // t - kWsStages; its full barrier is signalled (after a proxy fence: the tensor
-    // cores read what cp.async wrote) once the copies of tile t + 1 are issued, so
-    // one tile stays in flight. Q comes with tile 0.
-    if constexpr (kTma) {
-      ProduceByTma(maps, ft, h, hk, ntiles, last_key, sbase, full_bar, empty_bar, lane,
-                   tid < 2 * 128 + 32);
-      return;
-    }
-    const int pt = tid - 2 * 128;
-    auto signal = [&](int t) {
-      asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-      MbarArrive(&full_bar[t % kWsStages]);
-    };
-    for (int t = 0; t < ntiles; ++t) {
-      if (t >= kWsStages) MbarWait(&empty_bar[t % kWsStages], (t / kWsStages - 1) & 1);
-      if (t == 0) copy_rows(pt, 128, 0, qsrc, qstride, q0, rows - 1);
-      // EXPERIMENT (pp7): kComputeOnly copies the first stages only (wrong results; the
-      // consumers' time without loads).
-      if (!kComputeOnly || t < kWsStages) {
-        copy_rows(pt, 128, stage(t), ksrc, kvstride, key0(t), last_key);
-        copy_rows(pt, 128, stage(t) + kWgTileBytes, vsrc, kvstride, key0(t), last_key);
-      }
-      CpAsyncCommit();
-      if (t > 0) {
-        CpAsyncWait<1>();
-        signal(t - 1);
-      }
-    }
-    CpAsyncWait<0>();
-    signal(ntiles - 1);
+    // Producer: its first warp streams the tiles through TMA (ProduceByTma).
+    ProduceByTma(maps, ft, h, hk, ntiles, last_key, sbase, full_bar, empty_bar, lane,
+                 tid < 2 * 128 + 32);
   } else {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kWsConsumerRegs));
     consume(
@@ -538,7 +477,6 @@ __global__ void __launch_bounds__(kWsThreads, 1)
 
 #else  // no sm_90a target in this compilation pass: an empty kernel the host never launches
 
-template <bool kPingPong, bool kComputeOnly, bool kTma>
 __global__ void FlashWgmmaKernel(FlashSource, int, int, float,
                                  const __grid_constant__ WgTensorMaps) {}
 
@@ -598,40 +536,19 @@ bool FlashWgmmaBuilt() {
 cudaError_t LaunchFlashWgmma(const FlashSource& src, int tiles, int heads, int kv_heads,
                              float scale_log2, cudaStream_t stream) {
   if (!FlashWgmmaBuilt()) return cudaErrorNotSupported;
-  // EXPERIMENT (pp7): HGEVAL_WGMMA_VARIANT=0 runs entry 15's form (no ping-pong), 1 ping-pong
-  // with cp.async, 2 ping-pong without K/V loads past the first stages (timing only), 3
-  // (default) ping-pong with TMA, for the micro rows' comparison in one call; removed once
-  // measured.
-  static const int variant = [] {
-    const char* v = std::getenv("HGEVAL_WGMMA_VARIANT");
-    return v == nullptr ? 3 : std::atoi(v);
-  }();
   WgTensorMaps maps{};
-  if (variant == 3) {
-    if (cudaError_t err = EncodeWgTensorMaps(src, heads, kv_heads, &maps); err != cudaSuccess) {
-      return err;
-    }
+  if (cudaError_t err = EncodeWgTensorMaps(src, heads, kv_heads, &maps); err != cudaSuccess) {
+    return err;
   }
-  auto launch = [&](auto kernel) {
-    if (cudaError_t err =
-            cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kWsSmemBytes);
-        err != cudaSuccess) {
-      return err;
-    }
-    dim3 grid(heads, tiles);
-    kernel<<<grid, kWsThreads, kWsSmemBytes, stream>>>(src, heads, kv_heads, scale_log2, maps);
-    return cudaGetLastError();
-  };
-  switch (variant) {
-    case 0:
-      return launch(FlashWgmmaKernel<false, false, false>);
-    case 1:
-      return launch(FlashWgmmaKernel<true, false, false>);
-    case 2:
-      return launch(FlashWgmmaKernel<true, true, false>);
-    default:
-      return launch(FlashWgmmaKernel<true, false, true>);
+  if (cudaError_t err = cudaFuncSetAttribute(
+          FlashWgmmaKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kWsSmemBytes);
+      err != cudaSuccess) {
+    return err;
   }
+  dim3 grid(heads, tiles);
+  FlashWgmmaKernel<<<grid, kWsThreads, kWsSmemBytes, stream>>>(src, heads, kv_heads, scale_log2,
+                                                               maps);
+  return cudaGetLastError();
 }
 
 }  // namespace hgeval::cuda
