@@ -36,6 +36,8 @@ struct WgTensorMaps {
 // shared memory), one slot per multiprocessor: one block of this kernel fills an SM
 // (≈ 226 KB of shared memory), so a slot is its block's alone while it runs.
 constexpr int kWgMapSlots = 256;
+static_assert(kWsSmemBytes > 227 * 1024 / 2,
+              "the per-SM tensor-map slot is exclusive only while one block fills an SM");
 __device__ CUtensorMap g_wg_maps[kWgMapSlots][3];
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -497,9 +499,14 @@ static cudaError_t EncodeWgTensorMaps(const FlashSource& src, int heads, int kv_
   static Encode encode = [] {
     void* fn = nullptr;
     cudaDriverEntryPointQueryResult found{};
-    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault,
-                                         &found) != cudaSuccess ||
-        found != cudaDriverEntryPointSuccess) {
+#if CUDART_VERSION >= 12050
+    const cudaError_t err = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000,
+                                                             cudaEnableDefault, &found);
+#else  // toolkits before 12.5 have the unversioned form only
+    const cudaError_t err =
+        cudaGetDriverEntryPoint("cuTensorMapEncodeTiled", &fn, cudaEnableDefault, &found);
+#endif
+    if (err != cudaSuccess || found != cudaDriverEntryPointSuccess) {
       return static_cast<Encode>(nullptr);
     }
     return reinterpret_cast<Encode>(fn);
