@@ -1,7 +1,9 @@
 // LLaMA prefill attention on Hopper's warpgroup MMA (wgmma, the sm_90a target):
-// FlashAttention-3's layout at head dim 128 (two consumer warpgroups, a producer one). A build
+// FlashAttention-3's layout at head dim 128 (two consumer warpgroups in ping-pong, a producer
+// one loading through TMA). A build
 // without an sm_90a target compiles the launcher only, which refuses, and FlashPrefillAttention*
 // keep running the mma.sync kernel of kernels_attention.cu.
+#include <cuda.h>  // CUtensorMap and its enums (types only: the encoder is reached at run time)
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -23,6 +25,21 @@ constexpr int kWsThreads = 3 * 128;  // consumer warpgroups 0 and 1, producer 2
 // period.
 constexpr int kWsSmemBytes = (1 + 2 * kWsStages) * kWgTileBytes + 1024;
 
+// TMA's tensor maps of a launch (Q, K, V of head dim 128, 128-byte swizzle, boxes of 64
+// dims x 1 head x 128 rows): templates whose base address and row count each block
+// replaces with its sequence's.
+struct WgTensorMaps {
+  CUtensorMap q, k, v;
+};
+
+// A block's three edited maps live in global memory (TMA reads a map from there, not from
+// shared memory), one slot per multiprocessor: one block of this kernel fills an SM
+// (≈ 226 KB of shared memory), so a slot is its block's alone while it runs.
+constexpr int kWgMapSlots = 256;
+static_assert(kWsSmemBytes > 227 * 1024 / 2,
+              "the per-SM tensor-map slot is exclusive only while one block fills an SM");
+__device__ CUtensorMap g_wg_maps[kWgMapSlots][3];
+
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 
 constexpr int kWgHeadDim = 128;
@@ -30,12 +47,9 @@ constexpr int kWgKeys = 128;                    // keys per K/V tile
 constexpr int kWgHalfBytes = kWgTileBytes / 2;  // a tile's 64-dim half: 128 rows of 128 bytes
 constexpr int kWsProducerRegs = 40, kWsConsumerRegs = 232;  // 128 x 40 + 256 x 232 <= 64K
 
-// Shared-memory layout of every tile (Q, K and V, 128 rows of 128 bf16): two 64-dim halves
-// of 128 rows x 128 bytes each, the 16-byte chunk c of row r stored at chunk c ^ (r % 8)
-// (the 128-byte swizzle wgmma's descriptors name). Byte offset of row r, chunk c16 (0..15).
-__device__ __forceinline__ uint32_t SwizzledOffset(int r, int c16) {
-  return (c16 >> 3) * kWgHalfBytes + r * 128 + (((c16 & 7) ^ (r & 7)) << 4);
-}
+// Shared-memory layout of every tile (Q, K and V, 128 rows of 128 bf16), as TMA's 128-byte
+// swizzle writes it and wgmma's descriptors name it: two 64-dim halves of 128 rows x 128
+// bytes each, the 16-byte chunk c of row r stored at chunk c ^ (r % 8).
 
 // A wgmma shared-memory matrix descriptor with the 128-byte swizzle: start address,
 // leading- and stride-dimension byte offsets (all in 16-byte units).
@@ -124,6 +138,17 @@ __device__ __forceinline__ void MbarInit(uint64_t* bar, int count) {
 __device__ __forceinline__ void MbarArrive(uint64_t* bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(SmemAddr(bar)) : "memory");
 }
+// Named barriers 1 and 2 (0 is __syncthreads') order the two consumer warpgroups'
+// products: warpgroup w waits on barrier 1 + w before issuing and, once issued, arrives on
+// the other's (256 threads: one warpgroup waiting, the other arriving).
+__device__ __forceinline__ void NamedBarSync(int id) {
+  asm volatile("bar.sync %0, 256;\n" ::"r"(id) : "memory");
+}
+__device__ __forceinline__ void NamedBarArriveIf(int id, bool pred) {
+  asm volatile("{\n.reg .pred q;\nsetp.ne.b32 q, %1, 0;\n@q bar.arrive %0, 256;\n}\n" ::"r"(id),
+               "r"(static_cast<int>(pred))
+               : "memory");
+}
 __device__ __forceinline__ void MbarWait(uint64_t* bar, int parity) {
   uint32_t done = 0;
   do {
@@ -134,6 +159,93 @@ __device__ __forceinline__ void MbarWait(uint64_t* bar, int parity) {
         : "r"(SmemAddr(bar)), "r"(parity)
         : "memory");
   } while (done == 0);
+}
+
+// TMA (cp.async.bulk.tensor): a 3-D box {64 dims, 1 head, 128 rows} at (x, head, row) into
+// shared memory at `dst` (1,024-byte aligned: the 128-byte swizzle's period), completing
+// on `bar`'s transaction count.
+__device__ __forceinline__ void TmaLoad(const CUtensorMap* map, uint32_t dst, uint64_t* bar, int x,
+                                        int head, int row) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], "
+      "[%1, {%2, %3, %4}], [%5];\n" ::"r"(dst),
+      "l"(map), "r"(x), "r"(head), "r"(row), "r"(SmemAddr(bar))
+      : "memory");
+}
+__device__ __forceinline__ void MbarArriveExpectTx(uint64_t* bar, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(SmemAddr(bar)),
+               "r"(bytes)
+               : "memory");
+}
+
+// The producer, run by the producer warpgroup's first warp (`issuer`; the others return at
+// once). The warp writes this block's three maps (the launch's templates with its
+// sequence's base addresses and row counts, so rows past the last key, and Q rows past the
+// sequence's last, read as zeros: TMA's out-of-bounds fill) into its multiprocessor's slot
+// and releases them to the tensor-map proxy; lane 0 acquires them and streams the tiles:
+// tile t into stage t % kWsStages once both consumers released tile t - kWsStages, K and V
+// (and Q with tile 0) as two 64-dim halves each, one mbarrier transaction count per stage.
+__device__ __forceinline__ void ProduceByTma(const WgTensorMaps& maps, const FlashTile& ft, int h,
+                                             int hk, int ntiles, int64_t last_key, uint32_t sbase,
+                                             uint64_t* full_bar, uint64_t* empty_bar, int lane,
+                                             bool issuer) {
+  __shared__ alignas(128) CUtensorMap smaps[3];
+  if (!issuer) return;
+  uint32_t smid;
+  asm volatile("mov.u32 %0, %%smid;\n" : "=r"(smid));
+  CUtensorMap* gmaps = g_wg_maps[smid % kWgMapSlots];
+  if (lane < 24) {
+    reinterpret_cast<uint4*>(smaps)[lane] = reinterpret_cast<const uint4*>(&maps)[lane];
+  }
+  __syncwarp();
+  if (lane == 0) {
+    const void* base[3] = {ft.qkv, ft.kp, ft.vp};
+    const uint32_t dim_rows[3] = {static_cast<uint32_t>(ft.rows),
+                                  static_cast<uint32_t>(last_key + 1),
+                                  static_cast<uint32_t>(last_key + 1)};
+#pragma unroll
+    for (int i = 0; i < 3; ++i) {
+      asm volatile("tensormap.replace.tile.global_address.shared::cta.b1024.b64 [%0], %1;\n" ::"r"(
+                       SmemAddr(&smaps[i])),
+                   "l"(reinterpret_cast<uint64_t>(base[i]))
+                   : "memory");
+      asm volatile("tensormap.replace.tile.global_dim.shared::cta.b1024.b32 [%0], 2, %1;\n" ::"r"(
+                       SmemAddr(&smaps[i])),
+                   "r"(dim_rows[i])
+                   : "memory");
+    }
+  }
+  __syncwarp();
+#pragma unroll
+  for (int i = 0; i < 3; ++i) {
+    asm volatile(
+        "tensormap.cp_fenceproxy.global.shared::cta.tensormap::generic.release.gpu.sync.aligned "
+        "[%0], [%1], 128;\n" ::"l"(&gmaps[i]),
+        "r"(SmemAddr(&smaps[i]))
+        : "memory");
+  }
+  if (lane != 0) return;
+#pragma unroll
+  for (int i = 0; i < 3; ++i) {
+    asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;\n" ::"l"(&gmaps[i])
+                 : "memory");
+  }
+  const int q0 = ft.q0;
+  for (int t = 0; t < ntiles; ++t) {
+    const int st = t % kWsStages;
+    if (t >= kWsStages) MbarWait(&empty_bar[st], (t / kWsStages - 1) & 1);
+    MbarArriveExpectTx(&full_bar[st], (t == 0 ? 3 : 2) * kWgTileBytes);
+    if (t == 0) {
+      TmaLoad(&gmaps[0], sbase, &full_bar[st], 0, h, q0);
+      TmaLoad(&gmaps[0], sbase + kWgHalfBytes, &full_bar[st], 64, h, q0);
+    }
+    const uint32_t kdst = sbase + (1 + 2 * st) * kWgTileBytes;
+    const int row = t * kWgKeys;
+    TmaLoad(&gmaps[1], kdst, &full_bar[st], 0, hk, row);
+    TmaLoad(&gmaps[1], kdst + kWgHalfBytes, &full_bar[st], 64, hk, row);
+    TmaLoad(&gmaps[2], kdst + kWgTileBytes, &full_bar[st], 0, hk, row);
+    TmaLoad(&gmaps[2], kdst + kWgTileBytes + kWgHalfBytes, &full_bar[st], 64, hk, row);
+  }
 }
 
 // A warpgroup's online-softmax state over its 64 rows: this thread holds rows wr and
@@ -196,22 +308,24 @@ __device__ __forceinline__ void SoftmaxTile(float (&s)[64], bool masked, int dia
 // tile t - 1 is issued right after the S of tile t, so the tensor cores run it while the
 // softmax works on tile t (FlashAttention-3's intra-warpgroup overlap). Both warpgroups
 // run every key tile of the block (a tile after a warpgroup's rows is masked whole and
-// leaves its state unchanged), so no wgmma sits on a divergent path. A third warpgroup,
-// the producer (registers moved to the consumers with setmaxnreg), streams K/V tiles
-// through cp.async into kWsStages stages and signals each through an mbarrier; the
-// consumers release a stage through another, so they need no block barrier per tile,
-// drift apart, and one's softmax runs under the other's products (warp specialisation).
+// leaves its state unchanged), so no wgmma sits on a divergent path. The two warpgroups
+// take turns issuing their products (named barriers: FlashAttention-3's ping-pong), so
+// the tensor cores run one's products while the other's softmax runs. A third warpgroup,
+// the producer (registers moved to the consumers with setmaxnreg), streams Q and the K/V
+// tiles through TMA into kWsStages stages, each completing on an mbarrier; the consumers
+// release a stage through another, so they need no block barrier per tile (warp
+// specialisation).
 // Every block reads only its own sequence's rows and keys, with tiles counted from its
 // start, and its arithmetic does not depend on the grid.
 __global__ void __launch_bounds__(kWsThreads, 1)
-    FlashWgmmaKernel(FlashSource src, int heads, int kv_heads, float scale_log2) {
+    FlashWgmmaKernel(FlashSource src, int heads, int kv_heads, float scale_log2,
+                     const __grid_constant__ WgTensorMaps maps) {
   constexpr int HD = kWgHeadDim;
   constexpr int kStages = kWsStages;
   extern __shared__ __align__(1024) unsigned char wg_smem_raw[];
   __shared__ uint64_t full_bar[kWsStages], empty_bar[kWsStages];
   const uint32_t raw_addr = SmemAddr(wg_smem_raw);
   const uint32_t pad = (1024 - (raw_addr & 1023)) & 1023;
-  unsigned char* smem = wg_smem_raw + pad;
   const uint32_t sbase = raw_addr + pad;  // Q; stage s: K at +(1 + 2s), V at +(2 + 2s) tiles
   const int h = blockIdx.x;
   const int tile = gridDim.y - 1 - blockIdx.y;
@@ -221,35 +335,9 @@ __global__ void __launch_bounds__(kWsThreads, 1)
   const int tid = threadIdx.x, lane = tid & 31;
   // The warpgroup index through a shuffle, so the compiler knows it is warp-uniform.
   const int wg = __shfl_sync(0xffffffffu, tid >> 7, 0);
-  const int64_t qstride = static_cast<int64_t>(heads + 2 * kv_heads) * HD;
-  const int64_t kvstride = static_cast<int64_t>(kv_heads) * HD;
   const int64_t last_key = ft.pos0 + min(q0 + kFlashTileRows, rows) - 1;
   const int ntiles = static_cast<int>(last_key / kWgKeys) + 1;
   auto stage = [](int kt) { return (1 + 2 * (kt % kStages)) * kWgTileBytes; };
-  // A group of `threads` threads (128 or 256) copies 128 rows of a tile: thread t takes
-  // 16-byte chunk t % 16 of rows t / 16 + (threads / 16) i, rows `first`.. of `base`, those
-  // past `last` as zeros. The row step is a multiple of 8, so one swizzled offset serves
-  // all of a thread's rows, advanced by a fixed stride, as is its source pointer.
-  auto copy_rows = [&](int t, int threads, uint32_t slot, const bf16* base, int64_t stride,
-                       int64_t first, int64_t last) {
-    const int c16 = t & 15, r0 = t / 16, step = threads / 16;
-    const bf16* from = base + (first + r0) * stride + c16 * 8;
-    unsigned char* to = smem + slot + SwizzledOffset(r0, c16);
-    if (first + 127 <= last) {
-#pragma unroll 4
-      for (int i = 0; i < 128 / step; ++i)
-        CpAsync16(to + i * step * 128, from + i * step * stride, true);
-    } else {
-#pragma unroll 4
-      for (int i = 0; i < 128 / step; ++i) {
-        const bool valid = first + r0 + step * i <= last;
-        CpAsync16(to + i * step * 128, valid ? from + i * step * stride : base, valid);
-      }
-    }
-  };
-  const bf16* qsrc = ft.qkv + h * HD;
-  const bf16* ksrc = ft.kp + hk * HD;
-  const bf16* vsrc = ft.vp + hk * HD;
   auto key0 = [](int kt) { return static_cast<int64_t>(kt) * kWgKeys; };
 
   // The consumers: warpgroup wg's rows.
@@ -289,11 +377,21 @@ __global__ void __launch_bounds__(kWsThreads, 1)
       const int diag = masked ? static_cast<int>(max(diag64, int64_t{-kWgKeys})) : 0;
       SoftmaxTile(s, masked, diag, wr, tq, scale_log2, st, p);
     };
+    // Ping-pong: a warpgroup issues its products (S of one tile, P V of the one before) only
+    // after the other issued its own, so the tensor cores run one warpgroup's products
+    // while the other's softmax runs. Both run ntiles + 1 issue phases; warpgroup 1 opens
+    // the first for warpgroup 0 and skips the arrival after its last, so every arrival is
+    // awaited.
+    auto my_turn = [&] { NamedBarSync(1 + wg); };
+    auto pass_turn = [&](bool last) { NamedBarArriveIf(2 - wg, !(last && wg == 1)); };
+    NamedBarArriveIf(1, wg == 1);
     {
       wait_tile(0);
       float s[64];
+      my_turn();
       WgmmaFence();
       issue_s(s, 0);
+      pass_turn(false);
       WgmmaWait<0>();
       FenceOperands(s);
       softmax(s, 0, p_prev);
@@ -301,9 +399,11 @@ __global__ void __launch_bounds__(kWsThreads, 1)
     for (int kt = 1; kt < ntiles; ++kt) {
       wait_tile(kt);
       float s[64];
+      my_turn();
       WgmmaFence();
       issue_s(s, kt);
       issue_pv(kt - 1);
+      pass_turn(false);
       WgmmaWait<1>();
       FenceOperands(s);
       uint32_t p_cur[kWgKeys / 16][4];
@@ -319,10 +419,16 @@ __global__ void __launch_bounds__(kWsThreads, 1)
 #pragma unroll
         for (int x = 0; x < 4; ++x) p_prev[kk][x] = p_cur[kk][x];
       }
+      // The rescaled accumulators and the new P are defined here, before the next
+      // wgmma.fence: ptxas serialises wgmma whose inputs are written inside its stage.
+      FenceOperands(acc);
+      FenceOperands(p_prev);
     }
     wait_tile(ntiles);  // V of the last tile
+    my_turn();
     WgmmaFence();
     issue_pv(ntiles - 1);
+    pass_turn(true);
     WgmmaWait<0>();
     FenceOperands(acc);
     FenceOperands(p_prev);
@@ -344,35 +450,16 @@ __global__ void __launch_bounds__(kWsThreads, 1)
 
   if (tid == 0) {
     for (int st = 0; st < kWsStages; ++st) {
-      MbarInit(&full_bar[st], 128);   // the producer's threads
+      MbarInit(&full_bar[st], 1);     // the producer's issuing thread (plus TMA's bytes)
       MbarInit(&empty_bar[st], 256);  // every consumer thread
     }
   }
   __syncthreads();
   if (wg == 2) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kWsProducerRegs));
-    // Producer: tile t goes into stage t % kWsStages once both warpgroups released tile
-    // t - kWsStages; its full barrier is signalled (after a proxy fence: the tensor
-    // cores read what cp.async wrote) once the copies of tile t + 1 are issued, so
-    // one tile stays in flight. Q comes with tile 0.
-    const int pt = tid - 2 * 128;
-    auto signal = [&](int t) {
-      asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-      MbarArrive(&full_bar[t % kWsStages]);
-    };
-    for (int t = 0; t < ntiles; ++t) {
-      if (t >= kWsStages) MbarWait(&empty_bar[t % kWsStages], (t / kWsStages - 1) & 1);
-      if (t == 0) copy_rows(pt, 128, 0, qsrc, qstride, q0, rows - 1);
-      copy_rows(pt, 128, stage(t), ksrc, kvstride, key0(t), last_key);
-      copy_rows(pt, 128, stage(t) + kWgTileBytes, vsrc, kvstride, key0(t), last_key);
-      CpAsyncCommit();
-      if (t > 0) {
-        CpAsyncWait<1>();
-        signal(t - 1);
-      }
-    }
-    CpAsyncWait<0>();
-    signal(ntiles - 1);
+    // Producer: its first warp streams the tiles through TMA (ProduceByTma).
+    ProduceByTma(maps, ft, h, hk, ntiles, last_key, sbase, full_bar, empty_bar, lane,
+                 tid < 2 * 128 + 32);
   } else {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kWsConsumerRegs));
     consume(
@@ -382,7 +469,9 @@ __global__ void __launch_bounds__(kWsThreads, 1)
         },
         [&](int kt) {
           // This thread is done with tile kt (its V was the last read of the stage).
-          // Every thread arrives: no divergent branch near the wgmma instructions.
+          // Every thread arrives: no divergent branch near the wgmma instructions (one
+          // elected lane per warp, even predicated inside the asm, makes ptxas serialise
+          // the wgmma, C7513).
           MbarArrive(&empty_bar[kt % kWsStages]);
         });
   }
@@ -390,11 +479,58 @@ __global__ void __launch_bounds__(kWsThreads, 1)
 
 #else  // no sm_90a target in this compilation pass: an empty kernel the host never launches
 
-__global__ void FlashWgmmaKernel(FlashSource, int, int, float) {}
+__global__ void FlashWgmmaKernel(FlashSource, int, int, float,
+                                 const __grid_constant__ WgTensorMaps) {}
 
 #endif
 
 }  // namespace
+
+// The launch's tensor-map templates (cuTensorMapEncodeTiled, reached through the runtime's
+// driver entry point so nothing new links): Q over the qkv rows, K and V over a cache
+// plane, each [rows][heads][128] bf16 with the row strides of the pack; base addresses
+// and row counts are placeholders each block replaces.
+static cudaError_t EncodeWgTensorMaps(const FlashSource& src, int heads, int kv_heads,
+                                      WgTensorMaps* maps) {
+  using Encode =
+      CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
+                   const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,
+                   CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+  static Encode encode = [] {
+    void* fn = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+#if CUDART_VERSION >= 12050
+    const cudaError_t err = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000,
+                                                             cudaEnableDefault, &found);
+#else  // toolkits before 12.5 have the unversioned form only
+    const cudaError_t err =
+        cudaGetDriverEntryPoint("cuTensorMapEncodeTiled", &fn, cudaEnableDefault, &found);
+#endif
+    if (err != cudaSuccess || found != cudaDriverEntryPointSuccess) {
+      return static_cast<Encode>(nullptr);
+    }
+    return reinterpret_cast<Encode>(fn);
+  }();
+  if (encode == nullptr) return cudaErrorNotSupported;
+  void* placeholder = const_cast<__nv_bfloat16*>(src.qkv);  // 16-byte aligned, replaced
+  auto one = [&](CUtensorMap* map, int nheads, int64_t row_elems) {
+    const cuuint64_t dims[3] = {128, static_cast<cuuint64_t>(nheads), 1};
+    const cuuint64_t strides[2] = {128 * 2, static_cast<cuuint64_t>(row_elems) * 2};
+    const cuuint32_t box[3] = {64, 1, 128};
+    const cuuint32_t elem_strides[3] = {1, 1, 1};
+    return encode(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, placeholder, dims, strides, box,
+                  elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                  CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  };
+  const int64_t qkv_row = static_cast<int64_t>(heads + 2 * kv_heads) * 128;
+  const int64_t kv_row = static_cast<int64_t>(kv_heads) * 128;
+  if (one(&maps->q, heads, qkv_row) != CUDA_SUCCESS ||
+      one(&maps->k, kv_heads, kv_row) != CUDA_SUCCESS ||
+      one(&maps->v, kv_heads, kv_row) != CUDA_SUCCESS) {
+    return cudaErrorInvalidValue;
+  }
+  return cudaSuccess;
+}
 
 bool FlashWgmmaBuilt() {
 #if defined(HGEVAL_CUDA_WGMMA)
@@ -407,13 +543,18 @@ bool FlashWgmmaBuilt() {
 cudaError_t LaunchFlashWgmma(const FlashSource& src, int tiles, int heads, int kv_heads,
                              float scale_log2, cudaStream_t stream) {
   if (!FlashWgmmaBuilt()) return cudaErrorNotSupported;
+  WgTensorMaps maps{};
+  if (cudaError_t err = EncodeWgTensorMaps(src, heads, kv_heads, &maps); err != cudaSuccess) {
+    return err;
+  }
   if (cudaError_t err = cudaFuncSetAttribute(
           FlashWgmmaKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kWsSmemBytes);
       err != cudaSuccess) {
     return err;
   }
   dim3 grid(heads, tiles);
-  FlashWgmmaKernel<<<grid, kWsThreads, kWsSmemBytes, stream>>>(src, heads, kv_heads, scale_log2);
+  FlashWgmmaKernel<<<grid, kWsThreads, kWsSmemBytes, stream>>>(src, heads, kv_heads, scale_log2,
+                                                               maps);
   return cudaGetLastError();
 }
 
