@@ -100,8 +100,9 @@ absl::StatusOr<std::vector<int>> IntList(const std::string& text) {
   std::vector<int> out;
   for (absl::string_view part : absl::StrSplit(text, ',', absl::SkipEmpty())) {
     int v = 0;
-    if (!absl::SimpleAtoi(part, &v) || v <= 0) {
-      return absl::InvalidArgumentError(absl::StrCat("not a positive integer: '", part, "'"));
+    if (!absl::SimpleAtoi(part, &v) || v < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("not a batch size (0: the default, or a positive integer): '", part, "'"));
     }
     out.push_back(v);
   }
