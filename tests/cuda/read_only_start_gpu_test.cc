@@ -17,29 +17,41 @@ namespace hgeval::testing {
 namespace {
 
 class CudaReadOnlyStartTest
-    : public ::testing::TestWithParam<std::tuple<std::string, std::string>> {};
+    : public ::testing::TestWithParam<std::tuple<std::string, std::string>> {
+ protected:
+  void SetUp() override {
+    if (!HaveGpu()) GTEST_SKIP() << "no CUDA GPU visible";
+    const auto& [family, dtype] = GetParam();
+    auto model = BuildGoldenCudaModel(family, dtype);
+    ASSERT_TRUE(model.ok()) << model.status();
+    model_ = *std::move(model);
+  }
+  std::vector<int32_t> RandomTokens(int64_t n) {
+    std::uniform_int_distribution<int> dist(0, static_cast<int>(model_->info().vocab_size) - 1);
+    std::vector<int32_t> v(n);
+    for (auto& x : v) x = dist(rng_);
+    return v;
+  }
+  // A state that has read a 70-token context: the start the forks continue from.
+  std::unique_ptr<SequenceState> Context() {
+    auto context = model_->NewState();
+    EXPECT_TRUE(RunOne(*model_, context.get(), RandomTokens(70), {}).ok());
+    return context;
+  }
+
+  std::unique_ptr<Model> model_;
+  std::mt19937 rng_{5};
+};
 
 TEST_P(CudaReadOnlyStartTest, ForksInPlaceEqualCopies) {
-  if (!HaveGpu()) GTEST_SKIP() << "no CUDA GPU visible";
-  const auto& [family, dtype] = GetParam();
-  auto model = BuildGoldenCudaModel(family, dtype);
-  ASSERT_TRUE(model.ok()) << model.status();
-  Model& m = **model;
-  std::mt19937 rng(5);
-  std::uniform_int_distribution<int> dist(0, static_cast<int>(m.info().vocab_size) - 1);
-  auto random_tokens = [&](int n) {
-    std::vector<int32_t> v(n);
-    for (auto& x : v) x = dist(rng);
-    return v;
-  };
-  auto context = m.NewState();
-  ASSERT_TRUE(RunOne(m, context.get(), random_tokens(70), {}).ok());
+  Model& m = *model_;
+  auto context = Context();
   // Choices of 2 to 130 tokens (one token would take the decode path on a state of its
   // own, a different kernel, so it is compared in the CPU test only).
   std::vector<std::vector<int32_t>> choices, targets;
   for (int len : {2, 9, 64, 66, 130}) {
-    choices.push_back(random_tokens(len));
-    targets.push_back(random_tokens(len));
+    choices.push_back(RandomTokens(len));
+    targets.push_back(RandomTokens(len));
   }
   std::vector<ForwardOutput> copied(choices.size());
   for (size_t i = 0; i < choices.size(); ++i) {
@@ -71,25 +83,13 @@ TEST_P(CudaReadOnlyStartTest, ForksInPlaceEqualCopies) {
 }
 
 TEST_P(CudaReadOnlyStartTest, ForkLongerThanAPackEqualsACopy) {
-  if (!HaveGpu()) GTEST_SKIP() << "no CUDA GPU visible";
-  const auto& [family, dtype] = GetParam();
-  auto model = BuildGoldenCudaModel(family, dtype);
-  ASSERT_TRUE(model.ok()) << model.status();
-  Model& m = **model;
+  Model& m = *model_;
   const int64_t length = cuda::kPackRows + 70;
   if (m.info().max_context > 0 && m.info().max_context < 70 + length) {
-    GTEST_SKIP() << "the golden " << family << " holds " << m.info().max_context << " positions";
+    GTEST_SKIP() << "the golden model holds " << m.info().max_context << " positions";
   }
-  std::mt19937 rng(9);
-  std::uniform_int_distribution<int> dist(0, static_cast<int>(m.info().vocab_size) - 1);
-  auto random_tokens = [&](int64_t n) {
-    std::vector<int32_t> v(n);
-    for (auto& x : v) x = dist(rng);
-    return v;
-  };
-  auto context = m.NewState();
-  ASSERT_TRUE(RunOne(m, context.get(), random_tokens(70), {}).ok());
-  const std::vector<int32_t> tokens = random_tokens(length), targets = random_tokens(length);
+  auto context = Context();
+  const std::vector<int32_t> tokens = RandomTokens(length), targets = RandomTokens(length);
   auto copy = context->Clone();
   ASSERT_NE(copy, nullptr);
   auto copied = RunOne(m, copy.get(), tokens, targets, /*want_last=*/true);
