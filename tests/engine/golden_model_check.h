@@ -153,6 +153,42 @@ inline void ExpectGreedyMatchesReference(Model& model, const GoldenExpectations&
   }
 }
 
+// The model in `dir` (a checkpoint folder), or null with a test failure.
+inline std::unique_ptr<Model> LoadOrFail(const std::string& dir) {
+  auto model = LoadModel(dir, LoadOptions());
+  EXPECT_TRUE(model.ok()) << model.status();
+  return model.ok() ? std::move(*model) : nullptr;
+}
+
+// tests/golden/<model>'s expectations, read once per test program (empty, with a test
+// failure, when they cannot be read).
+inline const GoldenExpectations& CachedGoldenExpectations(const std::string& model) {
+  static auto* cache = new std::map<std::string, GoldenExpectations>();
+  auto it = cache->find(model);
+  if (it == cache->end()) {
+    auto read = ReadGoldenExpectations(SourcePath("tests/golden/" + model));
+    if (!read.ok()) ADD_FAILURE() << read.status();
+    it = cache->emplace(model, read.ok() ? std::move(*read) : GoldenExpectations()).first;
+  }
+  return it->second;
+}
+
+// Every reference case (logits within `logit_tolerance` of one run, tail log-prob within
+// `tail_tolerance`) and the 16 greedy tokens.
+inline void ExpectCasesAndGreedyMatch(Model& model, const GoldenExpectations& golden,
+                                      float logit_tolerance, double tail_tolerance) {
+  ASSERT_EQ(golden.cases.size(), 5u);
+  for (const auto& c : golden.cases) {
+    auto run = RunCase(model, c.ids);
+    ASSERT_TRUE(run.ok()) << run.status();
+    EXPECT_LE(MaxAbsDiff(run->logits, c.logits), logit_tolerance) << "T=" << c.ids.size();
+    EXPECT_NEAR(run->tail_logprob, c.tail_logprob, tail_tolerance) << "T=" << c.ids.size();
+  }
+  auto greedy = GreedyTokens(model, golden.greedy_prompt, 16);
+  ASSERT_TRUE(greedy.ok()) << greedy.status();
+  EXPECT_EQ(*greedy, golden.greedy_output);
+}
+
 inline std::unique_ptr<Model> BuildOrDie(const Checkpoint& checkpoint) {
   auto model = BuildModel(checkpoint, LoadOptions{});
   EXPECT_TRUE(model.ok()) << model.status();

@@ -23,37 +23,13 @@ constexpr double kTailTolerance = 1e-3;
 
 std::string GoldenDir() { return testing::SourcePath("tests/golden/llama"); }
 
-std::unique_ptr<Model> Load(const std::string& dir) {
-  auto model = LoadModel(dir, LoadOptions());
-  EXPECT_TRUE(model.ok()) << model.status();
-  return model.ok() ? std::move(*model) : nullptr;
-}
+std::unique_ptr<Model> Load(const std::string& dir) { return testing::LoadOrFail(dir); }
 
-const GoldenExpectations& Reference() {
-  static const GoldenExpectations* golden = [] {
-    auto g = testing::ReadGoldenExpectations(GoldenDir());
-    if (!g.ok()) {
-      ADD_FAILURE() << g.status();
-      return new GoldenExpectations();
-    }
-    return new GoldenExpectations(std::move(*g));
-  }();
-  return *golden;
-}
+const GoldenExpectations& Reference() { return testing::CachedGoldenExpectations("llama"); }
 
 // Every reference case at `logit_tolerance`, plus the 16 greedy tokens.
 void ExpectMatchesReference(Model& model, float logit_tolerance, double tail_tolerance) {
-  const GoldenExpectations& golden = Reference();
-  ASSERT_EQ(golden.cases.size(), 5u);
-  for (const auto& c : golden.cases) {
-    auto run = testing::RunCase(model, c.ids);
-    ASSERT_TRUE(run.ok()) << run.status();
-    EXPECT_LE(MaxAbsDiff(run->logits, c.logits), logit_tolerance) << "T=" << c.ids.size();
-    EXPECT_NEAR(run->tail_logprob, c.tail_logprob, tail_tolerance) << "T=" << c.ids.size();
-  }
-  auto greedy = testing::GreedyTokens(model, golden.greedy_prompt, 16);
-  ASSERT_TRUE(greedy.ok()) << greedy.status();
-  EXPECT_EQ(*greedy, golden.greedy_output);
+  testing::ExpectCasesAndGreedyMatch(model, Reference(), logit_tolerance, tail_tolerance);
 }
 
 TEST(LlamaGolden, ParameterCountMatchesUpstream) {
