@@ -167,6 +167,22 @@ __device__ __forceinline__ float Get(const float4& v, int i) {
   return i == 0 ? v.x : (i == 1 ? v.y : (i == 2 ? v.z : v.w));
 }
 
+// acc[r][x] += a[k][i0 + r] * b[k][j0 + x] over rows k < count of two row-major tiles
+// (a's rows kRowPad apart, b's 64): the 4 x 4 register tile's rank-1 updates in order.
+__device__ __forceinline__ void AccumulateRows4x4(float (&acc)[4][4], const float* a,
+                                                  const float* b, int count) {
+#pragma unroll 4
+  for (int k = 0; k < count; ++k) {
+    const float4 av = Ld4(a + k * kRowPad);
+    const float4 bv = Ld4(b + k * 64);
+#pragma unroll
+    for (int r = 0; r < 4; ++r) {
+#pragma unroll
+      for (int x = 0; x < 4; ++x) acc[r][x] = fmaf(Get(av, r), Get(bv, x), acc[r][x]);
+    }
+  }
+}
+
 // Grid (chunks, H), 256 threads as a 16 x 16 grid of 4 x 4 register tiles. A sequence's
 // first chunk reads its start state in place where ReadsStartInPlace (none: a zero
 // state, whose term is skipped); every other chunk reads its S from chunk_states.
@@ -325,30 +341,10 @@ __global__ void __launch_bounds__(256)
       // Rows past a short chunk's end (short sequences): no output to compute.
     } else if (sidx < s_stages) {
       const int kb = sidx * kStageRows;
-      const int kend = min(kStageRows, dk - kb);
-#pragma unroll 4
-      for (int kk = 0; kk < kend; ++kk) {
-        const float4 qv = Ld4(qe + (kb + kk) * kRowPad + i0);
-        const float4 sv = Ld4(stage + kk * 64 + j0);
-#pragma unroll
-        for (int r = 0; r < 4; ++r) {
-#pragma unroll
-          for (int x = 0; x < 4; ++x) acc[r][x] = fmaf(Get(qv, r), Get(sv, x), acc[r][x]);
-        }
-      }
+      AccumulateRows4x4(acc, qe + kb * kRowPad + i0, stage + j0, min(kStageRows, dk - kb));
     } else {
       const int jb = (sidx - s_stages) * kStageRows;
-      const int jstop = min(kStageRows, jend - jb);
-#pragma unroll 4
-      for (int jj = 0; jj < jstop; ++jj) {
-        const float4 av = Ld4(at + (jb + jj) * kRowPad + i0);
-        const float4 vv = Ld4(stage + jj * 64 + j0);
-#pragma unroll
-        for (int r = 0; r < 4; ++r) {
-#pragma unroll
-          for (int x = 0; x < 4; ++x) acc[r][x] = fmaf(Get(av, r), Get(vv, x), acc[r][x]);
-        }
-      }
+      AccumulateRows4x4(acc, at + jb * kRowPad + i0, stage + j0, min(kStageRows, jend - jb));
     }
     if (sidx == per_block - 1) {
       const int v0 = vb + j0;
