@@ -32,8 +32,6 @@ struct WgTensorMaps {
   CUtensorMap q, k, v;
 };
 
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-
 // A block's three edited maps live in global memory (TMA reads a map from there, not from
 // shared memory), one slot per multiprocessor: one block of this kernel fills an SM
 // (≈ 226 KB of shared memory), so a slot is its block's alone while it runs.
@@ -41,6 +39,8 @@ constexpr int kWgMapSlots = 256;
 static_assert(kWsSmemBytes > 227 * 1024 / 2,
               "the per-SM tensor-map slot is exclusive only while one block fills an SM");
 __device__ CUtensorMap g_wg_maps[kWgMapSlots][3];
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 
 constexpr int kWgHeadDim = 128;
 constexpr int kWgKeys = 128;                    // keys per K/V tile
