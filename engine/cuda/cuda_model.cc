@@ -67,10 +67,6 @@ constexpr int64_t kKvStep = 64;
 // The bf16 head's widest column slice (one pinned GEMM site per slice width).
 constexpr int64_t kHeadSliceCols = 32768;
 
-// A read-only start longer than a pack is run on a copy: its later segments continue from
-// the state the earlier ones left, which the start itself must not become.
-bool ReadOnlyForkNeedsCopy(int64_t tokens) { return tokens > kPackRows; }
-
 int64_t KvCapacityFor(int64_t positions) {
   return (std::max<int64_t>(positions, 1) + kKvStep - 1) / kKvStep * kKvStep;
 }
@@ -88,14 +84,15 @@ size_t CudaModel::StateBytes(int64_t tokens) const {
   return bytes;
 }
 
+bool CudaModel::ReadOnlyForkCopiesStart(int64_t tokens) const {
+  // A KV-cache item needs its own cache to write its keys into, and an item longer than a
+  // pack a state to carry between its segments (the start must not become it); a
+  // recurrent item that fits a pack reads its start in place.
+  return layout_.kv_row_bytes > 0 || tokens > kPackRows;
+}
+
 size_t CudaModel::ReadOnlyForkBytes(int64_t start_tokens, int64_t tokens) const {
-  // Forward copies the start of a KV-cache item, and of one longer than a pack (its later
-  // segments continue from the state the earlier ones left); a recurrent one that fits a
-  // pack reads its start in place.
-  if (layout_.kv_row_bytes > 0 || ReadOnlyForkNeedsCopy(tokens)) {
-    return StateBytes(start_tokens + tokens);
-  }
-  return 0;
+  return ReadOnlyForkCopiesStart(tokens) ? StateBytes(start_tokens + tokens) : 0;
 }
 
 absl::Status CudaModel::EnsureKvCapacity(CudaSequenceState* st, int64_t needed,
@@ -809,7 +806,7 @@ absl::Status CudaModel::Forward(absl::Span<const ForwardItem> given,
           absl::StrCat("Forward: item ", i, " shares its state with another item"));
     }
     const int64_t T = static_cast<int64_t>(it.tokens.size());
-    if (it.start != nullptr && (layout_.kv_row_bytes > 0 || ReadOnlyForkNeedsCopy(T))) {
+    if (it.start != nullptr && ReadOnlyForkCopiesStart(T)) {
       HG_ASSIGN_OR_RETURN(std::unique_ptr<CudaSequenceState> copy,
                           ForkForItem(*src, static_cast<int64_t>(it.tokens.size())));
       it.state = copy.get();

@@ -141,6 +141,9 @@ class CudaModel : public Model {
   absl::Status EnsureKvCapacity(CudaSequenceState* st, int64_t needed, bool decoding) const;
   // A private copy of `start` for an item that feeds `tokens` more: its KV cache holds
   // exactly what the item needs (the start's capacity is not copied).
+  // Whether Forward runs an item of `tokens` tokens continuing read-only from a start on a
+  // copy of it (ReadOnlyForkBytes counts that copy).
+  bool ReadOnlyForkCopiesStart(int64_t tokens) const;
   absl::StatusOr<std::unique_ptr<CudaSequenceState>> ForkForItem(const CudaSequenceState& start,
                                                                  int64_t tokens) const;
 
