@@ -37,6 +37,7 @@ using nlohmann::json;
 
 // Upper bound on token ids accepted from a file (guards allocations on hostile input).
 constexpr int64_t kMaxTokenId = 1 << 24;
+constexpr char kSpaceMark[] = "\xE2\x96\x81";  // U+2581, SentencePiece's "▁"
 
 absl::string_view AbslView(std::string_view s) { return absl::string_view(s.data(), s.size()); }
 
@@ -575,6 +576,20 @@ struct BpeModel {
   std::string continuing_subword_prefix;
   std::string end_of_word_suffix;
   std::array<int32_t, 256> byte_token{};  // "<0xNN>" ids, -1 when absent
+  // Whether a merge joins a symbol ending in another character to one starting with the
+  // space mark "▁" (SentencePiece-style vocabularies have none); see SplitsAtSpaceMarks.
+  bool merges_cross_space_marks = false;
+
+  // Whether BPE on a word equals BPE on its pieces split before each run of "▁" that
+  // follows another character: true when no merge can join across such a point (and the
+  // options that make a result depend on the whole word are off), because BPE only ever
+  // merges adjacent pairs, so pieces that no merge joins are merged independently, each
+  // in the same (rank, position) order. Such a word is a whole document (no
+  // pre-tokenizer splits it), too long for the word cache; its pieces are words.
+  bool SplitsAtSpaceMarks() const {
+    return !merges_cross_space_marks && !ignore_merges && continuing_subword_prefix.empty() &&
+           end_of_word_suffix.empty() && Lookup(kSpaceMark) >= 0;
+  }
 
   static uint64_t PairKey(int32_t a, int32_t b) {
     return (static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) | static_cast<uint32_t>(b);
@@ -696,6 +711,7 @@ class HfTokenizer final : public Tokenizer {
   int32_t eos_id_ = -1;
   std::string hash_;
   WordCache cache_;
+  bool split_at_space_marks_ = false;  // BpeModel::SplitsAtSpaceMarks, fixed at load
 };
 
 int32_t HfTokenizer::TokenId(std::string_view text) const {
@@ -774,6 +790,9 @@ absl::Status HfTokenizer::LoadModel(const json& model) {
       right = merge[1].get<std::string>();
     } else {
       return Invalid(absl::StrCat("merge ", rank, " is neither \"a b\" nor [\"a\", \"b\"]"));
+    }
+    if (!absl::EndsWith(left, kSpaceMark) && absl::StartsWith(right, kSpaceMark)) {
+      model_.merges_cross_space_marks = true;
     }
     const int32_t a = model_.Lookup(left);
     const int32_t b = model_.Lookup(right);
@@ -898,6 +917,7 @@ absl::Status HfTokenizer::Load(std::string_view tokenizer_json, std::string_view
     const json* model = Find(root, "model");
     if (model == nullptr) return Invalid("no \"model\"");
     HG_RETURN_IF_ERROR(LoadModel(*model));
+    split_at_space_marks_ = model_.SplitsAtSpaceMarks();
     HG_RETURN_IF_ERROR(LoadAddedTokens(root));
     if (const json* n = Find(root, "normalizer"))
       HG_RETURN_IF_ERROR(ParseNormalizer(*n, &normalizer_, 0));
@@ -964,9 +984,24 @@ absl::Status HfTokenizer::Load(std::string_view tokenizer_json, std::string_view
 }
 
 void HfTokenizer::EncodeWord(std::string_view word, std::vector<int32_t>* ids) const {
-  cache_.Lookup(
-      word, [this](std::string_view w, std::vector<int32_t>* out) { model_.Tokenize(w, out); },
-      ids);
+  const auto encode_piece = [this, ids](std::string_view piece) {
+    cache_.Lookup(
+        piece, [this](std::string_view w, std::vector<int32_t>* out) { model_.Tokenize(w, out); },
+        ids);
+  };
+  if (!split_at_space_marks_) {
+    encode_piece(word);
+    return;
+  }
+  const std::string_view mark = kSpaceMark;
+  size_t begin = 0;
+  for (size_t at = word.find(mark, 1); at != std::string_view::npos; at = word.find(mark, at + 1)) {
+    const bool after_mark = at >= mark.size() && word.substr(at - mark.size(), mark.size()) == mark;
+    if (after_mark) continue;
+    encode_piece(word.substr(begin, at - begin));
+    begin = at;
+  }
+  encode_piece(word.substr(begin));
 }
 
 void HfTokenizer::EncodeNormalized(std::string_view text, bool first_in_text,
