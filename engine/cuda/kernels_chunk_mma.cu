@@ -785,16 +785,6 @@ cudaError_t LaunchOutputMma(const float* q, const float* k, const float* G, cons
                       static_cast<const float*>(chunk_room));
 }
 
-// The packed states launch for v as `v_act` (walk_key_rows as LaunchStatesMma's).
-cudaError_t StatesPacked(const float* k, const float* G, const void* v, Act v_act,
-                         const PackView& pack, int heads, int dk, int dv, float* const* state_ptrs,
-                         float* const* out_ptrs, int64_t layer_offset, void* chunk_states,
-                         int walk_key_rows, cudaStream_t stream) {
-  HG_DISPATCH_ACT(v_act, return LaunchStatesMma(k, G, static_cast<const T*>(v), pack, heads, dk, dv,
-                                                state_ptrs, out_ptrs, layer_offset, nullptr,
-                                                chunk_states, walk_key_rows, stream));
-}
-
 }  // namespace
 
 bool ChunkMmaTakesBf16Values(int dk, int dv) { return dk % 4 == 0 && dv % 4 == 0; }
@@ -803,8 +793,9 @@ cudaError_t ChunkGlaStatesPackedMma(const float* k, const float* G, const void* 
                                     const PackView& pack, int heads, int dk, int dv,
                                     float* const* state_ptrs, float* const* out_ptrs,
                                     int64_t layer_offset, void* chunk_states, cudaStream_t stream) {
-  return StatesPacked(k, G, v, v_act, pack, heads, dk, dv, state_ptrs, out_ptrs, layer_offset,
-                      chunk_states, kWalkKeyRowsByGrid, stream);
+  HG_DISPATCH_ACT(v_act, return LaunchStatesMma(k, G, static_cast<const T*>(v), pack, heads, dk, dv,
+                                                state_ptrs, out_ptrs, layer_offset, nullptr,
+                                                chunk_states, kWalkKeyRowsByGrid, stream));
 }
 
 cudaError_t ChunkGlaStatesPackedMmaKeyRows(const float* k, const float* G, const void* v, Act v_act,
@@ -813,8 +804,9 @@ cudaError_t ChunkGlaStatesPackedMmaKeyRows(const float* k, const float* G, const
                                            int64_t layer_offset, void* chunk_states, int key_rows,
                                            cudaStream_t stream) {
   if (key_rows != 16 && key_rows != 32) return cudaErrorInvalidValue;
-  return StatesPacked(k, G, v, v_act, pack, heads, dk, dv, state_ptrs, out_ptrs, layer_offset,
-                      chunk_states, key_rows, stream);
+  HG_DISPATCH_ACT(v_act, return LaunchStatesMma(k, G, static_cast<const T*>(v), pack, heads, dk, dv,
+                                                state_ptrs, out_ptrs, layer_offset, nullptr,
+                                                chunk_states, key_rows, stream));
 }
 
 cudaError_t ChunkGlaStatesPackedMmaTwoPass(const float* k, const float* G, const void* v, Act v_act,
@@ -822,8 +814,9 @@ cudaError_t ChunkGlaStatesPackedMmaTwoPass(const float* k, const float* G, const
                                            float* const* state_ptrs, float* const* out_ptrs,
                                            int64_t layer_offset, float* chunk_states,
                                            cudaStream_t stream) {
-  return StatesPacked(k, G, v, v_act, pack, heads, dk, dv, state_ptrs, out_ptrs, layer_offset,
-                      chunk_states, 0, stream);
+  HG_DISPATCH_ACT(
+      v_act, return LaunchStatesMma(k, G, static_cast<const T*>(v), pack, heads, dk, dv, state_ptrs,
+                                    out_ptrs, layer_offset, nullptr, chunk_states, 0, stream));
 }
 
 cudaError_t ChunkGlaOutputPackedMma(const float* q, const float* k, const float* G, const void* v,
