@@ -25,7 +25,6 @@ constexpr int kSP = kKS + 8;  // fp32 row stride of the slices: float2 reads con
 constexpr int kVS = kVT + 8;  // bf16 row stride of value tiles: ldmatrix rows conflict-free
 constexpr int kMaxDk = 256;
 constexpr int kOutThreads = 4 * 32;  // one warp per 16 rows of the chunk
-constexpr int kWalkKeyRowsByGrid = -1;
 
 __host__ __device__ constexpr int RoundUp(int x, int m) { return (x + m - 1) / m * m; }
 
@@ -176,24 +175,26 @@ __device__ __forceinline__ void CpAsyncWait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending));
 }
 
+constexpr int kFusedKT = 32;        // key rows per block of the state walk
 constexpr int kFusedStages = 4;     // chunks in flight: this one and three prefetched
-constexpr int kFusedThreads = 256;  // 8 warps over a block's key rows x 64 value columns
+constexpr int kFusedThreads = 256;  // warp w: key rows 16 (w % 2).., value columns 16 (w / 2)..
+constexpr int kFusedKds = kFusedKT + 8;  // bf16 row stride of kd: ldmatrix rows conflict-free
 
-// A stage: raw fp32 k and G ([kC][kKT]) and v: bf16 as the mma reads it ([kC][kVS]),
+// A stage: raw fp32 k and G ([kC][kFusedKT]) and v: bf16 as the mma reads it ([kC][kVS]),
 // fp32 as loaded ([kC][kVT], rounded into a bf16 tile per chunk).
-template <typename VT, int kKT>
+template <typename VT>
 __host__ __device__ constexpr size_t FusedStageBytes() {
-  return 2 * sizeof(float) * kC * kKT +
+  return 2 * sizeof(float) * kC * kFusedKT +
          (std::is_same_v<VT, float> ? sizeof(float) * kC * kVT : sizeof(bf16) * kC * kVS);
 }
-template <typename VT, int kKT>
+template <typename VT>
 __host__ __device__ constexpr size_t FusedStatesSmem() {
-  return kFusedStages * FusedStageBytes<VT, kKT>() +
-         sizeof(bf16) * kC * (kKT + 8 + (std::is_same_v<VT, float> ? kVS : 0));
+  return kFusedStages * FusedStageBytes<VT>() +
+         sizeof(bf16) * kC * (kFusedKds + (std::is_same_v<VT, float> ? kVS : 0));
 }
 
 // The chunk states of each sequence in one walk over its chunks (fla's chunk_fwd_h): one
-// block per (sequence, kKT key rows x 64 value columns of the state, head), the running
+// block per (sequence, 32 key rows x 64 value columns of the state, head), the running
 // state S in fp32 registers. Chunk c: S_c (the state before it) goes to chunk_states as
 // bf16 (rounded to nearest, as the output kernel rounds an fp32 S_c itself), then
 // S <- exp(G_last) S + U_c, U_c = sum_j (k_j exp(G_last - G_j)) v_j^T by mma; the raw k, G
@@ -203,10 +204,7 @@ __host__ __device__ constexpr size_t FusedStatesSmem() {
 // operands over the same token steps from zero, then the scan's fmaf(d, s, u). Same contract as the
 // scan: S_c of the first chunk is not written where the output kernel reads the start in place, and
 // a sequence that keeps no final state needs no U of its last chunk.
-// kKT, key rows a block: 32 (warp w: key rows 16 (w % 2).., value columns 16 (w / 2)..) or
-// 16, for twice the blocks where a pack has few sequences (warp w: value columns 8 w..).
-// Every element is computed alike by either: same bits.
-template <typename VT, int kKT>
+template <typename VT>
 __global__ void __launch_bounds__(kFusedThreads)
     ChunkStatesFusedMmaKernel(const float* __restrict__ k, const float* __restrict__ G,
                               const VT* __restrict__ v, PackView pack, int heads, int dk, int dv,
@@ -214,26 +212,24 @@ __global__ void __launch_bounds__(kFusedThreads)
                               int64_t layer_offset, float* single,
                               bf16* __restrict__ chunk_states) {
   constexpr bool kF32Values = std::is_same_v<VT, float>;
-  constexpr size_t kStage = FusedStageBytes<VT, kKT>();
-  constexpr int kKds = kKT + 8;  // bf16 row stride of kd: ldmatrix rows conflict-free
-  constexpr int kWarpsM = kKT / 16, kNT = kVT / 8 / (kFusedThreads / 32 / kWarpsM);
+  constexpr size_t kStage = FusedStageBytes<VT>();
   extern __shared__ __align__(16) unsigned char smem[];
   __shared__ int stage_rows[kFusedStages];  // rows of the chunk in each stage
-  bf16* kd = reinterpret_cast<bf16*>(smem + kFusedStages * kStage);  // [kC][kKds]
-  bf16* vs = kd + kC * kKds;                                         // fp32 v only: [kC][kVS]
+  bf16* kd = reinterpret_cast<bf16*>(smem + kFusedStages * kStage);  // [kC][kFusedKds]
+  bf16* vs = kd + kC * kFusedKds;                                    // fp32 v only: [kC][kVS]
   // Grid (sequences x tiles, heads), tiles fastest: the blocks that read the same k, G
   // (a key tile's value tiles) and v (a value tile's key tiles) run together, so the
   // repeated reads hit L2.
-  const int key_tiles = (dk + kKT - 1) / kKT;
+  const int key_tiles = (dk + kFusedKT - 1) / kFusedKT;
   const int tiles = key_tiles * ((dv + kVT - 1) / kVT);
   const int seq = blockIdx.x / tiles, tile = blockIdx.x % tiles, h = blockIdx.y;
-  const int kb = kKT * (tile % key_tiles), vb = kVT * (tile / key_tiles);
+  const int kb = kFusedKT * (tile % key_tiles), vb = kVT * (tile / key_tiles);
   const SeqWalk walk = SeqWalkOf(pack, state_ptrs, out_ptrs, layer_offset, single, seq);
   if (!ChunkScanHasWork(walk.chunks, walk.out != nullptr, walk.first_written == 1)) return;
   const int row_end = SeqRowEnd(pack, seq);
 
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, grp = lane / 4, tig = lane % 4;
-  const int m0 = 16 * (warp % kWarpsM), n0 = 8 * kNT * (warp / kWarpsM);
+  const int m0 = 16 * (warp % 2), n0 = 16 * (warp / 2);
   const int64_t kstride = static_cast<int64_t>(heads) * dk;
   const int64_t vstride = static_cast<int64_t>(heads) * dv;
   const int64_t per_chunk = static_cast<int64_t>(heads) * dk * dv;
@@ -244,18 +240,18 @@ __global__ void __launch_bounds__(kFusedThreads)
   auto issue = [&](int x) {
     unsigned char* base = smem + (x % kFusedStages) * kStage;
     float* sk = reinterpret_cast<float*>(base);
-    float* sg = sk + kC * kKT;
-    VT* sv = reinterpret_cast<VT*>(sg + kC * kKT);
+    float* sg = sk + kC * kFusedKT;
+    VT* sv = reinterpret_cast<VT*>(sg + kC * kFusedKT);
     constexpr int vss = kF32Values ? kVT : kVS;
     const int t0 = ChunkRow0(pack, walk.first + x), n = min(kC, row_end - t0);
     if (tid == 0) stage_rows[x % kFusedStages] = n;
     const int64_t qk0 = static_cast<int64_t>(t0) * kstride + static_cast<int64_t>(h) * dk + kb;
 #pragma unroll
-    for (int idx = tid; idx < kC * kKT / 4; idx += kFusedThreads) {
-      const int j = idx / (kKT / 4), k4 = 4 * (idx % (kKT / 4));
+    for (int idx = tid; idx < kC * kFusedKT / 4; idx += kFusedThreads) {
+      const int j = idx / (kFusedKT / 4), k4 = 4 * (idx % (kFusedKT / 4));
       if (j < n && kb + k4 < dk) {
-        CpAsyncZfill<16>(sk + j * kKT + k4, k + qk0 + j * kstride + k4, true);
-        CpAsyncZfill<16>(sg + j * kKT + k4, G + qk0 + j * kstride + k4, true);
+        CpAsyncZfill<16>(sk + j * kFusedKT + k4, k + qk0 + j * kstride + k4, true);
+        CpAsyncZfill<16>(sg + j * kFusedKT + k4, G + qk0 + j * kstride + k4, true);
       }
     }
     const VT* vc = v + static_cast<int64_t>(t0) * vstride + static_cast<int64_t>(h) * dv + vb;
@@ -272,9 +268,9 @@ __global__ void __launch_bounds__(kFusedThreads)
 
   // The running state in the C-fragment layout: s[nt][e] is S[kb + m0 + grp + 8 (e / 2)]
   // [vb + n0 + 8 nt + 2 tig + e % 2].
-  float s[kNT][4];
+  float s[2][4];
 #pragma unroll
-  for (int nt = 0; nt < kNT; ++nt) {
+  for (int nt = 0; nt < 2; ++nt) {
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
       const int row = kb + m0 + grp + 8 * (e / 2), col = vb + n0 + 8 * nt + 2 * tig + e % 2;
@@ -294,7 +290,7 @@ __global__ void __launch_bounds__(kFusedThreads)
     if (x >= walk.first_written) {
       bf16* sc = chunk_states + (walk.first + x) * per_chunk + head0;
 #pragma unroll
-      for (int nt = 0; nt < kNT; ++nt) {
+      for (int nt = 0; nt < 2; ++nt) {
 #pragma unroll
         for (int half = 0; half < 2; ++half) {
           const int row = kb + m0 + grp + 8 * half, col = vb + n0 + 8 * nt + 2 * tig;
@@ -312,23 +308,23 @@ __global__ void __launch_bounds__(kFusedThreads)
     __syncthreads();                  // everyone's copies; the previous chunk's mma done
     const unsigned char* base = smem + (x % kFusedStages) * kStage;
     const float* sk = reinterpret_cast<const float*>(base);
-    const float* sg = sk + kC * kKT;
-    const VT* sv = reinterpret_cast<const VT*>(sg + kC * kKT);
+    const float* sg = sk + kC * kFusedKT;
+    const VT* sv = reinterpret_cast<const VT*>(sg + kC * kFusedKT);
     const int n = stage_rows[x % kFusedStages];
-    const float* glast = sg + (n - 1) * kKT;
+    const float* glast = sg + (n - 1) * kFusedKT;
     // k exp(G_last - G) (and fp32 v) as bf16, exactly as the two-pass local-state kernel
     // stages them.
 #pragma unroll
-    for (int idx = tid; idx < kC * kKT / 4; idx += kFusedThreads) {
-      const int j = idx / (kKT / 4), k4 = 4 * (idx % (kKT / 4));
+    for (int idx = tid; idx < kC * kFusedKT / 4; idx += kFusedThreads) {
+      const int j = idx / (kFusedKT / 4), k4 = 4 * (idx % (kFusedKT / 4));
       float4 val = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
       if (j < n && kb + k4 < dk) {
-        const float4 kk = Ld4(sk + j * kKT + k4), gg = Ld4(sg + j * kKT + k4);
+        const float4 kk = Ld4(sk + j * kFusedKT + k4), gg = Ld4(sg + j * kFusedKT + k4);
         const float4 gl = Ld4(glast + k4);
         val = make_float4(kk.x * __expf(gl.x - gg.x), kk.y * __expf(gl.y - gg.y),
                           kk.z * __expf(gl.z - gg.z), kk.w * __expf(gl.w - gg.w));
       }
-      St4Bf16(kd + j * kKds + k4, val);
+      St4Bf16(kd + j * kFusedKds + k4, val);
     }
     const bf16* vt = reinterpret_cast<const bf16*>(sv);  // bf16 v: the stage itself
     if constexpr (kF32Values) {
@@ -347,28 +343,28 @@ __global__ void __launch_bounds__(kFusedThreads)
       d[half] = kb + row < dk ? __expf(glast[row]) : 0.0f;
     }
     __syncthreads();
-    float u[kNT][4];
+    float u[2][4];
 #pragma unroll
-    for (int nt = 0; nt < kNT; ++nt) {
+    for (int nt = 0; nt < 2; ++nt) {
 #pragma unroll
       for (int e = 0; e < 4; ++e) u[nt][e] = 0.0f;
     }
     for (int ks = 0; ks < n; ks += 16) {  // token steps past a short chunk's end add zeros
       uint32_t a[4], b[4];
-      LdMatrixX4Trans(a, kd + (ks + a_row) * kKds + m0 + a_col);
+      LdMatrixX4Trans(a, kd + (ks + a_row) * kFusedKds + m0 + a_col);
       LdMatrixX4Trans(b, vt + (ks + b_row) * kVS + n0 + b_col);
       Mma(u[0], a, b[0], b[1]);
-      if constexpr (kNT == 2) Mma(u[kNT - 1], a, b[2], b[3]);  // kNT 1: b[2], b[3] unused
+      Mma(u[1], a, b[2], b[3]);
     }
 #pragma unroll
-    for (int nt = 0; nt < kNT; ++nt) {
+    for (int nt = 0; nt < 2; ++nt) {
 #pragma unroll
       for (int e = 0; e < 4; ++e) s[nt][e] = fmaf(d[e / 2], s[nt][e], u[nt][e]);
     }
   }
   if (walk.out != nullptr) {
 #pragma unroll
-    for (int nt = 0; nt < kNT; ++nt) {
+    for (int nt = 0; nt < 2; ++nt) {
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const int row = kb + m0 + grp + 8 * (e / 2), col = vb + n0 + 8 * nt + 2 * tig + e % 2;
@@ -686,26 +682,11 @@ size_t OutputMmaSmem(int dk) {
   return region1 + sizeof(bf16) * kC * (qes + kVS);
 }
 
-// The state walk's key rows a block for a launch whose 32-row blocks would number
-// `blocks32`: 16 (twice the blocks) where those would not fill two a multiprocessor; 32
-// (each k, G and v read by half as many blocks) otherwise.
-int WalkKeyRowsFor(int64_t blocks32) {
-  int device = 0, sms = 0;
-  if (cudaGetDevice(&device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) {
-    cudaGetLastError();
-    return 32;
-  }
-  return blocks32 < 2 * static_cast<int64_t>(sms) ? 16 : 32;
-}
-
-// walk_key_rows: 0 the two-pass pair; 16 or 32 the state walk with that many key rows a
-// block; kWalkKeyRowsByGrid: the walk, WalkKeyRowsFor's choice.
 template <typename VT>
 cudaError_t LaunchStatesMma(const float* k, const float* G, const VT* v, const PackView& pack,
                             int heads, int dk, int dv, float* const* state_ptrs,
                             float* const* out_ptrs, int64_t layer_offset, float* single,
-                            void* chunk_room, int walk_key_rows, cudaStream_t stream) {
+                            void* chunk_room, bool fused, cudaStream_t stream) {
   float* chunk_states = static_cast<float*>(chunk_room);
   if (StateChunks(pack) == 0) return cudaSuccess;
   if (dk > kMaxDk) return cudaErrorInvalidValue;
@@ -719,25 +700,17 @@ cudaError_t LaunchStatesMma(const float* k, const float* G, const VT* v, const P
                                         layer_offset, chunk_states, stream);
     }
   }
-  if (walk_key_rows == kWalkKeyRowsByGrid) {
-    walk_key_rows = WalkKeyRowsFor(StateSeqs(pack) * CeilDiv(dk, 32) * CeilDiv(dv, kVT) * heads);
-  }
-  if (walk_key_rows != 0) {
-    auto launch = [&](auto kernel, size_t smem, int key_rows) -> cudaError_t {
-      cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                             static_cast<int>(smem));
-      if (err != cudaSuccess) return err;
-      dim3 grid(StateSeqs(pack) * CeilDiv(dk, key_rows) * CeilDiv(dv, kVT), heads);
-      kernel<<<grid, kFusedThreads, smem, stream>>>(k, G, v, pack, heads, dk, dv, state_ptrs,
-                                                    out_ptrs, layer_offset, single,
-                                                    static_cast<bf16*>(chunk_room));
-      return cudaGetLastError();
-    };
-    if (walk_key_rows == 16) {
-      return launch(ChunkStatesFusedMmaKernel<VT, 16>, FusedStatesSmem<VT, 16>(), 16);
-    }
-    if (walk_key_rows != 32) return cudaErrorInvalidValue;
-    return launch(ChunkStatesFusedMmaKernel<VT, 32>, FusedStatesSmem<VT, 32>(), 32);
+  if (fused) {
+    constexpr size_t smem = FusedStatesSmem<VT>();
+    cudaError_t err =
+        cudaFuncSetAttribute(ChunkStatesFusedMmaKernel<VT>,
+                             cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
+    if (err != cudaSuccess) return err;
+    dim3 grid(StateSeqs(pack) * CeilDiv(dk, kFusedKT) * CeilDiv(dv, kVT), heads);
+    ChunkStatesFusedMmaKernel<VT><<<grid, kFusedThreads, smem, stream>>>(
+        k, G, v, pack, heads, dk, dv, state_ptrs, out_ptrs, layer_offset, single,
+        static_cast<bf16*>(chunk_room));
+    return cudaGetLastError();
   }
   const size_t smem = LocalStateMmaSmem(dk);
   cudaError_t err =
@@ -793,20 +766,9 @@ cudaError_t ChunkGlaStatesPackedMma(const float* k, const float* G, const void* 
                                     const PackView& pack, int heads, int dk, int dv,
                                     float* const* state_ptrs, float* const* out_ptrs,
                                     int64_t layer_offset, void* chunk_states, cudaStream_t stream) {
-  HG_DISPATCH_ACT(v_act, return LaunchStatesMma(k, G, static_cast<const T*>(v), pack, heads, dk, dv,
-                                                state_ptrs, out_ptrs, layer_offset, nullptr,
-                                                chunk_states, kWalkKeyRowsByGrid, stream));
-}
-
-cudaError_t ChunkGlaStatesPackedMmaKeyRows(const float* k, const float* G, const void* v, Act v_act,
-                                           const PackView& pack, int heads, int dk, int dv,
-                                           float* const* state_ptrs, float* const* out_ptrs,
-                                           int64_t layer_offset, void* chunk_states, int key_rows,
-                                           cudaStream_t stream) {
-  if (key_rows != 16 && key_rows != 32) return cudaErrorInvalidValue;
-  HG_DISPATCH_ACT(v_act, return LaunchStatesMma(k, G, static_cast<const T*>(v), pack, heads, dk, dv,
-                                                state_ptrs, out_ptrs, layer_offset, nullptr,
-                                                chunk_states, key_rows, stream));
+  HG_DISPATCH_ACT(
+      v_act, return LaunchStatesMma(k, G, static_cast<const T*>(v), pack, heads, dk, dv, state_ptrs,
+                                    out_ptrs, layer_offset, nullptr, chunk_states, true, stream));
 }
 
 cudaError_t ChunkGlaStatesPackedMmaTwoPass(const float* k, const float* G, const void* v, Act v_act,
@@ -816,7 +778,7 @@ cudaError_t ChunkGlaStatesPackedMmaTwoPass(const float* k, const float* G, const
                                            cudaStream_t stream) {
   HG_DISPATCH_ACT(
       v_act, return LaunchStatesMma(k, G, static_cast<const T*>(v), pack, heads, dk, dv, state_ptrs,
-                                    out_ptrs, layer_offset, nullptr, chunk_states, 0, stream));
+                                    out_ptrs, layer_offset, nullptr, chunk_states, false, stream));
 }
 
 cudaError_t ChunkGlaOutputPackedMma(const float* q, const float* k, const float* G, const void* v,
@@ -844,14 +806,14 @@ cudaError_t ChunkGlaStatesMma(const float* k, const float* G, const float* v, in
                               int dk, int dv, float* state, void* chunk_states,
                               cudaStream_t stream) {
   return LaunchStatesMma(k, G, v, SingleSequence(tokens), heads, dk, dv, nullptr, nullptr, 0, state,
-                         chunk_states, kWalkKeyRowsByGrid, stream);
+                         chunk_states, true, stream);
 }
 
 cudaError_t ChunkGlaStatesMmaTwoPass(const float* k, const float* G, const float* v, int tokens,
                                      int heads, int dk, int dv, float* state, float* chunk_states,
                                      cudaStream_t stream) {
   return LaunchStatesMma(k, G, v, SingleSequence(tokens), heads, dk, dv, nullptr, nullptr, 0, state,
-                         chunk_states, 0, stream);
+                         chunk_states, false, stream);
 }
 
 cudaError_t ChunkGlaOutputMma(const float* q, const float* k, const float* G, const float* v,

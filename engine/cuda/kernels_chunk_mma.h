@@ -29,20 +29,11 @@ bool ChunkMmaTakesBf16Values(int dk, int dv);
 // The chunk states S_c (bf16) and final states in one kernel that walks each sequence's
 // chunks in order, the running state in registers, each chunk's local state U_c by tensor
 // cores and never stored (fla's chunk_fwd_h). Bitwise the two-pass form's results (its
-// S_c rounded to bf16). A block walks 32 key rows of a head's state, or 16 where a pack
-// has too few sequences to give two blocks a multiprocessor so (one long sequence): the
-// choice changes no bit, so it may depend on the pack.
+// S_c rounded to bf16).
 cudaError_t ChunkGlaStatesPackedMma(const float* k, const float* G, const void* v, Act v_act,
                                     const PackView& pack, int heads, int dk, int dv,
                                     float* const* state_ptrs, float* const* out_ptrs,
                                     int64_t layer_offset, void* chunk_states, cudaStream_t stream);
-// The same with the key rows a block fixed (16 or 32; else cudaErrorInvalidValue), for the
-// tests that hold both forms to the two-pass bits.
-cudaError_t ChunkGlaStatesPackedMmaKeyRows(const float* k, const float* G, const void* v, Act v_act,
-                                           const PackView& pack, int heads, int dk, int dv,
-                                           float* const* state_ptrs, float* const* out_ptrs,
-                                           int64_t layer_offset, void* chunk_states, int key_rows,
-                                           cudaStream_t stream);
 
 // The two-pass form the one-kernel walk replaced: per-chunk local states U_c by tensor
 // cores into chunk_states, then the fp32 scan (ChunkStateScan) over them in place (fp32

@@ -11,8 +11,6 @@
 #include <iostream>
 #include <ostream>
 #include <random>
-#include <string>
-#include <utility>
 #include <vector>
 
 #include "engine/cuda/kernels.h"
@@ -147,11 +145,10 @@ INSTANTIATE_TEST_SUITE_P(
 // two_pass: the states by the local-state kernel and the scan (ChunkGlaStatesPackedMmaTwoPass,
 // fp32 chunk states, and the output form that reads them) instead of the one-kernel walk
 // (bf16 chunk states); `chunks` (if given) receives the chunk states' room as floats.
-// key_rows: the walk's key rows a block (16 or 32; 0: the launcher's choice).
 void RunPack(const Inputs& in, const std::vector<int>& lens, const std::vector<float>& starts,
              bool fork, float scale, std::vector<float>& out, std::vector<float>& states,
              std::vector<float>& finals, Act v_act = Act::kF32, bool two_pass = false,
-             std::vector<float>* chunks = nullptr, int key_rows = 0) {
+             std::vector<float>* chunks = nullptr) {
   const int H = in.heads, dk = in.dk, dv = in.dv;
   const int64_t ns = static_cast<int64_t>(H) * dk * dv;
   const int num_seqs = static_cast<int>(lens.size());
@@ -200,12 +197,8 @@ void RunPack(const Inputs& in, const std::vector<int>& lens, const std::vector<f
                                              dout.get(), nullptr),
               cudaSuccess);
   } else {
-    ASSERT_EQ(key_rows == 0
-                  ? ChunkGlaStatesPackedMma(dk_.get(), dg.get(), v, v_act, pack, H, dk, dv,
-                                            dsp.get(), out_ptrs, ns, dchunks.get(), nullptr)
-                  : ChunkGlaStatesPackedMmaKeyRows(dk_.get(), dg.get(), v, v_act, pack, H, dk, dv,
-                                                   dsp.get(), out_ptrs, ns, dchunks.get(), key_rows,
-                                                   nullptr),
+    ASSERT_EQ(ChunkGlaStatesPackedMma(dk_.get(), dg.get(), v, v_act, pack, H, dk, dv, dsp.get(),
+                                      out_ptrs, ns, dchunks.get(), nullptr),
               cudaSuccess);
     ASSERT_EQ(
         ChunkGlaOutputPackedMma(dq.get(), dk_.get(), dg.get(), v, v_act, dchunks.get(), dsp.get(),
@@ -352,8 +345,7 @@ bool SameBf16States(const std::vector<float>& walk, const std::vector<float>& tw
 // outputs also hold the pipelined output kernel (bf16 S_c; with bf16 v its tiles copied by
 // cp.async) to the unpipelined one the two-pass form runs. (A forked
 // sequence's first slot is not read, so neither form need fill it: the walk leaves it,
-// the local-state kernel leaves U_0 there.) Both block shapes of the walk: 32 and 16 key
-// rows a block.
+// the local-state kernel leaves U_0 there.)
 TEST_P(ChunkMmaPackTest, OneKernelStateWalkGivesTheTwoPassBits) {
   if (!testing::HaveGpu()) GTEST_SKIP() << "no CUDA GPU visible";
   const PackCase c = GetParam();
@@ -361,16 +353,13 @@ TEST_P(ChunkMmaPackTest, OneKernelStateWalkGivesTheTwoPassBits) {
   std::mt19937 rng(c.dk * 5 + c.dv + c.fork);
   const auto [in, starts, scale] = RandomPack(c, lens, rng);
   const size_t ns = static_cast<size_t>(c.heads) * c.dk * c.dv;
-  for (const auto& [v_act, key_rows] : {std::pair{Act::kF32, 32}, std::pair{Act::kF32, 16},
-                                        std::pair{Act::kBF16, 32}, std::pair{Act::kBF16, 16}}) {
+  for (const Act v_act : {Act::kF32, Act::kBF16}) {
     std::vector<float> out1, states1, finals1, chunks1, out2, states2, finals2, chunks2;
-    RunPack(in, lens, starts, c.fork, scale, out1, states1, finals1, v_act, false, &chunks1,
-            key_rows);
+    RunPack(in, lens, starts, c.fork, scale, out1, states1, finals1, v_act, false, &chunks1);
     if (HasFatalFailure()) return;
     RunPack(in, lens, starts, c.fork, scale, out2, states2, finals2, v_act, true, &chunks2);
     if (HasFatalFailure()) return;
-    const std::string act = std::string(v_act == Act::kF32 ? "fp32 v" : "bf16 v") + ", key rows " +
-                            std::to_string(key_rows);
+    const char* act = v_act == Act::kF32 ? "fp32 v" : "bf16 v";
     ASSERT_EQ(out1.size(), out2.size());
     EXPECT_EQ(0, std::memcmp(out1.data(), out2.data(), out1.size() * sizeof(float)))
         << "output, " << act;
@@ -439,20 +428,6 @@ TEST(ChunkMmaValuesTest, Bf16ValuesRefusedWhereTheFp32KernelsRun) {
   EXPECT_EQ(ChunkGlaOutputPackedMma(nullptr, nullptr, nullptr, nullptr, Act::kBF16, nullptr,
                                     nullptr, nullptr, 0, pack, 1, 6, 8, 1.0f, nullptr, nullptr),
             cudaErrorInvalidValue);
-}
-
-// The state walk runs 16 or 32 key rows a block; any other count is refused, nothing launched.
-TEST(ChunkMmaValuesTest, WalkKeyRowsOtherThan16Or32Refused) {
-  PackView pack;
-  pack.rows = 70;
-  pack.num_seqs = 1;
-  pack.num_chunks = 2;
-  for (const int key_rows : {0, 8, 24, 64}) {
-    EXPECT_EQ(ChunkGlaStatesPackedMmaKeyRows(nullptr, nullptr, nullptr, Act::kBF16, pack, 1, 128,
-                                             128, nullptr, nullptr, 0, nullptr, key_rows, nullptr),
-              cudaErrorInvalidValue)
-        << key_rows;
-  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Packs, ChunkMmaPackTest,
