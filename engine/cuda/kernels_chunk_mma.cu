@@ -374,6 +374,41 @@ __global__ void __launch_bounds__(kFusedThreads)
   }
 }
 
+constexpr int kSliceLoads = kC * kKS / 4 / kOutThreads;  // float4s of q (k, G) a thread
+
+// A thread's share of one key slice of q, k and G (zeros past the chunk's rows and dk).
+struct SliceRegs {
+  float4 q[kSliceLoads], k[kSliceLoads], g[kSliceLoads];
+};
+__device__ __forceinline__ void LoadSlice(SliceRegs& r, const float* __restrict__ q,
+                                          const float* __restrict__ k, const float* __restrict__ G,
+                                          int64_t qk0, int64_t kstride, int n, int dk, int ks,
+                                          int tid) {
+#pragma unroll
+  for (int i = 0; i < kSliceLoads; ++i) {
+    const int idx = tid + i * kOutThreads;
+    const int row = idx / (kKS / 4), k4 = 4 * (idx % (kKS / 4));
+    r.q[i] = r.k[i] = r.g[i] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    if (row < n && ks + k4 < dk) {
+      const int64_t off = qk0 + row * kstride + ks + k4;
+      r.q[i] = Ld4(q + off);
+      r.k[i] = Ld4(k + off);
+      r.g[i] = Ld4(G + off);
+    }
+  }
+}
+__device__ __forceinline__ void StoreSlice(const SliceRegs& r, float* sq, float* sk, float* sg,
+                                           int tid) {
+#pragma unroll
+  for (int i = 0; i < kSliceLoads; ++i) {
+    const int idx = tid + i * kOutThreads;
+    const int row = idx / (kKS / 4), k4 = 4 * (idx % (kKS / 4));
+    *reinterpret_cast<float4*>(sq + row * kSP + k4) = r.q[i];
+    *reinterpret_cast<float4*>(sk + row * kSP + k4) = r.k[i];
+    *reinterpret_cast<float4*>(sg + row * kSP + k4) = r.g[i];
+  }
+}
+
 // Output of chunk c, grid (chunks, H), 4 warps: warp w owns rows 16w..16w+15. Over key
 // slices of 32 it builds its row block of the intra-chunk matrix A (the blocks left of
 // the diagonal by mma, the diagonal block in fp32) and stores q exp(G) as bf16; then per
@@ -381,13 +416,20 @@ __global__ void __launch_bounds__(kFusedThreads)
 // chunk reads its start state in place where ReadsStartInPlace (none: a zero state,
 // whose term is skipped); every other chunk reads its S from chunk_states (ST: bf16 from
 // the state walk, fp32 from the two-pass pair; either is staged as the same bf16).
-template <typename VT, typename ST>
+// kPipelined: the next key slice's q, k, G loads are issued into registers before the
+// current slice's maths, so they are in flight meanwhile, and bf16 S_c and v tiles are
+// copied by cp.async (else each slice is loaded after the previous one's maths and the
+// tiles through registers: the form the two-pass pair's output keeps as the bitwise
+// reference); both store and compute the same values in the same order.
+template <typename VT, typename ST, bool kPipelined>
 __global__ void __launch_bounds__(kOutThreads)
     ChunkOutputMmaKernel(const float* __restrict__ q, const float* __restrict__ k,
                          const float* __restrict__ G, const VT* __restrict__ v,
                          const ST* chunk_states, float* const* state_ptrs, float* const* out_ptrs,
                          int64_t layer_offset, PackView pack, int heads, int dk, int dv,
                          float scale, float* __restrict__ o) {
+  // The pipelined form with bf16 v and S_c copies both tiles by cp.async.
+  constexpr bool kBf16Copies = kPipelined && std::is_same_v<VT, bf16> && std::is_same_v<ST, bf16>;
   extern __shared__ __align__(16) unsigned char smem[];
   const int dkp = RoundUp(dk, kKS);
   const int qes = dkp + 8;  // bf16 row stride of qe and st
@@ -428,23 +470,16 @@ __global__ void __launch_bounds__(kOutThreads)
     for (int e = 0; e < 4; ++e) diag[nt][e] = 0.0f;
   }
 
+  // 16-byte loads, all of a thread's (4 x 3) in flight before the first store.
+  SliceRegs slice;
+  if constexpr (kPipelined) LoadSlice(slice, q, k, G, qk0, kstride, n, dk, 0, tid);
   for (int ks = 0; ks < dkp; ks += kKS) {
-    // 16-byte loads, all of a thread's (4 x 3) in flight before the first store.
-#pragma unroll
-    for (int idx = tid; idx < kC * kKS / 4; idx += kOutThreads) {
-      const int row = idx / (kKS / 4), k4 = 4 * (idx % (kKS / 4));
-      float4 a = make_float4(0.0f, 0.0f, 0.0f, 0.0f), b = a, gg = a;
-      if (row < n && ks + k4 < dk) {
-        const int64_t off = qk0 + row * kstride + ks + k4;
-        a = Ld4(q + off);
-        b = Ld4(k + off);
-        gg = Ld4(G + off);
-      }
-      *reinterpret_cast<float4*>(sq + row * kSP + k4) = a;
-      *reinterpret_cast<float4*>(sk + row * kSP + k4) = b;
-      *reinterpret_cast<float4*>(sg + row * kSP + k4) = gg;
-    }
+    if constexpr (!kPipelined) LoadSlice(slice, q, k, G, qk0, kstride, n, dk, ks, tid);
+    StoreSlice(slice, sq, sk, sg, tid);
     __syncthreads();
+    if constexpr (kPipelined) {
+      if (ks + kKS < dkp) LoadSlice(slice, q, k, G, qk0, kstride, n, dk, ks + kKS, tid);
+    }
     if (active) {
 #pragma unroll
       for (int sub = 0; sub < kKS; sub += 16) {
@@ -496,17 +531,22 @@ __global__ void __launch_bounds__(kOutThreads)
         for (int x = 0; x < 4; ++x) {
           const int j = i0 + 8 * (x / 2) + 2 * tig + (x % 2);
           const float4 kj = Ld4(sk + j * kSP + kk), gj = Ld4(sg + j * kSP + kk);
-          float da = diag[x / 2][x % 2], db = diag[x / 2][2 + x % 2];
-          da = fmaf(qa.x * kj.x, __expf(ga.x - gj.x), da);
+          float db = diag[x / 2][2 + x % 2];
           db = fmaf(qb.x * kj.x, __expf(gb.x - gj.x), db);
-          da = fmaf(qa.y * kj.y, __expf(ga.y - gj.y), da);
           db = fmaf(qb.y * kj.y, __expf(gb.y - gj.y), db);
-          da = fmaf(qa.z * kj.z, __expf(ga.z - gj.z), da);
           db = fmaf(qb.z * kj.z, __expf(gb.z - gj.z), db);
-          da = fmaf(qa.w * kj.w, __expf(ga.w - gj.w), da);
           db = fmaf(qb.w * kj.w, __expf(gb.w - gj.w), db);
-          diag[x / 2][x % 2] = da;
           diag[x / 2][2 + x % 2] = db;
+          // Row ia = i0 + grp < i0 + 8 <= j for x >= 2: above the diagonal, selected away
+          // below, so not computed (kept 0).
+          if (x < 2) {
+            float da = diag[x / 2][x % 2];
+            da = fmaf(qa.x * kj.x, __expf(ga.x - gj.x), da);
+            da = fmaf(qa.y * kj.y, __expf(ga.y - gj.y), da);
+            da = fmaf(qa.z * kj.z, __expf(ga.z - gj.z), da);
+            da = fmaf(qa.w * kj.w, __expf(ga.w - gj.w), da);
+            diag[x / 2][x % 2] = da;
+          }
         }
       }
     }
@@ -547,7 +587,16 @@ __global__ void __launch_bounds__(kOutThreads)
   const int b_row = (lane % 8) + 8 * ((lane / 8) % 2), b_col = 8 * (lane / 16);
   for (int vb = 0; vb < dv; vb += kVT) {
     if (vb > 0) __syncthreads();  // the previous tile's readers are done
-    if (S != nullptr) {
+    if (kBf16Copies && S != nullptr) {
+      // bf16 S_c and v are copied as they are: by cp.async, every copy of the tile in
+      // flight at once, nothing staged in registers.
+      for (int idx = tid; idx < dkp * (kVT / 4); idx += kOutThreads) {
+        const int kk = idx / (kVT / 4), n4 = 4 * (idx % (kVT / 4));
+        const bool live = kk < dk && vb + n4 < dv;
+        CpAsyncZfill<8>(st + kk * kVS + n4, live ? S + static_cast<int64_t>(kk) * dv + vb + n4 : S,
+                        live);
+      }
+    } else if (S != nullptr) {
 #pragma unroll 8
       for (int idx = tid; idx < dkp * (kVT / 4); idx += kOutThreads) {
         const int kk = idx / (kVT / 4), n4 = 4 * (idx % (kVT / 4));
@@ -562,10 +611,20 @@ __global__ void __launch_bounds__(kOutThreads)
                 kk < dk && vb + n4 < dv);
       }
     }
+    if constexpr (kBf16Copies) {
+      for (int idx = tid; idx < kC * (kVT / 4); idx += kOutThreads) {
+        const int j = idx / (kVT / 4), n4 = 4 * (idx % (kVT / 4));
+        const bool live = j < n && vb + n4 < dv;
+        CpAsyncZfill<8>(vt + j * kVS + n4, live ? vc + j * vstride + vb + n4 : vc, live);
+      }
+      CpAsyncCommit();
+      CpAsyncWait<0>();
+    } else {
 #pragma unroll 8
-    for (int idx = tid; idx < kC * (kVT / 4); idx += kOutThreads) {
-      const int j = idx / (kVT / 4), n4 = 4 * (idx % (kVT / 4));
-      StageV4(vt + j * kVS + n4, vc + j * vstride + vb + n4, j < n && vb + n4 < dv);
+      for (int idx = tid; idx < kC * (kVT / 4); idx += kOutThreads) {
+        const int j = idx / (kVT / 4), n4 = 4 * (idx % (kVT / 4));
+        StageV4(vt + j * kVS + n4, vc + j * vstride + vb + n4, j < n && vb + n4 < dv);
+      }
     }
     __syncthreads();
     if (!active) continue;
@@ -600,14 +659,16 @@ __global__ void __launch_bounds__(kOutThreads)
         }
       }
     }
+    // Column pairs (col even, dv a multiple of 4: both in or both out) as 8-byte stores.
 #pragma unroll
     for (int nt = 0; nt < 8; ++nt) {
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int i = i0 + grp + 8 * (e / 2);
-        const int col = vb + nt * 8 + 2 * tig + (e % 2);
+      for (int half = 0; half < 2; ++half) {
+        const int i = i0 + grp + 8 * half;
+        const int col = vb + nt * 8 + 2 * tig;
         if (i < n && col < dv) {
-          o[(static_cast<int64_t>(t0 + i) * heads + h) * dv + col] = scale * acc[nt][e];
+          *reinterpret_cast<float2*>(o + (static_cast<int64_t>(t0 + i) * heads + h) * dv + col) =
+              make_float2(scale * acc[nt][2 * half], scale * acc[nt][2 * half + 1]);
         }
       }
     }
@@ -692,8 +753,9 @@ cudaError_t LaunchOutputMma(const float* q, const float* k, const float* G, cons
     return cudaGetLastError();
   };
   return bf16_states
-             ? launch(ChunkOutputMmaKernel<VT, bf16>, static_cast<const bf16*>(chunk_room))
-             : launch(ChunkOutputMmaKernel<VT, float>, static_cast<const float*>(chunk_room));
+             ? launch(ChunkOutputMmaKernel<VT, bf16, true>, static_cast<const bf16*>(chunk_room))
+             : launch(ChunkOutputMmaKernel<VT, float, false>,
+                      static_cast<const float*>(chunk_room));
 }
 
 }  // namespace

@@ -46,7 +46,10 @@ cudaError_t ChunkGlaStatesPackedMmaTwoPass(const float* k, const float* G, const
                                            cudaStream_t stream);
 
 // o = scale (q exp(G) S_c + A v), A the intra-chunk matrix: its 16-token diagonal blocks
-// with exact per-element exponents in fp32, the blocks below them by tensor cores.
+// with exact per-element exponents in fp32, the blocks below them by tensor cores. The
+// next key slice's q, k, G loads run during the current slice's maths and bf16 S_c and v
+// tiles are copied by cp.async; the two-pass form (fp32 S_c) runs the same maths with each
+// load after the previous maths, the reference the pipelined form keeps the bits of.
 cudaError_t ChunkGlaOutputPackedMma(const float* q, const float* k, const float* G, const void* v,
                                     Act v_act, const void* chunk_states, float* const* state_ptrs,
                                     float* const* out_ptrs, int64_t layer_offset,

@@ -341,7 +341,9 @@ bool SameBf16States(const std::vector<float>& walk, const std::vector<float>& tw
 
 // The one-kernel state walk keeps the two-pass pair's bits: every chunk state the output
 // kernel reads (bf16: the pair's fp32 one rounded, as the output kernel rounds it), the
-// outputs, and the final states in place, forked or none, with fp32 and bf16 v. (A forked
+// outputs, and the final states in place, forked or none, with fp32 and bf16 v. The
+// outputs also hold the pipelined output kernel (bf16 S_c; with bf16 v its tiles copied by
+// cp.async) to the unpipelined one the two-pass form runs. (A forked
 // sequence's first slot is not read, so neither form need fill it: the walk leaves it,
 // the local-state kernel leaves U_0 there.)
 TEST_P(ChunkMmaPackTest, OneKernelStateWalkGivesTheTwoPassBits) {
