@@ -429,7 +429,6 @@ nlohmann::json Micro(cuda::DeviceContext* ctx) {
     cudaMalloc(reinterpret_cast<void**>(&dpos), rows * sizeof(int64_t));
     cudaMalloc(reinterpret_cast<void**>(&partial),
                cuda::DecodeAttentionScratchFloats(rows, H, hd) * sizeof(float));
-    (void)cuda::DecodeAttentionScratchInit(partial, rows, H, hd);
     cudaMalloc(&o, rows * width * 2);
     const std::vector<int64_t> caps(rows, keys), positions(rows, keys - 1);
     (void)cuda::CopyToDevice(dptrs, caches.data(), rows * sizeof(void*));

@@ -263,21 +263,12 @@ cudaError_t FlashPrefillAttentionPacked(const void* qkv, const PackView& pack, i
 
 // Decode attention: one query row per sequence (row r = sequence r) at positions[r],
 // attending to cache positions [0, positions[r]]. q from qkv; o [rows, H*hd] of `act`.
-// A row's keys are split by its key count alone (DecodeKeyShare: at least kDecodeMinShare
-// keys a split, at most kDecodeMaxSplits splits), so a long row among short ones takes
-// as many blocks as it needs and its bits never depend on its batch; a grid sized to the
-// GPU takes the (row, split, head) items of live rows from a queue. `partial` is scratch
-// of DecodeAttentionScratchFloats(rows, heads, head_dim) floats whose queue words (the
-// last kDecodeQueueFloats) DecodeAttentionScratchInit zeroes once (synchronously);
-// every call leaves them zero again.
-constexpr int kDecodeMaxSplits = 32;
-constexpr int kDecodeMinShare = 128;
-constexpr int kDecodeQueueFloats = 2;
+// Keys are split in kDecodeSplits fixed shares (parallelism at batch 1); `partial` is
+// scratch of DecodeAttentionScratchFloats(rows, heads, head_dim) floats.
+constexpr int kDecodeSplits = 8;
 inline int64_t DecodeAttentionScratchFloats(int64_t rows, int64_t heads, int64_t head_dim) {
-  return rows * heads * kDecodeMaxSplits * (head_dim + 2) + kDecodeQueueFloats;
+  return rows * heads * kDecodeSplits * (head_dim + 2);
 }
-cudaError_t DecodeAttentionScratchInit(float* partial, int64_t rows, int64_t heads,
-                                       int64_t head_dim);
 cudaError_t DecodeAttention(const void* qkv, Act act, int rows, int heads, int kv_heads,
                             int head_dim, void* const* cache_ptrs, const int64_t* caps,
                             const int64_t* positions, int layer, float scale, float* partial,

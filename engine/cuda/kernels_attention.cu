@@ -1,8 +1,6 @@
 // LLaMA attention pieces: RoPE, KV-cache writes, the causal softmax of the GEMM-based
 // prefill, the KV-cache decode kernel, the mma.sync flash prefill kernel, and the choice
 // between it and kernels_attention_wgmma.cu's.
-#include <algorithm>
-
 #include "engine/cuda/flash_common.cuh"
 #include "engine/cuda/flash_kernel_choice.h"
 #include "engine/cuda/kernel_util.cuh"
@@ -76,89 +74,16 @@ constexpr int kAttnWarps = 4;
 constexpr int kMaxHeadDim = 256;
 constexpr int kDimPerLane = kMaxHeadDim / 32;
 
-// A row's key split, a function of its key count alone (so of the row, never of its
-// batch): `share` keys a split (at least kDecodeMinShare, a multiple of 32, grown past
-// kDecodeMinShare * kDecodeMaxSplits keys so the splits stay at most kDecodeMaxSplits)
-// and `splits` of them, the last one shorter.
-struct KeySplit {
-  int64_t share;
-  int splits;
-};
-__host__ __device__ __forceinline__ KeySplit DecodeKeySplit(int64_t position) {
-  const int64_t nkeys = position + 1;
-  int64_t share = (nkeys + kDecodeMaxSplits - 1) / kDecodeMaxSplits;
-  share = (share + 31) / 32 * 32;
-  if (share < kDecodeMinShare) share = kDecodeMinShare;
-  return {share, static_cast<int>((nkeys + share - 1) / share)};
-}
-
-// Keys [begin, end) of split z of a row at `position`.
+// Keys [begin, end) of split z for a query at `position`: kDecodeSplits fixed shares of
+// the row's keys, so a row's arithmetic never depends on its batch.
 struct KeyRange {
   int64_t begin, end;
 };
 __device__ __forceinline__ KeyRange DecodeSplitKeys(int64_t position, int z) {
   const int64_t nkeys = position + 1;
-  const int64_t share = DecodeKeySplit(position).share;
+  const int64_t share = (nkeys + kDecodeSplits - 1) / kDecodeSplits;
   const int64_t begin = z * share;
   return {begin, begin + share < nkeys ? begin + share : nkeys};
-}
-
-// The decode work queue: items (row, split, head) of the rows with a cache, row-major,
-// heads fastest (a GQA group's heads read the same keys back to back, from L2). Every
-// block of the pass-1 grid (sized to the GPU, not to the work) takes items until none is
-// left; which block computes an item changes none of its bits. Rows are at most
-// kDecodeQueueRows (the step's 32 and the tests'). `counters` (in the scratch): [0] hands
-// out items, [1] counts the blocks that found none left; the last of them resets both.
-constexpr int kDecodeQueueRows = 256;
-struct DecodeItem {
-  int row, split, head;
-};
-struct DecodeQueue {
-  int first[kDecodeQueueRows + 1];  // first item of each row; first[rows] = the item count
-  int item;                         // the block's current item
-};
-
-// Fills q.first and takes the block's first item into thread 0's `next` (every thread of
-// the block calls it). `next` stays in a register: no thread waits on the atomic before
-// the item is needed.
-__device__ void BuildDecodeQueue(DecodeQueue& q, int rows, int heads, void* const* cache_ptrs,
-                                 const int64_t* positions, unsigned* counters, unsigned& next) {
-  if (threadIdx.x == 0) next = atomicAdd(&counters[0], 1u);
-  for (int r = threadIdx.x; r < rows; r += blockDim.x) {
-    q.first[r + 1] = cache_ptrs[r] == nullptr ? 0 : DecodeKeySplit(positions[r]).splits * heads;
-  }
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    q.first[0] = 0;
-    for (int r = 0; r < rows; ++r) q.first[r + 1] += q.first[r];
-  }
-}
-
-// The block's next item (every thread calls it; false: none left). The item after it is
-// taken at once, so the atomic's round trip overlaps this item's loads.
-__device__ bool NextDecodeItem(DecodeQueue& q, int rows, int heads, unsigned* counters,
-                               unsigned& next, DecodeItem* item) {
-  __syncthreads();  // the previous item's shared memory is read
-  if (threadIdx.x == 0) q.item = static_cast<int>(next);
-  __syncthreads();
-  const int i = q.item;
-  const int total = q.first[rows];
-  if (i >= total) {
-    if (threadIdx.x == 0) {
-      __threadfence();
-      if (atomicAdd(&counters[1], 1u) == gridDim.x - 1) {
-        counters[0] = 0;
-        counters[1] = 0;
-      }
-    }
-    return false;
-  }
-  if (threadIdx.x == 0) next = atomicAdd(&counters[0], 1u);
-  int r = 0;
-  while (q.first[r + 1] <= i) ++r;
-  const int j = i - q.first[r];
-  *item = {r, j / heads, j % heads};
-  return true;
 }
 
 // The end of a decode split: merges the block's `groups` partial softmax states (running
@@ -186,76 +111,70 @@ __device__ void WriteDecodeSplit(const float* m, const float* l, const float* ac
   }
 }
 
-// Split-key decode attention, pass 1, any head dim up to kMaxHeadDim; kAttnWarps warps
-// a block, blocks take (row, split, head) items from the queue. Split z takes its share
-// of the row's keys (DecodeKeySplit); warp w takes keys w, w + kAttnWarps, ... of the
-// share; lanes split the head dimension. Writes the split's (max, sum, unnormalised
-// output) to `part` ([rows][H][kDecodeMaxSplits][hd + 2]).
+// Split-key decode attention, pass 1. Grid (rows, H, kDecodeSplits), kAttnWarps warps.
+// Split z takes a fixed share of the row's keys; warp w takes keys w, w + kAttnWarps, ...
+// of the share; lanes split the head dimension. Writes the split's (max, sum, unnormalised
+// output) to `part` ([rows][H][splits][hd + 2]). The split count is fixed, so a row's
+// arithmetic never depends on the batch.
 template <typename T>
 __global__ void __launch_bounds__(kAttnWarps * 32)
-    DecodeAttentionKernel(const T* qkv, int rows, int heads, int kv_heads, int head_dim,
+    DecodeAttentionKernel(const T* qkv, int heads, int kv_heads, int head_dim,
                           void* const* cache_ptrs, const int64_t* caps, const int64_t* positions,
-                          int layer, float scale, float* part, unsigned* counters) {
+                          int layer, float scale, float* part) {
   __shared__ float sm[kAttnWarps], sl[kAttnWarps];
   __shared__ float sacc[kAttnWarps][kMaxHeadDim];
-  __shared__ DecodeQueue queue;
-  unsigned next = 0;
-  BuildDecodeQueue(queue, rows, heads, cache_ptrs, positions, counters, next);
+  const int r = blockIdx.x, h = blockIdx.y, z = blockIdx.z;
+  const T* cache = static_cast<const T*>(cache_ptrs[r]);
+  if (cache == nullptr) return;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  DecodeItem item;
-  while (NextDecodeItem(queue, rows, heads, counters, next, &item)) {
-    const int r = item.row, h = item.head, z = item.split;
-    const T* cache = static_cast<const T*>(cache_ptrs[r]);
-    const int64_t cap = caps[r];
-    const auto [js, je] = DecodeSplitKeys(positions[r], z);
-    const int hk = h / (heads / kv_heads);
-    const int width = kv_heads * head_dim;
-    const T* kbase = cache + static_cast<int64_t>(layer) * 2 * cap * width + hk * head_dim;
-    const T* vbase = cache + (static_cast<int64_t>(layer) * 2 + 1) * cap * width + hk * head_dim;
-    const T* qrow =
-        qkv + static_cast<int64_t>(r) * (heads + 2 * kv_heads) * head_dim + h * head_dim;
-    float qv[kDimPerLane], acc[kDimPerLane];
+  const int64_t cap = caps[r];
+  const auto [js, je] = DecodeSplitKeys(positions[r], z);
+  const int hk = h / (heads / kv_heads);
+  const int width = kv_heads * head_dim;
+  const T* kbase = cache + static_cast<int64_t>(layer) * 2 * cap * width + hk * head_dim;
+  const T* vbase = cache + (static_cast<int64_t>(layer) * 2 + 1) * cap * width + hk * head_dim;
+  const T* qrow = qkv + static_cast<int64_t>(r) * (heads + 2 * kv_heads) * head_dim + h * head_dim;
+  float qv[kDimPerLane], acc[kDimPerLane];
 #pragma unroll
-    for (int u = 0; u < kDimPerLane; ++u) {
-      const int d = lane + 32 * u;
-      qv[u] = d < head_dim ? ToF(qrow[d]) * scale : 0.0f;
-      acc[u] = 0.0f;
-    }
-    float m = -INFINITY, l = 0.0f;
-    for (int64_t j = js + warp; j < je; j += kAttnWarps) {
-      const T* kr = kbase + j * width;
-      const T* vr = vbase + j * width;
-      float dot = 0.0f;
-      float vv[kDimPerLane];
-#pragma unroll
-      for (int u = 0; u < kDimPerLane; ++u) {
-        const int d = lane + 32 * u;
-        vv[u] = d < head_dim ? ToF(vr[d]) : 0.0f;
-        if (d < head_dim) dot = fmaf(qv[u], ToF(kr[d]), dot);
-      }
-      dot = WarpSum(dot);
-      const float new_m = fmaxf(m, dot);
-      const float corr = __expf(m - new_m);
-      const float p = __expf(dot - new_m);
-      l = fmaf(l, corr, p);
-#pragma unroll
-      for (int u = 0; u < kDimPerLane; ++u) acc[u] = fmaf(acc[u], corr, p * vv[u]);
-      m = new_m;
-    }
-    if (lane == 0) {
-      sm[warp] = m;
-      sl[warp] = l;
-    }
-#pragma unroll
-    for (int u = 0; u < kDimPerLane; ++u) {
-      const int d = lane + 32 * u;
-      if (d < head_dim) sacc[warp][d] = acc[u];
-    }
-    __syncthreads();
-    WriteDecodeSplit(
-        sm, sl, &sacc[0][0], kMaxHeadDim, kAttnWarps, head_dim,
-        part + ((static_cast<int64_t>(r) * heads + h) * kDecodeMaxSplits + z) * (head_dim + 2));
+  for (int u = 0; u < kDimPerLane; ++u) {
+    const int d = lane + 32 * u;
+    qv[u] = d < head_dim ? ToF(qrow[d]) * scale : 0.0f;
+    acc[u] = 0.0f;
   }
+  float m = -INFINITY, l = 0.0f;
+  for (int64_t j = js + warp; j < je; j += kAttnWarps) {
+    const T* kr = kbase + j * width;
+    const T* vr = vbase + j * width;
+    float dot = 0.0f;
+    float vv[kDimPerLane];
+#pragma unroll
+    for (int u = 0; u < kDimPerLane; ++u) {
+      const int d = lane + 32 * u;
+      vv[u] = d < head_dim ? ToF(vr[d]) : 0.0f;
+      if (d < head_dim) dot = fmaf(qv[u], ToF(kr[d]), dot);
+    }
+    dot = WarpSum(dot);
+    const float new_m = fmaxf(m, dot);
+    const float corr = __expf(m - new_m);
+    const float p = __expf(dot - new_m);
+    l = fmaf(l, corr, p);
+#pragma unroll
+    for (int u = 0; u < kDimPerLane; ++u) acc[u] = fmaf(acc[u], corr, p * vv[u]);
+    m = new_m;
+  }
+  if (lane == 0) {
+    sm[warp] = m;
+    sl[warp] = l;
+  }
+#pragma unroll
+  for (int u = 0; u < kDimPerLane; ++u) {
+    const int d = lane + 32 * u;
+    if (d < head_dim) sacc[warp][d] = acc[u];
+  }
+  __syncthreads();
+  WriteDecodeSplit(
+      sm, sl, &sacc[0][0], kMaxHeadDim, kAttnWarps, head_dim,
+      part + ((static_cast<int64_t>(r) * heads + h) * kDecodeSplits + z) * (head_dim + 2));
 }
 
 // Eight bf16 or four fp32 values, one 16-byte load.
@@ -288,13 +207,13 @@ struct Vec16 {
 // generic kernel above keeps one key per warp in flight and waits on each load; here a
 // key takes kLanesPerKey lanes, a warp reads 32 / kLanesPerKey neighbouring keys at
 // once and each lane has kUnroll keys' K and V rows in flight, so the loop runs at
-// memory bandwidth. The queue, split shares and the `part` layout are the generic
-// kernel's; which keys a lane takes depends only on the row's key count, never on the batch.
+// memory bandwidth. Grid, split shares and the `part` layout are the generic kernel's;
+// which keys a lane takes depends only on the row's key count, never on the batch.
 template <typename T, int kLanesPerKey>
 __global__ void __launch_bounds__(kAttnWarps * 32)
-    DecodeAttentionVecKernel(const T* qkv, int rows, int heads, int kv_heads,
-                             void* const* cache_ptrs, const int64_t* caps, const int64_t* positions,
-                             int layer, float scale, float* part, unsigned* counters) {
+    DecodeAttentionVecKernel(const T* qkv, int heads, int kv_heads, void* const* cache_ptrs,
+                             const int64_t* caps, const int64_t* positions, int layer, float scale,
+                             float* part) {
   using V = Vec16<T>;
   constexpr int kVec = V::kSize;
   constexpr int kHeadDim = kLanesPerKey * kVec;
@@ -303,125 +222,118 @@ __global__ void __launch_bounds__(kAttnWarps * 32)
   constexpr int kUnroll = 4;
   __shared__ float sm[kGroups], sl[kGroups];
   __shared__ float sacc[kGroups][kHeadDim];
-  __shared__ DecodeQueue queue;
-  unsigned next = 0;
-  BuildDecodeQueue(queue, rows, heads, cache_ptrs, positions, counters, next);
+  const int r = blockIdx.x, h = blockIdx.y, z = blockIdx.z;
+  const T* cache = static_cast<const T*>(cache_ptrs[r]);
+  if (cache == nullptr) return;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int slice = lane % kLanesPerKey;  // which kVec values of the head this lane holds
   const int group = warp * kKeysPerWarp + lane / kLanesPerKey;
-  DecodeItem item;
-  while (NextDecodeItem(queue, rows, heads, counters, next, &item)) {
-    const int r = item.row, h = item.head, z = item.split;
-    const T* cache = static_cast<const T*>(cache_ptrs[r]);
-    const int64_t cap = caps[r];
-    const auto [js, je] = DecodeSplitKeys(positions[r], z);
-    const int hk = h / (heads / kv_heads);
-    const int width = kv_heads * kHeadDim;
-    const T* kbase =
-        cache + static_cast<int64_t>(layer) * 2 * cap * width + hk * kHeadDim + slice * kVec;
-    const T* vbase =
-        cache + (static_cast<int64_t>(layer) * 2 + 1) * cap * width + hk * kHeadDim + slice * kVec;
-    float qv[kVec], acc[kVec];
-    {
-      V q;
-      q.Load(qkv + static_cast<int64_t>(r) * (heads + 2 * kv_heads) * kHeadDim + h * kHeadDim +
-             slice * kVec);
-      q.ToFloats(qv);
+  const int64_t cap = caps[r];
+  const auto [js, je] = DecodeSplitKeys(positions[r], z);
+  const int hk = h / (heads / kv_heads);
+  const int width = kv_heads * kHeadDim;
+  const T* kbase =
+      cache + static_cast<int64_t>(layer) * 2 * cap * width + hk * kHeadDim + slice * kVec;
+  const T* vbase =
+      cache + (static_cast<int64_t>(layer) * 2 + 1) * cap * width + hk * kHeadDim + slice * kVec;
+  float qv[kVec], acc[kVec];
+  {
+    V q;
+    q.Load(qkv + static_cast<int64_t>(r) * (heads + 2 * kv_heads) * kHeadDim + h * kHeadDim +
+           slice * kVec);
+    q.ToFloats(qv);
 #pragma unroll
-      for (int i = 0; i < kVec; ++i) {
-        qv[i] *= scale;
-        acc[i] = 0.0f;
-      }
+    for (int i = 0; i < kVec; ++i) {
+      qv[i] *= scale;
+      acc[i] = 0.0f;
     }
-    float m = -INFINITY, l = 0.0f;
-    // The loop bound is the block's, so every lane of a warp shuffles together.
-    for (int64_t base = js; base < je; base += kGroups * kUnroll) {
-      V kv[kUnroll], vv[kUnroll];
-      bool valid[kUnroll];
-#pragma unroll
-      for (int u = 0; u < kUnroll; ++u) {
-        const int64_t j = base + u * kGroups + group;
-        valid[u] = j < je;
-        if (valid[u]) {
-          kv[u].Load(kbase + j * width);
-          vv[u].Load(vbase + j * width);
-        } else {
-          kv[u].Zero();
-          vv[u].Zero();
-        }
-      }
-      float s[kUnroll];
-#pragma unroll
-      for (int u = 0; u < kUnroll; ++u) {
-        float k[kVec];
-        kv[u].ToFloats(k);
-        float dot = 0.0f;
-#pragma unroll
-        for (int i = 0; i < kVec; ++i) dot = fmaf(qv[i], k[i], dot);
-        s[u] = dot;
-      }
-#pragma unroll
-      for (int off = kLanesPerKey / 2; off > 0; off >>= 1) {
-#pragma unroll
-        for (int u = 0; u < kUnroll; ++u) s[u] += __shfl_xor_sync(0xffffffffu, s[u], off);
-      }
-      float new_m = m;
-#pragma unroll
-      for (int u = 0; u < kUnroll; ++u) {
-        if (valid[u]) new_m = fmaxf(new_m, s[u]);
-      }
-      if (new_m == -INFINITY) continue;  // none of this lane's keys yet
-      const float corr = __expf(m - new_m);
-      l *= corr;
-#pragma unroll
-      for (int i = 0; i < kVec; ++i) acc[i] *= corr;
-#pragma unroll
-      for (int u = 0; u < kUnroll; ++u) {
-        if (!valid[u]) continue;
-        const float p = __expf(s[u] - new_m);
-        l += p;
-        float v[kVec];
-        vv[u].ToFloats(v);
-#pragma unroll
-        for (int i = 0; i < kVec; ++i) acc[i] = fmaf(p, v[i], acc[i]);
-      }
-      m = new_m;
-    }
-    if (slice == 0) {
-      sm[group] = m;
-      sl[group] = l;
-    }
-#pragma unroll
-    for (int i = 0; i < kVec; ++i) sacc[group][slice * kVec + i] = acc[i];
-    __syncthreads();
-    WriteDecodeSplit(
-        sm, sl, &sacc[0][0], kHeadDim, kGroups, kHeadDim,
-        part + ((static_cast<int64_t>(r) * heads + h) * kDecodeMaxSplits + z) * (kHeadDim + 2));
   }
+  float m = -INFINITY, l = 0.0f;
+  // The loop bound is the block's, so every lane of a warp shuffles together.
+  for (int64_t base = js; base < je; base += kGroups * kUnroll) {
+    V kv[kUnroll], vv[kUnroll];
+    bool valid[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const int64_t j = base + u * kGroups + group;
+      valid[u] = j < je;
+      if (valid[u]) {
+        kv[u].Load(kbase + j * width);
+        vv[u].Load(vbase + j * width);
+      } else {
+        kv[u].Zero();
+        vv[u].Zero();
+      }
+    }
+    float s[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      float k[kVec];
+      kv[u].ToFloats(k);
+      float dot = 0.0f;
+#pragma unroll
+      for (int i = 0; i < kVec; ++i) dot = fmaf(qv[i], k[i], dot);
+      s[u] = dot;
+    }
+#pragma unroll
+    for (int off = kLanesPerKey / 2; off > 0; off >>= 1) {
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) s[u] += __shfl_xor_sync(0xffffffffu, s[u], off);
+    }
+    float new_m = m;
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      if (valid[u]) new_m = fmaxf(new_m, s[u]);
+    }
+    if (new_m == -INFINITY) continue;  // none of this lane's keys yet
+    const float corr = __expf(m - new_m);
+    l *= corr;
+#pragma unroll
+    for (int i = 0; i < kVec; ++i) acc[i] *= corr;
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      if (!valid[u]) continue;
+      const float p = __expf(s[u] - new_m);
+      l += p;
+      float v[kVec];
+      vv[u].ToFloats(v);
+#pragma unroll
+      for (int i = 0; i < kVec; ++i) acc[i] = fmaf(p, v[i], acc[i]);
+    }
+    m = new_m;
+  }
+  if (slice == 0) {
+    sm[group] = m;
+    sl[group] = l;
+  }
+#pragma unroll
+  for (int i = 0; i < kVec; ++i) sacc[group][slice * kVec + i] = acc[i];
+  __syncthreads();
+  WriteDecodeSplit(
+      sm, sl, &sacc[0][0], kHeadDim, kGroups, kHeadDim,
+      part + ((static_cast<int64_t>(r) * heads + h) * kDecodeSplits + z) * (kHeadDim + 2));
 }
 
-// Pass 2: merge the row's splits in a fixed order. Grid (rows, H).
+// Pass 2: merge the splits in a fixed order. Grid (rows, H).
 template <typename T>
 __global__ void DecodeCombineKernel(int heads, int head_dim, void* const* cache_ptrs,
-                                    const int64_t* positions, const float* part, T* o) {
+                                    const float* part, T* o) {
   const int r = blockIdx.x, h = blockIdx.y;
   if (cache_ptrs[r] == nullptr) return;
-  const int splits = DecodeKeySplit(positions[r]).splits;
-  const int stride = head_dim + 2;
-  const float* in = part + (static_cast<int64_t>(r) * heads + h) * kDecodeMaxSplits * stride;
+  const float* in = part + (static_cast<int64_t>(r) * heads + h) * kDecodeSplits * (head_dim + 2);
   float mx = -INFINITY;
-  for (int z = 0; z < splits; ++z) mx = fmaxf(mx, in[z * stride]);
+  for (int z = 0; z < kDecodeSplits; ++z) mx = fmaxf(mx, in[z * (head_dim + 2)]);
   float den = 0.0f;
-  for (int z = 0; z < splits; ++z) {
-    const float mz = in[z * stride];
-    if (mz != -INFINITY) den += in[z * stride + 1] * __expf(mz - mx);
+  for (int z = 0; z < kDecodeSplits; ++z) {
+    const float mz = in[z * (head_dim + 2)];
+    if (mz != -INFINITY) den += in[z * (head_dim + 2) + 1] * __expf(mz - mx);
   }
   T* orow = o + static_cast<int64_t>(r) * heads * head_dim + h * head_dim;
   for (int d = threadIdx.x; d < head_dim; d += blockDim.x) {
     float num = 0.0f;
-    for (int z = 0; z < splits; ++z) {
-      const float mz = in[z * stride];
-      if (mz != -INFINITY) num += in[z * stride + 2 + d] * __expf(mz - mx);
+    for (int z = 0; z < kDecodeSplits; ++z) {
+      const float mz = in[z * (head_dim + 2)];
+      if (mz != -INFINITY) num += in[z * (head_dim + 2) + 2 + d] * __expf(mz - mx);
     }
     orow[d] = FromF<T>(num / den);
   }
@@ -775,58 +687,13 @@ cudaError_t CausalSoftmax(const float* scores, int nh, int tq, int tk, int64_t q
   return cudaGetLastError();
 }
 
-namespace {
-
-// Pass 1's grid: as many blocks as the GPU holds at once (the queue balances them), and
-// no more than there can be items.
-template <auto kKernel>
-int DecodeQueueBlocks(int64_t max_items) {
-  static const int resident = [] {
-    int device = 0, sms = 0, per_sm = 0;
-    if (cudaGetDevice(&device) != cudaSuccess ||
-        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kKernel, kAttnWarps * 32, 0) !=
-            cudaSuccess) {
-      cudaGetLastError();
-      return 1024;
-    }
-    return std::max(1, sms * per_sm);
-  }();
-  return static_cast<int>(std::min<int64_t>(resident, std::max<int64_t>(1, max_items)));
-}
-
-template <typename T, int kLanesPerKey>
-void LaunchDecodeVec(const T* q, int rows, int heads, int kv_heads, void* const* cache_ptrs,
-                     const int64_t* caps, const int64_t* positions, int layer, float scale,
-                     float* partial, unsigned* counters, int64_t max_items, cudaStream_t stream) {
-  constexpr auto kKernel = DecodeAttentionVecKernel<T, kLanesPerKey>;
-  kKernel<<<DecodeQueueBlocks<kKernel>(max_items), kAttnWarps * 32, 0, stream>>>(
-      q, rows, heads, kv_heads, cache_ptrs, caps, positions, layer, scale, partial, counters);
-}
-
-unsigned* DecodeQueueCounters(float* partial, int64_t rows, int64_t heads, int64_t head_dim) {
-  return reinterpret_cast<unsigned*>(partial + DecodeAttentionScratchFloats(rows, heads, head_dim) -
-                                     kDecodeQueueFloats);
-}
-
-}  // namespace
-
-cudaError_t DecodeAttentionScratchInit(float* partial, int64_t rows, int64_t heads,
-                                       int64_t head_dim) {
-  // The thread's own stream: no wait on (or for) other streams, capturing ones included.
-  const cudaError_t err = cudaMemsetAsync(DecodeQueueCounters(partial, rows, heads, head_dim), 0,
-                                          kDecodeQueueFloats * sizeof(float), cudaStreamPerThread);
-  return err != cudaSuccess ? err : cudaStreamSynchronize(cudaStreamPerThread);
-}
-
 cudaError_t DecodeAttention(const void* qkv, Act act, int rows, int heads, int kv_heads,
                             int head_dim, void* const* cache_ptrs, const int64_t* caps,
                             const int64_t* positions, int layer, float scale, float* partial,
                             void* o, cudaStream_t stream) {
   if (rows == 0) return cudaSuccess;
-  if (head_dim > kMaxHeadDim || rows > kDecodeQueueRows) return cudaErrorInvalidValue;
-  unsigned* counters = DecodeQueueCounters(partial, rows, heads, head_dim);
-  const int64_t max_items = static_cast<int64_t>(rows) * heads * kDecodeMaxSplits;
+  if (head_dim > kMaxHeadDim) return cudaErrorInvalidValue;
+  dim3 grid(rows, heads, kDecodeSplits);
   HG_DISPATCH_ACT(act, {
     const int vec = 16 / static_cast<int>(sizeof(T));
     const int lanes = head_dim / vec;
@@ -834,32 +701,30 @@ cudaError_t DecodeAttention(const void* qkv, Act act, int rows, int heads, int k
         head_dim % vec == 0 && lanes >= 2 && lanes <= 32 && (lanes & (lanes - 1)) == 0;
     const T* q = static_cast<const T*>(qkv);
     if (!vectorised) {
-      constexpr auto kKernel = DecodeAttentionKernel<T>;
-      kKernel<<<DecodeQueueBlocks<kKernel>(max_items), kAttnWarps * 32, 0, stream>>>(
-          q, rows, heads, kv_heads, head_dim, cache_ptrs, caps, positions, layer, scale, partial,
-          counters);
+      DecodeAttentionKernel<T><<<grid, kAttnWarps * 32, 0, stream>>>(
+          q, heads, kv_heads, head_dim, cache_ptrs, caps, positions, layer, scale, partial);
     } else if (lanes == 2) {
-      LaunchDecodeVec<T, 2>(q, rows, heads, kv_heads, cache_ptrs, caps, positions, layer, scale,
-                            partial, counters, max_items, stream);
+      DecodeAttentionVecKernel<T, 2><<<grid, kAttnWarps * 32, 0, stream>>>(
+          q, heads, kv_heads, cache_ptrs, caps, positions, layer, scale, partial);
     } else if (lanes == 4) {
-      LaunchDecodeVec<T, 4>(q, rows, heads, kv_heads, cache_ptrs, caps, positions, layer, scale,
-                            partial, counters, max_items, stream);
+      DecodeAttentionVecKernel<T, 4><<<grid, kAttnWarps * 32, 0, stream>>>(
+          q, heads, kv_heads, cache_ptrs, caps, positions, layer, scale, partial);
     } else if (lanes == 8) {
-      LaunchDecodeVec<T, 8>(q, rows, heads, kv_heads, cache_ptrs, caps, positions, layer, scale,
-                            partial, counters, max_items, stream);
+      DecodeAttentionVecKernel<T, 8><<<grid, kAttnWarps * 32, 0, stream>>>(
+          q, heads, kv_heads, cache_ptrs, caps, positions, layer, scale, partial);
     } else if (lanes == 16) {
-      LaunchDecodeVec<T, 16>(q, rows, heads, kv_heads, cache_ptrs, caps, positions, layer, scale,
-                             partial, counters, max_items, stream);
+      DecodeAttentionVecKernel<T, 16><<<grid, kAttnWarps * 32, 0, stream>>>(
+          q, heads, kv_heads, cache_ptrs, caps, positions, layer, scale, partial);
     } else {
-      LaunchDecodeVec<T, 32>(q, rows, heads, kv_heads, cache_ptrs, caps, positions, layer, scale,
-                             partial, counters, max_items, stream);
+      DecodeAttentionVecKernel<T, 32><<<grid, kAttnWarps * 32, 0, stream>>>(
+          q, heads, kv_heads, cache_ptrs, caps, positions, layer, scale, partial);
     }
   });
   cudaError_t err = cudaGetLastError();
   if (err != cudaSuccess) return err;
   dim3 grid2(rows, heads);
   HG_DISPATCH_ACT(act, DecodeCombineKernel<T><<<grid2, 128, 0, stream>>>(
-                           heads, head_dim, cache_ptrs, positions, partial, static_cast<T*>(o)));
+                           heads, head_dim, cache_ptrs, partial, static_cast<T*>(o)));
   return cudaGetLastError();
 }
 

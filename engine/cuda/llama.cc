@@ -69,8 +69,6 @@ class LlamaMixer final : public CudaTokenMixer {
     HG_RETURN_IF_ERROR(alloc.Acts(&att_o_, R * heads_ * head_dim_));
     HG_RETURN_IF_ERROR(
         alloc.Floats(&attn_partial_, DecodeAttentionScratchFloats(kDecodeRows, heads_, head_dim_)));
-    HG_CUDA_RETURN(
-        DecodeAttentionScratchInit(attn_partial_.as<float>(), kDecodeRows, heads_, head_dim_));
     allocator_.emplace(alloc);  // grows the fp32 prefill's score tiles on demand
     return absl::OkStatus();
   }
