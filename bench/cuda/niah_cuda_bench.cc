@@ -55,9 +55,10 @@ ABSL_FLAG(std::string, preset, "paper", "NIAH grid preset (paper: 35 x 35, 1K-16
 ABSL_FLAG(std::string, mode, "easy", "easy or standard");
 ABSL_FLAG(std::string, max_batch, "0",
           "comma-separated NIAH max_batch values, one sweep each (0: what hgeval-niah and "
-          "server jobs use, DefaultNiahMaxBatch: 32 for recurrent models on CUDA)");
+          "server jobs use, DefaultNiahMaxBatch: 32 on CUDA)");
 ABSL_FLAG(std::string, llama_max_batch, "0",
-          "max_batch values for the LLaMA shape (0: DefaultNiahMaxBatch, 8)");
+          "max_batch values for the LLaMA shape (0: DefaultNiahMaxBatch, 32; the sweep bounds "
+          "a batch by the memory budget's bytes too)");
 ABSL_FLAG(int64_t, llama_training_length, 2048,
           "LLaMA config max_position_embeddings (its training length)");
 ABSL_FLAG(int64_t, llama_max_context, 16384,

@@ -12,7 +12,6 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "engine/model/family_table.h"
 #include "engine/runtime/scoring.h"
 #include "engine/runtime/stop_tokens.h"
 #include "engine/util/memory_budget.h"
@@ -57,8 +56,7 @@ size_t NiahStateBound(const Model& model) {
 }
 
 int DefaultNiahMaxBatch(const ModelInfo& info) {
-  const bool recurrent = FamilySpecOf(info.family).recurrent;
-  return recurrent && info.backend.rfind("cuda", 0) == 0 ? 32 : 8;
+  return info.backend.rfind("cuda", 0) == 0 ? 32 : 8;
 }
 
 std::vector<int64_t> SelectNiahCells(int64_t total, int64_t max_cells) {

@@ -120,11 +120,12 @@ absl::Status RecomputeNiahGrid(NiahResult& result);
 // budget can give (unbounded when the model has no bounded budget).
 size_t NiahStateBound(const Model& model);
 
-// Cells per batch when NiahOptions::max_batch is 0: 32 for recurrent models on CUDA (their
-// states are small and a wider decode step costs little: the paper grid of HGRN2-1.3B on an
-// H200 takes 50.8 s at 32 against 57.6 s at 8, docs/cuda.md), else 8 (a LLaMA's KV-cache
-// snapshots grow with the context: 53.9 GiB at 8 for LLaMA-1.3B at 16K; the CPU gains
-// nothing from wider batches).
+// Cells per batch when NiahOptions::max_batch is 0: 32 on CUDA, the decode step's padded
+// row count (its weights are read once a step for any number of rows: the paper grid of
+// HGRN2-1.3B on an H200 takes 50.8 s at 32 against 57.6 s at 8; a LLaMA's steps also read
+// each row's KV cache, so fewer steps save only the weights' share, docs/cuda.md entry 21;
+// its KV-cache snapshots, which grow with the context, are bounded by the budget's bytes,
+// NiahStateBound), else 8 (the CPU gains nothing from wider batches).
 int DefaultNiahMaxBatch(const ModelInfo& info);
 
 // The cells a sweep runs (length-major indices): all, or max_cells spread evenly.

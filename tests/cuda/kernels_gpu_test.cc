@@ -157,33 +157,22 @@ float FromBf16Bits(uint16_t b) {
   return x;
 }
 
-class DecodeAttentionTest : public ::testing::TestWithParam<DecodeCase> {};
+// One decode attention call: rows' queries in qkv ([rows, (H + 2 Hkv) hd], floats as the
+// kernel sees them), row r attending to caches[r] (nullptr: a padding row) of caps[r]
+// positions a plane, `layers` layers, at positions[r]; returns o [rows, H hd] as floats
+// (zero where not written).
+struct DecodeCall {
+  DecodeCase shape;
+  int layers = 2, layer = 1;
+  std::vector<float> qkv;
+  std::vector<const std::vector<float>*> caches;
+  std::vector<int64_t> caps, positions;
+};
 
-TEST_P(DecodeAttentionTest, MatchesSoftmaxAttentionInDouble) {
-  if (!testing::HaveGpu()) GTEST_SKIP() << "no CUDA GPU visible";
-  const DecodeCase c = GetParam();
-  const int H = c.heads, Hkv = c.kv_heads, hd = c.head_dim, layers = 2, layer = 1;
-  const std::vector<int64_t> positions = {0, 4099, 36, 1000};
-  const int rows = static_cast<int>(positions.size());
-  const int padding_row = 3;  // a decode step's unused row: null cache, output untouched
-  const int64_t width = static_cast<int64_t>(Hkv) * hd, qkv_width = (H + 2 * Hkv) * hd;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-  std::mt19937 rng(11);
-  std::normal_distribution<float> nd(0.0f, 1.0f);
-  // Values as the kernel sees them (bf16-rounded when bf16).
-  auto draw = [&](float sd) {
-    const float x = sd * nd(rng);
-    return c.bf16 ? FromBf16Bits(ToBf16Bits(x)) : x;
-  };
-  std::vector<float> qkv(static_cast<size_t>(rows) * qkv_width);
-  for (auto& x : qkv) x = draw(1.0f);
-  std::vector<std::vector<float>> caches(rows);
-  std::vector<int64_t> caps(rows);
-  for (int r = 0; r < rows; ++r) {
-    caps[r] = (positions[r] + 1 + 255) / 256 * 256;
-    caches[r].resize(static_cast<size_t>(layers) * 2 * caps[r] * width);
-    for (auto& x : caches[r]) x = draw(2.0f);
-  }
+std::vector<float> RunDecodeAttention(const DecodeCall& call) {
+  const DecodeCase& c = call.shape;
+  const int H = c.heads, Hkv = c.kv_heads, hd = c.head_dim;
+  const int rows = static_cast<int>(call.positions.size());
   const size_t elem = c.bf16 ? 2 : 4;
   auto upload = [&](const std::vector<float>& host) {
     void* dev = nullptr;
@@ -197,51 +186,161 @@ TEST_P(DecodeAttentionTest, MatchesSoftmaxAttentionInDouble) {
     }
     return dev;
   };
-  void* dqkv = upload(qkv);
+  void* dqkv = upload(call.qkv);
   std::vector<void*> cache_ptrs(rows);
-  for (int r = 0; r < rows; ++r) cache_ptrs[r] = r == padding_row ? nullptr : upload(caches[r]);
+  for (int r = 0; r < rows; ++r) {
+    cache_ptrs[r] = call.caches[r] == nullptr ? nullptr : upload(*call.caches[r]);
+  }
   Dev<void*> dptrs(cache_ptrs);
-  Dev<int64_t> dcaps(caps), dpos(positions);
+  Dev<int64_t> dcaps(call.caps), dpos(call.positions);
   Dev<float> partial(DecodeAttentionScratchFloats(rows, H, hd));
   const size_t out_n = static_cast<size_t>(rows) * H * hd;
   void* dout = nullptr;
-  ASSERT_EQ(cudaMalloc(&dout, out_n * elem), cudaSuccess);
-  ASSERT_EQ(cudaMemset(dout, 0, out_n * elem), cudaSuccess);
-  ASSERT_EQ(DecodeAttention(dqkv, c.bf16 ? Act::kBF16 : Act::kF32, rows, H, Hkv, hd, dptrs.get(),
-                            dcaps.get(), dpos.get(), layer, scale, partial.get(), dout, nullptr),
-            cudaSuccess);
-  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_EQ(cudaMalloc(&dout, out_n * elem), cudaSuccess);
+  EXPECT_EQ(cudaMemset(dout, 0, out_n * elem), cudaSuccess);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  // Twice: a second call on the same scratch gives the same bits.
   std::vector<float> out(out_n);
-  if (c.bf16) {
-    std::vector<uint16_t> bits(out_n);
-    ASSERT_EQ(cudaMemcpy(bits.data(), dout, out_n * 2, cudaMemcpyDeviceToHost), cudaSuccess);
-    for (size_t i = 0; i < out_n; ++i) out[i] = FromBf16Bits(bits[i]);
-  } else {
-    ASSERT_EQ(cudaMemcpy(out.data(), dout, out_n * 4, cudaMemcpyDeviceToHost), cudaSuccess);
-  }
-  for (int r = 0; r < rows; ++r) {
-    std::vector<float> got(out.begin() + static_cast<int64_t>(r) * H * hd,
-                           out.begin() + static_cast<int64_t>(r + 1) * H * hd);
-    if (r == padding_row) {
-      for (float x : got) EXPECT_EQ(x, 0.0f) << "padding row written";
-      continue;
+  for (int call_index = 0; call_index < 2; ++call_index) {
+    EXPECT_EQ(
+        DecodeAttention(dqkv, c.bf16 ? Act::kBF16 : Act::kF32, rows, H, Hkv, hd, dptrs.get(),
+                        dcaps.get(), dpos.get(), call.layer, scale, partial.get(), dout, nullptr),
+        cudaSuccess);
+    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    std::vector<float> got(out_n);
+    if (c.bf16) {
+      std::vector<uint16_t> bits(out_n);
+      EXPECT_EQ(cudaMemcpy(bits.data(), dout, out_n * 2, cudaMemcpyDeviceToHost), cudaSuccess);
+      for (size_t i = 0; i < out_n; ++i) got[i] = FromBf16Bits(bits[i]);
+    } else {
+      EXPECT_EQ(cudaMemcpy(got.data(), dout, out_n * 4, cudaMemcpyDeviceToHost), cudaSuccess);
     }
-    std::vector<double> want(static_cast<size_t>(H) * hd);
-    const int64_t nkeys = positions[r] + 1;
-    for (int h = 0; h < H; ++h) {
-      const int hk = h / (H / Hkv);
-      const float* q = qkv.data() + r * qkv_width + h * hd;
-      const float* kplane = caches[r].data() + (static_cast<int64_t>(layer) * 2) * caps[r] * width;
-      AttendInDouble(q, kplane, kplane + caps[r] * width, width, hk * hd, hd, nkeys, scale,
-                     want.data() + static_cast<size_t>(h) * hd);
+    if (call_index == 1) {
+      EXPECT_EQ(std::memcmp(got.data(), out.data(), out_n * 4), 0) << "second call differs";
     }
-    // bf16: the output's own rounding (2^-9 relative) dominates.
-    EXPECT_LT(RelErr(got, want), c.bf16 ? 4e-3 : 1e-4) << "row " << r << " at " << positions[r];
+    out = std::move(got);
   }
   cudaFree(dqkv);
   cudaFree(dout);
   for (void* p : cache_ptrs) cudaFree(p);
+  return out;
 }
+
+// A decode call of random rows at `positions` (cache data of sd 2, queries of sd 1, both
+// as the kernel sees them); padding_row gets no cache.
+DecodeCall RandomDecodeCall(const DecodeCase& c, const std::vector<int64_t>& positions,
+                            int padding_row, int layers, uint32_t seed,
+                            std::vector<std::vector<float>>* caches) {
+  const int rows = static_cast<int>(positions.size());
+  const int64_t width = static_cast<int64_t>(c.kv_heads) * c.head_dim;
+  const int64_t qkv_width = (c.heads + 2 * c.kv_heads) * c.head_dim;
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  auto draw = [&](float sd) {
+    const float x = sd * nd(rng);
+    return c.bf16 ? FromBf16Bits(ToBf16Bits(x)) : x;
+  };
+  DecodeCall call;
+  call.shape = c;
+  call.layers = layers;
+  call.layer = layers - 1;
+  call.positions = positions;
+  call.qkv.resize(static_cast<size_t>(rows) * qkv_width);
+  for (auto& x : call.qkv) x = draw(1.0f);
+  caches->assign(rows, {});
+  call.caps.resize(rows);
+  for (int r = 0; r < rows; ++r) {
+    call.caps[r] = (positions[r] + 1 + 255) / 256 * 256;
+    if (r == padding_row) {
+      call.caches.push_back(nullptr);
+      continue;
+    }
+    (*caches)[r].resize(static_cast<size_t>(layers) * 2 * call.caps[r] * width);
+    for (auto& x : (*caches)[r]) x = draw(2.0f);
+    call.caches.push_back(&(*caches)[r]);
+  }
+  return call;
+}
+
+// Each row's output against softmax attention in double; a padding row stays zero.
+void ExpectMatchesDouble(const DecodeCall& call, const std::vector<float>& out) {
+  const DecodeCase& c = call.shape;
+  const int H = c.heads, Hkv = c.kv_heads, hd = c.head_dim;
+  const int64_t width = static_cast<int64_t>(Hkv) * hd, qkv_width = (H + 2 * Hkv) * hd;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  for (size_t r = 0; r < call.positions.size(); ++r) {
+    std::vector<float> got(out.begin() + static_cast<int64_t>(r) * H * hd,
+                           out.begin() + static_cast<int64_t>(r + 1) * H * hd);
+    if (call.caches[r] == nullptr) {
+      for (float x : got) EXPECT_EQ(x, 0.0f) << "padding row written";
+      continue;
+    }
+    std::vector<double> want(static_cast<size_t>(H) * hd);
+    const int64_t nkeys = call.positions[r] + 1, cap = call.caps[r];
+    for (int h = 0; h < H; ++h) {
+      const int hk = h / (H / Hkv);
+      const float* q = call.qkv.data() + r * qkv_width + h * hd;
+      const float* kplane =
+          call.caches[r]->data() + (static_cast<int64_t>(call.layer) * 2) * cap * width;
+      AttendInDouble(q, kplane, kplane + cap * width, width, hk * hd, hd, nkeys, scale,
+                     want.data() + static_cast<size_t>(h) * hd);
+    }
+    // bf16: the output's own rounding (2^-9 relative) dominates.
+    EXPECT_LT(RelErr(got, want), c.bf16 ? 4e-3 : 1e-4)
+        << "row " << r << " at " << call.positions[r];
+  }
+}
+
+class DecodeAttentionTest : public ::testing::TestWithParam<DecodeCase> {};
+
+TEST_P(DecodeAttentionTest, MatchesSoftmaxAttentionInDouble) {
+  if (!testing::HaveGpu()) GTEST_SKIP() << "no CUDA GPU visible";
+  std::vector<std::vector<float>> caches;
+  // Row 3 is a decode step's unused row: null cache, output untouched.
+  const DecodeCall call =
+      RandomDecodeCall(GetParam(), {0, 4099, 36, 1000, 127, 128, 5000}, 3, 2, 11, &caches);
+  ExpectMatchesDouble(call, RunDecodeAttention(call));
+}
+
+// LLaMA-1.3B's heads (16 x 128, MHA) at 1 key, 1K keys and past 16K (kDecodeSplits
+// shares of over 2K keys each), against double; and the long row decoded alone equals,
+// bit for bit, the same row among short rows and padding (the NIAH grid's steps mix
+// 1K-16K contexts).
+class DecodeAttentionLongRowTest : public ::testing::TestWithParam<bool> {};
+
+TEST_P(DecodeAttentionLongRowTest, MatchesDoubleAndItsBatchChangesNoBit) {
+  if (!testing::HaveGpu()) GTEST_SKIP() << "no CUDA GPU visible";
+  const DecodeCase shape{16, 16, 128, GetParam()};
+  const int64_t long_position = 16999;
+  std::vector<std::vector<float>> caches;
+  const DecodeCall mixed =
+      RandomDecodeCall(shape, {0, 1023, 40, long_position, 3, 1999, 700, 9}, 6, 1, 5, &caches);
+  const std::vector<float> out = RunDecodeAttention(mixed);
+  ExpectMatchesDouble(mixed, out);
+
+  const int long_row = 3, H = shape.heads, hd = shape.head_dim;
+  const int64_t qkv_width = (H + 2 * shape.kv_heads) * hd;
+  DecodeCall alone;
+  alone.shape = shape;
+  alone.layers = mixed.layers;
+  alone.layer = mixed.layer;
+  alone.qkv.assign(mixed.qkv.begin() + long_row * qkv_width,
+                   mixed.qkv.begin() + (long_row + 1) * qkv_width);
+  alone.caches = {mixed.caches[long_row]};
+  alone.caps = {mixed.caps[long_row]};
+  alone.positions = {long_position};
+  const std::vector<float> out_alone = RunDecodeAttention(alone);
+  ASSERT_EQ(out_alone.size(), static_cast<size_t>(H) * hd);
+  EXPECT_EQ(std::memcmp(out_alone.data(), out.data() + static_cast<int64_t>(long_row) * H * hd,
+                        out_alone.size() * sizeof(float)),
+            0)
+      << "the long row alone differs from the same row among short rows";
+}
+
+INSTANTIATE_TEST_SUITE_P(Dtypes, DecodeAttentionLongRowTest, ::testing::Values(true, false),
+                         [](const ::testing::TestParamInfo<bool>& info) {
+                           return std::string(info.param ? "bf16" : "fp32");
+                         });
 
 INSTANTIATE_TEST_SUITE_P(Shapes, DecodeAttentionTest,
                          ::testing::Values(DecodeCase{16, 16, 128, true},
