@@ -1,10 +1,13 @@
 #include "engine/cuda/device.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <map>
 #include <mutex>
+#include <string_view>
 
 #include "absl/strings/str_cat.h"
+#include "engine/cuda/host_counters.h"
 
 namespace hgeval::cuda {
 
@@ -97,29 +100,48 @@ size_t DevicePool::RoundSize(size_t bytes) {
   return (bytes + kLarge - 1) / kLarge * kLarge;
 }
 
+namespace {
+
+// HGEVAL_CUDA_POOL_GIVE_BACK=all: a block the budget has no room for makes every pool
+// give all its cached blocks back (the behaviour before partial give-backs; measurement).
+bool GiveBackAll() {
+  const char* v = std::getenv("HGEVAL_CUDA_POOL_GIVE_BACK");
+  return v != nullptr && std::string_view(v) == "all";
+}
+
+}  // namespace
+
 absl::StatusOr<void*> DevicePool::Allocate(size_t bytes) {
   const size_t size = RoundSize(bytes);
+  CudaHostCounters& counters = CudaHostCounters::Get();
   void* ptr = nullptr;
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = free_.find(size);
     if (it != free_.end()) {
-      ptr = it->second;
+      ptr = it->second.ptr;
+      lru_.erase(it->second.stamp);
       free_.erase(it);
       cached_ -= size;
       live_[ptr] = size;
       in_use_ += size;
       if (in_use_ > peak_) peak_ = in_use_;
+      counters.pool_hits.fetch_add(1, std::memory_order_relaxed);
       return ptr;
     }
   }
-  // A new block: charged first (the budget may make every pool on the device give its
-  // cached blocks back), then taken from the driver. The pool's lock is not held here,
-  // since the budget calls back into Trim.
+  // A new block: charged first, then taken from the driver. Where the budget has no room,
+  // this pool gives back its longest-cached blocks first, so that the blocks the work in
+  // progress keeps reusing stay (the budget would otherwise make every pool on the device
+  // give all of them back). The pool's lock is not held here, since the budget calls back
+  // into Trim.
+  if (!GiveBackAll()) GiveBackFor(size);
   if (absl::Status s = budget_->Reserve(size, "a device allocation"); !s.ok()) return s;
   cudaError_t err;
   {
     DeviceGuard guard(device_);
+    ScopedNanos timer(&counters.malloc_ns);
+    counters.driver_mallocs.fetch_add(1, std::memory_order_relaxed);
     err = cudaMalloc(&ptr, size);
     if (err != cudaSuccess) {
       // Memory the budget does not see (another process, the context): give cached
@@ -152,24 +174,57 @@ void DevicePool::Free(void* ptr) {
   if (it == live_.end()) return;
   in_use_ -= it->second;
   cached_ += it->second;
-  free_.emplace(it->second, ptr);
+  const uint64_t stamp = next_stamp_++;
+  lru_.emplace(stamp, free_.emplace(it->second, CachedBlock{stamp, ptr}));
   live_.erase(it);
 }
 
 void DevicePool::Trim() {
-  std::multimap<size_t, void*> cached;
+  std::vector<std::pair<size_t, void*>> blocks;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    cached.swap(free_);
+    for (const auto& [size, block] : free_) blocks.emplace_back(size, block.ptr);
+    free_.clear();
+    lru_.clear();
     cached_ = 0;
   }
-  if (cached.empty()) return;
+  FreeToDriver(blocks);
+}
+
+void DevicePool::GiveBackFor(size_t bytes) {
+  const size_t limit = budget_->limit();
+  if (limit == 0) return;
+  const size_t available = budget_->available();
+  if (available >= bytes) return;
+  const size_t want = std::max(bytes - available, limit / 16);
+  std::vector<std::pair<size_t, void*>> blocks;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    size_t freed = 0;
+    while (freed < want && !lru_.empty()) {
+      auto it = lru_.begin()->second;
+      blocks.emplace_back(it->first, it->second.ptr);
+      freed += it->first;
+      cached_ -= it->first;
+      free_.erase(it);
+      lru_.erase(lru_.begin());
+    }
+  }
+  FreeToDriver(blocks);
+}
+
+void DevicePool::FreeToDriver(const std::vector<std::pair<size_t, void*>>& blocks) {
+  if (blocks.empty()) return;
+  CudaHostCounters& counters = CudaHostCounters::Get();
+  ScopedNanos timer(&counters.free_ns);
+  counters.give_backs.fetch_add(1, std::memory_order_relaxed);
+  counters.driver_frees.fetch_add(static_cast<int64_t>(blocks.size()), std::memory_order_relaxed);
   DeviceGuard guard(device_);
   // Blocks may still be read by queued work on the model's stream: wait for the device.
   cudaDeviceSynchronize();
-  for (auto& [s, p] : cached) {
-    cudaFree(p);
-    budget_->Release(s);
+  for (const auto& [size, ptr] : blocks) {
+    cudaFree(ptr);
+    budget_->Release(size);
   }
 }
 

@@ -13,6 +13,7 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -68,6 +69,10 @@ class DevicePool {
   void Free(void* ptr);
   // Returns cached blocks to the driver.
   void Trim();
+  // Returns the longest-cached blocks to the driver until the budget has `bytes` free (at
+  // least a sixteenth of its limit, so that give-backs, each a device synchronisation,
+  // stay rare), keeping the rest for reuse; nothing where no block is cached.
+  void GiveBackFor(size_t bytes);
   size_t bytes_in_use() const;
   size_t peak_bytes_in_use() const;
   void ResetPeak();
@@ -78,9 +83,18 @@ class DevicePool {
  private:
   int device_;
   MemoryBudget* budget_;
+  // Frees `blocks` (size, pointer) to the driver after the device's queued work.
+  void FreeToDriver(const std::vector<std::pair<size_t, void*>>& blocks);
+
+  struct CachedBlock {
+    uint64_t stamp;  // when it was cached (key of lru_)
+    void* ptr;
+  };
   mutable std::mutex mu_;
-  std::multimap<size_t, void*> free_;  // rounded size -> block
-  size_t cached_ = 0;                  // bytes in free_
+  std::multimap<size_t, CachedBlock> free_;                               // rounded size -> block
+  std::map<uint64_t, std::multimap<size_t, CachedBlock>::iterator> lru_;  // oldest first
+  uint64_t next_stamp_ = 0;
+  size_t cached_ = 0;  // bytes in free_
   std::map<void*, size_t> live_;
   size_t in_use_ = 0;
   size_t peak_ = 0;
