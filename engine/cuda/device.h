@@ -55,6 +55,8 @@ absl::Status SetDeviceMemoryLimit(int device, std::string_view spec);
 
 // Caches freed blocks by rounded size, so states and scratch are recycled without
 // cudaMalloc/cudaFree on the hot path. Thread-safe. Tracks bytes held and the peak.
+// New blocks come from the device's stream-ordered pool, which keeps the memory of blocks
+// given back mapped (up to the budget's limit) for blocks of other sizes.
 // Every block it takes from the driver is charged to the device's budget first (cached
 // blocks stay charged until Trim gives them back), so an allocation over the budget is
 // refused with RESOURCE_EXHAUSTED before cudaMalloc is asked.
@@ -81,10 +83,15 @@ class DevicePool {
   static size_t RoundSize(size_t bytes);
 
  private:
-  int device_;
-  MemoryBudget* budget_;
   // Frees `blocks` (size, pointer) to the driver after the device's queued work.
   void FreeToDriver(const std::vector<std::pair<size_t, void*>>& blocks);
+  // A block from the driver (through mem_pool_ where there is one), and back.
+  cudaError_t DriverMalloc(void** ptr, size_t size);
+  void DriverFree(void* ptr);
+
+  int device_;
+  MemoryBudget* budget_;
+  cudaMemPool_t mem_pool_ = nullptr;  // the device's pool, keeping freed memory mapped
 
   struct CachedBlock {
     uint64_t stamp;  // when it was cached (key of lru_)
