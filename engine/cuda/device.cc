@@ -121,6 +121,7 @@ DevicePool::~DevicePool() {
   DeviceGuard guard(device_);
   Trim();
   std::lock_guard<std::mutex> lock(mu_);
+  if (mem_pool_ != nullptr && !live_.empty()) cudaDeviceSynchronize();  // as cudaFree does
   for (auto& [ptr, size] : live_) {
     DriverFree(ptr);
     budget_->Release(size);
