@@ -39,6 +39,7 @@
 #include "absl/strings/str_split.h"
 #include "bench/cuda/random_checkpoint.h"
 #include "bench/cuda/timed_model.h"
+#include "engine/cuda/host_counters.h"
 #include "engine/lm_eval/requests.h"
 #include "engine/loader/checkpoint.h"
 #include "engine/model/config.h"
@@ -79,6 +80,10 @@ ABSL_FLAG(std::string, save_checkpoints, "",
 ABSL_FLAG(bool, host_only, true,
           "also time the host's share alone (the tasks with the model left out)");
 ABSL_FLAG(std::string, samples_out, "", "write per-sample responses of every task here (JSON)");
+ABSL_FLAG(std::string, variants, "",
+          "measurement: after the timed tasks, time them again under each variant, "
+          "NAME:VAR=VALUE+VAR=VALUE,... (the engine's environment switches; reported under "
+          "variants)");
 
 namespace hgeval {
 namespace {
@@ -253,45 +258,94 @@ absl::Status Run(nlohmann::json& report) {
     model_report["params"] = model->info().num_parameters;
     model_report["backend"] = model->info().backend;
     model_report["batch_tokens"] = model->info().batch_tokens;
+    // Times every task; rows into tasks_report[name] (metrics, samples and totals too).
+    auto time_tasks = [&](nlohmann::json& tasks_report, const std::string& tag, double* seconds_out,
+                          int64_t* fed_out) -> absl::Status {
+      for (const std::string& name : task_names) {
+        HG_ASSIGN_OR_RETURN(auto task, tasks::CreateTask(name));
+        engine_lm.ResetStats();
+        timed.ResetTimes();
+        const cuda::CudaHostCounts before = cuda::CudaHostCounters::Get().Snapshot();
+        const auto t0 = Clock::now();
+        HG_ASSIGN_OR_RETURN(tasks::TaskReport tr, tasks::RunTask(engine_lm, *task, eval));
+        const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+        const cuda::CudaHostCounts host = cuda::CudaHostCounters::Get().Snapshot() - before;
+        const tasks::LanguageModelStats stats = engine_lm.stats();
+        // Forward calls (device work, launches, copies) vs the rest on the host (tokenizing,
+        // prefix trees, state forks, metrics).
+        const double forward = timed.times().prefill_seconds + timed.times().decode_seconds;
+        nlohmann::json row = {
+            {"seconds", seconds},
+            {"forward_seconds", forward},
+            {"forward_calls", timed.times().prefill_calls + timed.times().decode_steps},
+            {"new_state_seconds", timed.times().new_state_seconds},
+            {"new_states", timed.times().new_states},
+            {"state_seconds", stats.state_seconds},
+            {"docs", tr.n_effective},
+            {"requests", tr.n_requests},
+            {"tokens_fed", stats.tokens_fed},
+            {"tokens_scored", stats.tokens_scored},
+            {"tokens_per_second", stats.tokens_fed / seconds},
+            // The CUDA backend's host-side share (engine/cuda/host_counters.h).
+            {"pool_hits", host.pool_hits},
+            {"driver_mallocs", host.driver_mallocs},
+            {"malloc_seconds", host.malloc_seconds},
+            {"driver_frees", host.driver_frees},
+            {"give_backs", host.give_backs},
+            {"give_back_seconds", host.free_seconds},
+            {"fork_copies", host.fork_copies},
+            {"fork_copy_bytes", host.fork_copy_bytes},
+            {"fork_seconds", host.fork_seconds}};
+        for (size_t m = 0; m < tr.metrics.size(); ++m) row[tr.metrics[m].name] = tr.values[m];
+        if (eval.log_samples && tag.empty()) {
+          nlohmann::json& resps = samples[family][name];
+          resps = nlohmann::json::array();
+          for (const nlohmann::json& sample : tr.samples) resps.push_back(sample["resps"]);
+        }
+        tasks_report[name] = row;
+        *seconds_out += seconds;
+        *fed_out += stats.tokens_fed;
+        std::fprintf(stderr,
+                     "[%s%s] %-15s %8.2f s (forward %.2f s, states %.2f s) %10lld tokens "
+                     "fed %9.0f tok/s; mallocs %lld (%.2f s), give-backs %lld of %lld blocks "
+                     "(%.2f s), forks %lld (%.1f GiB, %.2f s)\n",
+                     family.c_str(), tag.c_str(), name.c_str(), seconds, forward,
+                     stats.state_seconds, static_cast<long long>(stats.tokens_fed),
+                     stats.tokens_fed / seconds, static_cast<long long>(host.driver_mallocs),
+                     host.malloc_seconds, static_cast<long long>(host.give_backs),
+                     static_cast<long long>(host.driver_frees), host.free_seconds,
+                     static_cast<long long>(host.fork_copies), host.fork_copy_bytes / 1073741824.0,
+                     host.fork_seconds);
+      }
+      return absl::OkStatus();
+    };
     double total_seconds = 0;
     int64_t total_fed = 0;
-    for (const std::string& name : task_names) {
-      HG_ASSIGN_OR_RETURN(auto task, tasks::CreateTask(name));
-      engine_lm.ResetStats();
-      timed.ResetTimes();
-      const auto t0 = Clock::now();
-      HG_ASSIGN_OR_RETURN(tasks::TaskReport tr, tasks::RunTask(engine_lm, *task, eval));
-      const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-      const tasks::LanguageModelStats stats = engine_lm.stats();
-      // Forward calls (device work, launches, copies) vs the rest on the host (tokenizing,
-      // prefix trees, state forks, metrics).
-      const double forward = timed.times().prefill_seconds + timed.times().decode_seconds;
-      nlohmann::json row = {
-          {"seconds", seconds},
-          {"forward_seconds", forward},
-          {"forward_calls", timed.times().prefill_calls + timed.times().decode_steps},
-          {"new_state_seconds", timed.times().new_state_seconds},
-          {"new_states", timed.times().new_states},
-          {"state_seconds", stats.state_seconds},
-          {"docs", tr.n_effective},
-          {"requests", tr.n_requests},
-          {"tokens_fed", stats.tokens_fed},
-          {"tokens_scored", stats.tokens_scored},
-          {"tokens_per_second", stats.tokens_fed / seconds}};
-      for (size_t m = 0; m < tr.metrics.size(); ++m) row[tr.metrics[m].name] = tr.values[m];
-      if (eval.log_samples) {
-        nlohmann::json& resps = samples[family][name];
-        resps = nlohmann::json::array();
-        for (const nlohmann::json& sample : tr.samples) resps.push_back(sample["resps"]);
+    HG_RETURN_IF_ERROR(time_tasks(model_report["tasks"], "", &total_seconds, &total_fed));
+    // Measurement: the same tasks again under each variant's engine switches.
+    const std::vector<std::string> variant_specs =
+        absl::StrSplit(absl::GetFlag(FLAGS_variants), ',', absl::SkipEmpty());
+    for (const std::string& spec : variant_specs) {
+      const std::vector<std::string> parts = absl::StrSplit(spec, absl::MaxSplits(':', 1));
+      std::vector<std::string> names;
+      if (parts.size() == 2) {
+        const std::vector<std::string> assignments =
+            absl::StrSplit(parts[1], '+', absl::SkipEmpty());
+        for (const std::string& assignment : assignments) {
+          const std::vector<std::string> kv = absl::StrSplit(assignment, absl::MaxSplits('=', 1));
+          if (kv.size() != 2) return absl::InvalidArgumentError("--variants: NAME:VAR=VALUE+...");
+          setenv(kv[0].c_str(), kv[1].c_str(), 1);
+          names.push_back(kv[0]);
+        }
       }
-      model_report["tasks"][name] = row;
-      total_seconds += seconds;
-      total_fed += stats.tokens_fed;
-      std::fprintf(stderr,
-                   "[%s] %-15s %8.2f s (forward %.2f s, states %.2f s) %10lld tokens "
-                   "fed %9.0f tok/s\n",
-                   family.c_str(), name.c_str(), seconds, forward, stats.state_seconds,
-                   static_cast<long long>(stats.tokens_fed), stats.tokens_fed / seconds);
+      nlohmann::json& variant = model_report["variants"][parts[0]];
+      variant["environment"] = parts.size() == 2 ? parts[1] : "";
+      double seconds = 0;
+      int64_t fed = 0;
+      HG_RETURN_IF_ERROR(time_tasks(variant["tasks"], " " + parts[0], &seconds, &fed));
+      variant["suite_seconds"] = seconds;
+      std::fprintf(stderr, "[%s %s] suite %.2f s\n", family.c_str(), parts[0].c_str(), seconds);
+      for (const std::string& n : names) unsetenv(n.c_str());
     }
     // The host's own share: the same tasks with the model left out (tokenizing, prefix
     // trees, metrics; EngineLanguageModelOptions::count_only), to split the wall time into

@@ -6,12 +6,16 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <optional>
+#include <string_view>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "engine/cuda/decode_gemm.h"
 #include "engine/cuda/gemm.h"
+#include "engine/cuda/host_counters.h"
 #include "engine/model/forward_validation.h"
 #include "engine/model/top_k.h"
 #include "engine/util/status_macros.h"
@@ -59,6 +63,13 @@ std::unique_ptr<SequenceState> CudaModel::NewState() const {
 }
 
 namespace {
+
+// HGEVAL_CUDA_FORK_COPY=memcpy: Forward copies each read-only fork's KV cache with a
+// cudaMemcpy2DAsync of its own (before the batched copy; for measurement).
+bool KvCopiesBatched() {
+  const char* v = std::getenv("HGEVAL_CUDA_FORK_COPY");
+  return v == nullptr || std::string_view(v) != "memcpy";
+}
 
 // KV caches grow in steps of this many positions (the attention kernels read only the
 // positions filled, so the capacity is a stride, never a bound they rely on).
@@ -151,7 +162,7 @@ std::unique_ptr<SequenceState> CudaModel::NewStateFor(const SequenceState* start
 }
 
 absl::StatusOr<std::unique_ptr<CudaSequenceState>> CudaModel::ForkForItem(
-    const CudaSequenceState& start, int64_t tokens) const {
+    const CudaSequenceState& start, int64_t tokens, std::vector<KvPrefixCopy>* deferred) const {
   auto copy = std::make_unique<CudaSequenceState>(this, ctx_);
   copy->position_ = start.position_;
   if (start.recurrent_.size() > 0) {
@@ -166,13 +177,42 @@ absl::StatusOr<std::unique_ptr<CudaSequenceState>> CudaModel::ForkForItem(
     const int64_t cap = KvCapacityFor(start.position_ + tokens);
     HG_ASSIGN_OR_RETURN(copy->kv_, DeviceBuffer::Make(ctx_->pool(), L_ * 2 * cap * row_bytes));
     copy->kv_cap_ = cap;
-    if (start.position_ > 0) {
+    if (start.position_ > 0 && deferred != nullptr) {
+      KvPrefixCopy c;
+      c.src = start.kv_.get();
+      c.dst = copy->kv_.get();
+      c.src_plane_bytes = start.kv_cap_ * row_bytes;
+      c.dst_plane_bytes = cap * row_bytes;
+      c.bytes = start.position_ * row_bytes;
+      deferred->push_back(c);
+    } else if (start.position_ > 0) {
       HG_CUDA_RETURN(cudaMemcpy2DAsync(copy->kv_.get(), cap * row_bytes, start.kv_.get(),
                                        start.kv_cap_ * row_bytes, start.position_ * row_bytes,
                                        2 * L_, cudaMemcpyDeviceToDevice, ctx_->stream()));
     }
   }
   return copy;
+}
+
+absl::Status CudaModel::EnqueueKvPrefixCopies(const std::vector<KvPrefixCopy>& copies,
+                                              DeviceBuffer* table) const {
+  if (copies.empty()) return absl::OkStatus();
+  const size_t bytes = copies.size() * sizeof(KvPrefixCopy);
+  HG_ASSIGN_OR_RETURN(*table, DeviceBuffer::Make(ctx_->pool(), bytes));
+  HG_CUDA_RETURN(
+      cudaMemcpyAsync(table->get(), copies.data(), bytes, cudaMemcpyHostToDevice, ctx_->stream()));
+  // Pool blocks are 256-byte aligned and every plane and length a multiple of a KV row.
+  const int64_t row_bytes = layout_.kv_row_bytes;
+  const int unit = row_bytes % 16 == 0 ? 16 : row_bytes % 4 == 0 ? 4 : 1;
+  constexpr size_t kMaxLaunch = 65535;  // the grid's z extent
+  for (size_t first = 0; first < copies.size(); first += kMaxLaunch) {
+    const size_t count = std::min(kMaxLaunch, copies.size() - first);
+    int64_t longest = 0;
+    for (size_t i = first; i < first + count; ++i) longest = std::max(longest, copies[i].bytes);
+    HG_CUDA_RETURN(CopyKvPrefixes(table->as<KvPrefixCopy>() + first, static_cast<int>(count),
+                                  static_cast<int>(2 * L_), longest, unit, ctx_->stream()));
+  }
+  return absl::OkStatus();
 }
 
 // ---- layers ------------------------------------------------------------------------
@@ -774,7 +814,12 @@ absl::Status CudaModel::Forward(absl::Span<const ForwardItem> given,
   // LLaMA item needs its own KV cache to write its keys into, and an item longer than a
   // pack a state to carry between its segments, so they get a copy.
   std::vector<ForwardItem> resolved(given.begin(), given.end());
+  DeviceBuffer copy_table;  // the batched KV copies' table, until the call's work is done
   std::vector<std::unique_ptr<SequenceState>> copies;
+  std::vector<KvPrefixCopy> kv_copies;
+  const bool batch_kv_copies = layout_.kv_row_bytes > 0 && KvCopiesBatched();
+  CudaHostCounters& counters = CudaHostCounters::Get();
+  std::optional<ScopedNanos> fork_timer(std::in_place, &counters.fork_ns);
   absl::flat_hash_set<const SequenceState*> seen;
   std::vector<size_t> layer_major;
   for (size_t i = 0; i < resolved.size(); ++i) {
@@ -807,13 +852,20 @@ absl::Status CudaModel::Forward(absl::Span<const ForwardItem> given,
     }
     const int64_t T = static_cast<int64_t>(it.tokens.size());
     if (it.start != nullptr && ReadOnlyForkCopiesStart(T)) {
-      HG_ASSIGN_OR_RETURN(std::unique_ptr<CudaSequenceState> copy,
-                          ForkForItem(*src, static_cast<int64_t>(it.tokens.size())));
+      HG_ASSIGN_OR_RETURN(
+          std::unique_ptr<CudaSequenceState> copy,
+          ForkForItem(*src, static_cast<int64_t>(it.tokens.size()),
+                      batch_kv_copies && src->recurrent_.size() == 0 ? &kv_copies : nullptr));
       it.state = copy.get();
       it.start = nullptr;
       copies.push_back(std::move(copy));
+      counters.fork_copies.fetch_add(1, std::memory_order_relaxed);
+      counters.fork_copy_bytes.fetch_add(2 * L_ * src->position_ * layout_.kv_row_bytes,
+                                         std::memory_order_relaxed);
     }
   }
+  HG_RETURN_IF_ERROR(EnqueueKvPrefixCopies(kv_copies, &copy_table));
+  fork_timer.reset();
   // Every KV cache takes its room before anything runs: a call that does not fit the
   // budget fails here, with no state advanced (a grown cache keeps its contents).
   if (layout_.kv_row_bytes > 0) {

@@ -29,6 +29,7 @@
 #include "engine/cuda/device.h"
 #include "engine/cuda/gemm.h"
 #include "engine/cuda/kernels.h"
+#include "engine/cuda/kernels_kv_copy.h"
 #include "engine/cuda/token_mixer.h"
 #include "engine/loader/checkpoint.h"
 #include "engine/model/config.h"
@@ -144,8 +145,14 @@ class CudaModel : public Model {
   // Whether Forward runs an item of `tokens` tokens continuing read-only from a start on a
   // copy of it (ReadOnlyForkBytes counts that copy).
   bool ReadOnlyForkCopiesStart(int64_t tokens) const;
-  absl::StatusOr<std::unique_ptr<CudaSequenceState>> ForkForItem(const CudaSequenceState& start,
-                                                                 int64_t tokens) const;
+  // With `deferred`, the KV-cache copy is appended there for one batched launch
+  // (EnqueueKvPrefixCopies) instead of being enqueued now.
+  absl::StatusOr<std::unique_ptr<CudaSequenceState>> ForkForItem(
+      const CudaSequenceState& start, int64_t tokens,
+      std::vector<KvPrefixCopy>* deferred = nullptr) const;
+  // Enqueues `copies` as one kernel; their table lives in `table` until the work is done.
+  absl::Status EnqueueKvPrefixCopies(const std::vector<KvPrefixCopy>& copies,
+                                     DeviceBuffer* table) const;
 
   // Splits the multi-token items into segments and runs them as packs.
   absl::Status RunPacked(absl::Span<const ForwardItem> items, absl::Span<ForwardOutput> outputs,

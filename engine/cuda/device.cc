@@ -1,10 +1,14 @@
 #include "engine/cuda/device.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <cstdlib>
 #include <map>
 #include <mutex>
+#include <string_view>
 
 #include "absl/strings/str_cat.h"
+#include "engine/cuda/host_counters.h"
 
 namespace hgeval::cuda {
 
@@ -69,7 +73,41 @@ absl::Status SetDeviceMemoryLimit(int device, std::string_view spec) {
   return absl::OkStatus();
 }
 
+namespace {
+
+// The device's stream-ordered memory pool, set to keep what is freed into it mapped up to
+// the budget's limit (its release threshold): a block of a size the pool has not cached is
+// then carved from memory given back before instead of mapped anew by cudaMalloc (≈ 90 µs
+// for a 12 MiB KV-cache room on an H100, and as much again to cudaFree it: docs/cuda.md,
+// performance log entry 22). Null where the device has no memory pools, or with
+// HGEVAL_CUDA_POOL_DRIVER=malloc (plain cudaMalloc and cudaFree; measurement).
+cudaMemPool_t RetainingMemPool(int device, size_t limit) {
+  if (const char* v = std::getenv("HGEVAL_CUDA_POOL_DRIVER");
+      v != nullptr && std::string_view(v) == "malloc") {
+    return nullptr;
+  }
+  int supported = 0;
+  cudaMemPool_t pool = nullptr;
+  if (cudaDeviceGetAttribute(&supported, cudaDevAttrMemoryPoolsSupported, device) != cudaSuccess ||
+      supported == 0 || cudaDeviceGetDefaultMemPool(&pool, device) != cudaSuccess) {
+    cudaGetLastError();
+    return nullptr;
+  }
+  uint64_t threshold = limit > 0 ? limit : UINT64_MAX;
+  if (cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold) != cudaSuccess) {
+    cudaGetLastError();
+    return nullptr;
+  }
+  return pool;
+}
+
+}  // namespace
+
 DevicePool::DevicePool(int device) : device_(device), budget_(&DeviceMemoryBudget(device)) {
+  {
+    DeviceGuard guard(device_);
+    mem_pool_ = RetainingMemPool(device_, budget_->limit());
+  }
   budget_->AddReclaimer(
       this, [this] { Trim(); },
       [this] {
@@ -83,9 +121,31 @@ DevicePool::~DevicePool() {
   DeviceGuard guard(device_);
   Trim();
   std::lock_guard<std::mutex> lock(mu_);
+  if (mem_pool_ != nullptr && !live_.empty()) cudaDeviceSynchronize();  // as cudaFree does
   for (auto& [ptr, size] : live_) {
-    cudaFree(ptr);
+    DriverFree(ptr);
     budget_->Release(size);
+  }
+  if (mem_pool_ != nullptr) {
+    // What the device's pool keeps mapped goes back to the driver with the last model.
+    cudaStreamSynchronize(cudaStreamLegacy);
+    cudaMemPoolTrimTo(mem_pool_, 0);
+  }
+}
+
+cudaError_t DevicePool::DriverMalloc(void** ptr, size_t size) {
+  if (mem_pool_ == nullptr) return cudaMalloc(ptr, size);
+  // Allocated in the legacy stream's order, then usable by every stream once it is done.
+  cudaError_t err = cudaMallocFromPoolAsync(ptr, size, mem_pool_, cudaStreamLegacy);
+  if (err == cudaSuccess) err = cudaStreamSynchronize(cudaStreamLegacy);
+  return err;
+}
+
+void DevicePool::DriverFree(void* ptr) {
+  if (mem_pool_ == nullptr) {
+    cudaFree(ptr);
+  } else {
+    cudaFreeAsync(ptr, cudaStreamLegacy);  // the device has finished with it
   }
 }
 
@@ -97,36 +157,59 @@ size_t DevicePool::RoundSize(size_t bytes) {
   return (bytes + kLarge - 1) / kLarge * kLarge;
 }
 
+namespace {
+
+// HGEVAL_CUDA_POOL_GIVE_BACK=all: a block the budget has no room for makes every pool
+// give all its cached blocks back (the behaviour before partial give-backs; measurement).
+bool GiveBackAll() {
+  const char* v = std::getenv("HGEVAL_CUDA_POOL_GIVE_BACK");
+  return v != nullptr && std::string_view(v) == "all";
+}
+
+}  // namespace
+
 absl::StatusOr<void*> DevicePool::Allocate(size_t bytes) {
   const size_t size = RoundSize(bytes);
+  CudaHostCounters& counters = CudaHostCounters::Get();
   void* ptr = nullptr;
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = free_.find(size);
     if (it != free_.end()) {
-      ptr = it->second;
+      ptr = it->second.ptr;
+      lru_.erase(it->second.stamp);
       free_.erase(it);
       cached_ -= size;
       live_[ptr] = size;
       in_use_ += size;
       if (in_use_ > peak_) peak_ = in_use_;
+      counters.pool_hits.fetch_add(1, std::memory_order_relaxed);
       return ptr;
     }
   }
-  // A new block: charged first (the budget may make every pool on the device give its
-  // cached blocks back), then taken from the driver. The pool's lock is not held here,
-  // since the budget calls back into Trim.
+  // A new block: charged first, then taken from the driver. Where the budget has no room,
+  // this pool gives back its longest-cached blocks first, so that the blocks the work in
+  // progress keeps reusing stay (the budget would otherwise make every pool on the device
+  // give all of them back). The pool's lock is not held here, since the budget calls back
+  // into Trim.
+  if (!GiveBackAll()) GiveBackFor(size);
   if (absl::Status s = budget_->Reserve(size, "a device allocation"); !s.ok()) return s;
   cudaError_t err;
   {
     DeviceGuard guard(device_);
-    err = cudaMalloc(&ptr, size);
+    ScopedNanos timer(&counters.malloc_ns);
+    counters.driver_mallocs.fetch_add(1, std::memory_order_relaxed);
+    err = DriverMalloc(&ptr, size);
     if (err != cudaSuccess) {
-      // Memory the budget does not see (another process, the context): give cached
-      // blocks back and retry once.
+      // Memory the budget does not see (another process, the context, what the device's
+      // pool keeps mapped): give cached blocks back, unmap them, and retry once.
       cudaGetLastError();
       Trim();
-      err = cudaMalloc(&ptr, size);
+      if (mem_pool_ != nullptr) {
+        cudaStreamSynchronize(cudaStreamLegacy);
+        cudaMemPoolTrimTo(mem_pool_, 0);
+      }
+      err = DriverMalloc(&ptr, size);
     }
   }
   if (err != cudaSuccess) {
@@ -152,24 +235,57 @@ void DevicePool::Free(void* ptr) {
   if (it == live_.end()) return;
   in_use_ -= it->second;
   cached_ += it->second;
-  free_.emplace(it->second, ptr);
+  const uint64_t stamp = next_stamp_++;
+  lru_.emplace(stamp, free_.emplace(it->second, CachedBlock{stamp, ptr}));
   live_.erase(it);
 }
 
 void DevicePool::Trim() {
-  std::multimap<size_t, void*> cached;
+  std::vector<std::pair<size_t, void*>> blocks;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    cached.swap(free_);
+    for (const auto& [size, block] : free_) blocks.emplace_back(size, block.ptr);
+    free_.clear();
+    lru_.clear();
     cached_ = 0;
   }
-  if (cached.empty()) return;
+  FreeToDriver(blocks);
+}
+
+void DevicePool::GiveBackFor(size_t bytes) {
+  const size_t limit = budget_->limit();
+  if (limit == 0) return;
+  const size_t available = budget_->available();
+  if (available >= bytes) return;
+  const size_t want = std::max(bytes - available, limit / 16);
+  std::vector<std::pair<size_t, void*>> blocks;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    size_t freed = 0;
+    while (freed < want && !lru_.empty()) {
+      auto it = lru_.begin()->second;
+      blocks.emplace_back(it->first, it->second.ptr);
+      freed += it->first;
+      cached_ -= it->first;
+      free_.erase(it);
+      lru_.erase(lru_.begin());
+    }
+  }
+  FreeToDriver(blocks);
+}
+
+void DevicePool::FreeToDriver(const std::vector<std::pair<size_t, void*>>& blocks) {
+  if (blocks.empty()) return;
+  CudaHostCounters& counters = CudaHostCounters::Get();
+  ScopedNanos timer(&counters.free_ns);
+  counters.give_backs.fetch_add(1, std::memory_order_relaxed);
+  counters.driver_frees.fetch_add(static_cast<int64_t>(blocks.size()), std::memory_order_relaxed);
   DeviceGuard guard(device_);
   // Blocks may still be read by queued work on the model's stream: wait for the device.
   cudaDeviceSynchronize();
-  for (auto& [s, p] : cached) {
-    cudaFree(p);
-    budget_->Release(s);
+  for (const auto& [size, ptr] : blocks) {
+    DriverFree(ptr);
+    budget_->Release(size);
   }
 }
 

@@ -13,6 +13,7 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -54,6 +55,8 @@ absl::Status SetDeviceMemoryLimit(int device, std::string_view spec);
 
 // Caches freed blocks by rounded size, so states and scratch are recycled without
 // cudaMalloc/cudaFree on the hot path. Thread-safe. Tracks bytes held and the peak.
+// New blocks come from the device's stream-ordered pool, which keeps the memory of blocks
+// given back mapped (up to the budget's limit) for blocks of other sizes.
 // Every block it takes from the driver is charged to the device's budget first (cached
 // blocks stay charged until Trim gives them back), so an allocation over the budget is
 // refused with RESOURCE_EXHAUSTED before cudaMalloc is asked.
@@ -68,6 +71,10 @@ class DevicePool {
   void Free(void* ptr);
   // Returns cached blocks to the driver.
   void Trim();
+  // Returns the longest-cached blocks to the driver until the budget has `bytes` free (at
+  // least a sixteenth of its limit, so that give-backs, each a device synchronisation,
+  // stay rare), keeping the rest for reuse; nothing where no block is cached.
+  void GiveBackFor(size_t bytes);
   size_t bytes_in_use() const;
   size_t peak_bytes_in_use() const;
   void ResetPeak();
@@ -76,11 +83,25 @@ class DevicePool {
   static size_t RoundSize(size_t bytes);
 
  private:
+  // Frees `blocks` (size, pointer) to the driver after the device's queued work.
+  void FreeToDriver(const std::vector<std::pair<size_t, void*>>& blocks);
+  // A block from the driver (through mem_pool_ where there is one), and back.
+  cudaError_t DriverMalloc(void** ptr, size_t size);
+  void DriverFree(void* ptr);
+
   int device_;
   MemoryBudget* budget_;
+  cudaMemPool_t mem_pool_ = nullptr;  // the device's pool, keeping freed memory mapped
+
+  struct CachedBlock {
+    uint64_t stamp;  // when it was cached (key of lru_)
+    void* ptr;
+  };
   mutable std::mutex mu_;
-  std::multimap<size_t, void*> free_;  // rounded size -> block
-  size_t cached_ = 0;                  // bytes in free_
+  std::multimap<size_t, CachedBlock> free_;                               // rounded size -> block
+  std::map<uint64_t, std::multimap<size_t, CachedBlock>::iterator> lru_;  // oldest first
+  uint64_t next_stamp_ = 0;
+  size_t cached_ = 0;  // bytes in free_
   std::map<void*, size_t> live_;
   size_t in_use_ = 0;
   size_t peak_ = 0;
