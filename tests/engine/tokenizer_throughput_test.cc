@@ -5,6 +5,7 @@
 // Without the variable the text is the golden fixture texts repeated to ~1 MB.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -83,6 +84,40 @@ TEST(TokenizerThroughputTest, DISABLED_EncodeDecode) {
     ASSERT_TRUE(decoded.ok());
     std::printf("%-50s decode: %zu tokens, %.3f s, %.0f tokens/s\n", path, ids->size(), seconds,
                 ids->size() / seconds);
+  }
+}
+
+// Every core encoding its share of the documents at once, as tasks tokenize: measures what
+// the tokenizers' caches cost when threads share them.
+TEST(TokenizerThroughputTest, DISABLED_EncodeOnEveryCore) {
+  const std::string text = BenchText();
+  const std::vector<std::string> docs = Documents(text);
+  const unsigned threads = std::max(1u, std::thread::hardware_concurrency());
+  for (const char* path :
+       {"data/tokenizers/mistral-7b-v0.1/tokenizer.json", "data/tokenizers/llama-2/tokenizer.json",
+        "data/tokenizers/gpt2/tokenizer.json",
+        "data/tokenizers/cl100k_base/cl100k_base.tiktoken"}) {
+    auto tok = LoadTokenizer(testing::SourcePath(path));
+    ASSERT_TRUE(tok.ok()) << tok.status();
+    for (const char* pass : {"cold", "warm"}) {
+      std::vector<size_t> tokens(threads, 0);
+      const auto start = std::chrono::steady_clock::now();
+      std::vector<std::thread> workers;
+      for (unsigned t = 0; t < threads; ++t) {
+        workers.emplace_back([&, t] {
+          for (size_t d = t; d < docs.size(); d += threads) {
+            tokens[t] += (*tok)->Encode(docs[d], false)->size();
+          }
+        });
+      }
+      for (std::thread& w : workers) w.join();
+      const double seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      size_t total = 0;
+      for (size_t n : tokens) total += n;
+      std::printf("%-50s encode %s on %u threads: %zu tokens, wall %.3f s (%.1f MB/s)\n", path,
+                  pass, threads, total, seconds, text.size() / seconds / 1e6);
+    }
   }
 }
 
