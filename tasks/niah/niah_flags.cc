@@ -24,7 +24,8 @@ ABSL_FLAG(bool, prefix_reuse, true,
           "niah: feed the haystack once with state snapshots (--noprefix_reuse: every prompt "
           "whole; same results).");
 ABSL_FLAG(int, max_batch, 0,
-          "niah: cells decoded together (0: 32 for recurrent models on CUDA, else 8).");
+          "niah: cells decoded together while their states fit the memory budget (0: 32 on "
+          "CUDA, 8 on the CPU).");
 ABSL_FLAG(int64_t, max_cells, 0, "niah: run only this many cells, spread over the grid (0: all).");
 ABSL_FLAG(int64_t, training_length, -1,
           "niah: dashed heatmap line at this length (-1: the model's max_position_embeddings, "
