@@ -189,6 +189,44 @@ inline void ExpectCasesAndGreedyMatch(Model& model, const GoldenExpectations& go
   EXPECT_EQ(*greedy, golden.greedy_output);
 }
 
+// A BF16 checkpoint of `tensors` against an fp32 one of the same values rounded to bf16:
+// the same logits to the bit and the same 16 greedy tokens (the loader widens exactly), and
+// against the fp32 reference cases logits that moved (the weights were rounded) but by at
+// most `logit_bound`, tail log-probs within `tail_per_token` a token.
+inline void ExpectBf16FileEqualsRoundedFp32(const std::string& tag, const nlohmann::json& config,
+                                            const std::map<std::string, HostTensor>& tensors,
+                                            const GoldenExpectations& golden, float logit_bound,
+                                            double tail_per_token) {
+  auto bf16_dir = WriteCheckpointFolder(tag + "-bf16", config, tensors, DType::kBF16);
+  ASSERT_TRUE(bf16_dir.ok()) << bf16_dir.status();
+  std::map<std::string, HostTensor> rounded = tensors;
+  for (auto& [name, tensor] : rounded) {
+    for (float& x : tensor.data) x = RoundToBf16(x);
+  }
+  auto rounded_dir = WriteCheckpointFolder(tag + "-rounded", config, rounded, DType::kF32);
+  ASSERT_TRUE(rounded_dir.ok()) << rounded_dir.status();
+  auto bf16 = LoadOrFail(*bf16_dir);
+  auto fp32 = LoadOrFail(*rounded_dir);
+  ASSERT_NE(bf16, nullptr);
+  ASSERT_NE(fp32, nullptr);
+  ASSERT_EQ(golden.cases.size(), 5u);
+  for (const auto& c : golden.cases) {
+    auto a = RunCase(*bf16, c.ids);
+    auto b = RunCase(*fp32, c.ids);
+    ASSERT_TRUE(a.ok() && b.ok());
+    EXPECT_EQ(a->logits, b->logits)
+        << "bf16 file vs fp32 file of the same values, T=" << c.ids.size();
+    EXPECT_GT(MaxAbsDiff(a->logits, c.logits), 0.0f) << "the weights were not rounded";
+    EXPECT_LE(MaxAbsDiff(a->logits, c.logits), logit_bound) << "T=" << c.ids.size();
+    EXPECT_NEAR(a->tail_logprob / c.ids.size(), c.tail_logprob / c.ids.size(), tail_per_token)
+        << "T=" << c.ids.size();
+  }
+  auto greedy_bf16 = GreedyTokens(*bf16, golden.greedy_prompt, 16);
+  auto greedy_fp32 = GreedyTokens(*fp32, golden.greedy_prompt, 16);
+  ASSERT_TRUE(greedy_bf16.ok() && greedy_fp32.ok());
+  EXPECT_EQ(*greedy_bf16, *greedy_fp32);
+}
+
 inline std::unique_ptr<Model> BuildOrDie(const Checkpoint& checkpoint) {
   auto model = BuildModel(checkpoint, LoadOptions{});
   EXPECT_TRUE(model.ok()) << model.status();

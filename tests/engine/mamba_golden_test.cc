@@ -14,7 +14,6 @@ namespace hgeval {
 namespace {
 
 using testing::GoldenExpectations;
-using testing::MaxAbsDiff;
 
 constexpr float kLogitTolerance = 1e-4f;
 constexpr double kTailTolerance = 1e-3;
@@ -88,35 +87,7 @@ TEST(MambaGolden, Bf16CheckpointMatchesRoundedFp32AndReference) {
   ASSERT_TRUE(tensors.ok()) << tensors.status();
   auto config = testing::ReadJsonFile(GoldenDir() + "/config.json");
   ASSERT_TRUE(config.ok()) << config.status();
-  auto bf16_dir = testing::WriteCheckpointFolder("mamba-bf16", *config, *tensors, DType::kBF16);
-  ASSERT_TRUE(bf16_dir.ok()) << bf16_dir.status();
-  std::map<std::string, HostTensor> rounded = *tensors;
-  for (auto& [name, tensor] : rounded) {
-    for (float& x : tensor.data) x = testing::RoundToBf16(x);
-  }
-  auto rounded_dir = testing::WriteCheckpointFolder("mamba-rounded", *config, rounded, DType::kF32);
-  ASSERT_TRUE(rounded_dir.ok()) << rounded_dir.status();
-  auto bf16 = Load(*bf16_dir);
-  auto fp32 = Load(*rounded_dir);
-  ASSERT_NE(bf16, nullptr);
-  ASSERT_NE(fp32, nullptr);
-  const GoldenExpectations& golden = Reference();
-  ASSERT_EQ(golden.cases.size(), 5u);
-  for (const auto& c : golden.cases) {
-    auto a = testing::RunCase(*bf16, c.ids);
-    auto b = testing::RunCase(*fp32, c.ids);
-    ASSERT_TRUE(a.ok() && b.ok());
-    EXPECT_EQ(a->logits, b->logits)
-        << "bf16 file vs fp32 file of the same values, T=" << c.ids.size();
-    EXPECT_GT(MaxAbsDiff(a->logits, c.logits), 0.0f) << "the weights were not rounded";
-    EXPECT_LE(MaxAbsDiff(a->logits, c.logits), 1.0f) << "T=" << c.ids.size();
-    EXPECT_NEAR(a->tail_logprob / c.ids.size(), c.tail_logprob / c.ids.size(), 1e-2)
-        << "T=" << c.ids.size();
-  }
-  auto greedy_bf16 = testing::GreedyTokens(*bf16, golden.greedy_prompt, 16);
-  auto greedy_fp32 = testing::GreedyTokens(*fp32, golden.greedy_prompt, 16);
-  ASSERT_TRUE(greedy_bf16.ok() && greedy_fp32.ok());
-  EXPECT_EQ(*greedy_bf16, *greedy_fp32);
+  testing::ExpectBf16FileEqualsRoundedFp32("mamba", *config, *tensors, Reference(), 1.0f, 1e-2);
 }
 
 }  // namespace
