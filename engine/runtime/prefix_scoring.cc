@@ -2,8 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdint>
-#include <cstdlib>
 #include <memory>
 #include <numeric>
 #include <utility>
@@ -191,18 +189,6 @@ size_t StateBytesBound(const Model& model, size_t requested) {
   return obtainable / 10 * 9;
 }
 
-// Leaves one Forward call scores at most.
-constexpr size_t kMaxLeaves = 16384;
-
-// A positive whole number from the environment, else `fallback` (measurement switches).
-size_t EnvSize(const char* name, size_t fallback) {
-  const char* v = std::getenv(name);
-  if (v == nullptr || *v == '\0') return fallback;
-  char* end = nullptr;
-  const unsigned long long n = std::strtoull(v, &end, 10);
-  return end != nullptr && *end == '\0' && n > 0 ? static_cast<size_t>(n) : fallback;
-}
-
 }  // namespace
 
 class PrefixScorer::Impl {
@@ -257,8 +243,6 @@ class PrefixScorer::Impl {
   std::vector<ScoreResult> results_;
   size_t bound_ = 0;
   size_t leaf_bound_ = 0;
-  size_t max_leaves_ = kMaxLeaves;
-  size_t max_fork_copy_bytes_ = SIZE_MAX;
   int64_t batch_tokens_ = 0;
   int64_t done_ = 0;
   int64_t total_ = 0;
@@ -294,8 +278,6 @@ absl::Status PrefixScorer::Impl::Start() {
   }
   results_.assign(n, ScoreResult{});
   total_ = static_cast<int64_t>(n);
-  max_leaves_ = EnvSize("HGEVAL_SCORER_MAX_LEAVES", kMaxLeaves);
-  max_fork_copy_bytes_ = EnvSize("HGEVAL_SCORER_MAX_FORK_COPY_BYTES", SIZE_MAX);
   batch_tokens_ = BatchTokens(model_, options_.max_batch_tokens);
   // With reuse, requests are sorted by tokens (shared prefixes adjacent) and identical
   // ones are scored once (lm-eval's logits cache does the same).
@@ -552,23 +534,20 @@ absl::Status PrefixScorer::Impl::ComputeNodes(const std::vector<int>& level_node
 size_t PrefixScorer::Impl::LeafBatchEnd(size_t first) const {
   // A batch fills one Forward call's tokens while what its leaves hold (a fork of a prefix
   // state reads it, or copies it where the model must; a fresh start holds a state of its
-  // own) fits beside the held prefix states; at most max_leaves_ at once.
+  // own) fits beside the held prefix states; at most kMaxLeaves at once.
+  constexpr size_t kMaxLeaves = 16384;
   size_t end = first;
   int64_t tokens = 0;
-  size_t bytes = 0, copied = 0;
-  while (end < wave_end_ && end - first < max_leaves_) {
+  size_t bytes = 0;
+  while (end < wave_end_ && end - first < kMaxLeaves) {
     const Leaf& leaf = leaves_[end];
     const int64_t t = FedTokens(leaf);
     const bool forks = leaf.node >= 0 || requests_[leaf.request].start != nullptr;
-    const size_t c = forks ? model_.ReadOnlyForkBytes(StartPosition(leaf), t) : 0;
-    const size_t b = forks ? c : model_.StateBytes(t);
-    if (end > first && (tokens + t > batch_tokens_ || bytes + b > leaf_bound_ ||
-                        copied + c > max_fork_copy_bytes_)) {
-      break;
-    }
+    const size_t b =
+        forks ? model_.ReadOnlyForkBytes(StartPosition(leaf), t) : model_.StateBytes(t);
+    if (end > first && (tokens + t > batch_tokens_ || bytes + b > leaf_bound_)) break;
     tokens += t;
     bytes += b;
-    copied += c;
     ++end;
   }
   return end;
