@@ -11,10 +11,17 @@ namespace {
 
 std::atomic<uint64_t> next_cache_id{1};
 
-using Entries = absl::flat_hash_map<std::string, std::vector<int32_t>>;
+struct Entries {
+  absl::flat_hash_map<std::string, std::vector<int32_t>> map;
+  size_t bytes = 0;  // counted as EntryBytes
+};
+
+// An entry's bytes: the word, its ids and the map's and vector's own share.
+size_t EntryBytes(std::string_view word, size_t ids) {
+  return word.size() + ids * sizeof(int32_t) + sizeof(std::string) + 2 * sizeof(void*) + 32;
+}
 
 // One thread's entries of the few caches (tokenizers) it used last, most recent first.
-constexpr size_t kCachesPerThread = 8;
 struct ThreadTable {
   uint64_t cache_id;
   std::unique_ptr<Entries> entries;
@@ -27,7 +34,7 @@ Entries& ThisThreadsEntries(uint64_t cache_id) {
     if (i > 0) std::swap(tables[i], tables[0]);
     return *tables[0].entries;
   }
-  if (tables.size() == kCachesPerThread) tables.pop_back();
+  if (tables.size() == WordCache::kCachesPerThread) tables.pop_back();
   tables.insert(tables.begin(), ThreadTable{cache_id, std::make_unique<Entries>()});
   return *tables[0].entries;
 }
@@ -46,15 +53,20 @@ void WordCache::Lookup(std::string_view word,
   Entries& entries = ThisThreadsEntries(id_);
   // Debian's Abseil has its own absl::string_view (not std::string_view).
   const absl::string_view key(word.data(), word.size());
-  if (const auto it = entries.find(key); it != entries.end()) {
+  if (const auto it = entries.map.find(key); it != entries.map.end()) {
     out->insert(out->end(), it->second.begin(), it->second.end());
     return;
   }
   std::vector<int32_t> ids;
   compute(word, &ids);
   out->insert(out->end(), ids.begin(), ids.end());
-  if (entries.size() >= kMaxEntriesPerThread) entries.clear();
-  entries.emplace(std::string(word), std::move(ids));
+  const size_t bytes = EntryBytes(word, ids.size());
+  if (entries.bytes + bytes > kMaxBytesPerThread) {
+    entries.map.clear();
+    entries.bytes = 0;
+  }
+  entries.bytes += bytes;
+  entries.map.emplace(std::string(word), std::move(ids));
 }
 
 }  // namespace hgeval

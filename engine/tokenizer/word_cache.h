@@ -16,7 +16,10 @@ namespace hgeval {
 class WordCache {
  public:
   static constexpr size_t kMaxWordBytes = 256;  // longer words are not cached
-  static constexpr size_t kMaxEntriesPerThread = 1 << 16;
+  // What one thread keeps for one cache (words, ids and a per-entry overhead), emptied
+  // when full; a thread keeps its tables for the last kCachesPerThread caches it used.
+  static constexpr size_t kMaxBytesPerThread = size_t{4} << 20;
+  static constexpr size_t kCachesPerThread = 4;
 
   WordCache();
   WordCache(const WordCache&) = delete;
