@@ -26,6 +26,7 @@
 #include "bench/cuda/random_checkpoint.h"
 #include "engine/cuda/cuda_model.h"
 #include "engine/cuda/cuda_models.h"
+#include "engine/cuda/decode_attention_plan.h"
 #include "engine/cuda/decode_gemm.h"
 #include "engine/cuda/device.h"
 #include "engine/cuda/flash_kernel_choice.h"
@@ -413,43 +414,63 @@ nlohmann::json Micro(cuda::DeviceContext* ctx) {
     }
   }
   // LLaMA-1.3B decode attention (bf16, 16 heads of 128) for a step of 8 rows: the NIAH
-  // grid's decode shape. Bandwidth counts the K and V rows read once.
-  for (const int64_t keys : {int64_t{4096}, int64_t{16384}}) {
-    const int rows = 8, H = 16, hd = 128;
-    const int64_t width = H * hd, qkv_width = 3 * width;
-    void* qkv = DeviceRandom(rows * qkv_width * 2, 1.0f, true);
-    std::vector<void*> caches(rows);
-    for (auto& c : caches) c = DeviceRandom(2 * keys * width * 2, 1.0f, true);
-    void** dptrs = nullptr;
-    int64_t *dcaps = nullptr, *dpos = nullptr;
-    float* partial = nullptr;
-    void* o = nullptr;
-    cudaMalloc(reinterpret_cast<void**>(&dptrs), rows * sizeof(void*));
-    cudaMalloc(reinterpret_cast<void**>(&dcaps), rows * sizeof(int64_t));
-    cudaMalloc(reinterpret_cast<void**>(&dpos), rows * sizeof(int64_t));
-    cudaMalloc(reinterpret_cast<void**>(&partial),
-               cuda::DecodeAttentionScratchFloats(rows, H, hd) * sizeof(float));
-    cudaMalloc(&o, rows * width * 2);
-    const std::vector<int64_t> caps(rows, keys), positions(rows, keys - 1);
-    (void)cuda::CopyToDevice(dptrs, caches.data(), rows * sizeof(void*));
-    (void)cuda::CopyToDevice(dcaps, caps.data(), rows * sizeof(int64_t));
-    (void)cuda::CopyToDevice(dpos, positions.data(), rows * sizeof(int64_t));
-    const double ms = timer.Ms(
-        [&] {
-          (void)cuda::DecodeAttention(qkv, cuda::Act::kBF16, rows, H, H, hd, dptrs, dcaps, dpos, 0,
-                                      0.088f, partial, o, ctx->stream());
-        },
-        20);
-    const double gbs = rows * 2.0 * keys * width * 2 / (ms * 1e-3) / 1e9;
-    const std::string key = absl::StrCat("decode_attention_8x", keys, "_h16_d128");
-    out[key] = {{"ms", ms}, {"kv_gb_s", gbs}};
-    std::fprintf(stderr, "[micro] %-28s %8.3f ms %7.0f GB/s(KV)\n", key.c_str(), ms, gbs);
-    for (void* c : caches) cudaFree(c);
-    for (void* p : {qkv, static_cast<void*>(dptrs), static_cast<void*>(dcaps),
-                    static_cast<void*>(dpos), static_cast<void*>(partial), o}) {
-      cudaFree(p);
+  // grid's decode shape, with each row's keys its own and with the rows forks of one
+  // cache (every full window read once for the 8; the timing does not look at values).
+  // Bandwidth counts the K and V rows as each row sees them.
+  for (const int64_t keys : {int64_t{4096}, int64_t{16384}})
+    for (const bool forks : {false, true}) {
+      const int rows = 8, H = 16, hd = 128;
+      const int64_t width = H * hd, qkv_width = 3 * width;
+      void* qkv = DeviceRandom(rows * qkv_width * 2, 1.0f, true);
+      std::vector<void*> caches(rows);
+      for (auto& c : caches) c = DeviceRandom(2 * keys * width * 2, 1.0f, true);
+      const cuda::KvLineage root = cuda::KvLineage::Fresh();
+      std::vector<cuda::KvLineage> lineages(rows);
+      std::vector<cuda::DecodeAttentionRow> plan_rows;
+      for (int r = 0; r < rows; ++r) {
+        lineages[r] = forks ? root.ForkAt(keys - 1) : cuda::KvLineage::Fresh();
+        plan_rows.push_back({r, keys, &lineages[r]});
+      }
+      std::vector<cuda::DecodeAttentionItem> items;
+      cuda::PlanDecodeAttention(plan_rows, cuda::kDecodeShareRows, &items);
+      std::vector<uint8_t> plan(cuda::DecodeAttentionPlanBytes(items.size()));
+      cuda::WriteDecodeAttentionPlan(items, plan.data());
+      const int max_windows = static_cast<int>(cuda::DecodeWindows(keys));
+      void** dptrs = nullptr;
+      int64_t *dcaps = nullptr, *dpos = nullptr;
+      float* partial = nullptr;
+      void *o = nullptr, *dplan = nullptr;
+      cudaMalloc(reinterpret_cast<void**>(&dptrs), rows * sizeof(void*));
+      cudaMalloc(reinterpret_cast<void**>(&dcaps), rows * sizeof(int64_t));
+      cudaMalloc(reinterpret_cast<void**>(&dpos), rows * sizeof(int64_t));
+      cudaMalloc(reinterpret_cast<void**>(&partial),
+                 cuda::DecodeAttentionScratchFloats(rows, H, hd, max_windows) * sizeof(float));
+      cudaMalloc(&o, rows * width * 2);
+      cudaMalloc(&dplan, plan.size());
+      const std::vector<int64_t> caps(rows, keys), positions(rows, keys - 1);
+      (void)cuda::CopyToDevice(dptrs, caches.data(), rows * sizeof(void*));
+      (void)cuda::CopyToDevice(dcaps, caps.data(), rows * sizeof(int64_t));
+      (void)cuda::CopyToDevice(dpos, positions.data(), rows * sizeof(int64_t));
+      (void)cuda::CopyToDevice(dplan, plan.data(), plan.size());
+      const double ms = timer.Ms(
+          [&] {
+            (void)cuda::DecodeAttention(qkv, cuda::Act::kBF16, rows, H, H, hd, dptrs, dcaps, dpos,
+                                        0, 0.088f, dplan, rows * max_windows, max_windows, partial,
+                                        o, ctx->stream());
+          },
+          20);
+      const double gbs = rows * 2.0 * keys * width * 2 / (ms * 1e-3) / 1e9;
+      const std::string key =
+          absl::StrCat("decode_attention_8x", keys, "_h16_d128", forks ? "_forks" : "");
+      out[key] = {{"ms", ms}, {"kv_gb_s", gbs}};
+      std::fprintf(stderr, "[micro] %-28s %8.3f ms %7.0f GB/s(KV)\n", key.c_str(), ms, gbs);
+      cudaFree(dplan);
+      for (void* c : caches) cudaFree(c);
+      for (void* p : {qkv, static_cast<void*>(dptrs), static_cast<void*>(dcaps),
+                      static_cast<void*>(dpos), static_cast<void*>(partial), o}) {
+        cudaFree(p);
+      }
     }
-  }
   // LLaMA-1.3B flash prefill attention (bf16, 16 heads of 128): a 16K segment from the
   // start and the last 16K segment of a 64K prefill (keys 0..64K), on each kernel that
   // runs here (the wgmma one on an sm_90a build on compute capability 9.0; the key without

@@ -49,6 +49,7 @@ std::unique_ptr<SequenceState> CudaSequenceState::Clone() const {
 std::unique_ptr<SequenceState> CudaModel::NewState() const {
   DeviceGuard guard(ctx_->device());
   auto st = std::make_unique<CudaSequenceState>(this, ctx_);
+  if (layout_.kv_row_bytes > 0) st->kv_lineage_ = KvLineage::Fresh();
   const int64_t floats = state_floats_per_layer_ * L_;
   if (floats > 0) {
     auto buf = DeviceBuffer::Make(ctx_->pool(), floats * sizeof(float));
@@ -165,6 +166,7 @@ absl::StatusOr<std::unique_ptr<CudaSequenceState>> CudaModel::ForkForItem(
     const CudaSequenceState& start, int64_t tokens, std::vector<KvPrefixCopy>* deferred) const {
   auto copy = std::make_unique<CudaSequenceState>(this, ctx_);
   copy->position_ = start.position_;
+  if (layout_.kv_row_bytes > 0) copy->kv_lineage_ = start.kv_lineage_.ForkAt(start.position_);
   if (start.recurrent_.size() > 0) {
     HG_ASSIGN_OR_RETURN(copy->recurrent_,
                         DeviceBuffer::Make(ctx_->pool(), start.recurrent_.size()));
@@ -749,6 +751,12 @@ absl::Status CudaModel::RunDecodeGroup(absl::Span<const ForwardItem* const> item
           identity_rows_.as<int32_t>(),
           identity_rows_.as<int32_t>()};
   HG_CUDA_RETURN(cudaMemcpyAsync(dio, hio, offsetof(DecodeIo, lp), cudaMemcpyHostToDevice, s));
+  std::vector<DecodeStepRow> step_rows(n);
+  for (int r = 0; r < n; ++r) {
+    const auto* st = static_cast<const CudaSequenceState*>(items[r]->state);
+    step_rows[r] = {st->position_, &st->kv_lineage_};
+  }
+  HG_RETURN_IF_ERROR(mixer_->PrepareDecodeStep(step_rows, s));
 
   const int rows = DecodeStepRows(n);
   cudaGraphExec_t& decode_graph = decode_graphs_[rows / 8 - 1];

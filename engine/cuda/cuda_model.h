@@ -95,6 +95,7 @@ class CudaSequenceState : public SequenceState {
   DeviceBuffer recurrent_;  // fp32, all layers (recurrent families)
   DeviceBuffer kv_;         // LLaMA: [L][2][kv_cap_][Hkv][hd] of the activation dtype
   int64_t kv_cap_ = 0;
+  KvLineage kv_lineage_;  // LLaMA: whose positions kv_ holds (decode steps share reads)
 };
 
 // Device weights of one block around its token mixer.

@@ -116,6 +116,7 @@ absl::StatusOr<std::unique_ptr<CudaModel>> CudaModel::Build(const Checkpoint& ch
   DeviceAllocator alloc(model->ctx_->pool(), act);
   HG_RETURN_IF_ERROR(model->LoadWeights(checkpoint, alloc));
   info.num_parameters = alloc.num_parameters();
+  model->mixer_->set_max_context(info.max_context);
   HG_RETURN_IF_ERROR(model->AllocateScratch(alloc));
   const char* graphs = std::getenv("HGEVAL_CUDA_GRAPHS");
   model->graphs_enabled_ = graphs == nullptr || std::string(graphs) != "0";

@@ -263,16 +263,24 @@ cudaError_t FlashPrefillAttentionPacked(const void* qkv, const PackView& pack, i
 
 // Decode attention: one query row per sequence (row r = sequence r) at positions[r],
 // attending to cache positions [0, positions[r]]. q from qkv; o [rows, H*hd] of `act`.
-// Keys are split in kDecodeSplits fixed shares (parallelism at batch 1); `partial` is
-// scratch of DecodeAttentionScratchFloats(rows, heads, head_dim) floats.
-constexpr int kDecodeSplits = 8;
-inline int64_t DecodeAttentionScratchFloats(int64_t rows, int64_t heads, int64_t head_dim) {
-  return rows * heads * kDecodeSplits * (head_dim + 2);
+// Pass 1 runs the items of `plan` (device: a DecodeAttentionPlanHeader, then its items;
+// decode_attention_plan.h), at most `max_items` of them, each a key window of one row or
+// of rows whose caches hold its keys the same; pass 2 merges each row's windows in order.
+// `partial` is scratch of DecodeAttentionScratchFloats(rows, heads, head_dim,
+// max_windows) floats, max_windows ≥ DecodeWindows(positions[r] + 1) for every row.
+inline int64_t DecodeAttentionScratchFloats(int64_t rows, int64_t heads, int64_t head_dim,
+                                            int64_t max_windows) {
+  return rows * heads * max_windows * (head_dim + 2);
 }
+// Rows a plan's items may share for this shape (PlanDecodeAttention's max_share): bf16 at
+// head dims 32, 64 and 128 runs on tensor cores (16 rows), other vectorisable shapes on
+// CUDA cores (8), the generic kernel a row at a time (1).
+int DecodeAttentionShareRows(Act act, int head_dim);
 cudaError_t DecodeAttention(const void* qkv, Act act, int rows, int heads, int kv_heads,
                             int head_dim, void* const* cache_ptrs, const int64_t* caps,
-                            const int64_t* positions, int layer, float scale, float* partial,
-                            void* o, cudaStream_t stream);
+                            const int64_t* positions, int layer, float scale, const void* plan,
+                            int max_items, int max_windows, float* partial, void* o,
+                            cudaStream_t stream);
 
 // ---- kernels_rope_kv.cu --------------------------------------------------------------
 

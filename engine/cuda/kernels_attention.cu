@@ -1,6 +1,9 @@
 // LLaMA attention pieces: RoPE, KV-cache writes, the causal softmax of the GEMM-based
 // prefill, the KV-cache decode kernel, the mma.sync flash prefill kernel, and the choice
 // between it and kernels_attention_wgmma.cu's.
+#include <algorithm>
+
+#include "engine/cuda/decode_attention_plan.h"
 #include "engine/cuda/flash_common.cuh"
 #include "engine/cuda/flash_kernel_choice.h"
 #include "engine/cuda/kernel_util.cuh"
@@ -71,24 +74,32 @@ __global__ void CausalSoftmaxKernel(const float* scores, int tq, int tk, int64_t
 }
 
 constexpr int kAttnWarps = 4;
+// Rows of a shared item in the CUDA-core decode kernel (registers bound it).
+constexpr int kDecodeVecShareRows = 8;
 constexpr int kMaxHeadDim = 256;
 constexpr int kDimPerLane = kMaxHeadDim / 32;
 
-// Keys [begin, end) of split z for a query at `position`: kDecodeSplits fixed shares of
-// the row's keys, so a row's arithmetic never depends on its batch.
+// The keys [begin, end) of an item's window: the whole window for rows that share it
+// (full windows only), else up to the row's own last key.
 struct KeyRange {
   int64_t begin, end;
 };
-__device__ __forceinline__ KeyRange DecodeSplitKeys(int64_t position, int z) {
-  const int64_t nkeys = position + 1;
-  const int64_t share = (nkeys + kDecodeSplits - 1) / kDecodeSplits;
-  const int64_t begin = z * share;
-  return {begin, begin + share < nkeys ? begin + share : nkeys};
+__device__ __forceinline__ KeyRange WindowKeys(const DecodeAttentionItem& item,
+                                               const int64_t* positions) {
+  const int64_t begin = static_cast<int64_t>(item.window) * kDecodeWindowKeys;
+  const int64_t nkeys = positions[item.rows[0]] + 1;
+  return {begin, begin + kDecodeWindowKeys < nkeys ? begin + kDecodeWindowKeys : nkeys};
 }
 
-// The end of a decode split: merges the block's `groups` partial softmax states (running
+// Where window `window` of (row, head h) keeps its (max, sum, output) in `part`.
+__device__ __forceinline__ int64_t WindowOffset(int row, int heads, int h, int max_windows,
+                                                int window, int head_dim) {
+  return ((static_cast<int64_t>(row) * heads + h) * max_windows + window) * (head_dim + 2);
+}
+
+// The end of a decode window: merges the block's `groups` partial softmax states (running
 // max m[g], sum l[g], unnormalised output acc[g * acc_stride + d], in shared memory and
-// complete) in group order and writes the split's (max, sum, output) to `out`.
+// complete) in group order and writes the window's (max, sum, output) to `out`.
 __device__ void WriteDecodeSplit(const float* m, const float* l, const float* acc, int acc_stride,
                                  int groups, int head_dim, float* out) {
   float mx = m[0];
@@ -97,7 +108,7 @@ __device__ void WriteDecodeSplit(const float* m, const float* l, const float* ac
   if (threadIdx.x == 0) {
     float den = 0.0f;
     if (!empty) {
-      for (int g = 0; g < groups; ++g) den += l[g] * __expf(m[g] - mx);
+      for (int g = 0; g < groups; ++g) den = fmaf(l[g], __expf(m[g] - mx), den);
     }
     out[0] = mx;
     out[1] = den;
@@ -105,76 +116,81 @@ __device__ void WriteDecodeSplit(const float* m, const float* l, const float* ac
   for (int d = threadIdx.x; d < head_dim; d += blockDim.x) {
     float num = 0.0f;
     if (!empty) {
-      for (int g = 0; g < groups; ++g) num += acc[g * acc_stride + d] * __expf(m[g] - mx);
+      for (int g = 0; g < groups; ++g) num = fmaf(acc[g * acc_stride + d], __expf(m[g] - mx), num);
     }
     out[2 + d] = num;
   }
 }
 
-// Split-key decode attention, pass 1. Grid (rows, H, kDecodeSplits), kAttnWarps warps.
-// Split z takes a fixed share of the row's keys; warp w takes keys w, w + kAttnWarps, ...
-// of the share; lanes split the head dimension. Writes the split's (max, sum, unnormalised
-// output) to `part` ([rows][H][splits][hd + 2]). The split count is fixed, so a row's
-// arithmetic never depends on the batch.
+// Decode attention, pass 1, any head dim: one row per item (plans of max_share 1). Grid
+// (blocks, H), kAttnWarps warps; a block takes items blockIdx.x, + gridDim.x, ... Warp w
+// takes keys w, w + kAttnWarps, ... of the window; lanes split the head dimension.
 template <typename T>
 __global__ void __launch_bounds__(kAttnWarps * 32)
     DecodeAttentionKernel(const T* qkv, int heads, int kv_heads, int head_dim,
                           void* const* cache_ptrs, const int64_t* caps, const int64_t* positions,
-                          int layer, float scale, float* part) {
+                          int layer, float scale, const DecodeAttentionPlanHeader* plan,
+                          int max_windows, float* part) {
   __shared__ float sm[kAttnWarps], sl[kAttnWarps];
   __shared__ float sacc[kAttnWarps][kMaxHeadDim];
-  const int r = blockIdx.x, h = blockIdx.y, z = blockIdx.z;
-  const T* cache = static_cast<const T*>(cache_ptrs[r]);
-  if (cache == nullptr) return;
+  const DecodeAttentionItem* items = reinterpret_cast<const DecodeAttentionItem*>(plan + 1);
+  const int h = blockIdx.y;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int64_t cap = caps[r];
-  const auto [js, je] = DecodeSplitKeys(positions[r], z);
   const int hk = h / (heads / kv_heads);
   const int width = kv_heads * head_dim;
-  const T* kbase = cache + static_cast<int64_t>(layer) * 2 * cap * width + hk * head_dim;
-  const T* vbase = cache + (static_cast<int64_t>(layer) * 2 + 1) * cap * width + hk * head_dim;
-  const T* qrow = qkv + static_cast<int64_t>(r) * (heads + 2 * kv_heads) * head_dim + h * head_dim;
-  float qv[kDimPerLane], acc[kDimPerLane];
-#pragma unroll
-  for (int u = 0; u < kDimPerLane; ++u) {
-    const int d = lane + 32 * u;
-    qv[u] = d < head_dim ? ToF(qrow[d]) * scale : 0.0f;
-    acc[u] = 0.0f;
-  }
-  float m = -INFINITY, l = 0.0f;
-  for (int64_t j = js + warp; j < je; j += kAttnWarps) {
-    const T* kr = kbase + j * width;
-    const T* vr = vbase + j * width;
-    float dot = 0.0f;
-    float vv[kDimPerLane];
+  const int num_items = plan->items;
+  for (int it = blockIdx.x; it < num_items; it += gridDim.x) {
+    const DecodeAttentionItem item = items[it];
+    const int r = item.rows[0];
+    const T* cache = static_cast<const T*>(cache_ptrs[r]);
+    const int64_t cap = caps[r];
+    const auto [js, je] = WindowKeys(item, positions);
+    const T* kbase = cache + static_cast<int64_t>(layer) * 2 * cap * width + hk * head_dim;
+    const T* vbase = cache + (static_cast<int64_t>(layer) * 2 + 1) * cap * width + hk * head_dim;
+    const T* qrow =
+        qkv + static_cast<int64_t>(r) * (heads + 2 * kv_heads) * head_dim + h * head_dim;
+    float qv[kDimPerLane], acc[kDimPerLane];
 #pragma unroll
     for (int u = 0; u < kDimPerLane; ++u) {
       const int d = lane + 32 * u;
-      vv[u] = d < head_dim ? ToF(vr[d]) : 0.0f;
-      if (d < head_dim) dot = fmaf(qv[u], ToF(kr[d]), dot);
+      qv[u] = d < head_dim ? __fmul_rn(ToF(qrow[d]), scale) : 0.0f;
+      acc[u] = 0.0f;
     }
-    dot = WarpSum(dot);
-    const float new_m = fmaxf(m, dot);
-    const float corr = __expf(m - new_m);
-    const float p = __expf(dot - new_m);
-    l = fmaf(l, corr, p);
+    float m = -INFINITY, l = 0.0f;
+    for (int64_t j = js + warp; j < je; j += kAttnWarps) {
+      const T* kr = kbase + j * width;
+      const T* vr = vbase + j * width;
+      float dot = 0.0f;
+      float vv[kDimPerLane];
 #pragma unroll
-    for (int u = 0; u < kDimPerLane; ++u) acc[u] = fmaf(acc[u], corr, p * vv[u]);
-    m = new_m;
-  }
-  if (lane == 0) {
-    sm[warp] = m;
-    sl[warp] = l;
-  }
+      for (int u = 0; u < kDimPerLane; ++u) {
+        const int d = lane + 32 * u;
+        vv[u] = d < head_dim ? ToF(vr[d]) : 0.0f;
+        if (d < head_dim) dot = fmaf(qv[u], ToF(kr[d]), dot);
+      }
+      dot = WarpSum(dot);
+      const float new_m = fmaxf(m, dot);
+      const float corr = __expf(m - new_m);
+      const float p = __expf(dot - new_m);
+      l = fmaf(l, corr, p);
 #pragma unroll
-  for (int u = 0; u < kDimPerLane; ++u) {
-    const int d = lane + 32 * u;
-    if (d < head_dim) sacc[warp][d] = acc[u];
+      for (int u = 0; u < kDimPerLane; ++u) acc[u] = fmaf(acc[u], corr, __fmul_rn(p, vv[u]));
+      m = new_m;
+    }
+    if (lane == 0) {
+      sm[warp] = m;
+      sl[warp] = l;
+    }
+#pragma unroll
+    for (int u = 0; u < kDimPerLane; ++u) {
+      const int d = lane + 32 * u;
+      if (d < head_dim) sacc[warp][d] = acc[u];
+    }
+    __syncthreads();
+    WriteDecodeSplit(sm, sl, &sacc[0][0], kMaxHeadDim, kAttnWarps, head_dim,
+                     part + WindowOffset(r, heads, h, max_windows, item.window, head_dim));
+    __syncthreads();  // the next item reuses the shared arrays
   }
-  __syncthreads();
-  WriteDecodeSplit(
-      sm, sl, &sacc[0][0], kMaxHeadDim, kAttnWarps, head_dim,
-      part + ((static_cast<int64_t>(r) * heads + h) * kDecodeSplits + z) * (head_dim + 2));
 }
 
 // Eight bf16 or four fp32 values, one 16-byte load.
@@ -202,18 +218,20 @@ struct Vec16 {
   }
 };
 
-// Split-key decode attention, pass 1, for head dims of kLanesPerKey 16-byte vectors
-// (kLanesPerKey a power of two up to 32: bf16 head dims 16..256, fp32 8..128). The
-// generic kernel above keeps one key per warp in flight and waits on each load; here a
-// key takes kLanesPerKey lanes, a warp reads 32 / kLanesPerKey neighbouring keys at
-// once and each lane has kUnroll keys' K and V rows in flight, so the loop runs at
-// memory bandwidth. Grid, split shares and the `part` layout are the generic kernel's;
-// which keys a lane takes depends only on the row's key count, never on the batch.
-template <typename T, int kLanesPerKey>
+// Decode attention, pass 1, for head dims of kLanesPerKey 16-byte vectors (kLanesPerKey a
+// power of two up to 32: bf16 head dims 16..256, fp32 8..128). Grid (blocks, H),
+// kAttnWarps warps; a block takes items blockIdx.x, + gridDim.x, ... A key takes
+// kLanesPerKey lanes, a warp reads 32 / kLanesPerKey neighbouring keys at once and each
+// lane has kUnroll keys' K and V rows in flight, so the loop runs at memory bandwidth.
+// The keys an item loads serve each of its up to kRows rows in turn. kRows = 1 runs the
+// plan's one-row items, kRows = kDecodeVecShareRows (a kernel of more registers, fewer
+// blocks an SM) its shared ones; every op is rounded as written (no contraction left to the
+// compiler), so a row's bits are the same from either kernel, alone or with sharers.
+template <typename T, int kLanesPerKey, int kRows>
 __global__ void __launch_bounds__(kAttnWarps * 32)
     DecodeAttentionVecKernel(const T* qkv, int heads, int kv_heads, void* const* cache_ptrs,
                              const int64_t* caps, const int64_t* positions, int layer, float scale,
-                             float* part) {
+                             const DecodeAttentionPlanHeader* plan, int max_windows, float* part) {
   using V = Vec16<T>;
   constexpr int kVec = V::kSize;
   constexpr int kHeadDim = kLanesPerKey * kVec;
@@ -222,118 +240,144 @@ __global__ void __launch_bounds__(kAttnWarps * 32)
   constexpr int kUnroll = 4;
   __shared__ float sm[kGroups], sl[kGroups];
   __shared__ float sacc[kGroups][kHeadDim];
-  const int r = blockIdx.x, h = blockIdx.y, z = blockIdx.z;
-  const T* cache = static_cast<const T*>(cache_ptrs[r]);
-  if (cache == nullptr) return;
+  const DecodeAttentionItem* items = reinterpret_cast<const DecodeAttentionItem*>(plan + 1);
+  const int h = blockIdx.y;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int slice = lane % kLanesPerKey;  // which kVec values of the head this lane holds
   const int group = warp * kKeysPerWarp + lane / kLanesPerKey;
-  const int64_t cap = caps[r];
-  const auto [js, je] = DecodeSplitKeys(positions[r], z);
   const int hk = h / (heads / kv_heads);
   const int width = kv_heads * kHeadDim;
-  const T* kbase =
-      cache + static_cast<int64_t>(layer) * 2 * cap * width + hk * kHeadDim + slice * kVec;
-  const T* vbase =
-      cache + (static_cast<int64_t>(layer) * 2 + 1) * cap * width + hk * kHeadDim + slice * kVec;
-  float qv[kVec], acc[kVec];
-  {
-    V q;
-    q.Load(qkv + static_cast<int64_t>(r) * (heads + 2 * kv_heads) * kHeadDim + h * kHeadDim +
-           slice * kVec);
-    q.ToFloats(qv);
+  const int64_t qkv_stride = static_cast<int64_t>(heads + 2 * kv_heads) * kHeadDim;
+  const int first = kRows > 1 ? 0 : plan->shared_items;
+  const int end = kRows > 1 ? plan->shared_items : plan->items;
+  for (int it = first + blockIdx.x; it < end; it += gridDim.x) {
+    const DecodeAttentionItem item = items[it];
+    const int n = item.count;
+    const int r0 = item.rows[0];
+    const T* cache = static_cast<const T*>(cache_ptrs[r0]);
+    const int64_t cap = caps[r0];
+    const auto [js, je] = WindowKeys(item, positions);
+    const T* kbase =
+        cache + static_cast<int64_t>(layer) * 2 * cap * width + hk * kHeadDim + slice * kVec;
+    const T* vbase =
+        cache + (static_cast<int64_t>(layer) * 2 + 1) * cap * width + hk * kHeadDim + slice * kVec;
+    float qv[kRows][kVec], acc[kRows][kVec], m[kRows], l[kRows];
 #pragma unroll
-    for (int i = 0; i < kVec; ++i) {
-      qv[i] *= scale;
-      acc[i] = 0.0f;
-    }
-  }
-  float m = -INFINITY, l = 0.0f;
-  // The loop bound is the block's, so every lane of a warp shuffles together.
-  for (int64_t base = js; base < je; base += kGroups * kUnroll) {
-    V kv[kUnroll], vv[kUnroll];
-    bool valid[kUnroll];
+    for (int g = 0; g < kRows; ++g) {
+      m[g] = -INFINITY;
+      l[g] = 0.0f;
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      const int64_t j = base + u * kGroups + group;
-      valid[u] = j < je;
-      if (valid[u]) {
-        kv[u].Load(kbase + j * width);
-        vv[u].Load(vbase + j * width);
-      } else {
-        kv[u].Zero();
-        vv[u].Zero();
+      for (int i = 0; i < kVec; ++i) {
+        qv[g][i] = 0.0f;
+        acc[g][i] = 0.0f;
+      }
+      if (g < n) {
+        V q;
+        q.Load(qkv + item.rows[g] * qkv_stride + h * kHeadDim + slice * kVec);
+        q.ToFloats(qv[g]);
+#pragma unroll
+        for (int i = 0; i < kVec; ++i) qv[g][i] = __fmul_rn(qv[g][i], scale);
       }
     }
-    float s[kUnroll];
+    // The loop bound is the block's, so every lane of a warp shuffles together.
+    for (int64_t base = js; base < je; base += kGroups * kUnroll) {
+      V kv[kUnroll], vv[kUnroll];
+      bool valid[kUnroll];
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      float k[kVec];
-      kv[u].ToFloats(k);
-      float dot = 0.0f;
+      for (int u = 0; u < kUnroll; ++u) {
+        const int64_t j = base + u * kGroups + group;
+        valid[u] = j < je;
+        if (valid[u]) {
+          kv[u].Load(kbase + j * width);
+          vv[u].Load(vbase + j * width);
+        } else {
+          kv[u].Zero();
+          vv[u].Zero();
+        }
+      }
 #pragma unroll
-      for (int i = 0; i < kVec; ++i) dot = fmaf(qv[i], k[i], dot);
-      s[u] = dot;
+      for (int g = 0; g < kRows; ++g) {
+        if (g >= n) break;
+        float s[kUnroll];
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) {
+          float k[kVec];
+          kv[u].ToFloats(k);
+          float dot = 0.0f;
+#pragma unroll
+          for (int i = 0; i < kVec; ++i) dot = fmaf(qv[g][i], k[i], dot);
+          s[u] = dot;
+        }
+#pragma unroll
+        for (int off = kLanesPerKey / 2; off > 0; off >>= 1) {
+#pragma unroll
+          for (int u = 0; u < kUnroll; ++u) {
+            s[u] = __fadd_rn(s[u], __shfl_xor_sync(0xffffffffu, s[u], off));
+          }
+        }
+        float new_m = m[g];
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) {
+          if (valid[u]) new_m = fmaxf(new_m, s[u]);
+        }
+        if (new_m == -INFINITY) continue;  // none of this lane's keys yet
+        const float corr = __expf(m[g] - new_m);
+        l[g] = __fmul_rn(l[g], corr);
+#pragma unroll
+        for (int i = 0; i < kVec; ++i) acc[g][i] = __fmul_rn(acc[g][i], corr);
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) {
+          if (!valid[u]) continue;
+          const float p = __expf(s[u] - new_m);
+          l[g] = __fadd_rn(l[g], p);
+          float v[kVec];
+          vv[u].ToFloats(v);
+#pragma unroll
+          for (int i = 0; i < kVec; ++i) acc[g][i] = fmaf(p, v[i], acc[g][i]);
+        }
+        m[g] = new_m;
+      }
     }
 #pragma unroll
-    for (int off = kLanesPerKey / 2; off > 0; off >>= 1) {
+    for (int g = 0; g < kRows; ++g) {
+      if (g >= n) break;
+      if (slice == 0) {
+        sm[group] = m[g];
+        sl[group] = l[g];
+      }
 #pragma unroll
-      for (int u = 0; u < kUnroll; ++u) s[u] += __shfl_xor_sync(0xffffffffu, s[u], off);
+      for (int i = 0; i < kVec; ++i) sacc[group][slice * kVec + i] = acc[g][i];
+      __syncthreads();
+      WriteDecodeSplit(
+          sm, sl, &sacc[0][0], kHeadDim, kGroups, kHeadDim,
+          part + WindowOffset(item.rows[g], heads, h, max_windows, item.window, kHeadDim));
+      __syncthreads();  // the next row (or item) reuses the shared arrays
     }
-    float new_m = m;
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      if (valid[u]) new_m = fmaxf(new_m, s[u]);
-    }
-    if (new_m == -INFINITY) continue;  // none of this lane's keys yet
-    const float corr = __expf(m - new_m);
-    l *= corr;
-#pragma unroll
-    for (int i = 0; i < kVec; ++i) acc[i] *= corr;
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      if (!valid[u]) continue;
-      const float p = __expf(s[u] - new_m);
-      l += p;
-      float v[kVec];
-      vv[u].ToFloats(v);
-#pragma unroll
-      for (int i = 0; i < kVec; ++i) acc[i] = fmaf(p, v[i], acc[i]);
-    }
-    m = new_m;
   }
-  if (slice == 0) {
-    sm[group] = m;
-    sl[group] = l;
-  }
-#pragma unroll
-  for (int i = 0; i < kVec; ++i) sacc[group][slice * kVec + i] = acc[i];
-  __syncthreads();
-  WriteDecodeSplit(
-      sm, sl, &sacc[0][0], kHeadDim, kGroups, kHeadDim,
-      part + ((static_cast<int64_t>(r) * heads + h) * kDecodeSplits + z) * (kHeadDim + 2));
 }
 
-// Pass 2: merge the splits in a fixed order. Grid (rows, H).
+// Pass 2: merge a row's windows in window order. Grid (rows, H).
 template <typename T>
 __global__ void DecodeCombineKernel(int heads, int head_dim, void* const* cache_ptrs,
-                                    const float* part, T* o) {
+                                    const int64_t* positions, int max_windows, const float* part,
+                                    T* o) {
   const int r = blockIdx.x, h = blockIdx.y;
   if (cache_ptrs[r] == nullptr) return;
-  const float* in = part + (static_cast<int64_t>(r) * heads + h) * kDecodeSplits * (head_dim + 2);
+  const int windows = static_cast<int>(DecodeWindows(positions[r] + 1));
+  const float* in = part + WindowOffset(r, heads, h, max_windows, 0, head_dim);
   float mx = -INFINITY;
-  for (int z = 0; z < kDecodeSplits; ++z) mx = fmaxf(mx, in[z * (head_dim + 2)]);
+  for (int z = 0; z < windows; ++z) mx = fmaxf(mx, in[z * (head_dim + 2)]);
   float den = 0.0f;
-  for (int z = 0; z < kDecodeSplits; ++z) {
+  for (int z = 0; z < windows; ++z) {
     const float mz = in[z * (head_dim + 2)];
-    if (mz != -INFINITY) den += in[z * (head_dim + 2) + 1] * __expf(mz - mx);
+    if (mz != -INFINITY) den = fmaf(in[z * (head_dim + 2) + 1], __expf(mz - mx), den);
   }
   T* orow = o + static_cast<int64_t>(r) * heads * head_dim + h * head_dim;
   for (int d = threadIdx.x; d < head_dim; d += blockDim.x) {
     float num = 0.0f;
-    for (int z = 0; z < kDecodeSplits; ++z) {
+    for (int z = 0; z < windows; ++z) {
       const float mz = in[z * (head_dim + 2)];
-      if (mz != -INFINITY) num += in[z * (head_dim + 2) + 2 + d] * __expf(mz - mx);
+      if (mz != -INFINITY) num = fmaf(in[z * (head_dim + 2) + 2 + d], __expf(mz - mx), num);
     }
     orow[d] = FromF<T>(num / den);
   }
@@ -365,6 +409,213 @@ __device__ __forceinline__ void LdMatrixX4Trans(uint32_t* r, const void* smem) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                : "r"(a));
+}
+
+// Decode attention, pass 1, on tensor cores (bf16, head dim HD of 32, 64 or 128): an
+// item's rows (up to 16, one m16 tile; the others zero) against its window's keys. Grid
+// (blocks, H), kAttnWarps warps; a block takes items blockIdx.x, + gridDim.x, ...; warp w
+// takes the window's keys [64 w, 64 w + 64) in four 16-key steps that stream through its
+// own two shared-memory stages (cp.async), S = Q Kᵀ and O += P V on mma.sync (P in bf16,
+// as the flash prefill), the online softmax per row in fp32; the four warps' states merge
+// in warp order. A row's values never meet another row's (an mma row is its A row's alone,
+// the softmax reduces within a row), so a row's bits do not depend on its item's others.
+constexpr int kMmaDecodeSubKeys = 16;
+template <int HD>
+constexpr int MmaDecodeSmemBytes() {
+  constexpr int kS = HD + 8;
+  constexpr int kLoad = (16 * kS + kAttnWarps * 2 * 2 * kMmaDecodeSubKeys * kS) * 2;
+  constexpr int kMerge = (kAttnWarps * 16 * HD + 2 * kAttnWarps * 16) * 4;
+  return kLoad > kMerge ? kLoad : kMerge;
+}
+
+template <int HD>
+__global__ void __launch_bounds__(kAttnWarps * 32)
+    DecodeAttentionMmaKernel(const bf16* qkv, int heads, int kv_heads, void* const* cache_ptrs,
+                             const int64_t* caps, const int64_t* positions, int layer, float scale,
+                             const DecodeAttentionPlanHeader* plan, int max_windows, float* part) {
+  constexpr int kS = HD + 8;  // padded rows: the 8 rows an ldmatrix reads hit distinct banks
+  constexpr int kSub = kMmaDecodeSubKeys;
+  constexpr int kWarpKeys = kDecodeWindowKeys / kAttnWarps;
+  constexpr int kSubs = kWarpKeys / kSub;
+  constexpr int kStage = 2 * kSub * kS;   // K then V of one step
+  constexpr int kChunks = kSub * HD / 8;  // 16-byte pieces of K (or V) in one step
+  static_assert(kChunks % 32 == 0, "a step's pieces split evenly over a warp");
+  extern __shared__ __align__(16) unsigned char decode_smem[];
+  bf16* sq = reinterpret_cast<bf16*>(decode_smem);
+  const DecodeAttentionItem* items = reinterpret_cast<const DecodeAttentionItem*>(plan + 1);
+  const int h = blockIdx.y, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int g = lane >> 2, tq = lane & 3;
+  bf16* wkv = sq + 16 * kS + warp * 2 * kStage;
+  const int hk = h / (heads / kv_heads);
+  const int64_t kvw = static_cast<int64_t>(kv_heads) * HD;
+  const int64_t qstride = static_cast<int64_t>(heads + 2 * kv_heads) * HD;
+  const int num_items = plan->items;
+  for (int it = blockIdx.x; it < num_items; it += gridDim.x) {
+    const DecodeAttentionItem item = items[it];
+    const int n = item.count;
+    const bf16* cache = static_cast<const bf16*>(cache_ptrs[item.rows[0]]);
+    const int64_t cap = caps[item.rows[0]];
+    const auto [js, je] = WindowKeys(item, positions);
+    const bf16* kp = cache + static_cast<int64_t>(layer) * 2 * cap * kvw + hk * HD;
+    const bf16* vp = kp + cap * kvw;
+    const int64_t wk0 = js + warp * kWarpKeys;
+    __syncthreads();  // the previous item's merge is done with the shared memory
+    for (int idx = tid; idx < 16 * HD / 8; idx += kAttnWarps * 32) {
+      const int r = idx / (HD / 8), c8 = (idx % (HD / 8)) * 8;
+      const bool valid = r < n;
+      CpAsync16(sq + r * kS + c8, qkv + (valid ? item.rows[r] * qstride + h * HD + c8 : 0), valid);
+    }
+    auto load_step = [&](int t) {
+      bf16* dst = wkv + (t & 1) * kStage;
+#pragma unroll
+      for (int i = 0; i < kChunks / 32; ++i) {
+        const int idx = lane + 32 * i;
+        const int kr = idx / (HD / 8), c8 = (idx % (HD / 8)) * 8;
+        const int64_t key = wk0 + t * kSub + kr;
+        const bool valid = key < je;
+        const int64_t off = (valid ? key * kvw : 0) + c8;
+        CpAsync16(dst + kr * kS + c8, kp + off, valid);
+        CpAsync16(dst + (kSub + kr) * kS + c8, vp + off, valid);
+      }
+    };
+    load_step(0);
+    CpAsyncCommit();
+    float o[HD / 8][4];
+#pragma unroll
+    for (int nt = 0; nt < HD / 8; ++nt) {
+#pragma unroll
+      for (int x = 0; x < 4; ++x) o[nt][x] = 0.0f;
+    }
+    float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
+    uint32_t qa[HD / 16][4];
+#pragma unroll
+    for (int t = 0; t < kSubs; ++t) {
+      if (t + 1 < kSubs) {
+        load_step(t + 1);
+        CpAsyncCommit();
+        CpAsyncWait<1>();
+      } else {
+        CpAsyncWait<0>();
+      }
+      if (t == 0) {
+        __syncthreads();  // Q (every thread's pieces) and step 0 are in shared memory
+#pragma unroll
+        for (int ks = 0; ks < HD / 16; ++ks) {
+          LdMatrixX4(qa[ks], sq + (lane & 15) * kS + ks * 16 + (lane >> 4) * 8);
+        }
+      } else {
+        __syncwarp();  // step t (the warp's own pieces) is in shared memory
+      }
+      const bf16* tk = wkv + (t & 1) * kStage;
+      const bf16* tv = tk + kSub * kS;
+      // S = Q Kᵀ: 16 rows x 16 keys (two 8-key blocks per ldmatrix).
+      float sc[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
+#pragma unroll
+      for (int ks = 0; ks < HD / 16; ++ks) {
+        uint32_t kb[4];
+        LdMatrixX4(kb, tk + ((lane >> 4) * 8 + (lane & 7)) * kS + ks * 16 + ((lane >> 3) & 1) * 8);
+        Mma16816(sc[0], qa[ks], kb[0], kb[1]);
+        Mma16816(sc[1], qa[ks], kb[2], kb[3]);
+      }
+      // Scale, mask the keys past the window, online softmax for rows g and g + 8.
+      float tmax[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+      for (int nt = 0; nt < 2; ++nt) {
+#pragma unroll
+        for (int x = 0; x < 4; ++x) {
+          const int64_t key = wk0 + t * kSub + nt * 8 + 2 * tq + (x & 1);
+          const float v = key < je ? sc[nt][x] * scale : -INFINITY;
+          sc[nt][x] = v;
+          tmax[x >> 1] = fmaxf(tmax[x >> 1], v);
+        }
+      }
+      float corr[2], safe[2], rsum[2] = {0.0f, 0.0f};
+#pragma unroll
+      for (int rr = 0; rr < 2; ++rr) {
+        tmax[rr] = fmaxf(tmax[rr], __shfl_xor_sync(0xffffffffu, tmax[rr], 1));
+        tmax[rr] = fmaxf(tmax[rr], __shfl_xor_sync(0xffffffffu, tmax[rr], 2));
+        const float new_m = fmaxf(m[rr], tmax[rr]);
+        safe[rr] = new_m == -INFINITY ? 0.0f : new_m;
+        corr[rr] = __expf(m[rr] - safe[rr]);
+        m[rr] = new_m;
+      }
+      float p[2][4];
+#pragma unroll
+      for (int nt = 0; nt < 2; ++nt) {
+#pragma unroll
+        for (int x = 0; x < 4; ++x) {
+          p[nt][x] = __expf(sc[nt][x] - safe[x >> 1]);
+          rsum[x >> 1] += p[nt][x];
+        }
+      }
+#pragma unroll
+      for (int rr = 0; rr < 2; ++rr) {
+        rsum[rr] += __shfl_xor_sync(0xffffffffu, rsum[rr], 1);
+        rsum[rr] += __shfl_xor_sync(0xffffffffu, rsum[rr], 2);
+        l[rr] = l[rr] * corr[rr] + rsum[rr];
+      }
+      // P as the A fragment of one 16-key step; O += P V (V^T fragments of two 8-dim tiles
+      // per ldmatrix.trans).
+      const uint32_t pa[4] = {Pack2(p[0][0], p[0][1]), Pack2(p[0][2], p[0][3]),
+                              Pack2(p[1][0], p[1][1]), Pack2(p[1][2], p[1][3])};
+#pragma unroll
+      for (int nt = 0; nt < HD / 8; ++nt) {
+        o[nt][0] *= corr[0];
+        o[nt][1] *= corr[0];
+        o[nt][2] *= corr[1];
+        o[nt][3] *= corr[1];
+      }
+#pragma unroll
+      for (int nt = 0; nt < HD / 8; nt += 2) {
+        uint32_t vb[4];
+        LdMatrixX4Trans(vb,
+                        tv + (((lane >> 3) & 1) * 8 + (lane & 7)) * kS + nt * 8 + (lane >> 4) * 8);
+        Mma16816(o[nt], pa, vb[0], vb[1]);
+        Mma16816(o[nt + 1], pa, vb[2], vb[3]);
+      }
+      __syncwarp();  // the stage is read before the next load overwrites it
+    }
+    // The four warps' (max, sum, output) per row through shared memory, merged in warp order.
+    __syncthreads();                                    // every warp is done with Q and its stages
+    float* so = reinterpret_cast<float*>(decode_smem);  // [warp][16][HD]
+    float* sm = so + kAttnWarps * 16 * HD;              // [warp][16]
+    float* sl = sm + kAttnWarps * 16;
+#pragma unroll
+    for (int nt = 0; nt < HD / 8; ++nt) {
+#pragma unroll
+      for (int x = 0; x < 4; ++x) {
+        so[(warp * 16 + g + 8 * (x >> 1)) * HD + nt * 8 + 2 * tq + (x & 1)] = o[nt][x];
+      }
+    }
+    if (tq == 0) {
+      sm[warp * 16 + g] = m[0];
+      sm[warp * 16 + g + 8] = m[1];
+      sl[warp * 16 + g] = l[0];
+      sl[warp * 16 + g + 8] = l[1];
+    }
+    __syncthreads();
+    for (int idx = tid; idx < n * HD; idx += kAttnWarps * 32) {
+      const int r = idx / HD, d = idx % HD;
+      float mx = sm[r];
+#pragma unroll
+      for (int w = 1; w < kAttnWarps; ++w) mx = fmaxf(mx, sm[w * 16 + r]);
+      float num = 0.0f, den = 0.0f;
+#pragma unroll
+      for (int w = 0; w < kAttnWarps; ++w) {
+        const float mw = sm[w * 16 + r];
+        if (mw == -INFINITY) continue;
+        const float e = __expf(mw - mx);
+        num = fmaf(so[(w * 16 + r) * HD + d], e, num);
+        den = fmaf(sl[w * 16 + r], e, den);
+      }
+      float* out = part + WindowOffset(item.rows[r], heads, h, max_windows, item.window, HD);
+      out[2 + d] = num;
+      if (d == 0) {
+        out[0] = mx;
+        out[1] = den;
+      }
+    }
+  }
 }
 
 // Grid (H, tiles), kFlashThreads threads: the head is the fastest grid index and tiles go
@@ -687,44 +938,129 @@ cudaError_t CausalSoftmax(const float* scores, int nh, int tq, int tk, int64_t q
   return cudaGetLastError();
 }
 
+// bf16 at these head dims runs DecodeAttentionMmaKernel.
+bool DecodeOnTensorCores(Act act, int head_dim) {
+  return act == Act::kBF16 && (head_dim == 32 || head_dim == 64 || head_dim == 128);
+}
+
+int DecodeAttentionShareRows(Act act, int head_dim) {
+  if (DecodeOnTensorCores(act, head_dim)) return kDecodeShareRows;
+  const int vec = act == Act::kBF16 ? 8 : 4;
+  const int lanes = head_dim / vec;
+  const bool vectorised =
+      head_dim % vec == 0 && lanes >= 2 && lanes <= 32 && (lanes & (lanes - 1)) == 0;
+  return vectorised ? kDecodeVecShareRows : 1;
+}
+
+namespace {
+
+// Pass 1's blocks per head: as many as the GPU holds at once (they loop over the items),
+// never more than there can be items.
+template <typename Kernel>
+int DecodeBlocksPerHead(Kernel kernel, int heads, int max_items, int smem_bytes = 0) {
+  int device = 0, sms = 0, per_sm = 0;
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kAttnWarps * 32, smem_bytes) !=
+          cudaSuccess) {
+    sms = 132;
+    per_sm = 1;
+  }
+  const int resident = std::max(1, sms * std::max(1, per_sm) / std::max(1, heads));
+  return std::max(1, std::min(resident, max_items));
+}
+
+template <int HD>
+cudaError_t LaunchDecodeMma(const bf16* q, int heads, int kv_heads, void* const* cache_ptrs,
+                            const int64_t* caps, const int64_t* positions, int layer, float scale,
+                            const DecodeAttentionPlanHeader* plan, int max_items, int max_windows,
+                            float* partial, cudaStream_t stream) {
+  constexpr int kSmem = MmaDecodeSmemBytes<HD>();
+  auto kernel = DecodeAttentionMmaKernel<HD>;
+  cudaError_t err =
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem);
+  if (err != cudaSuccess) return err;
+  dim3 grid(DecodeBlocksPerHead(kernel, heads, max_items, kSmem), heads);
+  kernel<<<grid, kAttnWarps * 32, kSmem, stream>>>(q, heads, kv_heads, cache_ptrs, caps, positions,
+                                                   layer, scale, plan, max_windows, partial);
+  return cudaGetLastError();
+}
+
+// The shared items' kernel, then the one-row items' (the plan says how many of each).
+template <typename T, int kLanesPerKey>
+void LaunchDecodeVec(const T* q, int heads, int kv_heads, void* const* cache_ptrs,
+                     const int64_t* caps, const int64_t* positions, int layer, float scale,
+                     const DecodeAttentionPlanHeader* plan, int max_items, int max_windows,
+                     float* partial, cudaStream_t stream) {
+  auto shared = DecodeAttentionVecKernel<T, kLanesPerKey, kDecodeVecShareRows>;
+  dim3 grid(DecodeBlocksPerHead(shared, heads, max_items), heads);
+  shared<<<grid, kAttnWarps * 32, 0, stream>>>(q, heads, kv_heads, cache_ptrs, caps, positions,
+                                               layer, scale, plan, max_windows, partial);
+  auto own = DecodeAttentionVecKernel<T, kLanesPerKey, 1>;
+  grid.x = DecodeBlocksPerHead(own, heads, max_items);
+  own<<<grid, kAttnWarps * 32, 0, stream>>>(q, heads, kv_heads, cache_ptrs, caps, positions, layer,
+                                            scale, plan, max_windows, partial);
+}
+
+}  // namespace
+
 cudaError_t DecodeAttention(const void* qkv, Act act, int rows, int heads, int kv_heads,
                             int head_dim, void* const* cache_ptrs, const int64_t* caps,
-                            const int64_t* positions, int layer, float scale, float* partial,
-                            void* o, cudaStream_t stream) {
-  if (rows == 0) return cudaSuccess;
+                            const int64_t* positions, int layer, float scale, const void* plan,
+                            int max_items, int max_windows, float* partial, void* o,
+                            cudaStream_t stream) {
+  if (rows == 0 || max_items == 0) return cudaSuccess;
   if (head_dim > kMaxHeadDim) return cudaErrorInvalidValue;
-  dim3 grid(rows, heads, kDecodeSplits);
+  const auto* header = static_cast<const DecodeAttentionPlanHeader*>(plan);
+  if (DecodeOnTensorCores(act, head_dim)) {
+    const bf16* q = static_cast<const bf16*>(qkv);
+    cudaError_t err =
+        head_dim == 32 ? LaunchDecodeMma<32>(q, heads, kv_heads, cache_ptrs, caps, positions, layer,
+                                             scale, header, max_items, max_windows, partial, stream)
+        : head_dim == 64
+            ? LaunchDecodeMma<64>(q, heads, kv_heads, cache_ptrs, caps, positions, layer, scale,
+                                  header, max_items, max_windows, partial, stream)
+            : LaunchDecodeMma<128>(q, heads, kv_heads, cache_ptrs, caps, positions, layer, scale,
+                                   header, max_items, max_windows, partial, stream);
+    if (err != cudaSuccess) return err;
+    dim3 grid2(rows, heads);
+    DecodeCombineKernel<bf16><<<grid2, 128, 0, stream>>>(
+        heads, head_dim, cache_ptrs, positions, max_windows, partial, static_cast<bf16*>(o));
+    return cudaGetLastError();
+  }
   HG_DISPATCH_ACT(act, {
     const int vec = 16 / static_cast<int>(sizeof(T));
     const int lanes = head_dim / vec;
-    const bool vectorised =
-        head_dim % vec == 0 && lanes >= 2 && lanes <= 32 && (lanes & (lanes - 1)) == 0;
     const T* q = static_cast<const T*>(qkv);
-    if (!vectorised) {
-      DecodeAttentionKernel<T><<<grid, kAttnWarps * 32, 0, stream>>>(
-          q, heads, kv_heads, head_dim, cache_ptrs, caps, positions, layer, scale, partial);
+    if (DecodeAttentionShareRows(act, head_dim) == 1) {
+      auto kernel = DecodeAttentionKernel<T>;
+      dim3 grid(DecodeBlocksPerHead(kernel, heads, max_items), heads);
+      kernel<<<grid, kAttnWarps * 32, 0, stream>>>(q, heads, kv_heads, head_dim, cache_ptrs, caps,
+                                                   positions, layer, scale, header, max_windows,
+                                                   partial);
     } else if (lanes == 2) {
-      DecodeAttentionVecKernel<T, 2><<<grid, kAttnWarps * 32, 0, stream>>>(
-          q, heads, kv_heads, cache_ptrs, caps, positions, layer, scale, partial);
+      LaunchDecodeVec<T, 2>(q, heads, kv_heads, cache_ptrs, caps, positions, layer, scale, header,
+                            max_items, max_windows, partial, stream);
     } else if (lanes == 4) {
-      DecodeAttentionVecKernel<T, 4><<<grid, kAttnWarps * 32, 0, stream>>>(
-          q, heads, kv_heads, cache_ptrs, caps, positions, layer, scale, partial);
+      LaunchDecodeVec<T, 4>(q, heads, kv_heads, cache_ptrs, caps, positions, layer, scale, header,
+                            max_items, max_windows, partial, stream);
     } else if (lanes == 8) {
-      DecodeAttentionVecKernel<T, 8><<<grid, kAttnWarps * 32, 0, stream>>>(
-          q, heads, kv_heads, cache_ptrs, caps, positions, layer, scale, partial);
+      LaunchDecodeVec<T, 8>(q, heads, kv_heads, cache_ptrs, caps, positions, layer, scale, header,
+                            max_items, max_windows, partial, stream);
     } else if (lanes == 16) {
-      DecodeAttentionVecKernel<T, 16><<<grid, kAttnWarps * 32, 0, stream>>>(
-          q, heads, kv_heads, cache_ptrs, caps, positions, layer, scale, partial);
+      LaunchDecodeVec<T, 16>(q, heads, kv_heads, cache_ptrs, caps, positions, layer, scale, header,
+                             max_items, max_windows, partial, stream);
     } else {
-      DecodeAttentionVecKernel<T, 32><<<grid, kAttnWarps * 32, 0, stream>>>(
-          q, heads, kv_heads, cache_ptrs, caps, positions, layer, scale, partial);
+      LaunchDecodeVec<T, 32>(q, heads, kv_heads, cache_ptrs, caps, positions, layer, scale, header,
+                             max_items, max_windows, partial, stream);
     }
   });
   cudaError_t err = cudaGetLastError();
   if (err != cudaSuccess) return err;
   dim3 grid2(rows, heads);
-  HG_DISPATCH_ACT(act, DecodeCombineKernel<T><<<grid2, 128, 0, stream>>>(
-                           heads, head_dim, cache_ptrs, partial, static_cast<T*>(o)));
+  HG_DISPATCH_ACT(
+      act, DecodeCombineKernel<T><<<grid2, 128, 0, stream>>>(
+               heads, head_dim, cache_ptrs, positions, max_windows, partial, static_cast<T*>(o)));
   return cudaGetLastError();
 }
 

@@ -11,7 +11,9 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "engine/cuda/cuda_mixers.h"
+#include "engine/cuda/decode_attention_plan.h"
 #include "engine/util/status_macros.h"
 
 namespace hgeval::cuda {
@@ -33,6 +35,9 @@ class LlamaMixer final : public CudaTokenMixer {
         kv_heads_(c.num_kv_heads),
         head_dim_(c.head_dim),
         scale_(1.0f / std::sqrt(static_cast<float>(c.head_dim))) {}
+  ~LlamaMixer() override {
+    if (plan_host_ != nullptr) cudaFreeHost(plan_host_);
+  }
 
   BlockLayout layout() const override {
     BlockLayout layout;
@@ -67,9 +72,43 @@ class LlamaMixer final : public CudaTokenMixer {
     const size_t R = kPackRows;
     HG_RETURN_IF_ERROR(alloc.Acts(&qkv_, R * (heads_ + 2 * kv_heads_) * head_dim_));
     HG_RETURN_IF_ERROR(alloc.Acts(&att_o_, R * heads_ * head_dim_));
+    // The decode attention's windows: as many as the longest context holds, for every row.
+    max_windows_ = static_cast<int>(std::max<int64_t>(1, DecodeWindows(max_context_)));
+    max_items_ = kDecodeRows * max_windows_;
     HG_RETURN_IF_ERROR(
-        alloc.Floats(&attn_partial_, DecodeAttentionScratchFloats(kDecodeRows, heads_, head_dim_)));
+        alloc.Floats(&attn_partial_,
+                     DecodeAttentionScratchFloats(kDecodeRows, heads_, head_dim_, max_windows_)));
+    plan_bytes_ = DecodeAttentionPlanBytes(max_items_);
+    HG_ASSIGN_OR_RETURN(plan_dev_, alloc.Alloc(plan_bytes_));
+    HG_CUDA_RETURN(cudaMallocHost(&plan_host_, plan_bytes_));
+    HG_CUDA_RETURN(cudaMemset(plan_dev_.get(), 0, sizeof(DecodeAttentionPlanHeader)));
     allocator_.emplace(alloc);  // grows the fp32 prefill's score tiles on demand
+    return absl::OkStatus();
+  }
+
+  // The step's attention plan: a window that several rows' caches hold the same (forks of
+  // one snapshot) is read once for all of them.
+  absl::Status PrepareDecodeStep(absl::Span<const DecodeStepRow> rows,
+                                 cudaStream_t stream) override {
+    std::vector<DecodeAttentionRow> plan_rows;
+    plan_rows.reserve(rows.size());
+    for (size_t r = 0; r < rows.size(); ++r) {
+      const int64_t keys = rows[r].position + 1;
+      if (DecodeWindows(keys) > max_windows_) {
+        return absl::InternalError(absl::StrCat("decode row at position ", rows[r].position,
+                                                " is past the model's context of ", max_context_));
+      }
+      plan_rows.push_back({static_cast<int>(r), keys, rows[r].lineage});
+    }
+    PlanDecodeAttention(plan_rows, DecodeAttentionShareRows(act_, static_cast<int>(head_dim_)),
+                        &plan_items_);
+    if (plan_items_.size() > static_cast<size_t>(max_items_)) {
+      return absl::InternalError("decode attention plan larger than its buffer");
+    }
+    WriteDecodeAttentionPlan(plan_items_, plan_host_);
+    HG_CUDA_RETURN(cudaMemcpyAsync(plan_dev_.get(), plan_host_,
+                                   DecodeAttentionPlanBytes(plan_items_.size()),
+                                   cudaMemcpyHostToDevice, stream));
     return absl::OkStatus();
   }
 
@@ -87,8 +126,9 @@ class LlamaMixer final : public CudaTokenMixer {
                                pass.stream));
     if (pass.decode) {
       HG_CUDA_RETURN(DecodeAttention(qkv_.get(), act_, pass.rows, H, Hkv, hd, in.kv_ptrs, in.caps,
-                                     in.positions, pass.layer, scale_, attn_partial_.as<float>(),
-                                     att_o_.get(), pass.stream));
+                                     in.positions, pass.layer, scale_, plan_dev_.get(), max_items_,
+                                     max_windows_, attn_partial_.as<float>(), att_o_.get(),
+                                     pass.stream));
     } else {
       HG_RETURN_IF_ERROR(PrefillAttention(pass));
     }
@@ -163,6 +203,13 @@ class LlamaMixer final : public CudaTokenMixer {
   float scale_;
   std::vector<Layer> layers_;
   DeviceBuffer qkv_, att_o_, attn_partial_;
+  // The decode attention's plan: its device copy (read by the step's graph) and the pinned
+  // host block it is built in (the step waits for the previous one before reusing it).
+  int max_windows_ = 1, max_items_ = 0;
+  size_t plan_bytes_ = 0;
+  DeviceBuffer plan_dev_;
+  void* plan_host_ = nullptr;
+  std::vector<DecodeAttentionItem> plan_items_;
   // Grown on demand (fp32 prefill only).
   std::optional<DeviceAllocator> allocator_;
   DeviceBuffer scores_, probs_;

@@ -20,6 +20,7 @@
 #include "engine/cuda/device_allocator.h"
 #include "engine/cuda/gemm.h"
 #include "engine/cuda/kernels.h"
+#include "engine/cuda/kv_lineage.h"
 #include "engine/loader/checkpoint.h"
 #include "engine/model/tensor_names.h"
 
@@ -45,6 +46,12 @@ struct RowInputs {
   // Where each sequence's state goes after the pass (null: back to state_ptrs; a null
   // entry: nowhere, for items continuing from a read-only start).
   float* const* out_ptrs = nullptr;
+};
+
+// A live row of a decode step: its position (the key it writes) and its cache's lineage.
+struct DecodeStepRow {
+  int64_t position = 0;
+  const KvLineage* lineage = nullptr;
 };
 
 // Host copies of a pack's per-sequence data (LLaMA's fp32 attention runs one sequence at
@@ -145,6 +152,19 @@ class CudaTokenMixer {
   // Enqueues one layer: reads pass.x, writes pass.delta (o_proj applied), advances the
   // sequences' states (pass.in's state and out pointers).
   virtual absl::Status Enqueue(const MixerPass& pass) = 0;
+  // Before each decode step's layers are enqueued or its graph replayed: the step's live
+  // rows in row order (LLaMA uploads its attention plan here, decode_attention_plan.h).
+  virtual absl::Status PrepareDecodeStep(absl::Span<const DecodeStepRow> rows,
+                                         cudaStream_t stream) {
+    return absl::OkStatus();
+  }
+
+  // The longest context a sequence may reach (ModelInfo::max_context; 0: unbounded), set
+  // before AllocateScratch.
+  void set_max_context(int64_t tokens) { max_context_ = tokens; }
+
+ protected:
+  int64_t max_context_ = 0;
 };
 
 }  // namespace hgeval::cuda

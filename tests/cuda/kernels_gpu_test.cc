@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/cuda/decode_attention_plan.h"
 #include "engine/cuda/flash_kernel_choice.h"
 #include "engine/cuda/gemm.h"
 #include "engine/cuda/kernels.h"
@@ -167,6 +168,9 @@ struct DecodeCall {
   std::vector<float> qkv;
   std::vector<const std::vector<float>*> caches;
   std::vector<int64_t> caps, positions;
+  // Each row's cache lineage (empty: nothing shared), and what the plan made of them.
+  std::vector<KvLineage> lineages;
+  mutable int shared_items = 0;
 };
 
 std::vector<float> RunDecodeAttention(const DecodeCall& call) {
@@ -193,7 +197,24 @@ std::vector<float> RunDecodeAttention(const DecodeCall& call) {
   }
   Dev<void*> dptrs(cache_ptrs);
   Dev<int64_t> dcaps(call.caps), dpos(call.positions);
-  Dev<float> partial(DecodeAttentionScratchFloats(rows, H, hd));
+  std::vector<DecodeAttentionRow> plan_rows;
+  int64_t max_windows = 1;
+  for (int r = 0; r < rows; ++r) {
+    if (call.caches[r] == nullptr) continue;
+    const int64_t keys = call.positions[r] + 1;
+    plan_rows.push_back({r, keys, call.lineages.empty() ? nullptr : &call.lineages[r]});
+    max_windows = std::max(max_windows, DecodeWindows(keys));
+  }
+  std::vector<DecodeAttentionItem> items;
+  PlanDecodeAttention(plan_rows, DecodeAttentionShareRows(c.bf16 ? Act::kBF16 : Act::kF32, hd),
+                      &items);
+  call.shared_items = static_cast<int>(
+      std::count_if(items.begin(), items.end(), [](const auto& i) { return i.count > 1; }));
+  std::vector<uint8_t> plan(DecodeAttentionPlanBytes(items.size()));
+  WriteDecodeAttentionPlan(items, plan.data());
+  Dev<uint8_t> dplan(plan);
+  const int max_items = rows * static_cast<int>(max_windows);
+  Dev<float> partial(DecodeAttentionScratchFloats(rows, H, hd, max_windows));
   const size_t out_n = static_cast<size_t>(rows) * H * hd;
   void* dout = nullptr;
   EXPECT_EQ(cudaMalloc(&dout, out_n * elem), cudaSuccess);
@@ -202,10 +223,10 @@ std::vector<float> RunDecodeAttention(const DecodeCall& call) {
   // Twice: a second call on the same scratch gives the same bits.
   std::vector<float> out(out_n);
   for (int call_index = 0; call_index < 2; ++call_index) {
-    EXPECT_EQ(
-        DecodeAttention(dqkv, c.bf16 ? Act::kBF16 : Act::kF32, rows, H, Hkv, hd, dptrs.get(),
-                        dcaps.get(), dpos.get(), call.layer, scale, partial.get(), dout, nullptr),
-        cudaSuccess);
+    EXPECT_EQ(DecodeAttention(dqkv, c.bf16 ? Act::kBF16 : Act::kF32, rows, H, Hkv, hd, dptrs.get(),
+                              dcaps.get(), dpos.get(), call.layer, scale, dplan.get(), max_items,
+                              static_cast<int>(max_windows), partial.get(), dout, nullptr),
+              cudaSuccess);
     EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     std::vector<float> got(out_n);
     if (c.bf16) {
@@ -302,8 +323,8 @@ TEST_P(DecodeAttentionTest, MatchesSoftmaxAttentionInDouble) {
   ExpectMatchesDouble(call, RunDecodeAttention(call));
 }
 
-// LLaMA-1.3B's heads (16 x 128, MHA) at 1 key, 1K keys and past 16K (kDecodeSplits
-// shares of over 2K keys each), against double; and the long row decoded alone equals,
+// LLaMA-1.3B's heads (16 x 128, MHA) at 1 key, 1K keys and past 16K (67 windows of
+// kDecodeWindowKeys), against double; and the long row decoded alone equals,
 // bit for bit, the same row among short rows and padding (the NIAH grid's steps mix
 // 1K-16K contexts).
 class DecodeAttentionLongRowTest : public ::testing::TestWithParam<bool> {};
@@ -336,6 +357,69 @@ TEST_P(DecodeAttentionLongRowTest, MatchesDoubleAndItsBatchChangesNoBit) {
             0)
       << "the long row alone differs from the same row among short rows";
 }
+
+// The NIAH grid's decode: rows forked from snapshots of one haystack cache hold its
+// keys bit for bit the same up to their fork points, and the plan reads such a window once
+// for up to kDecodeShareRows rows. Eleven forks of one root at fork points 0..5,000 (some
+// equal, so a window has more sharers than an item takes) and a row of another root:
+// every row matches double, and each row alone, planned with no lineage, gives the same
+// bits as among its sharers.
+class DecodeAttentionSharedWindowsTest : public ::testing::TestWithParam<bool> {};
+
+TEST_P(DecodeAttentionSharedWindowsTest, SharersReadOnceAndEachRowKeepsItsBits) {
+  if (!testing::HaveGpu()) GTEST_SKIP() << "no CUDA GPU visible";
+  const DecodeCase shape{16, 16, 128, GetParam()};
+  const int H = shape.heads, hd = shape.head_dim;
+  const int64_t width = static_cast<int64_t>(shape.kv_heads) * hd;
+  const int64_t qkv_width = (H + 2 * shape.kv_heads) * hd;
+  const std::vector<int64_t> fork_points = {5000, 5000, 0,    300,  4096, 4096, 4096,
+                                            4096, 4096, 4096, 4096, 2500, 777};
+  const std::vector<int64_t> positions = {5100, 5031, 40,   9000, 4200, 4100, 4096,
+                                          6000, 4500, 4300, 4150, 2600, 800};
+  const int rows = static_cast<int>(positions.size());
+  const int other_root = rows - 1;
+  std::vector<std::vector<float>> caches;
+  DecodeCall shared = RandomDecodeCall(shape, positions, -1, 1, 23, &caches);
+  // The root's keys: each fork's cache holds them up to its fork point (the layer planes
+  // are [cap][width], so a prefix is the first rows of each plane).
+  const KvLineage root = KvLineage::Fresh();
+  const std::vector<float>& root_cache = caches[3];  // row 3 is the longest: cap ≥ 9,001
+  const int64_t root_cap = shared.caps[3];
+  for (int r = 0; r < rows; ++r) {
+    shared.lineages.push_back(r == other_root ? KvLineage::Fresh() : root.ForkAt(fork_points[r]));
+    if (r == other_root || r == 3) continue;
+    for (int plane = 0; plane < 2 * shared.layers; ++plane) {
+      std::copy_n(root_cache.begin() + plane * root_cap * width, fork_points[r] * width,
+                  caches[r].begin() + plane * shared.caps[r] * width);
+    }
+  }
+  shared.lineages[3] = root.ForkAt(9000);  // the root itself, past every fork point
+  const std::vector<float> out = RunDecodeAttention(shared);
+  EXPECT_GT(shared.shared_items, 10) << "the plan read no window once for several rows";
+  ExpectMatchesDouble(shared, out);
+  for (int r = 0; r < rows; ++r) {
+    DecodeCall alone;
+    alone.shape = shape;
+    alone.layers = shared.layers;
+    alone.layer = shared.layer;
+    alone.qkv.assign(shared.qkv.begin() + r * qkv_width, shared.qkv.begin() + (r + 1) * qkv_width);
+    alone.caches = {shared.caches[r]};
+    alone.caps = {shared.caps[r]};
+    alone.positions = {positions[r]};
+    const std::vector<float> out_alone = RunDecodeAttention(alone);
+    EXPECT_EQ(alone.shared_items, 0);
+    ASSERT_EQ(out_alone.size(), static_cast<size_t>(H) * hd);
+    EXPECT_EQ(std::memcmp(out_alone.data(), out.data() + static_cast<int64_t>(r) * H * hd,
+                          out_alone.size() * sizeof(float)),
+              0)
+        << "row " << r << " (fork at " << fork_points[r] << ") alone differs from among sharers";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Dtypes, DecodeAttentionSharedWindowsTest, ::testing::Values(true, false),
+                         [](const ::testing::TestParamInfo<bool>& info) {
+                           return std::string(info.param ? "bf16" : "fp32");
+                         });
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, DecodeAttentionLongRowTest, ::testing::Values(true, false),
                          [](const ::testing::TestParamInfo<bool>& info) {
