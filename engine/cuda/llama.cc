@@ -1,8 +1,8 @@
 // LLaMA (Hugging Face LlamaForCausalLM and fla's "transformer"; specs/models.md §5) on the
 // GPU: the fused q | k | v projection, RoPE with the KV-cache write (one kernel), the
 // per-sequence KV caches, causal attention (bf16: the flash kernel over every tile of a
-// pack; fp32: cuBLAS score tiles one sequence at a time; decode: split-K cache attention)
-// and o_proj (packs: added into the residual stream in its epilogue). The CPU's forward
+// pack; fp32: cuBLAS score tiles one sequence at a time; decode: cache attention in key
+// windows that forks of one snapshot read once, decode_attention_plan.h) and o_proj (packs: added into the residual stream in its epilogue). The CPU's forward
 // pass: engine/cpu/llama.cc.
 #include <algorithm>
 #include <cmath>
@@ -81,7 +81,6 @@ class LlamaMixer final : public CudaTokenMixer {
     plan_bytes_ = DecodeAttentionPlanBytes(max_items_);
     HG_ASSIGN_OR_RETURN(plan_dev_, alloc.Alloc(plan_bytes_));
     HG_CUDA_RETURN(cudaMallocHost(&plan_host_, plan_bytes_));
-    HG_CUDA_RETURN(cudaMemset(plan_dev_.get(), 0, sizeof(DecodeAttentionPlanHeader)));
     allocator_.emplace(alloc);  // grows the fp32 prefill's score tiles on demand
     return absl::OkStatus();
   }
