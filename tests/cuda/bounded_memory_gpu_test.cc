@@ -18,6 +18,7 @@
 #include "engine/util/memory_budget.h"
 #include "gtest/gtest.h"
 #include "tests/cuda/cuda_test_util.h"
+#include "tests/cuda/family_params.h"
 #include "tests/support/scoped_budget_limit.h"
 #include "tests/support/score_checks.h"
 
@@ -71,13 +72,8 @@ TEST_P(BoundedMemoryGpuTest, TightBoundsGiveTheUnboundedBits) {
               static_cast<long long>(halved.split_batches));
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Families, BoundedMemoryGpuTest,
-    ::testing::Combine(::testing::Values("hgrn2", "hgrn", "gla", "llama", "mamba", "tnl"),
-                       ::testing::Values("fp32", "bf16")),
-    [](const ::testing::TestParamInfo<std::tuple<std::string, std::string>>& info) {
-      return std::get<0>(info.param) + "_" + std::get<1>(info.param);
-    });
+INSTANTIATE_TEST_SUITE_P(Families, BoundedMemoryGpuTest, testing::EveryFamilyAndDtype(),
+                         testing::FamilyDtypeName);
 
 class LayerMajorGpuTest : public ::testing::TestWithParam<std::string> {};
 

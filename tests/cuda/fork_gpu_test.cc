@@ -10,6 +10,7 @@
 
 #include "gtest/gtest.h"
 #include "tests/cuda/cuda_test_util.h"
+#include "tests/cuda/family_params.h"
 
 namespace hgeval::testing {
 namespace {
@@ -76,20 +77,10 @@ TEST_P(CudaForkTest, ForkedContinuationMatchesScratch) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    AllFamilies, CudaForkTest,
-    ::testing::Combine(::testing::Values("hgrn2", "hgrn", "gla", "llama", "mamba", "tnl"),
-                       ::testing::Values("fp32", "bf16")),
-    [](const auto& info) { return std::get<0>(info.param) + "_" + std::get<1>(info.param); });
+INSTANTIATE_TEST_SUITE_P(AllFamilies, CudaForkTest, EveryFamilyAndDtype(), FamilyDtypeName);
 
-// The wgmma flash kernel (head dim 128, bf16, sm_90a): the golden LLaMA's head dim 32
-// runs mma.sync, so a random LLaMA of head dim 128 (cuda_test_util.h) covers it.
-INSTANTIATE_TEST_SUITE_P(WgmmaAttention, CudaForkTest,
-                         ::testing::Combine(::testing::Values(kHeadDim128Llama),
-                                            ::testing::Values("bf16")),
-                         [](const auto& info) {
-                           return std::get<0>(info.param) + "_" + std::get<1>(info.param);
-                         });
+// The wgmma flash kernel.
+INSTANTIATE_TEST_SUITE_P(WgmmaAttention, CudaForkTest, WgmmaLlamaBf16(), FamilyDtypeName);
 
 }  // namespace
 }  // namespace hgeval::testing

@@ -7,6 +7,7 @@
 
 #include "gtest/gtest.h"
 #include "tests/cuda/cuda_test_util.h"
+#include "tests/cuda/family_params.h"
 #include "tests/support/all_logits_check.h"
 
 namespace hgeval {
@@ -52,8 +53,7 @@ TEST_P(ForwardValidationGpuTest, AllLogitsAreTheRawLogitsOfEveryPosition) {
             absl::StatusCode::kInvalidArgument);
 }
 
-INSTANTIATE_TEST_SUITE_P(Families, ForwardValidationGpuTest,
-                         ::testing::Values("hgrn2", "hgrn", "gla", "llama", "mamba", "tnl"),
+INSTANTIATE_TEST_SUITE_P(Families, ForwardValidationGpuTest, testing::GoldenFamilies(),
                          [](const ::testing::TestParamInfo<std::string>& info) {
                            return info.param;
                          });

@@ -22,6 +22,7 @@
 
 #include "gtest/gtest.h"
 #include "tests/cuda/cuda_test_util.h"
+#include "tests/cuda/family_params.h"
 #include "tests/support/paths.h"
 
 namespace hgeval::testing {
@@ -170,11 +171,7 @@ TEST_P(CudaGoldenTest, LogprobsAndGreedyMatchReference) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    AllFamilies, CudaGoldenTest,
-    ::testing::Combine(::testing::Values("hgrn2", "hgrn", "gla", "llama", "mamba", "tnl"),
-                       ::testing::Values("fp32", "bf16")),
-    [](const auto& info) { return std::get<0>(info.param) + "_" + std::get<1>(info.param); });
+INSTANTIATE_TEST_SUITE_P(AllFamilies, CudaGoldenTest, EveryFamilyAndDtype(), FamilyDtypeName);
 
 }  // namespace
 }  // namespace hgeval::testing

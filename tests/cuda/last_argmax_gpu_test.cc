@@ -10,6 +10,7 @@
 #include "engine/runtime/generation.h"
 #include "gtest/gtest.h"
 #include "tests/cuda/cuda_test_util.h"
+#include "tests/cuda/family_params.h"
 
 namespace hgeval {
 namespace {
@@ -84,8 +85,7 @@ TEST_P(CudaLastArgmaxTest, GreedyGenerationMatchesFullRowDecoding) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(AllFamilies, CudaLastArgmaxTest,
-                         ::testing::Values("hgrn2", "hgrn", "gla", "llama", "mamba", "tnl"));
+INSTANTIATE_TEST_SUITE_P(AllFamilies, CudaLastArgmaxTest, testing::GoldenFamilies());
 
 }  // namespace
 }  // namespace hgeval

@@ -12,6 +12,7 @@
 #include "engine/cuda/token_mixer.h"
 #include "gtest/gtest.h"
 #include "tests/cuda/cuda_test_util.h"
+#include "tests/cuda/family_params.h"
 
 namespace hgeval::testing {
 namespace {
@@ -107,11 +108,8 @@ TEST_P(CudaReadOnlyStartTest, ForkLongerThanAPackEqualsACopy) {
   EXPECT_EQ(context->position(), 70);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    AllFamilies, CudaReadOnlyStartTest,
-    ::testing::Combine(::testing::Values("hgrn2", "hgrn", "gla", "llama", "mamba", "tnl"),
-                       ::testing::Values("fp32", "bf16")),
-    [](const auto& info) { return std::get<0>(info.param) + "_" + std::get<1>(info.param); });
+INSTANTIATE_TEST_SUITE_P(AllFamilies, CudaReadOnlyStartTest, EveryFamilyAndDtype(),
+                         FamilyDtypeName);
 
 }  // namespace
 }  // namespace hgeval::testing
