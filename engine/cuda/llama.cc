@@ -2,8 +2,9 @@
 // GPU: the fused q | k | v projection, RoPE with the KV-cache write (one kernel), the
 // per-sequence KV caches, causal attention (bf16: the flash kernel over every tile of a
 // pack; fp32: cuBLAS score tiles one sequence at a time; decode: cache attention in key
-// windows that forks of one snapshot read once, decode_attention_plan.h) and o_proj (packs: added into the residual stream in its epilogue). The CPU's forward
-// pass: engine/cpu/llama.cc.
+// windows that forks of one snapshot read once, decode_attention_plan.h) and o_proj
+// (packs: added into the residual stream in its epilogue). The CPU's forward pass:
+// engine/cpu/llama.cc.
 #include <algorithm>
 #include <cmath>
 #include <memory>
