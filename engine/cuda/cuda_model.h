@@ -30,6 +30,7 @@
 #include "engine/cuda/gemm.h"
 #include "engine/cuda/kernels.h"
 #include "engine/cuda/kernels_kv_copy.h"
+#include "engine/cuda/kv_lineage.h"
 #include "engine/cuda/token_mixer.h"
 #include "engine/loader/checkpoint.h"
 #include "engine/model/config.h"

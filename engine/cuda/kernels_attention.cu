@@ -100,8 +100,8 @@ __device__ __forceinline__ int64_t WindowOffset(int row, int heads, int h, int m
 // The end of a decode window: merges the block's `groups` partial softmax states (running
 // max m[g], sum l[g], unnormalised output acc[g * acc_stride + d], in shared memory and
 // complete) in group order and writes the window's (max, sum, output) to `out`.
-__device__ void WriteDecodeSplit(const float* m, const float* l, const float* acc, int acc_stride,
-                                 int groups, int head_dim, float* out) {
+__device__ void WriteDecodeWindow(const float* m, const float* l, const float* acc, int acc_stride,
+                                  int groups, int head_dim, float* out) {
   float mx = m[0];
   for (int g = 1; g < groups; ++g) mx = fmaxf(mx, m[g]);
   const bool empty = mx == -INFINITY;
@@ -187,8 +187,8 @@ __global__ void __launch_bounds__(kAttnWarps * 32)
       if (d < head_dim) sacc[warp][d] = acc[u];
     }
     __syncthreads();
-    WriteDecodeSplit(sm, sl, &sacc[0][0], kMaxHeadDim, kAttnWarps, head_dim,
-                     part + WindowOffset(r, heads, h, max_windows, item.window, head_dim));
+    WriteDecodeWindow(sm, sl, &sacc[0][0], kMaxHeadDim, kAttnWarps, head_dim,
+                      part + WindowOffset(r, heads, h, max_windows, item.window, head_dim));
     __syncthreads();  // the next item reuses the shared arrays
   }
 }
@@ -348,7 +348,7 @@ __global__ void __launch_bounds__(kAttnWarps * 32)
 #pragma unroll
       for (int i = 0; i < kVec; ++i) sacc[group][slice * kVec + i] = acc[g][i];
       __syncthreads();
-      WriteDecodeSplit(
+      WriteDecodeWindow(
           sm, sl, &sacc[0][0], kHeadDim, kGroups, kHeadDim,
           part + WindowOffset(item.rows[g], heads, h, max_windows, item.window, kHeadDim));
       __syncthreads();  // the next row (or item) reuses the shared arrays

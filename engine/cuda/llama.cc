@@ -79,9 +79,9 @@ class LlamaMixer final : public CudaTokenMixer {
     HG_RETURN_IF_ERROR(
         alloc.Floats(&attn_partial_,
                      DecodeAttentionScratchFloats(kDecodeRows, heads_, head_dim_, max_windows_)));
-    plan_bytes_ = DecodeAttentionPlanBytes(max_items_);
-    HG_ASSIGN_OR_RETURN(plan_dev_, alloc.Alloc(plan_bytes_));
-    HG_CUDA_RETURN(cudaMallocHost(&plan_host_, plan_bytes_));
+    const size_t plan_bytes = DecodeAttentionPlanBytes(max_items_);
+    HG_ASSIGN_OR_RETURN(plan_dev_, alloc.Alloc(plan_bytes));
+    HG_CUDA_RETURN(cudaMallocHost(&plan_host_, plan_bytes));
     allocator_.emplace(alloc);  // grows the fp32 prefill's score tiles on demand
     return absl::OkStatus();
   }
@@ -206,7 +206,6 @@ class LlamaMixer final : public CudaTokenMixer {
   // The decode attention's plan: its device copy (read by the step's graph) and the pinned
   // host block it is built in (the step waits for the previous one before reusing it).
   int max_windows_ = 1, max_items_ = 0;
-  size_t plan_bytes_ = 0;
   DeviceBuffer plan_dev_;
   void* plan_host_ = nullptr;
   std::vector<DecodeAttentionItem> plan_items_;
