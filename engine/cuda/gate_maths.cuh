@@ -26,22 +26,23 @@ __device__ __forceinline__ void Hgrn2KeyAndLogGate(float f, bool has_lb, float l
 // TNL's q and k channel c of one (row, head) from their activated values: with LRPE
 // (lrpe) [x cos θt, x sin θt] over the two halves of width e, the angle in double (θ·t
 // reaches 1e4 and more on long contexts); without it x, and zeros in a second half when
-// dk > e.
+// dk > e. Stored as T (bf16: the fp32 value rounded to nearest).
+template <typename T>
 __device__ __forceinline__ void TnlQk(float qv, float kv, bool lrpe, float theta, int64_t position,
-                                      int e, int dk, int c, float* q, float* k) {
+                                      int e, int dk, int c, T* q, T* k) {
   if (lrpe) {
     double sn, cs;
     sincos(static_cast<double>(theta) * static_cast<double>(position), &sn, &cs);
-    q[c] = static_cast<float>(qv * cs);
-    q[e + c] = static_cast<float>(qv * sn);
-    k[c] = static_cast<float>(kv * cs);
-    k[e + c] = static_cast<float>(kv * sn);
+    q[c] = FromF<T>(static_cast<float>(qv * cs));
+    q[e + c] = FromF<T>(static_cast<float>(qv * sn));
+    k[c] = FromF<T>(static_cast<float>(kv * cs));
+    k[e + c] = FromF<T>(static_cast<float>(kv * sn));
   } else {
-    q[c] = qv;
-    k[c] = kv;
+    q[c] = FromF<T>(qv);
+    k[c] = FromF<T>(kv);
     if (dk > e) {
-      q[e + c] = 0.0f;
-      k[e + c] = 0.0f;
+      q[e + c] = FromF<T>(0.0f);
+      k[e + c] = FromF<T>(0.0f);
     }
   }
 }

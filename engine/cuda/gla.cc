@@ -119,7 +119,7 @@ class GlaMixer final : public CudaTokenMixer {
       HG_CUDA_RETURN(GlaGatesChunkCumsum(
           proj, proj_width_, k_off_, v_off_, gk_.as<float>(), w.gk_b.as<float>(), *pass.pack, H,
           Hkv, dk, dv, kGateNormalizer, clamp, clamp_min, attention_.q(), attention_.k(),
-          attention_.g(), attention_.v(), attention_.PackValuesAct(), pass.stream));
+          attention_.g(), attention_.v(), attention_.PackOperandsAct(), pass.stream));
     }
     HG_RETURN_IF_ERROR(attention_.Enqueue(pass, pass.layer * StateFloatsPerLayer(), o,
                                           /*call_dk=*/0, /*g_chunk_cumulative=*/!pass.decode));

@@ -103,7 +103,7 @@ class Hgrn2Mixer final : public CudaTokenMixer {
       // The gates and the chunk-local cumsum of g in one kernel (kernels_fused_gates.h).
       HG_CUDA_RETURN(Hgrn2GatesChunkCumsum(proj, r0, n, *pass.pack, D, lower_bound, attention_.q(),
                                            attention_.k(), attention_.g(), attention_.v(),
-                                           attention_.PackValuesAct(), pass.stream));
+                                           attention_.PackOperandsAct(), pass.stream));
     }
     HG_RETURN_IF_ERROR(
         attention_.Enqueue(pass, state_offset, o, /*call_dk=*/0, /*g_chunk_cumulative=*/true));

@@ -1,8 +1,9 @@
 // Chunkwise GLA (HGRN2, GLA, TNL) on tensor cores for bf16 mode: bf16 mma.sync m16n8k16
-// with fp32 accumulation (the design of fla's chunk_gla). Inputs stay the fp32 q, k, G
-// (chunk-local cumsum of the log decay, nonincreasing within a chunk); v is fp32 or bf16
-// (VT), staged as bf16 either way, so a bf16 v rounded to nearest from the fp32 one gives
-// the same bits. Other operands are rounded to bf16 only in shared memory or registers. Decay
+// with fp32 accumulation (the design of fla's chunk_gla). G (chunk-local cumsum of the log
+// decay, nonincreasing within a chunk) is fp32; q, k and v are fp32 or bf16 (T): a bf16
+// operand is widened to fp32 exactly, so bf16 q, k, v give the bits fp32 ones holding the
+// same values give. v is staged as bf16 either way; q and k are scaled by their decays in
+// fp32, and the products rounded to bf16 only in shared memory or registers. Decay
 // factors are always split so that every exponent is <= 0: the state terms use exp(G_last - G_j)
 // and exp(G_i); the intra-chunk matrix below a 16-token diagonal block uses q_i exp(G_i - G_f) and
 // k_j exp(G_f - G_j) with G_f the block's first row, and its diagonal blocks take the
@@ -41,6 +42,24 @@ __device__ __forceinline__ float2 Ld2(const float* p) {
 __device__ __forceinline__ float4 Ld4(const float* p) {
   return *reinterpret_cast<const float4*>(p);
 }
+// Four bf16 (8 bytes) widened to fp32: exact.
+__device__ __forceinline__ float4 Widen4(uint2 raw) {
+  const float2 lo = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&raw.x));
+  const float2 hi = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&raw.y));
+  return make_float4(lo.x, lo.y, hi.x, hi.y);
+}
+__device__ __forceinline__ float4 Widen4(float4 raw) { return raw; }
+// Four operand values as they are stored (fp32: a float4; bf16: 8 bytes), and widened.
+template <typename T>
+using Raw4 = std::conditional_t<std::is_same_v<T, float>, float4, uint2>;
+template <typename T>
+__device__ __forceinline__ Raw4<T> LdRaw4(const T* p) {
+  return *reinterpret_cast<const Raw4<T>*>(p);
+}
+template <typename T>
+__device__ __forceinline__ float4 Ld4f(const T* p) {
+  return Widen4(LdRaw4(p));
+}
 
 // Four 8x8 b16 matrices, transposed: lanes 8m..8m+7 give the row addresses of matrix m.
 // From a [k][n] row-major tile this yields mma B fragments (rows k0.., columns n0..: two
@@ -71,7 +90,7 @@ __device__ __forceinline__ void StageV4(bf16* dst, const bf16* src, bool live) {
 // kernel: a sequence that keeps no final state skips its last chunk.
 template <typename VT>
 __global__ void __launch_bounds__(kMaxDk)
-    ChunkLocalStateMmaKernel(const float* __restrict__ k, const float* __restrict__ G,
+    ChunkLocalStateMmaKernel(const VT* __restrict__ k, const float* __restrict__ G,
                              const VT* __restrict__ v, PackView pack, int heads, int dk, int dv,
                              float* const* state_ptrs, float* const* out_ptrs,
                              float* __restrict__ u) {
@@ -89,7 +108,7 @@ __global__ void __launch_bounds__(kMaxDk)
   const int tid = threadIdx.x;
   const int64_t kstride = static_cast<int64_t>(heads) * dk;
   const int64_t vstride = static_cast<int64_t>(heads) * dv;
-  const float* kc = k + static_cast<int64_t>(t0) * kstride + static_cast<int64_t>(h) * dk;
+  const VT* kc = k + static_cast<int64_t>(t0) * kstride + static_cast<int64_t>(h) * dk;
   const float* gc = G + static_cast<int64_t>(t0) * kstride + static_cast<int64_t>(h) * dk;
   const VT* vc = v + static_cast<int64_t>(t0) * vstride + static_cast<int64_t>(h) * dv;
   const float* glast = gc + (n - 1) * kstride;
@@ -99,7 +118,7 @@ __global__ void __launch_bounds__(kMaxDk)
     const int j = idx / k4s, k4 = 4 * (idx % k4s);
     float4 val = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     if (j < n && k4 < dk) {
-      const float4 kk = Ld4(kc + j * kstride + k4), gg = Ld4(gc + j * kstride + k4);
+      const float4 kk = Ld4f(kc + j * kstride + k4), gg = Ld4(gc + j * kstride + k4);
       const float4 gl = Ld4(glast + k4);
       val = make_float4(kk.x * __expf(gl.x - gg.x), kk.y * __expf(gl.y - gg.y),
                         kk.z * __expf(gl.z - gg.z), kk.w * __expf(gl.w - gg.w));
@@ -180,11 +199,12 @@ constexpr int kFusedStages = 4;     // chunks in flight: this one and three pref
 constexpr int kFusedThreads = 256;  // warp w: key rows 16 (w % 2).., value columns 16 (w / 2)..
 constexpr int kFusedKds = kFusedKT + 8;  // bf16 row stride of kd: ldmatrix rows conflict-free
 
-// A stage: raw fp32 k and G ([kC][kFusedKT]) and v: bf16 as the mma reads it ([kC][kVS]),
-// fp32 as loaded ([kC][kVT], rounded into a bf16 tile per chunk).
+// A stage: G (fp32) and raw k (as stored: fp32 or bf16), [kC][kFusedKT] each, and v: bf16
+// as the mma reads it ([kC][kVS]), fp32 as loaded ([kC][kVT], rounded into a bf16 tile per
+// chunk).
 template <typename VT>
 __host__ __device__ constexpr size_t FusedStageBytes() {
-  return 2 * sizeof(float) * kC * kFusedKT +
+  return (sizeof(float) + sizeof(VT)) * kC * kFusedKT +
          (std::is_same_v<VT, float> ? sizeof(float) * kC * kVT : sizeof(bf16) * kC * kVS);
 }
 template <typename VT>
@@ -206,7 +226,7 @@ __host__ __device__ constexpr size_t FusedStatesSmem() {
 // a sequence that keeps no final state needs no U of its last chunk.
 template <typename VT>
 __global__ void __launch_bounds__(kFusedThreads)
-    ChunkStatesFusedMmaKernel(const float* __restrict__ k, const float* __restrict__ G,
+    ChunkStatesFusedMmaKernel(const VT* __restrict__ k, const float* __restrict__ G,
                               const VT* __restrict__ v, PackView pack, int heads, int dk, int dv,
                               float* const* state_ptrs, float* const* out_ptrs,
                               int64_t layer_offset, float* single,
@@ -239,9 +259,9 @@ __global__ void __launch_bounds__(kFusedThreads)
   // staged) and v (zeros past the end up to the 16-row step the mma reads, and past dv).
   auto issue = [&](int x) {
     unsigned char* base = smem + (x % kFusedStages) * kStage;
-    float* sk = reinterpret_cast<float*>(base);
-    float* sg = sk + kC * kFusedKT;
-    VT* sv = reinterpret_cast<VT*>(sg + kC * kFusedKT);
+    float* sg = reinterpret_cast<float*>(base);
+    VT* sk = reinterpret_cast<VT*>(sg + kC * kFusedKT);
+    VT* sv = sk + kC * kFusedKT;
     constexpr int vss = kF32Values ? kVT : kVS;
     const int t0 = ChunkRow0(pack, walk.first + x), n = min(kC, row_end - t0);
     if (tid == 0) stage_rows[x % kFusedStages] = n;
@@ -250,7 +270,7 @@ __global__ void __launch_bounds__(kFusedThreads)
     for (int idx = tid; idx < kC * kFusedKT / 4; idx += kFusedThreads) {
       const int j = idx / (kFusedKT / 4), k4 = 4 * (idx % (kFusedKT / 4));
       if (j < n && kb + k4 < dk) {
-        CpAsyncZfill<16>(sk + j * kFusedKT + k4, k + qk0 + j * kstride + k4, true);
+        CpAsyncZfill<4 * sizeof(VT)>(sk + j * kFusedKT + k4, k + qk0 + j * kstride + k4, true);
         CpAsyncZfill<16>(sg + j * kFusedKT + k4, G + qk0 + j * kstride + k4, true);
       }
     }
@@ -307,9 +327,9 @@ __global__ void __launch_bounds__(kFusedThreads)
     CpAsyncWait<kFusedStages - 1>();  // chunk x's group has landed (this thread's copies)
     __syncthreads();                  // everyone's copies; the previous chunk's mma done
     const unsigned char* base = smem + (x % kFusedStages) * kStage;
-    const float* sk = reinterpret_cast<const float*>(base);
-    const float* sg = sk + kC * kFusedKT;
-    const VT* sv = reinterpret_cast<const VT*>(sg + kC * kFusedKT);
+    const float* sg = reinterpret_cast<const float*>(base);
+    const VT* sk = reinterpret_cast<const VT*>(sg + kC * kFusedKT);
+    const VT* sv = sk + kC * kFusedKT;
     const int n = stage_rows[x % kFusedStages];
     const float* glast = sg + (n - 1) * kFusedKT;
     // k exp(G_last - G) (and fp32 v) as bf16, exactly as the two-pass local-state kernel
@@ -319,7 +339,7 @@ __global__ void __launch_bounds__(kFusedThreads)
       const int j = idx / (kFusedKT / 4), k4 = 4 * (idx % (kFusedKT / 4));
       float4 val = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
       if (j < n && kb + k4 < dk) {
-        const float4 kk = Ld4(sk + j * kFusedKT + k4), gg = Ld4(sg + j * kFusedKT + k4);
+        const float4 kk = Ld4f(sk + j * kFusedKT + k4), gg = Ld4(sg + j * kFusedKT + k4);
         const float4 gl = Ld4(glast + k4);
         val = make_float4(kk.x * __expf(gl.x - gg.x), kk.y * __expf(gl.y - gg.y),
                           kk.z * __expf(gl.z - gg.z), kk.w * __expf(gl.w - gg.w));
@@ -374,37 +394,44 @@ __global__ void __launch_bounds__(kFusedThreads)
   }
 }
 
-constexpr int kSliceLoads = kC * kKS / 4 / kOutThreads;  // float4s of q (k, G) a thread
+constexpr int kSliceLoads = kC * kKS / 4 / kOutThreads;  // loads of 4 q (k, G) a thread
 
-// A thread's share of one key slice of q, k and G (zeros past the chunk's rows and dk).
+// A thread's share of one key slice of q, k (as stored) and G (zeros past the chunk's rows
+// and dk); widened to fp32 only when stored to shared memory, so nothing waits on the loads
+// before then.
+template <typename T>
 struct SliceRegs {
-  float4 q[kSliceLoads], k[kSliceLoads], g[kSliceLoads];
+  Raw4<T> q[kSliceLoads], k[kSliceLoads];
+  float4 g[kSliceLoads];
 };
-__device__ __forceinline__ void LoadSlice(SliceRegs& r, const float* __restrict__ q,
-                                          const float* __restrict__ k, const float* __restrict__ G,
+template <typename T>
+__device__ __forceinline__ void LoadSlice(SliceRegs<T>& r, const T* __restrict__ q,
+                                          const T* __restrict__ k, const float* __restrict__ G,
                                           int64_t qk0, int64_t kstride, int n, int dk, int ks,
                                           int tid) {
 #pragma unroll
   for (int i = 0; i < kSliceLoads; ++i) {
     const int idx = tid + i * kOutThreads;
     const int row = idx / (kKS / 4), k4 = 4 * (idx % (kKS / 4));
-    r.q[i] = r.k[i] = r.g[i] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    r.q[i] = r.k[i] = Raw4<T>{};
+    r.g[i] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     if (row < n && ks + k4 < dk) {
       const int64_t off = qk0 + row * kstride + ks + k4;
-      r.q[i] = Ld4(q + off);
-      r.k[i] = Ld4(k + off);
+      r.q[i] = LdRaw4(q + off);
+      r.k[i] = LdRaw4(k + off);
       r.g[i] = Ld4(G + off);
     }
   }
 }
-__device__ __forceinline__ void StoreSlice(const SliceRegs& r, float* sq, float* sk, float* sg,
+template <typename T>
+__device__ __forceinline__ void StoreSlice(const SliceRegs<T>& r, float* sq, float* sk, float* sg,
                                            int tid) {
 #pragma unroll
   for (int i = 0; i < kSliceLoads; ++i) {
     const int idx = tid + i * kOutThreads;
     const int row = idx / (kKS / 4), k4 = 4 * (idx % (kKS / 4));
-    *reinterpret_cast<float4*>(sq + row * kSP + k4) = r.q[i];
-    *reinterpret_cast<float4*>(sk + row * kSP + k4) = r.k[i];
+    *reinterpret_cast<float4*>(sq + row * kSP + k4) = Widen4(r.q[i]);
+    *reinterpret_cast<float4*>(sk + row * kSP + k4) = Widen4(r.k[i]);
     *reinterpret_cast<float4*>(sg + row * kSP + k4) = r.g[i];
   }
 }
@@ -423,7 +450,7 @@ __device__ __forceinline__ void StoreSlice(const SliceRegs& r, float* sq, float*
 // reference); both store and compute the same values in the same order.
 template <typename VT, typename ST, bool kPipelined>
 __global__ void __launch_bounds__(kOutThreads)
-    ChunkOutputMmaKernel(const float* __restrict__ q, const float* __restrict__ k,
+    ChunkOutputMmaKernel(const VT* __restrict__ q, const VT* __restrict__ k,
                          const float* __restrict__ G, const VT* __restrict__ v,
                          const ST* chunk_states, float* const* state_ptrs, float* const* out_ptrs,
                          int64_t layer_offset, PackView pack, int heads, int dk, int dv,
@@ -471,7 +498,7 @@ __global__ void __launch_bounds__(kOutThreads)
   }
 
   // 16-byte loads, all of a thread's (4 x 3) in flight before the first store.
-  SliceRegs slice;
+  SliceRegs<VT> slice;
   if constexpr (kPipelined) LoadSlice(slice, q, k, G, qk0, kstride, n, dk, 0, tid);
   for (int ks = 0; ks < dkp; ks += kKS) {
     if constexpr (!kPipelined) LoadSlice(slice, q, k, G, qk0, kstride, n, dk, ks, tid);
@@ -683,7 +710,7 @@ size_t OutputMmaSmem(int dk) {
 }
 
 template <typename VT>
-cudaError_t LaunchStatesMma(const float* k, const float* G, const VT* v, const PackView& pack,
+cudaError_t LaunchStatesMma(const VT* k, const float* G, const VT* v, const PackView& pack,
                             int heads, int dk, int dv, float* const* state_ptrs,
                             float* const* out_ptrs, int64_t layer_offset, float* single,
                             void* chunk_room, bool fused, cudaStream_t stream) {
@@ -728,7 +755,7 @@ cudaError_t LaunchStatesMma(const float* k, const float* G, const VT* v, const P
 
 // bf16_states: chunk states by the state walk (bf16), else by the two-pass pair (fp32).
 template <typename VT>
-cudaError_t LaunchOutputMma(const float* q, const float* k, const float* G, const VT* v,
+cudaError_t LaunchOutputMma(const VT* q, const VT* k, const float* G, const VT* v,
                             const void* chunk_room, bool bf16_states, float* const* state_ptrs,
                             float* const* out_ptrs, int64_t layer_offset, const PackView& pack,
                             int heads, int dk, int dv, float scale, float* o, cudaStream_t stream) {
@@ -762,44 +789,48 @@ cudaError_t LaunchOutputMma(const float* q, const float* k, const float* G, cons
 
 bool ChunkMmaTakesBf16Values(int dk, int dv) { return dk % 4 == 0 && dv % 4 == 0; }
 
-cudaError_t ChunkGlaStatesPackedMma(const float* k, const float* G, const void* v, Act v_act,
+cudaError_t ChunkGlaStatesPackedMma(const void* k, const float* G, const void* v, Act qkv_act,
                                     const PackView& pack, int heads, int dk, int dv,
                                     float* const* state_ptrs, float* const* out_ptrs,
                                     int64_t layer_offset, void* chunk_states, cudaStream_t stream) {
   HG_DISPATCH_ACT(
-      v_act, return LaunchStatesMma(k, G, static_cast<const T*>(v), pack, heads, dk, dv, state_ptrs,
-                                    out_ptrs, layer_offset, nullptr, chunk_states, true, stream));
+      qkv_act, return LaunchStatesMma(static_cast<const T*>(k), G, static_cast<const T*>(v), pack,
+                                      heads, dk, dv, state_ptrs, out_ptrs, layer_offset, nullptr,
+                                      chunk_states, true, stream));
 }
 
-cudaError_t ChunkGlaStatesPackedMmaTwoPass(const float* k, const float* G, const void* v, Act v_act,
-                                           const PackView& pack, int heads, int dk, int dv,
-                                           float* const* state_ptrs, float* const* out_ptrs,
+cudaError_t ChunkGlaStatesPackedMmaTwoPass(const void* k, const float* G, const void* v,
+                                           Act qkv_act, const PackView& pack, int heads, int dk,
+                                           int dv, float* const* state_ptrs, float* const* out_ptrs,
                                            int64_t layer_offset, float* chunk_states,
                                            cudaStream_t stream) {
   HG_DISPATCH_ACT(
-      v_act, return LaunchStatesMma(k, G, static_cast<const T*>(v), pack, heads, dk, dv, state_ptrs,
-                                    out_ptrs, layer_offset, nullptr, chunk_states, false, stream));
+      qkv_act, return LaunchStatesMma(static_cast<const T*>(k), G, static_cast<const T*>(v), pack,
+                                      heads, dk, dv, state_ptrs, out_ptrs, layer_offset, nullptr,
+                                      chunk_states, false, stream));
 }
 
-cudaError_t ChunkGlaOutputPackedMma(const float* q, const float* k, const float* G, const void* v,
-                                    Act v_act, const void* chunk_states, float* const* state_ptrs,
+cudaError_t ChunkGlaOutputPackedMma(const void* q, const void* k, const float* G, const void* v,
+                                    Act qkv_act, const void* chunk_states, float* const* state_ptrs,
                                     float* const* out_ptrs, int64_t layer_offset,
                                     const PackView& pack, int heads, int dk, int dv, float scale,
                                     float* o, cudaStream_t stream) {
-  HG_DISPATCH_ACT(v_act, return LaunchOutputMma(q, k, G, static_cast<const T*>(v), chunk_states,
-                                                true, state_ptrs, out_ptrs, layer_offset, pack,
-                                                heads, dk, dv, scale, o, stream));
+  HG_DISPATCH_ACT(qkv_act, return LaunchOutputMma(
+                               static_cast<const T*>(q), static_cast<const T*>(k), G,
+                               static_cast<const T*>(v), chunk_states, true, state_ptrs, out_ptrs,
+                               layer_offset, pack, heads, dk, dv, scale, o, stream));
 }
 
-cudaError_t ChunkGlaOutputPackedMmaTwoPass(const float* q, const float* k, const float* G,
-                                           const void* v, Act v_act, const float* chunk_states,
+cudaError_t ChunkGlaOutputPackedMmaTwoPass(const void* q, const void* k, const float* G,
+                                           const void* v, Act qkv_act, const float* chunk_states,
                                            float* const* state_ptrs, float* const* out_ptrs,
                                            int64_t layer_offset, const PackView& pack, int heads,
                                            int dk, int dv, float scale, float* o,
                                            cudaStream_t stream) {
-  HG_DISPATCH_ACT(v_act, return LaunchOutputMma(q, k, G, static_cast<const T*>(v), chunk_states,
-                                                false, state_ptrs, out_ptrs, layer_offset, pack,
-                                                heads, dk, dv, scale, o, stream));
+  HG_DISPATCH_ACT(qkv_act, return LaunchOutputMma(
+                               static_cast<const T*>(q), static_cast<const T*>(k), G,
+                               static_cast<const T*>(v), chunk_states, false, state_ptrs, out_ptrs,
+                               layer_offset, pack, heads, dk, dv, scale, o, stream));
 }
 
 cudaError_t ChunkGlaStatesMma(const float* k, const float* G, const float* v, int tokens, int heads,

@@ -7,8 +7,9 @@
 // fp32. `chunk_states` is room for fp32 states: bf16 ones use its first half; where the
 // fp32 kernels run instead (ChunkMmaTakesBf16Values false) they keep fp32 states there.
 // The two-pass form (local states, then the fp32 scan; fp32 S_c) stays callable.
-// The packed forms take v as fp32 or bf16 (`v_act`): the kernels stage v as bf16 either
-// way, so bf16 v rounded to nearest from the fp32 one gives bitwise the same results.
+// The packed forms take q, k and v as fp32 or bf16 together (`qkv_act`; G is fp32): a bf16
+// operand is widened to fp32 exactly, so bf16 q, k, v give bitwise the results of fp32
+// q, k, v holding the same (bf16-representable) values. bf16 halves their bytes.
 // fp32 mode never calls these (its path stays the exact reference).
 #ifndef HGEVAL_ENGINE_CUDA_KERNELS_CHUNK_MMA_H_
 #define HGEVAL_ENGINE_CUDA_KERNELS_CHUNK_MMA_H_
@@ -23,14 +24,14 @@ namespace hgeval::cuda {
 
 // Whether the tensor-core kernels run these head dims (their 16-byte loads need dk and dv
 // multiples of 4; dk <= 256 is checked apart). Otherwise the launchers run the fp32
-// kernels, which read fp32 v: a bf16 v is then refused (cudaErrorInvalidValue).
+// kernels, which read fp32 q, k, v: bf16 ones are then refused (cudaErrorInvalidValue).
 bool ChunkMmaTakesBf16Values(int dk, int dv);
 
 // The chunk states S_c (bf16) and final states in one kernel that walks each sequence's
 // chunks in order, the running state in registers, each chunk's local state U_c by tensor
 // cores and never stored (fla's chunk_fwd_h). Bitwise the two-pass form's results (its
 // S_c rounded to bf16).
-cudaError_t ChunkGlaStatesPackedMma(const float* k, const float* G, const void* v, Act v_act,
+cudaError_t ChunkGlaStatesPackedMma(const void* k, const float* G, const void* v, Act qkv_act,
                                     const PackView& pack, int heads, int dk, int dv,
                                     float* const* state_ptrs, float* const* out_ptrs,
                                     int64_t layer_offset, void* chunk_states, cudaStream_t stream);
@@ -39,9 +40,9 @@ cudaError_t ChunkGlaStatesPackedMma(const float* k, const float* G, const void* 
 // cores into chunk_states, then the fp32 scan (ChunkStateScan) over them in place (fp32
 // S_c; its output form reads those). Kept for the test that holds the walk to its bits and
 // the bench's micro rows.
-cudaError_t ChunkGlaStatesPackedMmaTwoPass(const float* k, const float* G, const void* v, Act v_act,
-                                           const PackView& pack, int heads, int dk, int dv,
-                                           float* const* state_ptrs, float* const* out_ptrs,
+cudaError_t ChunkGlaStatesPackedMmaTwoPass(const void* k, const float* G, const void* v,
+                                           Act qkv_act, const PackView& pack, int heads, int dk,
+                                           int dv, float* const* state_ptrs, float* const* out_ptrs,
                                            int64_t layer_offset, float* chunk_states,
                                            cudaStream_t stream);
 
@@ -50,13 +51,13 @@ cudaError_t ChunkGlaStatesPackedMmaTwoPass(const float* k, const float* G, const
 // next key slice's q, k, G loads run during the current slice's maths and bf16 S_c and v
 // tiles are copied by cp.async; the two-pass form (fp32 S_c) runs the same maths with each
 // load after the previous maths, the reference the pipelined form keeps the bits of.
-cudaError_t ChunkGlaOutputPackedMma(const float* q, const float* k, const float* G, const void* v,
-                                    Act v_act, const void* chunk_states, float* const* state_ptrs,
+cudaError_t ChunkGlaOutputPackedMma(const void* q, const void* k, const float* G, const void* v,
+                                    Act qkv_act, const void* chunk_states, float* const* state_ptrs,
                                     float* const* out_ptrs, int64_t layer_offset,
                                     const PackView& pack, int heads, int dk, int dv, float scale,
                                     float* o, cudaStream_t stream);
-cudaError_t ChunkGlaOutputPackedMmaTwoPass(const float* q, const float* k, const float* G,
-                                           const void* v, Act v_act, const float* chunk_states,
+cudaError_t ChunkGlaOutputPackedMmaTwoPass(const void* q, const void* k, const float* G,
+                                           const void* v, Act qkv_act, const float* chunk_states,
                                            float* const* state_ptrs, float* const* out_ptrs,
                                            int64_t layer_offset, const PackView& pack, int heads,
                                            int dk, int dv, float scale, float* o,

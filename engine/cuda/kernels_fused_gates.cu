@@ -9,15 +9,14 @@ namespace {
 
 // Grid (chunks, heads); thread c < e owns channel c of its head on every row of the chunk.
 // The per-row maths is TnlGatesKernel's; the decay sum runs down the chunk's rows from 0
-// as ChunkCumsumKernel's does. v is written as VT (bf16: rounded to nearest, as the
-// tensor-core chunk kernels rounded fp32 v when they staged it).
-template <typename VT>
+// as ChunkCumsumKernel's does. q, k and v are written as T (bf16: rounded to nearest).
+template <typename T>
 __global__ void TnlGatesChunkCumsumKernel(const float* __restrict__ proj, PackView pack, int heads,
                                           int e, int dk, const float* __restrict__ theta,
                                           const int64_t* __restrict__ positions,
-                                          const float* __restrict__ log_decay,
-                                          float* __restrict__ q, float* __restrict__ k,
-                                          float* __restrict__ g, VT* __restrict__ v) {
+                                          const float* __restrict__ log_decay, T* __restrict__ q,
+                                          T* __restrict__ k, float* __restrict__ g,
+                                          T* __restrict__ v) {
   const int ch = blockIdx.x, h = blockIdx.y, c = threadIdx.x;
   if (c >= e) return;
   const int t0 = ChunkRow0(pack, ch);
@@ -38,7 +37,7 @@ __global__ void TnlGatesChunkCumsumKernel(const float* __restrict__ proj, PackVi
     acc += decay;
     g[qk + c] = acc;
     if (dk > e) g[qk + e + c] = acc;
-    v[(r * heads + h) * e + c] = FromF<VT>(row[2 * dim + hc]);
+    v[(r * heads + h) * e + c] = FromF<T>(row[2 * dim + hc]);
   }
 }
 
@@ -49,13 +48,13 @@ constexpr int kHgrn2RowGroups = 4;   // rows of a chunk loaded at once per chann
 // on rows y, y + 4, ... of the chunk inside the block of rows (all loads in flight; the
 // per-row maths is Hgrn2GatesKernel's) and leaves the log gate in shared memory; then the
 // y = 0 threads sum them down the rows in order, each continuing from the cumulative g
-// the previous block of rows left, as one thread walking the rows did. v is written as VT.
-template <typename VT>
+// the previous block of rows left, as one thread walking the rows did. q, k and v are
+// written as T.
+template <typename T>
 __global__ void __launch_bounds__(kHgrn2Channels* kHgrn2RowGroups)
     Hgrn2GatesChunkCumsumKernel(const float* __restrict__ qfi, int r0, int n, PackView pack,
-                                int dim, const float* __restrict__ lower_bound,
-                                float* __restrict__ q, float* __restrict__ k, float* __restrict__ g,
-                                VT* __restrict__ v) {
+                                int dim, const float* __restrict__ lower_bound, T* __restrict__ q,
+                                T* __restrict__ k, float* __restrict__ g, T* __restrict__ v) {
   __shared__ float log_gate[kGlaChunk][kHgrn2Channels];
   const int ch = blockIdx.x;
   const int x = threadIdx.x, y = threadIdx.y;
@@ -71,9 +70,11 @@ __global__ void __launch_bounds__(kHgrn2Channels* kHgrn2RowGroups)
       const float* row = qfi + static_cast<int64_t>(r - r0) * 3 * dim;
       const int64_t i = static_cast<int64_t>(r) * dim + c;
       const float qv = row[c], f = row[dim + c], iv = row[2 * dim + c];
-      q[i] = Silu(qv);
-      Hgrn2KeyAndLogGate(f, lower_bound != nullptr, lb, &k[i], &log_gate[r - begin][x]);
-      v[i] = FromF<VT>(iv);
+      float key;
+      Hgrn2KeyAndLogGate(f, lower_bound != nullptr, lb, &key, &log_gate[r - begin][x]);
+      q[i] = FromF<T>(Silu(qv));
+      k[i] = FromF<T>(key);
+      v[i] = FromF<T>(iv);
     }
   }
   __syncthreads();
@@ -86,13 +87,13 @@ __global__ void __launch_bounds__(kHgrn2Channels* kHgrn2RowGroups)
 }
 
 // Grid (chunks, heads); threads over max(dk, dv) channels. GlaGatesKernel's maths per row;
-// v is written as VT.
-template <typename VT>
+// q, k and v are written as T.
+template <typename T>
 __global__ void GlaGatesChunkCumsumKernel(
     const float* __restrict__ proj, int64_t proj_ld, int64_t k_off, int64_t v_off,
     const float* __restrict__ gk, const float* __restrict__ gk_bias, PackView pack, int heads,
     int kv_heads, int dk, int dv, float normalizer, bool has_clamp, float clamp_min,
-    float* __restrict__ q, float* __restrict__ k, float* __restrict__ g, VT* __restrict__ v) {
+    T* __restrict__ q, T* __restrict__ k, float* __restrict__ g, T* __restrict__ v) {
   const int ch = blockIdx.x, h = blockIdx.y;
   const int group = heads / kv_heads;
   const int hk = h / group;
@@ -106,8 +107,8 @@ __global__ void GlaGatesChunkCumsumKernel(
       const int64_t r = t0 + j;
       const float* row = proj + r * proj_ld;
       const int64_t o = (r * heads + h) * dk + c;
-      q[o] = row[static_cast<int64_t>(h) * dk + c];
-      k[o] = row[k_off + static_cast<int64_t>(hk) * dk + c];
+      q[o] = FromF<T>(row[static_cast<int64_t>(h) * dk + c]);
+      k[o] = FromF<T>(row[k_off + static_cast<int64_t>(hk) * dk + c]);
       float gv = LogSigmoid(gk[r * kdim_kv + hk * dk + c] + bias) / normalizer;
       if (has_clamp) gv = fmaxf(gv, clamp_min);
       acc += gv;
@@ -118,7 +119,7 @@ __global__ void GlaGatesChunkCumsumKernel(
     for (int j = 0; j < n; ++j) {
       const int64_t r = t0 + j;
       v[(r * heads + h) * dv + c] =
-          FromF<VT>(proj[r * proj_ld + v_off + static_cast<int64_t>(hk) * dv + c]);
+          FromF<T>(proj[r * proj_ld + v_off + static_cast<int64_t>(hk) * dv + c]);
     }
   }
 }
@@ -127,39 +128,41 @@ __global__ void GlaGatesChunkCumsumKernel(
 
 cudaError_t TnlGatesChunkCumsum(const float* proj, const PackView& pack, int heads, int e, int dk,
                                 const float* theta, const int64_t* positions,
-                                const float* log_decay, float* q, float* k, float* g, void* v,
-                                Act v_act, cudaStream_t stream) {
+                                const float* log_decay, void* q, void* k, float* g, void* v,
+                                Act qkv_act, cudaStream_t stream) {
   if (pack.num_chunks == 0) return cudaSuccess;
   if (e > 1024) return cudaErrorInvalidValue;
   dim3 grid(pack.num_chunks, heads);
   const int threads = (e + 31) / 32 * 32;
-  HG_DISPATCH_ACT(v_act, TnlGatesChunkCumsumKernel<T>
-                  <<<grid, threads, 0, stream>>>(proj, pack, heads, e, dk, theta, positions,
-                                                 log_decay, q, k, g, static_cast<T*>(v)));
+  HG_DISPATCH_ACT(qkv_act, TnlGatesChunkCumsumKernel<T><<<grid, threads, 0, stream>>>(
+                               proj, pack, heads, e, dk, theta, positions, log_decay,
+                               static_cast<T*>(q), static_cast<T*>(k), g, static_cast<T*>(v)));
   return cudaGetLastError();
 }
 
 cudaError_t Hgrn2GatesChunkCumsum(const float* qfi, int r0, int n, const PackView& pack, int dim,
-                                  const float* lower_bound, float* q, float* k, float* g, void* v,
-                                  Act v_act, cudaStream_t stream) {
+                                  const float* lower_bound, void* q, void* k, float* g, void* v,
+                                  Act qkv_act, cudaStream_t stream) {
   if (pack.num_chunks == 0 || n == 0) return cudaSuccess;
   dim3 grid(pack.num_chunks, (dim + kHgrn2Channels - 1) / kHgrn2Channels);
   const dim3 block(kHgrn2Channels, kHgrn2RowGroups);
-  HG_DISPATCH_ACT(v_act, Hgrn2GatesChunkCumsumKernel<T><<<grid, block, 0, stream>>>(
-                             qfi, r0, n, pack, dim, lower_bound, q, k, g, static_cast<T*>(v)));
+  HG_DISPATCH_ACT(qkv_act, Hgrn2GatesChunkCumsumKernel<T><<<grid, block, 0, stream>>>(
+                               qfi, r0, n, pack, dim, lower_bound, static_cast<T*>(q),
+                               static_cast<T*>(k), g, static_cast<T*>(v)));
   return cudaGetLastError();
 }
 
 cudaError_t GlaGatesChunkCumsum(const float* proj, int64_t proj_ld, int64_t k_off, int64_t v_off,
                                 const float* gk, const float* gk_bias, const PackView& pack,
                                 int heads, int kv_heads, int dk, int dv, float normalizer,
-                                bool has_clamp, float clamp_min, float* q, float* k, float* g,
-                                void* v, Act v_act, cudaStream_t stream) {
+                                bool has_clamp, float clamp_min, void* q, void* k, float* g,
+                                void* v, Act qkv_act, cudaStream_t stream) {
   if (pack.num_chunks == 0) return cudaSuccess;
   dim3 grid(pack.num_chunks, heads);
-  HG_DISPATCH_ACT(v_act, GlaGatesChunkCumsumKernel<T><<<grid, 128, 0, stream>>>(
-                             proj, proj_ld, k_off, v_off, gk, gk_bias, pack, heads, kv_heads, dk,
-                             dv, normalizer, has_clamp, clamp_min, q, k, g, static_cast<T*>(v)));
+  HG_DISPATCH_ACT(qkv_act, GlaGatesChunkCumsumKernel<T><<<grid, 128, 0, stream>>>(
+                               proj, proj_ld, k_off, v_off, gk, gk_bias, pack, heads, kv_heads, dk,
+                               dv, normalizer, has_clamp, clamp_min, static_cast<T*>(q),
+                               static_cast<T*>(k), g, static_cast<T*>(v)));
   return cudaGetLastError();
 }
 

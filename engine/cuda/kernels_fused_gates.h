@@ -1,9 +1,9 @@
 // Gate kernels fused with the chunk-local cumsum of the log decay, for packs: what the gate
 // kernel (kernels.h) followed by ChunkLocalCumsumPacked computed, in one pass over the
 // pack (g is written once, already cumulative, instead of written, read and rewritten).
-// v is written as `v_act` (bf16: each value rounded to nearest even, the rounding the
-// tensor-core chunk kernels applied to fp32 v, so their results keep every bit while v's
-// bytes halve; q, k and g stay fp32, which those kernels scale in fp32 before rounding).
+// q, k and v are written as `qkv_act` (bf16: each value rounded to nearest even, the
+// operands the tensor-core chunk kernels take in bf16 mode, half the bytes of fp32); g, the
+// cumulative log decay whose differences become exponents, stays fp32.
 #ifndef HGEVAL_ENGINE_CUDA_KERNELS_FUSED_GATES_H_
 #define HGEVAL_ENGINE_CUDA_KERNELS_FUSED_GATES_H_
 
@@ -20,8 +20,8 @@ namespace hgeval::cuda {
 // order, so bitwise what the two kernels gave). One block per (chunk, head), e threads.
 cudaError_t TnlGatesChunkCumsum(const float* proj, const PackView& pack, int heads, int e, int dk,
                                 const float* theta, const int64_t* positions,
-                                const float* log_decay, float* q, float* k, float* g, void* v,
-                                Act v_act, cudaStream_t stream);
+                                const float* log_decay, void* q, void* k, float* g, void* v,
+                                Act qkv_act, cudaStream_t stream);
 
 // Hgrn2Gates (kernels.h) for rows [r0, r0 + n) of the pack, qfi holding those rows only
 // (HGRN2 runs its projection in row blocks), with g chunk-cumulative. q, k, g, v are the
@@ -30,8 +30,8 @@ cudaError_t TnlGatesChunkCumsum(const float* proj, const PackView& pack, int hea
 // the blocks must run in row order on one stream. One block per (chunk, 128 channels): 4
 // row groups load and compute the gates, one sums the log gates down the rows.
 cudaError_t Hgrn2GatesChunkCumsum(const float* qfi, int r0, int n, const PackView& pack, int dim,
-                                  const float* lower_bound, float* q, float* k, float* g, void* v,
-                                  Act v_act, cudaStream_t stream);
+                                  const float* lower_bound, void* q, void* k, float* g, void* v,
+                                  Act qkv_act, cudaStream_t stream);
 
 // AddBias on gk (gk_proj.1's bias) then GlaGates (kernels.h), with g chunk-cumulative,
 // over every chunk of the pack: gk is only read (the bias is added in registers). One
@@ -39,8 +39,8 @@ cudaError_t Hgrn2GatesChunkCumsum(const float* qfi, int r0, int n, const PackVie
 cudaError_t GlaGatesChunkCumsum(const float* proj, int64_t proj_ld, int64_t k_off, int64_t v_off,
                                 const float* gk, const float* gk_bias, const PackView& pack,
                                 int heads, int kv_heads, int dk, int dv, float normalizer,
-                                bool has_clamp, float clamp_min, float* q, float* k, float* g,
-                                void* v, Act v_act, cudaStream_t stream);
+                                bool has_clamp, float clamp_min, void* q, void* k, float* g,
+                                void* v, Act qkv_act, cudaStream_t stream);
 
 }  // namespace hgeval::cuda
 

@@ -38,7 +38,7 @@ absl::StatusOr<int64_t> CudaLinearAttention::ReserveChunks(int64_t chunks) {
   return reserved_chunks_;
 }
 
-Act CudaLinearAttention::PackValuesAct(int64_t call_dk) const {
+Act CudaLinearAttention::PackOperandsAct(int64_t call_dk) const {
   if (call_dk <= 0) call_dk = dk_;
   const bool bf16 =
       tensor_cores_ && ChunkMmaTakesBf16Values(static_cast<int>(call_dk), static_cast<int>(dv_));
@@ -64,10 +64,10 @@ absl::Status CudaLinearAttention::Enqueue(const MixerPass& pass, int64_t state_o
   }
   if (!g_chunk_cumulative) HG_CUDA_RETURN(ChunkLocalCumsumPacked(g(), *pass.pack, H, dk, s));
   if (tensor_cores_) {
-    const Act v_act = PackValuesAct(call_dk);
-    HG_CUDA_RETURN(ChunkGlaStatesPackedMma(k(), g(), v(), v_act, *pass.pack, H, dk, dv, sptrs,
+    const Act qkv_act = PackOperandsAct(call_dk);
+    HG_CUDA_RETURN(ChunkGlaStatesPackedMma(k(), g(), v(), qkv_act, *pass.pack, H, dk, dv, sptrs,
                                            optrs, state_offset, chunk_states_.as<float>(), s));
-    HG_CUDA_RETURN(ChunkGlaOutputPackedMma(q(), k(), g(), v(), v_act, chunk_states_.as<float>(),
+    HG_CUDA_RETURN(ChunkGlaOutputPackedMma(q(), k(), g(), v(), qkv_act, chunk_states_.as<float>(),
                                            sptrs, optrs, state_offset, *pass.pack, H, dk, dv,
                                            scale_, o, s));
     return absl::OkStatus();

@@ -43,15 +43,17 @@ class CudaLinearAttention {
   // chunks it holds room for, fewer than asked when the memory budget refuses more.
   absl::StatusOr<int64_t> ReserveChunks(int64_t chunks);
 
+  // fp32 q, k, v (decode steps), or a pack's as PackOperandsAct(call_dk) in the same room;
+  // g is fp32 always.
   float* q() const { return q_.as<float>(); }
   float* k() const { return k_.as<float>(); }
   float* g() const { return g_.as<float>(); }
-  // fp32 v (decode steps), or a pack's v as PackValuesAct(call_dk) in the same room.
   float* v() const { return v_.as<float>(); }
-  // How a pack's v is held for a call of key dim `call_dk` (0: dk()): bf16 where the
-  // tensor-core kernels run (they round v to bf16 anyway: same bits, half the bytes),
-  // else fp32. The gate kernel writing v and Enqueue both follow it.
-  Act PackValuesAct(int64_t call_dk = 0) const;
+  // How a pack's q, k and v are held for a call of key dim `call_dk` (0: dk()): bf16 where
+  // the tensor-core kernels run (bf16 mode; they round v, and q and k once scaled by their
+  // decays, to bf16 for their products: half the bytes), else fp32. The gate kernel writing
+  // them and Enqueue both follow it.
+  Act PackOperandsAct(int64_t call_dk = 0) const;
 
   // o [rows, H, dv] (fp32) from q, k, g, v; states at `state_offset` floats into each
   // sequence's state. Packs: chunk-local cumsum of g, chunk states, output. `call_dk` (0:

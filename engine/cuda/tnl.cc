@@ -113,7 +113,7 @@ class TnlMixer final : public CudaTokenMixer {
       HG_CUDA_RETURN(TnlGatesChunkCumsum(
           proj, *pass.pack, H, e, static_cast<int>(layer_dk), theta, pass.in->positions,
           w.log_decay.as<float>(), attention_.q(), attention_.k(), attention_.g(), attention_.v(),
-          attention_.PackValuesAct(layer_dk), pass.stream));
+          attention_.PackOperandsAct(layer_dk), pass.stream));
     }
     HG_RETURN_IF_ERROR(attention_.Enqueue(pass, pass.layer * StateFloatsPerLayer(), o, layer_dk,
                                           /*g_chunk_cumulative=*/!pass.decode));

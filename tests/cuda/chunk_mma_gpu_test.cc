@@ -140,14 +140,14 @@ INSTANTIATE_TEST_SUITE_P(
 
 // A ragged pack: sequence s is lens[s] rows from its own start state (a second layer's
 // slot: layer_offset). fork: final states go to other buffers (the first chunk reads the
-// start in place) and sequence 1 keeps none (a read-only start). v_act kBF16: v is passed
-// as its values rounded to bf16 (what the gate kernels write in bf16 mode).
+// start in place) and sequence 1 keeps none (a read-only start). qkv_act kBF16: q, k and v
+// are passed as their values rounded to bf16 (what the gate kernels write in bf16 mode).
 // two_pass: the states by the local-state kernel and the scan (ChunkGlaStatesPackedMmaTwoPass,
 // fp32 chunk states, and the output form that reads them) instead of the one-kernel walk
 // (bf16 chunk states); `chunks` (if given) receives the chunk states' room as floats.
 void RunPack(const Inputs& in, const std::vector<int>& lens, const std::vector<float>& starts,
              bool fork, float scale, std::vector<float>& out, std::vector<float>& states,
-             std::vector<float>& finals, Act v_act = Act::kF32, bool two_pass = false,
+             std::vector<float>& finals, Act qkv_act = Act::kF32, bool two_pass = false,
              std::vector<float>* chunks = nullptr) {
   const int H = in.heads, dk = in.dk, dv = in.dv;
   const int64_t ns = static_cast<int64_t>(H) * dk * dv;
@@ -174,8 +174,12 @@ void RunPack(const Inputs& in, const std::vector<int>& lens, const std::vector<f
   pack.chunk_seq = d_chunk_seq.get();
 
   Dev<float> dq(in.q), dk_(in.k), dg(in.g), dv_(in.v);
-  Dev<uint16_t> dv_bf16(RoundedBf16Bits(in.v));
-  const void* v = v_act == Act::kBF16 ? static_cast<const void*>(dv_bf16.get()) : dv_.get();
+  Dev<uint16_t> dq_bf16(RoundedBf16Bits(in.q)), dk_bf16(RoundedBf16Bits(in.k)),
+      dv_bf16(RoundedBf16Bits(in.v));
+  const bool bf16 = qkv_act == Act::kBF16;
+  const void* q = bf16 ? static_cast<const void*>(dq_bf16.get()) : dq.get();
+  const void* k = bf16 ? static_cast<const void*>(dk_bf16.get()) : dk_.get();
+  const void* v = bf16 ? static_cast<const void*>(dv_bf16.get()) : dv_.get();
   Dev<float> dout(static_cast<size_t>(rows) * H * dv);
   Dev<float> dstates(starts);  // [seq][2 layers][ns]; layer 1 used
   Dev<float> dfinals(static_cast<size_t>(num_seqs) * ns);
@@ -189,21 +193,20 @@ void RunPack(const Inputs& in, const std::vector<int>& lens, const std::vector<f
   float* const* out_ptrs = fork ? dop.get() : nullptr;
   ASSERT_EQ(ChunkLocalCumsumPacked(dg.get(), pack, H, dk, nullptr), cudaSuccess);
   if (two_pass) {
-    ASSERT_EQ(ChunkGlaStatesPackedMmaTwoPass(dk_.get(), dg.get(), v, v_act, pack, H, dk, dv,
-                                             dsp.get(), out_ptrs, ns, dchunks.get(), nullptr),
-              cudaSuccess);
-    ASSERT_EQ(ChunkGlaOutputPackedMmaTwoPass(dq.get(), dk_.get(), dg.get(), v, v_act, dchunks.get(),
-                                             dsp.get(), out_ptrs, ns, pack, H, dk, dv, scale,
-                                             dout.get(), nullptr),
-              cudaSuccess);
-  } else {
-    ASSERT_EQ(ChunkGlaStatesPackedMma(dk_.get(), dg.get(), v, v_act, pack, H, dk, dv, dsp.get(),
-                                      out_ptrs, ns, dchunks.get(), nullptr),
+    ASSERT_EQ(ChunkGlaStatesPackedMmaTwoPass(k, dg.get(), v, qkv_act, pack, H, dk, dv, dsp.get(),
+                                             out_ptrs, ns, dchunks.get(), nullptr),
               cudaSuccess);
     ASSERT_EQ(
-        ChunkGlaOutputPackedMma(dq.get(), dk_.get(), dg.get(), v, v_act, dchunks.get(), dsp.get(),
-                                out_ptrs, ns, pack, H, dk, dv, scale, dout.get(), nullptr),
+        ChunkGlaOutputPackedMmaTwoPass(q, k, dg.get(), v, qkv_act, dchunks.get(), dsp.get(),
+                                       out_ptrs, ns, pack, H, dk, dv, scale, dout.get(), nullptr),
         cudaSuccess);
+  } else {
+    ASSERT_EQ(ChunkGlaStatesPackedMma(k, dg.get(), v, qkv_act, pack, H, dk, dv, dsp.get(), out_ptrs,
+                                      ns, dchunks.get(), nullptr),
+              cudaSuccess);
+    ASSERT_EQ(ChunkGlaOutputPackedMma(q, k, dg.get(), v, qkv_act, dchunks.get(), dsp.get(),
+                                      out_ptrs, ns, pack, H, dk, dv, scale, dout.get(), nullptr),
+              cudaSuccess);
   }
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   out = dout.Get();
@@ -307,15 +310,18 @@ TEST_P(ChunkMmaPackTest, RaggedPackMatchesFloat64AndEachSequenceAlone) {
   }
 }
 
-// bf16 mode's gate kernels write v as bf16 (kernels_fused_gates.h): the kernels stage fp32
-// v as bf16 with the same rounding, so outputs, final states and forked finals keep every
-// bit.
-TEST_P(ChunkMmaPackTest, Bf16ValuesGiveTheFloatValuesBits) {
+// bf16 mode's gate kernels write q, k and v as bf16 (kernels_fused_gates.h): the kernels
+// widen bf16 q and k exactly and stage fp32 v as bf16 with the same rounding, so with q and
+// k that bf16 holds exactly (v as drawn) outputs, final states and forked finals keep
+// every bit.
+TEST_P(ChunkMmaPackTest, Bf16OperandsGiveTheFloatOperandsBits) {
   if (!testing::HaveGpu()) GTEST_SKIP() << "no CUDA GPU visible";
   const PackCase c = GetParam();
   const std::vector<int> lens = {130, 1, 64, 17, 65, 200};
   std::mt19937 rng(c.dk * 7 + c.dv + c.fork);
-  const auto [in, starts, scale] = RandomPack(c, lens, rng);
+  auto [in, starts, scale] = RandomPack(c, lens, rng);
+  in.q = RoundedToBf16(in.q);
+  in.k = RoundedToBf16(in.k);
   std::vector<float> out32, states32, finals32, out16, states16, finals16;
   RunPack(in, lens, starts, c.fork, scale, out32, states32, finals32, Act::kF32);
   if (HasFatalFailure()) return;
@@ -341,9 +347,9 @@ bool SameBf16States(const std::vector<float>& walk, const std::vector<float>& tw
 
 // The one-kernel state walk keeps the two-pass pair's bits: every chunk state the output
 // kernel reads (bf16: the pair's fp32 one rounded, as the output kernel rounds it), the
-// outputs, and the final states in place, forked or none, with fp32 and bf16 v. The
-// outputs also hold the pipelined output kernel (bf16 S_c; with bf16 v its tiles copied by
-// cp.async) to the unpipelined one the two-pass form runs. (A forked
+// outputs, and the final states in place, forked or none, with fp32 and bf16 q, k, v. The
+// outputs also hold the pipelined output kernel (bf16 S_c; with bf16 operands its tiles
+// copied by cp.async) to the unpipelined one the two-pass form runs. (A forked
 // sequence's first slot is not read, so neither form need fill it: the walk leaves it,
 // the local-state kernel leaves U_0 there.)
 TEST_P(ChunkMmaPackTest, OneKernelStateWalkGivesTheTwoPassBits) {
@@ -353,13 +359,13 @@ TEST_P(ChunkMmaPackTest, OneKernelStateWalkGivesTheTwoPassBits) {
   std::mt19937 rng(c.dk * 5 + c.dv + c.fork);
   const auto [in, starts, scale] = RandomPack(c, lens, rng);
   const size_t ns = static_cast<size_t>(c.heads) * c.dk * c.dv;
-  for (const Act v_act : {Act::kF32, Act::kBF16}) {
+  for (const Act qkv_act : {Act::kF32, Act::kBF16}) {
     std::vector<float> out1, states1, finals1, chunks1, out2, states2, finals2, chunks2;
-    RunPack(in, lens, starts, c.fork, scale, out1, states1, finals1, v_act, false, &chunks1);
+    RunPack(in, lens, starts, c.fork, scale, out1, states1, finals1, qkv_act, false, &chunks1);
     if (HasFatalFailure()) return;
-    RunPack(in, lens, starts, c.fork, scale, out2, states2, finals2, v_act, true, &chunks2);
+    RunPack(in, lens, starts, c.fork, scale, out2, states2, finals2, qkv_act, true, &chunks2);
     if (HasFatalFailure()) return;
-    const char* act = v_act == Act::kF32 ? "fp32 v" : "bf16 v";
+    const char* act = qkv_act == Act::kF32 ? "fp32 q, k, v" : "bf16 q, k, v";
     ASSERT_EQ(out1.size(), out2.size());
     EXPECT_EQ(0, std::memcmp(out1.data(), out2.data(), out1.size() * sizeof(float)))
         << "output, " << act;
@@ -412,8 +418,8 @@ TEST_P(ChunkMmaTest, OneKernelStateWalkGivesTheTwoPassBits) {
   EXPECT_NE(0, std::memcmp(s1.data(), s0.data(), ns * sizeof(float))) << "state not advanced";
 }
 
-// Head dims the tensor-core kernels do not run take fp32 v only (their fp32 fallback): a
-// bf16 v is refused before anything is read or launched.
+// Head dims the tensor-core kernels do not run take fp32 q, k, v only (their fp32
+// fallback): bf16 operands are refused before anything is read or launched.
 TEST(ChunkMmaValuesTest, Bf16ValuesRefusedWhereTheFp32KernelsRun) {
   EXPECT_TRUE(ChunkMmaTakesBf16Values(128, 128));
   EXPECT_FALSE(ChunkMmaTakesBf16Values(6, 128));
