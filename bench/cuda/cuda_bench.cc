@@ -336,8 +336,8 @@ nlohmann::json Micro(cuda::DeviceContext* ctx) {
         10);
     const double states_walk_bf16 = timer.Ms(
         [&] {
-          cuda::ChunkGlaStatesPackedMma(k16, g, v16, cuda::Act::kBF16, pack, H, K, V, st_ptrs,
-                                        nullptr, 0, cs, s);
+          cuda::ChunkGlaStatesPackedMma(k16, g, cuda::DecayLayout::kPerKey, v16, cuda::Act::kBF16,
+                                        pack, H, K, V, st_ptrs, nullptr, 0, cs, s);
         },
         10);
     cudaFree(v16);

@@ -97,13 +97,16 @@ class Hgrn2Mixer final : public CudaTokenMixer {
           w.g_norm.as<float>(), kGNormEps, fuse_step_norm_, o, onorm, act_, pass.stream));
       return scratch_.ProjectOut(pass, w.o_proj, act_);
     }
+    // In bf16 mode the packs' q | f | i leave the GEMM as bf16 (as fla's projections do):
+    // the gates read half the bytes. Decode steps keep them fp32.
+    const Act qkv_act = attention_.PackOperandsAct();
     for (int r0 = 0; r0 < pass.rows; r0 += kRowBlock) {
       const int n = std::min(kRowBlock, pass.rows - r0);
-      HG_RETURN_IF_ERROR(scratch_.ProjectIn(pass, w.qfi_proj, act_, r0, n));
+      HG_RETURN_IF_ERROR(scratch_.ProjectIn(pass, w.qfi_proj, act_, r0, n, qkv_act));
       // The gates and the chunk-local cumsum of g in one kernel (kernels_fused_gates.h).
-      HG_CUDA_RETURN(Hgrn2GatesChunkCumsum(proj, r0, n, *pass.pack, D, lower_bound, attention_.q(),
-                                           attention_.k(), attention_.g(), attention_.v(),
-                                           attention_.PackOperandsAct(), pass.stream));
+      HG_CUDA_RETURN(Hgrn2GatesChunkCumsum(scratch_.proj.get(), r0, n, *pass.pack, D, lower_bound,
+                                           attention_.q(), attention_.k(), attention_.g(),
+                                           attention_.v(), qkv_act, pass.stream));
     }
     HG_RETURN_IF_ERROR(
         attention_.Enqueue(pass, state_offset, o, /*call_dk=*/0, /*g_chunk_cumulative=*/true));

@@ -60,6 +60,7 @@ template <typename T>
 __device__ __forceinline__ float4 Ld4f(const T* p) {
   return Widen4(LdRaw4(p));
 }
+__device__ __forceinline__ float4 Splat4(float x) { return make_float4(x, x, x, x); }
 
 // Four 8x8 b16 matrices, transposed: lanes 8m..8m+7 give the row addresses of matrix m.
 // From a [k][n] row-major tile this yields mma B fragments (rows k0.., columns n0..: two
@@ -224,7 +225,7 @@ __host__ __device__ constexpr size_t FusedStatesSmem() {
 // operands over the same token steps from zero, then the scan's fmaf(d, s, u). Same contract as the
 // scan: S_c of the first chunk is not written where the output kernel reads the start in place, and
 // a sequence that keeps no final state needs no U of its last chunk.
-template <typename VT>
+template <typename VT, bool kHeadDecay>
 __global__ void __launch_bounds__(kFusedThreads)
     ChunkStatesFusedMmaKernel(const VT* __restrict__ k, const float* __restrict__ G,
                               const VT* __restrict__ v, PackView pack, int heads, int dk, int dv,
@@ -271,8 +272,14 @@ __global__ void __launch_bounds__(kFusedThreads)
       const int j = idx / (kFusedKT / 4), k4 = 4 * (idx % (kFusedKT / 4));
       if (j < n && kb + k4 < dk) {
         CpAsyncZfill<4 * sizeof(VT)>(sk + j * kFusedKT + k4, k + qk0 + j * kstride + k4, true);
-        CpAsyncZfill<16>(sg + j * kFusedKT + k4, G + qk0 + j * kstride + k4, true);
+        if constexpr (!kHeadDecay) {
+          CpAsyncZfill<16>(sg + j * kFusedKT + k4, G + qk0 + j * kstride + k4, true);
+        }
       }
+    }
+    if constexpr (kHeadDecay) {  // one G a row: sg[j]
+      if (tid < n)
+        CpAsyncZfill<4>(sg + tid, G + (static_cast<int64_t>(t0) + tid) * heads + h, true);
     }
     const VT* vc = v + static_cast<int64_t>(t0) * vstride + static_cast<int64_t>(h) * dv + vb;
     const int rows16 = RoundUp(n, 16);
@@ -331,7 +338,7 @@ __global__ void __launch_bounds__(kFusedThreads)
     const VT* sk = reinterpret_cast<const VT*>(sg + kC * kFusedKT);
     const VT* sv = sk + kC * kFusedKT;
     const int n = stage_rows[x % kFusedStages];
-    const float* glast = sg + (n - 1) * kFusedKT;
+    const float* glast = sg + (n - 1) * (kHeadDecay ? 1 : kFusedKT);
     // k exp(G_last - G) (and fp32 v) as bf16, exactly as the two-pass local-state kernel
     // stages them.
 #pragma unroll
@@ -339,8 +346,9 @@ __global__ void __launch_bounds__(kFusedThreads)
       const int j = idx / (kFusedKT / 4), k4 = 4 * (idx % (kFusedKT / 4));
       float4 val = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
       if (j < n && kb + k4 < dk) {
-        const float4 kk = Ld4f(sk + j * kFusedKT + k4), gg = Ld4(sg + j * kFusedKT + k4);
-        const float4 gl = Ld4(glast + k4);
+        const float4 kk = Ld4f(sk + j * kFusedKT + k4);
+        const float4 gg = kHeadDecay ? Splat4(sg[j]) : Ld4(sg + j * kFusedKT + k4);
+        const float4 gl = kHeadDecay ? Splat4(*glast) : Ld4(glast + k4);
         val = make_float4(kk.x * __expf(gl.x - gg.x), kk.y * __expf(gl.y - gg.y),
                           kk.z * __expf(gl.z - gg.z), kk.w * __expf(gl.w - gg.w));
       }
@@ -360,7 +368,7 @@ __global__ void __launch_bounds__(kFusedThreads)
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
       const int row = m0 + grp + 8 * half;
-      d[half] = kb + row < dk ? __expf(glast[row]) : 0.0f;
+      d[half] = kb + row < dk ? __expf(glast[kHeadDecay ? 0 : row]) : 0.0f;
     }
     __syncthreads();
     float u[2][4];
@@ -404,11 +412,12 @@ struct SliceRegs {
   Raw4<T> q[kSliceLoads], k[kSliceLoads];
   float4 g[kSliceLoads];
 };
-template <typename T>
+// kHeadDecay: G is one value a (row, head) at G[g0 + row * heads], splatted over the keys.
+template <typename T, bool kHeadDecay>
 __device__ __forceinline__ void LoadSlice(SliceRegs<T>& r, const T* __restrict__ q,
                                           const T* __restrict__ k, const float* __restrict__ G,
-                                          int64_t qk0, int64_t kstride, int n, int dk, int ks,
-                                          int tid) {
+                                          int64_t qk0, int64_t g0, int heads, int64_t kstride,
+                                          int n, int dk, int ks, int tid) {
 #pragma unroll
   for (int i = 0; i < kSliceLoads; ++i) {
     const int idx = tid + i * kOutThreads;
@@ -419,7 +428,7 @@ __device__ __forceinline__ void LoadSlice(SliceRegs<T>& r, const T* __restrict__
       const int64_t off = qk0 + row * kstride + ks + k4;
       r.q[i] = LdRaw4(q + off);
       r.k[i] = LdRaw4(k + off);
-      r.g[i] = Ld4(G + off);
+      r.g[i] = kHeadDecay ? Splat4(G[g0 + static_cast<int64_t>(row) * heads]) : Ld4(G + off);
     }
   }
 }
@@ -448,7 +457,7 @@ __device__ __forceinline__ void StoreSlice(const SliceRegs<T>& r, float* sq, flo
 // copied by cp.async (else each slice is loaded after the previous one's maths and the
 // tiles through registers: the form the two-pass pair's output keeps as the bitwise
 // reference); both store and compute the same values in the same order.
-template <typename VT, typename ST, bool kPipelined>
+template <typename VT, typename ST, bool kPipelined, bool kHeadDecay>
 __global__ void __launch_bounds__(kOutThreads)
     ChunkOutputMmaKernel(const VT* __restrict__ q, const VT* __restrict__ k,
                          const float* __restrict__ G, const VT* __restrict__ v,
@@ -499,13 +508,17 @@ __global__ void __launch_bounds__(kOutThreads)
 
   // 16-byte loads, all of a thread's (4 x 3) in flight before the first store.
   SliceRegs<VT> slice;
-  if constexpr (kPipelined) LoadSlice(slice, q, k, G, qk0, kstride, n, dk, 0, tid);
+  const int64_t g0 = kHeadDecay ? static_cast<int64_t>(t0) * heads + h : 0;
+  auto load_slice = [&](int ks) {
+    LoadSlice<VT, kHeadDecay>(slice, q, k, G, qk0, g0, heads, kstride, n, dk, ks, tid);
+  };
+  if constexpr (kPipelined) load_slice(0);
   for (int ks = 0; ks < dkp; ks += kKS) {
-    if constexpr (!kPipelined) LoadSlice(slice, q, k, G, qk0, kstride, n, dk, ks, tid);
+    if constexpr (!kPipelined) load_slice(ks);
     StoreSlice(slice, sq, sk, sg, tid);
     __syncthreads();
     if constexpr (kPipelined) {
-      if (ks + kKS < dkp) LoadSlice(slice, q, k, G, qk0, kstride, n, dk, ks + kKS, tid);
+      if (ks + kKS < dkp) load_slice(ks + kKS);
     }
     if (active) {
 #pragma unroll
@@ -709,14 +722,23 @@ size_t OutputMmaSmem(int dk) {
   return region1 + sizeof(bf16) * kC * (qes + kVS);
 }
 
+// The per-head decay runs only in the bf16 model path: bf16 operands, the state walk and
+// the pipelined output kernel.
 template <typename VT>
-cudaError_t LaunchStatesMma(const VT* k, const float* G, const VT* v, const PackView& pack,
-                            int heads, int dk, int dv, float* const* state_ptrs,
-                            float* const* out_ptrs, int64_t layer_offset, float* single,
-                            void* chunk_room, bool fused, cudaStream_t stream) {
+bool RunsHeadDecay(bool walk_or_pipelined, int dk, int dv) {
+  return std::is_same_v<VT, bf16> && walk_or_pipelined && ChunkMmaTakesBf16Values(dk, dv);
+}
+
+template <typename VT>
+cudaError_t LaunchStatesMma(const VT* k, const float* G, DecayLayout g_layout, const VT* v,
+                            const PackView& pack, int heads, int dk, int dv,
+                            float* const* state_ptrs, float* const* out_ptrs, int64_t layer_offset,
+                            float* single, void* chunk_room, bool fused, cudaStream_t stream) {
   float* chunk_states = static_cast<float*>(chunk_room);
   if (StateChunks(pack) == 0) return cudaSuccess;
   if (dk > kMaxDk) return cudaErrorInvalidValue;
+  const bool head_decay = g_layout == DecayLayout::kPerHead;
+  if (head_decay && !RunsHeadDecay<VT>(fused, dk, dv)) return cudaErrorInvalidValue;
   if (!ChunkMmaTakesBf16Values(dk, dv)) {  // the 16-byte loads need both: the fp32 kernels
     if constexpr (!std::is_same_v<VT, float>) {
       return cudaErrorInvalidValue;
@@ -728,16 +750,21 @@ cudaError_t LaunchStatesMma(const VT* k, const float* G, const VT* v, const Pack
     }
   }
   if (fused) {
-    constexpr size_t smem = FusedStatesSmem<VT>();
-    cudaError_t err =
-        cudaFuncSetAttribute(ChunkStatesFusedMmaKernel<VT>,
-                             cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
-    if (err != cudaSuccess) return err;
-    dim3 grid(StateSeqs(pack) * CeilDiv(dk, kFusedKT) * CeilDiv(dv, kVT), heads);
-    ChunkStatesFusedMmaKernel<VT><<<grid, kFusedThreads, smem, stream>>>(
-        k, G, v, pack, heads, dk, dv, state_ptrs, out_ptrs, layer_offset, single,
-        static_cast<bf16*>(chunk_room));
-    return cudaGetLastError();
+    auto launch = [&](auto kernel) -> cudaError_t {
+      constexpr size_t smem = FusedStatesSmem<VT>();
+      cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                             static_cast<int>(smem));
+      if (err != cudaSuccess) return err;
+      dim3 grid(StateSeqs(pack) * CeilDiv(dk, kFusedKT) * CeilDiv(dv, kVT), heads);
+      kernel<<<grid, kFusedThreads, smem, stream>>>(k, G, v, pack, heads, dk, dv, state_ptrs,
+                                                    out_ptrs, layer_offset, single,
+                                                    static_cast<bf16*>(chunk_room));
+      return cudaGetLastError();
+    };
+    if constexpr (std::is_same_v<VT, bf16>) {
+      if (head_decay) return launch(ChunkStatesFusedMmaKernel<VT, true>);
+    }
+    return launch(ChunkStatesFusedMmaKernel<VT, false>);
   }
   const size_t smem = LocalStateMmaSmem(dk);
   cudaError_t err =
@@ -755,12 +782,15 @@ cudaError_t LaunchStatesMma(const VT* k, const float* G, const VT* v, const Pack
 
 // bf16_states: chunk states by the state walk (bf16), else by the two-pass pair (fp32).
 template <typename VT>
-cudaError_t LaunchOutputMma(const VT* q, const VT* k, const float* G, const VT* v,
-                            const void* chunk_room, bool bf16_states, float* const* state_ptrs,
-                            float* const* out_ptrs, int64_t layer_offset, const PackView& pack,
-                            int heads, int dk, int dv, float scale, float* o, cudaStream_t stream) {
+cudaError_t LaunchOutputMma(const VT* q, const VT* k, const float* G, DecayLayout g_layout,
+                            const VT* v, const void* chunk_room, bool bf16_states,
+                            float* const* state_ptrs, float* const* out_ptrs, int64_t layer_offset,
+                            const PackView& pack, int heads, int dk, int dv, float scale, float* o,
+                            cudaStream_t stream) {
   if (pack.num_chunks == 0) return cudaSuccess;
   if (dk > kMaxDk) return cudaErrorInvalidValue;
+  const bool head_decay = g_layout == DecayLayout::kPerHead;
+  if (head_decay && !RunsHeadDecay<VT>(bf16_states, dk, dv)) return cudaErrorInvalidValue;
   if (!ChunkMmaTakesBf16Values(dk, dv)) {  // the 16-byte loads need both: the fp32 kernel
     if constexpr (!std::is_same_v<VT, float>) {
       return cudaErrorInvalidValue;
@@ -779,24 +809,31 @@ cudaError_t LaunchOutputMma(const VT* q, const VT* k, const float* G, const VT* 
                                                 layer_offset, pack, heads, dk, dv, scale, o);
     return cudaGetLastError();
   };
-  return bf16_states
-             ? launch(ChunkOutputMmaKernel<VT, bf16, true>, static_cast<const bf16*>(chunk_room))
-             : launch(ChunkOutputMmaKernel<VT, float, false>,
-                      static_cast<const float*>(chunk_room));
+  if constexpr (std::is_same_v<VT, bf16>) {
+    if (head_decay) {
+      return launch(ChunkOutputMmaKernel<VT, bf16, true, true>,
+                    static_cast<const bf16*>(chunk_room));
+    }
+  }
+  return bf16_states ? launch(ChunkOutputMmaKernel<VT, bf16, true, false>,
+                              static_cast<const bf16*>(chunk_room))
+                     : launch(ChunkOutputMmaKernel<VT, float, false, false>,
+                              static_cast<const float*>(chunk_room));
 }
 
 }  // namespace
 
 bool ChunkMmaTakesBf16Values(int dk, int dv) { return dk % 4 == 0 && dv % 4 == 0; }
 
-cudaError_t ChunkGlaStatesPackedMma(const void* k, const float* G, const void* v, Act qkv_act,
-                                    const PackView& pack, int heads, int dk, int dv,
-                                    float* const* state_ptrs, float* const* out_ptrs,
-                                    int64_t layer_offset, void* chunk_states, cudaStream_t stream) {
+cudaError_t ChunkGlaStatesPackedMma(const void* k, const float* G, DecayLayout g_layout,
+                                    const void* v, Act qkv_act, const PackView& pack, int heads,
+                                    int dk, int dv, float* const* state_ptrs,
+                                    float* const* out_ptrs, int64_t layer_offset,
+                                    void* chunk_states, cudaStream_t stream) {
   HG_DISPATCH_ACT(
-      qkv_act, return LaunchStatesMma(static_cast<const T*>(k), G, static_cast<const T*>(v), pack,
-                                      heads, dk, dv, state_ptrs, out_ptrs, layer_offset, nullptr,
-                                      chunk_states, true, stream));
+      qkv_act, return LaunchStatesMma(static_cast<const T*>(k), G, g_layout,
+                                      static_cast<const T*>(v), pack, heads, dk, dv, state_ptrs,
+                                      out_ptrs, layer_offset, nullptr, chunk_states, true, stream));
 }
 
 cudaError_t ChunkGlaStatesPackedMmaTwoPass(const void* k, const float* G, const void* v,
@@ -804,19 +841,20 @@ cudaError_t ChunkGlaStatesPackedMmaTwoPass(const void* k, const float* G, const 
                                            int dv, float* const* state_ptrs, float* const* out_ptrs,
                                            int64_t layer_offset, float* chunk_states,
                                            cudaStream_t stream) {
-  HG_DISPATCH_ACT(
-      qkv_act, return LaunchStatesMma(static_cast<const T*>(k), G, static_cast<const T*>(v), pack,
-                                      heads, dk, dv, state_ptrs, out_ptrs, layer_offset, nullptr,
-                                      chunk_states, false, stream));
+  HG_DISPATCH_ACT(qkv_act, return LaunchStatesMma(static_cast<const T*>(k), G, DecayLayout::kPerKey,
+                                                  static_cast<const T*>(v), pack, heads, dk, dv,
+                                                  state_ptrs, out_ptrs, layer_offset, nullptr,
+                                                  chunk_states, false, stream));
 }
 
-cudaError_t ChunkGlaOutputPackedMma(const void* q, const void* k, const float* G, const void* v,
-                                    Act qkv_act, const void* chunk_states, float* const* state_ptrs,
+cudaError_t ChunkGlaOutputPackedMma(const void* q, const void* k, const float* G,
+                                    DecayLayout g_layout, const void* v, Act qkv_act,
+                                    const void* chunk_states, float* const* state_ptrs,
                                     float* const* out_ptrs, int64_t layer_offset,
                                     const PackView& pack, int heads, int dk, int dv, float scale,
                                     float* o, cudaStream_t stream) {
   HG_DISPATCH_ACT(qkv_act, return LaunchOutputMma(
-                               static_cast<const T*>(q), static_cast<const T*>(k), G,
+                               static_cast<const T*>(q), static_cast<const T*>(k), G, g_layout,
                                static_cast<const T*>(v), chunk_states, true, state_ptrs, out_ptrs,
                                layer_offset, pack, heads, dk, dv, scale, o, stream));
 }
@@ -827,30 +865,31 @@ cudaError_t ChunkGlaOutputPackedMmaTwoPass(const void* q, const void* k, const f
                                            int64_t layer_offset, const PackView& pack, int heads,
                                            int dk, int dv, float scale, float* o,
                                            cudaStream_t stream) {
-  HG_DISPATCH_ACT(qkv_act, return LaunchOutputMma(
-                               static_cast<const T*>(q), static_cast<const T*>(k), G,
-                               static_cast<const T*>(v), chunk_states, false, state_ptrs, out_ptrs,
-                               layer_offset, pack, heads, dk, dv, scale, o, stream));
+  HG_DISPATCH_ACT(
+      qkv_act, return LaunchOutputMma(static_cast<const T*>(q), static_cast<const T*>(k), G,
+                                      DecayLayout::kPerKey, static_cast<const T*>(v), chunk_states,
+                                      false, state_ptrs, out_ptrs, layer_offset, pack, heads, dk,
+                                      dv, scale, o, stream));
 }
 
 cudaError_t ChunkGlaStatesMma(const float* k, const float* G, const float* v, int tokens, int heads,
                               int dk, int dv, float* state, void* chunk_states,
                               cudaStream_t stream) {
-  return LaunchStatesMma(k, G, v, SingleSequence(tokens), heads, dk, dv, nullptr, nullptr, 0, state,
-                         chunk_states, true, stream);
+  return LaunchStatesMma(k, G, DecayLayout::kPerKey, v, SingleSequence(tokens), heads, dk, dv,
+                         nullptr, nullptr, 0, state, chunk_states, true, stream);
 }
 
 cudaError_t ChunkGlaStatesMmaTwoPass(const float* k, const float* G, const float* v, int tokens,
                                      int heads, int dk, int dv, float* state, float* chunk_states,
                                      cudaStream_t stream) {
-  return LaunchStatesMma(k, G, v, SingleSequence(tokens), heads, dk, dv, nullptr, nullptr, 0, state,
-                         chunk_states, false, stream);
+  return LaunchStatesMma(k, G, DecayLayout::kPerKey, v, SingleSequence(tokens), heads, dk, dv,
+                         nullptr, nullptr, 0, state, chunk_states, false, stream);
 }
 
 cudaError_t ChunkGlaOutputMma(const float* q, const float* k, const float* G, const float* v,
                               const void* chunk_states, int tokens, int heads, int dk, int dv,
                               float scale, float* o, cudaStream_t stream) {
-  return LaunchOutputMma(q, k, G, v, chunk_states, true, nullptr, nullptr, 0,
+  return LaunchOutputMma(q, k, G, DecayLayout::kPerKey, v, chunk_states, true, nullptr, nullptr, 0,
                          SingleSequence(tokens), heads, dk, dv, scale, o, stream);
 }
 

@@ -22,6 +22,15 @@
 
 namespace hgeval::cuda {
 
+// Where G (the chunk-local cumulative log decay) holds its values: one per (row, head, key)
+// ([rows, H, dk]: HGRN2's and GLA's data-dependent decays), or one per (row, head) ([rows,
+// H]: TNL's constant decay, alike for every key of a head; fla's chunk_simple_gla). The
+// per-head form reads dk times fewer G bytes and gives bitwise what the per-key form gives
+// with each key of a head holding that value. It runs in the bf16 model path only (bf16
+// q, k, v; the state walk; the pipelined output): elsewhere it is refused
+// (cudaErrorInvalidValue).
+enum class DecayLayout { kPerKey, kPerHead };
+
 // Whether the tensor-core kernels run these head dims (their 16-byte loads need dk and dv
 // multiples of 4; dk <= 256 is checked apart). Otherwise the launchers run the fp32
 // kernels, which read fp32 q, k, v: bf16 ones are then refused (cudaErrorInvalidValue).
@@ -31,10 +40,11 @@ bool ChunkMmaTakesBf16Values(int dk, int dv);
 // chunks in order, the running state in registers, each chunk's local state U_c by tensor
 // cores and never stored (fla's chunk_fwd_h). Bitwise the two-pass form's results (its
 // S_c rounded to bf16).
-cudaError_t ChunkGlaStatesPackedMma(const void* k, const float* G, const void* v, Act qkv_act,
-                                    const PackView& pack, int heads, int dk, int dv,
-                                    float* const* state_ptrs, float* const* out_ptrs,
-                                    int64_t layer_offset, void* chunk_states, cudaStream_t stream);
+cudaError_t ChunkGlaStatesPackedMma(const void* k, const float* G, DecayLayout g_layout,
+                                    const void* v, Act qkv_act, const PackView& pack, int heads,
+                                    int dk, int dv, float* const* state_ptrs,
+                                    float* const* out_ptrs, int64_t layer_offset,
+                                    void* chunk_states, cudaStream_t stream);
 
 // The two-pass form the one-kernel walk replaced: per-chunk local states U_c by tensor
 // cores into chunk_states, then the fp32 scan (ChunkStateScan) over them in place (fp32
@@ -51,8 +61,9 @@ cudaError_t ChunkGlaStatesPackedMmaTwoPass(const void* k, const float* G, const 
 // next key slice's q, k, G loads run during the current slice's maths and bf16 S_c and v
 // tiles are copied by cp.async; the two-pass form (fp32 S_c) runs the same maths with each
 // load after the previous maths, the reference the pipelined form keeps the bits of.
-cudaError_t ChunkGlaOutputPackedMma(const void* q, const void* k, const float* G, const void* v,
-                                    Act qkv_act, const void* chunk_states, float* const* state_ptrs,
+cudaError_t ChunkGlaOutputPackedMma(const void* q, const void* k, const float* G,
+                                    DecayLayout g_layout, const void* v, Act qkv_act,
+                                    const void* chunk_states, float* const* state_ptrs,
                                     float* const* out_ptrs, int64_t layer_offset,
                                     const PackView& pack, int heads, int dk, int dv, float scale,
                                     float* o, cudaStream_t stream);

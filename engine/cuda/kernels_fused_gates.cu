@@ -10,13 +10,14 @@ namespace {
 // Grid (chunks, heads); thread c < e owns channel c of its head on every row of the chunk.
 // The per-row maths is TnlGatesKernel's; the decay sum runs down the chunk's rows from 0
 // as ChunkCumsumKernel's does. q, k and v are written as T (bf16: rounded to nearest).
+// head_g: g is [rows, heads], written by thread 0 (every thread's sum is the same float).
 template <typename T>
 __global__ void TnlGatesChunkCumsumKernel(const float* __restrict__ proj, PackView pack, int heads,
                                           int e, int dk, const float* __restrict__ theta,
                                           const int64_t* __restrict__ positions,
-                                          const float* __restrict__ log_decay, T* __restrict__ q,
-                                          T* __restrict__ k, float* __restrict__ g,
-                                          T* __restrict__ v) {
+                                          const float* __restrict__ log_decay, bool head_g,
+                                          T* __restrict__ q, T* __restrict__ k,
+                                          float* __restrict__ g, T* __restrict__ v) {
   const int ch = blockIdx.x, h = blockIdx.y, c = threadIdx.x;
   if (c >= e) return;
   const int t0 = ChunkRow0(pack, ch);
@@ -35,8 +36,12 @@ __global__ void TnlGatesChunkCumsumKernel(const float* __restrict__ proj, PackVi
     TnlQk(qv, kv, theta != nullptr, th, theta != nullptr ? positions[r] : 0, e, dk, c, q + qk,
           k + qk);
     acc += decay;
-    g[qk + c] = acc;
-    if (dk > e) g[qk + e + c] = acc;
+    if (head_g) {
+      if (c == 0) g[r * heads + h] = acc;
+    } else {
+      g[qk + c] = acc;
+      if (dk > e) g[qk + e + c] = acc;
+    }
     v[(r * heads + h) * e + c] = FromF<T>(row[2 * dim + hc]);
   }
 }
@@ -48,12 +53,12 @@ constexpr int kHgrn2RowGroups = 4;   // rows of a chunk loaded at once per chann
 // on rows y, y + 4, ... of the chunk inside the block of rows (all loads in flight; the
 // per-row maths is Hgrn2GatesKernel's) and leaves the log gate in shared memory; then the
 // y = 0 threads sum them down the rows in order, each continuing from the cumulative g
-// the previous block of rows left, as one thread walking the rows did. q, k and v are
-// written as T.
+// the previous block of rows left, as one thread walking the rows did. qfi is read and
+// q, k and v are written as T.
 template <typename T>
 __global__ void __launch_bounds__(kHgrn2Channels* kHgrn2RowGroups)
-    Hgrn2GatesChunkCumsumKernel(const float* __restrict__ qfi, int r0, int n, PackView pack,
-                                int dim, const float* __restrict__ lower_bound, T* __restrict__ q,
+    Hgrn2GatesChunkCumsumKernel(const T* __restrict__ qfi, int r0, int n, PackView pack, int dim,
+                                const float* __restrict__ lower_bound, T* __restrict__ q,
                                 T* __restrict__ k, float* __restrict__ g, T* __restrict__ v) {
   __shared__ float log_gate[kGlaChunk][kHgrn2Channels];
   const int ch = blockIdx.x;
@@ -67,9 +72,9 @@ __global__ void __launch_bounds__(kHgrn2Channels* kHgrn2RowGroups)
     const float lb = lower_bound != nullptr ? lower_bound[c] : 0.0f;
 #pragma unroll 4
     for (int r = begin + y; r < end; r += kHgrn2RowGroups) {
-      const float* row = qfi + static_cast<int64_t>(r - r0) * 3 * dim;
+      const T* row = qfi + static_cast<int64_t>(r - r0) * 3 * dim;
       const int64_t i = static_cast<int64_t>(r) * dim + c;
-      const float qv = row[c], f = row[dim + c], iv = row[2 * dim + c];
+      const float qv = ToF(row[c]), f = ToF(row[dim + c]), iv = ToF(row[2 * dim + c]);
       float key;
       Hgrn2KeyAndLogGate(f, lower_bound != nullptr, lb, &key, &log_gate[r - begin][x]);
       q[i] = FromF<T>(Silu(qv));
@@ -128,27 +133,28 @@ __global__ void GlaGatesChunkCumsumKernel(
 
 cudaError_t TnlGatesChunkCumsum(const float* proj, const PackView& pack, int heads, int e, int dk,
                                 const float* theta, const int64_t* positions,
-                                const float* log_decay, void* q, void* k, float* g, void* v,
-                                Act qkv_act, cudaStream_t stream) {
+                                const float* log_decay, DecayLayout g_layout, void* q, void* k,
+                                float* g, void* v, Act qkv_act, cudaStream_t stream) {
   if (pack.num_chunks == 0) return cudaSuccess;
   if (e > 1024) return cudaErrorInvalidValue;
   dim3 grid(pack.num_chunks, heads);
   const int threads = (e + 31) / 32 * 32;
+  const bool head_g = g_layout == DecayLayout::kPerHead;
   HG_DISPATCH_ACT(qkv_act, TnlGatesChunkCumsumKernel<T><<<grid, threads, 0, stream>>>(
-                               proj, pack, heads, e, dk, theta, positions, log_decay,
+                               proj, pack, heads, e, dk, theta, positions, log_decay, head_g,
                                static_cast<T*>(q), static_cast<T*>(k), g, static_cast<T*>(v)));
   return cudaGetLastError();
 }
 
-cudaError_t Hgrn2GatesChunkCumsum(const float* qfi, int r0, int n, const PackView& pack, int dim,
+cudaError_t Hgrn2GatesChunkCumsum(const void* qfi, int r0, int n, const PackView& pack, int dim,
                                   const float* lower_bound, void* q, void* k, float* g, void* v,
                                   Act qkv_act, cudaStream_t stream) {
   if (pack.num_chunks == 0 || n == 0) return cudaSuccess;
   dim3 grid(pack.num_chunks, (dim + kHgrn2Channels - 1) / kHgrn2Channels);
   const dim3 block(kHgrn2Channels, kHgrn2RowGroups);
   HG_DISPATCH_ACT(qkv_act, Hgrn2GatesChunkCumsumKernel<T><<<grid, block, 0, stream>>>(
-                               qfi, r0, n, pack, dim, lower_bound, static_cast<T*>(q),
-                               static_cast<T*>(k), g, static_cast<T*>(v)));
+                               static_cast<const T*>(qfi), r0, n, pack, dim, lower_bound,
+                               static_cast<T*>(q), static_cast<T*>(k), g, static_cast<T*>(v)));
   return cudaGetLastError();
 }
 

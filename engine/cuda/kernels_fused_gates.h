@@ -12,24 +12,28 @@
 #include <cstdint>
 
 #include "engine/cuda/kernels.h"
+#include "engine/cuda/kernels_chunk_mma.h"
 
 namespace hgeval::cuda {
 
 // TnlGates (kernels.h) over every chunk of `pack`, with g = the chunk-local cumulative sum
 // of log_decay[head] (summed row by row from the chunk's first row, in ChunkCumsumKernel's
 // order, so bitwise what the two kernels gave). One block per (chunk, head), e threads.
+// g_layout kPerHead: g is that sum once per (row, head), [rows, heads]
+// (kernels_chunk_mma.h), instead of repeated over the dk keys.
 cudaError_t TnlGatesChunkCumsum(const float* proj, const PackView& pack, int heads, int e, int dk,
                                 const float* theta, const int64_t* positions,
-                                const float* log_decay, void* q, void* k, float* g, void* v,
-                                Act qkv_act, cudaStream_t stream);
+                                const float* log_decay, DecayLayout g_layout, void* q, void* k,
+                                float* g, void* v, Act qkv_act, cudaStream_t stream);
 
 // Hgrn2Gates (kernels.h) for rows [r0, r0 + n) of the pack, qfi holding those rows only
 // (HGRN2 runs its projection in row blocks), with g chunk-cumulative. q, k, g, v are the
 // whole pack's [rows, dim]. A chunk that began before r0 continues from the cumulative g
 // its previous block left at row r0 - 1 (the same float the unfused cumsum carried), so
 // the blocks must run in row order on one stream. One block per (chunk, 128 channels): 4
-// row groups load and compute the gates, one sums the log gates down the rows.
-cudaError_t Hgrn2GatesChunkCumsum(const float* qfi, int r0, int n, const PackView& pack, int dim,
+// row groups load and compute the gates, one sums the log gates down the rows. qfi is held
+// as `qkv_act` too (bf16: the projection GEMM's output rounded, as fla's).
+cudaError_t Hgrn2GatesChunkCumsum(const void* qfi, int r0, int n, const PackView& pack, int dim,
                                   const float* lower_bound, void* q, void* k, float* g, void* v,
                                   Act qkv_act, cudaStream_t stream);
 

@@ -46,9 +46,14 @@ Act CudaLinearAttention::PackOperandsAct(int64_t call_dk) const {
 }
 
 absl::Status CudaLinearAttention::Enqueue(const MixerPass& pass, int64_t state_offset, float* o,
-                                          int64_t call_dk, bool g_chunk_cumulative) const {
+                                          int64_t call_dk, bool g_chunk_cumulative,
+                                          DecayLayout g_layout) const {
   if (call_dk <= 0) call_dk = dk_;
   if (call_dk > dk_) return absl::InternalError("call_dk exceeds the attention's key dim");
+  if (!pass.decode && g_layout == DecayLayout::kPerHead &&
+      (!g_chunk_cumulative || !PackTakesHeadDecay(call_dk))) {
+    return absl::InternalError("a per-head g needs the tensor-core kernels and a cumulative g");
+  }
   if (!pass.decode && StateChunks(*pass.pack) > reserved_chunks_) {
     return absl::InternalError("a pack holds more chunks than its chunk states have room for");
   }
@@ -65,11 +70,12 @@ absl::Status CudaLinearAttention::Enqueue(const MixerPass& pass, int64_t state_o
   if (!g_chunk_cumulative) HG_CUDA_RETURN(ChunkLocalCumsumPacked(g(), *pass.pack, H, dk, s));
   if (tensor_cores_) {
     const Act qkv_act = PackOperandsAct(call_dk);
-    HG_CUDA_RETURN(ChunkGlaStatesPackedMma(k(), g(), v(), qkv_act, *pass.pack, H, dk, dv, sptrs,
-                                           optrs, state_offset, chunk_states_.as<float>(), s));
-    HG_CUDA_RETURN(ChunkGlaOutputPackedMma(q(), k(), g(), v(), qkv_act, chunk_states_.as<float>(),
-                                           sptrs, optrs, state_offset, *pass.pack, H, dk, dv,
-                                           scale_, o, s));
+    HG_CUDA_RETURN(ChunkGlaStatesPackedMma(k(), g(), g_layout, v(), qkv_act, *pass.pack, H, dk, dv,
+                                           sptrs, optrs, state_offset, chunk_states_.as<float>(),
+                                           s));
+    HG_CUDA_RETURN(ChunkGlaOutputPackedMma(q(), k(), g(), g_layout, v(), qkv_act,
+                                           chunk_states_.as<float>(), sptrs, optrs, state_offset,
+                                           *pass.pack, H, dk, dv, scale_, o, s));
     return absl::OkStatus();
   }
   HG_CUDA_RETURN(ChunkGlaStatesPacked(k(), g(), v(), *pass.pack, H, dk, dv, sptrs, optrs,

@@ -10,6 +10,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "engine/cuda/device_allocator.h"
+#include "engine/cuda/kernels_chunk_mma.h"
 #include "engine/cuda/token_mixer.h"
 
 namespace hgeval::cuda {
@@ -61,9 +62,17 @@ class CudaLinearAttention {
   // state's heads packed at call_dk · dv in the first part of its layer (TNL's layers
   // without LRPE: their second key half would be zeros, doubling the work for nothing).
   // `g_chunk_cumulative`: a pack's g already holds the chunk-local cumsum (a gate kernel
-  // fused with it, kernels_fused_gates.h), so the cumsum pass is skipped.
+  // fused with it, kernels_fused_gates.h), so the cumsum pass is skipped. `g_layout`: how a
+  // pack's g is held (kPerHead: one value per row and head, TNL's constant decay; only
+  // where PackTakesHeadDecay, and with g_chunk_cumulative); decode steps read g per key.
   absl::Status Enqueue(const MixerPass& pass, int64_t state_offset, float* o, int64_t call_dk = 0,
-                       bool g_chunk_cumulative = false) const;
+                       bool g_chunk_cumulative = false,
+                       DecayLayout g_layout = DecayLayout::kPerKey) const;
+  // Whether a pack of key dim `call_dk` (0: dk()) may hold g per head: the tensor-core
+  // kernels run it (bf16 mode).
+  bool PackTakesHeadDecay(int64_t call_dk = 0) const {
+    return PackOperandsAct(call_dk) == Act::kBF16;
+  }
 
  private:
   int64_t heads_ = 0, dk_ = 0, dv_ = 0;

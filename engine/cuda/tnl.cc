@@ -104,19 +104,24 @@ class TnlMixer final : public CudaTokenMixer {
     const int H = static_cast<int>(attention_.heads()), e = static_cast<int>(head_dim_);
     const float* theta = lrpe ? w.lrpe_theta.as<float>() : nullptr;
     HG_RETURN_IF_ERROR(scratch_.ProjectIn(pass, w.qkvu_proj, act_));
+    DecayLayout g_layout = DecayLayout::kPerKey;
     if (pass.decode) {
       HG_CUDA_RETURN(TnlGates(proj, pass.rows, H, e, static_cast<int>(layer_dk), theta,
                               pass.in->positions, w.log_decay.as<float>(), attention_.q(),
                               attention_.k(), attention_.g(), attention_.v(), pass.stream));
     } else {
-      // Packs: the gates and the chunk-local cumsum of the decay in one kernel.
+      // Packs: the gates and the chunk-local cumsum of the decay in one kernel. The decay is
+      // one constant a head, so where the tensor-core kernels run g is held once per row
+      // and head, not repeated over the keys.
+      g_layout =
+          attention_.PackTakesHeadDecay(layer_dk) ? DecayLayout::kPerHead : DecayLayout::kPerKey;
       HG_CUDA_RETURN(TnlGatesChunkCumsum(
           proj, *pass.pack, H, e, static_cast<int>(layer_dk), theta, pass.in->positions,
-          w.log_decay.as<float>(), attention_.q(), attention_.k(), attention_.g(), attention_.v(),
-          attention_.PackOperandsAct(layer_dk), pass.stream));
+          w.log_decay.as<float>(), g_layout, attention_.q(), attention_.k(), attention_.g(),
+          attention_.v(), attention_.PackOperandsAct(layer_dk), pass.stream));
     }
     HG_RETURN_IF_ERROR(attention_.Enqueue(pass, pass.layer * StateFloatsPerLayer(), o, layer_dk,
-                                          /*g_chunk_cumulative=*/!pass.decode));
+                                          /*g_chunk_cumulative=*/!pass.decode, g_layout));
     HG_CUDA_RETURN(RmsNormGated(o, D, proj + 3 * D, scratch_.proj_width, w.g_norm.as<float>(),
                                 static_cast<float>(kSimpleRmsNormEps), pass.rows, D, D,
                                 scratch_.onorm.get(), act_, D, pass.stream,

@@ -42,11 +42,11 @@ absl::Status ProjectionScratch::Allocate(DeviceAllocator& alloc, int64_t model_w
 }
 
 absl::Status ProjectionScratch::ProjectIn(const MixerPass& pass, const DeviceBuffer& w_in, Act act,
-                                          int r0, int n) const {
+                                          int r0, int n, Act proj_act) const {
   if (n < 0) n = pass.rows - r0;
   const char* x = static_cast<const char*>(pass.x) + r0 * d * static_cast<int64_t>(ActSize(act));
   return pass.Linear(n, proj_width, d, MatRef{x, act, d}, MatRef{w_in.get(), act, d}, proj.get(),
-                     Act::kF32, proj_width);
+                     proj_act, proj_width);
 }
 
 absl::Status ProjectionScratch::ProjectOut(const MixerPass& pass, const DeviceBuffer& w_out,

@@ -120,10 +120,10 @@ struct ProjectionScratch {
 
   absl::Status Allocate(DeviceAllocator& alloc, int64_t d, int64_t proj_width, int64_t out_width,
                         int64_t rows = kPackRows, bool with_o = true);
-  // proj = x · w_inᵀ (fp32), for pass rows [r0, r0 + n) into proj's first n rows (n = -1:
-  // all the pass's rows).
+  // proj = x · w_inᵀ (fp32, or proj_act: HGRN2's packs in bf16 mode), for pass rows
+  // [r0, r0 + n) into proj's first n rows (n = -1: all the pass's rows).
   absl::Status ProjectIn(const MixerPass& pass, const DeviceBuffer& w_in, Act act, int r0 = 0,
-                         int n = -1) const;
+                         int n = -1, Act proj_act = Act::kF32) const;
   // delta = onorm · w_outᵀ (fp32), likewise for pass rows [r0, r0 + n) from onorm's first n;
   // where pass.residual is set (packs), residual += onorm · w_outᵀ instead.
   absl::Status ProjectOut(const MixerPass& pass, const DeviceBuffer& w_out, Act act, int r0 = 0,

@@ -145,10 +145,12 @@ INSTANTIATE_TEST_SUITE_P(
 // two_pass: the states by the local-state kernel and the scan (ChunkGlaStatesPackedMmaTwoPass,
 // fp32 chunk states, and the output form that reads them) instead of the one-kernel walk
 // (bf16 chunk states); `chunks` (if given) receives the chunk states' room as floats.
+// g_layout kPerHead: the walk and output read G once per (row, head), taken from key 0 of
+// the cumulative per-key G (whose keys must agree: a constant decay a head).
 void RunPack(const Inputs& in, const std::vector<int>& lens, const std::vector<float>& starts,
              bool fork, float scale, std::vector<float>& out, std::vector<float>& states,
              std::vector<float>& finals, Act qkv_act = Act::kF32, bool two_pass = false,
-             std::vector<float>* chunks = nullptr) {
+             std::vector<float>* chunks = nullptr, DecayLayout g_layout = DecayLayout::kPerKey) {
   const int H = in.heads, dk = in.dk, dv = in.dv;
   const int64_t ns = static_cast<int64_t>(H) * dk * dv;
   const int num_seqs = static_cast<int>(lens.size());
@@ -192,6 +194,19 @@ void RunPack(const Inputs& in, const std::vector<int>& lens, const std::vector<f
   Dev<float*> dsp(sp), dop(op);
   float* const* out_ptrs = fork ? dop.get() : nullptr;
   ASSERT_EQ(ChunkLocalCumsumPacked(dg.get(), pack, H, dk, nullptr), cudaSuccess);
+  std::vector<float> head_g(static_cast<size_t>(rows) * H);
+  if (g_layout == DecayLayout::kPerHead) {
+    const std::vector<float> full = dg.Get();
+    for (size_t rh = 0; rh < head_g.size(); ++rh) {
+      head_g[rh] = full[rh * dk];
+      for (int key = 1; key < dk; ++key) {
+        ASSERT_EQ(std::memcmp(&full[rh * dk + key], &head_g[rh], sizeof(float)), 0)
+            << "the keys of a head decay differently";
+      }
+    }
+  }
+  Dev<float> dg_head(head_g);
+  const float* G = g_layout == DecayLayout::kPerHead ? dg_head.get() : dg.get();
   if (two_pass) {
     ASSERT_EQ(ChunkGlaStatesPackedMmaTwoPass(k, dg.get(), v, qkv_act, pack, H, dk, dv, dsp.get(),
                                              out_ptrs, ns, dchunks.get(), nullptr),
@@ -201,10 +216,10 @@ void RunPack(const Inputs& in, const std::vector<int>& lens, const std::vector<f
                                        out_ptrs, ns, pack, H, dk, dv, scale, dout.get(), nullptr),
         cudaSuccess);
   } else {
-    ASSERT_EQ(ChunkGlaStatesPackedMma(k, dg.get(), v, qkv_act, pack, H, dk, dv, dsp.get(), out_ptrs,
-                                      ns, dchunks.get(), nullptr),
+    ASSERT_EQ(ChunkGlaStatesPackedMma(k, G, g_layout, v, qkv_act, pack, H, dk, dv, dsp.get(),
+                                      out_ptrs, ns, dchunks.get(), nullptr),
               cudaSuccess);
-    ASSERT_EQ(ChunkGlaOutputPackedMma(q, k, dg.get(), v, qkv_act, dchunks.get(), dsp.get(),
+    ASSERT_EQ(ChunkGlaOutputPackedMma(q, k, G, g_layout, v, qkv_act, dchunks.get(), dsp.get(),
                                       out_ptrs, ns, pack, H, dk, dv, scale, dout.get(), nullptr),
               cudaSuccess);
   }
@@ -388,6 +403,32 @@ TEST_P(ChunkMmaPackTest, OneKernelStateWalkGivesTheTwoPassBits) {
   }
 }
 
+// TNL's decay is one constant a head: G held once per (row, head) gives bitwise what G
+// repeated over the keys gives (outputs, states in place or forked, every chunk state),
+// with bf16 q, k, v as the model runs them.
+TEST_P(ChunkMmaPackTest, PerHeadDecayGivesThePerKeyBits) {
+  if (!testing::HaveGpu()) GTEST_SKIP() << "no CUDA GPU visible";
+  const PackCase c = GetParam();
+  if (c.decay != Decay::kConstant) GTEST_SKIP() << "the keys of a head decay differently";
+  const std::vector<int> lens = {130, 1, 64, 17, 65, 200, 1000};
+  std::mt19937 rng(c.dk * 11 + c.dv + c.fork);
+  const auto [in, starts, scale] = RandomPack(c, lens, rng);
+  std::vector<float> out1, states1, finals1, chunks1, out2, states2, finals2, chunks2;
+  RunPack(in, lens, starts, c.fork, scale, out1, states1, finals1, Act::kBF16, false, &chunks1,
+          DecayLayout::kPerKey);
+  if (HasFatalFailure()) return;
+  RunPack(in, lens, starts, c.fork, scale, out2, states2, finals2, Act::kBF16, false, &chunks2,
+          DecayLayout::kPerHead);
+  if (HasFatalFailure()) return;
+  auto same = [](const std::vector<float>& a, const std::vector<float>& b) {
+    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+  };
+  EXPECT_TRUE(same(out1, out2)) << "output";
+  EXPECT_TRUE(same(states1, states2)) << "states";
+  EXPECT_TRUE(same(finals1, finals2)) << "forked finals";
+  EXPECT_TRUE(same(chunks1, chunks2)) << "chunk states";
+}
+
 // The same for single sequences (the single-sequence forms: the state advanced in place).
 TEST_P(ChunkMmaTest, OneKernelStateWalkGivesTheTwoPassBits) {
   if (!testing::HaveGpu()) GTEST_SKIP() << "no CUDA GPU visible";
@@ -428,11 +469,28 @@ TEST(ChunkMmaValuesTest, Bf16ValuesRefusedWhereTheFp32KernelsRun) {
   pack.rows = 70;
   pack.num_seqs = 1;
   pack.num_chunks = 2;
-  EXPECT_EQ(ChunkGlaStatesPackedMma(nullptr, nullptr, nullptr, Act::kBF16, pack, 1, 6, 8, nullptr,
-                                    nullptr, 0, nullptr, nullptr),
+  EXPECT_EQ(ChunkGlaStatesPackedMma(nullptr, nullptr, DecayLayout::kPerKey, nullptr, Act::kBF16,
+                                    pack, 1, 6, 8, nullptr, nullptr, 0, nullptr, nullptr),
             cudaErrorInvalidValue);
-  EXPECT_EQ(ChunkGlaOutputPackedMma(nullptr, nullptr, nullptr, nullptr, Act::kBF16, nullptr,
-                                    nullptr, nullptr, 0, pack, 1, 6, 8, 1.0f, nullptr, nullptr),
+  EXPECT_EQ(
+      ChunkGlaOutputPackedMma(nullptr, nullptr, nullptr, DecayLayout::kPerKey, nullptr, Act::kBF16,
+                              nullptr, nullptr, nullptr, 0, pack, 1, 6, 8, 1.0f, nullptr, nullptr),
+      cudaErrorInvalidValue);
+}
+
+// G per head runs in the bf16 model path only: with fp32 operands it is refused before
+// anything is read or launched.
+TEST(ChunkMmaValuesTest, PerHeadDecayRefusedWithFloatOperands) {
+  PackView pack;
+  pack.rows = 70;
+  pack.num_seqs = 1;
+  pack.num_chunks = 2;
+  EXPECT_EQ(ChunkGlaStatesPackedMma(nullptr, nullptr, DecayLayout::kPerHead, nullptr, Act::kF32,
+                                    pack, 1, 128, 128, nullptr, nullptr, 0, nullptr, nullptr),
+            cudaErrorInvalidValue);
+  EXPECT_EQ(ChunkGlaOutputPackedMma(nullptr, nullptr, nullptr, DecayLayout::kPerHead, nullptr,
+                                    Act::kF32, nullptr, nullptr, nullptr, 0, pack, 1, 128, 128,
+                                    1.0f, nullptr, nullptr),
             cudaErrorInvalidValue);
 }
 
@@ -441,6 +499,7 @@ INSTANTIATE_TEST_SUITE_P(Packs, ChunkMmaPackTest,
                                            PackCase{"hgrn2", 2, 128, 128, Decay::kStrong, true},
                                            PackCase{"gla", 2, 256, 512, Decay::kData, true},
                                            PackCase{"tnl", 2, 256, 128, Decay::kConstant, false},
+                                           PackCase{"tnl", 2, 128, 128, Decay::kConstant, true},
                                            PackCase{"odd", 3, 40, 200, Decay::kData, true}));
 
 }  // namespace

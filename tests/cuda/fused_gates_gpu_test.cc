@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "engine/cuda/kernels.h"
+#include "engine/cuda/kernels_chunk_mma.h"
 #include "engine/cuda/kernels_fused_gates.h"
 #include "gtest/gtest.h"
 #include "tests/cuda/cuda_test_util.h"
@@ -108,18 +109,42 @@ TEST_P(TnlGatesChunkCumsumTest, EqualsGatesThenCumsumBitwise) {
             cudaSuccess);
   ASSERT_EQ(ChunkLocalCumsumPacked(g0.get(), pack, heads, c.dk, nullptr), cudaSuccess);
   ASSERT_EQ(TnlGatesChunkCumsum(dproj.get(), pack, heads, c.e, c.dk, th, dpos.get(), ddecay.get(),
-                                q1.get(), k1.get(), g1.get(), v1.get(), Act::kF32, nullptr),
+                                DecayLayout::kPerKey, q1.get(), k1.get(), g1.get(), v1.get(),
+                                Act::kF32, nullptr),
             cudaSuccess);
   ExpectSameGates(q0, k0, g0, v0, q1, k1, g1, v1);
   Dev<float> g2(nqk);
   Dev<uint16_t> q2(nqk), k2(nqk), v2(nv);
   ASSERT_EQ(TnlGatesChunkCumsum(dproj.get(), pack, heads, c.e, c.dk, th, dpos.get(), ddecay.get(),
-                                q2.get(), k2.get(), g2.get(), v2.get(), Act::kBF16, nullptr),
+                                DecayLayout::kPerKey, q2.get(), k2.get(), g2.get(), v2.get(),
+                                Act::kBF16, nullptr),
             cudaSuccess);
   ExpectBf16Operands(q1, k1, g1, v1, q2, k2, g2, v2);
   const std::vector<float> g_fused = g1.Get();
   // The sum restarts at each chunk: a chunk's first row holds the decay itself.
   EXPECT_EQ(g_fused[static_cast<size_t>(100) * heads * c.dk], decay[0]);
+
+  // g per head: one value a (row, head), the one every key of the head holds above; q, k,
+  // v as in the per-key run.
+  Dev<float> g3(static_cast<size_t>(rows) * heads);
+  Dev<uint16_t> q3(nqk), k3(nqk), v3(nv);
+  ASSERT_EQ(TnlGatesChunkCumsum(dproj.get(), pack, heads, c.e, c.dk, th, dpos.get(), ddecay.get(),
+                                DecayLayout::kPerHead, q3.get(), k3.get(), g3.get(), v3.get(),
+                                Act::kBF16, nullptr),
+            cudaSuccess);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_TRUE(q3.Get() == q2.Get() && k3.Get() == k2.Get() && v3.Get() == v2.Get())
+      << "q, k, v with g per head";
+  const std::vector<float> g_head = g3.Get();
+  for (int r = 0; r < rows; ++r) {
+    for (int h = 0; h < heads; ++h) {
+      for (int key = 0; key < c.dk; ++key) {
+        const float want = g_fused[(static_cast<size_t>(r) * heads + h) * c.dk + key];
+        ASSERT_EQ(std::memcmp(&want, &g_head[static_cast<size_t>(r) * heads + h], sizeof(float)), 0)
+            << "row " << r << " head " << h << " key " << key;
+      }
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, TnlGatesChunkCumsumTest,
@@ -138,7 +163,11 @@ TEST(Hgrn2GatesChunkCumsumTest, EqualsGatesThenCumsumBitwiseAcrossRowBlocks) {
   std::vector<float> qfi(static_cast<size_t>(rows) * 3 * dim), lb(dim);
   for (auto& x : qfi) x = nd(rng);
   for (auto& x : lb) x = ud(rng);
+  // Values bf16 holds exactly: the bf16 run reads qfi as bf16 (the projection's output in
+  // bf16 mode) and must see what the fp32 runs see.
+  qfi = RoundedToBf16(qfi);
   Dev<float> dqfi(qfi), dlb(lb);
+  Dev<uint16_t> dqfi16(RoundedBf16Bits(qfi));
   const size_t n = static_cast<size_t>(rows) * dim;
   for (const bool with_lb : {true, false}) {
     const float* lower = with_lb ? dlb.get() : nullptr;
@@ -151,12 +180,12 @@ TEST(Hgrn2GatesChunkCumsumTest, EqualsGatesThenCumsumBitwiseAcrossRowBlocks) {
     // Row blocks of 90 rows (as HGRN2's kRowBlock blocks): chunks straddle their edges.
     for (int r0 = 0; r0 < rows; r0 += 90) {
       const int m = std::min(90, rows - r0);
-      const float* qfi = dqfi.get() + static_cast<size_t>(r0) * 3 * dim;
-      ASSERT_EQ(Hgrn2GatesChunkCumsum(qfi, r0, m, pack, dim, lower, q1.get(), k1.get(), g1.get(),
-                                      v1.get(), Act::kF32, nullptr),
+      const size_t at = static_cast<size_t>(r0) * 3 * dim;
+      ASSERT_EQ(Hgrn2GatesChunkCumsum(dqfi.get() + at, r0, m, pack, dim, lower, q1.get(), k1.get(),
+                                      g1.get(), v1.get(), Act::kF32, nullptr),
                 cudaSuccess);
-      ASSERT_EQ(Hgrn2GatesChunkCumsum(qfi, r0, m, pack, dim, lower, q2.get(), k2.get(), g2.get(),
-                                      v2.get(), Act::kBF16, nullptr),
+      ASSERT_EQ(Hgrn2GatesChunkCumsum(dqfi16.get() + at, r0, m, pack, dim, lower, q2.get(),
+                                      k2.get(), g2.get(), v2.get(), Act::kBF16, nullptr),
                 cudaSuccess);
     }
     SCOPED_TRACE(with_lb ? "lower bounds" : "no lower bounds");
