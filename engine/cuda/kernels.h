@@ -72,11 +72,12 @@ cudaError_t AddRmsNorm(float* h, const float* delta, const float* w, float eps, 
                        void* out, Act out_act, cudaStream_t stream);
 
 // Per row and per group of `group` channels: y = RMSNorm(x) * w[c % group]
-// (* swish(gate), or * gate when !gate_silu, when gate != null); fp32 maths, stored as
-// out_act.
-cudaError_t RmsNormGated(const float* x, int64_t x_ld, const float* gate, int64_t gate_ld,
+// (* swish(gate), or * gate when !gate_silu, when gate != null; gate held as gate_act);
+// fp32 maths, stored as out_act.
+cudaError_t RmsNormGated(const float* x, int64_t x_ld, const void* gate, int64_t gate_ld,
                          const float* w, float eps, int rows, int width, int group, void* out,
-                         Act out_act, int64_t out_ld, cudaStream_t stream, bool gate_silu = true);
+                         Act out_act, int64_t out_ld, cudaStream_t stream, bool gate_silu = true,
+                         Act gate_act = Act::kF32);
 
 // out[r, c] = silu(gu[r, c]) * gu[r, inter + c] (gu[r, c] * gu[r, inter + c] when !silu:
 // TNL's GLU); gu is [rows, 2*inter] of `act`.

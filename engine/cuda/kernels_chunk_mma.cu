@@ -405,16 +405,16 @@ __global__ void __launch_bounds__(kFusedThreads)
 constexpr int kSliceLoads = kC * kKS / 4 / kOutThreads;  // loads of 4 q (k, G) a thread
 
 // A thread's share of one key slice of q, k (as stored) and G (zeros past the chunk's rows
-// and dk); widened to fp32 only when stored to shared memory, so nothing waits on the loads
-// before then.
-template <typename T>
+// and dk); widened to fp32 (and a per-head G splatted) only when stored to shared memory,
+// so nothing waits on the loads before then.
+template <typename T, bool kHeadDecay>
 struct SliceRegs {
   Raw4<T> q[kSliceLoads], k[kSliceLoads];
-  float4 g[kSliceLoads];
+  std::conditional_t<kHeadDecay, float, float4> g[kSliceLoads];  // per head: splatted at store
 };
 // kHeadDecay: G is one value a (row, head) at G[g0 + row * heads], splatted over the keys.
 template <typename T, bool kHeadDecay>
-__device__ __forceinline__ void LoadSlice(SliceRegs<T>& r, const T* __restrict__ q,
+__device__ __forceinline__ void LoadSlice(SliceRegs<T, kHeadDecay>& r, const T* __restrict__ q,
                                           const T* __restrict__ k, const float* __restrict__ G,
                                           int64_t qk0, int64_t g0, int heads, int64_t kstride,
                                           int n, int dk, int ks, int tid) {
@@ -423,25 +423,33 @@ __device__ __forceinline__ void LoadSlice(SliceRegs<T>& r, const T* __restrict__
     const int idx = tid + i * kOutThreads;
     const int row = idx / (kKS / 4), k4 = 4 * (idx % (kKS / 4));
     r.q[i] = r.k[i] = Raw4<T>{};
-    r.g[i] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    r.g[i] = {};
     if (row < n && ks + k4 < dk) {
       const int64_t off = qk0 + row * kstride + ks + k4;
       r.q[i] = LdRaw4(q + off);
       r.k[i] = LdRaw4(k + off);
-      r.g[i] = kHeadDecay ? Splat4(G[g0 + static_cast<int64_t>(row) * heads]) : Ld4(G + off);
+      if constexpr (kHeadDecay) {
+        r.g[i] = G[g0 + static_cast<int64_t>(row) * heads];
+      } else {
+        r.g[i] = Ld4(G + off);
+      }
     }
   }
 }
-template <typename T>
-__device__ __forceinline__ void StoreSlice(const SliceRegs<T>& r, float* sq, float* sk, float* sg,
-                                           int tid) {
+template <typename T, bool kHeadDecay>
+__device__ __forceinline__ void StoreSlice(const SliceRegs<T, kHeadDecay>& r, float* sq, float* sk,
+                                           float* sg, int tid) {
 #pragma unroll
   for (int i = 0; i < kSliceLoads; ++i) {
     const int idx = tid + i * kOutThreads;
     const int row = idx / (kKS / 4), k4 = 4 * (idx % (kKS / 4));
     *reinterpret_cast<float4*>(sq + row * kSP + k4) = Widen4(r.q[i]);
     *reinterpret_cast<float4*>(sk + row * kSP + k4) = Widen4(r.k[i]);
-    *reinterpret_cast<float4*>(sg + row * kSP + k4) = r.g[i];
+    if constexpr (kHeadDecay) {
+      *reinterpret_cast<float4*>(sg + row * kSP + k4) = Splat4(r.g[i]);
+    } else {
+      *reinterpret_cast<float4*>(sg + row * kSP + k4) = r.g[i];
+    }
   }
 }
 
@@ -507,7 +515,7 @@ __global__ void __launch_bounds__(kOutThreads)
   }
 
   // 16-byte loads, all of a thread's (4 x 3) in flight before the first store.
-  SliceRegs<VT> slice;
+  SliceRegs<VT, kHeadDecay> slice;
   const int64_t g0 = kHeadDecay ? static_cast<int64_t>(t0) * heads + h : 0;
   auto load_slice = [&](int ks) {
     LoadSlice<VT, kHeadDecay>(slice, q, k, G, qk0, g0, heads, kstride, n, dk, ks, tid);

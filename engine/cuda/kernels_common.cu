@@ -70,8 +70,8 @@ __global__ void AddRmsNormKernel(float* h, const float* delta, const float* w, f
 }
 
 // Grid (rows, groups).
-template <typename T>
-__global__ void RmsNormGatedKernel(const float* x, int64_t x_ld, const float* gate, int64_t gate_ld,
+template <typename GT, typename T>
+__global__ void RmsNormGatedKernel(const float* x, int64_t x_ld, const GT* gate, int64_t gate_ld,
                                    bool gate_silu, const float* w, float eps, int group, T* out,
                                    int64_t out_ld) {
   __shared__ float scratch[32];
@@ -81,7 +81,7 @@ __global__ void RmsNormGatedKernel(const float* x, int64_t x_ld, const float* ga
   const float* xr = x + r * x_ld + c0;
   auto gated = [&](int c, float y) {
     if (gate) {
-      const float gv = gate[r * gate_ld + c0 + c];
+      const float gv = ToF(gate[r * gate_ld + c0 + c]);
       y *= gate_silu ? Silu(gv) : gv;
     }
     out[r * out_ld + c0 + c] = FromF<T>(y);
@@ -344,14 +344,22 @@ cudaError_t AddRmsNorm(float* h, const float* delta, const float* w, float eps, 
   return cudaGetLastError();
 }
 
-cudaError_t RmsNormGated(const float* x, int64_t x_ld, const float* gate, int64_t gate_ld,
+cudaError_t RmsNormGated(const float* x, int64_t x_ld, const void* gate, int64_t gate_ld,
                          const float* w, float eps, int rows, int width, int group, void* out,
-                         Act out_act, int64_t out_ld, cudaStream_t stream, bool gate_silu) {
+                         Act out_act, int64_t out_ld, cudaStream_t stream, bool gate_silu,
+                         Act gate_act) {
   if (rows == 0) return cudaSuccess;
   dim3 grid(rows, width / group);
-  HG_DISPATCH_ACT(
-      out_act, RmsNormGatedKernel<T><<<grid, 256, 0, stream>>>(
-                   x, x_ld, gate, gate_ld, gate_silu, w, eps, group, static_cast<T*>(out), out_ld));
+  auto launch = [&](const auto* g) {
+    HG_DISPATCH_ACT(
+        out_act, RmsNormGatedKernel<<<grid, 256, 0, stream>>>(
+                     x, x_ld, g, gate_ld, gate_silu, w, eps, group, static_cast<T*>(out), out_ld));
+  };
+  if (gate_act == Act::kBF16) {
+    launch(static_cast<const bf16*>(gate));
+  } else {
+    launch(static_cast<const float*>(gate));
+  }
   return cudaGetLastError();
 }
 

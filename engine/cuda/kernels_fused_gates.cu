@@ -12,7 +12,7 @@ namespace {
 // as ChunkCumsumKernel's does. q, k and v are written as T (bf16: rounded to nearest).
 // head_g: g is [rows, heads], written by thread 0 (every thread's sum is the same float).
 template <typename T>
-__global__ void TnlGatesChunkCumsumKernel(const float* __restrict__ proj, PackView pack, int heads,
+__global__ void TnlGatesChunkCumsumKernel(const T* __restrict__ proj, PackView pack, int heads,
                                           int e, int dk, const float* __restrict__ theta,
                                           const int64_t* __restrict__ positions,
                                           const float* __restrict__ log_decay, bool head_g,
@@ -30,8 +30,8 @@ __global__ void TnlGatesChunkCumsumKernel(const float* __restrict__ proj, PackVi
 #pragma unroll 4
   for (int j = 0; j < n; ++j) {
     const int64_t r = t0 + j;
-    const float* row = proj + r * 4 * dim;
-    const float qv = Silu(row[hc]), kv = Silu(row[dim + hc]);
+    const T* row = proj + r * 4 * dim;
+    const float qv = Silu(ToF(row[hc])), kv = Silu(ToF(row[dim + hc]));
     const int64_t qk = (r * heads + h) * dk;
     TnlQk(qv, kv, theta != nullptr, th, theta != nullptr ? positions[r] : 0, e, dk, c, q + qk,
           k + qk);
@@ -42,7 +42,7 @@ __global__ void TnlGatesChunkCumsumKernel(const float* __restrict__ proj, PackVi
       g[qk + c] = acc;
       if (dk > e) g[qk + e + c] = acc;
     }
-    v[(r * heads + h) * e + c] = FromF<T>(row[2 * dim + hc]);
+    v[(r * heads + h) * e + c] = FromF<T>(ToF(row[2 * dim + hc]));
   }
 }
 
@@ -131,7 +131,7 @@ __global__ void GlaGatesChunkCumsumKernel(
 
 }  // namespace
 
-cudaError_t TnlGatesChunkCumsum(const float* proj, const PackView& pack, int heads, int e, int dk,
+cudaError_t TnlGatesChunkCumsum(const void* proj, const PackView& pack, int heads, int e, int dk,
                                 const float* theta, const int64_t* positions,
                                 const float* log_decay, DecayLayout g_layout, void* q, void* k,
                                 float* g, void* v, Act qkv_act, cudaStream_t stream) {
@@ -140,9 +140,10 @@ cudaError_t TnlGatesChunkCumsum(const float* proj, const PackView& pack, int hea
   dim3 grid(pack.num_chunks, heads);
   const int threads = (e + 31) / 32 * 32;
   const bool head_g = g_layout == DecayLayout::kPerHead;
-  HG_DISPATCH_ACT(qkv_act, TnlGatesChunkCumsumKernel<T><<<grid, threads, 0, stream>>>(
-                               proj, pack, heads, e, dk, theta, positions, log_decay, head_g,
-                               static_cast<T*>(q), static_cast<T*>(k), g, static_cast<T*>(v)));
+  HG_DISPATCH_ACT(qkv_act,
+                  TnlGatesChunkCumsumKernel<T><<<grid, threads, 0, stream>>>(
+                      static_cast<const T*>(proj), pack, heads, e, dk, theta, positions, log_decay,
+                      head_g, static_cast<T*>(q), static_cast<T*>(k), g, static_cast<T*>(v)));
   return cudaGetLastError();
 }
 

@@ -20,8 +20,9 @@ namespace hgeval::cuda {
 // of log_decay[head] (summed row by row from the chunk's first row, in ChunkCumsumKernel's
 // order, so bitwise what the two kernels gave). One block per (chunk, head), e threads.
 // g_layout kPerHead: g is that sum once per (row, head), [rows, heads]
-// (kernels_chunk_mma.h), instead of repeated over the dk keys.
-cudaError_t TnlGatesChunkCumsum(const float* proj, const PackView& pack, int heads, int e, int dk,
+// (kernels_chunk_mma.h), instead of repeated over the dk keys. proj is held as `qkv_act`
+// too (bf16: the projection GEMM's output rounded).
+cudaError_t TnlGatesChunkCumsum(const void* proj, const PackView& pack, int heads, int e, int dk,
                                 const float* theta, const int64_t* positions,
                                 const float* log_decay, DecayLayout g_layout, void* q, void* k,
                                 float* g, void* v, Act qkv_act, cudaStream_t stream);

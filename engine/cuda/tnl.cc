@@ -103,7 +103,10 @@ class TnlMixer final : public CudaTokenMixer {
     const int64_t layer_dk = lrpe ? attention_.dk() : head_dim_;
     const int H = static_cast<int>(attention_.heads()), e = static_cast<int>(head_dim_);
     const float* theta = lrpe ? w.lrpe_theta.as<float>() : nullptr;
-    HG_RETURN_IF_ERROR(scratch_.ProjectIn(pass, w.qkvu_proj, act_));
+    // In bf16 mode the packs' q | k | v | u leave the GEMM as bf16 (as fla's projections
+    // do): the gates and the output gate read half the bytes. Decode steps keep them fp32.
+    const Act proj_act = pass.decode ? Act::kF32 : attention_.PackOperandsAct(layer_dk);
+    HG_RETURN_IF_ERROR(scratch_.ProjectIn(pass, w.qkvu_proj, act_, 0, -1, proj_act));
     DecayLayout g_layout = DecayLayout::kPerKey;
     if (pass.decode) {
       HG_CUDA_RETURN(TnlGates(proj, pass.rows, H, e, static_cast<int>(layer_dk), theta,
@@ -116,16 +119,17 @@ class TnlMixer final : public CudaTokenMixer {
       g_layout =
           attention_.PackTakesHeadDecay(layer_dk) ? DecayLayout::kPerHead : DecayLayout::kPerKey;
       HG_CUDA_RETURN(TnlGatesChunkCumsum(
-          proj, *pass.pack, H, e, static_cast<int>(layer_dk), theta, pass.in->positions,
-          w.log_decay.as<float>(), g_layout, attention_.q(), attention_.k(), attention_.g(),
-          attention_.v(), attention_.PackOperandsAct(layer_dk), pass.stream));
+          scratch_.proj.get(), *pass.pack, H, e, static_cast<int>(layer_dk), theta,
+          pass.in->positions, w.log_decay.as<float>(), g_layout, attention_.q(), attention_.k(),
+          attention_.g(), attention_.v(), proj_act, pass.stream));
     }
     HG_RETURN_IF_ERROR(attention_.Enqueue(pass, pass.layer * StateFloatsPerLayer(), o, layer_dk,
                                           /*g_chunk_cumulative=*/!pass.decode, g_layout));
-    HG_CUDA_RETURN(RmsNormGated(o, D, proj + 3 * D, scratch_.proj_width, w.g_norm.as<float>(),
+    const void* u = static_cast<const char*>(scratch_.proj.get()) + 3 * D * ActSize(proj_act);
+    HG_CUDA_RETURN(RmsNormGated(o, D, u, scratch_.proj_width, w.g_norm.as<float>(),
                                 static_cast<float>(kSimpleRmsNormEps), pass.rows, D, D,
                                 scratch_.onorm.get(), act_, D, pass.stream,
-                                /*gate_silu=*/false));
+                                /*gate_silu=*/false, proj_act));
     return scratch_.ProjectOut(pass, w.out_proj, act_);
   }
 

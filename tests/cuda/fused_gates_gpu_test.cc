@@ -97,7 +97,11 @@ TEST_P(TnlGatesChunkCumsumTest, EqualsGatesThenCumsumBitwise) {
   std::vector<int64_t> positions(rows);
   for (int r = 0; r < rows; ++r) positions[r] = 5000 + 3 * r;  // large angles: LRPE's doubles
 
+  // Values bf16 holds exactly: the bf16 runs read proj as bf16 (the projection's output in
+  // bf16 mode) and must see what the fp32 runs see.
+  proj = RoundedToBf16(proj);
   Dev<float> dproj(proj), dtheta(theta), ddecay(decay);
+  Dev<uint16_t> dproj16(RoundedBf16Bits(proj));
   Dev<int64_t> dpos(positions);
   const size_t nqk = static_cast<size_t>(rows) * heads * c.dk;
   const size_t nv = static_cast<size_t>(rows) * dim;
@@ -115,7 +119,7 @@ TEST_P(TnlGatesChunkCumsumTest, EqualsGatesThenCumsumBitwise) {
   ExpectSameGates(q0, k0, g0, v0, q1, k1, g1, v1);
   Dev<float> g2(nqk);
   Dev<uint16_t> q2(nqk), k2(nqk), v2(nv);
-  ASSERT_EQ(TnlGatesChunkCumsum(dproj.get(), pack, heads, c.e, c.dk, th, dpos.get(), ddecay.get(),
+  ASSERT_EQ(TnlGatesChunkCumsum(dproj16.get(), pack, heads, c.e, c.dk, th, dpos.get(), ddecay.get(),
                                 DecayLayout::kPerKey, q2.get(), k2.get(), g2.get(), v2.get(),
                                 Act::kBF16, nullptr),
             cudaSuccess);
@@ -128,7 +132,7 @@ TEST_P(TnlGatesChunkCumsumTest, EqualsGatesThenCumsumBitwise) {
   // v as in the per-key run.
   Dev<float> g3(static_cast<size_t>(rows) * heads);
   Dev<uint16_t> q3(nqk), k3(nqk), v3(nv);
-  ASSERT_EQ(TnlGatesChunkCumsum(dproj.get(), pack, heads, c.e, c.dk, th, dpos.get(), ddecay.get(),
+  ASSERT_EQ(TnlGatesChunkCumsum(dproj16.get(), pack, heads, c.e, c.dk, th, dpos.get(), ddecay.get(),
                                 DecayLayout::kPerHead, q3.get(), k3.get(), g3.get(), v3.get(),
                                 Act::kBF16, nullptr),
             cudaSuccess);

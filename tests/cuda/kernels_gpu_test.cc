@@ -657,5 +657,49 @@ TEST(PinnedGemmTest, FindsAnAlgorithmForA64000TokenHead) {
   cudaFree(c);
 }
 
+// The gated RMSNorm against double, and with its gate held as bf16 (TNL's and GLA's output
+// gate straight from a bf16 projection) bitwise what the fp32 gate holding the same values
+// gives: swish gate and plain gate, two groups a row.
+TEST(RmsNormGatedTest, Bf16GateGivesTheFloatGateBits) {
+  if (!testing::HaveGpu()) GTEST_SKIP() << "no CUDA GPU visible";
+  const int rows = 5, width = 512, group = 256;
+  std::mt19937 rng(7);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::vector<float> x(rows * width), gate(rows * width), w(group);
+  for (auto& v : x) v = nd(rng);
+  for (auto& v : w) v = 1.0f + 0.1f * nd(rng);
+  for (auto& v : gate) v = nd(rng);
+  gate = RoundedToBf16(gate);
+  Dev<float> dx(x), dgate(gate), dw(w);
+  Dev<uint16_t> dgate16(RoundedBf16Bits(gate));
+  for (const bool silu : {true, false}) {
+    Dev<float> out32(rows * width), out16(rows * width);
+    ASSERT_EQ(RmsNormGated(dx.get(), width, dgate.get(), width, dw.get(), 1e-5f, rows, width, group,
+                           out32.get(), Act::kF32, width, nullptr, silu),
+              cudaSuccess);
+    ASSERT_EQ(RmsNormGated(dx.get(), width, dgate16.get(), width, dw.get(), 1e-5f, rows, width,
+                           group, out16.get(), Act::kF32, width, nullptr, silu, Act::kBF16),
+              cudaSuccess);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    const std::vector<float> got = out32.Get();
+    EXPECT_EQ(got, out16.Get()) << (silu ? "swish gate" : "plain gate");
+    std::vector<double> want(got.size());
+    for (int r = 0; r < rows; ++r) {
+      for (int g0 = 0; g0 < width; g0 += group) {
+        double ss = 0;
+        for (int c = 0; c < group; ++c) ss += double(x[r * width + g0 + c]) * x[r * width + g0 + c];
+        const double rstd = 1.0 / std::sqrt(ss / group + 1e-5);
+        for (int c = 0; c < group; ++c) {
+          const size_t i = static_cast<size_t>(r) * width + g0 + c;
+          const double gv = gate[i];
+          const double gated = silu ? gv / (1.0 + std::exp(-gv)) : gv;
+          want[i] = x[i] * rstd * w[c] * gated;
+        }
+      }
+    }
+    EXPECT_LT(RelErr(got, want), 1e-5) << (silu ? "swish gate" : "plain gate");
+  }
+}
+
 }  // namespace
 }  // namespace hgeval::cuda
