@@ -405,14 +405,14 @@ __global__ void __launch_bounds__(kFusedThreads)
 constexpr int kSliceLoads = kC * kKS / 4 / kOutThreads;  // loads of 4 q (k, G) a thread
 
 // A thread's share of one key slice of q, k (as stored) and G (zeros past the chunk's rows
-// and dk); widened to fp32 (and a per-head G splatted) only when stored to shared memory,
-// so nothing waits on the loads before then.
+// and dk); widened to fp32 only when stored to shared memory, so nothing waits on the loads
+// before then.
 template <typename T, bool kHeadDecay>
 struct SliceRegs {
   Raw4<T> q[kSliceLoads], k[kSliceLoads];
-  std::conditional_t<kHeadDecay, float, float4> g[kSliceLoads];  // per head: splatted at store
+  float4 g[kHeadDecay ? 1 : kSliceLoads];  // per head: G is not staged (HeadExponents)
 };
-// kHeadDecay: G is one value a (row, head) at G[g0 + row * heads], splatted over the keys.
+// kHeadDecay: G is one value a (row, head); its exponents are HeadExponents, not staged.
 template <typename T, bool kHeadDecay>
 __device__ __forceinline__ void LoadSlice(SliceRegs<T, kHeadDecay>& r, const T* __restrict__ q,
                                           const T* __restrict__ k, const float* __restrict__ G,
@@ -428,11 +428,7 @@ __device__ __forceinline__ void LoadSlice(SliceRegs<T, kHeadDecay>& r, const T* 
       const int64_t off = qk0 + row * kstride + ks + k4;
       r.q[i] = LdRaw4(q + off);
       r.k[i] = LdRaw4(k + off);
-      if constexpr (kHeadDecay) {
-        r.g[i] = G[g0 + static_cast<int64_t>(row) * heads];
-      } else {
-        r.g[i] = Ld4(G + off);
-      }
+      if constexpr (!kHeadDecay) r.g[i] = Ld4(G + off);
     }
   }
 }
@@ -445,12 +441,42 @@ __device__ __forceinline__ void StoreSlice(const SliceRegs<T, kHeadDecay>& r, fl
     const int row = idx / (kKS / 4), k4 = 4 * (idx % (kKS / 4));
     *reinterpret_cast<float4*>(sq + row * kSP + k4) = Widen4(r.q[i]);
     *reinterpret_cast<float4*>(sk + row * kSP + k4) = Widen4(r.k[i]);
-    if constexpr (kHeadDecay) {
-      *reinterpret_cast<float4*>(sg + row * kSP + k4) = Splat4(r.g[i]);
-    } else {
-      *reinterpret_cast<float4*>(sg + row * kSP + k4) = r.g[i];
-    }
+    if constexpr (!kHeadDecay) *reinterpret_cast<float4*>(sg + row * kSP + k4) = r.g[i];
   }
+}
+
+// The output kernel's exponents where G is one value a (row, head) (G[g0 + row * heads];
+// rows past the chunk's n read as 0, as the per-key form stages them): the A blocks'
+// e^{G_ia - G_i0}, e^{G_ib - G_i0}, k's e^{G_i0 - G_j} for this thread's rows of each
+// block left of the diagonal, q's e^{G_ia}, e^{G_ib}, and the diagonal block's
+// e^{G_ib - G_j}, e^{G_ia - G_j}.
+struct HeadExponents {
+  float af = 0, bf = 0, qa = 0, qb = 0;
+  float kb[3][2] = {};
+  float db[4] = {}, da[2] = {};
+};
+__device__ __forceinline__ HeadExponents HeadExponentsOf(const float* __restrict__ G, int64_t g0,
+                                                         int heads, int n, int i0, int ia, int ib,
+                                                         int grp, int tig) {
+  auto g = [&](int row) { return row < n ? G[g0 + static_cast<int64_t>(row) * heads] : 0.0f; };
+  HeadExponents e;
+  const float gf = g(i0), ga = g(ia), gb = g(ib);
+  e.af = __expf(ga - gf);
+  e.bf = __expf(gb - gf);
+  e.qa = __expf(ga);
+  e.qb = __expf(gb);
+#pragma unroll
+  for (int u = 0; u < 3; ++u) {
+#pragma unroll
+    for (int nt = 0; nt < 2; ++nt) e.kb[u][nt] = __expf(gf - g(kSub * u + 8 * nt + grp));
+  }
+#pragma unroll
+  for (int x = 0; x < 4; ++x) {
+    const float gj = g(i0 + 8 * (x / 2) + 2 * tig + (x % 2));
+    e.db[x] = __expf(gb - gj);
+    if (x < 2) e.da[x] = __expf(ga - gj);
+  }
+  return e;
 }
 
 // Output of chunk c, grid (chunks, H), 4 warps: warp w owns rows 16w..16w+15. Over key
@@ -517,6 +543,32 @@ __global__ void __launch_bounds__(kOutThreads)
   // 16-byte loads, all of a thread's (4 x 3) in flight before the first store.
   SliceRegs<VT, kHeadDecay> slice;
   const int64_t g0 = kHeadDecay ? static_cast<int64_t>(t0) * heads + h : 0;
+  // The exponents below: of G staged per key, or (kHeadDecay: G one value a row, the same
+  // for every key) each computed once from the rows' G, the very floats the per-key form
+  // computes at every key. Terms of masked keys (zero q or k) add +0 either way.
+  const HeadExponents he =
+      kHeadDecay ? HeadExponentsOf(G, g0, heads, n, i0, ia, ib, grp, tig) : HeadExponents{};
+  auto Ex = [](float per_key_arg, float hoisted) {
+    if constexpr (kHeadDecay) {
+      return hoisted;
+    } else {
+      return __expf(per_key_arg);
+    }
+  };
+  auto LdG2 = [](const float* p) {
+    if constexpr (kHeadDecay) {
+      return make_float2(0.0f, 0.0f);
+    } else {
+      return Ld2(p);
+    }
+  };
+  auto LdG4 = [](const float* p) {
+    if constexpr (kHeadDecay) {
+      return make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    } else {
+      return Ld4(p);
+    }
+  };
   auto load_slice = [&](int ks) {
     LoadSlice<VT, kHeadDecay>(slice, q, k, G, qk0, g0, heads, kstride, n, dk, ks, tid);
   };
@@ -532,38 +584,39 @@ __global__ void __launch_bounds__(kOutThreads)
 #pragma unroll
       for (int sub = 0; sub < kKS; sub += 16) {
         const int c0 = sub + 2 * tig, c1 = c0 + 8;
-        const float2 gf0 = Ld2(sg + i0 * kSP + c0), gf1 = Ld2(sg + i0 * kSP + c1);
-        const float2 qa0 = Ld2(sq + ia * kSP + c0), ga0 = Ld2(sg + ia * kSP + c0);
-        const float2 qb0 = Ld2(sq + ib * kSP + c0), gb0 = Ld2(sg + ib * kSP + c0);
-        const float2 qa1 = Ld2(sq + ia * kSP + c1), ga1 = Ld2(sg + ia * kSP + c1);
-        const float2 qb1 = Ld2(sq + ib * kSP + c1), gb1 = Ld2(sg + ib * kSP + c1);
+        const float2 gf0 = LdG2(sg + i0 * kSP + c0), gf1 = LdG2(sg + i0 * kSP + c1);
+        const float2 qa0 = Ld2(sq + ia * kSP + c0), ga0 = LdG2(sg + ia * kSP + c0);
+        const float2 qb0 = Ld2(sq + ib * kSP + c0), gb0 = LdG2(sg + ib * kSP + c0);
+        const float2 qa1 = Ld2(sq + ia * kSP + c1), ga1 = LdG2(sg + ia * kSP + c1);
+        const float2 qb1 = Ld2(sq + ib * kSP + c1), gb1 = LdG2(sg + ib * kSP + c1);
         uint32_t a[4];
-        a[0] = PackBf16(qa0.x * __expf(ga0.x - gf0.x), qa0.y * __expf(ga0.y - gf0.y));
-        a[1] = PackBf16(qb0.x * __expf(gb0.x - gf0.x), qb0.y * __expf(gb0.y - gf0.y));
-        a[2] = PackBf16(qa1.x * __expf(ga1.x - gf1.x), qa1.y * __expf(ga1.y - gf1.y));
-        a[3] = PackBf16(qb1.x * __expf(gb1.x - gf1.x), qb1.y * __expf(gb1.y - gf1.y));
+        a[0] = PackBf16(qa0.x * Ex(ga0.x - gf0.x, he.af), qa0.y * Ex(ga0.y - gf0.y, he.af));
+        a[1] = PackBf16(qb0.x * Ex(gb0.x - gf0.x, he.bf), qb0.y * Ex(gb0.y - gf0.y, he.bf));
+        a[2] = PackBf16(qa1.x * Ex(ga1.x - gf1.x, he.af), qa1.y * Ex(ga1.y - gf1.y, he.af));
+        a[3] = PackBf16(qb1.x * Ex(gb1.x - gf1.x, he.bf), qb1.y * Ex(gb1.y - gf1.y, he.bf));
         bf16* qrow_a = qe + ia * qes + ks;
         bf16* qrow_b = qe + ib * qes + ks;
         *reinterpret_cast<uint32_t*>(qrow_a + c0) =
-            PackBf16(qa0.x * __expf(ga0.x), qa0.y * __expf(ga0.y));
+            PackBf16(qa0.x * Ex(ga0.x, he.qa), qa0.y * Ex(ga0.y, he.qa));
         *reinterpret_cast<uint32_t*>(qrow_b + c0) =
-            PackBf16(qb0.x * __expf(gb0.x), qb0.y * __expf(gb0.y));
+            PackBf16(qb0.x * Ex(gb0.x, he.qb), qb0.y * Ex(gb0.y, he.qb));
         *reinterpret_cast<uint32_t*>(qrow_a + c1) =
-            PackBf16(qa1.x * __expf(ga1.x), qa1.y * __expf(ga1.y));
+            PackBf16(qa1.x * Ex(ga1.x, he.qa), qa1.y * Ex(ga1.y, he.qa));
         *reinterpret_cast<uint32_t*>(qrow_b + c1) =
-            PackBf16(qb1.x * __expf(gb1.x), qb1.y * __expf(gb1.y));
+            PackBf16(qb1.x * Ex(gb1.x, he.qb), qb1.y * Ex(gb1.y, he.qb));
 #pragma unroll
         for (int u = 0; u < 3; ++u) {
           if (u < warp) {
 #pragma unroll
             for (int nt = 0; nt < 2; ++nt) {
               const int j = kSub * u + 8 * nt + grp;
-              const float2 k0 = Ld2(sk + j * kSP + c0), g0 = Ld2(sg + j * kSP + c0);
-              const float2 k1 = Ld2(sk + j * kSP + c1), g1 = Ld2(sg + j * kSP + c1);
+              const float2 k0 = Ld2(sk + j * kSP + c0), g0 = LdG2(sg + j * kSP + c0);
+              const float2 k1 = Ld2(sk + j * kSP + c1), g1 = LdG2(sg + j * kSP + c1);
+              const float ek = he.kb[u][nt];
               const uint32_t b0 =
-                  PackBf16(k0.x * __expf(gf0.x - g0.x), k0.y * __expf(gf0.y - g0.y));
+                  PackBf16(k0.x * Ex(gf0.x - g0.x, ek), k0.y * Ex(gf0.y - g0.y, ek));
               const uint32_t b1 =
-                  PackBf16(k1.x * __expf(gf1.x - g1.x), k1.y * __expf(gf1.y - g1.y));
+                  PackBf16(k1.x * Ex(gf1.x - g1.x, ek), k1.y * Ex(gf1.y - g1.y, ek));
               Mma(acc_a[u][nt], a, b0, b1);
             }
           }
@@ -573,26 +626,28 @@ __global__ void __launch_bounds__(kOutThreads)
       // diagonal (exponent > 0, may overflow) are selected away below.
 #pragma unroll 2
       for (int kk = 0; kk < kKS; kk += 4) {
-        const float4 qa = Ld4(sq + ia * kSP + kk), ga = Ld4(sg + ia * kSP + kk);
-        const float4 qb = Ld4(sq + ib * kSP + kk), gb = Ld4(sg + ib * kSP + kk);
+        const float4 qa = Ld4(sq + ia * kSP + kk), ga = LdG4(sg + ia * kSP + kk);
+        const float4 qb = Ld4(sq + ib * kSP + kk), gb = LdG4(sg + ib * kSP + kk);
 #pragma unroll
         for (int x = 0; x < 4; ++x) {
           const int j = i0 + 8 * (x / 2) + 2 * tig + (x % 2);
-          const float4 kj = Ld4(sk + j * kSP + kk), gj = Ld4(sg + j * kSP + kk);
+          const float4 kj = Ld4(sk + j * kSP + kk), gj = LdG4(sg + j * kSP + kk);
+          const float eb = he.db[x];
           float db = diag[x / 2][2 + x % 2];
-          db = fmaf(qb.x * kj.x, __expf(gb.x - gj.x), db);
-          db = fmaf(qb.y * kj.y, __expf(gb.y - gj.y), db);
-          db = fmaf(qb.z * kj.z, __expf(gb.z - gj.z), db);
-          db = fmaf(qb.w * kj.w, __expf(gb.w - gj.w), db);
+          db = fmaf(qb.x * kj.x, Ex(gb.x - gj.x, eb), db);
+          db = fmaf(qb.y * kj.y, Ex(gb.y - gj.y, eb), db);
+          db = fmaf(qb.z * kj.z, Ex(gb.z - gj.z, eb), db);
+          db = fmaf(qb.w * kj.w, Ex(gb.w - gj.w, eb), db);
           diag[x / 2][2 + x % 2] = db;
           // Row ia = i0 + grp < i0 + 8 <= j for x >= 2: above the diagonal, selected away
           // below, so not computed (kept 0).
           if (x < 2) {
+            const float ea = he.da[x % 2];
             float da = diag[x / 2][x % 2];
-            da = fmaf(qa.x * kj.x, __expf(ga.x - gj.x), da);
-            da = fmaf(qa.y * kj.y, __expf(ga.y - gj.y), da);
-            da = fmaf(qa.z * kj.z, __expf(ga.z - gj.z), da);
-            da = fmaf(qa.w * kj.w, __expf(ga.w - gj.w), da);
+            da = fmaf(qa.x * kj.x, Ex(ga.x - gj.x, ea), da);
+            da = fmaf(qa.y * kj.y, Ex(ga.y - gj.y, ea), da);
+            da = fmaf(qa.z * kj.z, Ex(ga.z - gj.z, ea), da);
+            da = fmaf(qa.w * kj.w, Ex(ga.w - gj.w, ea), da);
             diag[x / 2][x % 2] = da;
           }
         }
