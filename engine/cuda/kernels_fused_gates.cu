@@ -47,47 +47,75 @@ __global__ void TnlGatesChunkCumsumKernel(const T* __restrict__ proj, PackView p
 }
 
 constexpr int kHgrn2Channels = 128;  // channels per block of the HGRN2 kernel
-constexpr int kHgrn2RowGroups = 4;   // rows of a chunk loaded at once per channel
+constexpr int kHgrn2Threads = 512;   // threads per block of the HGRN2 kernel
 
-// Grid (chunks, dim / 128), block (128, 4): thread (c, y) computes the gates of its channel
-// on rows y, y + 4, ... of the chunk inside the block of rows (all loads in flight; the
-// per-row maths is Hgrn2GatesKernel's) and leaves the log gate in shared memory; then the
-// y = 0 threads sum them down the rows in order, each continuing from the cumulative g
-// the previous block of rows left, as one thread walking the rows did. qfi is read and
-// q, k and v are written as T.
-template <typename T>
-__global__ void __launch_bounds__(kHgrn2Channels* kHgrn2RowGroups)
+// N consecutive values, loaded and stored as one access (N = 2: 4 bytes of bf16, 8 of fp32).
+template <typename T, int N>
+struct alignas(sizeof(T) * N) Values {
+  T x[N];
+};
+
+// Grid (chunks, dim / 128), block (128 / kVec, 4 kVec): thread (x, y) computes the gates of
+// channels kVec x .. kVec x + kVec - 1 of the block on rows y, y + 4 kVec, ... of the chunk
+// inside the block of rows (all loads in flight; kVec = 2 where dim is even: one 2-value
+// access a tensor a row; the per-row maths is Hgrn2GatesKernel's) and leaves the log gates
+// in shared memory; then the y = 0 threads sum them down the rows in order, each
+// continuing from the cumulative g the previous block of rows left, as one thread walking
+// the rows did. qfi is read and q, k and v are written as T.
+template <typename T, int kVec>
+__global__ void __launch_bounds__(kHgrn2Threads)
     Hgrn2GatesChunkCumsumKernel(const T* __restrict__ qfi, int r0, int n, PackView pack, int dim,
                                 const float* __restrict__ lower_bound, T* __restrict__ q,
                                 T* __restrict__ k, float* __restrict__ g, T* __restrict__ v) {
+  using Vt = Values<T, kVec>;
+  using Vf = Values<float, kVec>;
+  constexpr int kRowGroups = kHgrn2Threads / (kHgrn2Channels / kVec);
   __shared__ float log_gate[kGlaChunk][kHgrn2Channels];
   const int ch = blockIdx.x;
   const int x = threadIdx.x, y = threadIdx.y;
-  const int c = blockIdx.y * kHgrn2Channels + x;
+  const int cx = kVec * x;  // the thread's first channel within the block
+  const int c = blockIdx.y * kHgrn2Channels + cx;
   const int t0 = ChunkRow0(pack, ch);
   const int begin = max(t0, r0), end = min(t0 + ChunkRows(pack, ch), r0 + n);
-  if (begin >= end) return;  // the whole block returns together
-  const bool live = c < dim;
+  if (begin >= end) return;   // the whole block returns together
+  const bool live = c < dim;  // kVec = 2: dim is even, so c + 1 < dim too
+  const bool has_lb = lower_bound != nullptr;
   if (live) {
-    const float lb = lower_bound != nullptr ? lower_bound[c] : 0.0f;
+    float lb[kVec];
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) lb[e] = has_lb ? lower_bound[c + e] : 0.0f;
 #pragma unroll 4
-    for (int r = begin + y; r < end; r += kHgrn2RowGroups) {
+    for (int r = begin + y; r < end; r += kRowGroups) {
       const T* row = qfi + static_cast<int64_t>(r - r0) * 3 * dim;
       const int64_t i = static_cast<int64_t>(r) * dim + c;
-      const float qv = ToF(row[c]), f = ToF(row[dim + c]), iv = ToF(row[2 * dim + c]);
-      float key;
-      Hgrn2KeyAndLogGate(f, lower_bound != nullptr, lb, &key, &log_gate[r - begin][x]);
-      q[i] = FromF<T>(Silu(qv));
-      k[i] = FromF<T>(key);
-      v[i] = FromF<T>(iv);
+      const Vt qv = *reinterpret_cast<const Vt*>(row + c);
+      const Vt fv = *reinterpret_cast<const Vt*>(row + dim + c);
+      const Vt iv = *reinterpret_cast<const Vt*>(row + 2 * dim + c);
+      Vt qo, ko, vo;
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) {
+        float key;
+        Hgrn2KeyAndLogGate(ToF(fv.x[e]), has_lb, lb[e], &key, &log_gate[r - begin][cx + e]);
+        qo.x[e] = FromF<T>(Silu(ToF(qv.x[e])));
+        ko.x[e] = FromF<T>(key);
+        vo.x[e] = FromF<T>(ToF(iv.x[e]));
+      }
+      *reinterpret_cast<Vt*>(q + i) = qo;
+      *reinterpret_cast<Vt*>(k + i) = ko;
+      *reinterpret_cast<Vt*>(v + i) = vo;
     }
   }
   __syncthreads();
   if (!live || y != 0) return;
-  float acc = begin > t0 ? g[static_cast<int64_t>(begin - 1) * dim + c] : 0.0f;
+  Vf acc;
+#pragma unroll
+  for (int e = 0; e < kVec; ++e) {
+    acc.x[e] = begin > t0 ? g[static_cast<int64_t>(begin - 1) * dim + c + e] : 0.0f;
+  }
   for (int r = begin; r < end; ++r) {
-    acc += log_gate[r - begin][x];
-    g[static_cast<int64_t>(r) * dim + c] = acc;
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) acc.x[e] += log_gate[r - begin][cx + e];
+    *reinterpret_cast<Vf*>(g + static_cast<int64_t>(r) * dim + c) = acc;
   }
 }
 
@@ -129,6 +157,16 @@ __global__ void GlaGatesChunkCumsumKernel(
   }
 }
 
+template <typename T, int kVec>
+void LaunchHgrn2Gates(dim3 grid, const void* qfi, int r0, int n, const PackView& pack, int dim,
+                      const float* lower_bound, void* q, void* k, float* g, void* v,
+                      cudaStream_t stream) {
+  const dim3 block(kHgrn2Channels / kVec, kHgrn2Threads / (kHgrn2Channels / kVec));
+  Hgrn2GatesChunkCumsumKernel<T, kVec>
+      <<<grid, block, 0, stream>>>(static_cast<const T*>(qfi), r0, n, pack, dim, lower_bound,
+                                   static_cast<T*>(q), static_cast<T*>(k), g, static_cast<T*>(v));
+}
+
 }  // namespace
 
 cudaError_t TnlGatesChunkCumsum(const void* proj, const PackView& pack, int heads, int e, int dk,
@@ -152,10 +190,11 @@ cudaError_t Hgrn2GatesChunkCumsum(const void* qfi, int r0, int n, const PackView
                                   Act qkv_act, cudaStream_t stream) {
   if (pack.num_chunks == 0 || n == 0) return cudaSuccess;
   dim3 grid(pack.num_chunks, (dim + kHgrn2Channels - 1) / kHgrn2Channels);
-  const dim3 block(kHgrn2Channels, kHgrn2RowGroups);
-  HG_DISPATCH_ACT(qkv_act, Hgrn2GatesChunkCumsumKernel<T><<<grid, block, 0, stream>>>(
-                               static_cast<const T*>(qfi), r0, n, pack, dim, lower_bound,
-                               static_cast<T*>(q), static_cast<T*>(k), g, static_cast<T*>(v)));
+  // Pairs of channels where dim is even (every real model), single channels otherwise.
+  HG_DISPATCH_ACT(qkv_act, dim % 2 == 0 ? LaunchHgrn2Gates<T, 2>(grid, qfi, r0, n, pack, dim,
+                                                                 lower_bound, q, k, g, v, stream)
+                                        : LaunchHgrn2Gates<T, 1>(grid, qfi, r0, n, pack, dim,
+                                                                 lower_bound, q, k, g, v, stream));
   return cudaGetLastError();
 }
 

@@ -156,11 +156,15 @@ INSTANTIATE_TEST_SUITE_P(Shapes, TnlGatesChunkCumsumTest,
                                            TnlCase{128, 256, true}, TnlCase{64, 128, true},
                                            TnlCase{48, 48, false}));
 
-TEST(Hgrn2GatesChunkCumsumTest, EqualsGatesThenCumsumBitwiseAcrossRowBlocks) {
+// dim 320: not a multiple of the kernel's 128 channels (pairs of channels a thread); 161:
+// odd (one channel a thread).
+class Hgrn2GatesChunkCumsumTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(Hgrn2GatesChunkCumsumTest, EqualsGatesThenCumsumBitwiseAcrossRowBlocks) {
   if (!testing::HaveGpu()) GTEST_SKIP() << "no CUDA GPU visible";
   TestPack tp;
   const PackView pack = tp.View();
-  const int rows = tp.rows(), dim = 320;  // not a multiple of the kernel's 128 channels
+  const int rows = tp.rows(), dim = GetParam();
   std::mt19937 rng(11);
   std::normal_distribution<float> nd(0.0f, 2.0f);
   std::uniform_real_distribution<float> ud(0.0f, 0.99f);
@@ -197,6 +201,8 @@ TEST(Hgrn2GatesChunkCumsumTest, EqualsGatesThenCumsumBitwiseAcrossRowBlocks) {
     ExpectBf16Operands(q1, k1, g1, v1, q2, k2, g2, v2);
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Dims, Hgrn2GatesChunkCumsumTest, ::testing::Values(320, 161));
 
 struct GlaCase {
   int heads, kv_heads, dk, dv;
