@@ -230,6 +230,11 @@ void RunPack(const Inputs& in, const std::vector<int>& lens, const std::vector<f
   if (chunks != nullptr) *chunks = dchunks.Get();
 }
 
+// Whether two results hold the same bits.
+bool SameBits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
 struct PackCase {
   const char* family;
   int heads, dk, dv;
@@ -342,12 +347,9 @@ TEST_P(ChunkMmaPackTest, Bf16OperandsGiveTheFloatOperandsBits) {
   if (HasFatalFailure()) return;
   RunPack(in, lens, starts, c.fork, scale, out16, states16, finals16, Act::kBF16);
   if (HasFatalFailure()) return;
-  auto same = [](const std::vector<float>& a, const std::vector<float>& b) {
-    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-  };
-  EXPECT_TRUE(same(out32, out16)) << "output";
-  EXPECT_TRUE(same(states32, states16)) << "states";
-  EXPECT_TRUE(same(finals32, finals16)) << "forked finals";
+  EXPECT_TRUE(SameBits(out32, out16)) << "output";
+  EXPECT_TRUE(SameBits(states32, states16)) << "states";
+  EXPECT_TRUE(SameBits(finals32, finals16)) << "forked finals";
 }
 
 // The walk's bf16 chunk states as the bf16 bits of the two-pass form's fp32 ones (each
@@ -420,13 +422,10 @@ TEST_P(ChunkMmaPackTest, PerHeadDecayGivesThePerKeyBits) {
   RunPack(in, lens, starts, c.fork, scale, out2, states2, finals2, Act::kBF16, false, &chunks2,
           DecayLayout::kPerHead);
   if (HasFatalFailure()) return;
-  auto same = [](const std::vector<float>& a, const std::vector<float>& b) {
-    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-  };
-  EXPECT_TRUE(same(out1, out2)) << "output";
-  EXPECT_TRUE(same(states1, states2)) << "states";
-  EXPECT_TRUE(same(finals1, finals2)) << "forked finals";
-  EXPECT_TRUE(same(chunks1, chunks2)) << "chunk states";
+  EXPECT_TRUE(SameBits(out1, out2)) << "output";
+  EXPECT_TRUE(SameBits(states1, states2)) << "states";
+  EXPECT_TRUE(SameBits(finals1, finals2)) << "forked finals";
+  EXPECT_TRUE(SameBits(chunks1, chunks2)) << "chunk states";
 }
 
 // The same for single sequences (the single-sequence forms: the state advanced in place).
@@ -459,39 +458,33 @@ TEST_P(ChunkMmaTest, OneKernelStateWalkGivesTheTwoPassBits) {
   EXPECT_NE(0, std::memcmp(s1.data(), s0.data(), ns * sizeof(float))) << "state not advanced";
 }
 
+// Both packed launchers refuse these operands and this G layout at head dims dk x dv with
+// cudaErrorInvalidValue, before anything is read or launched (every pointer is null).
+void ExpectRefused(DecayLayout g_layout, Act qkv_act, int dk, int dv) {
+  PackView pack;
+  pack.rows = 70;
+  pack.num_seqs = 1;
+  pack.num_chunks = 2;
+  EXPECT_EQ(ChunkGlaStatesPackedMma(nullptr, nullptr, g_layout, nullptr, qkv_act, pack, 1, dk, dv,
+                                    nullptr, nullptr, 0, nullptr, nullptr),
+            cudaErrorInvalidValue);
+  EXPECT_EQ(ChunkGlaOutputPackedMma(nullptr, nullptr, nullptr, g_layout, nullptr, qkv_act, nullptr,
+                                    nullptr, nullptr, 0, pack, 1, dk, dv, 1.0f, nullptr, nullptr),
+            cudaErrorInvalidValue);
+}
+
 // Head dims the tensor-core kernels do not run take fp32 q, k, v only (their fp32
-// fallback): bf16 operands are refused before anything is read or launched.
+// fallback): bf16 operands are refused.
 TEST(ChunkMmaValuesTest, Bf16ValuesRefusedWhereTheFp32KernelsRun) {
   EXPECT_TRUE(ChunkMmaTakesBf16Values(128, 128));
   EXPECT_FALSE(ChunkMmaTakesBf16Values(6, 128));
   EXPECT_FALSE(ChunkMmaTakesBf16Values(128, 6));
-  PackView pack;
-  pack.rows = 70;
-  pack.num_seqs = 1;
-  pack.num_chunks = 2;
-  EXPECT_EQ(ChunkGlaStatesPackedMma(nullptr, nullptr, DecayLayout::kPerKey, nullptr, Act::kBF16,
-                                    pack, 1, 6, 8, nullptr, nullptr, 0, nullptr, nullptr),
-            cudaErrorInvalidValue);
-  EXPECT_EQ(
-      ChunkGlaOutputPackedMma(nullptr, nullptr, nullptr, DecayLayout::kPerKey, nullptr, Act::kBF16,
-                              nullptr, nullptr, nullptr, 0, pack, 1, 6, 8, 1.0f, nullptr, nullptr),
-      cudaErrorInvalidValue);
+  ExpectRefused(DecayLayout::kPerKey, Act::kBF16, 6, 8);
 }
 
-// G per head runs in the bf16 model path only: with fp32 operands it is refused before
-// anything is read or launched.
+// G per head runs in the bf16 model path only: with fp32 operands it is refused.
 TEST(ChunkMmaValuesTest, PerHeadDecayRefusedWithFloatOperands) {
-  PackView pack;
-  pack.rows = 70;
-  pack.num_seqs = 1;
-  pack.num_chunks = 2;
-  EXPECT_EQ(ChunkGlaStatesPackedMma(nullptr, nullptr, DecayLayout::kPerHead, nullptr, Act::kF32,
-                                    pack, 1, 128, 128, nullptr, nullptr, 0, nullptr, nullptr),
-            cudaErrorInvalidValue);
-  EXPECT_EQ(ChunkGlaOutputPackedMma(nullptr, nullptr, nullptr, DecayLayout::kPerHead, nullptr,
-                                    Act::kF32, nullptr, nullptr, nullptr, 0, pack, 1, 128, 128,
-                                    1.0f, nullptr, nullptr),
-            cudaErrorInvalidValue);
+  ExpectRefused(DecayLayout::kPerHead, Act::kF32, 128, 128);
 }
 
 INSTANTIATE_TEST_SUITE_P(Packs, ChunkMmaPackTest,
