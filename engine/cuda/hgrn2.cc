@@ -82,7 +82,6 @@ class Hgrn2Mixer final : public CudaTokenMixer {
     const int D = static_cast<int>(config_.hidden_size);
     const int64_t state_offset = pass.layer * StateFloatsPerLayer();
     const float* lower_bound = lower_bounds_[pass.layer].as<float>();
-    float* proj = scratch_.proj.as<float>();
     void* onorm = scratch_.onorm.get();
     // o is written into pass.delta: o_proj overwrites a block of rows there only after
     // g_norm has read them.
@@ -92,7 +91,7 @@ class Hgrn2Mixer final : public CudaTokenMixer {
       // Gates, state update and output in one kernel, then g_norm (or both in one:
       // kernels_recurrent_step.cu).
       HG_CUDA_RETURN(Hgrn2DecodeStepNorm(
-          proj, lower_bound, pass.rows, static_cast<int>(attention_.heads()),
+          scratch_.proj.as<float>(), lower_bound, pass.rows, static_cast<int>(attention_.heads()),
           static_cast<int>(attention_.dk()), attention_.scale(), pass.in->state_ptrs, state_offset,
           w.g_norm.as<float>(), kGNormEps, fuse_step_norm_, o, onorm, act_, pass.stream));
       return scratch_.ProjectOut(pass, w.o_proj, act_);

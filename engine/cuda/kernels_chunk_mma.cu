@@ -416,8 +416,8 @@ struct SliceRegs {
 template <typename T, bool kHeadDecay>
 __device__ __forceinline__ void LoadSlice(SliceRegs<T, kHeadDecay>& r, const T* __restrict__ q,
                                           const T* __restrict__ k, const float* __restrict__ G,
-                                          int64_t qk0, int64_t g0, int heads, int64_t kstride,
-                                          int n, int dk, int ks, int tid) {
+                                          int64_t qk0, int64_t kstride, int n, int dk, int ks,
+                                          int tid) {
 #pragma unroll
   for (int i = 0; i < kSliceLoads; ++i) {
     const int idx = tid + i * kOutThreads;
@@ -570,7 +570,7 @@ __global__ void __launch_bounds__(kOutThreads)
     }
   };
   auto load_slice = [&](int ks) {
-    LoadSlice<VT, kHeadDecay>(slice, q, k, G, qk0, g0, heads, kstride, n, dk, ks, tid);
+    LoadSlice<VT, kHeadDecay>(slice, q, k, G, qk0, kstride, n, dk, ks, tid);
   };
   if constexpr (kPipelined) load_slice(0);
   for (int ks = 0; ks < dkp; ks += kKS) {

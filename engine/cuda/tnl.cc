@@ -94,7 +94,6 @@ class TnlMixer final : public CudaTokenMixer {
   absl::Status Enqueue(const MixerPass& pass) override {
     const Layer& w = layers_[pass.layer];
     const int D = static_cast<int>(config_.hidden_size);
-    float* proj = scratch_.proj.as<float>();
     float* o = scratch_.o.as<float>();
     // A layer without LRPE runs at key dim e, not the model's 2e (its second key half would
     // be zeros: twice the recurrence's work and state traffic for nothing); its heads sit at
@@ -109,9 +108,11 @@ class TnlMixer final : public CudaTokenMixer {
     HG_RETURN_IF_ERROR(scratch_.ProjectIn(pass, w.qkvu_proj, act_, 0, -1, proj_act));
     DecayLayout g_layout = DecayLayout::kPerKey;
     if (pass.decode) {
-      HG_CUDA_RETURN(TnlGates(proj, pass.rows, H, e, static_cast<int>(layer_dk), theta,
-                              pass.in->positions, w.log_decay.as<float>(), attention_.q(),
-                              attention_.k(), attention_.g(), attention_.v(), pass.stream));
+      // Decode steps: fp32 proj.
+      HG_CUDA_RETURN(TnlGates(scratch_.proj.as<float>(), pass.rows, H, e,
+                              static_cast<int>(layer_dk), theta, pass.in->positions,
+                              w.log_decay.as<float>(), attention_.q(), attention_.k(),
+                              attention_.g(), attention_.v(), pass.stream));
     } else {
       // Packs: the gates and the chunk-local cumsum of the decay in one kernel. The decay is
       // one constant a head, so where the tensor-core kernels run g is held once per row
