@@ -4,10 +4,12 @@
 // operand is widened to fp32 exactly, so bf16 q, k, v give the bits fp32 ones holding the
 // same values give. v is staged as bf16 either way; q and k are scaled by their decays in
 // fp32, and the products rounded to bf16 only in shared memory or registers. Decay
-// factors are always split so that every exponent is <= 0: the state terms use exp(G_last - G_j)
+// factors are split so that no exponent overflows: the state terms use exp(G_last - G_j)
 // and exp(G_i); the intra-chunk matrix below a 16-token diagonal block uses q_i exp(G_i - G_f) and
-// k_j exp(G_f - G_j) with G_f the block's first row, and its diagonal blocks take the
-// exact per-element exponent exp(G_i - G_j) in fp32, as the fp32 kernels do.
+// k_j exp(G_f - G_j) with G_f the block's first row. Its diagonal blocks take the same
+// split in fp32 (q_i exp(G_i - G_f) . k_j exp(G_f - G_j)) where every G of the key slice
+// lies within kFactorSpan of its block's first row, else the exact per-element exponent
+// exp(G_i - G_j), as the fp32 kernels do.
 #include <cstdint>
 #include <type_traits>
 
@@ -479,6 +481,230 @@ __device__ __forceinline__ HeadExponents HeadExponentsOf(const float* __restrict
   return e;
 }
 
+// The per-key output's slice products where G is staged per key (or, kHeadDecay, hoisted
+// in he): every exponent of the A blocks and of q exp(G) taken at its own key, as the fp32
+// kernel does. Terms of masked keys (zero q or k) add +0.
+template <bool kHeadDecay>
+__device__ __forceinline__ float Ex(float per_key_arg, float hoisted) {
+  if constexpr (kHeadDecay) {
+    return hoisted;
+  } else {
+    return __expf(per_key_arg);
+  }
+}
+template <bool kHeadDecay>
+__device__ __forceinline__ float2 LdG2(const float* p) {
+  if constexpr (kHeadDecay) {
+    return make_float2(0.0f, 0.0f);
+  } else {
+    return Ld2(p);
+  }
+}
+template <bool kHeadDecay>
+__device__ __forceinline__ float4 LdG4(const float* p) {
+  if constexpr (kHeadDecay) {
+    return make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  } else {
+    return Ld4(p);
+  }
+}
+
+// This warp's share of one key slice: its row block of A left of the diagonal (acc_a, by
+// mma), the diagonal block (diag, fp32) and its rows of q exp(G) (qe).
+template <bool kHeadDecay>
+__device__ __forceinline__ void PerKeySliceProducts(float (&acc_a)[3][2][4], float (&diag)[2][4],
+                                                    const float* sq, const float* sk,
+                                                    const float* sg, bf16* qe, int qes, int ks,
+                                                    int warp, int i0, int ia, int ib, int grp,
+                                                    int tig, const HeadExponents& he) {
+  constexpr bool H = kHeadDecay;
+#pragma unroll
+  for (int sub = 0; sub < kKS; sub += 16) {
+    const int c0 = sub + 2 * tig, c1 = c0 + 8;
+    const float2 gf0 = LdG2<H>(sg + i0 * kSP + c0), gf1 = LdG2<H>(sg + i0 * kSP + c1);
+    const float2 qa0 = Ld2(sq + ia * kSP + c0), ga0 = LdG2<H>(sg + ia * kSP + c0);
+    const float2 qb0 = Ld2(sq + ib * kSP + c0), gb0 = LdG2<H>(sg + ib * kSP + c0);
+    const float2 qa1 = Ld2(sq + ia * kSP + c1), ga1 = LdG2<H>(sg + ia * kSP + c1);
+    const float2 qb1 = Ld2(sq + ib * kSP + c1), gb1 = LdG2<H>(sg + ib * kSP + c1);
+    uint32_t a[4];
+    a[0] = PackBf16(qa0.x * Ex<H>(ga0.x - gf0.x, he.af), qa0.y * Ex<H>(ga0.y - gf0.y, he.af));
+    a[1] = PackBf16(qb0.x * Ex<H>(gb0.x - gf0.x, he.bf), qb0.y * Ex<H>(gb0.y - gf0.y, he.bf));
+    a[2] = PackBf16(qa1.x * Ex<H>(ga1.x - gf1.x, he.af), qa1.y * Ex<H>(ga1.y - gf1.y, he.af));
+    a[3] = PackBf16(qb1.x * Ex<H>(gb1.x - gf1.x, he.bf), qb1.y * Ex<H>(gb1.y - gf1.y, he.bf));
+    bf16* qrow_a = qe + ia * qes + ks;
+    bf16* qrow_b = qe + ib * qes + ks;
+    *reinterpret_cast<uint32_t*>(qrow_a + c0) =
+        PackBf16(qa0.x * Ex<H>(ga0.x, he.qa), qa0.y * Ex<H>(ga0.y, he.qa));
+    *reinterpret_cast<uint32_t*>(qrow_b + c0) =
+        PackBf16(qb0.x * Ex<H>(gb0.x, he.qb), qb0.y * Ex<H>(gb0.y, he.qb));
+    *reinterpret_cast<uint32_t*>(qrow_a + c1) =
+        PackBf16(qa1.x * Ex<H>(ga1.x, he.qa), qa1.y * Ex<H>(ga1.y, he.qa));
+    *reinterpret_cast<uint32_t*>(qrow_b + c1) =
+        PackBf16(qb1.x * Ex<H>(gb1.x, he.qb), qb1.y * Ex<H>(gb1.y, he.qb));
+#pragma unroll
+    for (int u = 0; u < 3; ++u) {
+      if (u < warp) {
+#pragma unroll
+        for (int nt = 0; nt < 2; ++nt) {
+          const int j = kSub * u + 8 * nt + grp;
+          const float2 k0 = Ld2(sk + j * kSP + c0), g0 = LdG2<H>(sg + j * kSP + c0);
+          const float2 k1 = Ld2(sk + j * kSP + c1), g1 = LdG2<H>(sg + j * kSP + c1);
+          const float ek = he.kb[u][nt];
+          const uint32_t b0 =
+              PackBf16(k0.x * Ex<H>(gf0.x - g0.x, ek), k0.y * Ex<H>(gf0.y - g0.y, ek));
+          const uint32_t b1 =
+              PackBf16(k1.x * Ex<H>(gf1.x - g1.x, ek), k1.y * Ex<H>(gf1.y - g1.y, ek));
+          Mma(acc_a[u][nt], a, b0, b1);
+        }
+      }
+    }
+  }
+  // Diagonal block: entries (ia | ib, i0 + 8 nt + 2 tig + 0/1); those above the diagonal
+  // (exponent > 0, may overflow) are selected away when A is assembled.
+#pragma unroll 2
+  for (int kk = 0; kk < kKS; kk += 4) {
+    const float4 qa = Ld4(sq + ia * kSP + kk), ga = LdG4<H>(sg + ia * kSP + kk);
+    const float4 qb = Ld4(sq + ib * kSP + kk), gb = LdG4<H>(sg + ib * kSP + kk);
+#pragma unroll
+    for (int x = 0; x < 4; ++x) {
+      const int j = i0 + 8 * (x / 2) + 2 * tig + (x % 2);
+      const float4 kj = Ld4(sk + j * kSP + kk), gj = LdG4<H>(sg + j * kSP + kk);
+      const float eb = he.db[x];
+      float db = diag[x / 2][2 + x % 2];
+      db = fmaf(qb.x * kj.x, Ex<H>(gb.x - gj.x, eb), db);
+      db = fmaf(qb.y * kj.y, Ex<H>(gb.y - gj.y, eb), db);
+      db = fmaf(qb.z * kj.z, Ex<H>(gb.z - gj.z, eb), db);
+      db = fmaf(qb.w * kj.w, Ex<H>(gb.w - gj.w, eb), db);
+      diag[x / 2][2 + x % 2] = db;
+      // Row ia = i0 + grp < i0 + 8 <= j for x >= 2: above the diagonal, selected away
+      // below, so not computed (kept 0).
+      if (x < 2) {
+        const float ea = he.da[x % 2];
+        float da = diag[x / 2][x % 2];
+        da = fmaf(qa.x * kj.x, Ex<H>(ga.x - gj.x, ea), da);
+        da = fmaf(qa.y * kj.y, Ex<H>(ga.y - gj.y, ea), da);
+        da = fmaf(qa.z * kj.z, Ex<H>(ga.z - gj.z, ea), da);
+        da = fmaf(qa.w * kj.w, Ex<H>(ga.w - gj.w, ea), da);
+        diag[x / 2][x % 2] = da;
+      }
+    }
+  }
+}
+
+// The factored form of a per-key slice. With G_f the first row of a row's 16-row block,
+// e^{G_i - G_j} = e^{G_i - G_f} e^{G_f - G_j} for i, j in one block, so once every row
+// holds q e^{G - G_f} and k e^{G_f - G} the diagonal block is a plain fp32 dot product
+// and A's left blocks and q exp(G) need one exponent a key and block, not one an element:
+// ≈ 1/5 of the per-key form's exponents. The factors are safe while |G - G_f| stays
+// within kFactorSpan (e^40 ≈ 2e17: no overflow, no denormal, for any finite q and k);
+// past it the block takes the per-key form for the slice.
+constexpr float kFactorSpan = 40.0f;
+
+// Whether a live element of this thread's share of the slice lies past kFactorSpan.
+template <typename T>
+__device__ __forceinline__ bool SpansTooFar(const SliceRegs<T, false>& r, const float* sg, int n,
+                                            int dk, int ks, int tid) {
+  bool far = false;
+#pragma unroll
+  for (int i = 0; i < kSliceLoads; ++i) {
+    const int idx = tid + i * kOutThreads;
+    const int row = idx / (kKS / 4), k4 = 4 * (idx % (kKS / 4));
+    if (row < n && ks + k4 < dk) {
+      const float4 gf = Ld4(sg + (row / kSub * kSub) * kSP + k4), g = r.g[i];
+      far |= fabsf(g.x - gf.x) > kFactorSpan || fabsf(g.y - gf.y) > kFactorSpan ||
+             fabsf(g.z - gf.z) > kFactorSpan || fabsf(g.w - gf.w) > kFactorSpan;
+    }
+  }
+  return far;
+}
+
+// Overwrites this thread's share of sq and sk with q e^{G - G_f} and k e^{G_f - G}
+// (masked elements: 0). q e^{G - G_f} is the per-key form's own a-fragment value, bit for bit.
+template <typename T>
+__device__ __forceinline__ void FactorSlice(const SliceRegs<T, false>& r, float* sq, float* sk,
+                                            const float* sg, int n, int dk, int ks, int tid) {
+#pragma unroll
+  for (int i = 0; i < kSliceLoads; ++i) {
+    const int idx = tid + i * kOutThreads;
+    const int row = idx / (kKS / 4), k4 = 4 * (idx % (kKS / 4));
+    float4 qd = make_float4(0.0f, 0.0f, 0.0f, 0.0f), ku = qd;
+    if (row < n && ks + k4 < dk) {
+      const float4 gf = Ld4(sg + (row / kSub * kSub) * kSP + k4), g = r.g[i];
+      const float4 q = Widen4(r.q[i]), k = Widen4(r.k[i]);
+      qd = make_float4(q.x * __expf(g.x - gf.x), q.y * __expf(g.y - gf.y),
+                       q.z * __expf(g.z - gf.z), q.w * __expf(g.w - gf.w));
+      ku = make_float4(k.x * __expf(gf.x - g.x), k.y * __expf(gf.y - g.y),
+                       k.z * __expf(gf.z - g.z), k.w * __expf(gf.w - g.w));
+    }
+    *reinterpret_cast<float4*>(sq + row * kSP + k4) = qd;
+    *reinterpret_cast<float4*>(sk + row * kSP + k4) = ku;
+  }
+}
+
+// PerKeySliceProducts' results from a factored slice (sq, sk as FactorSlice left them):
+// A's left blocks take k e^{G_f - G_j} e^{G_f(w) - G_f(u)}, q exp(G) is q e^{G - G_f} e^{G_f},
+// and the diagonal block the dot products of the factored rows.
+__device__ __forceinline__ void FactoredSliceProducts(float (&acc_a)[3][2][4],
+                                                      float (&diag)[2][4], const float* sq,
+                                                      const float* sk, const float* sg, bf16* qe,
+                                                      int qes, int ks, int warp, int i0, int ia,
+                                                      int ib, int grp, int tig) {
+#pragma unroll
+  for (int sub = 0; sub < kKS; sub += 16) {
+    const int c0 = sub + 2 * tig, c1 = c0 + 8;
+    const float2 gf0 = Ld2(sg + i0 * kSP + c0), gf1 = Ld2(sg + i0 * kSP + c1);
+    const float2 qa0 = Ld2(sq + ia * kSP + c0), qb0 = Ld2(sq + ib * kSP + c0);
+    const float2 qa1 = Ld2(sq + ia * kSP + c1), qb1 = Ld2(sq + ib * kSP + c1);
+    const uint32_t a[4] = {PackBf16(qa0.x, qa0.y), PackBf16(qb0.x, qb0.y),
+                           PackBf16(qa1.x, qa1.y), PackBf16(qb1.x, qb1.y)};
+    const float2 ef0 = make_float2(__expf(gf0.x), __expf(gf0.y));
+    const float2 ef1 = make_float2(__expf(gf1.x), __expf(gf1.y));
+    bf16* qrow_a = qe + ia * qes + ks;
+    bf16* qrow_b = qe + ib * qes + ks;
+    *reinterpret_cast<uint32_t*>(qrow_a + c0) = PackBf16(qa0.x * ef0.x, qa0.y * ef0.y);
+    *reinterpret_cast<uint32_t*>(qrow_b + c0) = PackBf16(qb0.x * ef0.x, qb0.y * ef0.y);
+    *reinterpret_cast<uint32_t*>(qrow_a + c1) = PackBf16(qa1.x * ef1.x, qa1.y * ef1.y);
+    *reinterpret_cast<uint32_t*>(qrow_b + c1) = PackBf16(qb1.x * ef1.x, qb1.y * ef1.y);
+#pragma unroll
+    for (int u = 0; u < 3; ++u) {
+      if (u < warp) {
+        const float2 gu0 = Ld2(sg + kSub * u * kSP + c0), gu1 = Ld2(sg + kSub * u * kSP + c1);
+        const float2 d0 = make_float2(__expf(gf0.x - gu0.x), __expf(gf0.y - gu0.y));
+        const float2 d1 = make_float2(__expf(gf1.x - gu1.x), __expf(gf1.y - gu1.y));
+#pragma unroll
+        for (int nt = 0; nt < 2; ++nt) {
+          const int j = kSub * u + 8 * nt + grp;
+          const float2 k0 = Ld2(sk + j * kSP + c0), k1 = Ld2(sk + j * kSP + c1);
+          Mma(acc_a[u][nt], a, PackBf16(k0.x * d0.x, k0.y * d0.y),
+              PackBf16(k1.x * d1.x, k1.y * d1.y));
+        }
+      }
+    }
+  }
+  // Diagonal block, as PerKeySliceProducts' (entries above the diagonal are finite here and
+  // selected away all the same).
+#pragma unroll 2
+  for (int kk = 0; kk < kKS; kk += 4) {
+    const float4 qa = Ld4(sq + ia * kSP + kk), qb = Ld4(sq + ib * kSP + kk);
+#pragma unroll
+    for (int x = 0; x < 4; ++x) {
+      const float4 kj = Ld4(sk + (i0 + 8 * (x / 2) + 2 * tig + (x % 2)) * kSP + kk);
+      float& db = diag[x / 2][2 + x % 2];
+      db = fmaf(qb.x, kj.x, db);
+      db = fmaf(qb.y, kj.y, db);
+      db = fmaf(qb.z, kj.z, db);
+      db = fmaf(qb.w, kj.w, db);
+      if (x < 2) {  // row ia is above the diagonal for x >= 2: kept 0
+        float& da = diag[x / 2][x % 2];
+        da = fmaf(qa.x, kj.x, da);
+        da = fmaf(qa.y, kj.y, da);
+        da = fmaf(qa.z, kj.z, da);
+        da = fmaf(qa.w, kj.w, da);
+      }
+    }
+  }
+}
+
 // Output of chunk c, grid (chunks, H), 4 warps: warp w owns rows 16w..16w+15. Over key
 // slices of 32 it builds its row block of the intra-chunk matrix A (the blocks left of
 // the diagonal by mma, the diagonal block in fp32) and stores q exp(G) as bf16; then per
@@ -548,27 +774,6 @@ __global__ void __launch_bounds__(kOutThreads)
   // computes at every key. Terms of masked keys (zero q or k) add +0 either way.
   const HeadExponents he =
       kHeadDecay ? HeadExponentsOf(G, g0, heads, n, i0, ia, ib, grp, tig) : HeadExponents{};
-  auto Ex = [](float per_key_arg, float hoisted) {
-    if constexpr (kHeadDecay) {
-      return hoisted;
-    } else {
-      return __expf(per_key_arg);
-    }
-  };
-  auto LdG2 = [](const float* p) {
-    if constexpr (kHeadDecay) {
-      return make_float2(0.0f, 0.0f);
-    } else {
-      return Ld2(p);
-    }
-  };
-  auto LdG4 = [](const float* p) {
-    if constexpr (kHeadDecay) {
-      return make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    } else {
-      return Ld4(p);
-    }
-  };
   auto load_slice = [&](int ks) {
     LoadSlice<VT, kHeadDecay>(slice, q, k, G, qk0, kstride, n, dk, ks, tid);
   };
@@ -577,80 +782,26 @@ __global__ void __launch_bounds__(kOutThreads)
     if constexpr (!kPipelined) load_slice(ks);
     StoreSlice(slice, sq, sk, sg, tid);
     __syncthreads();
+    // Per-key decay: the block factors the slice (FactorSlice) unless some live G lies more
+    // than kFactorSpan from its 16-row block's first row; the choice is the block's, so it
+    // is the same for a chunk wherever it runs.
+    bool factored = false;
+    if constexpr (!kHeadDecay) {
+      factored = __syncthreads_or(SpansTooFar(slice, sg, n, dk, ks, tid)) == 0;
+      if (factored) {
+        FactorSlice(slice, sq, sk, sg, n, dk, ks, tid);
+        __syncthreads();
+      }
+    }
     if constexpr (kPipelined) {
       if (ks + kKS < dkp) load_slice(ks + kKS);
     }
     if (active) {
-#pragma unroll
-      for (int sub = 0; sub < kKS; sub += 16) {
-        const int c0 = sub + 2 * tig, c1 = c0 + 8;
-        const float2 gf0 = LdG2(sg + i0 * kSP + c0), gf1 = LdG2(sg + i0 * kSP + c1);
-        const float2 qa0 = Ld2(sq + ia * kSP + c0), ga0 = LdG2(sg + ia * kSP + c0);
-        const float2 qb0 = Ld2(sq + ib * kSP + c0), gb0 = LdG2(sg + ib * kSP + c0);
-        const float2 qa1 = Ld2(sq + ia * kSP + c1), ga1 = LdG2(sg + ia * kSP + c1);
-        const float2 qb1 = Ld2(sq + ib * kSP + c1), gb1 = LdG2(sg + ib * kSP + c1);
-        uint32_t a[4];
-        a[0] = PackBf16(qa0.x * Ex(ga0.x - gf0.x, he.af), qa0.y * Ex(ga0.y - gf0.y, he.af));
-        a[1] = PackBf16(qb0.x * Ex(gb0.x - gf0.x, he.bf), qb0.y * Ex(gb0.y - gf0.y, he.bf));
-        a[2] = PackBf16(qa1.x * Ex(ga1.x - gf1.x, he.af), qa1.y * Ex(ga1.y - gf1.y, he.af));
-        a[3] = PackBf16(qb1.x * Ex(gb1.x - gf1.x, he.bf), qb1.y * Ex(gb1.y - gf1.y, he.bf));
-        bf16* qrow_a = qe + ia * qes + ks;
-        bf16* qrow_b = qe + ib * qes + ks;
-        *reinterpret_cast<uint32_t*>(qrow_a + c0) =
-            PackBf16(qa0.x * Ex(ga0.x, he.qa), qa0.y * Ex(ga0.y, he.qa));
-        *reinterpret_cast<uint32_t*>(qrow_b + c0) =
-            PackBf16(qb0.x * Ex(gb0.x, he.qb), qb0.y * Ex(gb0.y, he.qb));
-        *reinterpret_cast<uint32_t*>(qrow_a + c1) =
-            PackBf16(qa1.x * Ex(ga1.x, he.qa), qa1.y * Ex(ga1.y, he.qa));
-        *reinterpret_cast<uint32_t*>(qrow_b + c1) =
-            PackBf16(qb1.x * Ex(gb1.x, he.qb), qb1.y * Ex(gb1.y, he.qb));
-#pragma unroll
-        for (int u = 0; u < 3; ++u) {
-          if (u < warp) {
-#pragma unroll
-            for (int nt = 0; nt < 2; ++nt) {
-              const int j = kSub * u + 8 * nt + grp;
-              const float2 k0 = Ld2(sk + j * kSP + c0), g0 = LdG2(sg + j * kSP + c0);
-              const float2 k1 = Ld2(sk + j * kSP + c1), g1 = LdG2(sg + j * kSP + c1);
-              const float ek = he.kb[u][nt];
-              const uint32_t b0 =
-                  PackBf16(k0.x * Ex(gf0.x - g0.x, ek), k0.y * Ex(gf0.y - g0.y, ek));
-              const uint32_t b1 =
-                  PackBf16(k1.x * Ex(gf1.x - g1.x, ek), k1.y * Ex(gf1.y - g1.y, ek));
-              Mma(acc_a[u][nt], a, b0, b1);
-            }
-          }
-        }
-      }
-      // Diagonal block: entries (ia | ib, i0 + 8 nt + 2 tig + 0/1); those above the
-      // diagonal (exponent > 0, may overflow) are selected away below.
-#pragma unroll 2
-      for (int kk = 0; kk < kKS; kk += 4) {
-        const float4 qa = Ld4(sq + ia * kSP + kk), ga = LdG4(sg + ia * kSP + kk);
-        const float4 qb = Ld4(sq + ib * kSP + kk), gb = LdG4(sg + ib * kSP + kk);
-#pragma unroll
-        for (int x = 0; x < 4; ++x) {
-          const int j = i0 + 8 * (x / 2) + 2 * tig + (x % 2);
-          const float4 kj = Ld4(sk + j * kSP + kk), gj = LdG4(sg + j * kSP + kk);
-          const float eb = he.db[x];
-          float db = diag[x / 2][2 + x % 2];
-          db = fmaf(qb.x * kj.x, Ex(gb.x - gj.x, eb), db);
-          db = fmaf(qb.y * kj.y, Ex(gb.y - gj.y, eb), db);
-          db = fmaf(qb.z * kj.z, Ex(gb.z - gj.z, eb), db);
-          db = fmaf(qb.w * kj.w, Ex(gb.w - gj.w, eb), db);
-          diag[x / 2][2 + x % 2] = db;
-          // Row ia = i0 + grp < i0 + 8 <= j for x >= 2: above the diagonal, selected away
-          // below, so not computed (kept 0).
-          if (x < 2) {
-            const float ea = he.da[x % 2];
-            float da = diag[x / 2][x % 2];
-            da = fmaf(qa.x * kj.x, Ex(ga.x - gj.x, ea), da);
-            da = fmaf(qa.y * kj.y, Ex(ga.y - gj.y, ea), da);
-            da = fmaf(qa.z * kj.z, Ex(ga.z - gj.z, ea), da);
-            da = fmaf(qa.w * kj.w, Ex(ga.w - gj.w, ea), da);
-            diag[x / 2][x % 2] = da;
-          }
-        }
+      if (factored) {
+        FactoredSliceProducts(acc_a, diag, sq, sk, sg, qe, qes, ks, warp, i0, ia, ib, grp, tig);
+      } else {
+        PerKeySliceProducts<kHeadDecay>(acc_a, diag, sq, sk, sg, qe, qes, ks, warp, i0, ia, ib,
+                                        grp, tig, he);
       }
     }
     __syncthreads();

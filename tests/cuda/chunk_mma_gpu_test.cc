@@ -31,6 +31,8 @@ enum class Decay {
   kData,      // GLA / HGRN2: per token and key, from strong (exp -3) to nearly none
   kStrong,    // HGRN2's small forget gates: down to exp(-20) per token
   kConstant,  // TNL: one log decay per head
+  kSplit,     // kData on a head's first 32 keys, kStrong on the rest: the output kernel
+              // factors the first key slice of a chunk and takes the per-key form for others
 };
 
 struct MmaCase {
@@ -73,6 +75,10 @@ Inputs RandomInputs(int rows, int heads, int dk, int dv, Decay decay, std::mt199
         break;
       case Decay::kConstant:
         in.g[i] = head_decay[(i / dk) % heads];
+        break;
+      case Decay::kSplit:
+        in.g[i] = static_cast<int>(i % dk) < 32 ? -3.0f * ud(rng) * (nd(rng) > 0 ? 1.0f : 0.01f)
+                                                : -20.0f * ud(rng) * ud(rng);
         break;
     }
   }
@@ -127,6 +133,7 @@ INSTANTIATE_TEST_SUITE_P(
         MmaCase{"hgrn2", 64, 2, 128, 128, Decay::kData},
         MmaCase{"hgrn2", 65, 2, 128, 128, Decay::kStrong},
         MmaCase{"hgrn2", 300, 2, 128, 128, Decay::kData},
+        MmaCase{"hgrn2", 200, 2, 128, 128, Decay::kSplit},
         MmaCase{"hgrn2", 257, 2, 64, 64, Decay::kStrong},
         // GLA: dk 256 with dv 512, and a small model's 64 x 128.
         MmaCase{"gla", 130, 2, 256, 512, Decay::kData},
@@ -490,6 +497,7 @@ TEST(ChunkMmaValuesTest, PerHeadDecayRefusedWithFloatOperands) {
 INSTANTIATE_TEST_SUITE_P(Packs, ChunkMmaPackTest,
                          ::testing::Values(PackCase{"hgrn2", 2, 128, 128, Decay::kData, false},
                                            PackCase{"hgrn2", 2, 128, 128, Decay::kStrong, true},
+                                           PackCase{"hgrn2", 2, 128, 128, Decay::kSplit, false},
                                            PackCase{"gla", 2, 256, 512, Decay::kData, true},
                                            PackCase{"tnl", 2, 256, 128, Decay::kConstant, false},
                                            PackCase{"tnl", 2, 128, 128, Decay::kConstant, true},
