@@ -28,6 +28,10 @@ constexpr int kSP = kKS + 8;  // fp32 row stride of the slices: float2 reads con
 constexpr int kVS = kVT + 8;  // bf16 row stride of value tiles: ldmatrix rows conflict-free
 constexpr int kMaxDk = 256;
 constexpr int kOutThreads = 4 * 32;  // one warp per 16 rows of the chunk
+// The output kernel factors a diagonal block's e^{G_i - G_j} (FactorSlice) while every G
+// lies within this of its 16-row block's first row: e^40 ≈ 2e17 keeps the factors finite
+// and normal.
+constexpr float kFactorSpan = 40.0f;
 
 __host__ __device__ constexpr int RoundUp(int x, int m) { return (x + m - 1) / m * m; }
 
@@ -448,37 +452,54 @@ __device__ __forceinline__ void StoreSlice(const SliceRegs<T, kHeadDecay>& r, fl
 }
 
 // The output kernel's exponents where G is one value a (row, head) (G[g0 + row * heads];
-// rows past the chunk's n read as 0, as the per-key form stages them): the A blocks'
-// e^{G_ia - G_i0}, e^{G_ib - G_i0}, k's e^{G_i0 - G_j} for this thread's rows of each
-// block left of the diagonal, q's e^{G_ia}, e^{G_ib}, and the diagonal block's
-// e^{G_ib - G_j}, e^{G_ia - G_j}.
+// rows past the chunk's n read as 0, as the per-key form stages them), each the very float
+// the per-key form computes at every key. G_f is the row block's first row (i0), G_f(u)
+// block u's. Per-key form: the A blocks' e^{G_ia - G_f}, e^{G_ib - G_f}, k's e^{G_f - G_j}
+// for this thread's rows of each block left of the diagonal, q's e^{G_ia}, e^{G_ib}, and
+// the diagonal block's e^{G_ib - G_j}, e^{G_ia - G_j}. Factored form (FactoredSliceProducts):
+// af, bf as above, qa = e^{G_f}, kb = e^{G_f(u) - G_j}, fu = e^{G_f - G_f(u)} and
+// db = e^{G_f - G_j}.
 struct HeadExponents {
   float af = 0, bf = 0, qa = 0, qb = 0;
   float kb[3][2] = {};
+  float fu[3] = {};
   float db[4] = {}, da[2] = {};
 };
 __device__ __forceinline__ HeadExponents HeadExponentsOf(const float* __restrict__ G, int64_t g0,
                                                          int heads, int n, int i0, int ia, int ib,
-                                                         int grp, int tig) {
+                                                         int grp, int tig, bool factored) {
   auto g = [&](int row) { return row < n ? G[g0 + static_cast<int64_t>(row) * heads] : 0.0f; };
   HeadExponents e;
   const float gf = g(i0), ga = g(ia), gb = g(ib);
   e.af = __expf(ga - gf);
   e.bf = __expf(gb - gf);
-  e.qa = __expf(ga);
-  e.qb = __expf(gb);
+  e.qa = __expf(factored ? gf : ga);
+  e.qb = factored ? 0.0f : __expf(gb);
 #pragma unroll
   for (int u = 0; u < 3; ++u) {
+    const float gu = g(kSub * u);
+    e.fu[u] = factored ? __expf(gf - gu) : 0.0f;
 #pragma unroll
-    for (int nt = 0; nt < 2; ++nt) e.kb[u][nt] = __expf(gf - g(kSub * u + 8 * nt + grp));
+    for (int nt = 0; nt < 2; ++nt)
+      e.kb[u][nt] = __expf((factored ? gu : gf) - g(kSub * u + 8 * nt + grp));
   }
 #pragma unroll
   for (int x = 0; x < 4; ++x) {
     const float gj = g(i0 + 8 * (x / 2) + 2 * tig + (x % 2));
-    e.db[x] = __expf(gb - gj);
-    if (x < 2) e.da[x] = __expf(ga - gj);
+    e.db[x] = __expf((factored ? gf : gb) - gj);
+    if (x < 2) e.da[x] = factored ? 0.0f : __expf(ga - gj);
   }
   return e;
+}
+
+// Whether a live row's G lies more than kFactorSpan from its 16-row block's first row (one
+// G a row and head: the per-key form's SpansTooFar for keys that share their decay).
+__device__ __forceinline__ bool HeadSpansTooFar(const float* __restrict__ G, int64_t g0, int heads,
+                                                int n, int tid) {
+  if (tid >= n || tid >= kC) return false;
+  const float g = G[g0 + static_cast<int64_t>(tid) * heads];
+  const float gf = G[g0 + static_cast<int64_t>(tid / kSub * kSub) * heads];
+  return fabsf(g - gf) > kFactorSpan;
 }
 
 // The per-key output's slice products where G is staged per key (or, kHeadDecay, hoisted
@@ -597,8 +618,7 @@ __device__ __forceinline__ void PerKeySliceProducts(float (&acc_a)[3][2][4], flo
 // and A's left blocks and q exp(G) need one exponent a key and block, not one an element:
 // ≈ 1/5 of the per-key form's exponents. The factors are safe while |G - G_f| stays
 // within kFactorSpan (e^40 ≈ 2e17: no overflow, no denormal, for any finite q and k);
-// past it the block takes the per-key form for the slice.
-constexpr float kFactorSpan = 40.0f;
+// past it the block takes the per-key form for the slice (kFactorSpan, above).
 
 // Whether a live element of this thread's share of the slice lies past kFactorSpan.
 template <typename T>
@@ -631,34 +651,59 @@ __device__ __forceinline__ void FactorSlice(const SliceRegs<T, false>& r, float*
     if (row < n && ks + k4 < dk) {
       const float4 gf = Ld4(sg + (row / kSub * kSub) * kSP + k4), g = r.g[i];
       const float4 q = Widen4(r.q[i]), k = Widen4(r.k[i]);
-      qd = make_float4(q.x * __expf(g.x - gf.x), q.y * __expf(g.y - gf.y),
-                       q.z * __expf(g.z - gf.z), q.w * __expf(g.w - gf.w));
-      ku = make_float4(k.x * __expf(gf.x - g.x), k.y * __expf(gf.y - g.y),
-                       k.z * __expf(gf.z - g.z), k.w * __expf(gf.w - g.w));
+      qd = make_float4(q.x * __expf(g.x - gf.x), q.y * __expf(g.y - gf.y), q.z * __expf(g.z - gf.z),
+                       q.w * __expf(g.w - gf.w));
+      ku = make_float4(k.x * __expf(gf.x - g.x), k.y * __expf(gf.y - g.y), k.z * __expf(gf.z - g.z),
+                       k.w * __expf(gf.w - g.w));
     }
     *reinterpret_cast<float4*>(sq + row * kSP + k4) = qd;
     *reinterpret_cast<float4*>(sk + row * kSP + k4) = ku;
   }
 }
 
-// PerKeySliceProducts' results from a factored slice (sq, sk as FactorSlice left them):
-// A's left blocks take k e^{G_f - G_j} e^{G_f(w) - G_f(u)}, q exp(G) is q e^{G - G_f} e^{G_f},
-// and the diagonal block the dot products of the factored rows.
-__device__ __forceinline__ void FactoredSliceProducts(float (&acc_a)[3][2][4],
-                                                      float (&diag)[2][4], const float* sq,
-                                                      const float* sk, const float* sg, bf16* qe,
-                                                      int qes, int ks, int warp, int i0, int ia,
-                                                      int ib, int grp, int tig) {
+// A staged value times its factor where the factor is hoisted (per head), else the staged
+// value itself (FactorSlice applied it).
+template <bool kHeadDecay>
+__device__ __forceinline__ float2 Factored(float2 staged, float hoisted) {
+  if constexpr (kHeadDecay) {
+    return make_float2(staged.x * hoisted, staged.y * hoisted);
+  } else {
+    return staged;
+  }
+}
+template <bool kHeadDecay>
+__device__ __forceinline__ float4 Factored(float4 staged, float hoisted) {
+  if constexpr (kHeadDecay) {
+    return make_float4(staged.x * hoisted, staged.y * hoisted, staged.z * hoisted,
+                       staged.w * hoisted);
+  } else {
+    return staged;
+  }
+}
+
+// PerKeySliceProducts' results from a factored slice: sq, sk as FactorSlice left them
+// (kHeadDecay: raw, and the same factors taken from he, so that both give the same floats).
+// A's left blocks take k e^{G_f(u) - G_j} e^{G_f - G_f(u)}, q exp(G) is q e^{G - G_f} e^{G_f},
+// and the diagonal block the fp32 dot products of the factored rows.
+template <bool kHeadDecay>
+__device__ __forceinline__ void FactoredSliceProducts(float (&acc_a)[3][2][4], float (&diag)[2][4],
+                                                      const float* sq, const float* sk,
+                                                      const float* sg, bf16* qe, int qes, int ks,
+                                                      int warp, int i0, int ia, int ib, int grp,
+                                                      int tig, const HeadExponents& he) {
+  constexpr bool H = kHeadDecay;
 #pragma unroll
   for (int sub = 0; sub < kKS; sub += 16) {
     const int c0 = sub + 2 * tig, c1 = c0 + 8;
-    const float2 gf0 = Ld2(sg + i0 * kSP + c0), gf1 = Ld2(sg + i0 * kSP + c1);
-    const float2 qa0 = Ld2(sq + ia * kSP + c0), qb0 = Ld2(sq + ib * kSP + c0);
-    const float2 qa1 = Ld2(sq + ia * kSP + c1), qb1 = Ld2(sq + ib * kSP + c1);
-    const uint32_t a[4] = {PackBf16(qa0.x, qa0.y), PackBf16(qb0.x, qb0.y),
-                           PackBf16(qa1.x, qa1.y), PackBf16(qb1.x, qb1.y)};
-    const float2 ef0 = make_float2(__expf(gf0.x), __expf(gf0.y));
-    const float2 ef1 = make_float2(__expf(gf1.x), __expf(gf1.y));
+    const float2 gf0 = LdG2<H>(sg + i0 * kSP + c0), gf1 = LdG2<H>(sg + i0 * kSP + c1);
+    const float2 qa0 = Factored<H>(Ld2(sq + ia * kSP + c0), he.af),
+                 qb0 = Factored<H>(Ld2(sq + ib * kSP + c0), he.bf);
+    const float2 qa1 = Factored<H>(Ld2(sq + ia * kSP + c1), he.af),
+                 qb1 = Factored<H>(Ld2(sq + ib * kSP + c1), he.bf);
+    const uint32_t a[4] = {PackBf16(qa0.x, qa0.y), PackBf16(qb0.x, qb0.y), PackBf16(qa1.x, qa1.y),
+                           PackBf16(qb1.x, qb1.y)};
+    const float2 ef0 = make_float2(Ex<H>(gf0.x, he.qa), Ex<H>(gf0.y, he.qa));
+    const float2 ef1 = make_float2(Ex<H>(gf1.x, he.qa), Ex<H>(gf1.y, he.qa));
     bf16* qrow_a = qe + ia * qes + ks;
     bf16* qrow_b = qe + ib * qes + ks;
     *reinterpret_cast<uint32_t*>(qrow_a + c0) = PackBf16(qa0.x * ef0.x, qa0.y * ef0.y);
@@ -668,13 +713,17 @@ __device__ __forceinline__ void FactoredSliceProducts(float (&acc_a)[3][2][4],
 #pragma unroll
     for (int u = 0; u < 3; ++u) {
       if (u < warp) {
-        const float2 gu0 = Ld2(sg + kSub * u * kSP + c0), gu1 = Ld2(sg + kSub * u * kSP + c1);
-        const float2 d0 = make_float2(__expf(gf0.x - gu0.x), __expf(gf0.y - gu0.y));
-        const float2 d1 = make_float2(__expf(gf1.x - gu1.x), __expf(gf1.y - gu1.y));
+        const float2 gu0 = LdG2<H>(sg + kSub * u * kSP + c0);
+        const float2 gu1 = LdG2<H>(sg + kSub * u * kSP + c1);
+        const float2 d0 =
+            make_float2(Ex<H>(gf0.x - gu0.x, he.fu[u]), Ex<H>(gf0.y - gu0.y, he.fu[u]));
+        const float2 d1 =
+            make_float2(Ex<H>(gf1.x - gu1.x, he.fu[u]), Ex<H>(gf1.y - gu1.y, he.fu[u]));
 #pragma unroll
         for (int nt = 0; nt < 2; ++nt) {
           const int j = kSub * u + 8 * nt + grp;
-          const float2 k0 = Ld2(sk + j * kSP + c0), k1 = Ld2(sk + j * kSP + c1);
+          const float2 k0 = Factored<H>(Ld2(sk + j * kSP + c0), he.kb[u][nt]);
+          const float2 k1 = Factored<H>(Ld2(sk + j * kSP + c1), he.kb[u][nt]);
           Mma(acc_a[u][nt], a, PackBf16(k0.x * d0.x, k0.y * d0.y),
               PackBf16(k1.x * d1.x, k1.y * d1.y));
         }
@@ -685,10 +734,12 @@ __device__ __forceinline__ void FactoredSliceProducts(float (&acc_a)[3][2][4],
   // selected away all the same).
 #pragma unroll 2
   for (int kk = 0; kk < kKS; kk += 4) {
-    const float4 qa = Ld4(sq + ia * kSP + kk), qb = Ld4(sq + ib * kSP + kk);
+    const float4 qa = Factored<H>(Ld4(sq + ia * kSP + kk), he.af),
+                 qb = Factored<H>(Ld4(sq + ib * kSP + kk), he.bf);
 #pragma unroll
     for (int x = 0; x < 4; ++x) {
-      const float4 kj = Ld4(sk + (i0 + 8 * (x / 2) + 2 * tig + (x % 2)) * kSP + kk);
+      const float4 kj =
+          Factored<H>(Ld4(sk + (i0 + 8 * (x / 2) + 2 * tig + (x % 2)) * kSP + kk), he.db[x]);
       float& db = diag[x / 2][2 + x % 2];
       db = fmaf(qb.x, kj.x, db);
       db = fmaf(qb.y, kj.y, db);
@@ -717,8 +768,11 @@ __device__ __forceinline__ void FactoredSliceProducts(float (&acc_a)[3][2][4],
 // copied by cp.async (else each slice is loaded after the previous one's maths and the
 // tiles through registers: the form the two-pass pair's output keeps as the bitwise
 // reference); both store and compute the same values in the same order.
+// Blocks an SM, asked of ptxas: per head (TNL) 4, in 128 registers (left to itself it takes
+// 161: 3 blocks); per key 3, in 168, what its shared memory holds at dk 128 (asked for 1,
+// it takes 204 registers: 2 blocks, 0.40 against 0.32 ms a layer of HGRN2).
 template <typename VT, typename ST, bool kPipelined, bool kHeadDecay>
-__global__ void __launch_bounds__(kOutThreads)
+__global__ void __launch_bounds__(kOutThreads, kHeadDecay ? 4 : 3)
     ChunkOutputMmaKernel(const VT* __restrict__ q, const VT* __restrict__ k,
                          const float* __restrict__ G, const VT* __restrict__ v,
                          const ST* chunk_states, float* const* state_ptrs, float* const* out_ptrs,
@@ -772,8 +826,14 @@ __global__ void __launch_bounds__(kOutThreads)
   // The exponents below: of G staged per key, or (kHeadDecay: G one value a row, the same
   // for every key) each computed once from the rows' G, the very floats the per-key form
   // computes at every key. Terms of masked keys (zero q or k) add +0 either way.
-  const HeadExponents he =
-      kHeadDecay ? HeadExponentsOf(G, g0, heads, n, i0, ia, ib, grp, tig) : HeadExponents{};
+  // Per head, the choice between the factored and the per-key form is one for the chunk:
+  // the per-key form's, for keys that all share their row's G.
+  bool factored = false;
+  HeadExponents he{};
+  if constexpr (kHeadDecay) {
+    factored = __syncthreads_or(HeadSpansTooFar(G, g0, heads, n, tid)) == 0;
+    he = HeadExponentsOf(G, g0, heads, n, i0, ia, ib, grp, tig, factored);
+  }
   auto load_slice = [&](int ks) {
     LoadSlice<VT, kHeadDecay>(slice, q, k, G, qk0, kstride, n, dk, ks, tid);
   };
@@ -785,7 +845,6 @@ __global__ void __launch_bounds__(kOutThreads)
     // Per-key decay: the block factors the slice (FactorSlice) unless some live G lies more
     // than kFactorSpan from its 16-row block's first row; the choice is the block's, so it
     // is the same for a chunk wherever it runs.
-    bool factored = false;
     if constexpr (!kHeadDecay) {
       factored = __syncthreads_or(SpansTooFar(slice, sg, n, dk, ks, tid)) == 0;
       if (factored) {
@@ -798,10 +857,11 @@ __global__ void __launch_bounds__(kOutThreads)
     }
     if (active) {
       if (factored) {
-        FactoredSliceProducts(acc_a, diag, sq, sk, sg, qe, qes, ks, warp, i0, ia, ib, grp, tig);
+        FactoredSliceProducts<kHeadDecay>(acc_a, diag, sq, sk, sg, qe, qes, ks, warp, i0, ia, ib,
+                                          grp, tig, he);
       } else {
-        PerKeySliceProducts<kHeadDecay>(acc_a, diag, sq, sk, sg, qe, qes, ks, warp, i0, ia, ib,
-                                        grp, tig, he);
+        PerKeySliceProducts<kHeadDecay>(acc_a, diag, sq, sk, sg, qe, qes, ks, warp, i0, ia, ib, grp,
+                                        tig, he);
       }
     }
     __syncthreads();
