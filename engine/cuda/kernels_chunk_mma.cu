@@ -530,15 +530,24 @@ __device__ __forceinline__ float4 LdG4(const float* p) {
   }
 }
 
+// What the slice products read and write: the staged slice (sq, sk, sg), q exp(G)'s rows
+// (qe, row stride qes) and this warp's place: its row block i0, its fragment rows ia, ib
+// and lane coordinates grp, tig.
+struct WarpSlice {
+  const float *sq, *sk, *sg;
+  bf16* qe;
+  int qes, warp, i0, ia, ib, grp, tig;
+};
+
 // This warp's share of one key slice: its row block of A left of the diagonal (acc_a, by
 // mma), the diagonal block (diag, fp32) and its rows of q exp(G) (qe).
 template <bool kHeadDecay>
 __device__ __forceinline__ void PerKeySliceProducts(float (&acc_a)[3][2][4], float (&diag)[2][4],
-                                                    const float* sq, const float* sk,
-                                                    const float* sg, bf16* qe, int qes, int ks,
-                                                    int warp, int i0, int ia, int ib, int grp,
-                                                    int tig, const HeadExponents& he) {
+                                                    const WarpSlice& w, int ks,
+                                                    const HeadExponents& he) {
   constexpr bool H = kHeadDecay;
+  const float *sq = w.sq, *sk = w.sk, *sg = w.sg;
+  const int warp = w.warp, i0 = w.i0, ia = w.ia, ib = w.ib, grp = w.grp, tig = w.tig;
 #pragma unroll
   for (int sub = 0; sub < kKS; sub += 16) {
     const int c0 = sub + 2 * tig, c1 = c0 + 8;
@@ -552,8 +561,8 @@ __device__ __forceinline__ void PerKeySliceProducts(float (&acc_a)[3][2][4], flo
     a[1] = PackBf16(qb0.x * Ex<H>(gb0.x - gf0.x, he.bf), qb0.y * Ex<H>(gb0.y - gf0.y, he.bf));
     a[2] = PackBf16(qa1.x * Ex<H>(ga1.x - gf1.x, he.af), qa1.y * Ex<H>(ga1.y - gf1.y, he.af));
     a[3] = PackBf16(qb1.x * Ex<H>(gb1.x - gf1.x, he.bf), qb1.y * Ex<H>(gb1.y - gf1.y, he.bf));
-    bf16* qrow_a = qe + ia * qes + ks;
-    bf16* qrow_b = qe + ib * qes + ks;
+    bf16* qrow_a = w.qe + ia * w.qes + ks;
+    bf16* qrow_b = w.qe + ib * w.qes + ks;
     *reinterpret_cast<uint32_t*>(qrow_a + c0) =
         PackBf16(qa0.x * Ex<H>(ga0.x, he.qa), qa0.y * Ex<H>(ga0.y, he.qa));
     *reinterpret_cast<uint32_t*>(qrow_b + c0) =
@@ -687,11 +696,11 @@ __device__ __forceinline__ float4 Factored(float4 staged, float hoisted) {
 // and the diagonal block the fp32 dot products of the factored rows.
 template <bool kHeadDecay>
 __device__ __forceinline__ void FactoredSliceProducts(float (&acc_a)[3][2][4], float (&diag)[2][4],
-                                                      const float* sq, const float* sk,
-                                                      const float* sg, bf16* qe, int qes, int ks,
-                                                      int warp, int i0, int ia, int ib, int grp,
-                                                      int tig, const HeadExponents& he) {
+                                                      const WarpSlice& w, int ks,
+                                                      const HeadExponents& he) {
   constexpr bool H = kHeadDecay;
+  const float *sq = w.sq, *sk = w.sk, *sg = w.sg;
+  const int warp = w.warp, i0 = w.i0, ia = w.ia, ib = w.ib, grp = w.grp, tig = w.tig;
 #pragma unroll
   for (int sub = 0; sub < kKS; sub += 16) {
     const int c0 = sub + 2 * tig, c1 = c0 + 8;
@@ -704,8 +713,8 @@ __device__ __forceinline__ void FactoredSliceProducts(float (&acc_a)[3][2][4], f
                            PackBf16(qb1.x, qb1.y)};
     const float2 ef0 = make_float2(Ex<H>(gf0.x, he.qa), Ex<H>(gf0.y, he.qa));
     const float2 ef1 = make_float2(Ex<H>(gf1.x, he.qa), Ex<H>(gf1.y, he.qa));
-    bf16* qrow_a = qe + ia * qes + ks;
-    bf16* qrow_b = qe + ib * qes + ks;
+    bf16* qrow_a = w.qe + ia * w.qes + ks;
+    bf16* qrow_b = w.qe + ib * w.qes + ks;
     *reinterpret_cast<uint32_t*>(qrow_a + c0) = PackBf16(qa0.x * ef0.x, qa0.y * ef0.y);
     *reinterpret_cast<uint32_t*>(qrow_b + c0) = PackBf16(qb0.x * ef0.x, qb0.y * ef0.y);
     *reinterpret_cast<uint32_t*>(qrow_a + c1) = PackBf16(qa1.x * ef1.x, qa1.y * ef1.y);
@@ -800,6 +809,7 @@ __global__ void __launch_bounds__(kOutThreads, kHeadDecay ? 4 : 3)
   const int i0 = kSub * warp;
   const bool active = i0 < n;  // rows past a short chunk's end: nothing to compute
   const int ia = i0 + grp, ib = ia + 8;
+  const WarpSlice ws{sq, sk, sg, qe, qes, warp, i0, ia, ib, grp, tig};
   const int64_t kstride = static_cast<int64_t>(heads) * dk;
   const int64_t vstride = static_cast<int64_t>(heads) * dv;
   const int64_t qk0 = static_cast<int64_t>(t0) * kstride + static_cast<int64_t>(h) * dk;
@@ -857,11 +867,9 @@ __global__ void __launch_bounds__(kOutThreads, kHeadDecay ? 4 : 3)
     }
     if (active) {
       if (factored) {
-        FactoredSliceProducts<kHeadDecay>(acc_a, diag, sq, sk, sg, qe, qes, ks, warp, i0, ia, ib,
-                                          grp, tig, he);
+        FactoredSliceProducts<kHeadDecay>(acc_a, diag, ws, ks, he);
       } else {
-        PerKeySliceProducts<kHeadDecay>(acc_a, diag, sq, sk, sg, qe, qes, ks, warp, i0, ia, ib, grp,
-                                        tig, he);
+        PerKeySliceProducts<kHeadDecay>(acc_a, diag, ws, ks, he);
       }
     }
     __syncthreads();
