@@ -229,11 +229,7 @@ absl::StatusOr<std::shared_ptr<const JobShardPlan>> PlanJobShards(const v1::Job&
   // The plans of the jobs a replica is working on: a few, within 256 MiB of docs.
   static auto* cache = new JobShardPlanCache(int64_t{256} << 20, 8);
   const std::string key = absl::StrCat(job.id(), "\n", data_dir);
-  if (std::shared_ptr<const JobShardPlan> cached = cache->Find(key)) return cached;
-  absl::StatusOr<std::shared_ptr<const JobShardPlan>> plan = ComputePlan(job, data_dir);
-  if (!plan.ok()) return plan.status();
-  cache->Insert(key, *plan, EstimatedPlanBytes(**plan));
-  return plan;
+  return cache->FindOrCompute(key, [&] { return ComputePlan(job, data_dir); });
 }
 
 }  // namespace hgeval::server

@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "absl/synchronization/notification.h"
+
 namespace hgeval::server {
 namespace {
 
@@ -44,6 +46,41 @@ std::shared_ptr<const JobShardPlan> JobShardPlanCache::Find(const std::string& k
     if (entry.key == key) return entry.plan;
   }
   return nullptr;
+}
+
+struct JobShardPlanCache::Flight {
+  absl::Notification done;
+  PlanOrError result;
+};
+
+JobShardPlanCache::PlanOrError JobShardPlanCache::FindOrCompute(
+    const std::string& key, absl::FunctionRef<PlanOrError()> compute) {
+  std::shared_ptr<Flight> flight;
+  bool computes = false;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const Entry& entry : entries_) {
+      if (entry.key == key) return entry.plan;
+    }
+    std::shared_ptr<Flight>& slot = flights_[key];
+    if (slot == nullptr) {
+      slot = std::make_shared<Flight>();
+      computes = true;
+    }
+    flight = slot;
+  }
+  if (!computes) {
+    flight->done.WaitForNotification();
+    return flight->result;
+  }
+  flight->result = compute();
+  if (flight->result.ok()) Insert(key, *flight->result, EstimatedPlanBytes(**flight->result));
+  {
+    absl::MutexLock lock(&mu_);
+    flights_.erase(key);
+  }
+  flight->done.Notify();
+  return flight->result;
 }
 
 void JobShardPlanCache::Insert(const std::string& key, std::shared_ptr<const JobShardPlan> plan,

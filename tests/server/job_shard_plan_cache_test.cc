@@ -4,10 +4,15 @@
 #include <gtest/gtest.h>
 #include <malloc.h>
 
+#include <atomic>
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <thread>
 
+#include "absl/status/status.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
 #include "hgeval/v1/jobs.pb.h"
 #include "server/jobs/job_shard_plan.h"
 #include "tasks/api/registry.h"
@@ -67,6 +72,56 @@ TEST(JobShardPlanCacheTest, KeepsNoPlanLargerThanItsWholeBudget) {
   cache.Insert("large", large, EstimatedPlanBytes(*large));
   EXPECT_EQ(cache.Find("large"), nullptr);
   EXPECT_EQ(cache.Find("small"), small);  // the refused plan evicted nothing
+}
+
+// Two callers ask for one job's plan at once: the second waits for the first's plan
+// instead of loading the docs again. The first caller's computation holds until the second
+// computes (which only a cache without the wait lets it do) or 1 s has passed.
+TEST(JobShardPlanCacheTest, CallersAskingForOnePlanAtOnceComputeItOnce) {
+  JobShardPlanCache cache(/*max_bytes=*/int64_t{1} << 30, /*max_plans=*/8);
+  auto plan = PlanOfDocs(10, 10);
+  std::atomic<int> computed{0};
+  absl::Notification first_started, second_computed;
+  JobShardPlanCache::PlanOrError first, second;
+  std::thread a([&] {
+    first = cache.FindOrCompute("job", [&]() -> JobShardPlanCache::PlanOrError {
+      ++computed;
+      first_started.Notify();
+      second_computed.WaitForNotificationWithTimeout(absl::Seconds(1));
+      return plan;
+    });
+  });
+  first_started.WaitForNotification();
+  std::thread b([&] {
+    second = cache.FindOrCompute("job", [&]() -> JobShardPlanCache::PlanOrError {
+      ++computed;
+      second_computed.Notify();
+      return PlanOfDocs(1, 1);
+    });
+  });
+  a.join();
+  b.join();
+  EXPECT_EQ(computed.load(), 1);
+  ASSERT_TRUE(first.ok());
+  ASSERT_TRUE(second.ok());
+  EXPECT_EQ(*first, plan);
+  EXPECT_EQ(*second, plan);
+  EXPECT_EQ(cache.Find("job"), plan);
+}
+
+// A plan that fails reaches the callers that waited for it and is not kept: the next ask
+// computes again.
+TEST(JobShardPlanCacheTest, AFailedPlanIsNotKept) {
+  JobShardPlanCache cache(/*max_bytes=*/int64_t{1} << 30, /*max_plans=*/8);
+  int computed = 0;
+  auto failing = [&]() -> JobShardPlanCache::PlanOrError {
+    ++computed;
+    return absl::NotFoundError("no such task data");
+  };
+  EXPECT_EQ(cache.FindOrCompute("job", failing).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(cache.FindOrCompute("job", failing).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(computed, 2);
+  EXPECT_EQ(cache.size(), 0u);
 }
 
 // The paper's nine-task suite, full sets: what one cached plan of it holds. Its docs must
