@@ -201,29 +201,27 @@ __device__ __forceinline__ void CpAsyncWait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending));
 }
 
-constexpr int kFusedKT = 32;     // key rows per block of the state walk
-constexpr int kFusedStages = 4;  // chunks in flight: this one and three prefetched
-// Threads of a state-walk block of kVW value columns: warp w takes key rows 16 (w % 2)..
-// and value columns 16 (w / 2).. (kVW 64: 8 warps; 32: 4).
-__host__ __device__ constexpr int FusedThreads(int vw) { return 4 * vw; }
+constexpr int kFusedKT = 32;        // key rows per block of the state walk
+constexpr int kFusedStages = 4;     // chunks in flight: this one and three prefetched
+constexpr int kFusedThreads = 256;  // warp w: key rows 16 (w % 2).., value columns 16 (w / 2)..
 constexpr int kFusedKds = kFusedKT + 8;  // bf16 row stride of kd: ldmatrix rows conflict-free
 
 // A stage: G (fp32) and raw k (as stored: fp32 or bf16), [kC][kFusedKT] each, and v: bf16
-// as the mma reads it ([kC][kVW + 8]), fp32 as loaded ([kC][kVW], rounded into a bf16 tile
-// per chunk).
-template <typename VT, int kVW>
+// as the mma reads it ([kC][kVS]), fp32 as loaded ([kC][kVT], rounded into a bf16 tile per
+// chunk).
+template <typename VT>
 __host__ __device__ constexpr size_t FusedStageBytes() {
   return (sizeof(float) + sizeof(VT)) * kC * kFusedKT +
-         (std::is_same_v<VT, float> ? sizeof(float) * kC * kVW : sizeof(bf16) * kC * (kVW + 8));
+         (std::is_same_v<VT, float> ? sizeof(float) * kC * kVT : sizeof(bf16) * kC * kVS);
 }
-template <typename VT, int kVW>
+template <typename VT>
 __host__ __device__ constexpr size_t FusedStatesSmem() {
-  return kFusedStages * FusedStageBytes<VT, kVW>() +
-         sizeof(bf16) * kC * (kFusedKds + (std::is_same_v<VT, float> ? kVW + 8 : 0));
+  return kFusedStages * FusedStageBytes<VT>() +
+         sizeof(bf16) * kC * (kFusedKds + (std::is_same_v<VT, float> ? kVS : 0));
 }
 
 // The chunk states of each sequence in one walk over its chunks (fla's chunk_fwd_h): one
-// block per (sequence, 32 key rows x kVW value columns of the state, head), the running
+// block per (sequence, 32 key rows x 64 value columns of the state, head), the running
 // state S in fp32 registers. Chunk c: S_c (the state before it) goes to chunk_states as
 // bf16 (rounded to nearest, as the output kernel rounds an fp32 S_c itself), then
 // S <- exp(G_last) S + U_c, U_c = sum_j (k_j exp(G_last - G_j)) v_j^T by mma; the raw k, G
@@ -233,28 +231,26 @@ __host__ __device__ constexpr size_t FusedStatesSmem() {
 // operands over the same token steps from zero, then the scan's fmaf(d, s, u). Same contract as the
 // scan: S_c of the first chunk is not written where the output kernel reads the start in place, and
 // a sequence that keeps no final state needs no U of its last chunk.
-template <typename VT, bool kHeadDecay, int kVW>
-__global__ void __launch_bounds__(FusedThreads(kVW))
+template <typename VT, bool kHeadDecay>
+__global__ void __launch_bounds__(kFusedThreads)
     ChunkStatesFusedMmaKernel(const VT* __restrict__ k, const float* __restrict__ G,
                               const VT* __restrict__ v, PackView pack, int heads, int dk, int dv,
                               float* const* state_ptrs, float* const* out_ptrs,
                               int64_t layer_offset, float* single,
                               bf16* __restrict__ chunk_states) {
   constexpr bool kF32Values = std::is_same_v<VT, float>;
-  constexpr size_t kStage = FusedStageBytes<VT, kVW>();
-  constexpr int kThreads = FusedThreads(kVW);
-  constexpr int kVWS = kVW + 8;  // bf16 row stride of a v tile: ldmatrix rows conflict-free
+  constexpr size_t kStage = FusedStageBytes<VT>();
   extern __shared__ __align__(16) unsigned char smem[];
   __shared__ int stage_rows[kFusedStages];  // rows of the chunk in each stage
   bf16* kd = reinterpret_cast<bf16*>(smem + kFusedStages * kStage);  // [kC][kFusedKds]
-  bf16* vs = kd + kC * kFusedKds;                                    // fp32 v only: [kC][kVWS]
+  bf16* vs = kd + kC * kFusedKds;                                    // fp32 v only: [kC][kVS]
   // Grid (sequences x tiles, heads), tiles fastest: the blocks that read the same k, G
   // (a key tile's value tiles) and v (a value tile's key tiles) run together, so the
   // repeated reads hit L2.
   const int key_tiles = (dk + kFusedKT - 1) / kFusedKT;
-  const int tiles = key_tiles * ((dv + kVW - 1) / kVW);
+  const int tiles = key_tiles * ((dv + kVT - 1) / kVT);
   const int seq = blockIdx.x / tiles, tile = blockIdx.x % tiles, h = blockIdx.y;
-  const int kb = kFusedKT * (tile % key_tiles), vb = kVW * (tile / key_tiles);
+  const int kb = kFusedKT * (tile % key_tiles), vb = kVT * (tile / key_tiles);
   const SeqWalk walk = SeqWalkOf(pack, state_ptrs, out_ptrs, layer_offset, single, seq);
   if (!ChunkScanHasWork(walk.chunks, walk.out != nullptr, walk.first_written == 1)) return;
   const int row_end = SeqRowEnd(pack, seq);
@@ -273,12 +269,12 @@ __global__ void __launch_bounds__(FusedThreads(kVW))
     float* sg = reinterpret_cast<float*>(base);
     VT* sk = reinterpret_cast<VT*>(sg + kC * kFusedKT);
     VT* sv = sk + kC * kFusedKT;
-    constexpr int vss = kF32Values ? kVW : kVWS;
+    constexpr int vss = kF32Values ? kVT : kVS;
     const int t0 = ChunkRow0(pack, walk.first + x), n = min(kC, row_end - t0);
     if (tid == 0) stage_rows[x % kFusedStages] = n;
     const int64_t qk0 = static_cast<int64_t>(t0) * kstride + static_cast<int64_t>(h) * dk + kb;
 #pragma unroll
-    for (int idx = tid; idx < kC * kFusedKT / 4; idx += kThreads) {
+    for (int idx = tid; idx < kC * kFusedKT / 4; idx += kFusedThreads) {
       const int j = idx / (kFusedKT / 4), k4 = 4 * (idx % (kFusedKT / 4));
       if (j < n && kb + k4 < dk) {
         CpAsyncZfill<4 * sizeof(VT)>(sk + j * kFusedKT + k4, k + qk0 + j * kstride + k4, true);
@@ -294,8 +290,8 @@ __global__ void __launch_bounds__(FusedThreads(kVW))
     const VT* vc = v + static_cast<int64_t>(t0) * vstride + static_cast<int64_t>(h) * dv + vb;
     const int rows16 = RoundUp(n, 16);
 #pragma unroll
-    for (int idx = tid; idx < kC * kVW / 4; idx += kThreads) {
-      const int j = idx / (kVW / 4), n4 = 4 * (idx % (kVW / 4));
+    for (int idx = tid; idx < kC * kVT / 4; idx += kFusedThreads) {
+      const int j = idx / (kVT / 4), n4 = 4 * (idx % (kVT / 4));
       if (j < rows16) {
         const bool live = j < n && vb + n4 < dv;
         CpAsyncZfill<4 * sizeof(VT)>(sv + j * vss + n4, live ? vc + j * vstride + n4 : vc, live);
@@ -352,7 +348,7 @@ __global__ void __launch_bounds__(FusedThreads(kVW))
     // k exp(G_last - G) (and fp32 v) as bf16, exactly as the two-pass local-state kernel
     // stages them.
 #pragma unroll
-    for (int idx = tid; idx < kC * kFusedKT / 4; idx += kThreads) {
+    for (int idx = tid; idx < kC * kFusedKT / 4; idx += kFusedThreads) {
       const int j = idx / (kFusedKT / 4), k4 = 4 * (idx % (kFusedKT / 4));
       float4 val = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
       if (j < n && kb + k4 < dk) {
@@ -367,9 +363,9 @@ __global__ void __launch_bounds__(FusedThreads(kVW))
     const bf16* vt = reinterpret_cast<const bf16*>(sv);  // bf16 v: the stage itself
     if constexpr (kF32Values) {
 #pragma unroll
-      for (int idx = tid; idx < kC * kVW / 4; idx += kThreads) {
-        const int j = idx / (kVW / 4), n4 = 4 * (idx % (kVW / 4));
-        StageV4(vs + j * kVWS + n4, sv + j * kVW + n4, j < n && vb + n4 < dv);
+      for (int idx = tid; idx < kC * kVT / 4; idx += kFusedThreads) {
+        const int j = idx / (kVT / 4), n4 = 4 * (idx % (kVT / 4));
+        StageV4(vs + j * kVS + n4, sv + j * kVT + n4, j < n && vb + n4 < dv);
       }
       vt = vs;
     }
@@ -390,7 +386,7 @@ __global__ void __launch_bounds__(FusedThreads(kVW))
     for (int ks = 0; ks < n; ks += 16) {  // token steps past a short chunk's end add zeros
       uint32_t a[4], b[4];
       LdMatrixX4Trans(a, kd + (ks + a_row) * kFusedKds + m0 + a_col);
-      LdMatrixX4Trans(b, vt + (ks + b_row) * kVWS + n0 + b_col);
+      LdMatrixX4Trans(b, vt + (ks + b_row) * kVS + n0 + b_col);
       Mma(u[0], a, b[0], b[1]);
       Mma(u[1], a, b[2], b[3]);
     }
@@ -1008,16 +1004,6 @@ size_t OutputMmaSmem(int dk) {
   return region1 + sizeof(bf16) * kC * (qes + kVS);
 }
 
-// The current device's SMs (132 if it cannot be asked).
-int DeviceSmCount() {
-  int device = 0, sms = 0;
-  if (cudaGetDevice(&device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) {
-    return 132;
-  }
-  return sms;
-}
-
 // The per-head decay runs only in the bf16 model path: bf16 operands, the state walk and
 // the pipelined output kernel.
 template <typename VT>
@@ -1046,33 +1032,21 @@ cudaError_t LaunchStatesMma(const VT* k, const float* G, DecayLayout g_layout, c
     }
   }
   if (fused) {
-    // Value tiles of 64 columns, or of 32 where that many blocks would leave SMs with a
-    // single walk (one long sequence: prefill): two walks an SM hide each other's waits.
-    // Every state element is computed the same way either way (same bits).
-    const int blocks64 = StateSeqs(pack) * CeilDiv(dk, kFusedKT) * CeilDiv(dv, 64) * heads;
-    auto launch = [&](auto kernel, auto vw) -> cudaError_t {
-      constexpr int kVW = decltype(vw)::value;
-      constexpr size_t smem = FusedStatesSmem<VT, kVW>();
+    auto launch = [&](auto kernel) -> cudaError_t {
+      constexpr size_t smem = FusedStatesSmem<VT>();
       cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                              static_cast<int>(smem));
       if (err != cudaSuccess) return err;
-      dim3 grid(StateSeqs(pack) * CeilDiv(dk, kFusedKT) * CeilDiv(dv, kVW), heads);
-      kernel<<<grid, FusedThreads(kVW), smem, stream>>>(k, G, v, pack, heads, dk, dv, state_ptrs,
-                                                        out_ptrs, layer_offset, single,
-                                                        static_cast<bf16*>(chunk_room));
+      dim3 grid(StateSeqs(pack) * CeilDiv(dk, kFusedKT) * CeilDiv(dv, kVT), heads);
+      kernel<<<grid, kFusedThreads, smem, stream>>>(k, G, v, pack, heads, dk, dv, state_ptrs,
+                                                    out_ptrs, layer_offset, single,
+                                                    static_cast<bf16*>(chunk_room));
       return cudaGetLastError();
     };
-    const bool narrow = blocks64 < 2 * DeviceSmCount();
-    using Wide = std::integral_constant<int, 64>;
-    using Narrow = std::integral_constant<int, 32>;
     if constexpr (std::is_same_v<VT, bf16>) {
-      if (head_decay) {
-        return narrow ? launch(ChunkStatesFusedMmaKernel<VT, true, 32>, Narrow{})
-                      : launch(ChunkStatesFusedMmaKernel<VT, true, 64>, Wide{});
-      }
+      if (head_decay) return launch(ChunkStatesFusedMmaKernel<VT, true>);
     }
-    return narrow ? launch(ChunkStatesFusedMmaKernel<VT, false, 32>, Narrow{})
-                  : launch(ChunkStatesFusedMmaKernel<VT, false, 64>, Wide{});
+    return launch(ChunkStatesFusedMmaKernel<VT, false>);
   }
   const size_t smem = LocalStateMmaSmem(dk);
   cudaError_t err =
