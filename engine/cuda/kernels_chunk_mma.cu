@@ -502,9 +502,7 @@ __device__ __forceinline__ bool HeadSpansTooFar(const float* __restrict__ G, int
   return fabsf(g - gf) > kFactorSpan;
 }
 
-// The per-key output's slice products where G is staged per key (or, kHeadDecay, hoisted
-// in he): every exponent of the A blocks and of q exp(G) taken at its own key, as the fp32
-// kernel does. Terms of masked keys (zero q or k) add +0.
+// An exponent as the per-key form takes it: at its own key, or (kHeadDecay) hoisted in he.
 template <bool kHeadDecay>
 __device__ __forceinline__ float Ex(float per_key_arg, float hoisted) {
   if constexpr (kHeadDecay) {
@@ -540,7 +538,9 @@ struct WarpSlice {
 };
 
 // This warp's share of one key slice: its row block of A left of the diagonal (acc_a, by
-// mma), the diagonal block (diag, fp32) and its rows of q exp(G) (qe).
+// mma), the diagonal block (diag, fp32) and its rows of q exp(G) (qe), every exponent taken
+// at its own key (or, kHeadDecay, hoisted in he) as the fp32 kernel does. Terms of masked
+// keys (zero q or k) add +0.
 template <bool kHeadDecay>
 __device__ __forceinline__ void PerKeySliceProducts(float (&acc_a)[3][2][4], float (&diag)[2][4],
                                                     const WarpSlice& w, int ks,
