@@ -214,10 +214,15 @@ __host__ __device__ constexpr size_t FusedStageBytes() {
   return (sizeof(float) + sizeof(VT)) * kC * kFusedKT +
          (std::is_same_v<VT, float> ? sizeof(float) * kC * kVT : sizeof(bf16) * kC * kVS);
 }
+// A chunk's mma operands, staged from its stage: k e^{G_last - G} ([kC][kFusedKds]) and, for
+// fp32 v, v rounded ([kC][kVS]). Two of them: chunk x's is multiplied while x + 1's is staged.
+template <typename VT>
+__host__ __device__ constexpr size_t FusedOperandBytes() {
+  return sizeof(bf16) * kC * (kFusedKds + (std::is_same_v<VT, float> ? kVS : 0));
+}
 template <typename VT>
 __host__ __device__ constexpr size_t FusedStatesSmem() {
-  return kFusedStages * FusedStageBytes<VT>() +
-         sizeof(bf16) * kC * (kFusedKds + (std::is_same_v<VT, float> ? kVS : 0));
+  return kFusedStages * FusedStageBytes<VT>() + 2 * FusedOperandBytes<VT>();
 }
 
 // The chunk states of each sequence in one walk over its chunks (fla's chunk_fwd_h): one
@@ -242,8 +247,10 @@ __global__ void __launch_bounds__(kFusedThreads)
   constexpr size_t kStage = FusedStageBytes<VT>();
   extern __shared__ __align__(16) unsigned char smem[];
   __shared__ int stage_rows[kFusedStages];  // rows of the chunk in each stage
-  bf16* kd = reinterpret_cast<bf16*>(smem + kFusedStages * kStage);  // [kC][kFusedKds]
-  bf16* vs = kd + kC * kFusedKds;                                    // fp32 v only: [kC][kVS]
+  // Operand buffer b: kd [kC][kFusedKds], then (fp32 v only) vs [kC][kVS].
+  auto kd_of = [&](int b) {
+    return reinterpret_cast<bf16*>(smem + kFusedStages * kStage + b * FusedOperandBytes<VT>());
+  };
   // Grid (sequences x tiles, heads), tiles fastest: the blocks that read the same k, G
   // (a key tile's value tiles) and v (a value tile's key tiles) run together, so the
   // repeated reads hit L2.
@@ -312,10 +319,60 @@ __global__ void __launch_bounds__(kFusedThreads)
                      : 0.0f;
     }
   }
+  // Chunk x's operands into buffer x % 2: k exp(G_last - G) (and fp32 v) as bf16, exactly
+  // as the two-pass local-state kernel stages them. Returns the chunk's rows and sets d to
+  // this thread's rows' decays exp(G_last).
+  auto stage = [&](int x, float (&d)[2]) {
+    const unsigned char* base = smem + (x % kFusedStages) * kStage;
+    const float* sg = reinterpret_cast<const float*>(base);
+    const VT* sk = reinterpret_cast<const VT*>(sg + kC * kFusedKT);
+    bf16* kd = kd_of(x % 2);
+    const int n = stage_rows[x % kFusedStages];
+    const float* glast = sg + (n - 1) * (kHeadDecay ? 1 : kFusedKT);
+#pragma unroll
+    for (int idx = tid; idx < kC * kFusedKT / 4; idx += kFusedThreads) {
+      const int j = idx / (kFusedKT / 4), k4 = 4 * (idx % (kFusedKT / 4));
+      float4 val = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+      if (j < n && kb + k4 < dk) {
+        const float4 kk = Ld4f(sk + j * kFusedKT + k4);
+        const float4 gg = kHeadDecay ? Splat4(sg[j]) : Ld4(sg + j * kFusedKT + k4);
+        const float4 gl = kHeadDecay ? Splat4(*glast) : Ld4(glast + k4);
+        val = make_float4(kk.x * __expf(gl.x - gg.x), kk.y * __expf(gl.y - gg.y),
+                          kk.z * __expf(gl.z - gg.z), kk.w * __expf(gl.w - gg.w));
+      }
+      St4Bf16(kd + j * kFusedKds + k4, val);
+    }
+    if constexpr (kF32Values) {
+      const float* sv = reinterpret_cast<const float*>(sk + kC * kFusedKT);
+      bf16* vs = kd + kC * kFusedKds;
+#pragma unroll
+      for (int idx = tid; idx < kC * kVT / 4; idx += kFusedThreads) {
+        const int j = idx / (kVT / 4), n4 = 4 * (idx % (kVT / 4));
+        StageV4(vs + j * kVS + n4, sv + j * kVT + n4, j < n && vb + n4 < dv);
+      }
+    }
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const int row = m0 + grp + 8 * half;
+      d[half] = kb + row < dk ? __expf(glast[kHeadDecay ? 0 : row]) : 0.0f;
+    }
+    return n;
+  };
+
+  // Pipeline: chunk x's copies are issued three chunks ahead; its operands are staged
+  // while chunk x - 1 multiplies; one barrier a chunk. The stage a copy refills and the
+  // operand buffer staging overwrites were last read before that barrier.
 #pragma unroll
   for (int x = 0; x < kFusedStages - 1; ++x) {
     if (x < walk.with_u) issue(x);
     CpAsyncCommit();  // empty groups keep the count: group x is chunk x
+  }
+  float d[2] = {0.0f, 0.0f}, d_next[2] = {0.0f, 0.0f};
+  int n = 0, n_next = 0;
+  if (walk.with_u > 0) {
+    CpAsyncWait<kFusedStages - 2>();  // chunk 0's group has landed (this thread's copies)
+    __syncthreads();                  // everyone's
+    n = stage(0, d);
   }
   const int a_row = (lane % 8) + 8 * (lane / 16), a_col = 8 * ((lane / 8) % 2);
   const int b_row = (lane % 8) + 8 * ((lane / 8) % 2), b_col = 8 * (lane / 16);
@@ -335,66 +392,49 @@ __global__ void __launch_bounds__(kFusedThreads)
       }
     }
     if (x >= walk.with_u) break;
+    // Groups so far: chunks 0 .. x + 2. Chunk x + 1's has landed for this thread; the
+    // barrier makes everyone's copies and chunk x's staged operands visible, and ends
+    // chunk x - 1's mma (the last reader of stage (x + 3) % 4 and of buffer (x + 1) % 2).
+    CpAsyncWait<kFusedStages - 3>();
+    __syncthreads();
     if (x + kFusedStages - 1 < walk.with_u) issue(x + kFusedStages - 1);
     CpAsyncCommit();
-    CpAsyncWait<kFusedStages - 1>();  // chunk x's group has landed (this thread's copies)
-    __syncthreads();                  // everyone's copies; the previous chunk's mma done
-    const unsigned char* base = smem + (x % kFusedStages) * kStage;
-    const float* sg = reinterpret_cast<const float*>(base);
-    const VT* sk = reinterpret_cast<const VT*>(sg + kC * kFusedKT);
-    const VT* sv = sk + kC * kFusedKT;
-    const int n = stage_rows[x % kFusedStages];
-    const float* glast = sg + (n - 1) * (kHeadDecay ? 1 : kFusedKT);
-    // k exp(G_last - G) (and fp32 v) as bf16, exactly as the two-pass local-state kernel
-    // stages them.
+    // Chunk x's fragments first, so their loads are in flight while chunk x + 1 stages.
+    const bf16* kd = kd_of(x % 2);
+    const bf16* vt = kF32Values ? kd + kC * kFusedKds
+                                : reinterpret_cast<const bf16*>(
+                                      smem + (x % kFusedStages) * kStage +
+                                      (sizeof(float) + sizeof(VT)) * kC * kFusedKT);
+    uint32_t a[kC / 16][4], b[kC / 16][4];
 #pragma unroll
-    for (int idx = tid; idx < kC * kFusedKT / 4; idx += kFusedThreads) {
-      const int j = idx / (kFusedKT / 4), k4 = 4 * (idx % (kFusedKT / 4));
-      float4 val = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-      if (j < n && kb + k4 < dk) {
-        const float4 kk = Ld4f(sk + j * kFusedKT + k4);
-        const float4 gg = kHeadDecay ? Splat4(sg[j]) : Ld4(sg + j * kFusedKT + k4);
-        const float4 gl = kHeadDecay ? Splat4(*glast) : Ld4(glast + k4);
-        val = make_float4(kk.x * __expf(gl.x - gg.x), kk.y * __expf(gl.y - gg.y),
-                          kk.z * __expf(gl.z - gg.z), kk.w * __expf(gl.w - gg.w));
+    for (int t = 0; t < kC / 16; ++t) {
+      if (16 * t < n) {  // token steps past a short chunk's end add zeros
+        LdMatrixX4Trans(a[t], kd + (16 * t + a_row) * kFusedKds + m0 + a_col);
+        LdMatrixX4Trans(b[t], vt + (16 * t + b_row) * kVS + n0 + b_col);
       }
-      St4Bf16(kd + j * kFusedKds + k4, val);
     }
-    const bf16* vt = reinterpret_cast<const bf16*>(sv);  // bf16 v: the stage itself
-    if constexpr (kF32Values) {
-#pragma unroll
-      for (int idx = tid; idx < kC * kVT / 4; idx += kFusedThreads) {
-        const int j = idx / (kVT / 4), n4 = 4 * (idx % (kVT / 4));
-        StageV4(vs + j * kVS + n4, sv + j * kVT + n4, j < n && vb + n4 < dv);
-      }
-      vt = vs;
-    }
-    // This thread's rows' decays, read before the stage may be refilled (next iteration).
-    float d[2];
-#pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      const int row = m0 + grp + 8 * half;
-      d[half] = kb + row < dk ? __expf(glast[kHeadDecay ? 0 : row]) : 0.0f;
-    }
-    __syncthreads();
+    if (x + 1 < walk.with_u) n_next = stage(x + 1, d_next);
     float u[2][4];
 #pragma unroll
     for (int nt = 0; nt < 2; ++nt) {
 #pragma unroll
       for (int e = 0; e < 4; ++e) u[nt][e] = 0.0f;
     }
-    for (int ks = 0; ks < n; ks += 16) {  // token steps past a short chunk's end add zeros
-      uint32_t a[4], b[4];
-      LdMatrixX4Trans(a, kd + (ks + a_row) * kFusedKds + m0 + a_col);
-      LdMatrixX4Trans(b, vt + (ks + b_row) * kVS + n0 + b_col);
-      Mma(u[0], a, b[0], b[1]);
-      Mma(u[1], a, b[2], b[3]);
+#pragma unroll
+    for (int t = 0; t < kC / 16; ++t) {
+      if (16 * t < n) {
+        Mma(u[0], a[t], b[t][0], b[t][1]);
+        Mma(u[1], a[t], b[t][2], b[t][3]);
+      }
     }
 #pragma unroll
     for (int nt = 0; nt < 2; ++nt) {
 #pragma unroll
       for (int e = 0; e < 4; ++e) s[nt][e] = fmaf(d[e / 2], s[nt][e], u[nt][e]);
     }
+    n = n_next;
+    d[0] = d_next[0];
+    d[1] = d_next[1];
   }
   if (walk.out != nullptr) {
 #pragma unroll
