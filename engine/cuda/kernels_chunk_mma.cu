@@ -269,6 +269,19 @@ __global__ void __launch_bounds__(kFusedThreads)
   const int64_t per_chunk = static_cast<int64_t>(heads) * dk * dv;
   const int64_t head0 = static_cast<int64_t>(h) * dk * dv;
 
+  // Each thread copies and stages the same columns of every chunk: 4 keys (kq) of rows
+  // kr + 32 i and 4 value columns (vq) of rows vr + 16 i. The trip counts are constants
+  // (the block is kFusedThreads), so the loops unroll with no remainder code.
+  constexpr int kKeyQuads = kFusedKT / 4, kValueQuads = kVT / 4;
+  constexpr int kKeyRowStep = kFusedThreads / kKeyQuads, kValueRowStep = kFusedThreads / kValueQuads;
+  static_assert(kC % kKeyRowStep == 0 && kC % kValueRowStep == 0);
+  const int kr = tid / kKeyQuads, kq = 4 * (tid % kKeyQuads);
+  const int vr = tid / kValueQuads, vq = 4 * (tid % kValueQuads);
+  const bool key_live = kb + kq < dk, value_live = vb + vq < dv;
+  // Offsets of this thread's first element in a chunk starting at row 0.
+  const int64_t k_off = kr * kstride + static_cast<int64_t>(h) * dk + kb + kq;
+  const int64_t v_off = vr * vstride + static_cast<int64_t>(h) * dv + vb + vq;
+
   // Chunk x's raw k and G (rows past its end and keys past dk not read: masked when
   // staged) and v (zeros past the end up to the 16-row step the mma reads, and past dv).
   auto issue = [&](int x) {
@@ -279,29 +292,30 @@ __global__ void __launch_bounds__(kFusedThreads)
     constexpr int vss = kF32Values ? kVT : kVS;
     const int t0 = ChunkRow0(pack, walk.first + x), n = min(kC, row_end - t0);
     if (tid == 0) stage_rows[x % kFusedStages] = n;
-    const int64_t qk0 = static_cast<int64_t>(t0) * kstride + static_cast<int64_t>(h) * dk + kb;
+    const VT* kc = k + (static_cast<int64_t>(t0) * kstride + k_off);
+    const float* gc = G + (static_cast<int64_t>(t0) * kstride + k_off);
 #pragma unroll
-    for (int idx = tid; idx < kC * kFusedKT / 4; idx += kFusedThreads) {
-      const int j = idx / (kFusedKT / 4), k4 = 4 * (idx % (kFusedKT / 4));
-      if (j < n && kb + k4 < dk) {
-        CpAsyncZfill<4 * sizeof(VT)>(sk + j * kFusedKT + k4, k + qk0 + j * kstride + k4, true);
-        if constexpr (!kHeadDecay) {
-          CpAsyncZfill<16>(sg + j * kFusedKT + k4, G + qk0 + j * kstride + k4, true);
-        }
+    for (int i = 0; i < kC / kKeyRowStep; ++i) {
+      const int j = kr + kKeyRowStep * i;
+      if (j < n && key_live) {
+        const int64_t at = kKeyRowStep * i * kstride;
+        CpAsyncZfill<4 * sizeof(VT)>(sk + j * kFusedKT + kq, kc + at, true);
+        if constexpr (!kHeadDecay) CpAsyncZfill<16>(sg + j * kFusedKT + kq, gc + at, true);
       }
     }
     if constexpr (kHeadDecay) {  // one G a row: sg[j]
       if (tid < n)
         CpAsyncZfill<4>(sg + tid, G + (static_cast<int64_t>(t0) + tid) * heads + h, true);
     }
-    const VT* vc = v + static_cast<int64_t>(t0) * vstride + static_cast<int64_t>(h) * dv + vb;
+    const VT* vc = v + (static_cast<int64_t>(t0) * vstride + v_off);
     const int rows16 = RoundUp(n, 16);
 #pragma unroll
-    for (int idx = tid; idx < kC * kVT / 4; idx += kFusedThreads) {
-      const int j = idx / (kVT / 4), n4 = 4 * (idx % (kVT / 4));
+    for (int i = 0; i < kC / kValueRowStep; ++i) {
+      const int j = vr + kValueRowStep * i;
       if (j < rows16) {
-        const bool live = j < n && vb + n4 < dv;
-        CpAsyncZfill<4 * sizeof(VT)>(sv + j * vss + n4, live ? vc + j * vstride + n4 : vc, live);
+        const bool live = j < n && value_live;
+        CpAsyncZfill<4 * sizeof(VT)>(sv + j * vss + vq,
+                                     live ? vc + kValueRowStep * i * vstride : vc, live);
       }
     }
   };
@@ -330,25 +344,25 @@ __global__ void __launch_bounds__(kFusedThreads)
     const int n = stage_rows[x % kFusedStages];
     const float* glast = sg + (n - 1) * (kHeadDecay ? 1 : kFusedKT);
 #pragma unroll
-    for (int idx = tid; idx < kC * kFusedKT / 4; idx += kFusedThreads) {
-      const int j = idx / (kFusedKT / 4), k4 = 4 * (idx % (kFusedKT / 4));
+    for (int i = 0; i < kC / kKeyRowStep; ++i) {
+      const int j = kr + kKeyRowStep * i;
       float4 val = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-      if (j < n && kb + k4 < dk) {
-        const float4 kk = Ld4f(sk + j * kFusedKT + k4);
-        const float4 gg = kHeadDecay ? Splat4(sg[j]) : Ld4(sg + j * kFusedKT + k4);
-        const float4 gl = kHeadDecay ? Splat4(*glast) : Ld4(glast + k4);
+      if (j < n && key_live) {
+        const float4 kk = Ld4f(sk + j * kFusedKT + kq);
+        const float4 gg = kHeadDecay ? Splat4(sg[j]) : Ld4(sg + j * kFusedKT + kq);
+        const float4 gl = kHeadDecay ? Splat4(*glast) : Ld4(glast + kq);
         val = make_float4(kk.x * __expf(gl.x - gg.x), kk.y * __expf(gl.y - gg.y),
                           kk.z * __expf(gl.z - gg.z), kk.w * __expf(gl.w - gg.w));
       }
-      St4Bf16(kd + j * kFusedKds + k4, val);
+      St4Bf16(kd + j * kFusedKds + kq, val);
     }
     if constexpr (kF32Values) {
       const float* sv = reinterpret_cast<const float*>(sk + kC * kFusedKT);
       bf16* vs = kd + kC * kFusedKds;
 #pragma unroll
-      for (int idx = tid; idx < kC * kVT / 4; idx += kFusedThreads) {
-        const int j = idx / (kVT / 4), n4 = 4 * (idx % (kVT / 4));
-        StageV4(vs + j * kVS + n4, sv + j * kVT + n4, j < n && vb + n4 < dv);
+      for (int i = 0; i < kC / kValueRowStep; ++i) {
+        const int j = vr + kValueRowStep * i;
+        StageV4(vs + j * kVS + vq, sv + j * kVT + vq, j < n && value_live);
       }
     }
 #pragma unroll
@@ -949,14 +963,19 @@ __global__ void __launch_bounds__(kOutThreads, kHeadDecay ? 4 : 3)
   const int b_row = (lane % 8) + 8 * ((lane / 8) % 2), b_col = 8 * (lane / 16);
   for (int vb = 0; vb < dv; vb += kVT) {
     if (vb > 0) __syncthreads();  // the previous tile's readers are done
+    // The bf16 copies: thread tid takes columns vq.. of rows cr + kCopyRowStep i (a fixed
+    // column and row step, so no division or 64-bit product a copy).
+    constexpr int kCopyRowStep = kOutThreads / (kVT / 4);
+    const int cr = tid / (kVT / 4), vq = 4 * (tid % (kVT / 4));
+    const bool column_live = vb + vq < dv;
     if (kBf16Copies && S != nullptr) {
       // bf16 S_c and v are copied as they are: by cp.async, every copy of the tile in
       // flight at once, nothing staged in registers.
-      for (int idx = tid; idx < dkp * (kVT / 4); idx += kOutThreads) {
-        const int kk = idx / (kVT / 4), n4 = 4 * (idx % (kVT / 4));
-        const bool live = kk < dk && vb + n4 < dv;
-        CpAsyncZfill<8>(st + kk * kVS + n4, live ? S + static_cast<int64_t>(kk) * dv + vb + n4 : S,
-                        live);
+      const ST* sc = S + static_cast<int64_t>(cr) * dv + vb + vq;
+      const int64_t sc_step = static_cast<int64_t>(kCopyRowStep) * dv;
+      for (int kk = cr; kk < dkp; kk += kCopyRowStep, sc += sc_step) {
+        const bool live = kk < dk && column_live;
+        CpAsyncZfill<8>(st + kk * kVS + vq, live ? sc : S, live);
       }
     } else if (S != nullptr) {
 #pragma unroll 8
@@ -974,10 +993,12 @@ __global__ void __launch_bounds__(kOutThreads, kHeadDecay ? 4 : 3)
       }
     }
     if constexpr (kBf16Copies) {
-      for (int idx = tid; idx < kC * (kVT / 4); idx += kOutThreads) {
-        const int j = idx / (kVT / 4), n4 = 4 * (idx % (kVT / 4));
-        const bool live = j < n && vb + n4 < dv;
-        CpAsyncZfill<8>(vt + j * kVS + n4, live ? vc + j * vstride + vb + n4 : vc, live);
+      const VT* vr = vc + static_cast<int64_t>(cr) * vstride + vb + vq;
+#pragma unroll
+      for (int i = 0; i < kC / kCopyRowStep; ++i) {
+        const int j = cr + kCopyRowStep * i;
+        const bool live = j < n && column_live;
+        CpAsyncZfill<8>(vt + j * kVS + vq, live ? vr + kCopyRowStep * i * vstride : vc, live);
       }
       CpAsyncCommit();
       CpAsyncWait<0>();
