@@ -78,18 +78,6 @@ __device__ __forceinline__ void LdMatrixX4Trans(uint32_t (&r)[4], const bf16* p)
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                : "r"(addr));
 }
-// Two 8x8 b16 matrices, transposed (lanes 0..15 give the row addresses): one n-tile's B
-// fragment from a [k][n] tile, as LdMatrixX4Trans's first two. Overloaded on the fragment
-// count so a kernel can take one or two n-tiles a warp.
-__device__ __forceinline__ void LdMatrixTrans(uint32_t (&r)[2], const bf16* p) {
-  const uint32_t addr = static_cast<uint32_t>(__cvta_generic_to_shared(p));
-  asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];\n"
-               : "=r"(r[0]), "=r"(r[1])
-               : "r"(addr));
-}
-__device__ __forceinline__ void LdMatrixTrans(uint32_t (&r)[4], const bf16* p) {
-  LdMatrixX4Trans(r, p);
-}
 __device__ __forceinline__ void St4Bf16(bf16* p, float4 x) {
   *reinterpret_cast<uint2*>(p) = make_uint2(PackBf16(x.x, x.y), PackBf16(x.z, x.w));
 }
@@ -215,11 +203,7 @@ __device__ __forceinline__ void CpAsyncWait() {
 
 constexpr int kFusedKT = 32;        // key rows per block of the state walk
 constexpr int kFusedStages = 4;     // chunks in flight: this one and three prefetched
-// Warps of a walk block: warp w takes key rows 16 (w % 2).. and value columns kVT / (warps / 2)
-// (w / 2).. of the block's tile. 8 as a rule; 16 where the grid is one block an SM or less
-// (one long sequence), whose waits then have twice the warps to cover them. Which warp
-// computes an element changes none of its sums, so both give the same bits.
-constexpr int kFusedWarps = 8, kFusedWarpsWide = 16;
+constexpr int kFusedThreads = 256;  // warp w: key rows 16 (w % 2).., value columns 16 (w / 2)..
 constexpr int kFusedKds = kFusedKT + 8;  // bf16 row stride of kd: ldmatrix rows conflict-free
 
 // A stage: G (fp32) and raw k (as stored: fp32 or bf16), [kC][kFusedKT] each, and v: bf16
@@ -252,8 +236,8 @@ __host__ __device__ constexpr size_t FusedStatesSmem() {
 // operands over the same token steps from zero, then the scan's fmaf(d, s, u). Same contract as the
 // scan: S_c of the first chunk is not written where the output kernel reads the start in place, and
 // a sequence that keeps no final state needs no U of its last chunk.
-template <typename VT, bool kHeadDecay, int kWarps>
-__global__ void __launch_bounds__(32 * kWarps)
+template <typename VT, bool kHeadDecay>
+__global__ void __launch_bounds__(kFusedThreads)
     ChunkStatesFusedMmaKernel(const VT* __restrict__ k, const float* __restrict__ G,
                               const VT* __restrict__ v, PackView pack, int heads, int dk, int dv,
                               float* const* state_ptrs, float* const* out_ptrs,
@@ -261,9 +245,6 @@ __global__ void __launch_bounds__(32 * kWarps)
                               bf16* __restrict__ chunk_states) {
   constexpr bool kF32Values = std::is_same_v<VT, float>;
   constexpr size_t kStage = FusedStageBytes<VT>();
-  constexpr int kFusedThreads = 32 * kWarps;
-  constexpr int kNt = kVT / 8 / (kWarps / 2);  // 8-column mma tiles a warp
-  static_assert(kNt == 1 || kNt == 2);
   extern __shared__ __align__(16) unsigned char smem[];
   __shared__ int stage_rows[kFusedStages];  // rows of the chunk in each stage
   // Operand buffer b: kd [kC][kFusedKds], then (fp32 v only) vs [kC][kVS].
@@ -282,7 +263,7 @@ __global__ void __launch_bounds__(32 * kWarps)
   const int row_end = SeqRowEnd(pack, seq);
 
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, grp = lane / 4, tig = lane % 4;
-  const int m0 = 16 * (warp % 2), n0 = 8 * kNt * (warp / 2);
+  const int m0 = 16 * (warp % 2), n0 = 16 * (warp / 2);
   const int64_t kstride = static_cast<int64_t>(heads) * dk;
   const int64_t vstride = static_cast<int64_t>(heads) * dv;
   const int64_t per_chunk = static_cast<int64_t>(heads) * dk * dv;
@@ -341,9 +322,9 @@ __global__ void __launch_bounds__(32 * kWarps)
 
   // The running state in the C-fragment layout: s[nt][e] is S[kb + m0 + grp + 8 (e / 2)]
   // [vb + n0 + 8 nt + 2 tig + e % 2].
-  float s[kNt][4];
+  float s[2][4];
 #pragma unroll
-  for (int nt = 0; nt < kNt; ++nt) {
+  for (int nt = 0; nt < 2; ++nt) {
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
       const int row = kb + m0 + grp + 8 * (e / 2), col = vb + n0 + 8 * nt + 2 * tig + e % 2;
@@ -413,7 +394,7 @@ __global__ void __launch_bounds__(32 * kWarps)
     if (x >= walk.first_written) {
       bf16* sc = chunk_states + (walk.first + x) * per_chunk + head0;
 #pragma unroll
-      for (int nt = 0; nt < kNt; ++nt) {
+      for (int nt = 0; nt < 2; ++nt) {
 #pragma unroll
         for (int half = 0; half < 2; ++half) {
           const int row = kb + m0 + grp + 8 * half, col = vb + n0 + 8 * nt + 2 * tig;
@@ -438,30 +419,30 @@ __global__ void __launch_bounds__(32 * kWarps)
                                 : reinterpret_cast<const bf16*>(
                                       smem + (x % kFusedStages) * kStage +
                                       (sizeof(float) + sizeof(VT)) * kC * kFusedKT);
-    uint32_t a[kC / 16][4], b[kC / 16][2 * kNt];
+    uint32_t a[kC / 16][4], b[kC / 16][4];
 #pragma unroll
     for (int t = 0; t < kC / 16; ++t) {
       if (16 * t < n) {  // token steps past a short chunk's end add zeros
         LdMatrixX4Trans(a[t], kd + (16 * t + a_row) * kFusedKds + m0 + a_col);
-        LdMatrixTrans(b[t], vt + (16 * t + b_row) * kVS + n0 + b_col);
+        LdMatrixX4Trans(b[t], vt + (16 * t + b_row) * kVS + n0 + b_col);
       }
     }
     if (x + 1 < walk.with_u) n_next = stage(x + 1, d_next);
-    float u[kNt][4];
+    float u[2][4];
 #pragma unroll
-    for (int nt = 0; nt < kNt; ++nt) {
+    for (int nt = 0; nt < 2; ++nt) {
 #pragma unroll
       for (int e = 0; e < 4; ++e) u[nt][e] = 0.0f;
     }
 #pragma unroll
     for (int t = 0; t < kC / 16; ++t) {
       if (16 * t < n) {
-#pragma unroll
-        for (int nt = 0; nt < kNt; ++nt) Mma(u[nt], a[t], b[t][2 * nt], b[t][2 * nt + 1]);
+        Mma(u[0], a[t], b[t][0], b[t][1]);
+        Mma(u[1], a[t], b[t][2], b[t][3]);
       }
     }
 #pragma unroll
-    for (int nt = 0; nt < kNt; ++nt) {
+    for (int nt = 0; nt < 2; ++nt) {
 #pragma unroll
       for (int e = 0; e < 4; ++e) s[nt][e] = fmaf(d[e / 2], s[nt][e], u[nt][e]);
     }
@@ -471,7 +452,7 @@ __global__ void __launch_bounds__(32 * kWarps)
   }
   if (walk.out != nullptr) {
 #pragma unroll
-    for (int nt = 0; nt < kNt; ++nt) {
+    for (int nt = 0; nt < 2; ++nt) {
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const int row = kb + m0 + grp + 8 * (e / 2), col = vb + n0 + 8 * nt + 2 * tig + e % 2;
@@ -1112,35 +1093,21 @@ cudaError_t LaunchStatesMma(const VT* k, const float* G, DecayLayout g_layout, c
     }
   }
   if (fused) {
-    const dim3 grid(StateSeqs(pack) * CeilDiv(dk, kFusedKT) * CeilDiv(dv, kVT), heads);
-    int device = 0, sms = 0;
-    cudaError_t err = cudaGetDevice(&device);
-    if (err == cudaSuccess) err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
-    if (err != cudaSuccess) return err;
-    // Two 8-warp blocks an SM cover each other's waits. A grid of at most one block an SM
-    // takes 16 warps a block instead (registers allow one such block an SM, so a larger
-    // grid would need a second wave).
-    const bool wide = static_cast<int64_t>(grid.x) * grid.y <= sms;
-    auto launch = [&](auto kernel, int warps) -> cudaError_t {
+    auto launch = [&](auto kernel) -> cudaError_t {
       constexpr size_t smem = FusedStatesSmem<VT>();
       cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                              static_cast<int>(smem));
       if (err != cudaSuccess) return err;
-      kernel<<<grid, 32 * warps, smem, stream>>>(k, G, v, pack, heads, dk, dv, state_ptrs, out_ptrs,
-                                                 layer_offset, single,
-                                                 static_cast<bf16*>(chunk_room));
+      dim3 grid(StateSeqs(pack) * CeilDiv(dk, kFusedKT) * CeilDiv(dv, kVT), heads);
+      kernel<<<grid, kFusedThreads, smem, stream>>>(k, G, v, pack, heads, dk, dv, state_ptrs,
+                                                    out_ptrs, layer_offset, single,
+                                                    static_cast<bf16*>(chunk_room));
       return cudaGetLastError();
     };
-    auto launch_warps = [&](auto decay) -> cudaError_t {
-      constexpr bool kHeadDecay = decltype(decay)::value;
-      return wide ? launch(ChunkStatesFusedMmaKernel<VT, kHeadDecay, kFusedWarpsWide>,
-                           kFusedWarpsWide)
-                  : launch(ChunkStatesFusedMmaKernel<VT, kHeadDecay, kFusedWarps>, kFusedWarps);
-    };
     if constexpr (std::is_same_v<VT, bf16>) {
-      if (head_decay) return launch_warps(std::true_type{});
+      if (head_decay) return launch(ChunkStatesFusedMmaKernel<VT, true>);
     }
-    return launch_warps(std::false_type{});
+    return launch(ChunkStatesFusedMmaKernel<VT, false>);
   }
   const size_t smem = LocalStateMmaSmem(dk);
   cudaError_t err =

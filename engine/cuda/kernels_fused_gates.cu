@@ -57,7 +57,7 @@ struct alignas(sizeof(T) * N) Values {
 
 // Grid (chunks, dim / 128), block (128 / kVec, 4 kVec): thread (x, y) computes the gates of
 // channels kVec x .. kVec x + kVec - 1 of the block on rows y, y + 4 kVec, ... of the chunk
-// inside the block of rows (all loads in flight; kVec = 4 where dim allows: one 4-value
+// inside the block of rows (all loads in flight; kVec = 2 where dim is even: one 2-value
 // access a tensor a row; the per-row maths is Hgrn2GatesKernel's) and leaves the log gates
 // in shared memory; then the y = 0 threads sum them down the rows in order, each
 // continuing from the cumulative g the previous block of rows left, as one thread walking
@@ -78,7 +78,7 @@ __global__ void __launch_bounds__(kHgrn2Threads)
   const int t0 = ChunkRow0(pack, ch);
   const int begin = max(t0, r0), end = min(t0 + ChunkRows(pack, ch), r0 + n);
   if (begin >= end) return;   // the whole block returns together
-  const bool live = c < dim;  // dim is a multiple of kVec, so c + kVec - 1 < dim too
+  const bool live = c < dim;  // kVec = 2: dim is even, so c + 1 < dim too
   const bool has_lb = lower_bound != nullptr;
   if (live) {
     float lb[kVec];
@@ -190,13 +190,11 @@ cudaError_t Hgrn2GatesChunkCumsum(const void* qfi, int r0, int n, const PackView
                                   Act qkv_act, cudaStream_t stream) {
   if (pack.num_chunks == 0 || n == 0) return cudaSuccess;
   dim3 grid(pack.num_chunks, (dim + kHgrn2Channels - 1) / kHgrn2Channels);
-  // Four channels a thread where dim allows (every real model), else pairs, else one.
-  HG_DISPATCH_ACT(qkv_act, dim % 4 == 0   ? LaunchHgrn2Gates<T, 4>(grid, qfi, r0, n, pack, dim,
-                                                                   lower_bound, q, k, g, v, stream)
-                           : dim % 2 == 0 ? LaunchHgrn2Gates<T, 2>(grid, qfi, r0, n, pack, dim,
-                                                                   lower_bound, q, k, g, v, stream)
-                                          : LaunchHgrn2Gates<T, 1>(grid, qfi, r0, n, pack, dim,
-                                                                   lower_bound, q, k, g, v, stream));
+  // Pairs of channels where dim is even (every real model), single channels otherwise.
+  HG_DISPATCH_ACT(qkv_act, dim % 2 == 0 ? LaunchHgrn2Gates<T, 2>(grid, qfi, r0, n, pack, dim,
+                                                                 lower_bound, q, k, g, v, stream)
+                                        : LaunchHgrn2Gates<T, 1>(grid, qfi, r0, n, pack, dim,
+                                                                 lower_bound, q, k, g, v, stream));
   return cudaGetLastError();
 }
 
