@@ -10,16 +10,42 @@
 
 namespace hgeval::cuda {
 
+// The gate functions in two precisions. Accurate (kFast false): the CUDA maths library's
+// expf / logf and IEEE division, what fp32 mode computes. Fast: the hardware approximations
+// (__expf, __logf, __fdividef; a few fp32 ulp, the log's error absolute near 1), for bf16
+// mode's packs, whose q and k are then rounded to bf16 and whose G enters the kernels only
+// through exponents of differences: the accurate forms cost ≈ 80 instructions a channel
+// and left the gate kernel bound by issue, not bytes (performance log entry 31).
+template <bool kFast>
+__device__ __forceinline__ float GateSigmoid(float x) {
+  return kFast ? __fdividef(1.0f, 1.0f + __expf(-x)) : Sigmoid(x);
+}
+template <bool kFast>
+__device__ __forceinline__ float GateSilu(float x) {
+  return kFast ? __fdividef(x, 1.0f + __expf(-x)) : Silu(x);
+}
+template <bool kFast>
+__device__ __forceinline__ float GateLog(float x) {
+  return kFast ? __logf(x) : logf(x);
+}
+// log(sigmoid(x)) = min(x, 0) - log(1 + e^{-|x|}); the fast form drops log1p's accuracy
+// below 1e-7, an absolute error that size.
+template <bool kFast>
+__device__ __forceinline__ float GateLogSigmoid(float x) {
+  return kFast ? fminf(x, 0.0f) - __logf(1.0f + __expf(-fabsf(x))) : LogSigmoid(x);
+}
+
 // HGRN2's key (1 - forget gate, lower-bounded) and log forget gate from f; has_lb false:
 // no lower bound (lb unused).
+template <bool kFast = false>
 __device__ __forceinline__ void Hgrn2KeyAndLogGate(float f, bool has_lb, float lb, float* key,
                                                    float* log_gate) {
   if (has_lb) {
-    *key = (1.0f - lb) * Sigmoid(-f);
-    *log_gate = logf(lb + (1.0f - lb) * Sigmoid(f));
+    *key = (1.0f - lb) * GateSigmoid<kFast>(-f);
+    *log_gate = GateLog<kFast>(lb + (1.0f - lb) * GateSigmoid<kFast>(f));
   } else {
-    *key = Sigmoid(-f);
-    *log_gate = LogSigmoid(f);
+    *key = GateSigmoid<kFast>(-f);
+    *log_gate = GateLogSigmoid<kFast>(f);
   }
 }
 

@@ -1,4 +1,6 @@
 // Gate kernels fused with the chunk-local cumsum (kernels_fused_gates.h).
+#include <type_traits>
+
 #include "engine/cuda/chunk_pack.cuh"
 #include "engine/cuda/gate_maths.cuh"
 #include "engine/cuda/kernel_util.cuh"
@@ -58,8 +60,9 @@ struct alignas(sizeof(T) * N) Values {
 // Grid (chunks, dim / 128), block (128 / kVec, 4 kVec): thread (x, y) computes the gates of
 // channels kVec x .. kVec x + kVec - 1 of the block on rows y, y + 4 kVec, ... of the chunk
 // inside the block of rows (all loads in flight; kVec = 2 where dim is even: one 2-value
-// access a tensor a row; the per-row maths is Hgrn2GatesKernel's) and leaves the log gates
-// in shared memory; then the y = 0 threads sum them down the rows in order, each
+// access a tensor a row; the per-row maths is Hgrn2GatesKernel's in fp32, the fast forms of
+// gate_maths.cuh in bf16) and leaves the log gates in shared memory; then the y = 0
+// threads sum them down the rows in order, each
 // continuing from the cumulative g the previous block of rows left, as one thread walking
 // the rows did. qfi is read and q, k and v are written as T.
 template <typename T, int kVec>
@@ -69,6 +72,7 @@ __global__ void __launch_bounds__(kHgrn2Threads)
                                 T* __restrict__ k, float* __restrict__ g, T* __restrict__ v) {
   using Vt = Values<T, kVec>;
   using Vf = Values<float, kVec>;
+  constexpr bool kFast = std::is_same_v<T, bf16>;  // bf16 mode: the fast gate maths
   constexpr int kRowGroups = kHgrn2Threads / (kHgrn2Channels / kVec);
   __shared__ float log_gate[kGlaChunk][kHgrn2Channels];
   const int ch = blockIdx.x;
@@ -95,8 +99,9 @@ __global__ void __launch_bounds__(kHgrn2Threads)
 #pragma unroll
       for (int e = 0; e < kVec; ++e) {
         float key;
-        Hgrn2KeyAndLogGate(ToF(fv.x[e]), has_lb, lb[e], &key, &log_gate[r - begin][cx + e]);
-        qo.x[e] = FromF<T>(Silu(ToF(qv.x[e])));
+        Hgrn2KeyAndLogGate<kFast>(ToF(fv.x[e]), has_lb, lb[e], &key,
+                                  &log_gate[r - begin][cx + e]);
+        qo.x[e] = FromF<T>(GateSilu<kFast>(ToF(qv.x[e])));
         ko.x[e] = FromF<T>(key);
         vo.x[e] = FromF<T>(ToF(iv.x[e]));
       }

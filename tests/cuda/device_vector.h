@@ -63,16 +63,20 @@ inline std::vector<uint16_t> RoundedBf16Bits(const std::vector<float>& x) {
   return bits;
 }
 
-// Each value rounded to the nearest bf16, held as fp32 (exactly what a kernel widening
-// those bf16 bits reads).
-inline std::vector<float> RoundedToBf16(const std::vector<float>& x) {
-  const std::vector<uint16_t> bits = RoundedBf16Bits(x);
-  std::vector<float> out(x.size());
-  for (size_t i = 0; i < x.size(); ++i) {
+// bf16 bits widened to fp32 (exact).
+inline std::vector<float> WidenedBf16(const std::vector<uint16_t>& bits) {
+  std::vector<float> out(bits.size());
+  for (size_t i = 0; i < bits.size(); ++i) {
     const uint32_t u = static_cast<uint32_t>(bits[i]) << 16;
     std::memcpy(&out[i], &u, sizeof(u));
   }
   return out;
+}
+
+// Each value rounded to the nearest bf16, held as fp32 (exactly what a kernel widening
+// those bf16 bits reads).
+inline std::vector<float> RoundedToBf16(const std::vector<float>& x) {
+  return WidenedBf16(RoundedBf16Bits(x));
 }
 
 }  // namespace hgeval::cuda
