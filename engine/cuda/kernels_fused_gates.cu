@@ -10,8 +10,9 @@ namespace hgeval::cuda {
 namespace {
 
 // Grid (chunks, heads); thread c < e owns channel c of its head on every row of the chunk.
-// The per-row maths is TnlGatesKernel's; the decay sum runs down the chunk's rows from 0
-// as ChunkCumsumKernel's does. q, k and v are written as T (bf16: rounded to nearest).
+// The per-row maths is TnlGatesKernel's (bf16: its activation in the fast form of
+// gate_maths.cuh); the decay sum runs down the chunk's rows from 0 as ChunkCumsumKernel's
+// does. q, k and v are written as T (bf16: rounded to nearest).
 // head_g: g is [rows, heads], written by thread 0 (every thread's sum is the same float).
 template <typename T>
 __global__ void TnlGatesChunkCumsumKernel(const T* __restrict__ proj, PackView pack, int heads,
@@ -20,6 +21,7 @@ __global__ void TnlGatesChunkCumsumKernel(const T* __restrict__ proj, PackView p
                                           const float* __restrict__ log_decay, bool head_g,
                                           T* __restrict__ q, T* __restrict__ k,
                                           float* __restrict__ g, T* __restrict__ v) {
+  constexpr bool kFast = std::is_same_v<T, bf16>;
   const int ch = blockIdx.x, h = blockIdx.y, c = threadIdx.x;
   if (c >= e) return;
   const int t0 = ChunkRow0(pack, ch);
@@ -33,7 +35,7 @@ __global__ void TnlGatesChunkCumsumKernel(const T* __restrict__ proj, PackView p
   for (int j = 0; j < n; ++j) {
     const int64_t r = t0 + j;
     const T* row = proj + r * 4 * dim;
-    const float qv = Silu(ToF(row[hc])), kv = Silu(ToF(row[dim + hc]));
+    const float qv = GateSilu<kFast>(ToF(row[hc])), kv = GateSilu<kFast>(ToF(row[dim + hc]));
     const int64_t qk = (r * heads + h) * dk;
     TnlQk(qv, kv, theta != nullptr, th, theta != nullptr ? positions[r] : 0, e, dk, c, q + qk,
           k + qk);
@@ -124,14 +126,15 @@ __global__ void __launch_bounds__(kHgrn2Threads)
   }
 }
 
-// Grid (chunks, heads); threads over max(dk, dv) channels. GlaGatesKernel's maths per row;
-// q, k and v are written as T.
+// Grid (chunks, heads); threads over max(dk, dv) channels. GlaGatesKernel's maths per row
+// (bf16: the log-sigmoid in the fast form of gate_maths.cuh); q, k and v are written as T.
 template <typename T>
 __global__ void GlaGatesChunkCumsumKernel(
     const float* __restrict__ proj, int64_t proj_ld, int64_t k_off, int64_t v_off,
     const float* __restrict__ gk, const float* __restrict__ gk_bias, PackView pack, int heads,
     int kv_heads, int dk, int dv, float normalizer, bool has_clamp, float clamp_min,
     T* __restrict__ q, T* __restrict__ k, float* __restrict__ g, T* __restrict__ v) {
+  constexpr bool kFast = std::is_same_v<T, bf16>;
   const int ch = blockIdx.x, h = blockIdx.y;
   const int group = heads / kv_heads;
   const int hk = h / group;
@@ -147,7 +150,7 @@ __global__ void GlaGatesChunkCumsumKernel(
       const int64_t o = (r * heads + h) * dk + c;
       q[o] = FromF<T>(row[static_cast<int64_t>(h) * dk + c]);
       k[o] = FromF<T>(row[k_off + static_cast<int64_t>(hk) * dk + c]);
-      float gv = LogSigmoid(gk[r * kdim_kv + hk * dk + c] + bias) / normalizer;
+      float gv = GateLogSigmoid<kFast>(gk[r * kdim_kv + hk * dk + c] + bias) / normalizer;
       if (has_clamp) gv = fmaxf(gv, clamp_min);
       acc += gv;
       g[o] = acc;
