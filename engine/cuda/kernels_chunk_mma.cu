@@ -273,7 +273,8 @@ __global__ void __launch_bounds__(kFusedThreads)
   // kr + 32 i and 4 value columns (vq) of rows vr + 16 i. The trip counts are constants
   // (the block is kFusedThreads), so the loops unroll with no remainder code.
   constexpr int kKeyQuads = kFusedKT / 4, kValueQuads = kVT / 4;
-  constexpr int kKeyRowStep = kFusedThreads / kKeyQuads, kValueRowStep = kFusedThreads / kValueQuads;
+  constexpr int kKeyRowStep = kFusedThreads / kKeyQuads,
+                kValueRowStep = kFusedThreads / kValueQuads;
   static_assert(kC % kKeyRowStep == 0 && kC % kValueRowStep == 0);
   const int kr = tid / kKeyQuads, kq = 4 * (tid % kKeyQuads);
   const int vr = tid / kValueQuads, vq = 4 * (tid % kValueQuads);
@@ -282,13 +283,19 @@ __global__ void __launch_bounds__(kFusedThreads)
   const int64_t k_off = kr * kstride + static_cast<int64_t>(h) * dk + kb + kq;
   const int64_t v_off = vr * vstride + static_cast<int64_t>(h) * dv + vb + vq;
 
+  // Stage x's regions: G, raw k, then v.
+  auto stage_g = [&](int x) {
+    return reinterpret_cast<float*>(smem + (x % kFusedStages) * kStage);
+  };
+  auto stage_k = [&](int x) { return reinterpret_cast<VT*>(stage_g(x) + kC * kFusedKT); };
+  auto stage_v = [&](int x) { return stage_k(x) + kC * kFusedKT; };
+
   // Chunk x's raw k and G (rows past its end and keys past dk not read: masked when
   // staged) and v (zeros past the end up to the 16-row step the mma reads, and past dv).
   auto issue = [&](int x) {
-    unsigned char* base = smem + (x % kFusedStages) * kStage;
-    float* sg = reinterpret_cast<float*>(base);
-    VT* sk = reinterpret_cast<VT*>(sg + kC * kFusedKT);
-    VT* sv = sk + kC * kFusedKT;
+    float* sg = stage_g(x);
+    VT* sk = stage_k(x);
+    VT* sv = stage_v(x);
     constexpr int vss = kF32Values ? kVT : kVS;
     const int t0 = ChunkRow0(pack, walk.first + x), n = min(kC, row_end - t0);
     if (tid == 0) stage_rows[x % kFusedStages] = n;
@@ -336,10 +343,9 @@ __global__ void __launch_bounds__(kFusedThreads)
   // Chunk x's operands into buffer x % 2: k exp(G_last - G) (and fp32 v) as bf16, exactly
   // as the two-pass local-state kernel stages them. Returns the chunk's rows and sets d to
   // this thread's rows' decays exp(G_last).
-  auto stage = [&](int x, float (&d)[2]) {
-    const unsigned char* base = smem + (x % kFusedStages) * kStage;
-    const float* sg = reinterpret_cast<const float*>(base);
-    const VT* sk = reinterpret_cast<const VT*>(sg + kC * kFusedKT);
+  auto stage = [&](int x, float(&d)[2]) {
+    const float* sg = stage_g(x);
+    const VT* sk = stage_k(x);
     bf16* kd = kd_of(x % 2);
     const int n = stage_rows[x % kFusedStages];
     const float* glast = sg + (n - 1) * (kHeadDecay ? 1 : kFusedKT);
@@ -357,7 +363,7 @@ __global__ void __launch_bounds__(kFusedThreads)
       St4Bf16(kd + j * kFusedKds + kq, val);
     }
     if constexpr (kF32Values) {
-      const float* sv = reinterpret_cast<const float*>(sk + kC * kFusedKT);
+      const float* sv = stage_v(x);
       bf16* vs = kd + kC * kFusedKds;
 #pragma unroll
       for (int i = 0; i < kC / kValueRowStep; ++i) {
@@ -415,10 +421,8 @@ __global__ void __launch_bounds__(kFusedThreads)
     CpAsyncCommit();
     // Chunk x's fragments first, so their loads are in flight while chunk x + 1 stages.
     const bf16* kd = kd_of(x % 2);
-    const bf16* vt = kF32Values ? kd + kC * kFusedKds
-                                : reinterpret_cast<const bf16*>(
-                                      smem + (x % kFusedStages) * kStage +
-                                      (sizeof(float) + sizeof(VT)) * kC * kFusedKT);
+    // v as the mma reads it: the staged buffer for fp32 v, the stage itself for bf16.
+    const bf16* vt = kF32Values ? kd + kC * kFusedKds : reinterpret_cast<const bf16*>(stage_v(x));
     uint32_t a[kC / 16][4], b[kC / 16][4];
 #pragma unroll
     for (int t = 0; t < kC / 16; ++t) {

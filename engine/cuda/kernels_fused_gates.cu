@@ -101,8 +101,7 @@ __global__ void __launch_bounds__(kHgrn2Threads)
 #pragma unroll
       for (int e = 0; e < kVec; ++e) {
         float key;
-        Hgrn2KeyAndLogGate<kFast>(ToF(fv.x[e]), has_lb, lb[e], &key,
-                                  &log_gate[r - begin][cx + e]);
+        Hgrn2KeyAndLogGate<kFast>(ToF(fv.x[e]), has_lb, lb[e], &key, &log_gate[r - begin][cx + e]);
         qo.x[e] = FromF<T>(GateSilu<kFast>(ToF(qv.x[e])));
         ko.x[e] = FromF<T>(key);
         vo.x[e] = FromF<T>(ToF(iv.x[e]));

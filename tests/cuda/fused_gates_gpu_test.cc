@@ -43,11 +43,10 @@ void ExpectSameGates(Dev<float>& q0, Dev<float>& k0, Dev<float>& g0, Dev<float>&
 // within 1e-6 per row summed (at most 64) plus 1e-6 relative of the fp32 one (TNL's,
 // a sum of constants, is the same floats).
 void ExpectFastBf16Gates(Dev<float>& q1, Dev<float>& k1, Dev<float>& g1, Dev<float>& v1,
-                         Dev<uint16_t>& q2, Dev<uint16_t>& k2, Dev<float>& g2,
-                         Dev<uint16_t>& v2) {
+                         Dev<uint16_t>& q2, Dev<uint16_t>& k2, Dev<float>& g2, Dev<uint16_t>& v2) {
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  auto expect_near_rounding = [](const std::vector<float>& exact,
-                                 const std::vector<uint16_t>& bits, const char* what) {
+  auto expect_near_rounding = [](const std::vector<float>& exact, const std::vector<uint16_t>& bits,
+                                 const char* what) {
     const std::vector<float> got = WidenedBf16(bits);
     size_t bad = 0;
     for (size_t i = 0; i < exact.size(); ++i) {
