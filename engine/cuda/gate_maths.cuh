@@ -5,6 +5,7 @@
 #define HGEVAL_ENGINE_CUDA_GATE_MATHS_CUH_
 
 #include <cstdint>
+#include <type_traits>
 
 #include "engine/cuda/kernel_util.cuh"
 
@@ -16,6 +17,10 @@ namespace hgeval::cuda {
 // mode's packs, whose q and k are then rounded to bf16 and whose G enters the kernels only
 // through exponents of differences: the accurate forms cost ≈ 80 instructions a channel
 // and left the gate kernel bound by issue, not bytes (performance log entry 31).
+// The one rule for which form a gate kernel takes: fast where its operands are bf16.
+template <typename T>
+inline constexpr bool kFastGateMaths = std::is_same_v<T, bf16>;
+
 template <bool kFast>
 __device__ __forceinline__ float GateSigmoid(float x) {
   return kFast ? __fdividef(1.0f, 1.0f + __expf(-x)) : Sigmoid(x);

@@ -1,6 +1,4 @@
 // Gate kernels fused with the chunk-local cumsum (kernels_fused_gates.h).
-#include <type_traits>
-
 #include "engine/cuda/chunk_pack.cuh"
 #include "engine/cuda/gate_maths.cuh"
 #include "engine/cuda/kernel_util.cuh"
@@ -21,7 +19,7 @@ __global__ void TnlGatesChunkCumsumKernel(const T* __restrict__ proj, PackView p
                                           const float* __restrict__ log_decay, bool head_g,
                                           T* __restrict__ q, T* __restrict__ k,
                                           float* __restrict__ g, T* __restrict__ v) {
-  constexpr bool kFast = std::is_same_v<T, bf16>;
+  constexpr bool kFast = kFastGateMaths<T>;
   const int ch = blockIdx.x, h = blockIdx.y, c = threadIdx.x;
   if (c >= e) return;
   const int t0 = ChunkRow0(pack, ch);
@@ -64,9 +62,9 @@ struct alignas(sizeof(T) * N) Values {
 // inside the block of rows (all loads in flight; kVec = 2 where dim is even: one 2-value
 // access a tensor a row; the per-row maths is Hgrn2GatesKernel's in fp32, the fast forms of
 // gate_maths.cuh in bf16) and leaves the log gates in shared memory; then the y = 0
-// threads sum them down the rows in order, each
-// continuing from the cumulative g the previous block of rows left, as one thread walking
-// the rows did. qfi is read and q, k and v are written as T.
+// threads sum them down the rows in order, each continuing from the cumulative g the
+// previous block of rows left, as one thread walking the rows did. qfi is read and q, k and
+// v are written as T.
 template <typename T, int kVec>
 __global__ void __launch_bounds__(kHgrn2Threads)
     Hgrn2GatesChunkCumsumKernel(const T* __restrict__ qfi, int r0, int n, PackView pack, int dim,
@@ -74,7 +72,7 @@ __global__ void __launch_bounds__(kHgrn2Threads)
                                 T* __restrict__ k, float* __restrict__ g, T* __restrict__ v) {
   using Vt = Values<T, kVec>;
   using Vf = Values<float, kVec>;
-  constexpr bool kFast = std::is_same_v<T, bf16>;  // bf16 mode: the fast gate maths
+  constexpr bool kFast = kFastGateMaths<T>;
   constexpr int kRowGroups = kHgrn2Threads / (kHgrn2Channels / kVec);
   __shared__ float log_gate[kGlaChunk][kHgrn2Channels];
   const int ch = blockIdx.x;

@@ -40,12 +40,16 @@ int64_t EstimatedPlanBytes(const JobShardPlan& plan) {
   return bytes;
 }
 
-std::shared_ptr<const JobShardPlan> JobShardPlanCache::Find(const std::string& key) const {
-  absl::MutexLock lock(&mu_);
+std::shared_ptr<const JobShardPlan> JobShardPlanCache::FindLocked(const std::string& key) const {
   for (const Entry& entry : entries_) {
     if (entry.key == key) return entry.plan;
   }
   return nullptr;
+}
+
+std::shared_ptr<const JobShardPlan> JobShardPlanCache::Find(const std::string& key) const {
+  absl::MutexLock lock(&mu_);
+  return FindLocked(key);
 }
 
 struct JobShardPlanCache::Flight {
@@ -59,9 +63,7 @@ JobShardPlanCache::PlanOrError JobShardPlanCache::FindOrCompute(
   bool computes = false;
   {
     absl::MutexLock lock(&mu_);
-    for (const Entry& entry : entries_) {
-      if (entry.key == key) return entry.plan;
-    }
+    if (std::shared_ptr<const JobShardPlan> cached = FindLocked(key)) return cached;
     std::shared_ptr<Flight>& slot = flights_[key];
     if (slot == nullptr) {
       slot = std::make_shared<Flight>();

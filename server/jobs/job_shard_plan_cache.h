@@ -50,6 +50,8 @@ class JobShardPlanCache {
     int64_t bytes = 0;
   };
   struct Flight;  // a plan being computed, and the callers' wait for it
+  std::shared_ptr<const JobShardPlan> FindLocked(const std::string& key) const
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
   const int64_t max_bytes_;
   const size_t max_plans_;
   mutable absl::Mutex mu_;
