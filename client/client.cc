@@ -12,6 +12,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 
 namespace hgeval::client {
@@ -74,6 +75,18 @@ absl::StatusOr<std::string> ChannelTarget(const std::vector<std::string>& server
                     : absl::StrCat("ipv4:", absl::StrJoin(v4, ","));
 }
 
+std::vector<std::string> ListedAddressTargets(const std::string& target) {
+  std::vector<std::string> targets;
+  for (const absl::string_view scheme : {"ipv4:", "ipv6:"}) {
+    if (!absl::StartsWith(target, scheme)) continue;
+    const std::vector<absl::string_view> addresses =
+        absl::StrSplit(absl::string_view(target).substr(scheme.size()), ',');
+    if (addresses.size() < 2) break;
+    for (absl::string_view address : addresses) targets.push_back(absl::StrCat(scheme, address));
+  }
+  return targets;
+}
+
 absl::StatusOr<std::unique_ptr<Client>> Client::Connect(const ClientOptions& options) {
   absl::StatusOr<std::string> target = ChannelTarget(options.servers);
   if (!target.ok()) return target.status();
@@ -106,6 +119,10 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Connect(const ClientOptions& opt
   args.SetLoadBalancingPolicyName("round_robin");
   client->channel_ = grpc::CreateCustomChannel(client->target_, credentials, args);
   client->models_ = v1::ModelService::NewStub(client->channel_);
+  for (const std::string& address : ListedAddressTargets(client->target_)) {
+    client->part_models_.push_back(
+        v1::ModelService::NewStub(grpc::CreateCustomChannel(address, credentials, args)));
+  }
   client->jobs_ = v1::JobService::NewStub(client->channel_);
   client->health_ = grpc::health::v1::Health::NewStub(client->channel_);
   return client;
@@ -170,6 +187,25 @@ absl::StatusOr<v1::ClassifyResponse> Client::Classify(const v1::ClassifyRequest&
   return response;
 }
 
+template <typename Response, typename Request, typename Call>
+absl::StatusOr<Response> Client::SendPart(size_t index, const Request& part, Call call) {
+  Response response;
+  if (!part_models_.empty()) {
+    grpc::ClientContext context;
+    Prepare(context);
+    grpc::Status status =
+        call(*part_models_[index % part_models_.size()], &context, part, &response);
+    if (status.ok()) return response;
+    if (status.error_code() != grpc::StatusCode::UNAVAILABLE) return FromGrpc(status);
+    response.Clear();
+  }
+  grpc::ClientContext context;
+  Prepare(context);
+  grpc::Status status = call(*models_, &context, part, &response);
+  if (!status.ok()) return FromGrpc(status);
+  return response;
+}
+
 absl::StatusOr<v1::LoglikelihoodResponse> Client::Loglikelihood(
     const v1::LoglikelihoodRequest& request) {
   const int64_t n = request.pairs_size();
@@ -192,16 +228,14 @@ absl::StatusOr<v1::LoglikelihoodResponse> Client::Loglikelihood(
     for (int64_t i = s * shard; i < std::min(n, (s + 1) * shard); ++i) {
       *part.add_pairs() = request.pairs(static_cast<int>(i));
     }
-    futures.push_back(
-        std::async(std::launch::async,
-                   [this, part = std::move(part)]() -> absl::StatusOr<v1::LoglikelihoodResponse> {
-                     grpc::ClientContext context;
-                     Prepare(context);
-                     v1::LoglikelihoodResponse response;
-                     grpc::Status status = models_->Loglikelihood(&context, part, &response);
-                     if (!status.ok()) return FromGrpc(status);
-                     return response;
-                   }));
+    futures.push_back(std::async(std::launch::async, [this, s, part = std::move(part)] {
+      return SendPart<v1::LoglikelihoodResponse>(
+          static_cast<size_t>(s), part,
+          [](v1::ModelService::Stub& stub, grpc::ClientContext* context,
+             const v1::LoglikelihoodRequest& request, v1::LoglikelihoodResponse* response) {
+            return stub.Loglikelihood(context, request, response);
+          });
+    }));
   }
   v1::LoglikelihoodResponse merged;
   absl::Status first_error;
@@ -230,16 +264,15 @@ absl::StatusOr<v1::LoglikelihoodRollingResponse> Client::LoglikelihoodRolling(
       *part.add_inputs() = request.inputs(i);
     }
     if (part.inputs_size() == 0 && n > 0) continue;
-    futures.push_back(std::async(
-        std::launch::async,
-        [this, part = std::move(part)]() -> absl::StatusOr<v1::LoglikelihoodRollingResponse> {
-          grpc::ClientContext context;
-          Prepare(context);
-          v1::LoglikelihoodRollingResponse response;
-          grpc::Status status = models_->LoglikelihoodRolling(&context, part, &response);
-          if (!status.ok()) return FromGrpc(status);
-          return response;
-        }));
+    futures.push_back(std::async(std::launch::async, [this, s, part = std::move(part)] {
+      return SendPart<v1::LoglikelihoodRollingResponse>(
+          s, part,
+          [](v1::ModelService::Stub& stub, grpc::ClientContext* context,
+             const v1::LoglikelihoodRollingRequest& request,
+             v1::LoglikelihoodRollingResponse* response) {
+            return stub.LoglikelihoodRolling(context, request, response);
+          });
+    }));
   }
   v1::LoglikelihoodRollingResponse merged;
   for (auto& f : futures) {

@@ -1,8 +1,9 @@
 // A small C++ client for hgeval-server: model calls, jobs (with re-watching after dropped
 // connections) and health checks, over one gRPC channel. Several servers (a list, or a
 // dns:/// name resolving to many) are one channel under gRPC's round_robin policy: each
-// call goes to the next ready server, and calls avoid servers that went away. Every call
-// returns absl::Status with the server's code and message.
+// call goes to the next ready server, and calls avoid servers that went away. The parts of a
+// large request go to the listed servers in turn. Every call returns absl::Status with the
+// server's code and message.
 #ifndef HGEVAL_CLIENT_CLIENT_H_
 #define HGEVAL_CLIENT_CLIENT_H_
 
@@ -33,7 +34,7 @@ struct ClientOptions {
   // Per-call deadline (0: none).
   absl::Duration timeout = absl::ZeroDuration();
   // Calls kept in flight at once for one large request (a Loglikelihood or rolling request
-  // is split into this many calls, which round_robin spreads over the servers). 0: the
+  // is split into this many calls, which go to the listed servers in turn). 0: the
   // number of addresses given (4 for a single dns:/// name).
   int parallel_calls = 0;
   // Pairs per call when a Loglikelihood request is split (0: split evenly over
@@ -46,6 +47,10 @@ absl::Status FromGrpc(const grpc::Status& status);
 // The channel target for `servers`: one entry as given; several host:port entries as one
 // ipv4:/ipv6: target (host names resolved here, once) that round_robin balances.
 absl::StatusOr<std::string> ChannelTarget(const std::vector<std::string>& servers);
+
+// The single-address targets of a balanced list target ("ipv4:a:1,b:2" gives "ipv4:a:1" and
+// "ipv4:b:2"); none for anything else (one address, a dns:/// name).
+std::vector<std::string> ListedAddressTargets(const std::string& target);
 
 class Client {
  public:
@@ -67,8 +72,8 @@ class Client {
   absl::StatusOr<hgeval::v1::TokenizeResponse> Tokenize(const hgeval::v1::TokenizeRequest& request);
   // LRA classification.
   absl::StatusOr<hgeval::v1::ClassifyResponse> Classify(const hgeval::v1::ClassifyRequest& request);
-  // Splits the pairs into contiguous parts sent as concurrent calls (which round_robin
-  // spreads over the servers) and merges the results in order.
+  // Splits the pairs into contiguous parts sent as concurrent calls (part i to the i-th
+  // listed server, round_robin for a dns:/// name) and merges the results in order.
   absl::StatusOr<hgeval::v1::LoglikelihoodResponse> Loglikelihood(
       const hgeval::v1::LoglikelihoodRequest& request);
   absl::StatusOr<hgeval::v1::LoglikelihoodRollingResponse> LoglikelihoodRolling(
@@ -111,6 +116,12 @@ class Client {
   // Fills in a finished job's results left out of its message (GetJobResults).
   absl::Status FetchResultsLeftOut(hgeval::v1::Job& job);
 
+  // Sends part `index` of a split request to the listed server it falls to, or, where
+  // there is no list or that server cannot be reached (UNAVAILABLE), over the balanced
+  // channel, which avoids servers that went away.
+  template <typename Response, typename Request, typename Call>
+  absl::StatusOr<Response> SendPart(size_t index, const Request& part, Call call);
+
   explicit Client(ClientOptions options) : options_(std::move(options)) {}
 
   ClientOptions options_;
@@ -118,6 +129,10 @@ class Client {
   int parallel_calls_ = 1;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<hgeval::v1::ModelService::Stub> models_;
+  // One channel per address of a host:port list. The parts of a split request go to them
+  // in turn, so every listed server gets its share; round_robin alone sends everything to
+  // whichever connection came up first until the others are ready.
+  std::vector<std::unique_ptr<hgeval::v1::ModelService::Stub>> part_models_;
   std::unique_ptr<hgeval::v1::JobService::Stub> jobs_;
   std::unique_ptr<grpc::health::v1::Health::Stub> health_;
 };

@@ -58,8 +58,8 @@ ABSL_FLAG(int64_t, shard_requests, 0,
           "run: requests per shard of the job (a range of a task's docs) that the servers "
           "sharing its store claim one at a time; 0: about 1/64 of the job; at least 32.");
 ABSL_FLAG(bool, local, false,
-          "run: evaluate the tasks in this client, its model calls spread over the --server "
-          "replicas by round_robin (default: a server job, which a fleet sharing a store "
+          "run: evaluate the tasks in this client, its model calls split over the --server "
+          "replicas (default: a server job, which a fleet sharing a store "
           "splits into shards).");
 ABSL_FLAG(double, wait, 0, "health: wait up to this many seconds for SERVING.");
 

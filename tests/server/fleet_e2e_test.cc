@@ -216,11 +216,10 @@ TEST(FleetTest, ThreeServersShareAPostgresStoreAndSurviveAKilledServer) {
   EXPECT_EQ(Comparable(cli_json), Comparable(reference.results_json()));
   EXPECT_EQ(nlohmann::json::parse(cli_json)["hgeval_job"]["requests_computed"], 0);
 
-  // `--local` over the same list: the client's Loglikelihood calls are spread over both
-  // servers by round_robin (each logs calls), and the numbers equal the job's. Two tasks,
-  // so two calls one after the other: the parts of a call sent before the second
-  // replica's connection is up all go to the first (on a loaded machine a one-call run
-  // could miss a replica), and the next call's parts reach both.
+  // `--local` over the same list: each Loglikelihood call is split into parts sent to the
+  // listed servers in turn, so both log calls (under round_robin alone, parts sent before
+  // the second connection was up all went to the first: a loaded CI machine missed a
+  // replica), and the numbers equal the job's.
   const std::string local_results = dir + "/local-results.json";
   size_t calls_before[2];
   for (int i = 0; i < 2; ++i) {
