@@ -1,7 +1,8 @@
 // Gate kernels fused with the chunk-local cumsum (engine/cuda/kernels_fused_gates.h) against
-// the unfused pair they replace (the gate kernel, then ChunkLocalCumsumPacked): bitwise
-// equal q, k, g, v, over a pack of sequences whose chunks end short; and with v written
-// as bf16, q, k and v are the fp32 ones rounded to nearest and g keeps its bits.
+// the unfused pair they replace (the gate kernel, then ChunkLocalCumsumPacked): in fp32,
+// bitwise equal q, k, g, v over a pack of sequences whose chunks end short; with bf16
+// operands (the fast gate maths), within the bound ExpectFastBf16Gates states of the fp32
+// run.
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
