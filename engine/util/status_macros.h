@@ -8,9 +8,10 @@
 #define HG_STATUS_CONCAT_INNER(a, b) a##b
 #define HG_STATUS_CONCAT(a, b) HG_STATUS_CONCAT_INNER(a, b)
 
+// Not const, so the early return moves the status rather than copying it.
 #define HG_RETURN_IF_ERROR(expr)             \
   do {                                       \
-    const absl::Status hg_status_ = (expr);  \
+    absl::Status hg_status_ = (expr);        \
     if (!hg_status_.ok()) return hg_status_; \
   } while (0)
 
