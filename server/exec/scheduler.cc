@@ -5,6 +5,7 @@
 
 #include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "server/core/log.h"
 
 namespace hgeval::server {
@@ -13,8 +14,8 @@ namespace {
 
 constexpr char kQueueFullPayload[] = "hgeval.dev/queue-full";
 
-absl::Status QueueFull(std::string message) {
-  absl::Status status = absl::ResourceExhaustedError(std::move(message));
+absl::Status QueueFull(absl::string_view message) {
+  absl::Status status = absl::ResourceExhaustedError(message);
   status.SetPayload(kQueueFullPayload, absl::Cord("1"));
   return status;
 }
@@ -149,7 +150,7 @@ void ModelScheduler::Loop() {
       }
       FinishWork(*work, status);
     }
-    if (!score_round.empty()) RunScoreRound(std::move(score_round));
+    if (!score_round.empty()) RunScoreRound(score_round);
     StepReuseWork();
     if (!live_.empty()) RunDecodeStep();
   }
@@ -192,7 +193,7 @@ void ModelScheduler::StepReuseWork() {
   }
 }
 
-void ModelScheduler::FinishReuseWork(absl::Status status) {
+void ModelScheduler::FinishReuseWork(const absl::Status& status) {
   std::shared_ptr<ScoreWork> work = std::move(reuse_.work);
   std::unique_ptr<PrefixScorer> scorer = std::move(reuse_.scorer);
   {
@@ -213,7 +214,7 @@ void ModelScheduler::FinishReuseWork(absl::Status status) {
   }
 }
 
-void ModelScheduler::RunScoreRound(std::vector<std::shared_ptr<ScoreWork>> works) {
+void ModelScheduler::RunScoreRound(const std::vector<std::shared_ptr<ScoreWork>>& works) {
   const absl::Time now = absl::Now();
   std::vector<std::shared_ptr<ScoreWork>> running;
   for (auto& work : works) {

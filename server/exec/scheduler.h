@@ -123,10 +123,10 @@ class ModelScheduler {
   };
 
   void Loop();
-  void RunScoreRound(std::vector<std::shared_ptr<ScoreWork>> works);
+  void RunScoreRound(const std::vector<std::shared_ptr<ScoreWork>>& works);
   // One unit of the context-reuse work in progress (starting the next queued one).
   void StepReuseWork();
-  void FinishReuseWork(absl::Status status);
+  void FinishReuseWork(const absl::Status& status);
   void RunDecodeStep();
   void Finish(LiveGeneration& live, absl::Status status);
 
