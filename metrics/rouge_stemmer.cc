@@ -135,7 +135,6 @@ std::string Step2(const std::string& w) {
   if (EndsWith(w, "alli") && PositiveMeasure(std::string_view(w).substr(0, w.size() - 4))) {
     return Step2(w.substr(0, w.size() - 4) + "al");
   }
-  const std::string word = w;
   return ApplyFirstMatchingRule(
       w, {{"ational", "ate", PositiveMeasure},
           {"tional", "tion", PositiveMeasure},
@@ -159,8 +158,8 @@ std::string Step2(const std::string& w) {
           {"biliti", "ble", PositiveMeasure},
           {"fulli", "ful", PositiveMeasure},
           // The 'l' of logi stays with the stem for the measure (geo-, theo-).
-          {"logi", "log", [word](std::string_view) {
-             return PositiveMeasure(std::string_view(word).substr(0, word.size() - 3));
+          {"logi", "log", [&w](std::string_view) {
+             return PositiveMeasure(std::string_view(w).substr(0, w.size() - 3));
            }}});
 }
 

@@ -44,9 +44,10 @@ bool IsWordChar(char32_t cp) {
            cp == '_';
   }
   if (utf8::IsPythonWhitespace(cp)) return false;
-  if (cp >= 0x80 && cp <= 0xBF)
+  if (cp >= 0x80 && cp <= 0xBF) {
     return cp == 0xAA || cp == 0xB2 || cp == 0xB3 || cp == 0xB5 || cp == 0xB9 || cp == 0xBA ||
            (cp >= 0xBC && cp <= 0xBE);
+  }
   if (cp == 0xD7 || cp == 0xF7) return false;
   if (cp >= 0x300 && cp <= 0x36F) return false;      // combining marks are not alphanumeric
   if (cp >= 0x2000 && cp <= 0x2BFF) return false;    // punctuation, symbols, arrows, ...

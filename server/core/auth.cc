@@ -30,7 +30,7 @@ absl::Status ValidateBearerToken(std::string_view token) {
   return absl::OkStatus();
 }
 
-BearerAuth::BearerAuth(std::string token) {
+BearerAuth::BearerAuth(const std::string& token) {
   if (!token.empty()) expected_digest_ = RawSha256("Bearer " + token);
 }
 

@@ -21,7 +21,7 @@ absl::Status ValidateBearerToken(std::string_view token);
 class BearerAuth {
  public:
   // An empty token disables authentication.
-  explicit BearerAuth(std::string token);
+  explicit BearerAuth(const std::string& token);
   bool enabled() const { return !expected_digest_.empty(); }
   // OK, or UNAUTHENTICATED saying whether the token was missing or wrong (a synchronous or
   // a callback call).

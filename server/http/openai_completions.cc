@@ -196,8 +196,9 @@ absl::StatusOr<CompletionRequest> ParseCompletionRequest(std::string_view body_t
       request.stop.push_back(stop.get<std::string>());
     } else if (stop.is_array()) {
       for (const Json& s : stop) {
-        if (!s.is_string())
+        if (!s.is_string()) {
           return FieldError("stop", "stop must be a string or an array of strings");
+        }
         request.stop.push_back(s.get<std::string>());
       }
     } else {
@@ -345,6 +346,7 @@ absl::StatusOr<std::string> CompletionsGateway::Complete(const CompletionRequest
   // 2. Before computing anything: the response's size (echo x logprobs x prompts can turn
   //    a 1 MB body into hundreds of MB of JSON).
   std::vector<int64_t> prompt_lengths;
+  prompt_lengths.reserve(prompts.size());
   for (const std::vector<int32_t>& prompt : prompts) {
     prompt_lengths.push_back(static_cast<int64_t>(prompt.size()));
   }

@@ -122,6 +122,7 @@ absl::Status AddShardProgress(const std::vector<JobShard>& shards, const std::st
     }
   }
   std::vector<const ShardOutcome*> finished;
+  finished.reserve(outcomes.size());
   for (const ShardOutcome& outcome : outcomes) finished.push_back(&outcome);
   AddTaskResults(finished, job);
   job.set_requests_total(total);
@@ -336,8 +337,9 @@ absl::StatusOr<v1::Job> JobManager::View(const StoredJob& row) {
 absl::StatusOr<v1::Job> JobManager::Get(const std::string& id) {
   absl::StatusOr<std::optional<StoredJob>> stored = store_->GetJob(id);
   if (!stored.ok()) return stored.status();
-  if (!stored->has_value())
+  if (!stored->has_value()) {
     return absl::NotFoundError(absl::StrCat("unknown job '", EchoedName(id), "'"));
+  }
   return View(**stored);
 }
 

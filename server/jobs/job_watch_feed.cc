@@ -22,7 +22,8 @@ std::shared_ptr<const grpc::ByteBuffer> SerializeJobUpdate(v1::Job job, grpc::Sl
   const std::string niah_bytes = niah.SerializeAsString();
   const std::string tail_bytes = tail.SerializeAsString();
   if (spec->size() != niah_bytes.size() ||
-      (!niah_bytes.empty() && std::memcmp(spec->begin(), niah_bytes.data(), niah_bytes.size()))) {
+      (!niah_bytes.empty() &&
+       std::memcmp(spec->begin(), niah_bytes.data(), niah_bytes.size()) != 0)) {
     *spec = grpc::Slice(niah_bytes);
   }
   std::vector<grpc::Slice> slices;

@@ -93,8 +93,9 @@ absl::StatusOr<niah::NiahOptions> NiahOptionsFromSpec(const v1::NiahJobSpec& spe
   if (!spec.lengths().empty()) {
     options.grid.lengths.assign(spec.lengths().begin(), spec.lengths().end());
   }
-  if (!spec.depths().empty())
+  if (!spec.depths().empty()) {
     options.grid.depths.assign(spec.depths().begin(), spec.depths().end());
+  }
   const int64_t lengths = static_cast<int64_t>(options.grid.lengths.size());
   const int64_t depths = static_cast<int64_t>(options.grid.depths.size());
   if (lengths > kMaxNiahCells || depths > kMaxNiahCells || lengths * depths > kMaxNiahCells) {
@@ -105,8 +106,9 @@ absl::StatusOr<niah::NiahOptions> NiahOptionsFromSpec(const v1::NiahJobSpec& spe
   niah::NormalizeNiahGrid(options.grid);
   HG_RETURN_IF_ERROR(niah::ValidateNiahGrid(options.grid));
   if (spec.has_buffer_tokens()) {
-    if (spec.buffer_tokens() < 0)
+    if (spec.buffer_tokens() < 0) {
       return absl::InvalidArgumentError("niah.buffer_tokens must be >= 0");
+    }
     options.buffer_tokens = spec.buffer_tokens();
   }
   if (spec.has_max_new_tokens()) {
@@ -213,6 +215,7 @@ absl::StatusOr<NiahJobOutput> RunNiahJob(const v1::Job& job, JobContext& context
   const int64_t num_cells = static_cast<int64_t>(options.grid.lengths.size()) * num_depths;
   const std::vector<int64_t> selected = niah::SelectNiahCells(num_cells, options.max_cells);
   std::vector<StoreKey> keys;
+  keys.reserve(selected.size());
   for (int64_t index : selected) {
     keys.push_back(
         StoreKey{model.model_hash, model.tokenizer_hash, kNiahCellKind,

@@ -50,8 +50,9 @@ absl::Status CheckSubmission(const v1::SubmitSeriesRequest& request, const Serie
   for (int i = 0; i < request.checkpoints_size(); ++i) {
     const v1::SeriesCheckpoint& c = request.checkpoints(i);
     const std::string where = absl::StrCat("checkpoints[", i, "]");
-    if (c.model().empty())
+    if (c.model().empty()) {
       return absl::InvalidArgumentError(absl::StrCat(where, ".model is empty"));
+    }
     if (absl::Status s = ValidateUtf8(c.model(), where + ".model"); !s.ok()) return s;
     if (absl::Status s = ValidateUtf8(c.architecture(), where + ".architecture"); !s.ok()) return s;
     if (!models.insert(c.model()).second) {

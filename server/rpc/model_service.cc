@@ -186,16 +186,18 @@ grpc::Status ModelServiceImpl::Loglikelihood(grpc::ServerContext* context,
     for (const v1::LoglikelihoodPair& p : request->pairs()) {
       ids += p.context_ids_size() + p.continuation_ids_size();
     }
-    if (ids > limits_.max_request_tokens)
+    if (ids > limits_.max_request_tokens) {
       return ToGrpcStatus(TooManyTokens(ids, limits_.max_request_tokens));
+    }
   }
   absl::StatusOr<LoadedModel*> model = FindModel(request->model());
   if (!model.ok()) return ToGrpcStatus(model.status());
   PairLimits limits;
   limits.vocab_size = (*model)->info.vocab_size;
   limits.max_length = (*model)->max_sequence_tokens;
-  if (request->max_length() > 0)
+  if (request->max_length() > 0) {
     limits.max_length = std::min<int64_t>(limits.max_length, request->max_length());
+  }
   limits.truncate = request->truncate();
   limits.model_name = request->model();
   const bool add_special = v1::AddsSpecialTokens(request->bos_mode());
@@ -262,8 +264,9 @@ grpc::Status ModelServiceImpl::LoglikelihoodRolling(grpc::ServerContext* context
     if (absl::Status s = CheckBosMode(request->bos_mode()); !s.ok()) return ToGrpcStatus(s);
     int64_t ids = 0;
     for (const v1::RollingInput& input : request->inputs()) ids += input.ids_size();
-    if (ids > limits_.max_request_tokens)
+    if (ids > limits_.max_request_tokens) {
       return ToGrpcStatus(TooManyTokens(ids, limits_.max_request_tokens));
+    }
   }
   absl::StatusOr<LoadedModel*> model = FindModel(request->model());
   if (!model.ok()) return ToGrpcStatus(model.status());
@@ -442,8 +445,9 @@ grpc::Status ModelServiceImpl::Classify(grpc::ServerContext* context,
       inputs[i].documents.push_back(*std::move(doc));
     }
   }
-  if (positions > limits_.max_request_tokens)
+  if (positions > limits_.max_request_tokens) {
     return ToGrpcStatus(TooManyTokens(positions, limits_.max_request_tokens));
+  }
   int64_t cached = 0;
   absl::StatusOr<std::vector<Classification>> results =
       executor_->Classify(**model, inputs, !request->no_cache(), Control(context), &cached);

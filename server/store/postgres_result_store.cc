@@ -220,6 +220,7 @@ class PostgresResultStore : public SqlResultStore {
     if (entries.empty()) return absl::OkStatus();
     // Rows locked in key order, so two servers writing overlapping batches cannot deadlock.
     std::vector<const std::pair<StoreKey, std::string>*> sorted;
+    sorted.reserve(entries.size());
     for (const auto& e : entries) sorted.push_back(&e);
     std::sort(sorted.begin(), sorted.end(), [](const auto* a, const auto* b) {
       return std::tie(a->first.model_hash, a->first.tokenizer_hash, a->first.kind,
@@ -470,6 +471,7 @@ class PostgresResultStore : public SqlResultStore {
     absl::StatusOr<Result> r = Query(sql, params);
     if (!r.ok()) return r.status();
     std::vector<StoredSeries> rows;
+    rows.reserve(PQntuples(r->get()));
     for (int row = 0; row < PQntuples(r->get()); ++row) {
       rows.push_back({GetBytes(*r, row, 0), GetInt(*r, row, 1), GetBytes(*r, row, 2)});
     }
@@ -483,6 +485,7 @@ class PostgresResultStore : public SqlResultStore {
     absl::StatusOr<Result> r = Query(sql, params);
     if (!r.ok()) return r.status();
     std::vector<StoredJob> jobs;
+    jobs.reserve(PQntuples(r->get()));
     for (int row = 0; row < PQntuples(r->get()); ++row) jobs.push_back(ReadJob(*r, row));
     return jobs;
   }
@@ -536,6 +539,7 @@ class PostgresResultStore : public SqlResultStore {
         {Text(job_id)});
     if (!r.ok()) return r.status();
     std::vector<JobShard> shards;
+    shards.reserve(PQntuples(r->get()));
     for (int row = 0; row < PQntuples(r->get()); ++row) shards.push_back(ReadShard(*r, row));
     return shards;
   }

@@ -68,8 +68,9 @@ absl::StatusOr<bool> SqlResultStore::FinishShard(const std::string& job_id, int 
     // exactly one of them sees every shard done.
     absl::StatusOr<std::optional<StoredJob>> job = ReadJobRow(job_id, /*lock_row=*/true);
     if (!job.ok()) return job.status();
-    if (!job->has_value())
+    if (!job->has_value()) {
       return absl::NotFoundError(absl::StrCat("unknown job '", EchoedName(job_id), "'"));
+    }
     absl::StatusOr<bool> marked = MarkShardDone(job_id, index, owner, result, progress);
     if (!marked.ok()) return marked.status();
     owned = *marked;
@@ -89,8 +90,9 @@ absl::Status SqlResultStore::UpdateJob(const std::string& job_id, const JobRowCh
 absl::Status SqlResultStore::ApplyJobChange(const std::string& job_id, const JobRowChange& change) {
   absl::StatusOr<std::optional<StoredJob>> job = ReadJobRow(job_id, /*lock_row=*/true);
   if (!job.ok()) return job.status();
-  if (!job->has_value())
+  if (!job->has_value()) {
     return absl::NotFoundError(absl::StrCat("unknown job '", EchoedName(job_id), "'"));
+  }
   absl::StatusOr<std::vector<JobShard>> shards = ReadShards(job_id);
   if (!shards.ok()) return shards.status();
   absl::StatusOr<std::optional<StoredJob>> changed = change(**job, *shards);

@@ -124,8 +124,9 @@ absl::StatusOr<std::vector<int64_t>> NumpyRandomState::Choice(int64_t pop_size, 
       return absl::InvalidArgumentError("choice: a and p must have the same size");
     }
     for (double v : p) {
-      if (!(v >= 0.0))
+      if (!(v >= 0.0)) {
         return absl::InvalidArgumentError("choice: probabilities are not non-negative");
+      }
     }
     const double tolerance = std::sqrt(std::numeric_limits<double>::epsilon());
     if (std::abs(KahanSum(p) - 1.0) > tolerance) {

@@ -128,7 +128,7 @@ class HellaswagTask : public MultipleChoiceTask {
         HG_ASSIGN_OR_RETURN(std::string label, Field(doc, "activity_label"));
         Doc processed = doc;
         processed["query"] =
-            HellaswagPreprocess(label + ": " + ctx_a + " " + PyCapitalizeAscii(ctx_b));
+            HellaswagPreprocess(absl::StrCat(label, ": ", ctx_a, " ", PyCapitalizeAscii(ctx_b)));
         std::vector<std::string> choices;
         for (const auto& ending : doc.at("endings")) {
           choices.push_back(HellaswagPreprocess(ending.get<std::string>()));

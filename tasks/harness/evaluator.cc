@@ -121,6 +121,7 @@ absl::StatusOr<TaskReport> RunTaskUnguarded(LanguageModel& model, const Task& ta
     }
     if (type == RequestType::kLoglikelihood) {
       std::vector<LoglikelihoodRequest> batch;
+      batch.reserve(indices.size());
       for (size_t i : indices) batch.push_back({requests[i].context, requests[i].continuation});
       HG_ASSIGN_OR_RETURN(auto results, model.Loglikelihood(batch, call));
       for (size_t k = 0; k < indices.size(); ++k) {
@@ -130,6 +131,7 @@ absl::StatusOr<TaskReport> RunTaskUnguarded(LanguageModel& model, const Task& ta
       }
     } else if (type == RequestType::kLoglikelihoodRolling) {
       std::vector<RollingRequest> batch;
+      batch.reserve(indices.size());
       for (size_t i : indices) batch.push_back({requests[i].context, requests[i].windowless});
       HG_ASSIGN_OR_RETURN(auto results, model.LoglikelihoodRolling(batch, call));
       for (size_t k = 0; k < indices.size(); ++k) {
@@ -138,6 +140,7 @@ absl::StatusOr<TaskReport> RunTaskUnguarded(LanguageModel& model, const Task& ta
       }
     } else if (type == RequestType::kTokenTargets) {
       std::vector<TokenTargetsRequest> batch;
+      batch.reserve(indices.size());
       for (size_t i : indices) batch.push_back({requests[i].tokens, requests[i].targets});
       HG_ASSIGN_OR_RETURN(auto results, model.ScoreTokenTargets(batch, call));
       for (size_t k = 0; k < indices.size(); ++k) {
@@ -147,6 +150,7 @@ absl::StatusOr<TaskReport> RunTaskUnguarded(LanguageModel& model, const Task& ta
       }
     } else if (type == RequestType::kClassify) {
       std::vector<ClassifyRequest> batch;
+      batch.reserve(indices.size());
       for (size_t i : indices) batch.push_back({requests[i].documents});
       HG_ASSIGN_OR_RETURN(auto results, model.Classify(batch, call));
       for (size_t k = 0; k < indices.size(); ++k) {
@@ -155,6 +159,7 @@ absl::StatusOr<TaskReport> RunTaskUnguarded(LanguageModel& model, const Task& ta
       }
     } else {
       std::vector<GenerateUntilRequest> batch;
+      batch.reserve(indices.size());
       for (size_t i : indices) {
         batch.push_back({requests[i].context, requests[i].until, requests[i].max_gen_toks});
       }

@@ -55,8 +55,9 @@ absl::StatusOr<std::vector<ClassifyResult>> ClassifyWithEngine(
           return absl::Status(doc.status().code(),
                               absl::StrCat("request ", i, ": ", doc.status().message()));
         }
-        if (positions != nullptr)
+        if (positions != nullptr) {
           *positions += static_cast<int64_t>(doc->tokens.size() + doc->pixels.size());
+        }
         inputs[i - begin].documents.push_back(*std::move(doc));
       }
     }

@@ -61,6 +61,7 @@ Tree GenerateTree(int depth, const ListOpsGeneratorOptions& options, metrics::Py
   for (size_t c = 1; c < args.size(); ++c) text = absl::StrCat("( ", text, " ", args[c].text, " )");
   text = absl::StrCat("( ", text, " ] )");
   std::vector<int> values;
+  values.reserve(args.size());
   for (const Tree& arg : args) values.push_back(arg.value);
   return {std::move(text), length, Apply(op, values)};
 }

@@ -85,8 +85,9 @@ absl::StatusOr<std::vector<Doc>> LraTask::LoadDocs(const std::string& data_dir) 
     case LraTaskKind::kListOps: {
       auto examples = ReadOrGz<ListOpsExample>(path, &ParseListOpsTsv);
       if (!examples.ok()) return examples.status();
-      for (ListOpsExample& e : *examples)
+      for (ListOpsExample& e : *examples) {
         docs.push_back({{"source", e.source}, {"label", e.label}});
+      }
       break;
     }
     case LraTaskKind::kText: {

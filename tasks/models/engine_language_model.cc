@@ -192,8 +192,9 @@ absl::StatusOr<std::vector<RollingResult>> EngineLanguageModel::LoglikelihoodRol
   }
   HG_ASSIGN_OR_RETURN(auto window_results, ScoreTokens(windows, window_call));
   // Python sums the windows of a text in order.
-  for (size_t w = 0; w < windows.size(); ++w)
+  for (size_t w = 0; w < windows.size(); ++w) {
     results[owner[w]].logprob += window_results[w].logprob;
+  }
   return results;
 }
 

@@ -164,8 +164,9 @@ absl::StatusOr<NiahResult> RunNiahSweep(Model& model, const Tokenizer& tokenizer
     return result.cells[a].layout.insertion_point < result.cells[b].layout.insertion_point;
   });
   result.stats.cells_total = num_lengths * num_depths;
-  for (int64_t index : order)
+  for (int64_t index : order) {
     result.stats.naive_prefill_tokens += result.cells[index].prompt_tokens;
+  }
 
   GenerateRequest request_template;
   request_template.max_new_tokens = options.max_new_tokens;
@@ -221,6 +222,7 @@ absl::StatusOr<NiahResult> RunNiahSweep(Model& model, const Tokenizer& tokenizer
         if (positions.empty() || positions.back() != p) positions.push_back(p);
       }
       std::vector<int64_t> relative;
+      relative.reserve(positions.size());
       for (int64_t p : positions) relative.push_back(p - state_position);
       const absl::Span<const int32_t> tokens =
           absl::MakeConstSpan(prefix_source)

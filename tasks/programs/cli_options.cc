@@ -21,7 +21,7 @@ bool IsDirectory(const std::string& path) {
 std::string DefaultDataDir() {
   if (const char* env = std::getenv("HGEVAL_DATA_DIR"); env != nullptr && *env) return env;
 #ifdef HGEVAL_SOURCE_DIR
-  const std::string compiled = std::string(HGEVAL_SOURCE_DIR) + "/data";
+  std::string compiled = std::string(HGEVAL_SOURCE_DIR) + "/data";
   if (IsDirectory(compiled)) return compiled;
 #endif
   return "data";

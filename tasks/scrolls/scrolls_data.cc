@@ -125,7 +125,7 @@ absl::StatusOr<std::vector<ScrollsRecord>> QmsumRecordsFromRaw(const std::string
     for (const auto& turn : meeting["meeting_transcripts"]) {
       HG_ASSIGN_OR_RETURN(std::string speaker, StringField(turn, "speaker", where));
       HG_ASSIGN_OR_RETURN(std::string content, StringField(turn, "content", where));
-      lines.push_back(speaker + ": " + content);
+      lines.push_back(absl::StrCat(speaker, ": ", content));
     }
     const std::string transcript = absl::StrJoin(lines, "\n");
     size_t q = 0;
@@ -137,7 +137,7 @@ absl::StatusOr<std::vector<ScrollsRecord>> QmsumRecordsFromRaw(const std::string
         record.pid = record.id + "_0";
         HG_ASSIGN_OR_RETURN(std::string question, StringField(query, "query", where));
         HG_ASSIGN_OR_RETURN(record.output, StringField(query, "answer", where));
-        record.input = question + "\n\n" + transcript;
+        record.input = absl::StrCat(question, "\n\n", transcript);
         records.push_back(std::move(record));
       }
     }

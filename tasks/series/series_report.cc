@@ -100,6 +100,7 @@ std::vector<int> LargestPerGroup(const std::vector<Point>& points, const std::ve
     if (!inserted && by(points[i]) > by(points[it->second])) it->second = i;
   }
   std::vector<int> out;
+  out.reserve(best.size());
   for (const auto& [g, i] : best) out.push_back(i);
   return out;
 }
@@ -263,7 +264,10 @@ std::string SeriesTable(const std::vector<Point>& points, const std::string& met
   std::string out = absl::StrCat("| ", absl::StrJoin(header, " | "), " |\n|");
   for (size_t i = 0; i < header.size(); ++i) out += i < 3 ? "---|" : "---:|";
   out += "\n";
-  for (const auto& [key, p] : rows) {
+  for (const auto& [key, point] : rows) {
+    // A plain reference for the lambdas below: clang before 16 refuses to capture a
+    // structured binding.
+    const auto& p = point;
     std::vector<std::string> cells = {key.first, absl::StrFormat("%.3g", key.second),
                                       absl::StrFormat("%.3g", p->checkpoint.tokens),
                                       absl::StrFormat("%.4f", MetricValue(*p, metric))};
