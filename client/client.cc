@@ -206,6 +206,29 @@ absl::StatusOr<Response> Client::SendPart(size_t index, const Request& part, Cal
   return response;
 }
 
+template <typename Response, typename Request, typename Call>
+absl::StatusOr<Response> Client::SendParts(const std::vector<Request>& parts, Call call) {
+  std::vector<std::future<absl::StatusOr<Response>>> futures;
+  futures.reserve(parts.size());
+  for (size_t i = 0; i < parts.size(); ++i) {
+    futures.push_back(std::async(std::launch::async, [this, i, &parts, call] {
+      return SendPart<Response>(i, parts[i], call);
+    }));
+  }
+  Response merged;
+  absl::Status first_error;
+  for (auto& f : futures) {
+    absl::StatusOr<Response> part = f.get();
+    if (!part.ok()) {
+      if (first_error.ok()) first_error = part.status();
+      continue;
+    }
+    for (auto& r : *part->mutable_results()) *merged.add_results() = std::move(r);
+  }
+  if (!first_error.ok()) return first_error;
+  return merged;
+}
+
 absl::StatusOr<v1::LoglikelihoodResponse> Client::Loglikelihood(
     const v1::LoglikelihoodRequest& request) {
   const int64_t n = request.pairs_size();
@@ -220,67 +243,36 @@ absl::StatusOr<v1::LoglikelihoodResponse> Client::Loglikelihood(
     if (!status.ok()) return FromGrpc(status);
     return response;
   }
-  const int64_t shards = (n + shard - 1) / shard;
-  std::vector<std::future<absl::StatusOr<v1::LoglikelihoodResponse>>> futures;
-  for (int64_t s = 0; s < shards; ++s) {
-    v1::LoglikelihoodRequest part = request;
-    part.clear_pairs();
-    for (int64_t i = s * shard; i < std::min(n, (s + 1) * shard); ++i) {
-      *part.add_pairs() = request.pairs(static_cast<int>(i));
-    }
-    futures.push_back(std::async(std::launch::async, [this, s, part = std::move(part)] {
-      return SendPart<v1::LoglikelihoodResponse>(
-          static_cast<size_t>(s), part,
-          [](v1::ModelService::Stub& stub, grpc::ClientContext* context,
-             const v1::LoglikelihoodRequest& request, v1::LoglikelihoodResponse* response) {
-            return stub.Loglikelihood(context, request, response);
-          });
-    }));
+  // Every part carries the request's fields but only its own pairs (copied once here).
+  v1::LoglikelihoodRequest fields = request;
+  fields.clear_pairs();
+  std::vector<v1::LoglikelihoodRequest> parts((n + shard - 1) / shard, fields);
+  for (int64_t i = 0; i < n; ++i) {
+    *parts[i / shard].add_pairs() = request.pairs(static_cast<int>(i));
   }
-  v1::LoglikelihoodResponse merged;
-  absl::Status first_error;
-  for (auto& f : futures) {
-    absl::StatusOr<v1::LoglikelihoodResponse> part = f.get();
-    if (!part.ok()) {
-      if (first_error.ok()) first_error = part.status();
-      continue;
-    }
-    for (auto& r : *part->mutable_results()) *merged.add_results() = std::move(r);
-  }
-  if (!first_error.ok()) return first_error;
-  return merged;
+  return SendParts<v1::LoglikelihoodResponse>(
+      parts, [](v1::ModelService::Stub& stub, grpc::ClientContext* context,
+                const v1::LoglikelihoodRequest& part, v1::LoglikelihoodResponse* response) {
+        return stub.Loglikelihood(context, part, response);
+      });
 }
 
 absl::StatusOr<v1::LoglikelihoodRollingResponse> Client::LoglikelihoodRolling(
     const v1::LoglikelihoodRollingRequest& request) {
   const int n = request.inputs_size();
   const size_t servers = std::min<size_t>(parallel_calls_, std::max(n, 1));
-  std::vector<std::future<absl::StatusOr<v1::LoglikelihoodRollingResponse>>> futures;
   const int per = (n + static_cast<int>(servers) - 1) / static_cast<int>(servers);
-  for (size_t s = 0; s < servers; ++s) {
-    v1::LoglikelihoodRollingRequest part = request;
-    part.clear_inputs();
-    for (int i = static_cast<int>(s) * per; i < std::min(n, static_cast<int>(s + 1) * per); ++i) {
-      *part.add_inputs() = request.inputs(i);
-    }
-    if (part.inputs_size() == 0 && n > 0) continue;
-    futures.push_back(std::async(std::launch::async, [this, s, part = std::move(part)] {
-      return SendPart<v1::LoglikelihoodRollingResponse>(
-          s, part,
-          [](v1::ModelService::Stub& stub, grpc::ClientContext* context,
-             const v1::LoglikelihoodRollingRequest& request,
-             v1::LoglikelihoodRollingResponse* response) {
-            return stub.LoglikelihoodRolling(context, request, response);
-          });
-    }));
-  }
-  v1::LoglikelihoodRollingResponse merged;
-  for (auto& f : futures) {
-    absl::StatusOr<v1::LoglikelihoodRollingResponse> part = f.get();
-    if (!part.ok()) return part.status();
-    for (auto& r : *part->mutable_results()) *merged.add_results() = std::move(r);
-  }
-  return merged;
+  v1::LoglikelihoodRollingRequest fields = request;
+  fields.clear_inputs();
+  // An empty request still goes out as one (empty) call.
+  std::vector<v1::LoglikelihoodRollingRequest> parts(n > 0 ? (n + per - 1) / per : 1, fields);
+  for (int i = 0; i < n; ++i) *parts[i / per].add_inputs() = request.inputs(i);
+  return SendParts<v1::LoglikelihoodRollingResponse>(
+      parts,
+      [](v1::ModelService::Stub& stub, grpc::ClientContext* context,
+         const v1::LoglikelihoodRollingRequest& part, v1::LoglikelihoodRollingResponse* response) {
+        return stub.LoglikelihoodRolling(context, part, response);
+      });
 }
 
 absl::StatusOr<v1::GenerateResponse> Client::Generate(

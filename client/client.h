@@ -121,6 +121,10 @@ class Client {
   // channel, which avoids servers that went away.
   template <typename Response, typename Request, typename Call>
   absl::StatusOr<Response> SendPart(size_t index, const Request& part, Call call);
+  // Sends the parts as concurrent calls (SendPart) and merges their results in order; the
+  // first failed part's status where any failed.
+  template <typename Response, typename Request, typename Call>
+  absl::StatusOr<Response> SendParts(const std::vector<Request>& parts, Call call);
 
   explicit Client(ClientOptions options) : options_(std::move(options)) {}
 
