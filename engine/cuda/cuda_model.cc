@@ -222,16 +222,18 @@ absl::Status CudaModel::EnqueueKvPrefixCopies(const std::vector<KvPrefixCopy>& c
 absl::Status CudaModel::EnqueueMlp(const MixerPass& pass) {
   const BlockWeights& w = blocks_[pass.layer];
   const size_t act_size = ActSize(act_);
-  // kRowBlock rows at a time: gu_ and mlp_ hold one block.
-  for (int r0 = 0; r0 < pass.rows; r0 += kRowBlock) {
-    const int rows = std::min(kRowBlock, pass.rows - r0);
+  // mlp_rows_ rows at a time: gu_ (and mlp_) hold one block.
+  for (int r0 = 0; r0 < pass.rows; r0 += mlp_rows_) {
+    const int rows = std::min(mlp_rows_, pass.rows - r0);
     const char* x = static_cast<const char*>(x_.get()) + r0 * D_ * act_size;
     HG_RETURN_IF_ERROR(pass.Linear(rows, 2 * I_, D_, Mat(x, act_, D_),
                                    Mat(w.mlp_gate_up.get(), act_, D_), gu_.get(), act_, 2 * I_));
     // TNL's GLU has no activation: l3(l1(x) * l2(x)).
-    HG_LAUNCH(SwiGlu(gu_.get(), rows, static_cast<int>(I_), mlp_.get(), act_, ctx_->stream(),
-                     layout_.mlp_silu));
-    const MatRef down_in = Mat(mlp_.get(), act_, I_), down_w = Mat(w.mlp_down.get(), act_, I_);
+    void* act_out = mlp_in_place_ ? gu_.get() : mlp_.get();
+    const int64_t act_ld = mlp_in_place_ ? 2 * I_ : I_;
+    HG_LAUNCH(SwiGlu(gu_.get(), rows, static_cast<int>(I_), act_out, act_, ctx_->stream(),
+                     layout_.mlp_silu, act_ld));
+    const MatRef down_in = Mat(act_out, act_, act_ld), down_w = Mat(w.mlp_down.get(), act_, I_);
     if (pass.decode) {
       HG_RETURN_IF_ERROR(
           pass.Linear(rows, D_, I_, down_in, down_w, delta_.as<float>() + r0 * D_, Act::kF32, D_));

@@ -128,7 +128,8 @@ class GlaMixer final : public CudaTokenMixer {
     HG_CUDA_RETURN(RmsNormGated(o, value_dim_, gate, proj_width_, w.g_norm.as<float>(),
                                 static_cast<float>(config_.norm_eps), pass.rows, width,
                                 static_cast<int>(dv_), scratch_.onorm.get(), act_, value_dim_,
-                                pass.stream));
+                                pass.stream, /*gate_silu=*/true, Act::kF32,
+                                attention_.OutputAct(pass)));
     return scratch_.ProjectOut(pass, w.o_proj, act_);
   }
 

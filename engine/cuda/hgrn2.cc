@@ -61,9 +61,10 @@ class Hgrn2Mixer final : public CudaTokenMixer {
 
   absl::Status AllocateScratch(DeviceAllocator& alloc) override {
     const int64_t D = config_.hidden_size;
-    // proj and onorm hold kRowBlock rows (Enqueue runs the per-row work in blocks); o lives
-    // in pass.delta.
-    HG_RETURN_IF_ERROR(scratch_.Allocate(alloc, D, 3 * D, D, kRowBlock, /*with_o=*/false));
+    // proj and onorm hold kRowBlock rows (Enqueue runs the per-row work in blocks), proj as
+    // the packs hold it (bf16 in bf16 mode); o lives in pass.delta.
+    HG_RETURN_IF_ERROR(scratch_.Allocate(alloc, D, 3 * D, D, kRowBlock, /*with_o=*/false,
+                                         attention_.PackOperandsAct()));
     return attention_.Allocate(alloc);
   }
   int64_t MaxPackChunks() const override { return attention_.max_pack_chunks(); }
@@ -83,8 +84,8 @@ class Hgrn2Mixer final : public CudaTokenMixer {
     const int64_t state_offset = pass.layer * StateFloatsPerLayer();
     const float* lower_bound = lower_bounds_[pass.layer].as<float>();
     void* onorm = scratch_.onorm.get();
-    // o is written into pass.delta: o_proj overwrites a block of rows there only after
-    // g_norm has read them.
+    // o is written into pass.delta (as attention_.OutputAct: bf16 for bf16 packs): o_proj
+    // overwrites a block of rows there only after g_norm has read them.
     float* o = pass.delta;
     if (pass.decode) {
       HG_RETURN_IF_ERROR(scratch_.ProjectIn(pass, w.qfi_proj, act_));
@@ -109,12 +110,15 @@ class Hgrn2Mixer final : public CudaTokenMixer {
     }
     HG_RETURN_IF_ERROR(
         attention_.Enqueue(pass, state_offset, o, /*call_dk=*/0, /*g_chunk_cumulative=*/true));
+    const Act o_act = attention_.OutputAct(pass);
     for (int r0 = 0; r0 < pass.rows; r0 += kRowBlock) {
       const int n = std::min(kRowBlock, pass.rows - r0);
       // g_norm: one RMSNorm over all D channels (not per head).
-      HG_CUDA_RETURN(RmsNormGated(o + static_cast<int64_t>(r0) * D, D, nullptr, 0,
-                                  w.g_norm.as<float>(), kGNormEps, n, D, D, onorm, act_, D,
-                                  pass.stream));
+      const char* o_rows = reinterpret_cast<const char*>(o) +
+                           static_cast<int64_t>(r0) * D * static_cast<int64_t>(ActSize(o_act));
+      HG_CUDA_RETURN(RmsNormGated(o_rows, D, nullptr, 0, w.g_norm.as<float>(), kGNormEps, n, D, D,
+                                  onorm, act_, D, pass.stream, /*gate_silu=*/true, Act::kF32,
+                                  o_act));
       HG_RETURN_IF_ERROR(scratch_.ProjectOut(pass, w.o_proj, act_, r0, n));
     }
     return absl::OkStatus();

@@ -73,16 +73,18 @@ cudaError_t AddRmsNorm(float* h, const float* delta, const float* w, float eps, 
 
 // Per row and per group of `group` channels: y = RMSNorm(x) * w[c % group]
 // (* swish(gate), or * gate when !gate_silu, when gate != null; gate held as gate_act);
-// fp32 maths, stored as out_act.
-cudaError_t RmsNormGated(const float* x, int64_t x_ld, const void* gate, int64_t gate_ld,
+// x held as x_act (a bf16 x is widened exactly: the results of fp32 x holding the same
+// values); fp32 maths, stored as out_act.
+cudaError_t RmsNormGated(const void* x, int64_t x_ld, const void* gate, int64_t gate_ld,
                          const float* w, float eps, int rows, int width, int group, void* out,
                          Act out_act, int64_t out_ld, cudaStream_t stream, bool gate_silu = true,
-                         Act gate_act = Act::kF32);
+                         Act gate_act = Act::kF32, Act x_act = Act::kF32);
 
 // out[r, c] = silu(gu[r, c]) * gu[r, inter + c] (gu[r, c] * gu[r, inter + c] when !silu:
-// TNL's GLU); gu is [rows, 2*inter] of `act`.
+// TNL's GLU); gu is [rows, 2*inter] of `act`, out's rows out_ld apart (0: inter). out may
+// be gu itself with out_ld = 2*inter (in place, over the g half).
 cudaError_t SwiGlu(const void* gu, int rows, int inter, void* out, Act act, cudaStream_t stream,
-                   bool silu = true);
+                   bool silu = true, int64_t out_ld = 0);
 
 // x[r, c] += bias[c] on an fp32 [rows, width] buffer with leading dimension ld.
 cudaError_t AddBias(float* x, int64_t ld, const float* bias, int rows, int width,

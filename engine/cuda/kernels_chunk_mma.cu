@@ -838,13 +838,14 @@ __device__ __forceinline__ void FactoredSliceProducts(float (&acc_a)[3][2][4], f
 // Blocks an SM, asked of ptxas: per head (TNL) 4, in 128 registers (left to itself it takes
 // 161: 3 blocks); per key 3, in 168, what its shared memory holds at dk 128 (asked for 1,
 // it takes 204 registers: 2 blocks, 0.40 against 0.32 ms a layer of HGRN2).
-template <typename VT, typename ST, bool kPipelined, bool kHeadDecay>
+// OT: o as fp32, or (bf16 model path) each fp32 value rounded to bf16 as it is stored.
+template <typename VT, typename ST, bool kPipelined, bool kHeadDecay, typename OT = float>
 __global__ void __launch_bounds__(kOutThreads, kHeadDecay ? 4 : 3)
     ChunkOutputMmaKernel(const VT* __restrict__ q, const VT* __restrict__ k,
                          const float* __restrict__ G, const VT* __restrict__ v,
                          const ST* chunk_states, float* const* state_ptrs, float* const* out_ptrs,
                          int64_t layer_offset, PackView pack, int heads, int dk, int dv,
-                         float scale, float* __restrict__ o) {
+                         float scale, OT* __restrict__ o) {
   // The pipelined form with bf16 v and S_c copies both tiles by cp.async.
   constexpr bool kBf16Copies = kPipelined && std::is_same_v<VT, bf16> && std::is_same_v<ST, bf16>;
   extern __shared__ __align__(16) unsigned char smem[];
@@ -1046,7 +1047,8 @@ __global__ void __launch_bounds__(kOutThreads, kHeadDecay ? 4 : 3)
         }
       }
     }
-    // Column pairs (col even, dv a multiple of 4: both in or both out) as 8-byte stores.
+    // Column pairs (col even, dv a multiple of 4: both in or both out) as 8-byte (fp32) or
+    // 4-byte (bf16) stores.
 #pragma unroll
     for (int nt = 0; nt < 8; ++nt) {
 #pragma unroll
@@ -1054,8 +1056,13 @@ __global__ void __launch_bounds__(kOutThreads, kHeadDecay ? 4 : 3)
         const int i = i0 + grp + 8 * half;
         const int col = vb + nt * 8 + 2 * tig;
         if (i < n && col < dv) {
-          *reinterpret_cast<float2*>(o + (static_cast<int64_t>(t0 + i) * heads + h) * dv + col) =
-              make_float2(scale * acc[nt][2 * half], scale * acc[nt][2 * half + 1]);
+          OT* out = o + (static_cast<int64_t>(t0 + i) * heads + h) * dv + col;
+          const float lo = scale * acc[nt][2 * half], hi = scale * acc[nt][2 * half + 1];
+          if constexpr (std::is_same_v<OT, float>) {
+            *reinterpret_cast<float2*>(out) = make_float2(lo, hi);
+          } else {
+            *reinterpret_cast<uint32_t*>(out) = PackBf16(lo, hi);
+          }
         }
       }
     }
@@ -1128,44 +1135,54 @@ cudaError_t LaunchStatesMma(const VT* k, const float* G, DecayLayout g_layout, c
 }
 
 // bf16_states: chunk states by the state walk (bf16), else by the two-pass pair (fp32).
+// o_act kBF16 (o rounded to bf16 as stored) runs only with bf16 operands and states.
 template <typename VT>
 cudaError_t LaunchOutputMma(const VT* q, const VT* k, const float* G, DecayLayout g_layout,
                             const VT* v, const void* chunk_room, bool bf16_states,
                             float* const* state_ptrs, float* const* out_ptrs, int64_t layer_offset,
-                            const PackView& pack, int heads, int dk, int dv, float scale, float* o,
-                            cudaStream_t stream) {
+                            const PackView& pack, int heads, int dk, int dv, float scale, void* o,
+                            cudaStream_t stream, Act o_act = Act::kF32) {
   if (pack.num_chunks == 0) return cudaSuccess;
   if (dk > kMaxDk) return cudaErrorInvalidValue;
   const bool head_decay = g_layout == DecayLayout::kPerHead;
   if (head_decay && !RunsHeadDecay<VT>(bf16_states, dk, dv)) return cudaErrorInvalidValue;
+  const bool bf16_out = o_act == Act::kBF16;
+  if (bf16_out && !(std::is_same_v<VT, bf16> && bf16_states && ChunkMmaTakesBf16Values(dk, dv))) {
+    return cudaErrorInvalidValue;
+  }
   if (!ChunkMmaTakesBf16Values(dk, dv)) {  // the 16-byte loads need both: the fp32 kernel
     if constexpr (!std::is_same_v<VT, float>) {
       return cudaErrorInvalidValue;
     } else {
       return ChunkGlaOutputPacked(q, k, G, v, static_cast<const float*>(chunk_room), state_ptrs,
-                                  out_ptrs, layer_offset, pack, heads, dk, dv, scale, o, stream);
+                                  out_ptrs, layer_offset, pack, heads, dk, dv, scale,
+                                  static_cast<float*>(o), stream);
     }
   }
   const size_t smem = OutputMmaSmem(dk);
-  auto launch = [&](auto kernel, const auto* chunk_states) -> cudaError_t {
+  auto launch = [&](auto kernel, const auto* chunk_states, auto* out) -> cudaError_t {
     cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                            static_cast<int>(smem));
     if (err != cudaSuccess) return err;
     dim3 grid(pack.num_chunks, heads);
     kernel<<<grid, kOutThreads, smem, stream>>>(q, k, G, v, chunk_states, state_ptrs, out_ptrs,
-                                                layer_offset, pack, heads, dk, dv, scale, o);
+                                                layer_offset, pack, heads, dk, dv, scale, out);
     return cudaGetLastError();
   };
+  float* o32 = static_cast<float*>(o);
   if constexpr (std::is_same_v<VT, bf16>) {
+    const auto* states = static_cast<const bf16*>(chunk_room);
+    bf16* o16 = static_cast<bf16*>(o);
     if (head_decay) {
-      return launch(ChunkOutputMmaKernel<VT, bf16, true, true>,
-                    static_cast<const bf16*>(chunk_room));
+      return bf16_out ? launch(ChunkOutputMmaKernel<VT, bf16, true, true, bf16>, states, o16)
+                      : launch(ChunkOutputMmaKernel<VT, bf16, true, true>, states, o32);
     }
+    if (bf16_out) return launch(ChunkOutputMmaKernel<VT, bf16, true, false, bf16>, states, o16);
   }
   return bf16_states ? launch(ChunkOutputMmaKernel<VT, bf16, true, false>,
-                              static_cast<const bf16*>(chunk_room))
+                              static_cast<const bf16*>(chunk_room), o32)
                      : launch(ChunkOutputMmaKernel<VT, float, false, false>,
-                              static_cast<const float*>(chunk_room));
+                              static_cast<const float*>(chunk_room), o32);
 }
 
 }  // namespace
@@ -1199,11 +1216,11 @@ cudaError_t ChunkGlaOutputPackedMma(const void* q, const void* k, const float* G
                                     const void* chunk_states, float* const* state_ptrs,
                                     float* const* out_ptrs, int64_t layer_offset,
                                     const PackView& pack, int heads, int dk, int dv, float scale,
-                                    float* o, cudaStream_t stream) {
+                                    void* o, cudaStream_t stream, Act o_act) {
   HG_DISPATCH_ACT(qkv_act, return LaunchOutputMma(
                                static_cast<const T*>(q), static_cast<const T*>(k), G, g_layout,
                                static_cast<const T*>(v), chunk_states, true, state_ptrs, out_ptrs,
-                               layer_offset, pack, heads, dk, dv, scale, o, stream));
+                               layer_offset, pack, heads, dk, dv, scale, o, stream, o_act));
 }
 
 cudaError_t ChunkGlaOutputPackedMmaTwoPass(const void* q, const void* k, const float* G,

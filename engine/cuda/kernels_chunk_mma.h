@@ -61,12 +61,14 @@ cudaError_t ChunkGlaStatesPackedMmaTwoPass(const void* k, const float* G, const 
 // next key slice's q, k, G loads run during the current slice's maths and bf16 S_c and v
 // tiles are copied by cp.async; the two-pass form (fp32 S_c) runs the same maths with each
 // load after the previous maths, the reference the pipelined form keeps the bits of.
+// o_act kBF16 stores o as bf16 (each fp32 value rounded to nearest, as fla's o is held in
+// the input dtype: half the bytes for the norm after it); bf16 q, k, v only.
 cudaError_t ChunkGlaOutputPackedMma(const void* q, const void* k, const float* G,
                                     DecayLayout g_layout, const void* v, Act qkv_act,
                                     const void* chunk_states, float* const* state_ptrs,
                                     float* const* out_ptrs, int64_t layer_offset,
                                     const PackView& pack, int heads, int dk, int dv, float scale,
-                                    float* o, cudaStream_t stream);
+                                    void* o, cudaStream_t stream, Act o_act = Act::kF32);
 cudaError_t ChunkGlaOutputPackedMmaTwoPass(const void* q, const void* k, const float* G,
                                            const void* v, Act qkv_act, const float* chunk_states,
                                            float* const* state_ptrs, float* const* out_ptrs,

@@ -70,15 +70,15 @@ __global__ void AddRmsNormKernel(float* h, const float* delta, const float* w, f
 }
 
 // Grid (rows, groups).
-template <typename GT, typename T>
-__global__ void RmsNormGatedKernel(const float* x, int64_t x_ld, const GT* gate, int64_t gate_ld,
+template <typename XT, typename GT, typename T>
+__global__ void RmsNormGatedKernel(const XT* x, int64_t x_ld, const GT* gate, int64_t gate_ld,
                                    bool gate_silu, const float* w, float eps, int group, T* out,
                                    int64_t out_ld) {
   __shared__ float scratch[32];
   const int r = blockIdx.x;
   const int c0 = blockIdx.y * group;
   const int nt = blockDim.x;
-  const float* xr = x + r * x_ld + c0;
+  const XT* xr = x + r * x_ld + c0;
   auto gated = [&](int c, float y) {
     if (gate) {
       const float gv = ToF(gate[r * gate_ld + c0 + c]);
@@ -92,7 +92,7 @@ __global__ void RmsNormGatedKernel(const float* x, int64_t x_ld, const GT* gate,
 #pragma unroll
     for (int u = 0; u < kNormRowRegs; ++u) {
       const int c = threadIdx.x + u * nt;
-      xv[u] = c < group ? xr[c] : 0.0f;
+      xv[u] = c < group ? ToF(xr[c]) : 0.0f;
     }
 #pragma unroll
     for (int u = 0; u < kNormRowRegs; ++u) {
@@ -107,28 +107,30 @@ __global__ void RmsNormGatedKernel(const float* x, int64_t x_ld, const GT* gate,
     }
     return;
   }
-  for (int c = threadIdx.x; c < group; c += nt) ss += xr[c] * xr[c];
+  for (int c = threadIdx.x; c < group; c += nt) ss += ToF(xr[c]) * ToF(xr[c]);
   const float rstd = rsqrtf(BlockSum(ss, scratch) / group + eps);
-  for (int c = threadIdx.x; c < group; c += nt) gated(c, xr[c] * rstd * w[c]);
+  for (int c = threadIdx.x; c < group; c += nt) gated(c, ToF(xr[c]) * rstd * w[c]);
 }
 
 template <typename T>
-__global__ void SwiGluKernel(const T* gu, int64_t total, int inter, bool silu, T* out) {
+__global__ void SwiGluKernel(const T* gu, int64_t total, int inter, bool silu, T* out,
+                             int64_t out_ld) {
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int64_t r = i / inter, c = i % inter;
     const float g = ToF(gu[r * 2 * inter + c]);
     const float u = ToF(gu[r * 2 * inter + inter + c]);
-    out[i] = FromF<T>((silu ? Silu(g) : g) * u);
+    out[r * out_ld + c] = FromF<T>((silu ? Silu(g) : g) * u);
   }
 }
 
 // SwiGluKernel's maths, 16 bytes of g, u and out per thread (8 bf16 or 4 fp32 values):
-// needs inter a multiple of the vector and 16-byte aligned pointers. Per element the same
-// operations, so the same floats.
+// needs inter and out_ld multiples of the vector and 16-byte aligned pointers. Per element
+// the same operations, so the same floats. out may be gu itself (out_ld = 2 inter: each
+// value written over its own g by the thread that read it), so neither is __restrict__.
 template <typename T>
-__global__ void SwiGluVecKernel(const T* __restrict__ gu, int rows, int inter, bool silu,
-                                T* __restrict__ out) {
+__global__ void SwiGluVecKernel(const T* gu, int rows, int inter, bool silu, T* out,
+                                int64_t out_ld) {
   constexpr int kVec = 16 / sizeof(T);
   struct alignas(16) Vec {
     T x[kVec];
@@ -148,7 +150,7 @@ __global__ void SwiGluVecKernel(const T* __restrict__ gu, int rows, int inter, b
       const float gf = ToF(g.x[j]);
       o.x[j] = FromF<T>((silu ? Silu(gf) : gf) * ToF(u.x[j]));
     }
-    reinterpret_cast<Vec*>(out + static_cast<int64_t>(r) * inter)[v] = o;
+    reinterpret_cast<Vec*>(out + static_cast<int64_t>(r) * out_ld)[v] = o;
   }
 }
 
@@ -344,39 +346,49 @@ cudaError_t AddRmsNorm(float* h, const float* delta, const float* w, float eps, 
   return cudaGetLastError();
 }
 
-cudaError_t RmsNormGated(const float* x, int64_t x_ld, const void* gate, int64_t gate_ld,
+cudaError_t RmsNormGated(const void* x, int64_t x_ld, const void* gate, int64_t gate_ld,
                          const float* w, float eps, int rows, int width, int group, void* out,
                          Act out_act, int64_t out_ld, cudaStream_t stream, bool gate_silu,
-                         Act gate_act) {
+                         Act gate_act, Act x_act) {
   if (rows == 0) return cudaSuccess;
   dim3 grid(rows, width / group);
-  auto launch = [&](const auto* g) {
-    HG_DISPATCH_ACT(
-        out_act, RmsNormGatedKernel<<<grid, 256, 0, stream>>>(
-                     x, x_ld, g, gate_ld, gate_silu, w, eps, group, static_cast<T*>(out), out_ld));
+  auto launch = [&](const auto* xs, const auto* g) {
+    HG_DISPATCH_ACT(out_act, RmsNormGatedKernel<<<grid, 256, 0, stream>>>(
+                                 xs, x_ld, g, gate_ld, gate_silu, w, eps, group,
+                                 static_cast<T*>(out), out_ld));
+  };
+  auto with_x = [&](const auto* g) {
+    if (x_act == Act::kBF16) {
+      launch(static_cast<const bf16*>(x), g);
+    } else {
+      launch(static_cast<const float*>(x), g);
+    }
   };
   if (gate_act == Act::kBF16) {
-    launch(static_cast<const bf16*>(gate));
+    with_x(static_cast<const bf16*>(gate));
   } else {
-    launch(static_cast<const float*>(gate));
+    with_x(static_cast<const float*>(gate));
   }
   return cudaGetLastError();
 }
 
 cudaError_t SwiGlu(const void* gu, int rows, int inter, void* out, Act act, cudaStream_t stream,
-                   bool silu) {
+                   bool silu, int64_t out_ld) {
   const int64_t total = static_cast<int64_t>(rows) * inter;
   if (total == 0) return cudaSuccess;
+  if (out_ld == 0) out_ld = inter;
   const int vec = act == Act::kF32 ? 4 : 8;
   const bool aligned =
       (reinterpret_cast<uintptr_t>(gu) | reinterpret_cast<uintptr_t>(out)) % 16 == 0;
-  if (aligned && inter % vec == 0) {
+  if (aligned && inter % vec == 0 && out_ld % vec == 0) {
     HG_DISPATCH_ACT(act, SwiGluVecKernel<T><<<GridFor(total / vec, 256), 256, 0, stream>>>(
-                             static_cast<const T*>(gu), rows, inter, silu, static_cast<T*>(out)));
+                             static_cast<const T*>(gu), rows, inter, silu, static_cast<T*>(out),
+                             out_ld));
     return cudaGetLastError();
   }
   HG_DISPATCH_ACT(act, SwiGluKernel<T><<<GridFor(total, 256), 256, 0, stream>>>(
-                           static_cast<const T*>(gu), total, inter, silu, static_cast<T*>(out)));
+                           static_cast<const T*>(gu), total, inter, silu, static_cast<T*>(out),
+                           out_ld));
   return cudaGetLastError();
 }
 

@@ -7,18 +7,40 @@
 
 namespace hgeval::cuda {
 
-absl::Status CudaLinearAttention::Allocate(DeviceAllocator& alloc) {
-  const size_t R = kPackRows;
-  const size_t qk = R * heads_ * dk_, vv = R * heads_ * dv_;
-  HG_RETURN_IF_ERROR(alloc.Floats(&q_, qk));
-  HG_RETURN_IF_ERROR(alloc.Floats(&k_, qk));
-  HG_RETURN_IF_ERROR(alloc.Floats(&g_, qk));
-  HG_RETURN_IF_ERROR(alloc.Floats(&v_, vv));
-  const int64_t chunk_bytes = state_floats() * static_cast<int64_t>(sizeof(float));
-  max_pack_chunks_ = std::max<int64_t>(R / kGlaChunk, kChunkStateBudget / chunk_bytes);
+absl::Status CudaLinearAttention::Allocate(DeviceAllocator& alloc,
+                                          std::initializer_list<int64_t> call_dks) {
+  // Sized in bytes for what the packs hold: bf16 q, k, v and bf16 chunk states where the
+  // tensor-core kernels run (half the fp32 room), fp32 where the fp32 kernels do, for every
+  // key dim a call may use; decode steps hold kDecodeRows fp32 rows.
+  const int64_t R = kPackRows, H = heads_;
+  size_t qk = kDecodeRows * H * dk_ * sizeof(float), vv = kDecodeRows * H * dv_ * sizeof(float);
+  chunk_bytes_ = 0;
+  auto fit = [&](int64_t call_dk) {
+    const size_t size = ActSize(PackOperandsAct(call_dk));
+    qk = std::max(qk, static_cast<size_t>(R * H * call_dk) * size);
+    vv = std::max(vv, static_cast<size_t>(R * H * dv_) * size);
+    chunk_bytes_ = std::max(chunk_bytes_, static_cast<int64_t>(H * call_dk * dv_ * size));
+  };
+  fit(dk_);
+  for (int64_t call_dk : call_dks) fit(call_dk);
+  qk_bytes_ = qk;
+  v_bytes_ = vv;
+  HG_ASSIGN_OR_RETURN(q_, alloc.Alloc(qk));
+  HG_ASSIGN_OR_RETURN(k_, alloc.Alloc(qk));
+  HG_RETURN_IF_ERROR(alloc.Floats(&g_, static_cast<size_t>(R * H * dk_)));
+  HG_ASSIGN_OR_RETURN(v_, alloc.Alloc(vv));
+  max_pack_chunks_ = std::max<int64_t>(R / kGlaChunk, kChunkStateBudget / chunk_bytes_);
   pool_ = alloc.pool();
   reserved_chunks_ = R / kGlaChunk;
-  return alloc.Floats(&chunk_states_, reserved_chunks_ * state_floats());
+  HG_ASSIGN_OR_RETURN(chunk_states_, alloc.Alloc(static_cast<size_t>(reserved_chunks_ * chunk_bytes_)));
+  return absl::OkStatus();
+}
+
+bool CudaLinearAttention::HoldsPack(int rows, int64_t call_dk) const {
+  const size_t size = ActSize(PackOperandsAct(call_dk));
+  return static_cast<size_t>(rows * heads_ * call_dk) * size <= qk_bytes_ &&
+         static_cast<size_t>(rows * heads_ * dv_) * size <= v_bytes_ &&
+         heads_ * call_dk * dv_ * static_cast<int64_t>(size) <= chunk_bytes_;
 }
 
 absl::StatusOr<int64_t> CudaLinearAttention::ReserveChunks(int64_t chunks) {
@@ -28,7 +50,7 @@ absl::StatusOr<int64_t> CudaLinearAttention::ReserveChunks(int64_t chunks) {
                                 (chunks + kChunkStateStep - 1) / kChunkStateStep * kChunkStateStep);
   // The new room is taken before the old is given back, so a refusal keeps what was held.
   absl::StatusOr<DeviceBuffer> room =
-      DeviceBuffer::Make(pool_, static_cast<size_t>(want * state_floats()) * sizeof(float));
+      DeviceBuffer::Make(pool_, static_cast<size_t>(want * chunk_bytes_));
   if (!room.ok()) {
     if (absl::IsResourceExhausted(room.status())) return reserved_chunks_;
     return room.status();
@@ -45,7 +67,11 @@ Act CudaLinearAttention::PackOperandsAct(int64_t call_dk) const {
   return bf16 ? Act::kBF16 : Act::kF32;
 }
 
-absl::Status CudaLinearAttention::Enqueue(const MixerPass& pass, int64_t state_offset, float* o,
+Act CudaLinearAttention::OutputAct(const MixerPass& pass, int64_t call_dk) const {
+  return pass.decode ? Act::kF32 : PackOperandsAct(call_dk);
+}
+
+absl::Status CudaLinearAttention::Enqueue(const MixerPass& pass, int64_t state_offset, void* o,
                                           int64_t call_dk, bool g_chunk_cumulative,
                                           DecayLayout g_layout) const {
   if (call_dk <= 0) call_dk = dk_;
@@ -57,6 +83,9 @@ absl::Status CudaLinearAttention::Enqueue(const MixerPass& pass, int64_t state_o
   if (!pass.decode && StateChunks(*pass.pack) > reserved_chunks_) {
     return absl::InternalError("a pack holds more chunks than its chunk states have room for");
   }
+  if (!pass.decode && !HoldsPack(pass.rows, call_dk)) {
+    return absl::InternalError("a pack's q, k, v or chunk states exceed their room");
+  }
   const int H = static_cast<int>(heads_), dk = static_cast<int>(call_dk),
             dv = static_cast<int>(dv_);
   float* const* sptrs = pass.in->state_ptrs;
@@ -64,7 +93,7 @@ absl::Status CudaLinearAttention::Enqueue(const MixerPass& pass, int64_t state_o
   cudaStream_t s = pass.stream;
   if (pass.decode) {
     HG_CUDA_RETURN(RecurrentGlaStep(q(), k(), g(), v(), pass.rows, H, dk, dv, scale_, sptrs,
-                                    state_offset, o, s));
+                                    state_offset, static_cast<float*>(o), s));
     return absl::OkStatus();
   }
   if (!g_chunk_cumulative) HG_CUDA_RETURN(ChunkLocalCumsumPacked(g(), *pass.pack, H, dk, s));
@@ -75,13 +104,14 @@ absl::Status CudaLinearAttention::Enqueue(const MixerPass& pass, int64_t state_o
                                            s));
     HG_CUDA_RETURN(ChunkGlaOutputPackedMma(q(), k(), g(), g_layout, v(), qkv_act,
                                            chunk_states_.as<float>(), sptrs, optrs, state_offset,
-                                           *pass.pack, H, dk, dv, scale_, o, s));
+                                           *pass.pack, H, dk, dv, scale_, o, s, qkv_act));
     return absl::OkStatus();
   }
   HG_CUDA_RETURN(ChunkGlaStatesPacked(k(), g(), v(), *pass.pack, H, dk, dv, sptrs, optrs,
                                       state_offset, chunk_states_.as<float>(), s));
   HG_CUDA_RETURN(ChunkGlaOutputPacked(q(), k(), g(), v(), chunk_states_.as<float>(), sptrs, optrs,
-                                      state_offset, *pass.pack, H, dk, dv, scale_, o, s));
+                                      state_offset, *pass.pack, H, dk, dv, scale_,
+                                      static_cast<float*>(o), s));
   return absl::OkStatus();
 }
 

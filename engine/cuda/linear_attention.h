@@ -6,6 +6,7 @@
 #define HGEVAL_ENGINE_CUDA_LINEAR_ATTENTION_H_
 
 #include <cstdint>
+#include <initializer_list>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -38,14 +39,16 @@ class CudaLinearAttention {
   int64_t max_pack_chunks() const { return max_pack_chunks_; }
 
   // q, k, g, v for kPackRows rows, and room for one segment's chunk states (what a long
-  // sequence needs); packs of many short sequences grow it (ReserveChunks).
-  absl::Status Allocate(DeviceAllocator& alloc);
+  // sequence needs); packs of many short sequences grow it (ReserveChunks). Sized in bytes
+  // for how a pack holds them (PackOperandsAct) at dk() and at each of `call_dks` (the key
+  // dims of Enqueue's call_dk a family uses besides dk()).
+  absl::Status Allocate(DeviceAllocator& alloc, std::initializer_list<int64_t> call_dks = {});
   // Grows the chunk states' room towards `chunks` (at most max_pack_chunks()); returns the
   // chunks it holds room for, fewer than asked when the memory budget refuses more.
   absl::StatusOr<int64_t> ReserveChunks(int64_t chunks);
 
-  // fp32 q, k, v (decode steps), or a pack's as PackOperandsAct(call_dk) in the same room;
-  // g is fp32 always.
+  // fp32 q, k, v (decode steps, kDecodeRows rows), or a pack's as PackOperandsAct(call_dk)
+  // in the same room; g is fp32 always.
   float* q() const { return q_.as<float>(); }
   float* k() const { return k_.as<float>(); }
   float* g() const { return g_.as<float>(); }
@@ -56,7 +59,12 @@ class CudaLinearAttention {
   // them and Enqueue both follow it.
   Act PackOperandsAct(int64_t call_dk = 0) const;
 
-  // o [rows, H, dv] (fp32) from q, k, g, v; states at `state_offset` floats into each
+  // How Enqueue holds o: a pack's as PackOperandsAct(call_dk) (bf16 where the tensor-core
+  // kernels run, as fla holds o in the input dtype: half the bytes for the norm after it),
+  // a decode step's as fp32.
+  Act OutputAct(const MixerPass& pass, int64_t call_dk = 0) const;
+
+  // o [rows, H, dv] (as OutputAct) from q, k, g, v; states at `state_offset` floats into each
   // sequence's state. Packs: chunk-local cumsum of g, chunk states, output. `call_dk` (0:
   // dk()) runs this call with a smaller key dim, q, k, g as [rows, H, call_dk] and the
   // state's heads packed at call_dk · dv in the first part of its layer (TNL's layers
@@ -65,7 +73,7 @@ class CudaLinearAttention {
   // fused with it, kernels_fused_gates.h), so the cumsum pass is skipped. `g_layout`: how a
   // pack's g is held (kPerHead: one value per row and head, TNL's constant decay; only
   // where PackTakesHeadDecay, and with g_chunk_cumulative); decode steps read g per key.
-  absl::Status Enqueue(const MixerPass& pass, int64_t state_offset, float* o, int64_t call_dk = 0,
+  absl::Status Enqueue(const MixerPass& pass, int64_t state_offset, void* o, int64_t call_dk = 0,
                        bool g_chunk_cumulative = false,
                        DecayLayout g_layout = DecayLayout::kPerKey) const;
   // Whether a pack of key dim `call_dk` (0: dk()) may hold g per head: the tensor-core
@@ -75,11 +83,16 @@ class CudaLinearAttention {
   }
 
  private:
+  // Whether a pack of `rows` rows at key dim `call_dk` fits q, k, v and a chunk's state.
+  bool HoldsPack(int rows, int64_t call_dk) const;
+
   int64_t heads_ = 0, dk_ = 0, dv_ = 0;
   float scale_ = 1.0f;
   bool tensor_cores_ = false;
   int64_t max_pack_chunks_ = 0;
   int64_t reserved_chunks_ = 0;  // chunk states chunk_states_ has room for
+  int64_t chunk_bytes_ = 0;      // one chunk's states: bf16 where the state walk runs
+  size_t qk_bytes_ = 0, v_bytes_ = 0;
   DevicePool* pool_ = nullptr;
   DeviceBuffer q_, k_, g_, v_, chunk_states_;
 };

@@ -83,8 +83,14 @@ class TnlMixer final : public CudaTokenMixer {
 
   absl::Status AllocateScratch(DeviceAllocator& alloc) override {
     const int64_t D = config_.hidden_size;
-    HG_RETURN_IF_ERROR(scratch_.Allocate(alloc, D, 4 * D, D));
-    return attention_.Allocate(alloc);
+    // proj as the packs hold it: bf16 where every layer's key dim runs the tensor cores.
+    const Act proj_act = attention_.PackOperandsAct(attention_.dk()) == Act::kBF16 &&
+                                 attention_.PackOperandsAct(head_dim_) == Act::kBF16
+                             ? Act::kBF16
+                             : Act::kF32;
+    HG_RETURN_IF_ERROR(scratch_.Allocate(alloc, D, 4 * D, D, kPackRows, true, proj_act));
+    // Layers without LRPE call the recurrence at key dim e.
+    return attention_.Allocate(alloc, {head_dim_});
   }
   int64_t MaxPackChunks() const override { return attention_.max_pack_chunks(); }
   absl::StatusOr<int64_t> ReservePackChunks(int64_t chunks) override {
@@ -130,7 +136,7 @@ class TnlMixer final : public CudaTokenMixer {
     HG_CUDA_RETURN(RmsNormGated(o, D, u, scratch_.proj_width, w.g_norm.as<float>(),
                                 static_cast<float>(kSimpleRmsNormEps), pass.rows, D, D,
                                 scratch_.onorm.get(), act_, D, pass.stream,
-                                /*gate_silu=*/false, proj_act));
+                                /*gate_silu=*/false, proj_act, attention_.OutputAct(pass, layer_dk)));
     return scratch_.ProjectOut(pass, w.out_proj, act_);
   }
 

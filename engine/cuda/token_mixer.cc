@@ -1,5 +1,7 @@
 #include "engine/cuda/token_mixer.h"
 
+#include <algorithm>
+
 #include "engine/cuda/decode_gemm.h"
 #include "engine/util/status_macros.h"
 
@@ -29,12 +31,16 @@ absl::Status MixerPass::ProjectOutput(int64_t r0, int64_t m, int64_t n, int64_t 
 
 absl::Status ProjectionScratch::Allocate(DeviceAllocator& alloc, int64_t model_width,
                                          int64_t projection_width, int64_t output_width,
-                                         int64_t block_rows, bool with_o) {
+                                         int64_t block_rows, bool with_o, Act pack_proj_act) {
   d = model_width;
   proj_width = projection_width;
   out_width = output_width;
   rows = block_rows;
-  HG_RETURN_IF_ERROR(alloc.Floats(&proj, rows * proj_width));
+  // Packs hold proj as pack_proj_act, decode steps as fp32 (kDecodeRows rows).
+  const size_t proj_bytes =
+      std::max(static_cast<size_t>(rows * proj_width) * ActSize(pack_proj_act),
+               static_cast<size_t>(kDecodeRows * proj_width) * sizeof(float));
+  HG_ASSIGN_OR_RETURN(proj, alloc.Alloc(proj_bytes));
   if (with_o) {
     HG_RETURN_IF_ERROR(alloc.Floats(&o, static_cast<size_t>(kPackRows) * out_width));
   }

@@ -29,10 +29,19 @@ namespace hgeval::cuda {
 // Rows (tokens) of one packed forward; also the segment length of longer items.
 constexpr int kPackRows = 16384;
 constexpr int kDecodeRows = 32;
-// Rows at a time of the per-row GEMM chains around the recurrence (the MLP; HGRN2's input
-// projection + gates and g_norm + o_proj): their scratch holds this many rows, not a pack's.
-// The pinned GEMMs compute a row the same way for any M, so results do not depend on it.
-constexpr int kRowBlock = 4096;
+// Rows at a time of HGRN2's per-row GEMM chains around the recurrence (input projection +
+// gates, g_norm + o_proj): their scratch holds this many rows, not a pack's. The pinned
+// GEMMs compute a row the same way for any M, so results do not depend on it.
+constexpr int kRowBlock = 8192;
+// The MLP's block: the most rows (4,096 doubled up to kPackRows) whose gate|up product,
+// `row_bytes` a row, fits kMlpBlockBytes, so a 1.3B model's bf16 MLP runs a whole pack in
+// one GEMM (fewer, fuller waves) and a larger model's scratch stays bounded in bytes.
+constexpr int64_t kMlpBlockBytes = int64_t{384} << 20;
+constexpr int MlpBlockRows(int64_t row_bytes) {
+  int rows = 4096;
+  while (rows < kPackRows && 2 * rows * row_bytes <= kMlpBlockBytes) rows *= 2;
+  return rows;
+}
 
 // Device inputs the layer kernels read (the pack's tables or the decode block).
 struct RowInputs {
@@ -118,8 +127,11 @@ struct ProjectionScratch {
                                 // that projects and normalises a block of rows at a time
   DeviceBuffer proj, o, onorm;  // o: kPackRows rows, unless the family keeps o elsewhere
 
+  // proj holds `rows` rows as pack_proj_act (what ProjectIn's proj_act is for packs; fp32
+  // for the decode step's kDecodeRows).
   absl::Status Allocate(DeviceAllocator& alloc, int64_t d, int64_t proj_width, int64_t out_width,
-                        int64_t rows = kPackRows, bool with_o = true);
+                        int64_t rows = kPackRows, bool with_o = true,
+                        Act pack_proj_act = Act::kF32);
   // proj = x · w_inᵀ (fp32, or proj_act: HGRN2's packs in bf16 mode), for pass rows
   // [r0, r0 + n) into proj's first n rows (n = -1: all the pass's rows).
   absl::Status ProjectIn(const MixerPass& pass, const DeviceBuffer& w_in, Act act, int r0 = 0,

@@ -153,11 +153,13 @@ INSTANTIATE_TEST_SUITE_P(
 // fp32 chunk states, and the output form that reads them) instead of the one-kernel walk
 // (bf16 chunk states); `chunks` (if given) receives the chunk states' room as floats.
 // g_layout kPerHead: the walk and output read G once per (row, head), taken from key 0 of
-// the cumulative per-key G (whose keys must agree: a constant decay a head).
+// the cumulative per-key G (whose keys must agree: a constant decay a head). o_act kBF16:
+// the output kernel stores o as bf16 (returned widened to fp32).
 void RunPack(const Inputs& in, const std::vector<int>& lens, const std::vector<float>& starts,
              bool fork, float scale, std::vector<float>& out, std::vector<float>& states,
              std::vector<float>& finals, Act qkv_act = Act::kF32, bool two_pass = false,
-             std::vector<float>* chunks = nullptr, DecayLayout g_layout = DecayLayout::kPerKey) {
+             std::vector<float>* chunks = nullptr, DecayLayout g_layout = DecayLayout::kPerKey,
+             Act o_act = Act::kF32) {
   const int H = in.heads, dk = in.dk, dv = in.dv;
   const int64_t ns = static_cast<int64_t>(H) * dk * dv;
   const int num_seqs = static_cast<int>(lens.size());
@@ -190,6 +192,7 @@ void RunPack(const Inputs& in, const std::vector<int>& lens, const std::vector<f
   const void* k = bf16 ? static_cast<const void*>(dk_bf16.get()) : dk_.get();
   const void* v = bf16 ? static_cast<const void*>(dv_bf16.get()) : dv_.get();
   Dev<float> dout(static_cast<size_t>(rows) * H * dv);
+  Dev<uint16_t> dout16(static_cast<size_t>(rows) * H * dv);
   Dev<float> dstates(starts);  // [seq][2 layers][ns]; layer 1 used
   Dev<float> dfinals(static_cast<size_t>(num_seqs) * ns);
   Dev<float> dchunks(static_cast<size_t>(pack.num_chunks) * ns);
@@ -226,12 +229,13 @@ void RunPack(const Inputs& in, const std::vector<int>& lens, const std::vector<f
     ASSERT_EQ(ChunkGlaStatesPackedMma(k, G, g_layout, v, qkv_act, pack, H, dk, dv, dsp.get(),
                                       out_ptrs, ns, dchunks.get(), nullptr),
               cudaSuccess);
+    void* o = o_act == Act::kBF16 ? static_cast<void*>(dout16.get()) : dout.get();
     ASSERT_EQ(ChunkGlaOutputPackedMma(q, k, G, g_layout, v, qkv_act, dchunks.get(), dsp.get(),
-                                      out_ptrs, ns, pack, H, dk, dv, scale, dout.get(), nullptr),
+                                      out_ptrs, ns, pack, H, dk, dv, scale, o, nullptr, o_act),
               cudaSuccess);
   }
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  out = dout.Get();
+  out = o_act == Act::kBF16 ? WidenedBf16(dout16.Get()) : dout.Get();
   states = dstates.Get();
   finals = dfinals.Get();
   if (chunks != nullptr) *chunks = dchunks.Get();
@@ -357,6 +361,32 @@ TEST_P(ChunkMmaPackTest, Bf16OperandsGiveTheFloatOperandsBits) {
   EXPECT_TRUE(SameBits(out32, out16)) << "output";
   EXPECT_TRUE(SameBits(states32, states16)) << "states";
   EXPECT_TRUE(SameBits(finals32, finals16)) << "forked finals";
+}
+
+// bf16 mode holds o as bf16 (as fla does): the output kernel's bf16 o is its fp32 o
+// rounded to nearest, bit for bit, per key or (a constant decay) per head, and nothing
+// else moves.
+TEST_P(ChunkMmaPackTest, Bf16OutputIsTheFloatOutputRounded) {
+  if (!testing::HaveGpu()) GTEST_SKIP() << "no CUDA GPU visible";
+  const PackCase c = GetParam();
+  const std::vector<int> lens = {130, 1, 64, 17, 65, 200};
+  std::mt19937 rng(c.dk * 13 + c.dv + c.fork);
+  const auto [in, starts, scale] = RandomPack(c, lens, rng);
+  std::vector<DecayLayout> layouts = {DecayLayout::kPerKey};
+  if (c.decay == Decay::kConstant) layouts.push_back(DecayLayout::kPerHead);
+  for (const DecayLayout g_layout : layouts) {
+    std::vector<float> out32, states32, finals32, out16, states16, finals16;
+    RunPack(in, lens, starts, c.fork, scale, out32, states32, finals32, Act::kBF16, false,
+            nullptr, g_layout, Act::kF32);
+    if (HasFatalFailure()) return;
+    RunPack(in, lens, starts, c.fork, scale, out16, states16, finals16, Act::kBF16, false,
+            nullptr, g_layout, Act::kBF16);
+    if (HasFatalFailure()) return;
+    const char* layout = g_layout == DecayLayout::kPerKey ? "per key" : "per head";
+    EXPECT_TRUE(SameBits(RoundedToBf16(out32), out16)) << "output, " << layout;
+    EXPECT_TRUE(SameBits(states32, states16)) << "states, " << layout;
+    EXPECT_TRUE(SameBits(finals32, finals16)) << "forked finals, " << layout;
+  }
 }
 
 // The walk's bf16 chunk states as the bf16 bits of the two-pass form's fp32 ones (each
@@ -487,6 +517,18 @@ TEST(ChunkMmaValuesTest, Bf16ValuesRefusedWhereTheFp32KernelsRun) {
   EXPECT_FALSE(ChunkMmaTakesBf16Values(6, 128));
   EXPECT_FALSE(ChunkMmaTakesBf16Values(128, 6));
   ExpectRefused(DecayLayout::kPerKey, Act::kBF16, 6, 8);
+}
+
+// o is held as bf16 in the bf16 model path only: with fp32 operands it is refused.
+TEST(ChunkMmaValuesTest, Bf16OutputRefusedWithFloatOperands) {
+  PackView pack;
+  pack.rows = 70;
+  pack.num_seqs = 1;
+  pack.num_chunks = 2;
+  EXPECT_EQ(ChunkGlaOutputPackedMma(nullptr, nullptr, nullptr, DecayLayout::kPerKey, nullptr,
+                                    Act::kF32, nullptr, nullptr, nullptr, 0, pack, 1, 128, 128,
+                                    1.0f, nullptr, nullptr, Act::kBF16),
+            cudaErrorInvalidValue);
 }
 
 // G per head runs in the bf16 model path only: with fp32 operands it is refused.

@@ -657,6 +657,38 @@ TEST(PinnedGemmTest, FindsAnAlgorithmForA64000TokenHead) {
   cudaFree(c);
 }
 
+// bf16 mode holds the recurrences' o as bf16: the norm over a bf16 x gives bitwise what it
+// gives over an fp32 x holding the same values, in the row-in-registers form (group 256)
+// and the two-pass loop (group 4096), with and without a gate.
+TEST(RmsNormGatedTest, Bf16InputGivesTheFloatInputBits) {
+  if (!testing::HaveGpu()) GTEST_SKIP() << "no CUDA GPU visible";
+  const int rows = 3, width = 8192;
+  std::mt19937 rng(11);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::vector<float> x(rows * width), gate(rows * width), w(width);
+  for (auto& v : x) v = nd(rng);
+  for (auto& v : w) v = 1.0f + 0.1f * nd(rng);
+  for (auto& v : gate) v = nd(rng);
+  x = RoundedToBf16(x);
+  Dev<float> dx(x), dgate(gate), dw(w);
+  Dev<uint16_t> dx16(RoundedBf16Bits(x));
+  for (const int group : {256, 4096}) {
+    for (const bool gated : {false, true}) {
+      const float* g = gated ? dgate.get() : nullptr;
+      Dev<uint16_t> out32(rows * width), out16(rows * width);
+      ASSERT_EQ(RmsNormGated(dx.get(), width, g, width, dw.get(), 1e-5f, rows, width, group,
+                             out32.get(), Act::kBF16, width, nullptr),
+                cudaSuccess);
+      ASSERT_EQ(RmsNormGated(dx16.get(), width, g, width, dw.get(), 1e-5f, rows, width, group,
+                             out16.get(), Act::kBF16, width, nullptr, true, Act::kF32,
+                             Act::kBF16),
+                cudaSuccess);
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      EXPECT_EQ(out32.Get(), out16.Get()) << "group " << group << (gated ? ", gated" : "");
+    }
+  }
+}
+
 // The gated RMSNorm against double, and with its gate held as bf16 (TNL's and GLA's output
 // gate straight from a bf16 projection) bitwise what the fp32 gate holding the same values
 // gives: swish gate and plain gate, two groups a row.

@@ -1,6 +1,7 @@
 // SwiGlu's 16-byte vector path (aligned pointers, inter a multiple of the vector) against
 // its element-by-element path (taken for a misaligned output): bitwise equal, for both
-// activation types and TNL's unactivated GLU; and both near the CPU's value.
+// activation types and TNL's unactivated GLU; and both near the CPU's value. In place (out
+// over gu's g half, rows 2 inter apart, as the model's MLP runs it) gives the same bits.
 #include <cuda_bf16.h>
 #include <cuda_runtime_api.h>
 
@@ -86,6 +87,25 @@ TEST_P(SwiGluTest, VectorPathEqualsElementPathBitwise) {
     }
   }
   EXPECT_LT(worst, c.act == Act::kF32 ? 1e-5 : 1e-2);
+
+  // In place, both paths: out = gu (vector path) and a copy of gu one element in (the
+  // element path, out misaligned), each row's result over its own g half.
+  for (const size_t shift : {size_t{0}, size_t{1}}) {
+    Dev<uint8_t> in_place((n_in + shift) * es);
+    ASSERT_EQ(cudaMemcpy(in_place.get() + shift * es, dgu.get(), n_in * es,
+                         cudaMemcpyDeviceToDevice),
+              cudaSuccess);
+    uint8_t* base = in_place.get() + shift * es;
+    ASSERT_EQ(SwiGlu(base, rows, inter, base, c.act, nullptr, c.silu, 2 * inter), cudaSuccess);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    const std::vector<uint8_t> got = in_place.Get();
+    for (int r = 0; r < rows; ++r) {
+      const size_t row_out = static_cast<size_t>(r) * inter * es;
+      const size_t row_in = (shift + static_cast<size_t>(r) * 2 * inter) * es;
+      ASSERT_EQ(std::memcmp(a.data() + row_out, got.data() + row_in, inter * es), 0)
+          << "row " << r << (shift ? " (element path)" : " (vector path)");
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, SwiGluTest,
