@@ -353,9 +353,9 @@ cudaError_t RmsNormGated(const void* x, int64_t x_ld, const void* gate, int64_t 
   if (rows == 0) return cudaSuccess;
   dim3 grid(rows, width / group);
   auto launch = [&](const auto* xs, const auto* g) {
-    HG_DISPATCH_ACT(out_act, RmsNormGatedKernel<<<grid, 256, 0, stream>>>(
-                                 xs, x_ld, g, gate_ld, gate_silu, w, eps, group,
-                                 static_cast<T*>(out), out_ld));
+    HG_DISPATCH_ACT(
+        out_act, RmsNormGatedKernel<<<grid, 256, 0, stream>>>(
+                     xs, x_ld, g, gate_ld, gate_silu, w, eps, group, static_cast<T*>(out), out_ld));
   };
   auto with_x = [&](const auto* g) {
     if (x_act == Act::kBF16) {
@@ -381,14 +381,14 @@ cudaError_t SwiGlu(const void* gu, int rows, int inter, void* out, Act act, cuda
   const bool aligned =
       (reinterpret_cast<uintptr_t>(gu) | reinterpret_cast<uintptr_t>(out)) % 16 == 0;
   if (aligned && inter % vec == 0 && out_ld % vec == 0) {
-    HG_DISPATCH_ACT(act, SwiGluVecKernel<T><<<GridFor(total / vec, 256), 256, 0, stream>>>(
-                             static_cast<const T*>(gu), rows, inter, silu, static_cast<T*>(out),
-                             out_ld));
+    HG_DISPATCH_ACT(
+        act, SwiGluVecKernel<T><<<GridFor(total / vec, 256), 256, 0, stream>>>(
+                 static_cast<const T*>(gu), rows, inter, silu, static_cast<T*>(out), out_ld));
     return cudaGetLastError();
   }
-  HG_DISPATCH_ACT(act, SwiGluKernel<T><<<GridFor(total, 256), 256, 0, stream>>>(
-                           static_cast<const T*>(gu), total, inter, silu, static_cast<T*>(out),
-                           out_ld));
+  HG_DISPATCH_ACT(act,
+                  SwiGluKernel<T><<<GridFor(total, 256), 256, 0, stream>>>(
+                      static_cast<const T*>(gu), total, inter, silu, static_cast<T*>(out), out_ld));
   return cudaGetLastError();
 }
 

@@ -8,7 +8,7 @@
 namespace hgeval::cuda {
 
 absl::Status CudaLinearAttention::Allocate(DeviceAllocator& alloc,
-                                          std::initializer_list<int64_t> call_dks) {
+                                           std::initializer_list<int64_t> call_dks) {
   // Sized in bytes for what the packs hold: bf16 q, k, v and bf16 chunk states where the
   // tensor-core kernels run (half the fp32 room), fp32 where the fp32 kernels do, for every
   // key dim a call may use; decode steps hold kDecodeRows fp32 rows.
@@ -32,7 +32,8 @@ absl::Status CudaLinearAttention::Allocate(DeviceAllocator& alloc,
   max_pack_chunks_ = std::max<int64_t>(R / kGlaChunk, kChunkStateBudget / chunk_bytes_);
   pool_ = alloc.pool();
   reserved_chunks_ = R / kGlaChunk;
-  HG_ASSIGN_OR_RETURN(chunk_states_, alloc.Alloc(static_cast<size_t>(reserved_chunks_ * chunk_bytes_)));
+  HG_ASSIGN_OR_RETURN(chunk_states_,
+                      alloc.Alloc(static_cast<size_t>(reserved_chunks_ * chunk_bytes_)));
   return absl::OkStatus();
 }
 

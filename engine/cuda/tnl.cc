@@ -133,10 +133,10 @@ class TnlMixer final : public CudaTokenMixer {
     HG_RETURN_IF_ERROR(attention_.Enqueue(pass, pass.layer * StateFloatsPerLayer(), o, layer_dk,
                                           /*g_chunk_cumulative=*/!pass.decode, g_layout));
     const void* u = static_cast<const char*>(scratch_.proj.get()) + 3 * D * ActSize(proj_act);
-    HG_CUDA_RETURN(RmsNormGated(o, D, u, scratch_.proj_width, w.g_norm.as<float>(),
-                                static_cast<float>(kSimpleRmsNormEps), pass.rows, D, D,
-                                scratch_.onorm.get(), act_, D, pass.stream,
-                                /*gate_silu=*/false, proj_act, attention_.OutputAct(pass, layer_dk)));
+    HG_CUDA_RETURN(RmsNormGated(
+        o, D, u, scratch_.proj_width, w.g_norm.as<float>(), static_cast<float>(kSimpleRmsNormEps),
+        pass.rows, D, D, scratch_.onorm.get(), act_, D, pass.stream,
+        /*gate_silu=*/false, proj_act, attention_.OutputAct(pass, layer_dk)));
     return scratch_.ProjectOut(pass, w.out_proj, act_);
   }
 

@@ -376,11 +376,11 @@ TEST_P(ChunkMmaPackTest, Bf16OutputIsTheFloatOutputRounded) {
   if (c.decay == Decay::kConstant) layouts.push_back(DecayLayout::kPerHead);
   for (const DecayLayout g_layout : layouts) {
     std::vector<float> out32, states32, finals32, out16, states16, finals16;
-    RunPack(in, lens, starts, c.fork, scale, out32, states32, finals32, Act::kBF16, false,
-            nullptr, g_layout, Act::kF32);
+    RunPack(in, lens, starts, c.fork, scale, out32, states32, finals32, Act::kBF16, false, nullptr,
+            g_layout, Act::kF32);
     if (HasFatalFailure()) return;
-    RunPack(in, lens, starts, c.fork, scale, out16, states16, finals16, Act::kBF16, false,
-            nullptr, g_layout, Act::kBF16);
+    RunPack(in, lens, starts, c.fork, scale, out16, states16, finals16, Act::kBF16, false, nullptr,
+            g_layout, Act::kBF16);
     if (HasFatalFailure()) return;
     const char* layout = g_layout == DecayLayout::kPerKey ? "per key" : "per head";
     EXPECT_TRUE(SameBits(RoundedToBf16(out32), out16)) << "output, " << layout;

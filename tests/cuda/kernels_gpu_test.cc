@@ -680,8 +680,7 @@ TEST(RmsNormGatedTest, Bf16InputGivesTheFloatInputBits) {
                              out32.get(), Act::kBF16, width, nullptr),
                 cudaSuccess);
       ASSERT_EQ(RmsNormGated(dx16.get(), width, g, width, dw.get(), 1e-5f, rows, width, group,
-                             out16.get(), Act::kBF16, width, nullptr, true, Act::kF32,
-                             Act::kBF16),
+                             out16.get(), Act::kBF16, width, nullptr, true, Act::kF32, Act::kBF16),
                 cudaSuccess);
       ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
       EXPECT_EQ(out32.Get(), out16.Get()) << "group " << group << (gated ? ", gated" : "");

@@ -92,9 +92,9 @@ TEST_P(SwiGluTest, VectorPathEqualsElementPathBitwise) {
   // element path, out misaligned), each row's result over its own g half.
   for (const size_t shift : {size_t{0}, size_t{1}}) {
     Dev<uint8_t> in_place((n_in + shift) * es);
-    ASSERT_EQ(cudaMemcpy(in_place.get() + shift * es, dgu.get(), n_in * es,
-                         cudaMemcpyDeviceToDevice),
-              cudaSuccess);
+    ASSERT_EQ(
+        cudaMemcpy(in_place.get() + shift * es, dgu.get(), n_in * es, cudaMemcpyDeviceToDevice),
+        cudaSuccess);
     uint8_t* base = in_place.get() + shift * es;
     ASSERT_EQ(SwiGlu(base, rows, inter, base, c.act, nullptr, c.silu, 2 * inter), cudaSuccess);
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
