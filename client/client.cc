@@ -12,7 +12,6 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 
 namespace hgeval::client {
@@ -28,9 +27,9 @@ bool IsFinal(v1::JobState state) {
          state == v1::JOB_STATE_CANCELLED;
 }
 
-absl::StatusOr<std::string> ChannelTarget(const std::vector<std::string>& servers) {
+absl::StatusOr<ServerTargets> ResolveServerTargets(const std::vector<std::string>& servers) {
   if (servers.empty()) return absl::InvalidArgumentError("no server given");
-  if (servers.size() == 1) return servers.front();
+  if (servers.size() == 1) return ServerTargets{servers.front(), {}};
   std::vector<std::string> v4, v6;
   for (const std::string& server : servers) {
     const size_t colon = server.rfind(':');
@@ -71,32 +70,31 @@ absl::StatusOr<std::string> ChannelTarget(const std::vector<std::string>& server
     return absl::InvalidArgumentError(
         "--server list mixes IPv4 and IPv6 servers; gRPC balances one family per target");
   }
-  return v4.empty() ? absl::StrCat("ipv6:", absl::StrJoin(v6, ","))
-                    : absl::StrCat("ipv4:", absl::StrJoin(v4, ","));
-}
-
-std::vector<std::string> ListedAddressTargets(const std::string& target) {
-  std::vector<std::string> targets;
-  for (const absl::string_view scheme : {"ipv4:", "ipv6:"}) {
-    if (!absl::StartsWith(target, scheme)) continue;
-    const std::vector<absl::string_view> addresses =
-        absl::StrSplit(absl::string_view(target).substr(scheme.size()), ',');
-    if (addresses.size() < 2) break;
-    for (absl::string_view address : addresses) targets.push_back(absl::StrCat(scheme, address));
+  const absl::string_view scheme = v4.empty() ? "ipv6:" : "ipv4:";
+  const std::vector<std::string>& addresses = v4.empty() ? v6 : v4;
+  ServerTargets targets{absl::StrCat(scheme, absl::StrJoin(addresses, ",")), {}};
+  for (const std::string& address : addresses) {
+    targets.addresses.push_back(absl::StrCat(scheme, address));
   }
   return targets;
 }
 
+absl::StatusOr<std::string> ChannelTarget(const std::vector<std::string>& servers) {
+  absl::StatusOr<ServerTargets> targets = ResolveServerTargets(servers);
+  if (!targets.ok()) return targets.status();
+  return targets->balanced;
+}
+
 absl::StatusOr<std::unique_ptr<Client>> Client::Connect(const ClientOptions& options) {
-  absl::StatusOr<std::string> target = ChannelTarget(options.servers);
-  if (!target.ok()) return target.status();
+  absl::StatusOr<ServerTargets> targets = ResolveServerTargets(options.servers);
+  if (!targets.ok()) return targets.status();
   std::unique_ptr<Client> client(new Client(options));
-  client->target_ = *target;
+  client->target_ = targets->balanced;
   client->parallel_calls_ =
       options.parallel_calls > 0
           ? options.parallel_calls
           : (options.servers.size() > 1 ? static_cast<int>(options.servers.size())
-                                        : (absl::StartsWith(*target, "dns:") ? 4 : 1));
+                                        : (absl::StartsWith(client->target_, "dns:") ? 4 : 1));
   std::shared_ptr<grpc::ChannelCredentials> credentials;
   grpc::ChannelArguments args;
   if (options.tls) {
@@ -119,7 +117,7 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Connect(const ClientOptions& opt
   args.SetLoadBalancingPolicyName("round_robin");
   client->channel_ = grpc::CreateCustomChannel(client->target_, credentials, args);
   client->models_ = v1::ModelService::NewStub(client->channel_);
-  for (const std::string& address : ListedAddressTargets(client->target_)) {
+  for (const std::string& address : targets->addresses) {
     client->part_models_.push_back(
         v1::ModelService::NewStub(grpc::CreateCustomChannel(address, credentials, args)));
   }

@@ -44,13 +44,18 @@ struct ClientOptions {
 
 absl::Status FromGrpc(const grpc::Status& status);
 
-// The channel target for `servers`: one entry as given; several host:port entries as one
-// ipv4:/ipv6: target (host names resolved here, once) that round_robin balances.
+// The channel targets for `servers` (host names resolved here, once).
+struct ServerTargets {
+  // One entry as given; several host:port entries as one ipv4:/ipv6: target that
+  // round_robin balances ("ipv4:a:1,b:2").
+  std::string balanced;
+  // Several entries: one single-address target each, in list order ("ipv4:a:1",
+  // "ipv4:b:2"); none for one entry (an address or a dns:/// name).
+  std::vector<std::string> addresses;
+};
+absl::StatusOr<ServerTargets> ResolveServerTargets(const std::vector<std::string>& servers);
+// ResolveServerTargets(servers)->balanced.
 absl::StatusOr<std::string> ChannelTarget(const std::vector<std::string>& servers);
-
-// The single-address targets of a balanced list target ("ipv4:a:1,b:2" gives "ipv4:a:1" and
-// "ipv4:b:2"); none for anything else (one address, a dns:/// name).
-std::vector<std::string> ListedAddressTargets(const std::string& target);
 
 class Client {
  public:

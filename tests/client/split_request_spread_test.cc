@@ -104,16 +104,6 @@ void ExpectNumberedInOrder(const absl::StatusOr<v1::LoglikelihoodResponse>& resp
   for (int i = 0; i < count; ++i) EXPECT_EQ(response->results(i).logprob(), i);
 }
 
-TEST(ListedAddressTargetsTest, AListGivesOneTargetPerAddress) {
-  EXPECT_EQ(ListedAddressTargets("ipv4:127.0.0.1:1,127.0.0.2:2"),
-            (std::vector<std::string>{"ipv4:127.0.0.1:1", "ipv4:127.0.0.2:2"}));
-  EXPECT_EQ(ListedAddressTargets("ipv6:[::1]:7,[::1]:8"),
-            (std::vector<std::string>{"ipv6:[::1]:7", "ipv6:[::1]:8"}));
-  EXPECT_TRUE(ListedAddressTargets("127.0.0.1:1").empty());
-  EXPECT_TRUE(ListedAddressTargets("ipv4:127.0.0.1:1").empty());
-  EXPECT_TRUE(ListedAddressTargets("dns:///hgeval:50051").empty());
-}
-
 TEST(SplitRequestSpreadTest, EveryListedServerGetsItsPartOfEverySplitRequest) {
   FakeServer a, b;
   std::unique_ptr<Client> client = ConnectTo({a.address(), b.address()});
