@@ -73,8 +73,11 @@ cudaError_t AddRmsNorm(float* h, const float* delta, const float* w, float eps, 
 
 // Per row and per group of `group` channels: y = RMSNorm(x) * w[c % group]
 // (* swish(gate), or * gate when !gate_silu, when gate != null; gate held as gate_act);
-// x held as x_act (a bf16 x is widened exactly: the results of fp32 x holding the same
-// values); fp32 maths, stored as out_act.
+// x held as x_act; fp32 maths, stored as out_act. A bf16 x (the bf16 packs' o) whose
+// groups are multiples of 256 channels runs a block a row, each thread 8 channels, its
+// sums of squares in another fixed order than fp32 x's (so bits differ in the last place);
+// otherwise a bf16 x is widened exactly and gives the results of an fp32 x holding the
+// same values.
 cudaError_t RmsNormGated(const void* x, int64_t x_ld, const void* gate, int64_t gate_ld,
                          const float* w, float eps, int rows, int width, int group, void* out,
                          Act out_act, int64_t out_ld, cudaStream_t stream, bool gate_silu = true,

@@ -241,8 +241,8 @@ __global__ void __launch_bounds__(kFusedThreads)
     ChunkStatesFusedMmaKernel(const VT* __restrict__ k, const float* __restrict__ G,
                               const VT* __restrict__ v, PackView pack, int heads, int dk, int dv,
                               float* const* state_ptrs, float* const* out_ptrs,
-                              int64_t layer_offset, float* single,
-                              bf16* __restrict__ chunk_states) {
+                              int64_t layer_offset, float* single, bf16* __restrict__ chunk_states,
+                              int64_t vstride) {
   constexpr bool kF32Values = std::is_same_v<VT, float>;
   constexpr size_t kStage = FusedStageBytes<VT>();
   extern __shared__ __align__(16) unsigned char smem[];
@@ -265,7 +265,6 @@ __global__ void __launch_bounds__(kFusedThreads)
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, grp = lane / 4, tig = lane % 4;
   const int m0 = 16 * (warp % 2), n0 = 16 * (warp / 2);
   const int64_t kstride = static_cast<int64_t>(heads) * dk;
-  const int64_t vstride = static_cast<int64_t>(heads) * dv;
   const int64_t per_chunk = static_cast<int64_t>(heads) * dk * dv;
   const int64_t head0 = static_cast<int64_t>(h) * dk * dv;
 
@@ -845,7 +844,7 @@ __global__ void __launch_bounds__(kOutThreads, kHeadDecay ? 4 : 3)
                          const float* __restrict__ G, const VT* __restrict__ v,
                          const ST* chunk_states, float* const* state_ptrs, float* const* out_ptrs,
                          int64_t layer_offset, PackView pack, int heads, int dk, int dv,
-                         float scale, OT* __restrict__ o) {
+                         float scale, OT* __restrict__ o, int64_t vstride) {
   // The pipelined form with bf16 v and S_c copies both tiles by cp.async.
   constexpr bool kBf16Copies = kPipelined && std::is_same_v<VT, bf16> && std::is_same_v<ST, bf16>;
   extern __shared__ __align__(16) unsigned char smem[];
@@ -870,7 +869,6 @@ __global__ void __launch_bounds__(kOutThreads, kHeadDecay ? 4 : 3)
   const int ia = i0 + grp, ib = ia + 8;
   const WarpSlice ws{sq, sk, sg, qe, qes, warp, i0, ia, ib, grp, tig};
   const int64_t kstride = static_cast<int64_t>(heads) * dk;
-  const int64_t vstride = static_cast<int64_t>(heads) * dv;
   const int64_t qk0 = static_cast<int64_t>(t0) * kstride + static_cast<int64_t>(h) * dk;
 
   float acc_a[3][2][4];  // A blocks (w, u) for u < w, C-fragment layout
@@ -1083,14 +1081,28 @@ bool RunsHeadDecay(bool walk_or_pipelined, int dk, int dv) {
   return std::is_same_v<VT, bf16> && walk_or_pipelined && ChunkMmaTakesBf16Values(dk, dv);
 }
 
+// v's row stride (v_ld; 0: heads * dv, packed): another stride (v read in place from a
+// projection's columns) only in the bf16 model path, the walk and the pipelined output
+// kernel, with 16-byte aligned rows. Resolves 0 to heads * dv.
+template <typename VT>
+bool TakesValueStride(bool walk_or_pipelined, int dk, int dv, int heads, int64_t* v_ld) {
+  const int64_t packed = static_cast<int64_t>(heads) * dv;
+  if (*v_ld == 0) *v_ld = packed;
+  if (*v_ld == packed) return true;
+  return std::is_same_v<VT, bf16> && walk_or_pipelined && ChunkMmaTakesBf16Values(dk, dv) &&
+         *v_ld >= packed && (*v_ld * static_cast<int64_t>(sizeof(VT))) % 16 == 0;
+}
+
 template <typename VT>
 cudaError_t LaunchStatesMma(const VT* k, const float* G, DecayLayout g_layout, const VT* v,
                             const PackView& pack, int heads, int dk, int dv,
                             float* const* state_ptrs, float* const* out_ptrs, int64_t layer_offset,
-                            float* single, void* chunk_room, bool fused, cudaStream_t stream) {
+                            float* single, void* chunk_room, bool fused, cudaStream_t stream,
+                            int64_t v_ld = 0) {
   float* chunk_states = static_cast<float*>(chunk_room);
   if (StateChunks(pack) == 0) return cudaSuccess;
   if (dk > kMaxDk) return cudaErrorInvalidValue;
+  if (!TakesValueStride<VT>(fused, dk, dv, heads, &v_ld)) return cudaErrorInvalidValue;
   const bool head_decay = g_layout == DecayLayout::kPerHead;
   if (head_decay && !RunsHeadDecay<VT>(fused, dk, dv)) return cudaErrorInvalidValue;
   if (!ChunkMmaTakesBf16Values(dk, dv)) {  // the 16-byte loads need both: the fp32 kernels
@@ -1112,7 +1124,7 @@ cudaError_t LaunchStatesMma(const VT* k, const float* G, DecayLayout g_layout, c
       dim3 grid(StateSeqs(pack) * CeilDiv(dk, kFusedKT) * CeilDiv(dv, kVT), heads);
       kernel<<<grid, kFusedThreads, smem, stream>>>(k, G, v, pack, heads, dk, dv, state_ptrs,
                                                     out_ptrs, layer_offset, single,
-                                                    static_cast<bf16*>(chunk_room));
+                                                    static_cast<bf16*>(chunk_room), v_ld);
       return cudaGetLastError();
     };
     if constexpr (std::is_same_v<VT, bf16>) {
@@ -1141,9 +1153,10 @@ cudaError_t LaunchOutputMma(const VT* q, const VT* k, const float* G, DecayLayou
                             const VT* v, const void* chunk_room, bool bf16_states,
                             float* const* state_ptrs, float* const* out_ptrs, int64_t layer_offset,
                             const PackView& pack, int heads, int dk, int dv, float scale, void* o,
-                            cudaStream_t stream, Act o_act = Act::kF32) {
+                            cudaStream_t stream, Act o_act = Act::kF32, int64_t v_ld = 0) {
   if (pack.num_chunks == 0) return cudaSuccess;
   if (dk > kMaxDk) return cudaErrorInvalidValue;
+  if (!TakesValueStride<VT>(bf16_states, dk, dv, heads, &v_ld)) return cudaErrorInvalidValue;
   const bool head_decay = g_layout == DecayLayout::kPerHead;
   if (head_decay && !RunsHeadDecay<VT>(bf16_states, dk, dv)) return cudaErrorInvalidValue;
   const bool bf16_out = o_act == Act::kBF16;
@@ -1166,7 +1179,8 @@ cudaError_t LaunchOutputMma(const VT* q, const VT* k, const float* G, DecayLayou
     if (err != cudaSuccess) return err;
     dim3 grid(pack.num_chunks, heads);
     kernel<<<grid, kOutThreads, smem, stream>>>(q, k, G, v, chunk_states, state_ptrs, out_ptrs,
-                                                layer_offset, pack, heads, dk, dv, scale, out);
+                                                layer_offset, pack, heads, dk, dv, scale, out,
+                                                v_ld);
     return cudaGetLastError();
   };
   float* o32 = static_cast<float*>(o);
@@ -1193,11 +1207,11 @@ cudaError_t ChunkGlaStatesPackedMma(const void* k, const float* G, DecayLayout g
                                     const void* v, Act qkv_act, const PackView& pack, int heads,
                                     int dk, int dv, float* const* state_ptrs,
                                     float* const* out_ptrs, int64_t layer_offset,
-                                    void* chunk_states, cudaStream_t stream) {
-  HG_DISPATCH_ACT(
-      qkv_act, return LaunchStatesMma(static_cast<const T*>(k), G, g_layout,
-                                      static_cast<const T*>(v), pack, heads, dk, dv, state_ptrs,
-                                      out_ptrs, layer_offset, nullptr, chunk_states, true, stream));
+                                    void* chunk_states, cudaStream_t stream, int64_t v_ld) {
+  HG_DISPATCH_ACT(qkv_act, return LaunchStatesMma(static_cast<const T*>(k), G, g_layout,
+                                                  static_cast<const T*>(v), pack, heads, dk, dv,
+                                                  state_ptrs, out_ptrs, layer_offset, nullptr,
+                                                  chunk_states, true, stream, v_ld));
 }
 
 cudaError_t ChunkGlaStatesPackedMmaTwoPass(const void* k, const float* G, const void* v,
@@ -1216,11 +1230,11 @@ cudaError_t ChunkGlaOutputPackedMma(const void* q, const void* k, const float* G
                                     const void* chunk_states, float* const* state_ptrs,
                                     float* const* out_ptrs, int64_t layer_offset,
                                     const PackView& pack, int heads, int dk, int dv, float scale,
-                                    void* o, cudaStream_t stream, Act o_act) {
+                                    void* o, cudaStream_t stream, Act o_act, int64_t v_ld) {
   HG_DISPATCH_ACT(qkv_act, return LaunchOutputMma(
                                static_cast<const T*>(q), static_cast<const T*>(k), G, g_layout,
                                static_cast<const T*>(v), chunk_states, true, state_ptrs, out_ptrs,
-                               layer_offset, pack, heads, dk, dv, scale, o, stream, o_act));
+                               layer_offset, pack, heads, dk, dv, scale, o, stream, o_act, v_ld));
 }
 
 cudaError_t ChunkGlaOutputPackedMmaTwoPass(const void* q, const void* k, const float* G,

@@ -39,12 +39,13 @@ bool ChunkMmaTakesBf16Values(int dk, int dv);
 // The chunk states S_c (bf16) and final states in one kernel that walks each sequence's
 // chunks in order, the running state in registers, each chunk's local state U_c by tensor
 // cores and never stored (fla's chunk_fwd_h). Bitwise the two-pass form's results (its
-// S_c rounded to bf16).
+// S_c rounded to bf16). v_ld: v's row stride in values (0: heads * dv); another (v read
+// in place from a projection's columns, rows 16-byte aligned) with bf16 values only.
 cudaError_t ChunkGlaStatesPackedMma(const void* k, const float* G, DecayLayout g_layout,
                                     const void* v, Act qkv_act, const PackView& pack, int heads,
                                     int dk, int dv, float* const* state_ptrs,
                                     float* const* out_ptrs, int64_t layer_offset,
-                                    void* chunk_states, cudaStream_t stream);
+                                    void* chunk_states, cudaStream_t stream, int64_t v_ld = 0);
 
 // The two-pass form the one-kernel walk replaced: per-chunk local states U_c by tensor
 // cores into chunk_states, then the fp32 scan (ChunkStateScan) over them in place (fp32
@@ -62,13 +63,15 @@ cudaError_t ChunkGlaStatesPackedMmaTwoPass(const void* k, const float* G, const 
 // tiles are copied by cp.async; the two-pass form (fp32 S_c) runs the same maths with each
 // load after the previous maths, the reference the pipelined form keeps the bits of.
 // o_act kBF16 stores o as bf16 (each fp32 value rounded to nearest, as fla's o is held in
-// the input dtype: half the bytes for the norm after it); bf16 q, k, v only.
+// the input dtype: half the bytes for the norm after it); bf16 q, k, v only. v_ld: as
+// ChunkGlaStatesPackedMma's.
 cudaError_t ChunkGlaOutputPackedMma(const void* q, const void* k, const float* G,
                                     DecayLayout g_layout, const void* v, Act qkv_act,
                                     const void* chunk_states, float* const* state_ptrs,
                                     float* const* out_ptrs, int64_t layer_offset,
                                     const PackView& pack, int heads, int dk, int dv, float scale,
-                                    void* o, cudaStream_t stream, Act o_act = Act::kF32);
+                                    void* o, cudaStream_t stream, Act o_act = Act::kF32,
+                                    int64_t v_ld = 0);
 cudaError_t ChunkGlaOutputPackedMmaTwoPass(const void* q, const void* k, const float* G,
                                            const void* v, Act qkv_act, const float* chunk_states,
                                            float* const* state_ptrs, float* const* out_ptrs,

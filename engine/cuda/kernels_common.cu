@@ -328,6 +328,68 @@ int GridFor(int64_t total, int threads) {
   return static_cast<int>(blocks < 65535 * 8 ? (blocks > 0 ? blocks : 1) : 65535 * 8);
 }
 
+// RmsNormGatedKernel for a bf16 x (the bf16 packs' o) a row a block: thread t holds
+// channels 8t .. 8t + 7 (one 16-byte load), so the row is read once with every load in
+// flight. A group's sum of squares: each thread's 8 in order, its warp's by WarpSum, then
+// the group's warps in order (groups of whole warps: group a multiple of 256). Fixed
+// order for any batch, so a row alone gives the bits it gives among others.
+constexpr int kNormVec = 8;
+template <typename GT, typename T>
+__global__ void __launch_bounds__(1024)
+    RmsNormGatedBf16RowKernel(const bf16* __restrict__ x, int64_t x_ld, const GT* gate,
+                              int64_t gate_ld, bool gate_silu, const float* __restrict__ w,
+                              float eps, int group, T* __restrict__ out, int64_t out_ld) {
+  struct alignas(16) Bf16x8 {
+    bf16 v[kNormVec];
+  };
+  __shared__ float warp_sums[32];
+  const int64_t r = blockIdx.x;
+  const int t = threadIdx.x, lane = t & 31, warp = t >> 5;
+  const int c = kNormVec * t;
+  const Bf16x8 xv = *reinterpret_cast<const Bf16x8*>(x + r * x_ld + c);
+  float xf[kNormVec];
+  float ss = 0.0f;
+#pragma unroll
+  for (int e = 0; e < kNormVec; ++e) {
+    xf[e] = ToF(xv.v[e]);
+    ss += xf[e] * xf[e];
+  }
+  ss = WarpSum(ss);
+  if (lane == 0) warp_sums[warp] = ss;
+  __syncthreads();
+  const int group_warps = group / (32 * kNormVec);
+  const int first = warp - warp % group_warps;
+  float total = 0.0f;
+  for (int i = 0; i < group_warps; ++i) total += warp_sums[first + i];
+  const float rstd = rsqrtf(total / group + eps);
+  const int cg = c % group;
+  T y[kNormVec];
+#pragma unroll
+  for (int e = 0; e < kNormVec; ++e) {
+    float v = xf[e] * rstd * w[cg + e];
+    if (gate) {
+      const float gv = ToF(gate[r * gate_ld + c + e]);
+      v *= gate_silu ? Silu(gv) : gv;
+    }
+    y[e] = FromF<T>(v);
+  }
+  constexpr int kChunks = kNormVec * sizeof(T) / 16;
+#pragma unroll
+  for (int i = 0; i < kChunks; ++i) {
+    reinterpret_cast<uint4*>(out + r * out_ld + c)[i] = reinterpret_cast<const uint4*>(y)[i];
+  }
+}
+
+// Whether RmsNormGatedBf16RowKernel takes a norm: whole warps a group, at most 1024
+// threads a row, 16-byte aligned rows of x and out.
+bool TakesBf16RowNorm(const void* x, int64_t x_ld, int width, int group, const void* out,
+                      int64_t out_ld, Act out_act) {
+  const auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
+  const int out_vec = 16 / static_cast<int>(ActSize(out_act));
+  return group % (32 * kNormVec) == 0 && width % group == 0 && width / kNormVec <= 1024 &&
+         x_ld % kNormVec == 0 && out_ld % out_vec == 0 && aligned(x) && aligned(out);
+}
+
 }  // namespace
 
 cudaError_t EmbedRows(const void* table, Act table_act, const int32_t* ids, int rows, int dim,
@@ -351,6 +413,19 @@ cudaError_t RmsNormGated(const void* x, int64_t x_ld, const void* gate, int64_t 
                          Act out_act, int64_t out_ld, cudaStream_t stream, bool gate_silu,
                          Act gate_act, Act x_act) {
   if (rows == 0) return cudaSuccess;
+  if (x_act == Act::kBF16 && TakesBf16RowNorm(x, x_ld, width, group, out, out_ld, out_act)) {
+    auto launch_rows = [&](const auto* g) {
+      HG_DISPATCH_ACT(out_act, RmsNormGatedBf16RowKernel<<<rows, width / kNormVec, 0, stream>>>(
+                                   static_cast<const bf16*>(x), x_ld, g, gate_ld, gate_silu, w, eps,
+                                   group, static_cast<T*>(out), out_ld));
+    };
+    if (gate_act == Act::kBF16) {
+      launch_rows(static_cast<const bf16*>(gate));
+    } else {
+      launch_rows(static_cast<const float*>(gate));
+    }
+    return cudaGetLastError();
+  }
   dim3 grid(rows, width / group);
   auto launch = [&](const auto* xs, const auto* g) {
     HG_DISPATCH_ACT(

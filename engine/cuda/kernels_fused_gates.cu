@@ -10,8 +10,9 @@ namespace {
 // Grid (chunks, heads); thread c < e owns channel c of its head on every row of the chunk.
 // The per-row maths is TnlGatesKernel's (bf16: its activation in the fast form of
 // gate_maths.cuh); the decay sum runs down the chunk's rows from 0 as ChunkCumsumKernel's
-// does. q, k and v are written as T (bf16: rounded to nearest).
-// head_g: g is [rows, heads], written by thread 0 (every thread's sum is the same float).
+// does. q, k and v are written as T (bf16: rounded to nearest); v is proj's v as it is
+// (null: not written, the chunk kernels read it in place). head_g: g is [rows, heads],
+// written by thread 0 (every thread's sum is the same float).
 template <typename T>
 __global__ void TnlGatesChunkCumsumKernel(const T* __restrict__ proj, PackView pack, int heads,
                                           int e, int dk, const float* __restrict__ theta,
@@ -44,7 +45,7 @@ __global__ void TnlGatesChunkCumsumKernel(const T* __restrict__ proj, PackView p
       g[qk + c] = acc;
       if (dk > e) g[qk + e + c] = acc;
     }
-    v[(r * heads + h) * e + c] = FromF<T>(ToF(row[2 * dim + hc]));
+    if (v != nullptr) v[(r * heads + h) * e + c] = row[2 * dim + hc];
   }
 }
 

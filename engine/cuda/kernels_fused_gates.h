@@ -21,7 +21,8 @@ namespace hgeval::cuda {
 // order, so bitwise what the two kernels gave). One block per (chunk, head), e threads.
 // g_layout kPerHead: g is that sum once per (row, head), [rows, heads]
 // (kernels_chunk_mma.h), instead of repeated over the dk keys. proj is held as `qkv_act`
-// too (bf16: the projection GEMM's output rounded).
+// too (bf16: the projection GEMM's output rounded). v is proj's v copied as it is; v null:
+// not written (the chunk kernels read it in place, v_ld 4 heads e).
 cudaError_t TnlGatesChunkCumsum(const void* proj, const PackView& pack, int heads, int e, int dk,
                                 const float* theta, const int64_t* positions,
                                 const float* log_decay, DecayLayout g_layout, void* q, void* k,

@@ -8,7 +8,8 @@
 namespace hgeval::cuda {
 
 absl::Status CudaLinearAttention::Allocate(DeviceAllocator& alloc,
-                                           std::initializer_list<int64_t> call_dks) {
+                                           std::initializer_list<int64_t> call_dks,
+                                           bool pack_values) {
   // Sized in bytes for what the packs hold: bf16 q, k, v and bf16 chunk states where the
   // tensor-core kernels run (half the fp32 room), fp32 where the fp32 kernels do, for every
   // key dim a call may use; decode steps hold kDecodeRows fp32 rows.
@@ -18,7 +19,7 @@ absl::Status CudaLinearAttention::Allocate(DeviceAllocator& alloc,
   auto fit = [&](int64_t call_dk) {
     const size_t size = ActSize(PackOperandsAct(call_dk));
     qk = std::max(qk, static_cast<size_t>(R * H * call_dk) * size);
-    vv = std::max(vv, static_cast<size_t>(R * H * dv_) * size);
+    if (pack_values) vv = std::max(vv, static_cast<size_t>(R * H * dv_) * size);
     chunk_bytes_ = std::max(chunk_bytes_, static_cast<int64_t>(H * call_dk * dv_ * size));
   };
   fit(dk_);
@@ -37,10 +38,10 @@ absl::Status CudaLinearAttention::Allocate(DeviceAllocator& alloc,
   return absl::OkStatus();
 }
 
-bool CudaLinearAttention::HoldsPack(int rows, int64_t call_dk) const {
+bool CudaLinearAttention::HoldsPack(int rows, int64_t call_dk, bool own_values) const {
   const size_t size = ActSize(PackOperandsAct(call_dk));
   return static_cast<size_t>(rows * heads_ * call_dk) * size <= qk_bytes_ &&
-         static_cast<size_t>(rows * heads_ * dv_) * size <= v_bytes_ &&
+         (!own_values || static_cast<size_t>(rows * heads_ * dv_) * size <= v_bytes_) &&
          heads_ * call_dk * dv_ * static_cast<int64_t>(size) <= chunk_bytes_;
 }
 
@@ -74,7 +75,7 @@ Act CudaLinearAttention::OutputAct(const MixerPass& pass, int64_t call_dk) const
 
 absl::Status CudaLinearAttention::Enqueue(const MixerPass& pass, int64_t state_offset, void* o,
                                           int64_t call_dk, bool g_chunk_cumulative,
-                                          DecayLayout g_layout) const {
+                                          DecayLayout g_layout, PackValues values) const {
   if (call_dk <= 0) call_dk = dk_;
   if (call_dk > dk_) return absl::InternalError("call_dk exceeds the attention's key dim");
   if (!pass.decode && g_layout == DecayLayout::kPerHead &&
@@ -84,9 +85,14 @@ absl::Status CudaLinearAttention::Enqueue(const MixerPass& pass, int64_t state_o
   if (!pass.decode && StateChunks(*pass.pack) > reserved_chunks_) {
     return absl::InternalError("a pack holds more chunks than its chunk states have room for");
   }
-  if (!pass.decode && !HoldsPack(pass.rows, call_dk)) {
+  const bool own_values = values.v == nullptr;
+  if (!pass.decode && !HoldsPack(pass.rows, call_dk, own_values)) {
     return absl::InternalError("a pack's q, k, v or chunk states exceed their room");
   }
+  if (!own_values && (pass.decode || !tensor_cores_ || PackOperandsAct(call_dk) != Act::kBF16)) {
+    return absl::InternalError("v read in place needs a pack on the tensor-core kernels");
+  }
+  const void* pack_v = own_values ? v() : values.v;
   const int H = static_cast<int>(heads_), dk = static_cast<int>(call_dk),
             dv = static_cast<int>(dv_);
   float* const* sptrs = pass.in->state_ptrs;
@@ -100,12 +106,12 @@ absl::Status CudaLinearAttention::Enqueue(const MixerPass& pass, int64_t state_o
   if (!g_chunk_cumulative) HG_CUDA_RETURN(ChunkLocalCumsumPacked(g(), *pass.pack, H, dk, s));
   if (tensor_cores_) {
     const Act qkv_act = PackOperandsAct(call_dk);
-    HG_CUDA_RETURN(ChunkGlaStatesPackedMma(k(), g(), g_layout, v(), qkv_act, *pass.pack, H, dk, dv,
-                                           sptrs, optrs, state_offset, chunk_states_.as<float>(),
-                                           s));
-    HG_CUDA_RETURN(ChunkGlaOutputPackedMma(q(), k(), g(), g_layout, v(), qkv_act,
-                                           chunk_states_.as<float>(), sptrs, optrs, state_offset,
-                                           *pass.pack, H, dk, dv, scale_, o, s, qkv_act));
+    HG_CUDA_RETURN(ChunkGlaStatesPackedMma(k(), g(), g_layout, pack_v, qkv_act, *pass.pack, H, dk,
+                                           dv, sptrs, optrs, state_offset,
+                                           chunk_states_.as<float>(), s, values.ld));
+    HG_CUDA_RETURN(ChunkGlaOutputPackedMma(
+        q(), k(), g(), g_layout, pack_v, qkv_act, chunk_states_.as<float>(), sptrs, optrs,
+        state_offset, *pass.pack, H, dk, dv, scale_, o, s, qkv_act, values.ld));
     return absl::OkStatus();
   }
   HG_CUDA_RETURN(ChunkGlaStatesPacked(k(), g(), v(), *pass.pack, H, dk, dv, sptrs, optrs,

@@ -21,6 +21,13 @@ constexpr int64_t kChunkStateBudget = 1ll << 30;
 // Chunk-state room grows in steps of this many chunks.
 constexpr int64_t kChunkStateStep = 64;
 
+// A pack's v read in place from another buffer (HGRN2's i columns of its projection),
+// `ld` values a row; null: the attention's own v().
+struct PackValues {
+  const void* v = nullptr;
+  int64_t ld = 0;
+};
+
 class CudaLinearAttention {
  public:
   CudaLinearAttention() = default;
@@ -41,8 +48,10 @@ class CudaLinearAttention {
   // q, k, g, v for kPackRows rows, and room for one segment's chunk states (what a long
   // sequence needs); packs of many short sequences grow it (ReserveChunks). Sized in bytes
   // for how a pack holds them (PackOperandsAct) at dk() and at each of `call_dks` (the key
-  // dims of Enqueue's call_dk a family uses besides dk()).
-  absl::Status Allocate(DeviceAllocator& alloc, std::initializer_list<int64_t> call_dks = {});
+  // dims of Enqueue's call_dk a family uses besides dk()). pack_values false: packs bring
+  // their v (Enqueue's PackValues), so v() holds only a decode step's rows.
+  absl::Status Allocate(DeviceAllocator& alloc, std::initializer_list<int64_t> call_dks = {},
+                        bool pack_values = true);
   // Grows the chunk states' room towards `chunks` (at most max_pack_chunks()); returns the
   // chunks it holds room for, fewer than asked when the memory budget refuses more.
   absl::StatusOr<int64_t> ReserveChunks(int64_t chunks);
@@ -73,9 +82,10 @@ class CudaLinearAttention {
   // fused with it, kernels_fused_gates.h), so the cumsum pass is skipped. `g_layout`: how a
   // pack's g is held (kPerHead: one value per row and head, TNL's constant decay; only
   // where PackTakesHeadDecay, and with g_chunk_cumulative); decode steps read g per key.
+  // `values`: a pack's v read in place (bf16 packs on the tensor-core kernels only).
   absl::Status Enqueue(const MixerPass& pass, int64_t state_offset, void* o, int64_t call_dk = 0,
-                       bool g_chunk_cumulative = false,
-                       DecayLayout g_layout = DecayLayout::kPerKey) const;
+                       bool g_chunk_cumulative = false, DecayLayout g_layout = DecayLayout::kPerKey,
+                       PackValues values = {}) const;
   // Whether a pack of key dim `call_dk` (0: dk()) may hold g per head: the tensor-core
   // kernels run it (bf16 mode).
   bool PackTakesHeadDecay(int64_t call_dk = 0) const {
@@ -83,8 +93,9 @@ class CudaLinearAttention {
   }
 
  private:
-  // Whether a pack of `rows` rows at key dim `call_dk` fits q, k, v and a chunk's state.
-  bool HoldsPack(int rows, int64_t call_dk) const;
+  // Whether a pack of `rows` rows at key dim `call_dk` fits q, k, (own_values) v and a
+  // chunk's state.
+  bool HoldsPack(int rows, int64_t call_dk, bool own_values) const;
 
   int64_t heads_ = 0, dk_ = 0, dv_ = 0;
   float scale_ = 1.0f;

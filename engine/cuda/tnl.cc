@@ -89,8 +89,10 @@ class TnlMixer final : public CudaTokenMixer {
                              ? Act::kBF16
                              : Act::kF32;
     HG_RETURN_IF_ERROR(scratch_.Allocate(alloc, D, 4 * D, D, kPackRows, true, proj_act));
-    // Layers without LRPE call the recurrence at key dim e.
-    return attention_.Allocate(alloc, {head_dim_});
+    // There the chunk kernels read a pack's v in place from proj, so the attention holds
+    // none. Layers without LRPE call the recurrence at key dim e.
+    values_in_proj_ = proj_act == Act::kBF16;
+    return attention_.Allocate(alloc, {head_dim_}, /*pack_values=*/!values_in_proj_);
   }
   int64_t MaxPackChunks() const override { return attention_.max_pack_chunks(); }
   absl::StatusOr<int64_t> ReservePackChunks(int64_t chunks) override {
@@ -128,10 +130,15 @@ class TnlMixer final : public CudaTokenMixer {
       HG_CUDA_RETURN(TnlGatesChunkCumsum(
           scratch_.proj.get(), *pass.pack, H, e, static_cast<int>(layer_dk), theta,
           pass.in->positions, w.log_decay.as<float>(), g_layout, attention_.q(), attention_.k(),
-          attention_.g(), attention_.v(), proj_act, pass.stream));
+          attention_.g(), values_in_proj_ ? nullptr : attention_.v(), proj_act, pass.stream));
+    }
+    PackValues values;
+    if (!pass.decode && values_in_proj_) {
+      values.v = static_cast<const char*>(scratch_.proj.get()) + 2 * D * ActSize(proj_act);
+      values.ld = scratch_.proj_width;
     }
     HG_RETURN_IF_ERROR(attention_.Enqueue(pass, pass.layer * StateFloatsPerLayer(), o, layer_dk,
-                                          /*g_chunk_cumulative=*/!pass.decode, g_layout));
+                                          /*g_chunk_cumulative=*/!pass.decode, g_layout, values));
     const void* u = static_cast<const char*>(scratch_.proj.get()) + 3 * D * ActSize(proj_act);
     HG_CUDA_RETURN(RmsNormGated(
         o, D, u, scratch_.proj_width, w.g_norm.as<float>(), static_cast<float>(kSimpleRmsNormEps),
@@ -151,7 +158,8 @@ class TnlMixer final : public CudaTokenMixer {
 
   ModelConfig config_;
   Act act_;
-  int64_t head_dim_;  // e = D / H
+  int64_t head_dim_;             // e = D / H
+  bool values_in_proj_ = false;  // packs' v read in place from proj (bf16 packs)
   CudaLinearAttention attention_;
   ProjectionScratch scratch_;
   std::vector<Layer> layers_;

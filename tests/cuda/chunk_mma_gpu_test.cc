@@ -11,6 +11,7 @@
 #include <iostream>
 #include <ostream>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "engine/cuda/kernels.h"
@@ -154,12 +155,13 @@ INSTANTIATE_TEST_SUITE_P(
 // (bf16 chunk states); `chunks` (if given) receives the chunk states' room as floats.
 // g_layout kPerHead: the walk and output read G once per (row, head), taken from key 0 of
 // the cumulative per-key G (whose keys must agree: a constant decay a head). o_act kBF16:
-// the output kernel stores o as bf16 (returned widened to fp32).
+// the output kernel stores o as bf16 (returned widened to fp32). values_in_place (bf16):
+// v is read from the last third of rows 3 H dv wide (as HGRN2 reads i from q | f | i).
 void RunPack(const Inputs& in, const std::vector<int>& lens, const std::vector<float>& starts,
              bool fork, float scale, std::vector<float>& out, std::vector<float>& states,
              std::vector<float>& finals, Act qkv_act = Act::kF32, bool two_pass = false,
              std::vector<float>* chunks = nullptr, DecayLayout g_layout = DecayLayout::kPerKey,
-             Act o_act = Act::kF32) {
+             Act o_act = Act::kF32, bool values_in_place = false) {
   const int H = in.heads, dk = in.dk, dv = in.dv;
   const int64_t ns = static_cast<int64_t>(H) * dk * dv;
   const int num_seqs = static_cast<int>(lens.size());
@@ -191,6 +193,18 @@ void RunPack(const Inputs& in, const std::vector<int>& lens, const std::vector<f
   const void* q = bf16 ? static_cast<const void*>(dq_bf16.get()) : dq.get();
   const void* k = bf16 ? static_cast<const void*>(dk_bf16.get()) : dk_.get();
   const void* v = bf16 ? static_cast<const void*>(dv_bf16.get()) : dv_.get();
+  const int64_t vw = static_cast<int64_t>(H) * dv;
+  std::vector<uint16_t> wide;
+  if (values_in_place) {
+    const std::vector<uint16_t> packed = RoundedBf16Bits(in.v);
+    wide.assign(packed.size() * 3, 0x7fc0);  // NaN elsewhere: a stray read shows
+    for (size_t r = 0; r * vw < packed.size(); ++r) {
+      std::memcpy(&wide[r * 3 * vw + 2 * vw], &packed[r * vw], vw * sizeof(uint16_t));
+    }
+  }
+  Dev<uint16_t> dv_wide(wide);
+  const int64_t v_ld = values_in_place ? 3 * vw : 0;
+  if (values_in_place) v = dv_wide.get() + 2 * vw;
   Dev<float> dout(static_cast<size_t>(rows) * H * dv);
   Dev<uint16_t> dout16(static_cast<size_t>(rows) * H * dv);
   Dev<float> dstates(starts);  // [seq][2 layers][ns]; layer 1 used
@@ -227,12 +241,13 @@ void RunPack(const Inputs& in, const std::vector<int>& lens, const std::vector<f
         cudaSuccess);
   } else {
     ASSERT_EQ(ChunkGlaStatesPackedMma(k, G, g_layout, v, qkv_act, pack, H, dk, dv, dsp.get(),
-                                      out_ptrs, ns, dchunks.get(), nullptr),
+                                      out_ptrs, ns, dchunks.get(), nullptr, v_ld),
               cudaSuccess);
     void* o = o_act == Act::kBF16 ? static_cast<void*>(dout16.get()) : dout.get();
-    ASSERT_EQ(ChunkGlaOutputPackedMma(q, k, G, g_layout, v, qkv_act, dchunks.get(), dsp.get(),
-                                      out_ptrs, ns, pack, H, dk, dv, scale, o, nullptr, o_act),
-              cudaSuccess);
+    ASSERT_EQ(
+        ChunkGlaOutputPackedMma(q, k, G, g_layout, v, qkv_act, dchunks.get(), dsp.get(), out_ptrs,
+                                ns, pack, H, dk, dv, scale, o, nullptr, o_act, v_ld),
+        cudaSuccess);
   }
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   out = o_act == Act::kBF16 ? WidenedBf16(dout16.Get()) : dout.Get();
@@ -389,6 +404,33 @@ TEST_P(ChunkMmaPackTest, Bf16OutputIsTheFloatOutputRounded) {
   }
 }
 
+// HGRN2's v is i as the projection leaves it: the walk and the output kernel read it in
+// place from rows 3 H dv wide (v_ld) and give the bits of v packed, per key or per head.
+TEST_P(ChunkMmaPackTest, ValuesReadInPlaceGiveThePackedBits) {
+  if (!testing::HaveGpu()) GTEST_SKIP() << "no CUDA GPU visible";
+  const PackCase c = GetParam();
+  if (!ChunkMmaTakesBf16Values(c.dk, c.dv)) GTEST_SKIP() << "the fp32 kernels run these dims";
+  const std::vector<int> lens = {130, 1, 64, 17, 65, 200};
+  std::mt19937 rng(c.dk * 17 + c.dv + c.fork);
+  const auto [in, starts, scale] = RandomPack(c, lens, rng);
+  std::vector<DecayLayout> layouts = {DecayLayout::kPerKey};
+  if (c.decay == Decay::kConstant) layouts.push_back(DecayLayout::kPerHead);
+  for (const DecayLayout g_layout : layouts) {
+    std::vector<float> out1, states1, finals1, chunks1, out2, states2, finals2, chunks2;
+    RunPack(in, lens, starts, c.fork, scale, out1, states1, finals1, Act::kBF16, false, &chunks1,
+            g_layout, Act::kBF16);
+    if (HasFatalFailure()) return;
+    RunPack(in, lens, starts, c.fork, scale, out2, states2, finals2, Act::kBF16, false, &chunks2,
+            g_layout, Act::kBF16, /*values_in_place=*/true);
+    if (HasFatalFailure()) return;
+    const char* layout = g_layout == DecayLayout::kPerKey ? "per key" : "per head";
+    EXPECT_TRUE(SameBits(out1, out2)) << "output, " << layout;
+    EXPECT_TRUE(SameBits(states1, states2)) << "states, " << layout;
+    EXPECT_TRUE(SameBits(finals1, finals2)) << "forked finals, " << layout;
+    EXPECT_TRUE(SameBits(chunks1, chunks2)) << "chunk states, " << layout;
+  }
+}
+
 // The walk's bf16 chunk states as the bf16 bits of the two-pass form's fp32 ones (each
 // chunk of ns states).
 bool SameBf16States(const std::vector<float>& walk, const std::vector<float>& two_pass,
@@ -517,6 +559,24 @@ TEST(ChunkMmaValuesTest, Bf16ValuesRefusedWhereTheFp32KernelsRun) {
   EXPECT_FALSE(ChunkMmaTakesBf16Values(6, 128));
   EXPECT_FALSE(ChunkMmaTakesBf16Values(128, 6));
   ExpectRefused(DecayLayout::kPerKey, Act::kBF16, 6, 8);
+}
+
+// v read in place (another row stride) runs in the bf16 model path only: with fp32
+// operands it is refused, as is a stride narrower than a packed row.
+TEST(ChunkMmaValuesTest, StridedValuesRefusedOutsideTheBf16Path) {
+  PackView pack;
+  pack.rows = 70;
+  pack.num_seqs = 1;
+  pack.num_chunks = 2;
+  for (const auto [act, ld] : {std::pair{Act::kF32, 3 * 128}, std::pair{Act::kBF16, 64}}) {
+    EXPECT_EQ(ChunkGlaStatesPackedMma(nullptr, nullptr, DecayLayout::kPerKey, nullptr, act, pack, 1,
+                                      128, 128, nullptr, nullptr, 0, nullptr, nullptr, ld),
+              cudaErrorInvalidValue);
+    EXPECT_EQ(ChunkGlaOutputPackedMma(nullptr, nullptr, nullptr, DecayLayout::kPerKey, nullptr, act,
+                                      nullptr, nullptr, nullptr, 0, pack, 1, 128, 128, 1.0f,
+                                      nullptr, nullptr, Act::kF32, ld),
+              cudaErrorInvalidValue);
+  }
 }
 
 // o is held as bf16 in the bf16 model path only: with fp32 operands it is refused.

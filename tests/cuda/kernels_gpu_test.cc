@@ -657,12 +657,13 @@ TEST(PinnedGemmTest, FindsAnAlgorithmForA64000TokenHead) {
   cudaFree(c);
 }
 
-// bf16 mode holds the recurrences' o as bf16: the norm over a bf16 x gives bitwise what it
-// gives over an fp32 x holding the same values, in the row-in-registers form (group 256)
-// and the two-pass loop (group 4096), with and without a gate.
-TEST(RmsNormGatedTest, Bf16InputGivesTheFloatInputBits) {
+// bf16 mode holds the recurrences' o as bf16. Groups of 256-multiples (HGRN2's, TNL's and
+// GLA's g_norm) run a block a row: against double, with fp32 and bf16 gates and outputs,
+// and each row alone bitwise as among the others. Other groups take the generic kernel,
+// where a bf16 x gives bitwise what an fp32 x holding the same values gives.
+TEST(RmsNormGatedTest, Bf16InputMatchesDoubleAndARowAloneItsBits) {
   if (!testing::HaveGpu()) GTEST_SKIP() << "no CUDA GPU visible";
-  const int rows = 3, width = 8192;
+  const int rows = 5, width = 2048;
   std::mt19937 rng(11);
   std::normal_distribution<float> nd(0.0f, 1.0f);
   std::vector<float> x(rows * width), gate(rows * width), w(width);
@@ -670,22 +671,59 @@ TEST(RmsNormGatedTest, Bf16InputGivesTheFloatInputBits) {
   for (auto& v : w) v = 1.0f + 0.1f * nd(rng);
   for (auto& v : gate) v = nd(rng);
   x = RoundedToBf16(x);
+  gate = RoundedToBf16(gate);
   Dev<float> dx(x), dgate(gate), dw(w);
-  Dev<uint16_t> dx16(RoundedBf16Bits(x));
-  for (const int group : {256, 4096}) {
-    for (const bool gated : {false, true}) {
-      const float* g = gated ? dgate.get() : nullptr;
-      Dev<uint16_t> out32(rows * width), out16(rows * width);
-      ASSERT_EQ(RmsNormGated(dx.get(), width, g, width, dw.get(), 1e-5f, rows, width, group,
-                             out32.get(), Act::kBF16, width, nullptr),
-                cudaSuccess);
+  Dev<uint16_t> dx16(RoundedBf16Bits(x)), dgate16(RoundedBf16Bits(gate));
+  for (const int group : {512, 2048}) {
+    for (const int gated : {0, 1, 2}) {  // none, fp32 gate, bf16 gate
+      const void* g = gated == 0   ? nullptr
+                      : gated == 1 ? static_cast<const void*>(dgate.get())
+                                   : static_cast<const void*>(dgate16.get());
+      const Act gate_act = gated == 2 ? Act::kBF16 : Act::kF32;
+      Dev<float> all(rows * width), alone(width);
       ASSERT_EQ(RmsNormGated(dx16.get(), width, g, width, dw.get(), 1e-5f, rows, width, group,
-                             out16.get(), Act::kBF16, width, nullptr, true, Act::kF32, Act::kBF16),
+                             all.get(), Act::kF32, width, nullptr, true, gate_act, Act::kBF16),
                 cudaSuccess);
+      const int r = 3;
+      const void* g_row =
+          g == nullptr ? nullptr : static_cast<const char*>(g) + r * width * ActSize(gate_act);
+      ASSERT_EQ(
+          RmsNormGated(dx16.get() + r * width, width, g_row, width, dw.get(), 1e-5f, 1, width,
+                       group, alone.get(), Act::kF32, width, nullptr, true, gate_act, Act::kBF16),
+          cudaSuccess);
       ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-      EXPECT_EQ(out32.Get(), out16.Get()) << "group " << group << (gated ? ", gated" : "");
+      const std::vector<float> got = all.Get(), got_alone = alone.Get();
+      EXPECT_EQ(std::memcmp(got.data() + r * width, got_alone.data(), width * sizeof(float)), 0)
+          << "group " << group << ", gate " << gated;
+      std::vector<double> want(got.size());
+      for (int row = 0; row < rows; ++row) {
+        for (int g0 = 0; g0 < width; g0 += group) {
+          double ss = 0;
+          for (int c = 0; c < group; ++c) {
+            ss += double(x[row * width + g0 + c]) * x[row * width + g0 + c];
+          }
+          const double rstd = 1.0 / std::sqrt(ss / group + 1e-5);
+          for (int c = 0; c < group; ++c) {
+            const size_t i = static_cast<size_t>(row) * width + g0 + c;
+            const double gv = gate[i];
+            want[i] = x[i] * rstd * w[c] * (gated == 0 ? 1.0 : gv / (1.0 + std::exp(-gv)));
+          }
+        }
+      }
+      EXPECT_LT(RelErr(got, want), 1e-6) << "group " << group << ", gate " << gated;
     }
   }
+  // Group 160: the generic kernel, bf16 x bitwise as fp32 x (bf16 output).
+  const int group = 160, narrow = 1920;
+  Dev<uint16_t> out32(rows * narrow), out16(rows * narrow);
+  ASSERT_EQ(RmsNormGated(dx.get(), width, nullptr, 0, dw.get(), 1e-5f, rows, narrow, group,
+                         out32.get(), Act::kBF16, narrow, nullptr),
+            cudaSuccess);
+  ASSERT_EQ(RmsNormGated(dx16.get(), width, nullptr, 0, dw.get(), 1e-5f, rows, narrow, group,
+                         out16.get(), Act::kBF16, narrow, nullptr, true, Act::kF32, Act::kBF16),
+            cudaSuccess);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_EQ(out32.Get(), out16.Get());
 }
 
 // The gated RMSNorm against double, and with its gate held as bf16 (TNL's and GLA's output
