@@ -657,6 +657,42 @@ TEST(PinnedGemmTest, FindsAnAlgorithmForA64000TokenHead) {
   cudaFree(c);
 }
 
+// Random inputs of a gated RMSNorm: x and gate [rows, width], weights [w_size] near one.
+struct NormInputs {
+  std::vector<float> x, gate, w;
+};
+NormInputs RandomNormInputs(int rows, int width, int w_size, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  NormInputs in{std::vector<float>(rows * width), std::vector<float>(rows * width),
+                std::vector<float>(w_size)};
+  for (auto& v : in.x) v = nd(rng);
+  for (auto& v : in.w) v = 1.0f + 0.1f * nd(rng);
+  for (auto& v : in.gate) v = nd(rng);
+  return in;
+}
+
+// RmsNormGated in double: per row and group of `group` channels, x * rstd * w[c % group],
+// times swish(gate) or gate (`gate` null: no gate).
+std::vector<double> GatedRmsNormInDouble(const NormInputs& in, const std::vector<float>* gate,
+                                         bool silu, int rows, int width, int group) {
+  std::vector<double> want(static_cast<size_t>(rows) * width);
+  for (int r = 0; r < rows; ++r) {
+    for (int g0 = 0; g0 < width; g0 += group) {
+      const size_t row0 = static_cast<size_t>(r) * width + g0;
+      double ss = 0;
+      for (int c = 0; c < group; ++c) ss += double(in.x[row0 + c]) * in.x[row0 + c];
+      const double rstd = 1.0 / std::sqrt(ss / group + 1e-5);
+      for (int c = 0; c < group; ++c) {
+        const double gv = gate != nullptr ? (*gate)[row0 + c] : 1.0;
+        const double gated = gate == nullptr ? 1.0 : silu ? gv / (1.0 + std::exp(-gv)) : gv;
+        want[row0 + c] = in.x[row0 + c] * rstd * in.w[c] * gated;
+      }
+    }
+  }
+  return want;
+}
+
 // bf16 mode holds the recurrences' o as bf16. Groups of 256-multiples (HGRN2's, TNL's and
 // GLA's g_norm) run a block a row: against double, with fp32 and bf16 gates and outputs,
 // and each row alone bitwise as among the others. Other groups take the generic kernel,
@@ -664,15 +700,12 @@ TEST(PinnedGemmTest, FindsAnAlgorithmForA64000TokenHead) {
 TEST(RmsNormGatedTest, Bf16InputMatchesDoubleAndARowAloneItsBits) {
   if (!testing::HaveGpu()) GTEST_SKIP() << "no CUDA GPU visible";
   const int rows = 5, width = 2048;
-  std::mt19937 rng(11);
-  std::normal_distribution<float> nd(0.0f, 1.0f);
-  std::vector<float> x(rows * width), gate(rows * width), w(width);
-  for (auto& v : x) v = nd(rng);
-  for (auto& v : w) v = 1.0f + 0.1f * nd(rng);
-  for (auto& v : gate) v = nd(rng);
-  x = RoundedToBf16(x);
-  gate = RoundedToBf16(gate);
-  Dev<float> dx(x), dgate(gate), dw(w);
+  NormInputs in = RandomNormInputs(rows, width, width, 11);
+  in.x = RoundedToBf16(in.x);
+  in.gate = RoundedToBf16(in.gate);
+  const std::vector<float>& x = in.x;
+  const std::vector<float>& gate = in.gate;
+  Dev<float> dx(x), dgate(gate), dw(in.w);
   Dev<uint16_t> dx16(RoundedBf16Bits(x)), dgate16(RoundedBf16Bits(gate));
   for (const int group : {512, 2048}) {
     for (const int gated : {0, 1, 2}) {  // none, fp32 gate, bf16 gate
@@ -695,21 +728,8 @@ TEST(RmsNormGatedTest, Bf16InputMatchesDoubleAndARowAloneItsBits) {
       const std::vector<float> got = all.Get(), got_alone = alone.Get();
       EXPECT_EQ(std::memcmp(got.data() + r * width, got_alone.data(), width * sizeof(float)), 0)
           << "group " << group << ", gate " << gated;
-      std::vector<double> want(got.size());
-      for (int row = 0; row < rows; ++row) {
-        for (int g0 = 0; g0 < width; g0 += group) {
-          double ss = 0;
-          for (int c = 0; c < group; ++c) {
-            ss += double(x[row * width + g0 + c]) * x[row * width + g0 + c];
-          }
-          const double rstd = 1.0 / std::sqrt(ss / group + 1e-5);
-          for (int c = 0; c < group; ++c) {
-            const size_t i = static_cast<size_t>(row) * width + g0 + c;
-            const double gv = gate[i];
-            want[i] = x[i] * rstd * w[c] * (gated == 0 ? 1.0 : gv / (1.0 + std::exp(-gv)));
-          }
-        }
-      }
+      const std::vector<double> want =
+          GatedRmsNormInDouble(in, gated == 0 ? nullptr : &gate, true, rows, width, group);
       EXPECT_LT(RelErr(got, want), 1e-6) << "group " << group << ", gate " << gated;
     }
   }
@@ -732,14 +752,10 @@ TEST(RmsNormGatedTest, Bf16InputMatchesDoubleAndARowAloneItsBits) {
 TEST(RmsNormGatedTest, Bf16GateGivesTheFloatGateBits) {
   if (!testing::HaveGpu()) GTEST_SKIP() << "no CUDA GPU visible";
   const int rows = 5, width = 512, group = 256;
-  std::mt19937 rng(7);
-  std::normal_distribution<float> nd(0.0f, 1.0f);
-  std::vector<float> x(rows * width), gate(rows * width), w(group);
-  for (auto& v : x) v = nd(rng);
-  for (auto& v : w) v = 1.0f + 0.1f * nd(rng);
-  for (auto& v : gate) v = nd(rng);
-  gate = RoundedToBf16(gate);
-  Dev<float> dx(x), dgate(gate), dw(w);
+  NormInputs in = RandomNormInputs(rows, width, group, 7);
+  in.gate = RoundedToBf16(in.gate);
+  const std::vector<float>& gate = in.gate;
+  Dev<float> dx(in.x), dgate(gate), dw(in.w);
   Dev<uint16_t> dgate16(RoundedBf16Bits(gate));
   for (const bool silu : {true, false}) {
     Dev<float> out32(rows * width), out16(rows * width);
@@ -752,20 +768,7 @@ TEST(RmsNormGatedTest, Bf16GateGivesTheFloatGateBits) {
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     const std::vector<float> got = out32.Get();
     EXPECT_EQ(got, out16.Get()) << (silu ? "swish gate" : "plain gate");
-    std::vector<double> want(got.size());
-    for (int r = 0; r < rows; ++r) {
-      for (int g0 = 0; g0 < width; g0 += group) {
-        double ss = 0;
-        for (int c = 0; c < group; ++c) ss += double(x[r * width + g0 + c]) * x[r * width + g0 + c];
-        const double rstd = 1.0 / std::sqrt(ss / group + 1e-5);
-        for (int c = 0; c < group; ++c) {
-          const size_t i = static_cast<size_t>(r) * width + g0 + c;
-          const double gv = gate[i];
-          const double gated = silu ? gv / (1.0 + std::exp(-gv)) : gv;
-          want[i] = x[i] * rstd * w[c] * gated;
-        }
-      }
-    }
+    const std::vector<double> want = GatedRmsNormInDouble(in, &gate, silu, rows, width, group);
     EXPECT_LT(RelErr(got, want), 1e-5) << (silu ? "swish gate" : "plain gate");
   }
 }
