@@ -229,8 +229,8 @@ absl::Status CudaModel::EnqueueMlp(const MixerPass& pass) {
     HG_RETURN_IF_ERROR(pass.Linear(rows, 2 * I_, D_, Mat(x, act_, D_),
                                    Mat(w.mlp_gate_up.get(), act_, D_), gu_.get(), act_, 2 * I_));
     // TNL's GLU has no activation: l3(l1(x) * l2(x)).
-    void* act_out = mlp_in_place_ ? gu_.get() : mlp_.get();
-    const int64_t act_ld = mlp_in_place_ ? 2 * I_ : I_;
+    void* act_out = MlpInPlace() ? gu_.get() : mlp_.get();
+    const int64_t act_ld = MlpInPlace() ? 2 * I_ : I_;
     HG_LAUNCH(SwiGlu(gu_.get(), rows, static_cast<int>(I_), act_out, act_, ctx_->stream(),
                      layout_.mlp_silu, act_ld));
     const MatRef down_in = Mat(act_out, act_, act_ld), down_w = Mat(w.mlp_down.get(), act_, I_);

@@ -200,10 +200,11 @@ class CudaModel : public Model {
 
   // Scratch (fixed at build so graphs stay valid).
   DeviceBuffer h_, x_, delta_, gu_, mlp_;
-  // Rows of one MLP block (gu_ holds them; MlpBlockRows), and whether SwiGLU writes over
-  // gu_'s g half (bf16 mode: mlp_ is not allocated) rather than into mlp_.
+  // Rows of one MLP block (gu_ holds them; MlpBlockRows).
   int mlp_rows_ = 0;
-  bool mlp_in_place_ = false;
+  // Whether SwiGLU writes over gu_'s g half (bf16 mode: mlp_ is not allocated) rather than
+  // into mlp_ (fp32 keeps its down projection's operand layout, so its bits).
+  bool MlpInPlace() const { return act_ == Act::kBF16; }
   DeviceBuffer logits_, logit_x_;
   DeviceBuffer identity_rows_;  // int32 0, 1, ..., kDecodeRows: the decode step's tables
 

@@ -63,13 +63,11 @@ absl::Status CudaModel::AllocateScratch(DeviceAllocator& alloc) {
   HG_RETURN_IF_ERROR(alloc.Acts(&x_, R * D_));
   HG_RETURN_IF_ERROR(alloc.Floats(&delta_, R * D_));
   if (layout_.mlp) {
-    // The MLP runs mlp_rows_ rows at a time (EnqueueMlp). bf16: SwiGLU in place, so gu_ is
-    // all it needs. fp32 keeps mlp_ (its down projection's operand layout, so cuBLAS's
-    // choice and the fp32 bits, stay those of the reference path).
+    // The MLP runs mlp_rows_ rows at a time (EnqueueMlp); in place (bf16) gu_ is all it
+    // needs.
     mlp_rows_ = MlpBlockRows(2 * I_ * static_cast<int64_t>(ActSize(act_)));
-    mlp_in_place_ = act_ == Act::kBF16;
     HG_RETURN_IF_ERROR(alloc.Acts(&gu_, static_cast<size_t>(mlp_rows_) * 2 * I_));
-    if (!mlp_in_place_) {
+    if (!MlpInPlace()) {
       HG_RETURN_IF_ERROR(alloc.Acts(&mlp_, static_cast<size_t>(mlp_rows_) * I_));
     }
   }

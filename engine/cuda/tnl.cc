@@ -88,7 +88,7 @@ class TnlMixer final : public CudaTokenMixer {
                                  attention_.PackOperandsAct(head_dim_) == Act::kBF16
                              ? Act::kBF16
                              : Act::kF32;
-    HG_RETURN_IF_ERROR(scratch_.Allocate(alloc, D, 4 * D, D, kPackRows, true, proj_act));
+    HG_RETURN_IF_ERROR(scratch_.Allocate(alloc, D, 4 * D, D, kPackRows, /*with_o=*/true, proj_act));
     // There the chunk kernels read a pack's v in place from proj, so the attention holds
     // none. Layers without LRPE call the recurrence at key dim e.
     values_in_proj_ = proj_act == Act::kBF16;

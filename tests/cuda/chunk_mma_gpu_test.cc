@@ -378,6 +378,13 @@ TEST_P(ChunkMmaPackTest, Bf16OperandsGiveTheFloatOperandsBits) {
   EXPECT_TRUE(SameBits(finals32, finals16)) << "forked finals";
 }
 
+// The layouts G may take for case c: per key always, per head where a head's keys share
+// their decay (TNL's constant decay).
+std::vector<DecayLayout> DecayLayoutsOf(const PackCase& c) {
+  if (c.decay == Decay::kConstant) return {DecayLayout::kPerKey, DecayLayout::kPerHead};
+  return {DecayLayout::kPerKey};
+}
+
 // bf16 mode holds o as bf16 (as fla does): the output kernel's bf16 o is its fp32 o
 // rounded to nearest, bit for bit, per key or (a constant decay) per head, and nothing
 // else moves.
@@ -387,9 +394,7 @@ TEST_P(ChunkMmaPackTest, Bf16OutputIsTheFloatOutputRounded) {
   const std::vector<int> lens = {130, 1, 64, 17, 65, 200};
   std::mt19937 rng(c.dk * 13 + c.dv + c.fork);
   const auto [in, starts, scale] = RandomPack(c, lens, rng);
-  std::vector<DecayLayout> layouts = {DecayLayout::kPerKey};
-  if (c.decay == Decay::kConstant) layouts.push_back(DecayLayout::kPerHead);
-  for (const DecayLayout g_layout : layouts) {
+  for (const DecayLayout g_layout : DecayLayoutsOf(c)) {
     std::vector<float> out32, states32, finals32, out16, states16, finals16;
     RunPack(in, lens, starts, c.fork, scale, out32, states32, finals32, Act::kBF16, false, nullptr,
             g_layout, Act::kF32);
@@ -413,9 +418,7 @@ TEST_P(ChunkMmaPackTest, ValuesReadInPlaceGiveThePackedBits) {
   const std::vector<int> lens = {130, 1, 64, 17, 65, 200};
   std::mt19937 rng(c.dk * 17 + c.dv + c.fork);
   const auto [in, starts, scale] = RandomPack(c, lens, rng);
-  std::vector<DecayLayout> layouts = {DecayLayout::kPerKey};
-  if (c.decay == Decay::kConstant) layouts.push_back(DecayLayout::kPerHead);
-  for (const DecayLayout g_layout : layouts) {
+  for (const DecayLayout g_layout : DecayLayoutsOf(c)) {
     std::vector<float> out1, states1, finals1, chunks1, out2, states2, finals2, chunks2;
     RunPack(in, lens, starts, c.fork, scale, out1, states1, finals1, Act::kBF16, false, &chunks1,
             g_layout, Act::kBF16);
