@@ -409,8 +409,9 @@ TEST_P(ChunkMmaPackTest, Bf16OutputIsTheFloatOutputRounded) {
   }
 }
 
-// HGRN2's v is i as the projection leaves it: the walk and the output kernel read it in
-// place from rows 3 H dv wide (v_ld) and give the bits of v packed, per key or per head.
+// v as a projection leaves it (TNL's v columns): the walk and the output kernel read it in
+// place from wider rows (v_ld; here 3 H dv) and give the bits of v packed, per key or per
+// head.
 TEST_P(ChunkMmaPackTest, ValuesReadInPlaceGiveThePackedBits) {
   if (!testing::HaveGpu()) GTEST_SKIP() << "no CUDA GPU visible";
   const PackCase c = GetParam();
