@@ -497,10 +497,10 @@ absl::Status CudaModel::RunPack(absl::Span<const ForwardItem> items,
     static_cast<CudaSequenceState*>(items[seg.item].state)->position_ += seg.length;
   }
 
-  // Logits at the rows that need them, kLogitRows at a time; full rows only when asked.
+  // Logits at the rows that need them, logit_rows_ at a time; full rows only when asked.
   std::vector<float> row_buf;
-  for (int c0 = 0; c0 < logit_count; c0 += kLogitRows) {
-    const int c = std::min(kLogitRows, logit_count - c0);
+  for (int c0 = 0; c0 < logit_count; c0 += logit_rows_) {
+    const int c = std::min(logit_rows_, logit_count - c0);
     bool any_full = false;
     for (int j = c0; j < c0 + c; ++j) {
       const ForwardItem& item = items[logit_rows[j].item];

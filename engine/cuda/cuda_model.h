@@ -38,8 +38,15 @@
 
 namespace hgeval::cuda {
 
-// Rows whose logits are computed at once (fp32 [kLogitRows, vocab] scratch).
-constexpr int kLogitRows = 512;
+// The head's block: rows whose fp32 logits are computed at once. 768 where their logits fit
+// kLogitBlockBytes, else 512. The pinned head GEMM's tiles are 320 columns by 128 rows,
+// in clusters of two along the rows: for each 32,000 columns, 768 rows make 600 tiles, 4.5
+// waves of 132 SMs in 5, where 512 rows made 400, a fourth wave of 4 tiles (performance
+// log entry 35).
+constexpr int64_t kLogitBlockBytes = int64_t{192} << 20;
+constexpr int LogitBlockRows(int64_t vocab) {
+  return 768 * vocab * static_cast<int64_t>(sizeof(float)) <= kLogitBlockBytes ? 768 : 512;
+}
 
 class CudaModel;
 
@@ -202,6 +209,7 @@ class CudaModel : public Model {
   DeviceBuffer h_, x_, delta_, gu_, mlp_;
   // Rows of one MLP block (gu_ holds them; MlpBlockRows).
   int mlp_rows_ = 0;
+  int logit_rows_ = 0;  // LogitBlockRows(V_): logits_ holds this many rows
   // Whether SwiGLU writes over gu_'s g half (bf16 mode: mlp_ is not allocated) rather than
   // into mlp_ (fp32 keeps its down projection's operand layout, so its bits).
   bool MlpInPlace() const { return act_ == Act::kBF16; }

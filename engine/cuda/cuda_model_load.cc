@@ -73,7 +73,8 @@ absl::Status CudaModel::AllocateScratch(DeviceAllocator& alloc) {
   }
   HG_RETURN_IF_ERROR(mixer_->AllocateScratch(alloc));
   max_pack_chunks_ = mixer_->MaxPackChunks();
-  const size_t lr = std::max<size_t>(kLogitRows, kDecodeRows);
+  logit_rows_ = std::max(LogitBlockRows(V_), kDecodeRows);
+  const size_t lr = static_cast<size_t>(logit_rows_);
   HG_RETURN_IF_ERROR(alloc.Floats(&logits_, lr * V_));
   HG_RETURN_IF_ERROR(alloc.Acts(&logit_x_, lr * D_));
   // The decode step's row tables: row r is sequence r.

@@ -80,8 +80,17 @@ class GlaMixer final : public CudaTokenMixer {
   int64_t StateFloatsPerLayer() const override { return attention_.state_floats(); }
 
   absl::Status AllocateScratch(DeviceAllocator& alloc) override {
-    HG_RETURN_IF_ERROR(scratch_.Allocate(alloc, config_.hidden_size, proj_width_, value_dim_));
-    HG_RETURN_IF_ERROR(attention_.Allocate(alloc));
+    // proj as the packs hold it: bf16 where the tensor-core kernels run. There the chunk
+    // kernels read a pack's v in place from proj (where its heads are q's, unshared, and
+    // its rows 16-byte aligned), so the attention holds none.
+    const Act proj_act = attention_.PackOperandsAct();
+    HG_RETURN_IF_ERROR(scratch_.Allocate(alloc, config_.hidden_size, proj_width_, value_dim_,
+                                         /*with_o=*/true, proj_act));
+    values_in_proj_ = kv_heads_ == heads_ && attention_.TakesValuesInPlace(v_off_, proj_width_);
+    HG_RETURN_IF_ERROR(attention_.Allocate(alloc, {}, /*pack_values=*/!values_in_proj_));
+    if (proj_act != Act::kF32) {
+      HG_RETURN_IF_ERROR(alloc.Floats(&gk_low_, static_cast<size_t>(kPackRows) * kGateRank));
+    }
     return alloc.Floats(&gk_, static_cast<size_t>(kPackRows) * kv_heads_ * dk_);
   }
   int64_t MaxPackChunks() const override { return attention_.max_pack_chunks(); }
@@ -97,38 +106,62 @@ class GlaMixer final : public CudaTokenMixer {
 
   absl::Status Enqueue(const MixerPass& pass) override {
     const Layer& w = layers_[pass.layer];
-    float* proj = scratch_.proj.as<float>();
     float* o = scratch_.o.as<float>();
     const int64_t kvk = kv_heads_ * dk_;
-    HG_RETURN_IF_ERROR(scratch_.ProjectIn(pass, w.in_proj, act_));
-    HG_RETURN_IF_ERROR(
-        pass.Linear(pass.rows, kvk, kGateRank, MatRef{proj + gk_off_, Act::kF32, proj_width_},
-                    MatRef{w.gk_w.get(), Act::kF32, kGateRank}, gk_.get(), Act::kF32, kvk));
+    // In bf16 mode the packs' q | k | v | g leave the GEMM as bf16 (as fla's projections
+    // do): the gates and the output gate read half the bytes. gk_proj.0 stays fp32 (its own
+    // GEMM of kGateRank columns), so the decays keep their fp32 low rank. Decode steps keep
+    // the whole projection fp32.
+    const Act proj_act = pass.decode ? Act::kF32 : attention_.PackOperandsAct();
+    const auto proj_at = [&](int64_t column) {
+      return static_cast<const char*>(scratch_.proj.get()) + column * ActSize(proj_act);
+    };
+    MatRef gk_low{proj_at(gk_off_), Act::kF32, proj_width_};  // gk_proj.0's output
+    if (proj_act == Act::kF32) {
+      HG_RETURN_IF_ERROR(scratch_.ProjectIn(pass, w.in_proj, act_));
+    } else {
+      const int64_t D = config_.hidden_size;
+      const MatRef x{pass.x, act_, D};
+      HG_RETURN_IF_ERROR(pass.Linear(pass.rows, gk_off_, D, x, MatRef{w.in_proj.get(), act_, D},
+                                     scratch_.proj.get(), proj_act, proj_width_));
+      const void* gk0_w = static_cast<const char*>(w.in_proj.get()) + gk_off_ * D * ActSize(act_);
+      HG_RETURN_IF_ERROR(pass.Linear(pass.rows, kGateRank, D, x, MatRef{gk0_w, act_, D},
+                                     gk_low_.get(), Act::kF32, kGateRank));
+      gk_low = MatRef{gk_low_.get(), Act::kF32, kGateRank};
+    }
+    HG_RETURN_IF_ERROR(pass.Linear(pass.rows, kvk, kGateRank, gk_low,
+                                   MatRef{w.gk_w.get(), Act::kF32, kGateRank}, gk_.get(), Act::kF32,
+                                   kvk));
     const int H = static_cast<int>(heads_), Hkv = static_cast<int>(kv_heads_);
     const int dk = static_cast<int>(dk_), dv = static_cast<int>(dv_);
     const bool clamp = config_.clamp_min.has_value();
     const float clamp_min = static_cast<float>(config_.clamp_min.value_or(0.0));
+    PackValues values;
     if (pass.decode) {
       HG_CUDA_RETURN(AddBias(gk_.as<float>(), kvk, w.gk_b.as<float>(), pass.rows,
                              static_cast<int>(kvk), pass.stream));
-      HG_CUDA_RETURN(GlaGates(proj, proj_width_, k_off_, v_off_, gk_.as<float>(), pass.rows, H, Hkv,
-                              dk, dv, kGateNormalizer, clamp, clamp_min, attention_.q(),
-                              attention_.k(), attention_.g(), attention_.v(), pass.stream));
+      HG_CUDA_RETURN(GlaGates(scratch_.proj.as<float>(), proj_width_, k_off_, v_off_,
+                              gk_.as<float>(), pass.rows, H, Hkv, dk, dv, kGateNormalizer, clamp,
+                              clamp_min, attention_.q(), attention_.k(), attention_.g(),
+                              attention_.v(), pass.stream));
     } else {
       // Packs: gk_proj.1's bias, the gates and the chunk-local cumsum of g in one kernel.
       HG_CUDA_RETURN(GlaGatesChunkCumsum(
-          proj, proj_width_, k_off_, v_off_, gk_.as<float>(), w.gk_b.as<float>(), *pass.pack, H,
-          Hkv, dk, dv, kGateNormalizer, clamp, clamp_min, attention_.q(), attention_.k(),
-          attention_.g(), attention_.v(), attention_.PackOperandsAct(), pass.stream));
+          scratch_.proj.get(), proj_act, proj_width_, k_off_, v_off_, gk_.as<float>(),
+          w.gk_b.as<float>(), *pass.pack, H, Hkv, dk, dv, kGateNormalizer, clamp, clamp_min,
+          attention_.q(), attention_.k(), attention_.g(),
+          values_in_proj_ ? nullptr : attention_.v(), attention_.PackOperandsAct(), pass.stream));
+      if (values_in_proj_) values = PackValues{proj_at(v_off_), proj_width_};
     }
     HG_RETURN_IF_ERROR(attention_.Enqueue(pass, pass.layer * StateFloatsPerLayer(), o,
-                                          /*call_dk=*/0, /*g_chunk_cumulative=*/!pass.decode));
-    const float* gate = config_.use_output_gate ? proj + g_off_ : nullptr;
+                                          /*call_dk=*/0, /*g_chunk_cumulative=*/!pass.decode,
+                                          DecayLayout::kPerKey, values));
+    const void* gate = config_.use_output_gate ? proj_at(g_off_) : nullptr;
     const int width = static_cast<int>(value_dim_);
     HG_CUDA_RETURN(RmsNormGated(o, value_dim_, gate, proj_width_, w.g_norm.as<float>(),
                                 static_cast<float>(config_.norm_eps), pass.rows, width,
                                 static_cast<int>(dv_), scratch_.onorm.get(), act_, value_dim_,
-                                pass.stream, /*gate_silu=*/true, Act::kF32,
+                                pass.stream, /*gate_silu=*/true, proj_act,
                                 attention_.OutputAct(pass)));
     return scratch_.ProjectOut(pass, w.o_proj, act_);
   }
@@ -145,9 +178,11 @@ class GlaMixer final : public CudaTokenMixer {
   Act act_;
   int64_t heads_ = 0, kv_heads_ = 0, dk_ = 0, dv_ = 0, value_dim_ = 0;
   int64_t k_off_ = 0, v_off_ = 0, g_off_ = 0, gk_off_ = 0, proj_width_ = 0;
+  bool values_in_proj_ = false;  // packs read v in place from proj (AllocateScratch)
   CudaLinearAttention attention_;
   ProjectionScratch scratch_;
-  DeviceBuffer gk_;  // fp32 [rows, Dk/G]: gk_proj's output
+  DeviceBuffer gk_;      // fp32 [rows, Dk/G]: gk_proj's output
+  DeviceBuffer gk_low_;  // fp32 [rows, kGateRank]: gk_proj.0's output for bf16 packs
   std::vector<Layer> layers_;
 };
 

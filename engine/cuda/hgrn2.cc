@@ -61,11 +61,12 @@ class Hgrn2Mixer final : public CudaTokenMixer {
 
   absl::Status AllocateScratch(DeviceAllocator& alloc) override {
     const int64_t D = config_.hidden_size;
-    // proj and onorm hold kRowBlock rows (Enqueue runs the per-row work in blocks), proj as
-    // the packs hold it (bf16 in bf16 mode); o lives in pass.delta.
-    HG_RETURN_IF_ERROR(scratch_.Allocate(alloc, D, 3 * D, D, kRowBlock, /*with_o=*/false,
-                                         attention_.PackOperandsAct()));
-    return attention_.Allocate(alloc);
+    // proj and onorm hold a pack's rows, proj as the packs hold it (bf16 in bf16 mode); o
+    // lives in pass.delta. Where the tensor-core kernels run, v is read in place from
+    // proj's i columns, so the attention holds no pack of v.
+    HG_RETURN_IF_ERROR(
+        scratch_.Allocate(alloc, D, 3 * D, D, /*with_o=*/false, attention_.PackOperandsAct()));
+    return attention_.Allocate(alloc, {}, /*pack_values=*/!ValuesInProjection());
   }
   int64_t MaxPackChunks() const override { return attention_.max_pack_chunks(); }
   absl::StatusOr<int64_t> ReservePackChunks(int64_t chunks) override {
@@ -84,8 +85,8 @@ class Hgrn2Mixer final : public CudaTokenMixer {
     const int64_t state_offset = pass.layer * StateFloatsPerLayer();
     const float* lower_bound = lower_bounds_[pass.layer].as<float>();
     void* onorm = scratch_.onorm.get();
-    // o is written into pass.delta (as attention_.OutputAct: bf16 for bf16 packs): o_proj
-    // overwrites a block of rows there only after g_norm has read them.
+    // o is written into pass.delta (as attention_.OutputAct: bf16 for bf16 packs), which
+    // o_proj's residual add leaves alone.
     float* o = pass.delta;
     if (pass.decode) {
       HG_RETURN_IF_ERROR(scratch_.ProjectIn(pass, w.qfi_proj, act_));
@@ -100,31 +101,36 @@ class Hgrn2Mixer final : public CudaTokenMixer {
     // In bf16 mode the packs' q | f | i leave the GEMM as bf16 (as fla's projections do):
     // the gates read half the bytes. Decode steps keep them fp32.
     const Act qkv_act = attention_.PackOperandsAct();
-    for (int r0 = 0; r0 < pass.rows; r0 += kRowBlock) {
-      const int n = std::min(kRowBlock, pass.rows - r0);
-      HG_RETURN_IF_ERROR(scratch_.ProjectIn(pass, w.qfi_proj, act_, r0, n, qkv_act));
-      // The gates and the chunk-local cumsum of g in one kernel (kernels_fused_gates.h).
-      HG_CUDA_RETURN(Hgrn2GatesChunkCumsum(scratch_.proj.get(), r0, n, *pass.pack, D, lower_bound,
-                                           attention_.q(), attention_.k(), attention_.g(),
-                                           attention_.v(), qkv_act, pass.stream));
+    HG_RETURN_IF_ERROR(scratch_.ProjectIn(pass, w.qfi_proj, act_, qkv_act));
+    // The gates and the chunk-local cumsum of g in one kernel (kernels_fused_gates.h); v is
+    // i as it is: read in place from proj where the tensor-core kernels run.
+    const bool v_in_proj = ValuesInProjection();
+    HG_CUDA_RETURN(Hgrn2GatesChunkCumsum(scratch_.proj.get(), 0, pass.rows, *pass.pack, D,
+                                         lower_bound, attention_.q(), attention_.k(),
+                                         attention_.g(), v_in_proj ? nullptr : attention_.v(),
+                                         qkv_act, pass.stream));
+    PackValues values;
+    if (v_in_proj) {
+      values.v = static_cast<const char*>(scratch_.proj.get()) + 2 * D * ActSize(qkv_act);
+      values.ld = 3 * D;
     }
-    HG_RETURN_IF_ERROR(
-        attention_.Enqueue(pass, state_offset, o, /*call_dk=*/0, /*g_chunk_cumulative=*/true));
-    const Act o_act = attention_.OutputAct(pass);
-    for (int r0 = 0; r0 < pass.rows; r0 += kRowBlock) {
-      const int n = std::min(kRowBlock, pass.rows - r0);
-      // g_norm: one RMSNorm over all D channels (not per head).
-      const char* o_rows = reinterpret_cast<const char*>(o) +
-                           static_cast<int64_t>(r0) * D * static_cast<int64_t>(ActSize(o_act));
-      HG_CUDA_RETURN(RmsNormGated(o_rows, D, nullptr, 0, w.g_norm.as<float>(), kGNormEps, n, D, D,
-                                  onorm, act_, D, pass.stream, /*gate_silu=*/true, Act::kF32,
-                                  o_act));
-      HG_RETURN_IF_ERROR(scratch_.ProjectOut(pass, w.o_proj, act_, r0, n));
-    }
-    return absl::OkStatus();
+    HG_RETURN_IF_ERROR(attention_.Enqueue(pass, state_offset, o, /*call_dk=*/0,
+                                          /*g_chunk_cumulative=*/true, DecayLayout::kPerKey,
+                                          values));
+    // g_norm: one RMSNorm over all D channels (not per head).
+    HG_CUDA_RETURN(RmsNormGated(o, D, nullptr, 0, w.g_norm.as<float>(), kGNormEps, pass.rows, D, D,
+                                onorm, act_, D, pass.stream, /*gate_silu=*/true, Act::kF32,
+                                attention_.OutputAct(pass)));
+    return scratch_.ProjectOut(pass, w.o_proj, act_);
   }
 
  private:
+  // Whether packs read v in place from proj (bf16 packs on the tensor-core kernels).
+  bool ValuesInProjection() const {
+    const int64_t D = config_.hidden_size;
+    return attention_.TakesValuesInPlace(2 * D, 3 * D);
+  }
+
   struct Layer {
     DeviceBuffer qfi_proj;  // act [3D, D]: q_proj | f_proj | i_proj
     DeviceBuffer g_norm;    // fp32 [D]

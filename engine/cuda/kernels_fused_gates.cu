@@ -1,4 +1,6 @@
 // Gate kernels fused with the chunk-local cumsum (kernels_fused_gates.h).
+#include <type_traits>
+
 #include "engine/cuda/chunk_pack.cuh"
 #include "engine/cuda/gate_maths.cuh"
 #include "engine/cuda/kernel_util.cuh"
@@ -85,6 +87,7 @@ __global__ void __launch_bounds__(kHgrn2Threads)
   if (begin >= end) return;   // the whole block returns together
   const bool live = c < dim;  // kVec = 2: dim is even, so c + 1 < dim too
   const bool has_lb = lower_bound != nullptr;
+  const bool write_v = v != nullptr;
   if (live) {
     float lb[kVec];
 #pragma unroll
@@ -95,19 +98,20 @@ __global__ void __launch_bounds__(kHgrn2Threads)
       const int64_t i = static_cast<int64_t>(r) * dim + c;
       const Vt qv = *reinterpret_cast<const Vt*>(row + c);
       const Vt fv = *reinterpret_cast<const Vt*>(row + dim + c);
-      const Vt iv = *reinterpret_cast<const Vt*>(row + 2 * dim + c);
-      Vt qo, ko, vo;
+      // v is i as it is (v null: the chunk kernels read it in place from qfi instead).
+      Vt iv{};
+      if (write_v) iv = *reinterpret_cast<const Vt*>(row + 2 * dim + c);
+      Vt qo, ko;
 #pragma unroll
       for (int e = 0; e < kVec; ++e) {
         float key;
         Hgrn2KeyAndLogGate<kFast>(ToF(fv.x[e]), has_lb, lb[e], &key, &log_gate[r - begin][cx + e]);
         qo.x[e] = FromF<T>(GateSilu<kFast>(ToF(qv.x[e])));
         ko.x[e] = FromF<T>(key);
-        vo.x[e] = FromF<T>(ToF(iv.x[e]));
       }
       *reinterpret_cast<Vt*>(q + i) = qo;
       *reinterpret_cast<Vt*>(k + i) = ko;
-      *reinterpret_cast<Vt*>(v + i) = vo;
+      if (write_v) *reinterpret_cast<Vt*>(v + i) = iv;
     }
   }
   __syncthreads();
@@ -126,10 +130,10 @@ __global__ void __launch_bounds__(kHgrn2Threads)
 
 // Grid (chunks, heads); threads over max(dk, dv) channels. GlaGatesKernel's maths per row,
 // accurate in both modes (the fast log-sigmoid measured slower here: performance log entry
-// 31); q, k and v are written as T.
-template <typename T>
+// 31); proj is read as TP, q, k and v are written as T (v null: not written).
+template <typename TP, typename T>
 __global__ void GlaGatesChunkCumsumKernel(
-    const float* __restrict__ proj, int64_t proj_ld, int64_t k_off, int64_t v_off,
+    const TP* __restrict__ proj, int64_t proj_ld, int64_t k_off, int64_t v_off,
     const float* __restrict__ gk, const float* __restrict__ gk_bias, PackView pack, int heads,
     int kv_heads, int dk, int dv, float normalizer, bool has_clamp, float clamp_min,
     T* __restrict__ q, T* __restrict__ k, float* __restrict__ g, T* __restrict__ v) {
@@ -144,21 +148,22 @@ __global__ void GlaGatesChunkCumsumKernel(
     float acc = 0.0f;
     for (int j = 0; j < n; ++j) {
       const int64_t r = t0 + j;
-      const float* row = proj + r * proj_ld;
+      const TP* row = proj + r * proj_ld;
       const int64_t o = (r * heads + h) * dk + c;
-      q[o] = FromF<T>(row[static_cast<int64_t>(h) * dk + c]);
-      k[o] = FromF<T>(row[k_off + static_cast<int64_t>(hk) * dk + c]);
+      q[o] = FromF<T>(ToF(row[static_cast<int64_t>(h) * dk + c]));
+      k[o] = FromF<T>(ToF(row[k_off + static_cast<int64_t>(hk) * dk + c]));
       float gv = LogSigmoid(gk[r * kdim_kv + hk * dk + c] + bias) / normalizer;
       if (has_clamp) gv = fmaxf(gv, clamp_min);
       acc += gv;
       g[o] = acc;
     }
   }
+  if (v == nullptr) return;
   for (int c = threadIdx.x; c < dv; c += blockDim.x) {
     for (int j = 0; j < n; ++j) {
       const int64_t r = t0 + j;
       v[(r * heads + h) * dv + c] =
-          FromF<T>(proj[r * proj_ld + v_off + static_cast<int64_t>(hk) * dv + c]);
+          FromF<T>(ToF(proj[r * proj_ld + v_off + static_cast<int64_t>(hk) * dv + c]));
     }
   }
 }
@@ -204,17 +209,27 @@ cudaError_t Hgrn2GatesChunkCumsum(const void* qfi, int r0, int n, const PackView
   return cudaGetLastError();
 }
 
-cudaError_t GlaGatesChunkCumsum(const float* proj, int64_t proj_ld, int64_t k_off, int64_t v_off,
-                                const float* gk, const float* gk_bias, const PackView& pack,
-                                int heads, int kv_heads, int dk, int dv, float normalizer,
-                                bool has_clamp, float clamp_min, void* q, void* k, float* g,
-                                void* v, Act qkv_act, cudaStream_t stream) {
+cudaError_t GlaGatesChunkCumsum(const void* proj, Act proj_act, int64_t proj_ld, int64_t k_off,
+                                int64_t v_off, const float* gk, const float* gk_bias,
+                                const PackView& pack, int heads, int kv_heads, int dk, int dv,
+                                float normalizer, bool has_clamp, float clamp_min, void* q, void* k,
+                                float* g, void* v, Act qkv_act, cudaStream_t stream) {
   if (pack.num_chunks == 0) return cudaSuccess;
+  // A bf16 proj only with bf16 outputs (the values are copied as they are).
+  if (proj_act == Act::kBF16 && qkv_act != Act::kBF16) return cudaErrorInvalidValue;
   dim3 grid(pack.num_chunks, heads);
-  HG_DISPATCH_ACT(qkv_act, GlaGatesChunkCumsumKernel<T><<<grid, 128, 0, stream>>>(
-                               proj, proj_ld, k_off, v_off, gk, gk_bias, pack, heads, kv_heads, dk,
-                               dv, normalizer, has_clamp, clamp_min, static_cast<T*>(q),
-                               static_cast<T*>(k), g, static_cast<T*>(v)));
+  auto launch = [&](auto* typed_proj, auto* typed_out) {
+    using TP = std::remove_const_t<std::remove_pointer_t<decltype(typed_proj)>>;
+    using T = std::remove_pointer_t<decltype(typed_out)>;
+    GlaGatesChunkCumsumKernel<TP, T><<<grid, 128, 0, stream>>>(
+        typed_proj, proj_ld, k_off, v_off, gk, gk_bias, pack, heads, kv_heads, dk, dv, normalizer,
+        has_clamp, clamp_min, static_cast<T*>(q), static_cast<T*>(k), g, static_cast<T*>(v));
+  };
+  if (proj_act == Act::kBF16) {
+    launch(static_cast<const bf16*>(proj), static_cast<bf16*>(nullptr));
+  } else {
+    HG_DISPATCH_ACT(qkv_act, launch(static_cast<const float*>(proj), static_cast<T*>(nullptr)));
+  }
   return cudaGetLastError();
 }
 

@@ -29,24 +29,27 @@ cudaError_t TnlGatesChunkCumsum(const void* proj, const PackView& pack, int head
                                 float* g, void* v, Act qkv_act, cudaStream_t stream);
 
 // Hgrn2Gates (kernels.h) for rows [r0, r0 + n) of the pack, qfi holding those rows only
-// (HGRN2 runs its projection in row blocks), with g chunk-cumulative. q, k, g, v are the
+// (HGRN2 passes the whole pack: r0 0, n its rows), with g chunk-cumulative. q, k, g, v are the
 // whole pack's [rows, dim]. A chunk that began before r0 continues from the cumulative g
 // its previous block left at row r0 - 1 (the same float the unfused cumsum carried), so
 // the blocks must run in row order on one stream. One block per (chunk, 128 channels): 4
 // row groups load and compute the gates, one sums the log gates down the rows. qfi is held
-// as `qkv_act` too (bf16: the projection GEMM's output rounded, as fla's).
+// as `qkv_act` too (bf16: the projection GEMM's output rounded, as fla's). v is i copied
+// as it is; v null: not written (the chunk kernels read i in place from qfi, v_ld 3 dim).
 cudaError_t Hgrn2GatesChunkCumsum(const void* qfi, int r0, int n, const PackView& pack, int dim,
                                   const float* lower_bound, void* q, void* k, float* g, void* v,
                                   Act qkv_act, cudaStream_t stream);
 
 // AddBias on gk (gk_proj.1's bias) then GlaGates (kernels.h), with g chunk-cumulative,
 // over every chunk of the pack: gk is only read (the bias is added in registers). One
-// block per (chunk, head).
-cudaError_t GlaGatesChunkCumsum(const float* proj, int64_t proj_ld, int64_t k_off, int64_t v_off,
-                                const float* gk, const float* gk_bias, const PackView& pack,
-                                int heads, int kv_heads, int dk, int dv, float normalizer,
-                                bool has_clamp, float clamp_min, void* q, void* k, float* g,
-                                void* v, Act qkv_act, cudaStream_t stream);
+// block per (chunk, head). proj is held as `proj_act` (bf16 only with bf16 q, k, v: the
+// projection GEMM's output rounded, as fla's); v null: not written (the chunk kernels read
+// it in place from proj, v_ld proj_ld).
+cudaError_t GlaGatesChunkCumsum(const void* proj, Act proj_act, int64_t proj_ld, int64_t k_off,
+                                int64_t v_off, const float* gk, const float* gk_bias,
+                                const PackView& pack, int heads, int kv_heads, int dk, int dv,
+                                float normalizer, bool has_clamp, float clamp_min, void* q, void* k,
+                                float* g, void* v, Act qkv_act, cudaStream_t stream);
 
 }  // namespace hgeval::cuda
 

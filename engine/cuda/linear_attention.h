@@ -86,6 +86,12 @@ class CudaLinearAttention {
   absl::Status Enqueue(const MixerPass& pass, int64_t state_offset, void* o, int64_t call_dk = 0,
                        bool g_chunk_cumulative = false, DecayLayout g_layout = DecayLayout::kPerKey,
                        PackValues values = {}) const;
+  // Whether packs may read v in place (Enqueue's PackValues) from a buffer whose rows hold
+  // `ld` values and whose v starts at column `offset`: bf16 packs on the tensor-core
+  // kernels, rows and start 16-byte aligned (the chunk kernels' copies).
+  bool TakesValuesInPlace(int64_t offset, int64_t ld) const {
+    return PackOperandsAct() == Act::kBF16 && ld % 8 == 0 && offset % 8 == 0;
+  }
   // Whether a pack of key dim `call_dk` (0: dk()) may hold g per head: the tensor-core
   // kernels run it (bf16 mode).
   bool PackTakesHeadDecay(int64_t call_dk = 0) const {

@@ -88,10 +88,10 @@ class TnlMixer final : public CudaTokenMixer {
                                  attention_.PackOperandsAct(head_dim_) == Act::kBF16
                              ? Act::kBF16
                              : Act::kF32;
-    HG_RETURN_IF_ERROR(scratch_.Allocate(alloc, D, 4 * D, D, kPackRows, /*with_o=*/true, proj_act));
+    HG_RETURN_IF_ERROR(scratch_.Allocate(alloc, D, 4 * D, D, /*with_o=*/true, proj_act));
     // There the chunk kernels read a pack's v in place from proj, so the attention holds
     // none. Layers without LRPE call the recurrence at key dim e.
-    values_in_proj_ = proj_act == Act::kBF16;
+    values_in_proj_ = proj_act == Act::kBF16 && attention_.TakesValuesInPlace(2 * D, 4 * D);
     return attention_.Allocate(alloc, {head_dim_}, /*pack_values=*/!values_in_proj_);
   }
   int64_t MaxPackChunks() const override { return attention_.max_pack_chunks(); }
@@ -113,7 +113,7 @@ class TnlMixer final : public CudaTokenMixer {
     // In bf16 mode the packs' q | k | v | u leave the GEMM as bf16 (as fla's projections
     // do): the gates and the output gate read half the bytes. Decode steps keep them fp32.
     const Act proj_act = pass.decode ? Act::kF32 : attention_.PackOperandsAct(layer_dk);
-    HG_RETURN_IF_ERROR(scratch_.ProjectIn(pass, w.qkvu_proj, act_, 0, -1, proj_act));
+    HG_RETURN_IF_ERROR(scratch_.ProjectIn(pass, w.qkvu_proj, act_, proj_act));
     DecayLayout g_layout = DecayLayout::kPerKey;
     if (pass.decode) {
       // Decode steps: fp32 proj.

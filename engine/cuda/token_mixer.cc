@@ -31,34 +31,30 @@ absl::Status MixerPass::ProjectOutput(int64_t r0, int64_t m, int64_t n, int64_t 
 
 absl::Status ProjectionScratch::Allocate(DeviceAllocator& alloc, int64_t model_width,
                                          int64_t projection_width, int64_t output_width,
-                                         int64_t block_rows, bool with_o, Act pack_proj_act) {
+                                         bool with_o, Act pack_proj_act) {
   d = model_width;
   proj_width = projection_width;
   out_width = output_width;
-  rows = block_rows;
   // Packs hold proj as pack_proj_act, decode steps as fp32 (kDecodeRows rows).
   const size_t proj_bytes =
-      std::max(static_cast<size_t>(rows * proj_width) * ActSize(pack_proj_act),
+      std::max(static_cast<size_t>(kPackRows * proj_width) * ActSize(pack_proj_act),
                static_cast<size_t>(kDecodeRows * proj_width) * sizeof(float));
   HG_ASSIGN_OR_RETURN(proj, alloc.Alloc(proj_bytes));
   if (with_o) {
     HG_RETURN_IF_ERROR(alloc.Floats(&o, static_cast<size_t>(kPackRows) * out_width));
   }
-  return alloc.Acts(&onorm, rows * out_width);
+  return alloc.Acts(&onorm, kPackRows * out_width);
 }
 
 absl::Status ProjectionScratch::ProjectIn(const MixerPass& pass, const DeviceBuffer& w_in, Act act,
-                                          int r0, int n, Act proj_act) const {
-  if (n < 0) n = pass.rows - r0;
-  const char* x = static_cast<const char*>(pass.x) + r0 * d * static_cast<int64_t>(ActSize(act));
-  return pass.Linear(n, proj_width, d, MatRef{x, act, d}, MatRef{w_in.get(), act, d}, proj.get(),
-                     proj_act, proj_width);
+                                          Act proj_act) const {
+  return pass.Linear(pass.rows, proj_width, d, MatRef{pass.x, act, d}, MatRef{w_in.get(), act, d},
+                     proj.get(), proj_act, proj_width);
 }
 
 absl::Status ProjectionScratch::ProjectOut(const MixerPass& pass, const DeviceBuffer& w_out,
-                                           Act act, int r0, int n) const {
-  if (n < 0) n = pass.rows - r0;
-  return pass.ProjectOutput(r0, n, d, out_width, MatRef{onorm.get(), act, out_width},
+                                           Act act) const {
+  return pass.ProjectOutput(0, pass.rows, d, out_width, MatRef{onorm.get(), act, out_width},
                             MatRef{w_out.get(), act, out_width});
 }
 

@@ -29,10 +29,6 @@ namespace hgeval::cuda {
 // Rows (tokens) of one packed forward; also the segment length of longer items.
 constexpr int kPackRows = 16384;
 constexpr int kDecodeRows = 32;
-// Rows at a time of HGRN2's per-row GEMM chains around the recurrence (input projection +
-// gates, g_norm + o_proj): their scratch holds this many rows, not a pack's. The pinned
-// GEMMs compute a row the same way for any M, so results do not depend on it.
-constexpr int kRowBlock = 8192;
 // The MLP's block: the most rows (4,096 doubled up to kPackRows) whose gate|up product,
 // `row_bytes` a row, fits kMlpBlockBytes, so a 1.3B model's bf16 MLP runs a whole pack in
 // one GEMM (fewer, fuller waves) and a larger model's scratch stays bounded in bytes.
@@ -123,23 +119,19 @@ struct ProjectionScratch {
   int64_t d = 0;                // model width D
   int64_t proj_width = 0;       // columns of proj
   int64_t out_width = 0;        // columns of o / onorm (o_proj's input)
-  int64_t rows = 0;             // rows of proj and onorm: kPackRows, or kRowBlock for a family
-                                // that projects and normalises a block of rows at a time
   DeviceBuffer proj, o, onorm;  // o: kPackRows rows, unless the family keeps o elsewhere
 
-  // proj holds `rows` rows as pack_proj_act (what ProjectIn's proj_act is for packs; fp32
-  // for the decode step's kDecodeRows).
+  // proj and onorm hold kPackRows rows, proj as pack_proj_act (what ProjectIn's proj_act is
+  // for packs; fp32 for the decode step's kDecodeRows).
   absl::Status Allocate(DeviceAllocator& alloc, int64_t d, int64_t proj_width, int64_t out_width,
-                        int64_t rows = kPackRows, bool with_o = true,
-                        Act pack_proj_act = Act::kF32);
-  // proj = x · w_inᵀ (fp32, or proj_act: HGRN2's packs in bf16 mode), for pass rows
-  // [r0, r0 + n) into proj's first n rows (n = -1: all the pass's rows).
-  absl::Status ProjectIn(const MixerPass& pass, const DeviceBuffer& w_in, Act act, int r0 = 0,
-                         int n = -1, Act proj_act = Act::kF32) const;
-  // delta = onorm · w_outᵀ (fp32), likewise for pass rows [r0, r0 + n) from onorm's first n;
-  // where pass.residual is set (packs), residual += onorm · w_outᵀ instead.
-  absl::Status ProjectOut(const MixerPass& pass, const DeviceBuffer& w_out, Act act, int r0 = 0,
-                          int n = -1) const;
+                        bool with_o = true, Act pack_proj_act = Act::kF32);
+  // proj = x · w_inᵀ for the pass's rows (fp32, or proj_act: HGRN2's and TNL's packs in
+  // bf16 mode).
+  absl::Status ProjectIn(const MixerPass& pass, const DeviceBuffer& w_in, Act act,
+                         Act proj_act = Act::kF32) const;
+  // delta = onorm · w_outᵀ (fp32) for the pass's rows; where pass.residual is set (packs),
+  // residual += onorm · w_outᵀ instead.
+  absl::Status ProjectOut(const MixerPass& pass, const DeviceBuffer& w_out, Act act) const;
 };
 
 class CudaTokenMixer {

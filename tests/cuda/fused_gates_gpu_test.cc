@@ -204,7 +204,7 @@ TEST_P(Hgrn2GatesChunkCumsumTest, EqualsGatesThenCumsumBitwiseAcrossRowBlocks) {
         Hgrn2Gates(dqfi.get(), rows, dim, lower, q0.get(), k0.get(), g0.get(), v0.get(), nullptr),
         cudaSuccess);
     ASSERT_EQ(ChunkLocalCumsumPacked(g0.get(), pack, /*heads=*/1, dim, nullptr), cudaSuccess);
-    // Row blocks of 90 rows (as HGRN2's kRowBlock blocks): chunks straddle their edges.
+    // Row blocks of 90 rows: chunks straddle their edges.
     for (int r0 = 0; r0 < rows; r0 += 90) {
       const int m = std::min(90, rows - r0);
       const size_t at = static_cast<size_t>(r0) * 3 * dim;
@@ -215,9 +215,20 @@ TEST_P(Hgrn2GatesChunkCumsumTest, EqualsGatesThenCumsumBitwiseAcrossRowBlocks) {
                                       k2.get(), g2.get(), v2.get(), Act::kBF16, nullptr),
                 cudaSuccess);
     }
+    // The whole pack at once with v null (HGRN2's bf16 packs, whose chunk kernels read v
+    // in place): the same q, k and g bits, and no v written (it keeps its poison).
+    Dev<uint16_t> q3(n), k3(n), v3(n);
+    Dev<float> g3(n);
+    ASSERT_EQ(Hgrn2GatesChunkCumsum(dqfi16.get(), 0, rows, pack, dim, lower, q3.get(), k3.get(),
+                                    g3.get(), nullptr, Act::kBF16, nullptr),
+              cudaSuccess);
     SCOPED_TRACE(with_lb ? "lower bounds" : "no lower bounds");
     ExpectSameGates(q0, k0, g0, v0, q1, k1, g1, v1);
     ExpectFastBf16Gates(q1, k1, g1, v1, q2, k2, g2, v2);
+    EXPECT_EQ(q3.Get(), q2.Get());
+    EXPECT_EQ(k3.Get(), k2.Get());
+    EXPECT_TRUE(BitwiseEqual(g3.Get(), g2.Get()));
+    EXPECT_EQ(v3.Get(), std::vector<uint16_t>(n, 0xffff));
   }
 }
 
@@ -264,19 +275,73 @@ TEST_P(GlaGatesChunkCumsumTest, EqualsBiasGatesThenCumsumBitwise) {
                16.0f, c.clamp, clamp_min, q0.get(), k0.get(), g0.get(), v0.get(), nullptr),
       cudaSuccess);
   ASSERT_EQ(ChunkLocalCumsumPacked(g0.get(), pack, c.heads, c.dk, nullptr), cudaSuccess);
-  ASSERT_EQ(GlaGatesChunkCumsum(dproj.get(), ld, k_off, v_off, dgk1.get(), dbias.get(), pack,
-                                c.heads, c.kv_heads, c.dk, c.dv, 16.0f, c.clamp, clamp_min,
+  ASSERT_EQ(GlaGatesChunkCumsum(dproj.get(), Act::kF32, ld, k_off, v_off, dgk1.get(), dbias.get(),
+                                pack, c.heads, c.kv_heads, c.dk, c.dv, 16.0f, c.clamp, clamp_min,
                                 q1.get(), k1.get(), g1.get(), v1.get(), Act::kF32, nullptr),
             cudaSuccess);
   ExpectSameGates(q0, k0, g0, v0, q1, k1, g1, v1);
   EXPECT_TRUE(BitwiseEqual(dgk1.Get(), gk));  // gk is only read
   Dev<float> g2(nqk);
   Dev<uint16_t> q2(nqk), k2(nqk), v2(nv);
-  ASSERT_EQ(GlaGatesChunkCumsum(dproj.get(), ld, k_off, v_off, dgk1.get(), dbias.get(), pack,
-                                c.heads, c.kv_heads, c.dk, c.dv, 16.0f, c.clamp, clamp_min,
+  ASSERT_EQ(GlaGatesChunkCumsum(dproj.get(), Act::kF32, ld, k_off, v_off, dgk1.get(), dbias.get(),
+                                pack, c.heads, c.kv_heads, c.dk, c.dv, 16.0f, c.clamp, clamp_min,
                                 q2.get(), k2.get(), g2.get(), v2.get(), Act::kBF16, nullptr),
             cudaSuccess);
   ExpectFastBf16Gates(q1, k1, g1, v1, q2, k2, g2, v2);
+}
+
+// GLA's bf16 packs hold proj as bf16 (the projection GEMM's output rounded): the kernel
+// reading those bf16 values gives the bits it gives for fp32 proj holding the same values,
+// and with v null (the chunk kernels then read v in place) writes no v.
+TEST_P(GlaGatesChunkCumsumTest, Bf16ProjGivesTheBitsOfTheSameValuesInFp32) {
+  if (!testing::HaveGpu()) GTEST_SKIP() << "no CUDA GPU visible";
+  const GlaCase c = GetParam();
+  TestPack tp;
+  const PackView pack = tp.View();
+  const int rows = tp.rows();
+  const int group = c.heads / c.kv_heads;
+  const int64_t key_dim = static_cast<int64_t>(c.heads) * c.dk;
+  const int64_t k_off = key_dim, v_off = k_off + key_dim / group;
+  const int64_t ld = v_off + static_cast<int64_t>(c.heads) * c.dv / group + 16;
+  const int64_t kvk = static_cast<int64_t>(c.kv_heads) * c.dk;
+  std::mt19937 rng(c.dk * 3 + c.dv + c.clamp);
+  std::normal_distribution<float> nd(0.0f, 3.0f);
+  std::vector<float> proj(static_cast<size_t>(rows) * ld), gk(rows * kvk), bias(kvk);
+  for (auto& x : proj) x = nd(rng);
+  for (auto& x : gk) x = nd(rng);
+  for (auto& x : bias) x = nd(rng);
+  proj = RoundedToBf16(proj);
+  Dev<float> dproj(proj), dgk(gk), dbias(bias);
+  Dev<uint16_t> dproj16(RoundedBf16Bits(proj));
+  const size_t nqk = static_cast<size_t>(rows) * key_dim;
+  const size_t nv = static_cast<size_t>(rows) * c.heads * c.dv;
+  Dev<uint16_t> q0(nqk), k0(nqk), v0(nv), q1(nqk), k1(nqk), v1(nv), q2(nqk), k2(nqk), v2(nv);
+  Dev<float> g0(nqk), g1(nqk), g2(nqk);
+  auto run = [&](const void* p, Act proj_act, Dev<uint16_t>& q, Dev<uint16_t>& k, Dev<float>& g,
+                 uint16_t* v) {
+    ASSERT_EQ(GlaGatesChunkCumsum(p, proj_act, ld, k_off, v_off, dgk.get(), dbias.get(), pack,
+                                  c.heads, c.kv_heads, c.dk, c.dv, 16.0f, c.clamp, -0.05f, q.get(),
+                                  k.get(), g.get(), v, Act::kBF16, nullptr),
+              cudaSuccess);
+  };
+  run(dproj.get(), Act::kF32, q0, k0, g0, v0.get());
+  run(dproj16.get(), Act::kBF16, q1, k1, g1, v1.get());
+  run(dproj16.get(), Act::kBF16, q2, k2, g2, nullptr);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_EQ(q1.Get(), q0.Get());
+  EXPECT_EQ(k1.Get(), k0.Get());
+  EXPECT_TRUE(BitwiseEqual(g1.Get(), g0.Get()));
+  EXPECT_EQ(v1.Get(), v0.Get());
+  EXPECT_EQ(q2.Get(), q0.Get());
+  EXPECT_EQ(k2.Get(), k0.Get());
+  EXPECT_TRUE(BitwiseEqual(g2.Get(), g0.Get()));
+  EXPECT_EQ(v2.Get(), std::vector<uint16_t>(nv, 0xffff));
+  // bf16 proj with fp32 outputs is refused.
+  Dev<float> qf(nqk), kf(nqk), gf(nqk), vf(nv);
+  EXPECT_EQ(GlaGatesChunkCumsum(dproj16.get(), Act::kBF16, ld, k_off, v_off, dgk.get(), dbias.get(),
+                                pack, c.heads, c.kv_heads, c.dk, c.dv, 16.0f, c.clamp, -0.05f,
+                                qf.get(), kf.get(), gf.get(), vf.get(), Act::kF32, nullptr),
+            cudaErrorInvalidValue);
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, GlaGatesChunkCumsumTest,
