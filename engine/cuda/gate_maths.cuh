@@ -1,6 +1,6 @@
-// Per-element gate maths shared by the gate kernels (kernels_common.cu) and their fusions
-// with the chunk-local cumsum (kernels_fused_gates.cu): one definition, so both compute
-// the same floats.
+// Per-element gate maths shared by the gate kernels (kernels_common.cu), their fusions
+// with the chunk-local cumsum (kernels_fused_gates.cu) and the chunk output kernel's q SiLU
+// (kernels_chunk_mma.cu): one definition, so all compute the same floats.
 #ifndef HGEVAL_ENGINE_CUDA_GATE_MATHS_CUH_
 #define HGEVAL_ENGINE_CUDA_GATE_MATHS_CUH_
 

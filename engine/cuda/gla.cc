@@ -86,7 +86,7 @@ class GlaMixer final : public CudaTokenMixer {
     const Act proj_act = attention_.PackOperandsAct();
     HG_RETURN_IF_ERROR(scratch_.Allocate(alloc, config_.hidden_size, proj_width_, value_dim_,
                                          /*with_o=*/true, proj_act));
-    values_in_proj_ = kv_heads_ == heads_ && attention_.TakesValuesInPlace(v_off_, proj_width_);
+    values_in_proj_ = kv_heads_ == heads_ && attention_.ReadsOperandInPlace(v_off_, proj_width_);
     HG_RETURN_IF_ERROR(attention_.Allocate(alloc, {}, /*pack_values=*/!values_in_proj_));
     if (proj_act != Act::kF32) {
       HG_RETURN_IF_ERROR(alloc.Floats(&gk_low_, static_cast<size_t>(kPackRows) * kGateRank));

@@ -62,11 +62,12 @@ class Hgrn2Mixer final : public CudaTokenMixer {
   absl::Status AllocateScratch(DeviceAllocator& alloc) override {
     const int64_t D = config_.hidden_size;
     // proj and onorm hold a pack's rows, proj as the packs hold it (bf16 in bf16 mode); o
-    // lives in pass.delta. Where the tensor-core kernels run, v is read in place from
-    // proj's i columns, so the attention holds no pack of v.
+    // lives in pass.delta. Where the tensor-core kernels run, q and v are read in place from
+    // proj's q and i columns, so the attention holds no pack of either.
     HG_RETURN_IF_ERROR(
         scratch_.Allocate(alloc, D, 3 * D, D, /*with_o=*/false, attention_.PackOperandsAct()));
-    return attention_.Allocate(alloc, {}, /*pack_values=*/!ValuesInProjection());
+    const bool own = !OperandsInProjection();
+    return attention_.Allocate(alloc, {}, /*pack_values=*/own, /*pack_queries=*/own);
   }
   int64_t MaxPackChunks() const override { return attention_.max_pack_chunks(); }
   absl::StatusOr<int64_t> ReservePackChunks(int64_t chunks) override {
@@ -102,21 +103,24 @@ class Hgrn2Mixer final : public CudaTokenMixer {
     // the gates read half the bytes. Decode steps keep them fp32.
     const Act qkv_act = attention_.PackOperandsAct();
     HG_RETURN_IF_ERROR(scratch_.ProjectIn(pass, w.qfi_proj, act_, qkv_act));
-    // The gates and the chunk-local cumsum of g in one kernel (kernels_fused_gates.h); v is
-    // i as it is: read in place from proj where the tensor-core kernels run.
-    const bool v_in_proj = ValuesInProjection();
+    // The gates and the chunk-local cumsum of g in one kernel (kernels_fused_gates.h).
+    // Where the tensor-core kernels run, q and v are read in place from proj: v is i as it
+    // is, and the output kernel takes q's SiLU as it loads it.
+    const bool in_proj = OperandsInProjection();
     HG_CUDA_RETURN(Hgrn2GatesChunkCumsum(scratch_.proj.get(), 0, pass.rows, *pass.pack, D,
-                                         lower_bound, attention_.q(), attention_.k(),
-                                         attention_.g(), v_in_proj ? nullptr : attention_.v(),
-                                         qkv_act, pass.stream));
+                                         lower_bound, in_proj ? nullptr : attention_.q(),
+                                         attention_.k(), attention_.g(),
+                                         in_proj ? nullptr : attention_.v(), qkv_act, pass.stream));
     PackValues values;
-    if (v_in_proj) {
-      values.v = static_cast<const char*>(scratch_.proj.get()) + 2 * D * ActSize(qkv_act);
-      values.ld = 3 * D;
+    PackSiluQueries queries;
+    if (in_proj) {
+      const char* proj = static_cast<const char*>(scratch_.proj.get());
+      values = PackValues{proj + 2 * D * ActSize(qkv_act), 3 * D};
+      queries = PackSiluQueries{proj, 3 * D};
     }
     HG_RETURN_IF_ERROR(attention_.Enqueue(pass, state_offset, o, /*call_dk=*/0,
-                                          /*g_chunk_cumulative=*/true, DecayLayout::kPerKey,
-                                          values));
+                                          /*g_chunk_cumulative=*/true, DecayLayout::kPerKey, values,
+                                          queries));
     // g_norm: one RMSNorm over all D channels (not per head).
     HG_CUDA_RETURN(RmsNormGated(o, D, nullptr, 0, w.g_norm.as<float>(), kGNormEps, pass.rows, D, D,
                                 onorm, act_, D, pass.stream, /*gate_silu=*/true, Act::kF32,
@@ -125,10 +129,11 @@ class Hgrn2Mixer final : public CudaTokenMixer {
   }
 
  private:
-  // Whether packs read v in place from proj (bf16 packs on the tensor-core kernels).
-  bool ValuesInProjection() const {
+  // Whether packs read q and v in place from proj (bf16 packs on the tensor-core kernels,
+  // proj's rows 16-byte aligned).
+  bool OperandsInProjection() const {
     const int64_t D = config_.hidden_size;
-    return attention_.TakesValuesInPlace(2 * D, 3 * D);
+    return attention_.ReadsOperandInPlace(2 * D, 3 * D);
   }
 
   struct Layer {

@@ -14,6 +14,7 @@
 #include <type_traits>
 
 #include "engine/cuda/chunk_pack.cuh"
+#include "engine/cuda/gate_maths.cuh"
 #include "engine/cuda/kernel_util.cuh"
 #include "engine/cuda/kernels_chunk_mma.h"
 #include "engine/cuda/mma.cuh"
@@ -476,11 +477,12 @@ struct SliceRegs {
   float4 g[kHeadDecay ? 1 : kSliceLoads];  // per head: G is not staged (HeadExponents)
 };
 // kHeadDecay: G is one value a (row, head); its exponents are HeadExponents, not staged.
+// q's rows are qstride apart from q0, k's and G's kstride from qk0.
 template <typename T, bool kHeadDecay>
 __device__ __forceinline__ void LoadSlice(SliceRegs<T, kHeadDecay>& r, const T* __restrict__ q,
-                                          const T* __restrict__ k, const float* __restrict__ G,
-                                          int64_t qk0, int64_t kstride, int n, int dk, int ks,
-                                          int tid) {
+                                          int64_t q0, int64_t qstride, const T* __restrict__ k,
+                                          const float* __restrict__ G, int64_t qk0, int64_t kstride,
+                                          int n, int dk, int ks, int tid) {
 #pragma unroll
   for (int i = 0; i < kSliceLoads; ++i) {
     const int idx = tid + i * kOutThreads;
@@ -489,7 +491,7 @@ __device__ __forceinline__ void LoadSlice(SliceRegs<T, kHeadDecay>& r, const T* 
     r.g[i] = {};
     if (row < n && ks + k4 < dk) {
       const int64_t off = qk0 + row * kstride + ks + k4;
-      r.q[i] = LdRaw4(q + off);
+      r.q[i] = LdRaw4(q + q0 + row * qstride + ks + k4);
       r.k[i] = LdRaw4(k + off);
       if constexpr (!kHeadDecay) r.g[i] = Ld4(G + off);
     }
@@ -505,6 +507,20 @@ __device__ __forceinline__ void StoreSlice(const SliceRegs<T, kHeadDecay>& r, fl
     *reinterpret_cast<float4*>(sq + row * kSP + k4) = Widen4(r.q[i]);
     *reinterpret_cast<float4*>(sk + row * kSP + k4) = Widen4(r.k[i]);
     if constexpr (!kHeadDecay) *reinterpret_cast<float4*>(sg + row * kSP + k4) = r.g[i];
+  }
+}
+// q's SiLU, where the output kernel reads q raw (HGRN2's bf16 packs read q in place from
+// the projection): each value as the gate kernel computes it (gate_maths.cuh's fast form,
+// rounded to bf16), so the bits of the q it would have written. Masked values stay 0.
+template <typename T, bool kHeadDecay>
+__device__ __forceinline__ void SiluQueries(SliceRegs<T, kHeadDecay>& r) {
+  if constexpr (std::is_same_v<T, bf16>) {
+#pragma unroll
+    for (int i = 0; i < kSliceLoads; ++i) {
+      const float4 x = Widen4(r.q[i]);
+      r.q[i] = make_uint2(PackBf16(GateSilu<true>(x.x), GateSilu<true>(x.y)),
+                          PackBf16(GateSilu<true>(x.z), GateSilu<true>(x.w)));
+    }
   }
 }
 
@@ -838,13 +854,16 @@ __device__ __forceinline__ void FactoredSliceProducts(float (&acc_a)[3][2][4], f
 // 161: 3 blocks); per key 3, in 168, what its shared memory holds at dk 128 (asked for 1,
 // it takes 204 registers: 2 blocks, 0.40 against 0.32 ms a layer of HGRN2).
 // OT: o as fp32, or (bf16 model path) each fp32 value rounded to bf16 as it is stored.
-template <typename VT, typename ST, bool kPipelined, bool kHeadDecay, typename OT = float>
+// kSiluQ: q is read raw, qstride values a row, and its SiLU taken as it is loaded
+// (SiluQueries); otherwise q is packed as k is.
+template <typename VT, typename ST, bool kPipelined, bool kHeadDecay, typename OT = float,
+          bool kSiluQ = false>
 __global__ void __launch_bounds__(kOutThreads, kHeadDecay ? 4 : 3)
     ChunkOutputMmaKernel(const VT* __restrict__ q, const VT* __restrict__ k,
                          const float* __restrict__ G, const VT* __restrict__ v,
                          const ST* chunk_states, float* const* state_ptrs, float* const* out_ptrs,
                          int64_t layer_offset, PackView pack, int heads, int dk, int dv,
-                         float scale, OT* __restrict__ o, int64_t vstride) {
+                         float scale, OT* __restrict__ o, int64_t vstride, int qstride) {
   // The pipelined form with bf16 v and S_c copies both tiles by cp.async.
   constexpr bool kBf16Copies = kPipelined && std::is_same_v<VT, bf16> && std::is_same_v<ST, bf16>;
   extern __shared__ __align__(16) unsigned char smem[];
@@ -870,6 +889,8 @@ __global__ void __launch_bounds__(kOutThreads, kHeadDecay ? 4 : 3)
   const WarpSlice ws{sq, sk, sg, qe, qes, warp, i0, ia, ib, grp, tig};
   const int64_t kstride = static_cast<int64_t>(heads) * dk;
   const int64_t qk0 = static_cast<int64_t>(t0) * kstride + static_cast<int64_t>(h) * dk;
+  const int64_t q0 =
+      kSiluQ ? static_cast<int64_t>(t0) * qstride + static_cast<int64_t>(h) * dk : qk0;
 
   float acc_a[3][2][4];  // A blocks (w, u) for u < w, C-fragment layout
   float diag[2][4];      // A block (w, w)
@@ -902,11 +923,13 @@ __global__ void __launch_bounds__(kOutThreads, kHeadDecay ? 4 : 3)
     he = HeadExponentsOf(G, g0, heads, n, i0, ia, ib, grp, tig, factored);
   }
   auto load_slice = [&](int ks) {
-    LoadSlice<VT, kHeadDecay>(slice, q, k, G, qk0, kstride, n, dk, ks, tid);
+    LoadSlice<VT, kHeadDecay>(slice, q, q0, kSiluQ ? qstride : kstride, k, G, qk0, kstride, n, dk,
+                              ks, tid);
   };
   if constexpr (kPipelined) load_slice(0);
   for (int ks = 0; ks < dkp; ks += kKS) {
     if constexpr (!kPipelined) load_slice(ks);
+    if constexpr (kSiluQ) SiluQueries(slice);
     StoreSlice(slice, sq, sk, sg, tid);
     __syncthreads();
     // Per-key decay: the block factors the slice (FactorSlice) unless some live G lies more
@@ -1153,10 +1176,20 @@ cudaError_t LaunchOutputMma(const VT* q, const VT* k, const float* G, DecayLayou
                             const VT* v, const void* chunk_room, bool bf16_states,
                             float* const* state_ptrs, float* const* out_ptrs, int64_t layer_offset,
                             const PackView& pack, int heads, int dk, int dv, float scale, void* o,
-                            cudaStream_t stream, Act o_act = Act::kF32, int64_t v_ld = 0) {
+                            cudaStream_t stream, Act o_act = Act::kF32, int64_t v_ld = 0,
+                            int64_t silu_q_ld = 0) {
   if (pack.num_chunks == 0) return cudaSuccess;
   if (dk > kMaxDk) return cudaErrorInvalidValue;
   if (!TakesValueStride<VT>(bf16_states, dk, dv, heads, &v_ld)) return cudaErrorInvalidValue;
+  // q read raw in place, its SiLU taken here: HGRN2's form only (bf16 operands, states and
+  // o, per-key decay), rows 16-byte aligned.
+  const bool silu_q = silu_q_ld != 0;
+  if (silu_q && !(std::is_same_v<VT, bf16> && bf16_states && o_act == Act::kBF16 &&
+                  g_layout == DecayLayout::kPerKey && ChunkMmaTakesBf16Values(dk, dv) &&
+                  silu_q_ld >= static_cast<int64_t>(heads) * dk && silu_q_ld % 8 == 0 &&
+                  silu_q_ld <= INT32_MAX)) {
+    return cudaErrorInvalidValue;
+  }
   const bool head_decay = g_layout == DecayLayout::kPerHead;
   if (head_decay && !RunsHeadDecay<VT>(bf16_states, dk, dv)) return cudaErrorInvalidValue;
   const bool bf16_out = o_act == Act::kBF16;
@@ -1179,8 +1212,8 @@ cudaError_t LaunchOutputMma(const VT* q, const VT* k, const float* G, DecayLayou
     if (err != cudaSuccess) return err;
     dim3 grid(pack.num_chunks, heads);
     kernel<<<grid, kOutThreads, smem, stream>>>(q, k, G, v, chunk_states, state_ptrs, out_ptrs,
-                                                layer_offset, pack, heads, dk, dv, scale, out,
-                                                v_ld);
+                                                layer_offset, pack, heads, dk, dv, scale, out, v_ld,
+                                                static_cast<int>(silu_q_ld));
     return cudaGetLastError();
   };
   float* o32 = static_cast<float*>(o);
@@ -1191,6 +1224,7 @@ cudaError_t LaunchOutputMma(const VT* q, const VT* k, const float* G, DecayLayou
       return bf16_out ? launch(ChunkOutputMmaKernel<VT, bf16, true, true, bf16>, states, o16)
                       : launch(ChunkOutputMmaKernel<VT, bf16, true, true>, states, o32);
     }
+    if (silu_q) return launch(ChunkOutputMmaKernel<VT, bf16, true, false, bf16, true>, states, o16);
     if (bf16_out) return launch(ChunkOutputMmaKernel<VT, bf16, true, false, bf16>, states, o16);
   }
   return bf16_states ? launch(ChunkOutputMmaKernel<VT, bf16, true, false>,
@@ -1230,11 +1264,13 @@ cudaError_t ChunkGlaOutputPackedMma(const void* q, const void* k, const float* G
                                     const void* chunk_states, float* const* state_ptrs,
                                     float* const* out_ptrs, int64_t layer_offset,
                                     const PackView& pack, int heads, int dk, int dv, float scale,
-                                    void* o, cudaStream_t stream, Act o_act, int64_t v_ld) {
-  HG_DISPATCH_ACT(qkv_act, return LaunchOutputMma(
-                               static_cast<const T*>(q), static_cast<const T*>(k), G, g_layout,
-                               static_cast<const T*>(v), chunk_states, true, state_ptrs, out_ptrs,
-                               layer_offset, pack, heads, dk, dv, scale, o, stream, o_act, v_ld));
+                                    void* o, cudaStream_t stream, Act o_act, int64_t v_ld,
+                                    int64_t silu_q_ld) {
+  HG_DISPATCH_ACT(qkv_act,
+                  return LaunchOutputMma(static_cast<const T*>(q), static_cast<const T*>(k), G,
+                                         g_layout, static_cast<const T*>(v), chunk_states, true,
+                                         state_ptrs, out_ptrs, layer_offset, pack, heads, dk, dv,
+                                         scale, o, stream, o_act, v_ld, silu_q_ld));
 }
 
 cudaError_t ChunkGlaOutputPackedMmaTwoPass(const void* q, const void* k, const float* G,

@@ -64,14 +64,17 @@ cudaError_t ChunkGlaStatesPackedMmaTwoPass(const void* k, const float* G, const 
 // load after the previous maths, the reference the pipelined form keeps the bits of.
 // o_act kBF16 stores o as bf16 (each fp32 value rounded to nearest, as fla's o is held in
 // the input dtype: half the bytes for the norm after it); bf16 q, k, v only. v_ld: as
-// ChunkGlaStatesPackedMma's.
+// ChunkGlaStatesPackedMma's. silu_q_ld nonzero: q is read raw, silu_q_ld values a row, and
+// the kernel takes its SiLU as it loads it (gate_maths.cuh's fast form rounded to bf16: the
+// q HGRN2's gate kernel would have written); HGRN2's form only: bf16 q, k, v and o, per-key
+// g, silu_q_ld a multiple of 8.
 cudaError_t ChunkGlaOutputPackedMma(const void* q, const void* k, const float* G,
                                     DecayLayout g_layout, const void* v, Act qkv_act,
                                     const void* chunk_states, float* const* state_ptrs,
                                     float* const* out_ptrs, int64_t layer_offset,
                                     const PackView& pack, int heads, int dk, int dv, float scale,
                                     void* o, cudaStream_t stream, Act o_act = Act::kF32,
-                                    int64_t v_ld = 0);
+                                    int64_t v_ld = 0, int64_t silu_q_ld = 0);
 cudaError_t ChunkGlaOutputPackedMmaTwoPass(const void* q, const void* k, const float* G,
                                            const void* v, Act qkv_act, const float* chunk_states,
                                            float* const* state_ptrs, float* const* out_ptrs,

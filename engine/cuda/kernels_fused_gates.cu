@@ -87,7 +87,7 @@ __global__ void __launch_bounds__(kHgrn2Threads)
   if (begin >= end) return;   // the whole block returns together
   const bool live = c < dim;  // kVec = 2: dim is even, so c + 1 < dim too
   const bool has_lb = lower_bound != nullptr;
-  const bool write_v = v != nullptr;
+  const bool write_qv = q != nullptr;  // q and v are written or read in place together
   if (live) {
     float lb[kVec];
 #pragma unroll
@@ -96,11 +96,14 @@ __global__ void __launch_bounds__(kHgrn2Threads)
     for (int r = begin + y; r < end; r += kRowGroups) {
       const T* row = qfi + static_cast<int64_t>(r - r0) * 3 * dim;
       const int64_t i = static_cast<int64_t>(r) * dim + c;
-      const Vt qv = *reinterpret_cast<const Vt*>(row + c);
       const Vt fv = *reinterpret_cast<const Vt*>(row + dim + c);
-      // v is i as it is (v null: the chunk kernels read it in place from qfi instead).
-      Vt iv{};
-      if (write_v) iv = *reinterpret_cast<const Vt*>(row + 2 * dim + c);
+      // q and v null: the chunk kernels read them in place from qfi instead (v is i as it
+      // is; the output kernel takes q's SiLU).
+      Vt qv{}, iv{};
+      if (write_qv) {
+        qv = *reinterpret_cast<const Vt*>(row + c);
+        iv = *reinterpret_cast<const Vt*>(row + 2 * dim + c);
+      }
       Vt qo, ko;
 #pragma unroll
       for (int e = 0; e < kVec; ++e) {
@@ -109,9 +112,11 @@ __global__ void __launch_bounds__(kHgrn2Threads)
         qo.x[e] = FromF<T>(GateSilu<kFast>(ToF(qv.x[e])));
         ko.x[e] = FromF<T>(key);
       }
-      *reinterpret_cast<Vt*>(q + i) = qo;
       *reinterpret_cast<Vt*>(k + i) = ko;
-      if (write_v) *reinterpret_cast<Vt*>(v + i) = iv;
+      if (write_qv) {
+        *reinterpret_cast<Vt*>(q + i) = qo;
+        *reinterpret_cast<Vt*>(v + i) = iv;
+      }
     }
   }
   __syncthreads();
@@ -200,6 +205,7 @@ cudaError_t Hgrn2GatesChunkCumsum(const void* qfi, int r0, int n, const PackView
                                   const float* lower_bound, void* q, void* k, float* g, void* v,
                                   Act qkv_act, cudaStream_t stream) {
   if (pack.num_chunks == 0 || n == 0) return cudaSuccess;
+  if ((q == nullptr) != (v == nullptr)) return cudaErrorInvalidValue;
   dim3 grid(pack.num_chunks, (dim + kHgrn2Channels - 1) / kHgrn2Channels);
   // Pairs of channels where dim is even (every real model), single channels otherwise.
   HG_DISPATCH_ACT(qkv_act, dim % 2 == 0 ? LaunchHgrn2Gates<T, 2>(grid, qfi, r0, n, pack, dim,

@@ -35,7 +35,8 @@ cudaError_t TnlGatesChunkCumsum(const void* proj, const PackView& pack, int head
 // the blocks must run in row order on one stream. One block per (chunk, 128 channels): 4
 // row groups load and compute the gates, one sums the log gates down the rows. qfi is held
 // as `qkv_act` too (bf16: the projection GEMM's output rounded, as fla's). v is i copied
-// as it is; v null: not written (the chunk kernels read i in place from qfi, v_ld 3 dim).
+// as it is. q and v null together: neither is read nor written (the chunk kernels read v
+// in place from qfi, v_ld 3 dim, and q raw, taking its SiLU; refused otherwise).
 cudaError_t Hgrn2GatesChunkCumsum(const void* qfi, int r0, int n, const PackView& pack, int dim,
                                   const float* lower_bound, void* q, void* k, float* g, void* v,
                                   Act qkv_act, cudaStream_t stream);

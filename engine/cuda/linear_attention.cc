@@ -9,25 +9,28 @@ namespace hgeval::cuda {
 
 absl::Status CudaLinearAttention::Allocate(DeviceAllocator& alloc,
                                            std::initializer_list<int64_t> call_dks,
-                                           bool pack_values) {
+                                           bool pack_values, bool pack_queries) {
   // Sized in bytes for what the packs hold: bf16 q, k, v and bf16 chunk states where the
   // tensor-core kernels run (half the fp32 room), fp32 where the fp32 kernels do, for every
   // key dim a call may use; decode steps hold kDecodeRows fp32 rows.
   const int64_t R = kPackRows, H = heads_;
-  size_t qk = kDecodeRows * H * dk_ * sizeof(float), vv = kDecodeRows * H * dv_ * sizeof(float);
+  size_t qq = kDecodeRows * H * dk_ * sizeof(float), kk = qq;
+  size_t vv = kDecodeRows * H * dv_ * sizeof(float);
   chunk_bytes_ = 0;
   auto fit = [&](int64_t call_dk) {
     const size_t size = ActSize(PackOperandsAct(call_dk));
-    qk = std::max(qk, static_cast<size_t>(R * H * call_dk) * size);
+    kk = std::max(kk, static_cast<size_t>(R * H * call_dk) * size);
+    if (pack_queries) qq = std::max(qq, static_cast<size_t>(R * H * call_dk) * size);
     if (pack_values) vv = std::max(vv, static_cast<size_t>(R * H * dv_) * size);
     chunk_bytes_ = std::max(chunk_bytes_, static_cast<int64_t>(H * call_dk * dv_ * size));
   };
   fit(dk_);
   for (int64_t call_dk : call_dks) fit(call_dk);
-  qk_bytes_ = qk;
+  q_bytes_ = qq;
+  k_bytes_ = kk;
   v_bytes_ = vv;
-  HG_ASSIGN_OR_RETURN(q_, alloc.Alloc(qk));
-  HG_ASSIGN_OR_RETURN(k_, alloc.Alloc(qk));
+  HG_ASSIGN_OR_RETURN(q_, alloc.Alloc(qq));
+  HG_ASSIGN_OR_RETURN(k_, alloc.Alloc(kk));
   HG_RETURN_IF_ERROR(alloc.Floats(&g_, static_cast<size_t>(R * H * dk_)));
   HG_ASSIGN_OR_RETURN(v_, alloc.Alloc(vv));
   max_pack_chunks_ = std::max<int64_t>(R / kGlaChunk, kChunkStateBudget / chunk_bytes_);
@@ -38,9 +41,11 @@ absl::Status CudaLinearAttention::Allocate(DeviceAllocator& alloc,
   return absl::OkStatus();
 }
 
-bool CudaLinearAttention::HoldsPack(int rows, int64_t call_dk, bool own_values) const {
+bool CudaLinearAttention::HoldsPack(int rows, int64_t call_dk, bool own_queries,
+                                    bool own_values) const {
   const size_t size = ActSize(PackOperandsAct(call_dk));
-  return static_cast<size_t>(rows * heads_ * call_dk) * size <= qk_bytes_ &&
+  const size_t qk = static_cast<size_t>(rows * heads_ * call_dk) * size;
+  return qk <= k_bytes_ && (!own_queries || qk <= q_bytes_) &&
          (!own_values || static_cast<size_t>(rows * heads_ * dv_) * size <= v_bytes_) &&
          heads_ * call_dk * dv_ * static_cast<int64_t>(size) <= chunk_bytes_;
 }
@@ -75,7 +80,8 @@ Act CudaLinearAttention::OutputAct(const MixerPass& pass, int64_t call_dk) const
 
 absl::Status CudaLinearAttention::Enqueue(const MixerPass& pass, int64_t state_offset, void* o,
                                           int64_t call_dk, bool g_chunk_cumulative,
-                                          DecayLayout g_layout, PackValues values) const {
+                                          DecayLayout g_layout, PackValues values,
+                                          PackSiluQueries queries) const {
   if (call_dk <= 0) call_dk = dk_;
   if (call_dk > dk_) return absl::InternalError("call_dk exceeds the attention's key dim");
   if (!pass.decode && g_layout == DecayLayout::kPerHead &&
@@ -85,14 +91,16 @@ absl::Status CudaLinearAttention::Enqueue(const MixerPass& pass, int64_t state_o
   if (!pass.decode && StateChunks(*pass.pack) > reserved_chunks_) {
     return absl::InternalError("a pack holds more chunks than its chunk states have room for");
   }
-  const bool own_values = values.v == nullptr;
-  if (!pass.decode && !HoldsPack(pass.rows, call_dk, own_values)) {
+  const bool own_values = values.v == nullptr, own_queries = queries.q == nullptr;
+  if (!pass.decode && !HoldsPack(pass.rows, call_dk, own_queries, own_values)) {
     return absl::InternalError("a pack's q, k, v or chunk states exceed their room");
   }
-  if (!own_values && (pass.decode || !tensor_cores_ || PackOperandsAct(call_dk) != Act::kBF16)) {
-    return absl::InternalError("v read in place needs a pack on the tensor-core kernels");
+  if ((!own_values || !own_queries) &&
+      (pass.decode || !tensor_cores_ || PackOperandsAct(call_dk) != Act::kBF16)) {
+    return absl::InternalError("v or q read in place needs a pack on the tensor-core kernels");
   }
   const void* pack_v = own_values ? v() : values.v;
+  const void* pack_q = own_queries ? q() : queries.q;
   const int H = static_cast<int>(heads_), dk = static_cast<int>(call_dk),
             dv = static_cast<int>(dv_);
   float* const* sptrs = pass.in->state_ptrs;
@@ -110,8 +118,8 @@ absl::Status CudaLinearAttention::Enqueue(const MixerPass& pass, int64_t state_o
                                            dv, sptrs, optrs, state_offset,
                                            chunk_states_.as<float>(), s, values.ld));
     HG_CUDA_RETURN(ChunkGlaOutputPackedMma(
-        q(), k(), g(), g_layout, pack_v, qkv_act, chunk_states_.as<float>(), sptrs, optrs,
-        state_offset, *pass.pack, H, dk, dv, scale_, o, s, qkv_act, values.ld));
+        pack_q, k(), g(), g_layout, pack_v, qkv_act, chunk_states_.as<float>(), sptrs, optrs,
+        state_offset, *pass.pack, H, dk, dv, scale_, o, s, qkv_act, values.ld, queries.ld));
     return absl::OkStatus();
   }
   HG_CUDA_RETURN(ChunkGlaStatesPacked(k(), g(), v(), *pass.pack, H, dk, dv, sptrs, optrs,

@@ -28,6 +28,14 @@ struct PackValues {
   int64_t ld = 0;
 };
 
+// A pack's q read raw in place from another buffer, `ld` values a row, the output kernel
+// taking its SiLU (HGRN2's q columns of its projection); null: the attention's q(), as the
+// gate kernel wrote it.
+struct PackSiluQueries {
+  const void* q = nullptr;
+  int64_t ld = 0;
+};
+
 class CudaLinearAttention {
  public:
   CudaLinearAttention() = default;
@@ -48,10 +56,11 @@ class CudaLinearAttention {
   // q, k, g, v for kPackRows rows, and room for one segment's chunk states (what a long
   // sequence needs); packs of many short sequences grow it (ReserveChunks). Sized in bytes
   // for how a pack holds them (PackOperandsAct) at dk() and at each of `call_dks` (the key
-  // dims of Enqueue's call_dk a family uses besides dk()). pack_values false: packs bring
-  // their v (Enqueue's PackValues), so v() holds only a decode step's rows.
+  // dims of Enqueue's call_dk a family uses besides dk()). pack_values, pack_queries false:
+  // packs bring their v, q (Enqueue's PackValues, PackSiluQueries), so v(), q() hold only a
+  // decode step's rows.
   absl::Status Allocate(DeviceAllocator& alloc, std::initializer_list<int64_t> call_dks = {},
-                        bool pack_values = true);
+                        bool pack_values = true, bool pack_queries = true);
   // Grows the chunk states' room towards `chunks` (at most max_pack_chunks()); returns the
   // chunks it holds room for, fewer than asked when the memory budget refuses more.
   absl::StatusOr<int64_t> ReserveChunks(int64_t chunks);
@@ -82,14 +91,15 @@ class CudaLinearAttention {
   // fused with it, kernels_fused_gates.h), so the cumsum pass is skipped. `g_layout`: how a
   // pack's g is held (kPerHead: one value per row and head, TNL's constant decay; only
   // where PackTakesHeadDecay, and with g_chunk_cumulative); decode steps read g per key.
-  // `values`: a pack's v read in place (bf16 packs on the tensor-core kernels only).
+  // `values`, `queries`: a pack's v, raw q read in place (bf16 packs on the tensor-core
+  // kernels only; raw q with per-key g).
   absl::Status Enqueue(const MixerPass& pass, int64_t state_offset, void* o, int64_t call_dk = 0,
                        bool g_chunk_cumulative = false, DecayLayout g_layout = DecayLayout::kPerKey,
-                       PackValues values = {}) const;
-  // Whether packs may read v in place (Enqueue's PackValues) from a buffer whose rows hold
-  // `ld` values and whose v starts at column `offset`: bf16 packs on the tensor-core
-  // kernels, rows and start 16-byte aligned (the chunk kernels' copies).
-  bool TakesValuesInPlace(int64_t offset, int64_t ld) const {
+                       PackValues values = {}, PackSiluQueries queries = {}) const;
+  // Whether packs may read v or q in place (Enqueue's PackValues, PackSiluQueries) from a
+  // buffer whose rows hold `ld` values and whose operand starts at column `offset`: bf16
+  // packs on the tensor-core kernels, rows and start 16-byte aligned (the kernels' copies).
+  bool ReadsOperandInPlace(int64_t offset, int64_t ld) const {
     return PackOperandsAct() == Act::kBF16 && ld % 8 == 0 && offset % 8 == 0;
   }
   // Whether a pack of key dim `call_dk` (0: dk()) may hold g per head: the tensor-core
@@ -99,9 +109,9 @@ class CudaLinearAttention {
   }
 
  private:
-  // Whether a pack of `rows` rows at key dim `call_dk` fits q, k, (own_values) v and a
-  // chunk's state.
-  bool HoldsPack(int rows, int64_t call_dk, bool own_values) const;
+  // Whether a pack of `rows` rows at key dim `call_dk` fits k, (own_queries) q,
+  // (own_values) v and a chunk's state.
+  bool HoldsPack(int rows, int64_t call_dk, bool own_queries, bool own_values) const;
 
   int64_t heads_ = 0, dk_ = 0, dv_ = 0;
   float scale_ = 1.0f;
@@ -109,7 +119,7 @@ class CudaLinearAttention {
   int64_t max_pack_chunks_ = 0;
   int64_t reserved_chunks_ = 0;  // chunk states chunk_states_ has room for
   int64_t chunk_bytes_ = 0;      // one chunk's states: bf16 where the state walk runs
-  size_t qk_bytes_ = 0, v_bytes_ = 0;
+  size_t q_bytes_ = 0, k_bytes_ = 0, v_bytes_ = 0;
   DevicePool* pool_ = nullptr;
   DeviceBuffer q_, k_, g_, v_, chunk_states_;
 };

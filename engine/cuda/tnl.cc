@@ -91,7 +91,7 @@ class TnlMixer final : public CudaTokenMixer {
     HG_RETURN_IF_ERROR(scratch_.Allocate(alloc, D, 4 * D, D, /*with_o=*/true, proj_act));
     // There the chunk kernels read a pack's v in place from proj, so the attention holds
     // none. Layers without LRPE call the recurrence at key dim e.
-    values_in_proj_ = proj_act == Act::kBF16 && attention_.TakesValuesInPlace(2 * D, 4 * D);
+    values_in_proj_ = proj_act == Act::kBF16 && attention_.ReadsOperandInPlace(2 * D, 4 * D);
     return attention_.Allocate(alloc, {head_dim_}, /*pack_values=*/!values_in_proj_);
   }
   int64_t MaxPackChunks() const override { return attention_.max_pack_chunks(); }

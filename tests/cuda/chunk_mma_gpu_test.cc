@@ -16,6 +16,7 @@
 
 #include "engine/cuda/kernels.h"
 #include "engine/cuda/kernels_chunk_mma.h"
+#include "engine/cuda/kernels_fused_gates.h"
 #include "gtest/gtest.h"
 #include "tests/cuda/cuda_test_util.h"
 #include "tests/cuda/device_vector.h"
@@ -157,11 +158,18 @@ INSTANTIATE_TEST_SUITE_P(
 // the cumulative per-key G (whose keys must agree: a constant decay a head). o_act kBF16:
 // the output kernel stores o as bf16 (returned widened to fp32). values_in_place (bf16):
 // v is read from the last third of rows 3 H dv wide (as HGRN2 reads i from q | f | i).
+// How RunPack's bf16 q reaches the output kernel: packed (in.q rounded to bf16), or with
+// in.q rounded to bf16 as the raw q columns of an HGRN2 projection ([rows, 3 H dk]):
+// SiLU'd by HGRN2's gate kernel into a packed q, or read raw in place, the output kernel
+// taking its SiLU.
+enum class QueryInput { kPacked, kGateKernelSilu, kRawInPlace };
+
 void RunPack(const Inputs& in, const std::vector<int>& lens, const std::vector<float>& starts,
              bool fork, float scale, std::vector<float>& out, std::vector<float>& states,
              std::vector<float>& finals, Act qkv_act = Act::kF32, bool two_pass = false,
              std::vector<float>* chunks = nullptr, DecayLayout g_layout = DecayLayout::kPerKey,
-             Act o_act = Act::kF32, bool values_in_place = false) {
+             Act o_act = Act::kF32, bool values_in_place = false,
+             QueryInput query_input = QueryInput::kPacked) {
   const int H = in.heads, dk = in.dk, dv = in.dv;
   const int64_t ns = static_cast<int64_t>(H) * dk * dv;
   const int num_seqs = static_cast<int>(lens.size());
@@ -205,6 +213,19 @@ void RunPack(const Inputs& in, const std::vector<int>& lens, const std::vector<f
   Dev<uint16_t> dv_wide(wide);
   const int64_t v_ld = values_in_place ? 3 * vw : 0;
   if (values_in_place) v = dv_wide.get() + 2 * vw;
+  const int64_t qw = static_cast<int64_t>(H) * dk;
+  std::vector<uint16_t> qfi;
+  if (query_input != QueryInput::kPacked) {
+    const std::vector<uint16_t> raw = RoundedBf16Bits(in.q);
+    qfi.assign(raw.size() * 3, 0);  // f and i columns: 0
+    for (size_t r = 0; r * qw < raw.size(); ++r) {
+      std::memcpy(&qfi[r * 3 * qw], &raw[r * qw], qw * sizeof(uint16_t));
+    }
+  }
+  Dev<uint16_t> dqfi(qfi), dq_gate(static_cast<size_t>(rows) * qw),
+      dk_gate(static_cast<size_t>(rows) * qw), dv_gate(static_cast<size_t>(rows) * qw);
+  Dev<float> dg_gate(static_cast<size_t>(rows) * qw);
+  const int64_t q_ld = query_input == QueryInput::kRawInPlace ? 3 * qw : 0;
   Dev<float> dout(static_cast<size_t>(rows) * H * dv);
   Dev<uint16_t> dout16(static_cast<size_t>(rows) * H * dv);
   Dev<float> dstates(starts);  // [seq][2 layers][ns]; layer 1 used
@@ -231,6 +252,15 @@ void RunPack(const Inputs& in, const std::vector<int>& lens, const std::vector<f
   }
   Dev<float> dg_head(head_g);
   const float* G = g_layout == DecayLayout::kPerHead ? dg_head.get() : dg.get();
+  if (query_input == QueryInput::kGateKernelSilu) {
+    ASSERT_EQ(Hgrn2GatesChunkCumsum(dqfi.get(), 0, rows, pack, static_cast<int>(qw), nullptr,
+                                    dq_gate.get(), dk_gate.get(), dg_gate.get(), dv_gate.get(),
+                                    Act::kBF16, nullptr),
+              cudaSuccess);
+    q = dq_gate.get();
+  } else if (query_input == QueryInput::kRawInPlace) {
+    q = dqfi.get();
+  }
   if (two_pass) {
     ASSERT_EQ(ChunkGlaStatesPackedMmaTwoPass(k, dg.get(), v, qkv_act, pack, H, dk, dv, dsp.get(),
                                              out_ptrs, ns, dchunks.get(), nullptr),
@@ -246,7 +276,7 @@ void RunPack(const Inputs& in, const std::vector<int>& lens, const std::vector<f
     void* o = o_act == Act::kBF16 ? static_cast<void*>(dout16.get()) : dout.get();
     ASSERT_EQ(
         ChunkGlaOutputPackedMma(q, k, G, g_layout, v, qkv_act, dchunks.get(), dsp.get(), out_ptrs,
-                                ns, pack, H, dk, dv, scale, o, nullptr, o_act, v_ld),
+                                ns, pack, H, dk, dv, scale, o, nullptr, o_act, v_ld, q_ld),
         cudaSuccess);
   }
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
@@ -433,6 +463,51 @@ TEST_P(ChunkMmaPackTest, ValuesReadInPlaceGiveThePackedBits) {
     EXPECT_TRUE(SameBits(finals1, finals2)) << "forked finals, " << layout;
     EXPECT_TRUE(SameBits(chunks1, chunks2)) << "chunk states, " << layout;
   }
+}
+
+// HGRN2's bf16 packs read q raw in place from the projection (stride 3 H dk) and the
+// output kernel takes its SiLU: the bits of the q HGRN2's gate kernel writes, packed (g per
+// key, as HGRN2 holds it). A raw q with the fp32 kernels, with g per head, or with a stride
+// that breaks 16-byte rows, is refused.
+TEST_P(ChunkMmaPackTest, RawQueriesReadInPlaceGiveTheGateKernelsBits) {
+  if (!testing::HaveGpu()) GTEST_SKIP() << "no CUDA GPU visible";
+  const PackCase c = GetParam();
+  if (!ChunkMmaTakesBf16Values(c.dk, c.dv)) GTEST_SKIP() << "the fp32 kernels run these dims";
+  if (c.heads * c.dk % 8 != 0) GTEST_SKIP() << "3 H dk bf16 values are not 16-byte rows";
+  const std::vector<int> lens = {130, 1, 64, 17, 65, 200};
+  std::mt19937 rng(c.dk * 19 + c.dv + c.fork);
+  const auto [in, starts, scale] = RandomPack(c, lens, rng);
+  std::vector<float> out1, states1, finals1, out2, states2, finals2;
+  RunPack(in, lens, starts, c.fork, scale, out1, states1, finals1, Act::kBF16, false, nullptr,
+          DecayLayout::kPerKey, Act::kBF16, /*values_in_place=*/true, QueryInput::kGateKernelSilu);
+  if (HasFatalFailure()) return;
+  RunPack(in, lens, starts, c.fork, scale, out2, states2, finals2, Act::kBF16, false, nullptr,
+          DecayLayout::kPerKey, Act::kBF16, /*values_in_place=*/true, QueryInput::kRawInPlace);
+  if (HasFatalFailure()) return;
+  EXPECT_TRUE(SameBits(out1, out2)) << "output";
+  EXPECT_TRUE(SameBits(states1, states2)) << "states";
+  EXPECT_TRUE(SameBits(finals1, finals2)) << "forked finals";
+  // Refused: raw q with fp32 operands, with g per head, and with a stride of bf16 rows not
+  // 16-byte aligned.
+  const int64_t qw = static_cast<int64_t>(c.heads) * c.dk;
+  PackView empty_pack;
+  empty_pack.num_chunks = 1;  // past the early return of an empty pack; nothing launches
+  Dev<float> f(16);
+  EXPECT_EQ(ChunkGlaOutputPackedMma(f.get(), f.get(), f.get(), DecayLayout::kPerKey, f.get(),
+                                    Act::kF32, f.get(), nullptr, nullptr, 0, empty_pack, c.heads,
+                                    c.dk, c.dv, 1.0f, f.get(), nullptr, Act::kF32, 0,
+                                    /*silu_q_ld=*/qw),
+            cudaErrorInvalidValue);
+  EXPECT_EQ(ChunkGlaOutputPackedMma(f.get(), f.get(), f.get(), DecayLayout::kPerKey, f.get(),
+                                    Act::kBF16, f.get(), nullptr, nullptr, 0, empty_pack, c.heads,
+                                    c.dk, c.dv, 1.0f, f.get(), nullptr, Act::kBF16, 0,
+                                    /*silu_q_ld=*/qw + 4),
+            cudaErrorInvalidValue);
+  EXPECT_EQ(ChunkGlaOutputPackedMma(f.get(), f.get(), f.get(), DecayLayout::kPerHead, f.get(),
+                                    Act::kBF16, f.get(), nullptr, nullptr, 0, empty_pack, c.heads,
+                                    c.dk, c.dv, 1.0f, f.get(), nullptr, Act::kBF16, 0,
+                                    /*silu_q_ld=*/qw),
+            cudaErrorInvalidValue);
 }
 
 // The walk's bf16 chunk states as the bf16 bits of the two-pass form's fp32 ones (each

@@ -215,17 +215,21 @@ TEST_P(Hgrn2GatesChunkCumsumTest, EqualsGatesThenCumsumBitwiseAcrossRowBlocks) {
                                       k2.get(), g2.get(), v2.get(), Act::kBF16, nullptr),
                 cudaSuccess);
     }
-    // The whole pack at once with v null (HGRN2's bf16 packs, whose chunk kernels read v
-    // in place): the same q, k and g bits, and no v written (it keeps its poison).
+    // The whole pack at once with q and v null (HGRN2's bf16 packs, whose chunk kernels
+    // read them in place): the same k and g bits, and neither q nor v written (they keep
+    // their poison). Only one of them null is refused.
     Dev<uint16_t> q3(n), k3(n), v3(n);
     Dev<float> g3(n);
-    ASSERT_EQ(Hgrn2GatesChunkCumsum(dqfi16.get(), 0, rows, pack, dim, lower, q3.get(), k3.get(),
+    ASSERT_EQ(Hgrn2GatesChunkCumsum(dqfi16.get(), 0, rows, pack, dim, lower, nullptr, k3.get(),
                                     g3.get(), nullptr, Act::kBF16, nullptr),
               cudaSuccess);
+    EXPECT_EQ(Hgrn2GatesChunkCumsum(dqfi16.get(), 0, rows, pack, dim, lower, q3.get(), k3.get(),
+                                    g3.get(), nullptr, Act::kBF16, nullptr),
+              cudaErrorInvalidValue);
     SCOPED_TRACE(with_lb ? "lower bounds" : "no lower bounds");
     ExpectSameGates(q0, k0, g0, v0, q1, k1, g1, v1);
     ExpectFastBf16Gates(q1, k1, g1, v1, q2, k2, g2, v2);
-    EXPECT_EQ(q3.Get(), q2.Get());
+    EXPECT_EQ(q3.Get(), std::vector<uint16_t>(n, 0xffff));
     EXPECT_EQ(k3.Get(), k2.Get());
     EXPECT_TRUE(BitwiseEqual(g3.Get(), g2.Get()));
     EXPECT_EQ(v3.Get(), std::vector<uint16_t>(n, 0xffff));
@@ -244,6 +248,32 @@ void PrintTo(const GlaCase& c, std::ostream* os) {
       << (c.clamp ? "_clamp" : "");
 }
 
+// A GLA case's projection layout (q | k | v | 16 spare columns a row) and random proj, gk
+// and gk bias for `rows` rows.
+struct GlaInputs {
+  int64_t key_dim, k_off, v_off, ld, kvk;
+  std::vector<float> proj, gk, bias;
+};
+
+GlaInputs RandomGlaInputs(const GlaCase& c, int rows, unsigned seed) {
+  GlaInputs in;
+  const int group = c.heads / c.kv_heads;
+  in.key_dim = static_cast<int64_t>(c.heads) * c.dk;
+  in.k_off = in.key_dim;
+  in.v_off = in.k_off + in.key_dim / group;
+  in.ld = in.v_off + static_cast<int64_t>(c.heads) * c.dv / group + 16;
+  in.kvk = static_cast<int64_t>(c.kv_heads) * c.dk;
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> nd(0.0f, 3.0f);
+  in.proj.resize(static_cast<size_t>(rows) * in.ld);
+  in.gk.resize(rows * in.kvk);
+  in.bias.resize(in.kvk);
+  for (auto& x : in.proj) x = nd(rng);
+  for (auto& x : in.gk) x = nd(rng);
+  for (auto& x : in.bias) x = nd(rng);
+  return in;
+}
+
 class GlaGatesChunkCumsumTest : public ::testing::TestWithParam<GlaCase> {};
 
 TEST_P(GlaGatesChunkCumsumTest, EqualsBiasGatesThenCumsumBitwise) {
@@ -252,18 +282,11 @@ TEST_P(GlaGatesChunkCumsumTest, EqualsBiasGatesThenCumsumBitwise) {
   TestPack tp;
   const PackView pack = tp.View();
   const int rows = tp.rows();
-  const int group = c.heads / c.kv_heads;
-  const int64_t key_dim = static_cast<int64_t>(c.heads) * c.dk;
-  const int64_t k_off = key_dim, v_off = k_off + key_dim / group;
-  const int64_t ld = v_off + static_cast<int64_t>(c.heads) * c.dv / group + 16;
-  const int64_t kvk = static_cast<int64_t>(c.kv_heads) * c.dk;
-  std::mt19937 rng(c.dk + c.dv + c.clamp);
-  std::normal_distribution<float> nd(0.0f, 3.0f);
-  std::vector<float> proj(static_cast<size_t>(rows) * ld), gk(rows * kvk), bias(kvk);
-  for (auto& x : proj) x = nd(rng);
-  for (auto& x : gk) x = nd(rng);
-  for (auto& x : bias) x = nd(rng);
-  Dev<float> dproj(proj), dgk0(gk), dgk1(gk), dbias(bias);
+  const GlaInputs in = RandomGlaInputs(c, rows, c.dk + c.dv + c.clamp);
+  const int64_t key_dim = in.key_dim, k_off = in.k_off, v_off = in.v_off, ld = in.ld;
+  const int64_t kvk = in.kvk;
+  const std::vector<float>& gk = in.gk;
+  Dev<float> dproj(in.proj), dgk0(gk), dgk1(gk), dbias(in.bias);
   const size_t nqk = static_cast<size_t>(rows) * key_dim;
   const size_t nv = static_cast<size_t>(rows) * c.heads * c.dv;
   Dev<float> q0(nqk), k0(nqk), g0(nqk), v0(nv), q1(nqk), k1(nqk), g1(nqk), v1(nv);
@@ -299,19 +322,10 @@ TEST_P(GlaGatesChunkCumsumTest, Bf16ProjGivesTheBitsOfTheSameValuesInFp32) {
   TestPack tp;
   const PackView pack = tp.View();
   const int rows = tp.rows();
-  const int group = c.heads / c.kv_heads;
-  const int64_t key_dim = static_cast<int64_t>(c.heads) * c.dk;
-  const int64_t k_off = key_dim, v_off = k_off + key_dim / group;
-  const int64_t ld = v_off + static_cast<int64_t>(c.heads) * c.dv / group + 16;
-  const int64_t kvk = static_cast<int64_t>(c.kv_heads) * c.dk;
-  std::mt19937 rng(c.dk * 3 + c.dv + c.clamp);
-  std::normal_distribution<float> nd(0.0f, 3.0f);
-  std::vector<float> proj(static_cast<size_t>(rows) * ld), gk(rows * kvk), bias(kvk);
-  for (auto& x : proj) x = nd(rng);
-  for (auto& x : gk) x = nd(rng);
-  for (auto& x : bias) x = nd(rng);
-  proj = RoundedToBf16(proj);
-  Dev<float> dproj(proj), dgk(gk), dbias(bias);
+  const GlaInputs in = RandomGlaInputs(c, rows, c.dk * 3 + c.dv + c.clamp);
+  const int64_t key_dim = in.key_dim, k_off = in.k_off, v_off = in.v_off, ld = in.ld;
+  const std::vector<float> proj = RoundedToBf16(in.proj);
+  Dev<float> dproj(proj), dgk(in.gk), dbias(in.bias);
   Dev<uint16_t> dproj16(RoundedBf16Bits(proj));
   const size_t nqk = static_cast<size_t>(rows) * key_dim;
   const size_t nv = static_cast<size_t>(rows) * c.heads * c.dv;
