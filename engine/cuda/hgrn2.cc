@@ -2,7 +2,6 @@
 // q | f | i projection, the lower-bounded forget gate, the gated linear attention
 // recurrence (chunkwise for packs, one fused step for decode), g_norm and o_proj.
 // The CPU's forward pass: engine/cpu/hgrn2.cc.
-#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <memory>
