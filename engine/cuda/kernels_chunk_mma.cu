@@ -68,6 +68,14 @@ __device__ __forceinline__ float4 Ld4f(const T* p) {
   return Widen4(LdRaw4(p));
 }
 __device__ __forceinline__ float4 Splat4(float x) { return make_float4(x, x, x, x); }
+// Four raw bf16 projection values' SiLU as the fast-form gate kernels store it
+// (gate_maths.cuh's GateSilu<true>, rounded to bf16): a kernel that reads the projection
+// raw sees the very bits the gate kernel would have written.
+__device__ __forceinline__ uint2 SiluBf16x4(uint2 raw) {
+  const float4 x = Widen4(raw);
+  return make_uint2(PackBf16(GateSilu<true>(x.x), GateSilu<true>(x.y)),
+                    PackBf16(GateSilu<true>(x.z), GateSilu<true>(x.w)));
+}
 
 // Four 8x8 b16 matrices, transposed: lanes 8m..8m+7 give the row addresses of matrix m.
 // From a [k][n] row-major tile this yields mma B fragments (rows k0.., columns n0..: two
@@ -237,13 +245,17 @@ __host__ __device__ constexpr size_t FusedStatesSmem() {
 // operands over the same token steps from zero, then the scan's fmaf(d, s, u). Same contract as the
 // scan: S_c of the first chunk is not written where the output kernel reads the start in place, and
 // a sequence that keeps no final state needs no U of its last chunk.
-template <typename VT, bool kHeadDecay>
+// kSiluK (bf16, G per head: TNL's layers without LRPE): k is read raw from the projection,
+// raw_k_ld values a row, and its SiLU taken as it is staged (SiluBf16x4); otherwise k is
+// packed (heads * dk values a row, as G per key is) and raw_k_ld unused.
+template <typename VT, bool kHeadDecay, bool kSiluK = false>
 __global__ void __launch_bounds__(kFusedThreads)
     ChunkStatesFusedMmaKernel(const VT* __restrict__ k, const float* __restrict__ G,
                               const VT* __restrict__ v, PackView pack, int heads, int dk, int dv,
                               float* const* state_ptrs, float* const* out_ptrs,
                               int64_t layer_offset, float* single, bf16* __restrict__ chunk_states,
-                              int64_t vstride) {
+                              int64_t vstride, int64_t raw_k_ld) {
+  static_assert(!kSiluK || (kHeadDecay && std::is_same_v<VT, bf16>));
   constexpr bool kF32Values = std::is_same_v<VT, float>;
   constexpr size_t kStage = FusedStageBytes<VT>();
   extern __shared__ __align__(16) unsigned char smem[];
@@ -266,6 +278,7 @@ __global__ void __launch_bounds__(kFusedThreads)
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, grp = lane / 4, tig = lane % 4;
   const int m0 = 16 * (warp % 2), n0 = 16 * (warp / 2);
   const int64_t kstride = static_cast<int64_t>(heads) * dk;
+  const int64_t k_ld = kSiluK ? raw_k_ld : kstride;
   const int64_t per_chunk = static_cast<int64_t>(heads) * dk * dv;
   const int64_t head0 = static_cast<int64_t>(h) * dk * dv;
 
@@ -279,8 +292,9 @@ __global__ void __launch_bounds__(kFusedThreads)
   const int kr = tid / kKeyQuads, kq = 4 * (tid % kKeyQuads);
   const int vr = tid / kValueQuads, vq = 4 * (tid % kValueQuads);
   const bool key_live = kb + kq < dk, value_live = vb + vq < dv;
-  // Offsets of this thread's first element in a chunk starting at row 0.
-  const int64_t k_off = kr * kstride + static_cast<int64_t>(h) * dk + kb + kq;
+  // Offsets of this thread's first element in a chunk starting at row 0 (G per key sits where
+  // packed k does).
+  const int64_t k_off = kr * k_ld + static_cast<int64_t>(h) * dk + kb + kq;
   const int64_t v_off = vr * vstride + static_cast<int64_t>(h) * dv + vb + vq;
 
   // Stage x's regions: G, raw k, then v.
@@ -299,15 +313,16 @@ __global__ void __launch_bounds__(kFusedThreads)
     constexpr int vss = kF32Values ? kVT : kVS;
     const int t0 = ChunkRow0(pack, walk.first + x), n = min(kC, row_end - t0);
     if (tid == 0) stage_rows[x % kFusedStages] = n;
-    const VT* kc = k + (static_cast<int64_t>(t0) * kstride + k_off);
+    const VT* kc = k + (static_cast<int64_t>(t0) * k_ld + k_off);
     const float* gc = G + (static_cast<int64_t>(t0) * kstride + k_off);
 #pragma unroll
     for (int i = 0; i < kC / kKeyRowStep; ++i) {
       const int j = kr + kKeyRowStep * i;
       if (j < n && key_live) {
-        const int64_t at = kKeyRowStep * i * kstride;
-        CpAsyncZfill<4 * sizeof(VT)>(sk + j * kFusedKT + kq, kc + at, true);
-        if constexpr (!kHeadDecay) CpAsyncZfill<16>(sg + j * kFusedKT + kq, gc + at, true);
+        CpAsyncZfill<4 * sizeof(VT)>(sk + j * kFusedKT + kq, kc + kKeyRowStep * i * k_ld, true);
+        if constexpr (!kHeadDecay) {
+          CpAsyncZfill<16>(sg + j * kFusedKT + kq, gc + kKeyRowStep * i * kstride, true);
+        }
       }
     }
     if constexpr (kHeadDecay) {  // one G a row: sg[j]
@@ -354,7 +369,12 @@ __global__ void __launch_bounds__(kFusedThreads)
       const int j = kr + kKeyRowStep * i;
       float4 val = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
       if (j < n && key_live) {
-        const float4 kk = Ld4f(sk + j * kFusedKT + kq);
+        float4 kk;
+        if constexpr (kSiluK) {
+          kk = Widen4(SiluBf16x4(LdRaw4(sk + j * kFusedKT + kq)));
+        } else {
+          kk = Ld4f(sk + j * kFusedKT + kq);
+        }
         const float4 gg = kHeadDecay ? Splat4(sg[j]) : Ld4(sg + j * kFusedKT + kq);
         const float4 gl = kHeadDecay ? Splat4(*glast) : Ld4(glast + kq);
         val = make_float4(kk.x * __expf(gl.x - gg.x), kk.y * __expf(gl.y - gg.y),
@@ -477,11 +497,12 @@ struct SliceRegs {
   float4 g[kHeadDecay ? 1 : kSliceLoads];  // per head: G is not staged (HeadExponents)
 };
 // kHeadDecay: G is one value a (row, head); its exponents are HeadExponents, not staged.
-// q's rows are qstride apart from q0, k's and G's kstride from qk0.
+// q's rows are qstride apart from q0, k's kstride from k0, and G per key sits where k does
+// (k packed).
 template <typename T, bool kHeadDecay>
 __device__ __forceinline__ void LoadSlice(SliceRegs<T, kHeadDecay>& r, const T* __restrict__ q,
                                           int64_t q0, int64_t qstride, const T* __restrict__ k,
-                                          const float* __restrict__ G, int64_t qk0, int64_t kstride,
+                                          const float* __restrict__ G, int64_t k0, int64_t kstride,
                                           int n, int dk, int ks, int tid) {
 #pragma unroll
   for (int i = 0; i < kSliceLoads; ++i) {
@@ -490,7 +511,7 @@ __device__ __forceinline__ void LoadSlice(SliceRegs<T, kHeadDecay>& r, const T* 
     r.q[i] = r.k[i] = Raw4<T>{};
     r.g[i] = {};
     if (row < n && ks + k4 < dk) {
-      const int64_t off = qk0 + row * kstride + ks + k4;
+      const int64_t off = k0 + row * kstride + ks + k4;
       r.q[i] = LdRaw4(q + q0 + row * qstride + ks + k4);
       r.k[i] = LdRaw4(k + off);
       if constexpr (!kHeadDecay) r.g[i] = Ld4(G + off);
@@ -509,17 +530,20 @@ __device__ __forceinline__ void StoreSlice(const SliceRegs<T, kHeadDecay>& r, fl
     if constexpr (!kHeadDecay) *reinterpret_cast<float4*>(sg + row * kSP + k4) = r.g[i];
   }
 }
-// q's SiLU, where the output kernel reads q raw (HGRN2's bf16 packs read q in place from
-// the projection): each value as the gate kernel computes it (gate_maths.cuh's fast form,
-// rounded to bf16), so the bits of the q it would have written. Masked values stay 0.
-template <typename T, bool kHeadDecay>
-__device__ __forceinline__ void SiluQueries(SliceRegs<T, kHeadDecay>& r) {
-  if constexpr (std::is_same_v<T, bf16>) {
+// Which operands the output kernel reads raw from a projection and takes the SiLU of as it
+// loads them (SiluOperands): none (q and k packed by a gate kernel), q (HGRN2's bf16 packs)
+// or q and k (TNL's bf16 packs without LRPE).
+enum class RawSilu { kNone, kQuery, kQueryKey };
+
+// The SiLU of the raw operands of a slice, each value as the gate kernel computes it
+// (SiluBf16x4), so the bits of the q (and k) it would have written. Masked values stay 0.
+template <RawSilu kRaw, typename T, bool kHeadDecay>
+__device__ __forceinline__ void SiluOperands(SliceRegs<T, kHeadDecay>& r) {
+  if constexpr (std::is_same_v<T, bf16> && kRaw != RawSilu::kNone) {
 #pragma unroll
     for (int i = 0; i < kSliceLoads; ++i) {
-      const float4 x = Widen4(r.q[i]);
-      r.q[i] = make_uint2(PackBf16(GateSilu<true>(x.x), GateSilu<true>(x.y)),
-                          PackBf16(GateSilu<true>(x.z), GateSilu<true>(x.w)));
+      r.q[i] = SiluBf16x4(r.q[i]);
+      if constexpr (kRaw == RawSilu::kQueryKey) r.k[i] = SiluBf16x4(r.k[i]);
     }
   }
 }
@@ -854,10 +878,10 @@ __device__ __forceinline__ void FactoredSliceProducts(float (&acc_a)[3][2][4], f
 // 161: 3 blocks); per key 3, in 168, what its shared memory holds at dk 128 (asked for 1,
 // it takes 204 registers: 2 blocks, 0.40 against 0.32 ms a layer of HGRN2).
 // OT: o as fp32, or (bf16 model path) each fp32 value rounded to bf16 as it is stored.
-// kSiluQ: q is read raw, qstride values a row, and its SiLU taken as it is loaded
-// (SiluQueries); otherwise q is packed as k is.
+// kRaw: the operands read raw, qstride values a row, their SiLU taken as they are loaded
+// (SiluOperands); the others packed (heads * dk values a row).
 template <typename VT, typename ST, bool kPipelined, bool kHeadDecay, typename OT = float,
-          bool kSiluQ = false>
+          RawSilu kRaw = RawSilu::kNone>
 __global__ void __launch_bounds__(kOutThreads, kHeadDecay ? 4 : 3)
     ChunkOutputMmaKernel(const VT* __restrict__ q, const VT* __restrict__ k,
                          const float* __restrict__ G, const VT* __restrict__ v,
@@ -889,8 +913,10 @@ __global__ void __launch_bounds__(kOutThreads, kHeadDecay ? 4 : 3)
   const WarpSlice ws{sq, sk, sg, qe, qes, warp, i0, ia, ib, grp, tig};
   const int64_t kstride = static_cast<int64_t>(heads) * dk;
   const int64_t qk0 = static_cast<int64_t>(t0) * kstride + static_cast<int64_t>(h) * dk;
-  const int64_t q0 =
-      kSiluQ ? static_cast<int64_t>(t0) * qstride + static_cast<int64_t>(h) * dk : qk0;
+  constexpr bool kRawQ = kRaw != RawSilu::kNone, kRawK = kRaw == RawSilu::kQueryKey;
+  static_assert(!kRawK || kHeadDecay, "G per key sits where packed k does");
+  const int64_t raw0 = static_cast<int64_t>(t0) * qstride + static_cast<int64_t>(h) * dk;
+  const int64_t q0 = kRawQ ? raw0 : qk0, k0 = kRawK ? raw0 : qk0;
 
   float acc_a[3][2][4];  // A blocks (w, u) for u < w, C-fragment layout
   float diag[2][4];      // A block (w, w)
@@ -923,13 +949,13 @@ __global__ void __launch_bounds__(kOutThreads, kHeadDecay ? 4 : 3)
     he = HeadExponentsOf(G, g0, heads, n, i0, ia, ib, grp, tig, factored);
   }
   auto load_slice = [&](int ks) {
-    LoadSlice<VT, kHeadDecay>(slice, q, q0, kSiluQ ? qstride : kstride, k, G, qk0, kstride, n, dk,
-                              ks, tid);
+    LoadSlice<VT, kHeadDecay>(slice, q, q0, kRawQ ? qstride : kstride, k, G, k0,
+                              kRawK ? qstride : kstride, n, dk, ks, tid);
   };
   if constexpr (kPipelined) load_slice(0);
   for (int ks = 0; ks < dkp; ks += kKS) {
     if constexpr (!kPipelined) load_slice(ks);
-    if constexpr (kSiluQ) SiluQueries(slice);
+    SiluOperands<kRaw>(slice);
     StoreSlice(slice, sq, sk, sg, tid);
     __syncthreads();
     // Per-key decay: the block factors the slice (FactorSlice) unless some live G lies more
@@ -1104,6 +1130,14 @@ bool RunsHeadDecay(bool walk_or_pipelined, int dk, int dv) {
   return std::is_same_v<VT, bf16> && walk_or_pipelined && ChunkMmaTakesBf16Values(dk, dv);
 }
 
+// Whether an operand of `width` values a row may be read in place from a buffer whose rows
+// hold `ld` values of T: the rows hold it and are 16-byte aligned (the kernels' copies), and
+// an int holds the stride (the output kernel's).
+template <typename T>
+bool InPlaceRows(int64_t ld, int64_t width) {
+  return ld >= width && ld <= INT32_MAX && (ld * static_cast<int64_t>(sizeof(T))) % 16 == 0;
+}
+
 // v's row stride (v_ld; 0: heads * dv, packed): another stride (v read in place from a
 // projection's columns) only in the bf16 model path, the walk and the pipelined output
 // kernel, with 16-byte aligned rows. Resolves 0 to heads * dv.
@@ -1113,7 +1147,17 @@ bool TakesValueStride(bool walk_or_pipelined, int dk, int dv, int heads, int64_t
   if (*v_ld == 0) *v_ld = packed;
   if (*v_ld == packed) return true;
   return std::is_same_v<VT, bf16> && walk_or_pipelined && ChunkMmaTakesBf16Values(dk, dv) &&
-         *v_ld >= packed && (*v_ld * static_cast<int64_t>(sizeof(VT))) % 16 == 0;
+         InPlaceRows<VT>(*v_ld, packed);
+}
+
+// Raw k read in place, its SiLU taken by the kernels (silu_k_ld nonzero): TNL's form only,
+// bf16 operands on the walk and the pipelined output kernel with g per head.
+template <typename VT>
+bool TakesRawKeys(bool walk_or_pipelined, DecayLayout g_layout, int dk, int dv, int heads,
+                  int64_t silu_k_ld) {
+  return silu_k_ld == 0 ||
+         (RunsHeadDecay<VT>(walk_or_pipelined, dk, dv) && g_layout == DecayLayout::kPerHead &&
+          InPlaceRows<VT>(silu_k_ld, static_cast<int64_t>(heads) * dk));
 }
 
 template <typename VT>
@@ -1121,11 +1165,12 @@ cudaError_t LaunchStatesMma(const VT* k, const float* G, DecayLayout g_layout, c
                             const PackView& pack, int heads, int dk, int dv,
                             float* const* state_ptrs, float* const* out_ptrs, int64_t layer_offset,
                             float* single, void* chunk_room, bool fused, cudaStream_t stream,
-                            int64_t v_ld = 0) {
+                            int64_t v_ld = 0, int64_t silu_k_ld = 0) {
   float* chunk_states = static_cast<float*>(chunk_room);
   if (StateChunks(pack) == 0) return cudaSuccess;
   if (dk > kMaxDk) return cudaErrorInvalidValue;
   if (!TakesValueStride<VT>(fused, dk, dv, heads, &v_ld)) return cudaErrorInvalidValue;
+  if (!TakesRawKeys<VT>(fused, g_layout, dk, dv, heads, silu_k_ld)) return cudaErrorInvalidValue;
   const bool head_decay = g_layout == DecayLayout::kPerHead;
   if (head_decay && !RunsHeadDecay<VT>(fused, dk, dv)) return cudaErrorInvalidValue;
   if (!ChunkMmaTakesBf16Values(dk, dv)) {  // the 16-byte loads need both: the fp32 kernels
@@ -1145,12 +1190,13 @@ cudaError_t LaunchStatesMma(const VT* k, const float* G, DecayLayout g_layout, c
                                              static_cast<int>(smem));
       if (err != cudaSuccess) return err;
       dim3 grid(StateSeqs(pack) * CeilDiv(dk, kFusedKT) * CeilDiv(dv, kVT), heads);
-      kernel<<<grid, kFusedThreads, smem, stream>>>(k, G, v, pack, heads, dk, dv, state_ptrs,
-                                                    out_ptrs, layer_offset, single,
-                                                    static_cast<bf16*>(chunk_room), v_ld);
+      kernel<<<grid, kFusedThreads, smem, stream>>>(
+          k, G, v, pack, heads, dk, dv, state_ptrs, out_ptrs, layer_offset, single,
+          static_cast<bf16*>(chunk_room), v_ld, silu_k_ld);
       return cudaGetLastError();
     };
     if constexpr (std::is_same_v<VT, bf16>) {
+      if (silu_k_ld != 0) return launch(ChunkStatesFusedMmaKernel<VT, true, true>);
       if (head_decay) return launch(ChunkStatesFusedMmaKernel<VT, true>);
     }
     return launch(ChunkStatesFusedMmaKernel<VT, false>);
@@ -1177,17 +1223,22 @@ cudaError_t LaunchOutputMma(const VT* q, const VT* k, const float* G, DecayLayou
                             float* const* state_ptrs, float* const* out_ptrs, int64_t layer_offset,
                             const PackView& pack, int heads, int dk, int dv, float scale, void* o,
                             cudaStream_t stream, Act o_act = Act::kF32, int64_t v_ld = 0,
-                            int64_t silu_q_ld = 0) {
+                            int64_t silu_q_ld = 0, int64_t silu_k_ld = 0) {
   if (pack.num_chunks == 0) return cudaSuccess;
   if (dk > kMaxDk) return cudaErrorInvalidValue;
   if (!TakesValueStride<VT>(bf16_states, dk, dv, heads, &v_ld)) return cudaErrorInvalidValue;
-  // q read raw in place, its SiLU taken here: HGRN2's form only (bf16 operands, states and
-  // o, per-key decay), rows 16-byte aligned.
-  const bool silu_q = silu_q_ld != 0;
+  // q (and k) read raw in place, their SiLU taken here, with bf16 operands, states and o:
+  // q alone with per-key decay (HGRN2's form), q and k from one projection (one stride)
+  // with per-head decay (TNL's layers without LRPE).
+  const bool silu_q = silu_q_ld != 0, silu_k = silu_k_ld != 0;
+  if (silu_k && (!silu_q || silu_k_ld != silu_q_ld ||
+                 !TakesRawKeys<VT>(bf16_states, g_layout, dk, dv, heads, silu_k_ld))) {
+    return cudaErrorInvalidValue;
+  }
   if (silu_q && !(std::is_same_v<VT, bf16> && bf16_states && o_act == Act::kBF16 &&
-                  g_layout == DecayLayout::kPerKey && ChunkMmaTakesBf16Values(dk, dv) &&
-                  silu_q_ld >= static_cast<int64_t>(heads) * dk && silu_q_ld % 8 == 0 &&
-                  silu_q_ld <= INT32_MAX)) {
+                  g_layout == (silu_k ? DecayLayout::kPerHead : DecayLayout::kPerKey) &&
+                  ChunkMmaTakesBf16Values(dk, dv) &&
+                  InPlaceRows<VT>(silu_q_ld, static_cast<int64_t>(heads) * dk))) {
     return cudaErrorInvalidValue;
   }
   const bool head_decay = g_layout == DecayLayout::kPerHead;
@@ -1220,11 +1271,18 @@ cudaError_t LaunchOutputMma(const VT* q, const VT* k, const float* G, DecayLayou
   if constexpr (std::is_same_v<VT, bf16>) {
     const auto* states = static_cast<const bf16*>(chunk_room);
     bf16* o16 = static_cast<bf16*>(o);
+    if (silu_k) {
+      return launch(ChunkOutputMmaKernel<VT, bf16, true, true, bf16, RawSilu::kQueryKey>, states,
+                    o16);
+    }
     if (head_decay) {
       return bf16_out ? launch(ChunkOutputMmaKernel<VT, bf16, true, true, bf16>, states, o16)
                       : launch(ChunkOutputMmaKernel<VT, bf16, true, true>, states, o32);
     }
-    if (silu_q) return launch(ChunkOutputMmaKernel<VT, bf16, true, false, bf16, true>, states, o16);
+    if (silu_q) {
+      return launch(ChunkOutputMmaKernel<VT, bf16, true, false, bf16, RawSilu::kQuery>, states,
+                    o16);
+    }
     if (bf16_out) return launch(ChunkOutputMmaKernel<VT, bf16, true, false, bf16>, states, o16);
   }
   return bf16_states ? launch(ChunkOutputMmaKernel<VT, bf16, true, false>,
@@ -1237,15 +1295,20 @@ cudaError_t LaunchOutputMma(const VT* q, const VT* k, const float* G, DecayLayou
 
 bool ChunkMmaTakesBf16Values(int dk, int dv) { return dk % 4 == 0 && dv % 4 == 0; }
 
+bool ChunkMmaReadsBf16InPlace(int64_t offset, int64_t ld) {
+  return InPlaceRows<bf16>(ld, 0) && (offset * static_cast<int64_t>(sizeof(bf16))) % 16 == 0;
+}
+
 cudaError_t ChunkGlaStatesPackedMma(const void* k, const float* G, DecayLayout g_layout,
                                     const void* v, Act qkv_act, const PackView& pack, int heads,
                                     int dk, int dv, float* const* state_ptrs,
                                     float* const* out_ptrs, int64_t layer_offset,
-                                    void* chunk_states, cudaStream_t stream, int64_t v_ld) {
+                                    void* chunk_states, cudaStream_t stream, int64_t v_ld,
+                                    int64_t silu_k_ld) {
   HG_DISPATCH_ACT(qkv_act, return LaunchStatesMma(static_cast<const T*>(k), G, g_layout,
                                                   static_cast<const T*>(v), pack, heads, dk, dv,
                                                   state_ptrs, out_ptrs, layer_offset, nullptr,
-                                                  chunk_states, true, stream, v_ld));
+                                                  chunk_states, true, stream, v_ld, silu_k_ld));
 }
 
 cudaError_t ChunkGlaStatesPackedMmaTwoPass(const void* k, const float* G, const void* v,
@@ -1265,12 +1328,12 @@ cudaError_t ChunkGlaOutputPackedMma(const void* q, const void* k, const float* G
                                     float* const* out_ptrs, int64_t layer_offset,
                                     const PackView& pack, int heads, int dk, int dv, float scale,
                                     void* o, cudaStream_t stream, Act o_act, int64_t v_ld,
-                                    int64_t silu_q_ld) {
+                                    int64_t silu_q_ld, int64_t silu_k_ld) {
   HG_DISPATCH_ACT(qkv_act,
                   return LaunchOutputMma(static_cast<const T*>(q), static_cast<const T*>(k), G,
                                          g_layout, static_cast<const T*>(v), chunk_states, true,
                                          state_ptrs, out_ptrs, layer_offset, pack, heads, dk, dv,
-                                         scale, o, stream, o_act, v_ld, silu_q_ld));
+                                         scale, o, stream, o_act, v_ld, silu_q_ld, silu_k_ld));
 }
 
 cudaError_t ChunkGlaOutputPackedMmaTwoPass(const void* q, const void* k, const float* G,

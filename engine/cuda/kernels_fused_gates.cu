@@ -14,7 +14,8 @@ namespace {
 // gate_maths.cuh); the decay sum runs down the chunk's rows from 0 as ChunkCumsumKernel's
 // does. q, k and v are written as T (bf16: rounded to nearest); v is proj's v as it is
 // (null: not written, the chunk kernels read it in place). head_g: g is [rows, heads],
-// written by thread 0 (every thread's sum is the same float).
+// written by thread 0 (every thread's sum is the same float). q and k null (with head_g,
+// no LRPE): not written, the chunk kernels read them raw and take their SiLU.
 template <typename T>
 __global__ void TnlGatesChunkCumsumKernel(const T* __restrict__ proj, PackView pack, int heads,
                                           int e, int dk, const float* __restrict__ theta,
@@ -36,10 +37,12 @@ __global__ void TnlGatesChunkCumsumKernel(const T* __restrict__ proj, PackView p
   for (int j = 0; j < n; ++j) {
     const int64_t r = t0 + j;
     const T* row = proj + r * 4 * dim;
-    const float qv = GateSilu<kFast>(ToF(row[hc])), kv = GateSilu<kFast>(ToF(row[dim + hc]));
     const int64_t qk = (r * heads + h) * dk;
-    TnlQk(qv, kv, theta != nullptr, th, theta != nullptr ? positions[r] : 0, e, dk, c, q + qk,
-          k + qk);
+    if (q != nullptr) {
+      const float qv = GateSilu<kFast>(ToF(row[hc])), kv = GateSilu<kFast>(ToF(row[dim + hc]));
+      TnlQk(qv, kv, theta != nullptr, th, theta != nullptr ? positions[r] : 0, e, dk, c, q + qk,
+            k + qk);
+    }
     acc += decay;
     if (head_g) {
       if (c == 0) g[r * heads + h] = acc;
@@ -191,9 +194,14 @@ cudaError_t TnlGatesChunkCumsum(const void* proj, const PackView& pack, int head
                                 float* g, void* v, Act qkv_act, cudaStream_t stream) {
   if (pack.num_chunks == 0) return cudaSuccess;
   if (e > 1024) return cudaErrorInvalidValue;
-  dim3 grid(pack.num_chunks, heads);
-  const int threads = (e + 31) / 32 * 32;
   const bool head_g = g_layout == DecayLayout::kPerHead;
+  const bool raw_qk = q == nullptr;  // the chunk kernels read q and k raw
+  if ((k == nullptr) != raw_qk || (raw_qk && (theta != nullptr || !head_g))) {
+    return cudaErrorInvalidValue;
+  }
+  dim3 grid(pack.num_chunks, heads);
+  // Only g (thread 0) where nothing else is written.
+  const int threads = raw_qk && v == nullptr ? 32 : (e + 31) / 32 * 32;
   HG_DISPATCH_ACT(qkv_act,
                   TnlGatesChunkCumsumKernel<T><<<grid, threads, 0, stream>>>(
                       static_cast<const T*>(proj), pack, heads, e, dk, theta, positions, log_decay,

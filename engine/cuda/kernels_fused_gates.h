@@ -22,7 +22,9 @@ namespace hgeval::cuda {
 // g_layout kPerHead: g is that sum once per (row, head), [rows, heads]
 // (kernels_chunk_mma.h), instead of repeated over the dk keys. proj is held as `qkv_act`
 // too (bf16: the projection GEMM's output rounded). v is proj's v copied as it is; v null:
-// not written (the chunk kernels read it in place, v_ld 4 heads e).
+// not written (the chunk kernels read it in place, v_ld 4 heads e). q and k null together
+// (no LRPE, g per head): neither is written (the chunk kernels read them raw from proj,
+// silu_q_ld = silu_k_ld = 4 heads e, and take their SiLU); refused otherwise.
 cudaError_t TnlGatesChunkCumsum(const void* proj, const PackView& pack, int heads, int e, int dk,
                                 const float* theta, const int64_t* positions,
                                 const float* log_decay, DecayLayout g_layout, void* q, void* k,

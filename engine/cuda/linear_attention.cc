@@ -81,7 +81,7 @@ Act CudaLinearAttention::OutputAct(const MixerPass& pass, int64_t call_dk) const
 absl::Status CudaLinearAttention::Enqueue(const MixerPass& pass, int64_t state_offset, void* o,
                                           int64_t call_dk, bool g_chunk_cumulative,
                                           DecayLayout g_layout, PackValues values,
-                                          PackSiluQueries queries) const {
+                                          PackSiluOperands raw) const {
   if (call_dk <= 0) call_dk = dk_;
   if (call_dk > dk_) return absl::InternalError("call_dk exceeds the attention's key dim");
   if (!pass.decode && g_layout == DecayLayout::kPerHead &&
@@ -91,16 +91,21 @@ absl::Status CudaLinearAttention::Enqueue(const MixerPass& pass, int64_t state_o
   if (!pass.decode && StateChunks(*pass.pack) > reserved_chunks_) {
     return absl::InternalError("a pack holds more chunks than its chunk states have room for");
   }
-  const bool own_values = values.v == nullptr, own_queries = queries.q == nullptr;
+  const bool own_values = values.v == nullptr, own_queries = raw.q == nullptr;
   if (!pass.decode && !HoldsPack(pass.rows, call_dk, own_queries, own_values)) {
     return absl::InternalError("a pack's q, k, v or chunk states exceed their room");
   }
   if ((!own_values || !own_queries) &&
       (pass.decode || !tensor_cores_ || PackOperandsAct(call_dk) != Act::kBF16)) {
-    return absl::InternalError("v or q read in place needs a pack on the tensor-core kernels");
+    return absl::InternalError("v, q or k read in place needs a pack on the tensor-core kernels");
+  }
+  if (raw.k != nullptr && (own_queries || g_layout != DecayLayout::kPerHead)) {
+    return absl::InternalError("k read raw needs q read raw and g per head");
   }
   const void* pack_v = own_values ? v() : values.v;
-  const void* pack_q = own_queries ? q() : queries.q;
+  const void* pack_q = own_queries ? q() : raw.q;
+  const void* pack_k = raw.k == nullptr ? k() : raw.k;
+  const int64_t silu_k_ld = raw.k == nullptr ? 0 : raw.ld;
   const int H = static_cast<int>(heads_), dk = static_cast<int>(call_dk),
             dv = static_cast<int>(dv_);
   float* const* sptrs = pass.in->state_ptrs;
@@ -114,12 +119,12 @@ absl::Status CudaLinearAttention::Enqueue(const MixerPass& pass, int64_t state_o
   if (!g_chunk_cumulative) HG_CUDA_RETURN(ChunkLocalCumsumPacked(g(), *pass.pack, H, dk, s));
   if (tensor_cores_) {
     const Act qkv_act = PackOperandsAct(call_dk);
-    HG_CUDA_RETURN(ChunkGlaStatesPackedMma(k(), g(), g_layout, pack_v, qkv_act, *pass.pack, H, dk,
-                                           dv, sptrs, optrs, state_offset,
-                                           chunk_states_.as<float>(), s, values.ld));
+    HG_CUDA_RETURN(ChunkGlaStatesPackedMma(pack_k, g(), g_layout, pack_v, qkv_act, *pass.pack, H,
+                                           dk, dv, sptrs, optrs, state_offset,
+                                           chunk_states_.as<float>(), s, values.ld, silu_k_ld));
     HG_CUDA_RETURN(ChunkGlaOutputPackedMma(
-        pack_q, k(), g(), g_layout, pack_v, qkv_act, chunk_states_.as<float>(), sptrs, optrs,
-        state_offset, *pass.pack, H, dk, dv, scale_, o, s, qkv_act, values.ld, queries.ld));
+        pack_q, pack_k, g(), g_layout, pack_v, qkv_act, chunk_states_.as<float>(), sptrs, optrs,
+        state_offset, *pass.pack, H, dk, dv, scale_, o, s, qkv_act, values.ld, raw.ld, silu_k_ld));
     return absl::OkStatus();
   }
   HG_CUDA_RETURN(ChunkGlaStatesPacked(k(), g(), v(), *pass.pack, H, dk, dv, sptrs, optrs,

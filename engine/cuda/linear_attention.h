@@ -28,11 +28,13 @@ struct PackValues {
   int64_t ld = 0;
 };
 
-// A pack's q read raw in place from another buffer, `ld` values a row, the output kernel
-// taking its SiLU (HGRN2's q columns of its projection); null: the attention's q(), as the
-// gate kernel wrote it.
-struct PackSiluQueries {
+// A pack's q, and k, read raw in place from one projection, `ld` values a row, the chunk
+// kernels taking their SiLU (HGRN2's q columns; TNL's q and k columns in its layers
+// without LRPE); null: the attention's q(), k(), as the gate kernel wrote them. k raw
+// needs q raw and g per head.
+struct PackSiluOperands {
   const void* q = nullptr;
+  const void* k = nullptr;
   int64_t ld = 0;
 };
 
@@ -57,7 +59,7 @@ class CudaLinearAttention {
   // sequence needs); packs of many short sequences grow it (ReserveChunks). Sized in bytes
   // for how a pack holds them (PackOperandsAct) at dk() and at each of `call_dks` (the key
   // dims of Enqueue's call_dk a family uses besides dk()). pack_values, pack_queries false:
-  // packs bring their v, q (Enqueue's PackValues, PackSiluQueries), so v(), q() hold only a
+  // packs bring their v, q (Enqueue's PackValues, PackSiluOperands), so v(), q() hold only a
   // decode step's rows.
   absl::Status Allocate(DeviceAllocator& alloc, std::initializer_list<int64_t> call_dks = {},
                         bool pack_values = true, bool pack_queries = true);
@@ -91,16 +93,16 @@ class CudaLinearAttention {
   // fused with it, kernels_fused_gates.h), so the cumsum pass is skipped. `g_layout`: how a
   // pack's g is held (kPerHead: one value per row and head, TNL's constant decay; only
   // where PackTakesHeadDecay, and with g_chunk_cumulative); decode steps read g per key.
-  // `values`, `queries`: a pack's v, raw q read in place (bf16 packs on the tensor-core
-  // kernels only; raw q with per-key g).
+  // `values`, `raw`: a pack's v, raw q (and k) read in place (bf16 packs on the
+  // tensor-core kernels only; raw q alone with per-key g, raw q and k with per-head g).
   absl::Status Enqueue(const MixerPass& pass, int64_t state_offset, void* o, int64_t call_dk = 0,
                        bool g_chunk_cumulative = false, DecayLayout g_layout = DecayLayout::kPerKey,
-                       PackValues values = {}, PackSiluQueries queries = {}) const;
-  // Whether packs may read v or q in place (Enqueue's PackValues, PackSiluQueries) from a
+                       PackValues values = {}, PackSiluOperands raw = {}) const;
+  // Whether packs may read v, q or k in place (Enqueue's PackValues, PackSiluOperands) from a
   // buffer whose rows hold `ld` values and whose operand starts at column `offset`: bf16
   // packs on the tensor-core kernels, rows and start 16-byte aligned (the kernels' copies).
   bool ReadsOperandInPlace(int64_t offset, int64_t ld) const {
-    return PackOperandsAct() == Act::kBF16 && ld % 8 == 0 && offset % 8 == 0;
+    return PackOperandsAct() == Act::kBF16 && ChunkMmaReadsBf16InPlace(offset, ld);
   }
   // Whether a pack of key dim `call_dk` (0: dk()) may hold g per head: the tensor-core
   // kernels run it (bf16 mode).

@@ -90,8 +90,12 @@ class TnlMixer final : public CudaTokenMixer {
                              : Act::kF32;
     HG_RETURN_IF_ERROR(scratch_.Allocate(alloc, D, 4 * D, D, /*with_o=*/true, proj_act));
     // There the chunk kernels read a pack's v in place from proj, so the attention holds
-    // none. Layers without LRPE call the recurrence at key dim e.
-    values_in_proj_ = proj_act == Act::kBF16 && attention_.ReadsOperandInPlace(2 * D, 4 * D);
+    // none, and in layers without LRPE (which call the recurrence at key dim e) q and k
+    // raw, taking their SiLU (LRPE layers' q and k stay packed by the gate kernel).
+    const bool bf16_proj = proj_act == Act::kBF16;
+    values_in_proj_ = bf16_proj && attention_.ReadsOperandInPlace(2 * D, 4 * D);
+    raw_qk_in_proj_ = bf16_proj && attention_.ReadsOperandInPlace(0, 4 * D) &&
+                      attention_.ReadsOperandInPlace(D, 4 * D);
     return attention_.Allocate(alloc, {head_dim_}, /*pack_values=*/!values_in_proj_);
   }
   int64_t MaxPackChunks() const override { return attention_.max_pack_chunks(); }
@@ -115,6 +119,8 @@ class TnlMixer final : public CudaTokenMixer {
     const Act proj_act = pass.decode ? Act::kF32 : attention_.PackOperandsAct(layer_dk);
     HG_RETURN_IF_ERROR(scratch_.ProjectIn(pass, w.qkvu_proj, act_, proj_act));
     DecayLayout g_layout = DecayLayout::kPerKey;
+    PackValues values;
+    PackSiluOperands raw;
     if (pass.decode) {
       // Decode steps: fp32 proj.
       HG_CUDA_RETURN(TnlGates(scratch_.proj.as<float>(), pass.rows, H, e,
@@ -124,21 +130,27 @@ class TnlMixer final : public CudaTokenMixer {
     } else {
       // Packs: the gates and the chunk-local cumsum of the decay in one kernel. The decay is
       // one constant a head, so where the tensor-core kernels run g is held once per row
-      // and head, not repeated over the keys.
+      // and head, not repeated over the keys. There v, and in layers without LRPE q and k,
+      // are read in place from proj (the chunk kernels take q's and k's SiLU), so the gate
+      // kernel writes only what is left.
       g_layout =
           attention_.PackTakesHeadDecay(layer_dk) ? DecayLayout::kPerHead : DecayLayout::kPerKey;
+      const char* proj = static_cast<const char*>(scratch_.proj.get());
+      const size_t size = ActSize(proj_act);
+      if (values_in_proj_) values = PackValues{proj + 2 * D * size, scratch_.proj_width};
+      if (!lrpe && raw_qk_in_proj_ && g_layout == DecayLayout::kPerHead) {
+        raw = PackSiluOperands{proj, proj + D * size, scratch_.proj_width};
+      }
+      const bool raw_qk = raw.q != nullptr;
       HG_CUDA_RETURN(TnlGatesChunkCumsum(
-          scratch_.proj.get(), *pass.pack, H, e, static_cast<int>(layer_dk), theta,
-          pass.in->positions, w.log_decay.as<float>(), g_layout, attention_.q(), attention_.k(),
-          attention_.g(), values_in_proj_ ? nullptr : attention_.v(), proj_act, pass.stream));
-    }
-    PackValues values;
-    if (!pass.decode && values_in_proj_) {
-      values.v = static_cast<const char*>(scratch_.proj.get()) + 2 * D * ActSize(proj_act);
-      values.ld = scratch_.proj_width;
+          proj, *pass.pack, H, e, static_cast<int>(layer_dk), theta, pass.in->positions,
+          w.log_decay.as<float>(), g_layout, raw_qk ? nullptr : attention_.q(),
+          raw_qk ? nullptr : attention_.k(), attention_.g(),
+          values.v != nullptr ? nullptr : attention_.v(), proj_act, pass.stream));
     }
     HG_RETURN_IF_ERROR(attention_.Enqueue(pass, pass.layer * StateFloatsPerLayer(), o, layer_dk,
-                                          /*g_chunk_cumulative=*/!pass.decode, g_layout, values));
+                                          /*g_chunk_cumulative=*/!pass.decode, g_layout, values,
+                                          raw));
     const void* u = static_cast<const char*>(scratch_.proj.get()) + 3 * D * ActSize(proj_act);
     HG_CUDA_RETURN(RmsNormGated(
         o, D, u, scratch_.proj_width, w.g_norm.as<float>(), static_cast<float>(kSimpleRmsNormEps),
@@ -160,6 +172,7 @@ class TnlMixer final : public CudaTokenMixer {
   Act act_;
   int64_t head_dim_;             // e = D / H
   bool values_in_proj_ = false;  // packs' v read in place from proj (bf16 packs)
+  bool raw_qk_in_proj_ = false;  // packs without LRPE read q, k raw from proj (bf16 packs)
   CudaLinearAttention attention_;
   ProjectionScratch scratch_;
   std::vector<Layer> layers_;

@@ -162,7 +162,17 @@ INSTANTIATE_TEST_SUITE_P(
 // in.q rounded to bf16 as the raw q columns of an HGRN2 projection ([rows, 3 H dk]):
 // SiLU'd by HGRN2's gate kernel into a packed q, or read raw in place, the output kernel
 // taking its SiLU.
-enum class QueryInput { kPacked, kGateKernelSilu, kRawInPlace };
+// How the kernels take q (and k): packed from the inputs; as a gate kernel writes their
+// SiLU from a raw projection (HGRN2's q | f | i, TNL's q | k | v | u without LRPE); or read
+// raw from that projection, the chunk kernels taking the SiLU (q alone: HGRN2's form; q
+// and k: TNL's).
+enum class QueryInput {
+  kPacked,
+  kGateKernelSilu,
+  kRawInPlace,
+  kTnlGateKernelSilu,
+  kRawQueriesKeysInPlace
+};
 
 void RunPack(const Inputs& in, const std::vector<int>& lens, const std::vector<float>& starts,
              bool fork, float scale, std::vector<float>& out, std::vector<float>& states,
@@ -222,10 +232,21 @@ void RunPack(const Inputs& in, const std::vector<int>& lens, const std::vector<f
       std::memcpy(&qfi[r * 3 * qw], &raw[r * qw], qw * sizeof(uint16_t));
     }
   }
-  Dev<uint16_t> dqfi(qfi), dq_gate(static_cast<size_t>(rows) * qw),
+  const bool tnl_form = query_input == QueryInput::kTnlGateKernelSilu ||
+                        query_input == QueryInput::kRawQueriesKeysInPlace;
+  std::vector<uint16_t> qkvu;  // TNL's projection: raw q, k, then zeros
+  if (tnl_form) {
+    const std::vector<uint16_t> raw_q = RoundedBf16Bits(in.q), raw_k = RoundedBf16Bits(in.k);
+    qkvu.assign(raw_q.size() * 4, 0);
+    for (size_t r = 0; r * qw < raw_q.size(); ++r) {
+      std::memcpy(&qkvu[r * 4 * qw], &raw_q[r * qw], qw * sizeof(uint16_t));
+      std::memcpy(&qkvu[r * 4 * qw + qw], &raw_k[r * qw], qw * sizeof(uint16_t));
+    }
+  }
+  Dev<uint16_t> dqfi(qfi), dqkvu(qkvu), dq_gate(static_cast<size_t>(rows) * qw),
       dk_gate(static_cast<size_t>(rows) * qw), dv_gate(static_cast<size_t>(rows) * qw);
   Dev<float> dg_gate(static_cast<size_t>(rows) * qw);
-  const int64_t q_ld = query_input == QueryInput::kRawInPlace ? 3 * qw : 0;
+  int64_t q_ld = query_input == QueryInput::kRawInPlace ? 3 * qw : 0, k_ld = 0;
   Dev<float> dout(static_cast<size_t>(rows) * H * dv);
   Dev<uint16_t> dout16(static_cast<size_t>(rows) * H * dv);
   Dev<float> dstates(starts);  // [seq][2 layers][ns]; layer 1 used
@@ -260,6 +281,19 @@ void RunPack(const Inputs& in, const std::vector<int>& lens, const std::vector<f
     q = dq_gate.get();
   } else if (query_input == QueryInput::kRawInPlace) {
     q = dqfi.get();
+  } else if (query_input == QueryInput::kTnlGateKernelSilu) {
+    // No LRPE (theta null), g per head into a scratch (RunPack's G is used).
+    Dev<float> log_decay(std::vector<float>(H, -0.1f));
+    ASSERT_EQ(TnlGatesChunkCumsum(dqkvu.get(), pack, H, dk, dk, nullptr, nullptr, log_decay.get(),
+                                  DecayLayout::kPerHead, dq_gate.get(), dk_gate.get(),
+                                  dg_gate.get(), nullptr, Act::kBF16, nullptr),
+              cudaSuccess);
+    q = dq_gate.get();
+    k = dk_gate.get();
+  } else if (query_input == QueryInput::kRawQueriesKeysInPlace) {
+    q = dqkvu.get();
+    k = dqkvu.get() + qw;
+    q_ld = k_ld = 4 * qw;
   }
   if (two_pass) {
     ASSERT_EQ(ChunkGlaStatesPackedMmaTwoPass(k, dg.get(), v, qkv_act, pack, H, dk, dv, dsp.get(),
@@ -271,12 +305,12 @@ void RunPack(const Inputs& in, const std::vector<int>& lens, const std::vector<f
         cudaSuccess);
   } else {
     ASSERT_EQ(ChunkGlaStatesPackedMma(k, G, g_layout, v, qkv_act, pack, H, dk, dv, dsp.get(),
-                                      out_ptrs, ns, dchunks.get(), nullptr, v_ld),
+                                      out_ptrs, ns, dchunks.get(), nullptr, v_ld, k_ld),
               cudaSuccess);
     void* o = o_act == Act::kBF16 ? static_cast<void*>(dout16.get()) : dout.get();
     ASSERT_EQ(
         ChunkGlaOutputPackedMma(q, k, G, g_layout, v, qkv_act, dchunks.get(), dsp.get(), out_ptrs,
-                                ns, pack, H, dk, dv, scale, o, nullptr, o_act, v_ld, q_ld),
+                                ns, pack, H, dk, dv, scale, o, nullptr, o_act, v_ld, q_ld, k_ld),
         cudaSuccess);
   }
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
@@ -508,6 +542,58 @@ TEST_P(ChunkMmaPackTest, RawQueriesReadInPlaceGiveTheGateKernelsBits) {
                                     c.dk, c.dv, 1.0f, f.get(), nullptr, Act::kBF16, 0,
                                     /*silu_q_ld=*/qw),
             cudaErrorInvalidValue);
+}
+
+// TNL's layers without LRPE: q and k read raw from the projection, the states and output
+// kernels taking their SiLU, give bit for bit what the q and k TNL's gate kernel writes
+// give (outputs, states, forked finals, every chunk state), with g per head and v in place
+// as the model runs them; the refusals of raw k outside that form.
+TEST_P(ChunkMmaPackTest, RawQueriesAndKeysReadInPlaceGiveTnlsGateKernelBits) {
+  if (!testing::HaveGpu()) GTEST_SKIP() << "no CUDA GPU visible";
+  const PackCase c = GetParam();
+  if (c.decay != Decay::kConstant) GTEST_SKIP() << "g per head needs one decay a head";
+  if (!ChunkMmaTakesBf16Values(c.dk, c.dv)) GTEST_SKIP() << "the fp32 kernels run these dims";
+  if (c.heads * c.dk % 8 != 0) GTEST_SKIP() << "4 H dk bf16 values are not 16-byte rows";
+  if (c.heads * c.dv % 8 != 0) GTEST_SKIP() << "3 H dv bf16 values are not 16-byte rows";
+  const std::vector<int> lens = {130, 1, 64, 17, 65, 200};
+  std::mt19937 rng(c.dk * 23 + c.dv + c.fork);
+  const auto [in, starts, scale] = RandomPack(c, lens, rng);
+  std::vector<float> out1, states1, finals1, chunks1, out2, states2, finals2, chunks2;
+  RunPack(in, lens, starts, c.fork, scale, out1, states1, finals1, Act::kBF16, false, &chunks1,
+          DecayLayout::kPerHead, Act::kBF16, /*values_in_place=*/true,
+          QueryInput::kTnlGateKernelSilu);
+  if (HasFatalFailure()) return;
+  RunPack(in, lens, starts, c.fork, scale, out2, states2, finals2, Act::kBF16, false, &chunks2,
+          DecayLayout::kPerHead, Act::kBF16, /*values_in_place=*/true,
+          QueryInput::kRawQueriesKeysInPlace);
+  if (HasFatalFailure()) return;
+  EXPECT_TRUE(SameBits(out1, out2)) << "output";
+  EXPECT_TRUE(SameBits(states1, states2)) << "states";
+  EXPECT_TRUE(SameBits(finals1, finals2)) << "forked finals";
+  EXPECT_TRUE(SameBits(chunks1, chunks2)) << "chunk states";
+  // Refused: raw k with g per key, with fp32 operands, without raw q or at another stride
+  // than q's (output kernel), and with rows not 16-byte aligned.
+  const int64_t ld = 4 * static_cast<int64_t>(c.heads) * c.dk;
+  PackView empty_pack;
+  empty_pack.num_chunks = 1;  // past the early return of an empty pack; nothing launches
+  empty_pack.num_seqs = 1;
+  Dev<float> f(16);
+  auto states = [&](DecayLayout layout, Act act, int64_t k_ld) {
+    return ChunkGlaStatesPackedMma(f.get(), f.get(), layout, f.get(), act, empty_pack, c.heads,
+                                   c.dk, c.dv, nullptr, nullptr, 0, f.get(), nullptr, 0, k_ld);
+  };
+  EXPECT_EQ(states(DecayLayout::kPerKey, Act::kBF16, ld), cudaErrorInvalidValue);
+  EXPECT_EQ(states(DecayLayout::kPerHead, Act::kF32, ld), cudaErrorInvalidValue);
+  EXPECT_EQ(states(DecayLayout::kPerHead, Act::kBF16, ld + 4), cudaErrorInvalidValue);
+  auto output = [&](DecayLayout layout, int64_t q_ld, int64_t k_ld) {
+    return ChunkGlaOutputPackedMma(f.get(), f.get(), f.get(), layout, f.get(), Act::kBF16, f.get(),
+                                   nullptr, nullptr, 0, empty_pack, c.heads, c.dk, c.dv, 1.0f,
+                                   f.get(), nullptr, Act::kBF16, 0, q_ld, k_ld);
+  };
+  EXPECT_EQ(output(DecayLayout::kPerKey, ld, ld), cudaErrorInvalidValue);
+  EXPECT_EQ(output(DecayLayout::kPerHead, 0, ld), cudaErrorInvalidValue);
+  EXPECT_EQ(output(DecayLayout::kPerHead, ld, ld + 8), cudaErrorInvalidValue);
+  EXPECT_EQ(output(DecayLayout::kPerHead, ld + 4, ld + 4), cudaErrorInvalidValue);
 }
 
 // The walk's bf16 chunk states as the bf16 bits of the two-pass form's fp32 ones (each

@@ -168,6 +168,32 @@ TEST_P(TnlGatesChunkCumsumTest, EqualsGatesThenCumsumBitwise) {
       }
     }
   }
+
+  // q and k null (the chunk kernels read them raw): the same g per head and v, nothing
+  // else written; only without LRPE, with g per head, and q and k together.
+  Dev<float> g4(static_cast<size_t>(rows) * heads);
+  Dev<uint16_t> v4(nv);
+  auto raw_run = [&](const float* theta, DecayLayout layout, void* q, void* k, void* v) {
+    return TnlGatesChunkCumsum(dproj16.get(), pack, heads, c.e, c.dk, theta, dpos.get(),
+                               ddecay.get(), layout, q, k, g4.get(), v, Act::kBF16, nullptr);
+  };
+  if (!c.lrpe) {
+    ASSERT_EQ(raw_run(nullptr, DecayLayout::kPerHead, nullptr, nullptr, v4.get()), cudaSuccess);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    EXPECT_TRUE(BitwiseEqual(g4.Get(), g_head)) << "g with q and k read raw";
+    EXPECT_TRUE(v4.Get() == v3.Get()) << "v with q and k read raw";
+    ASSERT_EQ(raw_run(nullptr, DecayLayout::kPerHead, nullptr, nullptr, nullptr), cudaSuccess);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    EXPECT_TRUE(BitwiseEqual(g4.Get(), g_head)) << "g alone";
+  }
+  EXPECT_EQ(raw_run(dtheta.get(), DecayLayout::kPerHead, nullptr, nullptr, nullptr),
+            cudaErrorInvalidValue);
+  EXPECT_EQ(raw_run(nullptr, DecayLayout::kPerKey, nullptr, nullptr, nullptr),
+            cudaErrorInvalidValue);
+  EXPECT_EQ(raw_run(nullptr, DecayLayout::kPerHead, nullptr, k3.get(), nullptr),
+            cudaErrorInvalidValue);
+  EXPECT_EQ(raw_run(nullptr, DecayLayout::kPerHead, q3.get(), nullptr, nullptr),
+            cudaErrorInvalidValue);
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, TnlGatesChunkCumsumTest,
