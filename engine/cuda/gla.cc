@@ -87,6 +87,9 @@ class GlaMixer final : public CudaTokenMixer {
     HG_RETURN_IF_ERROR(scratch_.Allocate(alloc, config_.hidden_size, proj_width_, value_dim_,
                                          /*with_o=*/true, proj_act));
     values_in_proj_ = kv_heads_ == heads_ && attention_.ReadsOperandInPlace(v_off_, proj_width_);
+    // Likewise q and k, which the chunk kernels take as they are (no gate kernel copy).
+    qk_in_proj_ = kv_heads_ == heads_ && attention_.ReadsOperandInPlace(0, proj_width_) &&
+                  attention_.ReadsOperandInPlace(k_off_, proj_width_);
     HG_RETURN_IF_ERROR(attention_.Allocate(alloc, {}, /*pack_values=*/!values_in_proj_));
     if (proj_act != Act::kF32) {
       HG_RETURN_IF_ERROR(alloc.Floats(&gk_low_, static_cast<size_t>(kPackRows) * kGateRank));
@@ -137,6 +140,7 @@ class GlaMixer final : public CudaTokenMixer {
     const bool clamp = config_.clamp_min.has_value();
     const float clamp_min = static_cast<float>(config_.clamp_min.value_or(0.0));
     PackValues values;
+    PackRawQk raw;
     if (pass.decode) {
       HG_CUDA_RETURN(AddBias(gk_.as<float>(), kvk, w.gk_b.as<float>(), pass.rows,
                              static_cast<int>(kvk), pass.stream));
@@ -145,17 +149,20 @@ class GlaMixer final : public CudaTokenMixer {
                               clamp_min, attention_.q(), attention_.k(), attention_.g(),
                               attention_.v(), pass.stream));
     } else {
-      // Packs: gk_proj.1's bias, the gates and the chunk-local cumsum of g in one kernel.
+      // Packs: gk_proj.1's bias, the gates and the chunk-local cumsum of g in one kernel,
+      // which writes q, k and v only where the chunk kernels do not read them in place.
+      if (values_in_proj_) values = PackValues{proj_at(v_off_), proj_width_};
+      if (qk_in_proj_) raw = PackRawQk{proj_at(0), proj_at(k_off_), proj_width_, /*silu=*/false};
       HG_CUDA_RETURN(GlaGatesChunkCumsum(
           scratch_.proj.get(), proj_act, proj_width_, k_off_, v_off_, gk_.as<float>(),
           w.gk_b.as<float>(), *pass.pack, H, Hkv, dk, dv, kGateNormalizer, clamp, clamp_min,
-          attention_.q(), attention_.k(), attention_.g(),
-          values_in_proj_ ? nullptr : attention_.v(), attention_.PackOperandsAct(), pass.stream));
-      if (values_in_proj_) values = PackValues{proj_at(v_off_), proj_width_};
+          qk_in_proj_ ? nullptr : attention_.q(), qk_in_proj_ ? nullptr : attention_.k(),
+          attention_.g(), values_in_proj_ ? nullptr : attention_.v(), attention_.PackOperandsAct(),
+          pass.stream));
     }
     HG_RETURN_IF_ERROR(attention_.Enqueue(pass, pass.layer * StateFloatsPerLayer(), o,
                                           /*call_dk=*/0, /*g_chunk_cumulative=*/!pass.decode,
-                                          DecayLayout::kPerKey, values));
+                                          DecayLayout::kPerKey, values, raw));
     const void* gate = config_.use_output_gate ? proj_at(g_off_) : nullptr;
     const int width = static_cast<int>(value_dim_);
     HG_CUDA_RETURN(RmsNormGated(o, value_dim_, gate, proj_width_, w.g_norm.as<float>(),
@@ -179,6 +186,7 @@ class GlaMixer final : public CudaTokenMixer {
   int64_t heads_ = 0, kv_heads_ = 0, dk_ = 0, dv_ = 0, value_dim_ = 0;
   int64_t k_off_ = 0, v_off_ = 0, g_off_ = 0, gk_off_ = 0, proj_width_ = 0;
   bool values_in_proj_ = false;  // packs read v in place from proj (AllocateScratch)
+  bool qk_in_proj_ = false;      // packs read q and k in place from proj (AllocateScratch)
   CudaLinearAttention attention_;
   ProjectionScratch scratch_;
   DeviceBuffer gk_;      // fp32 [rows, Dk/G]: gk_proj's output

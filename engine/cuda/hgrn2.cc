@@ -111,11 +111,11 @@ class Hgrn2Mixer final : public CudaTokenMixer {
                                          attention_.k(), attention_.g(),
                                          in_proj ? nullptr : attention_.v(), qkv_act, pass.stream));
     PackValues values;
-    PackSiluOperands queries;
+    PackRawQk queries;
     if (in_proj) {
       const char* proj = static_cast<const char*>(scratch_.proj.get());
       values = PackValues{proj + 2 * D * ActSize(qkv_act), 3 * D};
-      queries = PackSiluOperands{.q = proj, .ld = 3 * D};
+      queries = PackRawQk{.q = proj, .ld = 3 * D, .silu = true};
     }
     HG_RETURN_IF_ERROR(attention_.Enqueue(pass, state_offset, o, /*call_dk=*/0,
                                           /*g_chunk_cumulative=*/true, DecayLayout::kPerKey, values,

@@ -245,17 +245,18 @@ __host__ __device__ constexpr size_t FusedStatesSmem() {
 // operands over the same token steps from zero, then the scan's fmaf(d, s, u). Same contract as the
 // scan: S_c of the first chunk is not written where the output kernel reads the start in place, and
 // a sequence that keeps no final state needs no U of its last chunk.
-// kSiluK (bf16, G per head: TNL's layers without LRPE): k is read raw from the projection,
-// raw_k_ld values a row, and its SiLU taken as it is staged (SiluBf16x4); otherwise k is
-// packed (heads * dk values a row, as G per key is) and raw_k_ld unused.
-template <typename VT, bool kHeadDecay, bool kSiluK = false>
+// kKey (bf16 only): k packed (heads * dk values a row, as G per key always is; raw_k_ld
+// unused), or read in place from a projection, raw_k_ld values a row, as it is (GLA) or
+// with its SiLU taken as it is staged (SiluBf16x4; TNL's layers without LRPE).
+enum class RawKey { kPacked, kAsIs, kSilu };
+template <typename VT, bool kHeadDecay, RawKey kKey = RawKey::kPacked>
 __global__ void __launch_bounds__(kFusedThreads)
     ChunkStatesFusedMmaKernel(const VT* __restrict__ k, const float* __restrict__ G,
                               const VT* __restrict__ v, PackView pack, int heads, int dk, int dv,
                               float* const* state_ptrs, float* const* out_ptrs,
                               int64_t layer_offset, float* single, bf16* __restrict__ chunk_states,
                               int64_t vstride, int64_t raw_k_ld) {
-  static_assert(!kSiluK || (kHeadDecay && std::is_same_v<VT, bf16>));
+  static_assert(kKey == RawKey::kPacked || std::is_same_v<VT, bf16>);
   constexpr bool kF32Values = std::is_same_v<VT, float>;
   constexpr size_t kStage = FusedStageBytes<VT>();
   extern __shared__ __align__(16) unsigned char smem[];
@@ -278,7 +279,7 @@ __global__ void __launch_bounds__(kFusedThreads)
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, grp = lane / 4, tig = lane % 4;
   const int m0 = 16 * (warp % 2), n0 = 16 * (warp / 2);
   const int64_t kstride = static_cast<int64_t>(heads) * dk;
-  const int64_t k_ld = kSiluK ? raw_k_ld : kstride;
+  const int64_t k_ld = kKey == RawKey::kPacked ? kstride : raw_k_ld;
   const int64_t per_chunk = static_cast<int64_t>(heads) * dk * dv;
   const int64_t head0 = static_cast<int64_t>(h) * dk * dv;
 
@@ -292,9 +293,9 @@ __global__ void __launch_bounds__(kFusedThreads)
   const int kr = tid / kKeyQuads, kq = 4 * (tid % kKeyQuads);
   const int vr = tid / kValueQuads, vq = 4 * (tid % kValueQuads);
   const bool key_live = kb + kq < dk, value_live = vb + vq < dv;
-  // Offsets of this thread's first element in a chunk starting at row 0 (G per key sits where
-  // packed k does).
+  // Offsets of this thread's first k and (per key) G in a chunk starting at row 0.
   const int64_t k_off = kr * k_ld + static_cast<int64_t>(h) * dk + kb + kq;
+  const int64_t g_off = kr * kstride + static_cast<int64_t>(h) * dk + kb + kq;
   const int64_t v_off = vr * vstride + static_cast<int64_t>(h) * dv + vb + vq;
 
   // Stage x's regions: G, raw k, then v.
@@ -314,7 +315,7 @@ __global__ void __launch_bounds__(kFusedThreads)
     const int t0 = ChunkRow0(pack, walk.first + x), n = min(kC, row_end - t0);
     if (tid == 0) stage_rows[x % kFusedStages] = n;
     const VT* kc = k + (static_cast<int64_t>(t0) * k_ld + k_off);
-    const float* gc = G + (static_cast<int64_t>(t0) * kstride + k_off);
+    const float* gc = G + (static_cast<int64_t>(t0) * kstride + g_off);
 #pragma unroll
     for (int i = 0; i < kC / kKeyRowStep; ++i) {
       const int j = kr + kKeyRowStep * i;
@@ -370,7 +371,7 @@ __global__ void __launch_bounds__(kFusedThreads)
       float4 val = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
       if (j < n && key_live) {
         float4 kk;
-        if constexpr (kSiluK) {
+        if constexpr (kKey == RawKey::kSilu) {
           kk = Widen4(SiluBf16x4(LdRaw4(sk + j * kFusedKT + kq)));
         } else {
           kk = Ld4f(sk + j * kFusedKT + kq);
@@ -497,13 +498,13 @@ struct SliceRegs {
   float4 g[kHeadDecay ? 1 : kSliceLoads];  // per head: G is not staged (HeadExponents)
 };
 // kHeadDecay: G is one value a (row, head); its exponents are HeadExponents, not staged.
-// q's rows are qstride apart from q0, k's kstride from k0, and G per key sits where k does
-// (k packed).
-template <typename T, bool kHeadDecay>
-__device__ __forceinline__ void LoadSlice(SliceRegs<T, kHeadDecay>& r, const T* __restrict__ q,
-                                          int64_t q0, int64_t qstride, const T* __restrict__ k,
-                                          const float* __restrict__ G, int64_t k0, int64_t kstride,
-                                          int n, int dk, int ks, int tid) {
+// q0, k0, g0: the chunk's first row of the head's q, k and (per key) G, rows qstride,
+// kstride and gstride values apart (kPackedK: k's stride is G's, one offset for both).
+template <typename T, bool kHeadDecay, bool kPackedK>
+__device__ __forceinline__ void LoadSlice(SliceRegs<T, kHeadDecay>& r, const T* __restrict__ q0,
+                                          int64_t qstride, const T* __restrict__ k0,
+                                          int64_t kstride, const float* __restrict__ g0,
+                                          int64_t gstride, int n, int dk, int ks, int tid) {
 #pragma unroll
   for (int i = 0; i < kSliceLoads; ++i) {
     const int idx = tid + i * kOutThreads;
@@ -511,10 +512,10 @@ __device__ __forceinline__ void LoadSlice(SliceRegs<T, kHeadDecay>& r, const T* 
     r.q[i] = r.k[i] = Raw4<T>{};
     r.g[i] = {};
     if (row < n && ks + k4 < dk) {
-      const int64_t off = k0 + row * kstride + ks + k4;
-      r.q[i] = LdRaw4(q + q0 + row * qstride + ks + k4);
-      r.k[i] = LdRaw4(k + off);
-      if constexpr (!kHeadDecay) r.g[i] = Ld4(G + off);
+      const int64_t off = row * kstride + ks + k4;
+      r.q[i] = LdRaw4(q0 + row * qstride + ks + k4);
+      r.k[i] = LdRaw4(k0 + off);
+      if constexpr (!kHeadDecay) r.g[i] = Ld4(g0 + (kPackedK ? off : row * gstride + ks + k4));
     }
   }
 }
@@ -530,20 +531,25 @@ __device__ __forceinline__ void StoreSlice(const SliceRegs<T, kHeadDecay>& r, fl
     if constexpr (!kHeadDecay) *reinterpret_cast<float4*>(sg + row * kSP + k4) = r.g[i];
   }
 }
-// Which operands the output kernel reads raw from a projection and takes the SiLU of as it
-// loads them (SiluOperands): none (q and k packed by a gate kernel), q (HGRN2's bf16 packs)
-// or q and k (TNL's bf16 packs without LRPE).
-enum class RawSilu { kNone, kQuery, kQueryKey };
+// How the output kernel takes q and k (RawQk's three forms, kernels_chunk_mma.h): packed
+// by a gate kernel; q read raw, its SiLU taken (SiluOperands); q and k read raw, their
+// SiLU taken; q and k read in place as they are.
+enum class RawForm { kPacked, kSiluQuery, kSiluQueryKey, kQueryKey };
+__host__ __device__ constexpr bool ReadsRawQuery(RawForm f) { return f != RawForm::kPacked; }
+__host__ __device__ constexpr bool ReadsRawKey(RawForm f) {
+  return f == RawForm::kSiluQueryKey || f == RawForm::kQueryKey;
+}
 
 // The SiLU of the raw operands of a slice, each value as the gate kernel computes it
 // (SiluBf16x4), so the bits of the q (and k) it would have written. Masked values stay 0.
-template <RawSilu kRaw, typename T, bool kHeadDecay>
+template <RawForm kForm, typename T, bool kHeadDecay>
 __device__ __forceinline__ void SiluOperands(SliceRegs<T, kHeadDecay>& r) {
-  if constexpr (std::is_same_v<T, bf16> && kRaw != RawSilu::kNone) {
+  if constexpr (std::is_same_v<T, bf16> &&
+                (kForm == RawForm::kSiluQuery || kForm == RawForm::kSiluQueryKey)) {
 #pragma unroll
     for (int i = 0; i < kSliceLoads; ++i) {
       r.q[i] = SiluBf16x4(r.q[i]);
-      if constexpr (kRaw == RawSilu::kQueryKey) r.k[i] = SiluBf16x4(r.k[i]);
+      if constexpr (kForm == RawForm::kSiluQueryKey) r.k[i] = SiluBf16x4(r.k[i]);
     }
   }
 }
@@ -878,16 +884,17 @@ __device__ __forceinline__ void FactoredSliceProducts(float (&acc_a)[3][2][4], f
 // 161: 3 blocks); per key 3, in 168, what its shared memory holds at dk 128 (asked for 1,
 // it takes 204 registers: 2 blocks, 0.40 against 0.32 ms a layer of HGRN2).
 // OT: o as fp32, or (bf16 model path) each fp32 value rounded to bf16 as it is stored.
-// kRaw: the operands read raw, qstride values a row, their SiLU taken as they are loaded
-// (SiluOperands); the others packed (heads * dk values a row).
+// kForm: q (and k) read in place from a projection, raw_ld values a row, with their SiLU
+// taken as they are loaded where the form says so (SiluOperands); the others packed
+// (heads * dk values a row, as G per key always is).
 template <typename VT, typename ST, bool kPipelined, bool kHeadDecay, typename OT = float,
-          RawSilu kRaw = RawSilu::kNone>
+          RawForm kForm = RawForm::kPacked>
 __global__ void __launch_bounds__(kOutThreads, kHeadDecay ? 4 : 3)
     ChunkOutputMmaKernel(const VT* __restrict__ q, const VT* __restrict__ k,
                          const float* __restrict__ G, const VT* __restrict__ v,
                          const ST* chunk_states, float* const* state_ptrs, float* const* out_ptrs,
                          int64_t layer_offset, PackView pack, int heads, int dk, int dv,
-                         float scale, OT* __restrict__ o, int64_t vstride, int qstride) {
+                         float scale, OT* __restrict__ o, int64_t vstride, int raw_ld) {
   // The pipelined form with bf16 v and S_c copies both tiles by cp.async.
   constexpr bool kBf16Copies = kPipelined && std::is_same_v<VT, bf16> && std::is_same_v<ST, bf16>;
   extern __shared__ __align__(16) unsigned char smem[];
@@ -913,10 +920,10 @@ __global__ void __launch_bounds__(kOutThreads, kHeadDecay ? 4 : 3)
   const WarpSlice ws{sq, sk, sg, qe, qes, warp, i0, ia, ib, grp, tig};
   const int64_t kstride = static_cast<int64_t>(heads) * dk;
   const int64_t qk0 = static_cast<int64_t>(t0) * kstride + static_cast<int64_t>(h) * dk;
-  constexpr bool kRawQ = kRaw != RawSilu::kNone, kRawK = kRaw == RawSilu::kQueryKey;
-  static_assert(!kRawK || kHeadDecay, "G per key sits where packed k does");
-  const int64_t raw0 = static_cast<int64_t>(t0) * qstride + static_cast<int64_t>(h) * dk;
-  const int64_t q0 = kRawQ ? raw0 : qk0, k0 = kRawK ? raw0 : qk0;
+  constexpr bool kRawQ = ReadsRawQuery(kForm), kRawK = ReadsRawKey(kForm);
+  const int64_t raw0 = static_cast<int64_t>(t0) * raw_ld + static_cast<int64_t>(h) * dk;
+  const VT* q0 = q + (kRawQ ? raw0 : qk0);
+  const VT* k0 = k + (kRawK ? raw0 : qk0);
 
   float acc_a[3][2][4];  // A blocks (w, u) for u < w, C-fragment layout
   float diag[2][4];      // A block (w, w)
@@ -949,13 +956,14 @@ __global__ void __launch_bounds__(kOutThreads, kHeadDecay ? 4 : 3)
     he = HeadExponentsOf(G, g0, heads, n, i0, ia, ib, grp, tig, factored);
   }
   auto load_slice = [&](int ks) {
-    LoadSlice<VT, kHeadDecay>(slice, q, q0, kRawQ ? qstride : kstride, k, G, k0,
-                              kRawK ? qstride : kstride, n, dk, ks, tid);
+    LoadSlice<VT, kHeadDecay, !kRawK>(slice, q0, kRawQ ? raw_ld : kstride, k0,
+                                      kRawK ? raw_ld : kstride, kHeadDecay ? G : G + qk0, kstride,
+                                      n, dk, ks, tid);
   };
   if constexpr (kPipelined) load_slice(0);
   for (int ks = 0; ks < dkp; ks += kKS) {
     if constexpr (!kPipelined) load_slice(ks);
-    SiluOperands<kRaw>(slice);
+    SiluOperands<kForm>(slice);
     StoreSlice(slice, sq, sk, sg, tid);
     __syncthreads();
     // Per-key decay: the block factors the slice (FactorSlice) unless some live G lies more
@@ -1150,14 +1158,26 @@ bool TakesValueStride(bool walk_or_pipelined, int dk, int dv, int heads, int64_t
          InPlaceRows<VT>(*v_ld, packed);
 }
 
-// Raw k read in place, its SiLU taken by the kernels (silu_k_ld nonzero): TNL's form only,
-// bf16 operands on the walk and the pipelined output kernel with g per head.
+// The form of `raw` (RawQk, kernels_chunk_mma.h), or false where it is none of the three:
+// q and k read in place need bf16 operands on the walk and the pipelined output kernel,
+// rows that hold them 16-byte aligned, and one stride where both are read.
 template <typename VT>
-bool TakesRawKeys(bool walk_or_pipelined, DecayLayout g_layout, int dk, int dv, int heads,
-                  int64_t silu_k_ld) {
-  return silu_k_ld == 0 ||
-         (RunsHeadDecay<VT>(walk_or_pipelined, dk, dv) && g_layout == DecayLayout::kPerHead &&
-          InPlaceRows<VT>(silu_k_ld, static_cast<int64_t>(heads) * dk));
+bool RawQkFormOf(const RawQk& raw, DecayLayout g_layout, bool walk_or_pipelined, int dk, int dv,
+                 int heads, RawForm* form) {
+  *form = RawForm::kPacked;
+  if (raw.q_ld == 0 && raw.k_ld == 0) return true;
+  if (!(std::is_same_v<VT, bf16> && walk_or_pipelined && ChunkMmaTakesBf16Values(dk, dv) &&
+        InPlaceRows<VT>(raw.q_ld, static_cast<int64_t>(heads) * dk))) {
+    return false;
+  }
+  const bool per_key = g_layout == DecayLayout::kPerKey;
+  if (raw.k_ld == 0) {
+    *form = RawForm::kSiluQuery;
+    return raw.silu && per_key;
+  }
+  if (raw.k_ld != raw.q_ld) return false;
+  *form = raw.silu ? RawForm::kSiluQueryKey : RawForm::kQueryKey;
+  return raw.silu != per_key;  // SiLU with g per head (TNL), as they are per key (GLA)
 }
 
 template <typename VT>
@@ -1165,12 +1185,13 @@ cudaError_t LaunchStatesMma(const VT* k, const float* G, DecayLayout g_layout, c
                             const PackView& pack, int heads, int dk, int dv,
                             float* const* state_ptrs, float* const* out_ptrs, int64_t layer_offset,
                             float* single, void* chunk_room, bool fused, cudaStream_t stream,
-                            int64_t v_ld = 0, int64_t silu_k_ld = 0) {
+                            int64_t v_ld = 0, const RawQk& raw = {}) {
   float* chunk_states = static_cast<float*>(chunk_room);
   if (StateChunks(pack) == 0) return cudaSuccess;
   if (dk > kMaxDk) return cudaErrorInvalidValue;
   if (!TakesValueStride<VT>(fused, dk, dv, heads, &v_ld)) return cudaErrorInvalidValue;
-  if (!TakesRawKeys<VT>(fused, g_layout, dk, dv, heads, silu_k_ld)) return cudaErrorInvalidValue;
+  RawForm form;
+  if (!RawQkFormOf<VT>(raw, g_layout, fused, dk, dv, heads, &form)) return cudaErrorInvalidValue;
   const bool head_decay = g_layout == DecayLayout::kPerHead;
   if (head_decay && !RunsHeadDecay<VT>(fused, dk, dv)) return cudaErrorInvalidValue;
   if (!ChunkMmaTakesBf16Values(dk, dv)) {  // the 16-byte loads need both: the fp32 kernels
@@ -1190,13 +1211,18 @@ cudaError_t LaunchStatesMma(const VT* k, const float* G, DecayLayout g_layout, c
                                              static_cast<int>(smem));
       if (err != cudaSuccess) return err;
       dim3 grid(StateSeqs(pack) * CeilDiv(dk, kFusedKT) * CeilDiv(dv, kVT), heads);
-      kernel<<<grid, kFusedThreads, smem, stream>>>(
-          k, G, v, pack, heads, dk, dv, state_ptrs, out_ptrs, layer_offset, single,
-          static_cast<bf16*>(chunk_room), v_ld, silu_k_ld);
+      kernel<<<grid, kFusedThreads, smem, stream>>>(k, G, v, pack, heads, dk, dv, state_ptrs,
+                                                    out_ptrs, layer_offset, single,
+                                                    static_cast<bf16*>(chunk_room), v_ld, raw.k_ld);
       return cudaGetLastError();
     };
     if constexpr (std::is_same_v<VT, bf16>) {
-      if (silu_k_ld != 0) return launch(ChunkStatesFusedMmaKernel<VT, true, true>);
+      if (form == RawForm::kSiluQueryKey) {
+        return launch(ChunkStatesFusedMmaKernel<VT, true, RawKey::kSilu>);
+      }
+      if (form == RawForm::kQueryKey) {
+        return launch(ChunkStatesFusedMmaKernel<VT, false, RawKey::kAsIs>);
+      }
       if (head_decay) return launch(ChunkStatesFusedMmaKernel<VT, true>);
     }
     return launch(ChunkStatesFusedMmaKernel<VT, false>);
@@ -1223,22 +1249,14 @@ cudaError_t LaunchOutputMma(const VT* q, const VT* k, const float* G, DecayLayou
                             float* const* state_ptrs, float* const* out_ptrs, int64_t layer_offset,
                             const PackView& pack, int heads, int dk, int dv, float scale, void* o,
                             cudaStream_t stream, Act o_act = Act::kF32, int64_t v_ld = 0,
-                            int64_t silu_q_ld = 0, int64_t silu_k_ld = 0) {
+                            const RawQk& raw = {}) {
   if (pack.num_chunks == 0) return cudaSuccess;
   if (dk > kMaxDk) return cudaErrorInvalidValue;
   if (!TakesValueStride<VT>(bf16_states, dk, dv, heads, &v_ld)) return cudaErrorInvalidValue;
-  // q (and k) read raw in place, their SiLU taken here, with bf16 operands, states and o:
-  // q alone with per-key decay (HGRN2's form), q and k from one projection (one stride)
-  // with per-head decay (TNL's layers without LRPE).
-  const bool silu_q = silu_q_ld != 0, silu_k = silu_k_ld != 0;
-  if (silu_k && (!silu_q || silu_k_ld != silu_q_ld ||
-                 !TakesRawKeys<VT>(bf16_states, g_layout, dk, dv, heads, silu_k_ld))) {
-    return cudaErrorInvalidValue;
-  }
-  if (silu_q && !(std::is_same_v<VT, bf16> && bf16_states && o_act == Act::kBF16 &&
-                  g_layout == (silu_k ? DecayLayout::kPerHead : DecayLayout::kPerKey) &&
-                  ChunkMmaTakesBf16Values(dk, dv) &&
-                  InPlaceRows<VT>(silu_q_ld, static_cast<int64_t>(heads) * dk))) {
+  // q (and k) read in place: bf16 o too (the model path's instances only).
+  RawForm form;
+  if (!RawQkFormOf<VT>(raw, g_layout, bf16_states, dk, dv, heads, &form) ||
+      (form != RawForm::kPacked && o_act != Act::kBF16)) {
     return cudaErrorInvalidValue;
   }
   const bool head_decay = g_layout == DecayLayout::kPerHead;
@@ -1264,24 +1282,29 @@ cudaError_t LaunchOutputMma(const VT* q, const VT* k, const float* G, DecayLayou
     dim3 grid(pack.num_chunks, heads);
     kernel<<<grid, kOutThreads, smem, stream>>>(q, k, G, v, chunk_states, state_ptrs, out_ptrs,
                                                 layer_offset, pack, heads, dk, dv, scale, out, v_ld,
-                                                static_cast<int>(silu_q_ld));
+                                                static_cast<int>(raw.q_ld));
     return cudaGetLastError();
   };
   float* o32 = static_cast<float*>(o);
   if constexpr (std::is_same_v<VT, bf16>) {
     const auto* states = static_cast<const bf16*>(chunk_room);
     bf16* o16 = static_cast<bf16*>(o);
-    if (silu_k) {
-      return launch(ChunkOutputMmaKernel<VT, bf16, true, true, bf16, RawSilu::kQueryKey>, states,
-                    o16);
+    switch (form) {
+      case RawForm::kSiluQuery:
+        return launch(ChunkOutputMmaKernel<VT, bf16, true, false, bf16, RawForm::kSiluQuery>,
+                      states, o16);
+      case RawForm::kSiluQueryKey:
+        return launch(ChunkOutputMmaKernel<VT, bf16, true, true, bf16, RawForm::kSiluQueryKey>,
+                      states, o16);
+      case RawForm::kQueryKey:
+        return launch(ChunkOutputMmaKernel<VT, bf16, true, false, bf16, RawForm::kQueryKey>, states,
+                      o16);
+      case RawForm::kPacked:
+        break;
     }
     if (head_decay) {
       return bf16_out ? launch(ChunkOutputMmaKernel<VT, bf16, true, true, bf16>, states, o16)
                       : launch(ChunkOutputMmaKernel<VT, bf16, true, true>, states, o32);
-    }
-    if (silu_q) {
-      return launch(ChunkOutputMmaKernel<VT, bf16, true, false, bf16, RawSilu::kQuery>, states,
-                    o16);
     }
     if (bf16_out) return launch(ChunkOutputMmaKernel<VT, bf16, true, false, bf16>, states, o16);
   }
@@ -1304,11 +1327,11 @@ cudaError_t ChunkGlaStatesPackedMma(const void* k, const float* G, DecayLayout g
                                     int dk, int dv, float* const* state_ptrs,
                                     float* const* out_ptrs, int64_t layer_offset,
                                     void* chunk_states, cudaStream_t stream, int64_t v_ld,
-                                    int64_t silu_k_ld) {
+                                    const RawQk& raw) {
   HG_DISPATCH_ACT(qkv_act, return LaunchStatesMma(static_cast<const T*>(k), G, g_layout,
                                                   static_cast<const T*>(v), pack, heads, dk, dv,
                                                   state_ptrs, out_ptrs, layer_offset, nullptr,
-                                                  chunk_states, true, stream, v_ld, silu_k_ld));
+                                                  chunk_states, true, stream, v_ld, raw));
 }
 
 cudaError_t ChunkGlaStatesPackedMmaTwoPass(const void* k, const float* G, const void* v,
@@ -1328,12 +1351,12 @@ cudaError_t ChunkGlaOutputPackedMma(const void* q, const void* k, const float* G
                                     float* const* out_ptrs, int64_t layer_offset,
                                     const PackView& pack, int heads, int dk, int dv, float scale,
                                     void* o, cudaStream_t stream, Act o_act, int64_t v_ld,
-                                    int64_t silu_q_ld, int64_t silu_k_ld) {
+                                    const RawQk& raw) {
   HG_DISPATCH_ACT(qkv_act,
                   return LaunchOutputMma(static_cast<const T*>(q), static_cast<const T*>(k), G,
                                          g_layout, static_cast<const T*>(v), chunk_states, true,
                                          state_ptrs, out_ptrs, layer_offset, pack, heads, dk, dv,
-                                         scale, o, stream, o_act, v_ld, silu_q_ld, silu_k_ld));
+                                         scale, o, stream, o_act, v_ld, raw));
 }
 
 cudaError_t ChunkGlaOutputPackedMmaTwoPass(const void* q, const void* k, const float* G,

@@ -36,25 +36,37 @@ enum class DecayLayout { kPerKey, kPerHead };
 // kernels, which read fp32 q, k, v: bf16 ones are then refused (cudaErrorInvalidValue).
 bool ChunkMmaTakesBf16Values(int dk, int dv);
 
-// Whether the tensor-core kernels may read a bf16 operand in place (v_ld, silu_q_ld,
-// silu_k_ld below) from a buffer whose rows hold `ld` values, the operand starting at
-// column `offset`: rows and start 16-byte aligned (their copies), the stride an int.
+// Whether the tensor-core kernels may read a bf16 operand in place (v_ld, RawQk below) from
+// a buffer whose rows hold `ld` values, the operand starting at column `offset`: rows and
+// start 16-byte aligned (their copies), the stride an int.
 bool ChunkMmaReadsBf16InPlace(int64_t offset, int64_t ld);
+
+// q and k read in place from one projection's columns instead of packed by a gate kernel
+// (bf16 packs on the walk and the pipelined output kernel): q_ld, k_ld nonzero: that
+// operand is read, its rows that many values apart (ChunkMmaReadsBf16InPlace; one stride
+// where both are read). silu: the kernels take their SiLU as they load them
+// (gate_maths.cuh's fast form rounded to bf16: the bits the gate kernel would have
+// written), else they take them as they are. Three forms, others refused: q with its SiLU
+// and g per key (HGRN2), q and k with their SiLU and g per head (TNL's layers without
+// LRPE), q and k as they are with g per key (GLA, its k heads unshared).
+struct RawQk {
+  int64_t q_ld = 0;
+  int64_t k_ld = 0;
+  bool silu = false;
+};
 
 // The chunk states S_c (bf16) and final states in one kernel that walks each sequence's
 // chunks in order, the running state in registers, each chunk's local state U_c by tensor
 // cores and never stored (fla's chunk_fwd_h). Bitwise the two-pass form's results (its
 // S_c rounded to bf16). v_ld: v's row stride in values (0: heads * dv); another (v read
 // in place from a projection's columns, rows 16-byte aligned) with bf16 values only.
-// silu_k_ld nonzero: k is read raw, silu_k_ld values a row (16-byte aligned), and the
-// kernel takes its SiLU as it stages it (gate_maths.cuh's fast form rounded to bf16: the k
-// TNL's gate kernel would have written); bf16 k and v with g per head only.
+// raw: q and k read in place (RawQk; the walk reads k only).
 cudaError_t ChunkGlaStatesPackedMma(const void* k, const float* G, DecayLayout g_layout,
                                     const void* v, Act qkv_act, const PackView& pack, int heads,
                                     int dk, int dv, float* const* state_ptrs,
                                     float* const* out_ptrs, int64_t layer_offset,
                                     void* chunk_states, cudaStream_t stream, int64_t v_ld = 0,
-                                    int64_t silu_k_ld = 0);
+                                    const RawQk& raw = {});
 
 // The two-pass form the one-kernel walk replaced: per-chunk local states U_c by tensor
 // cores into chunk_states, then the fp32 scan (ChunkStateScan) over them in place (fp32
@@ -73,18 +85,14 @@ cudaError_t ChunkGlaStatesPackedMmaTwoPass(const void* k, const float* G, const 
 // load after the previous maths, the reference the pipelined form keeps the bits of.
 // o_act kBF16 stores o as bf16 (each fp32 value rounded to nearest, as fla's o is held in
 // the input dtype: half the bytes for the norm after it); bf16 q, k, v only. v_ld: as
-// ChunkGlaStatesPackedMma's. silu_q_ld nonzero: q is read raw, silu_q_ld values a row, and
-// the kernel takes its SiLU as it loads it (gate_maths.cuh's fast form rounded to bf16: the
-// q HGRN2's gate kernel would have written); bf16 q, k, v and o, rows 16-byte aligned, and
-// per-key g (HGRN2's form). silu_k_ld nonzero: k read raw the same way, from the same
-// projection (silu_k_ld equal to silu_q_ld), with g per head (TNL's layers without LRPE).
+// ChunkGlaStatesPackedMma's. raw: q and k read in place (RawQk), with o as bf16.
 cudaError_t ChunkGlaOutputPackedMma(const void* q, const void* k, const float* G,
                                     DecayLayout g_layout, const void* v, Act qkv_act,
                                     const void* chunk_states, float* const* state_ptrs,
                                     float* const* out_ptrs, int64_t layer_offset,
                                     const PackView& pack, int heads, int dk, int dv, float scale,
                                     void* o, cudaStream_t stream, Act o_act = Act::kF32,
-                                    int64_t v_ld = 0, int64_t silu_q_ld = 0, int64_t silu_k_ld = 0);
+                                    int64_t v_ld = 0, const RawQk& raw = {});
 cudaError_t ChunkGlaOutputPackedMmaTwoPass(const void* q, const void* k, const float* G,
                                            const void* v, Act qkv_act, const float* chunk_states,
                                            float* const* state_ptrs, float* const* out_ptrs,

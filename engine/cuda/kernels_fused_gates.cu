@@ -54,8 +54,8 @@ __global__ void TnlGatesChunkCumsumKernel(const T* __restrict__ proj, PackView p
   }
 }
 
-constexpr int kHgrn2Channels = 128;  // channels per block of the HGRN2 kernel
-constexpr int kHgrn2Threads = 512;   // threads per block of the HGRN2 kernel
+constexpr int kHgrn2Channels = 128;  // channels per block of the HGRN2 and GLA decay kernels
+constexpr int kHgrn2Threads = 512;   // threads per block of the HGRN2 and GLA decay kernels
 
 // N consecutive values, loaded and stored as one access (N = 2: 4 bytes of bf16, 8 of fp32).
 template <typename T, int N>
@@ -138,7 +138,7 @@ __global__ void __launch_bounds__(kHgrn2Threads)
 
 // Grid (chunks, heads); threads over max(dk, dv) channels. GlaGatesKernel's maths per row,
 // accurate in both modes (the fast log-sigmoid measured slower here: performance log entry
-// 31); proj is read as TP, q, k and v are written as T (v null: not written).
+// 31); proj is read as TP, q, k and v are written as T (v, or q and k, null: not written).
 template <typename TP, typename T>
 __global__ void GlaGatesChunkCumsumKernel(
     const TP* __restrict__ proj, int64_t proj_ld, int64_t k_off, int64_t v_off,
@@ -158,8 +158,10 @@ __global__ void GlaGatesChunkCumsumKernel(
       const int64_t r = t0 + j;
       const TP* row = proj + r * proj_ld;
       const int64_t o = (r * heads + h) * dk + c;
-      q[o] = FromF<T>(ToF(row[static_cast<int64_t>(h) * dk + c]));
-      k[o] = FromF<T>(ToF(row[k_off + static_cast<int64_t>(hk) * dk + c]));
+      if (q != nullptr) {  // null: the chunk kernels read q and k in place
+        q[o] = FromF<T>(ToF(row[static_cast<int64_t>(h) * dk + c]));
+        k[o] = FromF<T>(ToF(row[k_off + static_cast<int64_t>(hk) * dk + c]));
+      }
       float gv = LogSigmoid(gk[r * kdim_kv + hk * dk + c] + bias) / normalizer;
       if (has_clamp) gv = fmaxf(gv, clamp_min);
       acc += gv;
@@ -173,6 +175,52 @@ __global__ void GlaGatesChunkCumsumKernel(
       v[(r * heads + h) * dv + c] =
           FromF<T>(ToF(proj[r * proj_ld + v_off + static_cast<int64_t>(hk) * dv + c]));
     }
+  }
+}
+
+// GLA's decays alone, where the chunk kernels read q, k and v in place: grid (chunks,
+// key columns / 128), Hgrn2GatesChunkCumsumKernel's layout. Thread (x, y) computes the log
+// gates of key columns kVec x .. of the block (GlaGatesChunkCumsumKernel's maths, column
+// h dk + c, gk's column that of h's k head) on rows y, y + 4 kVec, ... of the chunk into
+// shared memory, all loads in flight; then the y = 0 threads sum them down the rows in
+// order, the very floats the one-thread-a-channel walk gives.
+template <int kVec>
+__global__ void __launch_bounds__(kHgrn2Threads)
+    GlaDecayChunkCumsumKernel(const float* __restrict__ gk, const float* __restrict__ gk_bias,
+                              PackView pack, int heads, int kv_heads, int dk, float normalizer,
+                              bool has_clamp, float clamp_min, float* __restrict__ g) {
+  using Vf = Values<float, kVec>;
+  constexpr int kRowGroups = kHgrn2Threads / (kHgrn2Channels / kVec);
+  __shared__ float log_gate[kGlaChunk][kHgrn2Channels];
+  const int ch = blockIdx.x, x = threadIdx.x, y = threadIdx.y;
+  const int cx = kVec * x;  // the thread's first column within the block
+  const int64_t dim = static_cast<int64_t>(heads) * dk;
+  const int col = blockIdx.y * kHgrn2Channels + cx;  // h dk + c; kVec 2: dk even, one head
+  const int t0 = ChunkRow0(pack, ch), n = ChunkRows(pack, ch);
+  const bool live = col < dim;
+  const int h = col / dk, c = col % dk;
+  const int64_t kdim_kv = static_cast<int64_t>(kv_heads) * dk;
+  const int gk_col = (h / (heads / kv_heads)) * dk + c;
+  if (live) {
+    const Vf bias = *reinterpret_cast<const Vf*>(gk_bias + gk_col);
+#pragma unroll 4
+    for (int j = y; j < n; j += kRowGroups) {
+      const Vf v = *reinterpret_cast<const Vf*>(gk + (t0 + j) * kdim_kv + gk_col);
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) {
+        float gv = LogSigmoid(v.x[e] + bias.x[e]) / normalizer;
+        if (has_clamp) gv = fmaxf(gv, clamp_min);
+        log_gate[j][cx + e] = gv;
+      }
+    }
+  }
+  __syncthreads();
+  if (!live || y != 0) return;
+  Vf acc{};
+  for (int j = 0; j < n; ++j) {
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) acc.x[e] += log_gate[j][cx + e];
+    *reinterpret_cast<Vf*>(g + (t0 + j) * dim + col) = acc;
   }
 }
 
@@ -231,6 +279,20 @@ cudaError_t GlaGatesChunkCumsum(const void* proj, Act proj_act, int64_t proj_ld,
   if (pack.num_chunks == 0) return cudaSuccess;
   // A bf16 proj only with bf16 outputs (the values are copied as they are).
   if (proj_act == Act::kBF16 && qkv_act != Act::kBF16) return cudaErrorInvalidValue;
+  if ((q == nullptr) != (k == nullptr)) return cudaErrorInvalidValue;
+  if (q == nullptr && v == nullptr) {  // the decays alone: every row's loads in flight
+    const int64_t dim = static_cast<int64_t>(heads) * dk;
+    dim3 grid(pack.num_chunks, static_cast<unsigned>((dim + kHgrn2Channels - 1) / kHgrn2Channels));
+    if (dk % 2 == 0) {
+      GlaDecayChunkCumsumKernel<2>
+          <<<grid, dim3(kHgrn2Channels / 2, kHgrn2Threads / 64), 0, stream>>>(
+              gk, gk_bias, pack, heads, kv_heads, dk, normalizer, has_clamp, clamp_min, g);
+    } else {
+      GlaDecayChunkCumsumKernel<1><<<grid, dim3(kHgrn2Channels, kHgrn2Threads / 128), 0, stream>>>(
+          gk, gk_bias, pack, heads, kv_heads, dk, normalizer, has_clamp, clamp_min, g);
+    }
+    return cudaGetLastError();
+  }
   dim3 grid(pack.num_chunks, heads);
   auto launch = [&](auto* typed_proj, auto* typed_out) {
     using TP = std::remove_const_t<std::remove_pointer_t<decltype(typed_proj)>>;

@@ -24,7 +24,7 @@ namespace hgeval::cuda {
 // too (bf16: the projection GEMM's output rounded). v is proj's v copied as it is; v null:
 // not written (the chunk kernels read it in place, v_ld 4 heads e). q and k null together
 // (no LRPE, g per head): neither is written (the chunk kernels read them raw from proj,
-// silu_q_ld = silu_k_ld = 4 heads e, and take their SiLU); refused otherwise.
+// RawQk{4 heads e, 4 heads e, silu}); refused otherwise.
 cudaError_t TnlGatesChunkCumsum(const void* proj, const PackView& pack, int heads, int e, int dk,
                                 const float* theta, const int64_t* positions,
                                 const float* log_decay, DecayLayout g_layout, void* q, void* k,
@@ -47,7 +47,8 @@ cudaError_t Hgrn2GatesChunkCumsum(const void* qfi, int r0, int n, const PackView
 // over every chunk of the pack: gk is only read (the bias is added in registers). One
 // block per (chunk, head). proj is held as `proj_act` (bf16 only with bf16 q, k, v: the
 // projection GEMM's output rounded, as fla's); v null: not written (the chunk kernels read
-// it in place from proj, v_ld proj_ld).
+// it in place from proj, v_ld proj_ld). q and k null together: not written (the chunk
+// kernels read them in place as they are, RawQk{proj_ld, proj_ld}); one alone is refused.
 cudaError_t GlaGatesChunkCumsum(const void* proj, Act proj_act, int64_t proj_ld, int64_t k_off,
                                 int64_t v_off, const float* gk, const float* gk_bias,
                                 const PackView& pack, int heads, int kv_heads, int dk, int dv,

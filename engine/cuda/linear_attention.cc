@@ -81,7 +81,7 @@ Act CudaLinearAttention::OutputAct(const MixerPass& pass, int64_t call_dk) const
 absl::Status CudaLinearAttention::Enqueue(const MixerPass& pass, int64_t state_offset, void* o,
                                           int64_t call_dk, bool g_chunk_cumulative,
                                           DecayLayout g_layout, PackValues values,
-                                          PackSiluOperands raw) const {
+                                          PackRawQk raw) const {
   if (call_dk <= 0) call_dk = dk_;
   if (call_dk > dk_) return absl::InternalError("call_dk exceeds the attention's key dim");
   if (!pass.decode && g_layout == DecayLayout::kPerHead &&
@@ -99,13 +99,11 @@ absl::Status CudaLinearAttention::Enqueue(const MixerPass& pass, int64_t state_o
       (pass.decode || !tensor_cores_ || PackOperandsAct(call_dk) != Act::kBF16)) {
     return absl::InternalError("v, q or k read in place needs a pack on the tensor-core kernels");
   }
-  if (raw.k != nullptr && (own_queries || g_layout != DecayLayout::kPerHead)) {
-    return absl::InternalError("k read raw needs q read raw and g per head");
-  }
+  if (raw.k != nullptr && own_queries) return absl::InternalError("k read in place needs q too");
   const void* pack_v = own_values ? v() : values.v;
   const void* pack_q = own_queries ? q() : raw.q;
   const void* pack_k = raw.k == nullptr ? k() : raw.k;
-  const int64_t silu_k_ld = raw.k == nullptr ? 0 : raw.ld;
+  const RawQk raw_qk{own_queries ? 0 : raw.ld, raw.k == nullptr ? 0 : raw.ld, raw.silu};
   const int H = static_cast<int>(heads_), dk = static_cast<int>(call_dk),
             dv = static_cast<int>(dv_);
   float* const* sptrs = pass.in->state_ptrs;
@@ -121,10 +119,10 @@ absl::Status CudaLinearAttention::Enqueue(const MixerPass& pass, int64_t state_o
     const Act qkv_act = PackOperandsAct(call_dk);
     HG_CUDA_RETURN(ChunkGlaStatesPackedMma(pack_k, g(), g_layout, pack_v, qkv_act, *pass.pack, H,
                                            dk, dv, sptrs, optrs, state_offset,
-                                           chunk_states_.as<float>(), s, values.ld, silu_k_ld));
+                                           chunk_states_.as<float>(), s, values.ld, raw_qk));
     HG_CUDA_RETURN(ChunkGlaOutputPackedMma(
         pack_q, pack_k, g(), g_layout, pack_v, qkv_act, chunk_states_.as<float>(), sptrs, optrs,
-        state_offset, *pass.pack, H, dk, dv, scale_, o, s, qkv_act, values.ld, raw.ld, silu_k_ld));
+        state_offset, *pass.pack, H, dk, dv, scale_, o, s, qkv_act, values.ld, raw_qk));
     return absl::OkStatus();
   }
   HG_CUDA_RETURN(ChunkGlaStatesPacked(k(), g(), v(), *pass.pack, H, dk, dv, sptrs, optrs,

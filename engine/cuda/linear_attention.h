@@ -28,14 +28,15 @@ struct PackValues {
   int64_t ld = 0;
 };
 
-// A pack's q, and k, read raw in place from one projection, `ld` values a row, the chunk
-// kernels taking their SiLU (HGRN2's q columns; TNL's q and k columns in its layers
-// without LRPE); null: the attention's q(), k(), as the gate kernel wrote them. k raw
-// needs q raw and g per head.
-struct PackSiluOperands {
+// A pack's q, and k, read in place from one projection, `ld` values a row; null: the
+// attention's q(), k(), as the gate kernel wrote them. silu: the chunk kernels take their
+// SiLU (HGRN2's q columns; TNL's q and k in its layers without LRPE), else they read them
+// as they are (GLA's q and k). The forms RawQk (kernels_chunk_mma.h) allows.
+struct PackRawQk {
   const void* q = nullptr;
   const void* k = nullptr;
   int64_t ld = 0;
+  bool silu = false;
 };
 
 class CudaLinearAttention {
@@ -59,7 +60,7 @@ class CudaLinearAttention {
   // sequence needs); packs of many short sequences grow it (ReserveChunks). Sized in bytes
   // for how a pack holds them (PackOperandsAct) at dk() and at each of `call_dks` (the key
   // dims of Enqueue's call_dk a family uses besides dk()). pack_values, pack_queries false:
-  // packs bring their v, q (Enqueue's PackValues, PackSiluOperands), so v(), q() hold only a
+  // packs bring their v, q (Enqueue's PackValues, PackRawQk), so v(), q() hold only a
   // decode step's rows.
   absl::Status Allocate(DeviceAllocator& alloc, std::initializer_list<int64_t> call_dks = {},
                         bool pack_values = true, bool pack_queries = true);
@@ -93,12 +94,12 @@ class CudaLinearAttention {
   // fused with it, kernels_fused_gates.h), so the cumsum pass is skipped. `g_layout`: how a
   // pack's g is held (kPerHead: one value per row and head, TNL's constant decay; only
   // where PackTakesHeadDecay, and with g_chunk_cumulative); decode steps read g per key.
-  // `values`, `raw`: a pack's v, raw q (and k) read in place (bf16 packs on the
-  // tensor-core kernels only; raw q alone with per-key g, raw q and k with per-head g).
+  // `values`, `raw`: a pack's v, q (and k) read in place (bf16 packs on the tensor-core
+  // kernels only).
   absl::Status Enqueue(const MixerPass& pass, int64_t state_offset, void* o, int64_t call_dk = 0,
                        bool g_chunk_cumulative = false, DecayLayout g_layout = DecayLayout::kPerKey,
-                       PackValues values = {}, PackSiluOperands raw = {}) const;
-  // Whether packs may read v, q or k in place (Enqueue's PackValues, PackSiluOperands) from a
+                       PackValues values = {}, PackRawQk raw = {}) const;
+  // Whether packs may read v, q or k in place (Enqueue's PackValues, PackRawQk) from a
   // buffer whose rows hold `ld` values and whose operand starts at column `offset`: bf16
   // packs on the tensor-core kernels, rows and start 16-byte aligned (the kernels' copies).
   bool ReadsOperandInPlace(int64_t offset, int64_t ld) const {

@@ -120,7 +120,7 @@ class TnlMixer final : public CudaTokenMixer {
     HG_RETURN_IF_ERROR(scratch_.ProjectIn(pass, w.qkvu_proj, act_, proj_act));
     DecayLayout g_layout = DecayLayout::kPerKey;
     PackValues values;
-    PackSiluOperands raw;
+    PackRawQk raw;
     if (pass.decode) {
       // Decode steps: fp32 proj.
       HG_CUDA_RETURN(TnlGates(scratch_.proj.as<float>(), pass.rows, H, e,
@@ -139,7 +139,7 @@ class TnlMixer final : public CudaTokenMixer {
       const size_t size = ActSize(proj_act);
       if (values_in_proj_) values = PackValues{proj + 2 * D * size, scratch_.proj_width};
       if (!lrpe && raw_qk_in_proj_ && g_layout == DecayLayout::kPerHead) {
-        raw = PackSiluOperands{proj, proj + D * size, scratch_.proj_width};
+        raw = PackRawQk{proj, proj + D * size, scratch_.proj_width, /*silu=*/true};
       }
       const bool raw_qk = raw.q != nullptr;
       HG_CUDA_RETURN(TnlGatesChunkCumsum(

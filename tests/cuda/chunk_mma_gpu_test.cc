@@ -163,15 +163,16 @@ INSTANTIATE_TEST_SUITE_P(
 // SiLU'd by HGRN2's gate kernel into a packed q, or read raw in place, the output kernel
 // taking its SiLU.
 // How the kernels take q (and k): packed from the inputs; as a gate kernel writes their
-// SiLU from a raw projection (HGRN2's q | f | i, TNL's q | k | v | u without LRPE); or read
+// SiLU from a raw projection (HGRN2's q | f | i, TNL's q | k | v | u without LRPE); read
 // raw from that projection, the chunk kernels taking the SiLU (q alone: HGRN2's form; q
-// and k: TNL's).
+// and k: TNL's); or read in place as they are from a q | k | v | g projection (GLA's).
 enum class QueryInput {
   kPacked,
   kGateKernelSilu,
   kRawInPlace,
   kTnlGateKernelSilu,
-  kRawQueriesKeysInPlace
+  kRawQueriesKeysInPlace,
+  kQueriesKeysInPlace
 };
 
 void RunPack(const Inputs& in, const std::vector<int>& lens, const std::vector<float>& starts,
@@ -233,8 +234,9 @@ void RunPack(const Inputs& in, const std::vector<int>& lens, const std::vector<f
     }
   }
   const bool tnl_form = query_input == QueryInput::kTnlGateKernelSilu ||
-                        query_input == QueryInput::kRawQueriesKeysInPlace;
-  std::vector<uint16_t> qkvu;  // TNL's projection: raw q, k, then zeros
+                        query_input == QueryInput::kRawQueriesKeysInPlace ||
+                        query_input == QueryInput::kQueriesKeysInPlace;
+  std::vector<uint16_t> qkvu;  // TNL's (GLA's) projection: raw q, k, then zeros
   if (tnl_form) {
     const std::vector<uint16_t> raw_q = RoundedBf16Bits(in.q), raw_k = RoundedBf16Bits(in.k);
     qkvu.assign(raw_q.size() * 4, 0);
@@ -246,7 +248,8 @@ void RunPack(const Inputs& in, const std::vector<int>& lens, const std::vector<f
   Dev<uint16_t> dqfi(qfi), dqkvu(qkvu), dq_gate(static_cast<size_t>(rows) * qw),
       dk_gate(static_cast<size_t>(rows) * qw), dv_gate(static_cast<size_t>(rows) * qw);
   Dev<float> dg_gate(static_cast<size_t>(rows) * qw);
-  int64_t q_ld = query_input == QueryInput::kRawInPlace ? 3 * qw : 0, k_ld = 0;
+  RawQk raw;
+  if (query_input == QueryInput::kRawInPlace) raw = RawQk{.q_ld = 3 * qw, .silu = true};
   Dev<float> dout(static_cast<size_t>(rows) * H * dv);
   Dev<uint16_t> dout16(static_cast<size_t>(rows) * H * dv);
   Dev<float> dstates(starts);  // [seq][2 layers][ns]; layer 1 used
@@ -290,10 +293,11 @@ void RunPack(const Inputs& in, const std::vector<int>& lens, const std::vector<f
               cudaSuccess);
     q = dq_gate.get();
     k = dk_gate.get();
-  } else if (query_input == QueryInput::kRawQueriesKeysInPlace) {
+  } else if (query_input == QueryInput::kRawQueriesKeysInPlace ||
+             query_input == QueryInput::kQueriesKeysInPlace) {
     q = dqkvu.get();
     k = dqkvu.get() + qw;
-    q_ld = k_ld = 4 * qw;
+    raw = RawQk{4 * qw, 4 * qw, query_input == QueryInput::kRawQueriesKeysInPlace};
   }
   if (two_pass) {
     ASSERT_EQ(ChunkGlaStatesPackedMmaTwoPass(k, dg.get(), v, qkv_act, pack, H, dk, dv, dsp.get(),
@@ -305,12 +309,12 @@ void RunPack(const Inputs& in, const std::vector<int>& lens, const std::vector<f
         cudaSuccess);
   } else {
     ASSERT_EQ(ChunkGlaStatesPackedMma(k, G, g_layout, v, qkv_act, pack, H, dk, dv, dsp.get(),
-                                      out_ptrs, ns, dchunks.get(), nullptr, v_ld, k_ld),
+                                      out_ptrs, ns, dchunks.get(), nullptr, v_ld, raw),
               cudaSuccess);
     void* o = o_act == Act::kBF16 ? static_cast<void*>(dout16.get()) : dout.get();
     ASSERT_EQ(
         ChunkGlaOutputPackedMma(q, k, G, g_layout, v, qkv_act, dchunks.get(), dsp.get(), out_ptrs,
-                                ns, pack, H, dk, dv, scale, o, nullptr, o_act, v_ld, q_ld, k_ld),
+                                ns, pack, H, dk, dv, scale, o, nullptr, o_act, v_ld, raw),
         cudaSuccess);
   }
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
@@ -527,21 +531,48 @@ TEST_P(ChunkMmaPackTest, RawQueriesReadInPlaceGiveTheGateKernelsBits) {
   PackView empty_pack;
   empty_pack.num_chunks = 1;  // past the early return of an empty pack; nothing launches
   Dev<float> f(16);
-  EXPECT_EQ(ChunkGlaOutputPackedMma(f.get(), f.get(), f.get(), DecayLayout::kPerKey, f.get(),
-                                    Act::kF32, f.get(), nullptr, nullptr, 0, empty_pack, c.heads,
-                                    c.dk, c.dv, 1.0f, f.get(), nullptr, Act::kF32, 0,
-                                    /*silu_q_ld=*/qw),
-            cudaErrorInvalidValue);
-  EXPECT_EQ(ChunkGlaOutputPackedMma(f.get(), f.get(), f.get(), DecayLayout::kPerKey, f.get(),
-                                    Act::kBF16, f.get(), nullptr, nullptr, 0, empty_pack, c.heads,
-                                    c.dk, c.dv, 1.0f, f.get(), nullptr, Act::kBF16, 0,
-                                    /*silu_q_ld=*/qw + 4),
-            cudaErrorInvalidValue);
-  EXPECT_EQ(ChunkGlaOutputPackedMma(f.get(), f.get(), f.get(), DecayLayout::kPerHead, f.get(),
-                                    Act::kBF16, f.get(), nullptr, nullptr, 0, empty_pack, c.heads,
-                                    c.dk, c.dv, 1.0f, f.get(), nullptr, Act::kBF16, 0,
-                                    /*silu_q_ld=*/qw),
-            cudaErrorInvalidValue);
+  EXPECT_EQ(
+      ChunkGlaOutputPackedMma(f.get(), f.get(), f.get(), DecayLayout::kPerKey, f.get(), Act::kF32,
+                              f.get(), nullptr, nullptr, 0, empty_pack, c.heads, c.dk, c.dv, 1.0f,
+                              f.get(), nullptr, Act::kF32, 0, RawQk{.q_ld = qw, .silu = true}),
+      cudaErrorInvalidValue);
+  EXPECT_EQ(
+      ChunkGlaOutputPackedMma(f.get(), f.get(), f.get(), DecayLayout::kPerKey, f.get(), Act::kBF16,
+                              f.get(), nullptr, nullptr, 0, empty_pack, c.heads, c.dk, c.dv, 1.0f,
+                              f.get(), nullptr, Act::kBF16, 0, RawQk{.q_ld = qw + 4, .silu = true}),
+      cudaErrorInvalidValue);
+  EXPECT_EQ(
+      ChunkGlaOutputPackedMma(f.get(), f.get(), f.get(), DecayLayout::kPerHead, f.get(), Act::kBF16,
+                              f.get(), nullptr, nullptr, 0, empty_pack, c.heads, c.dk, c.dv, 1.0f,
+                              f.get(), nullptr, Act::kBF16, 0, RawQk{.q_ld = qw, .silu = true}),
+      cudaErrorInvalidValue);
+  // q alone as it is: no such form.
+  EXPECT_EQ(
+      ChunkGlaOutputPackedMma(f.get(), f.get(), f.get(), DecayLayout::kPerKey, f.get(), Act::kBF16,
+                              f.get(), nullptr, nullptr, 0, empty_pack, c.heads, c.dk, c.dv, 1.0f,
+                              f.get(), nullptr, Act::kBF16, 0, RawQk{.q_ld = qw}),
+      cudaErrorInvalidValue);
+}
+
+// Case c's pack run twice as the bf16 model path runs it (v in place, o bf16, g as
+// g_layout), taking q and k as `a` and as `b`: outputs, states, forked finals and every
+// chunk state bit for bit equal.
+void ExpectSameBitsForQueryInputs(const PackCase& c, unsigned seed, DecayLayout g_layout,
+                                  QueryInput a, QueryInput b) {
+  const std::vector<int> lens = {130, 1, 64, 17, 65, 200};
+  std::mt19937 rng(seed);
+  const auto [in, starts, scale] = RandomPack(c, lens, rng);
+  std::vector<float> out1, states1, finals1, chunks1, out2, states2, finals2, chunks2;
+  RunPack(in, lens, starts, c.fork, scale, out1, states1, finals1, Act::kBF16, false, &chunks1,
+          g_layout, Act::kBF16, /*values_in_place=*/true, a);
+  if (::testing::Test::HasFatalFailure()) return;
+  RunPack(in, lens, starts, c.fork, scale, out2, states2, finals2, Act::kBF16, false, &chunks2,
+          g_layout, Act::kBF16, /*values_in_place=*/true, b);
+  if (::testing::Test::HasFatalFailure()) return;
+  EXPECT_TRUE(SameBits(out1, out2)) << "output";
+  EXPECT_TRUE(SameBits(states1, states2)) << "states";
+  EXPECT_TRUE(SameBits(finals1, finals2)) << "forked finals";
+  EXPECT_TRUE(SameBits(chunks1, chunks2)) << "chunk states";
 }
 
 // TNL's layers without LRPE: q and k read raw from the projection, the states and output
@@ -555,24 +586,11 @@ TEST_P(ChunkMmaPackTest, RawQueriesAndKeysReadInPlaceGiveTnlsGateKernelBits) {
   if (!ChunkMmaTakesBf16Values(c.dk, c.dv)) GTEST_SKIP() << "the fp32 kernels run these dims";
   if (c.heads * c.dk % 8 != 0) GTEST_SKIP() << "4 H dk bf16 values are not 16-byte rows";
   if (c.heads * c.dv % 8 != 0) GTEST_SKIP() << "3 H dv bf16 values are not 16-byte rows";
-  const std::vector<int> lens = {130, 1, 64, 17, 65, 200};
-  std::mt19937 rng(c.dk * 23 + c.dv + c.fork);
-  const auto [in, starts, scale] = RandomPack(c, lens, rng);
-  std::vector<float> out1, states1, finals1, chunks1, out2, states2, finals2, chunks2;
-  RunPack(in, lens, starts, c.fork, scale, out1, states1, finals1, Act::kBF16, false, &chunks1,
-          DecayLayout::kPerHead, Act::kBF16, /*values_in_place=*/true,
-          QueryInput::kTnlGateKernelSilu);
+  ExpectSameBitsForQueryInputs(c, c.dk * 23 + c.dv + c.fork, DecayLayout::kPerHead,
+                               QueryInput::kTnlGateKernelSilu, QueryInput::kRawQueriesKeysInPlace);
   if (HasFatalFailure()) return;
-  RunPack(in, lens, starts, c.fork, scale, out2, states2, finals2, Act::kBF16, false, &chunks2,
-          DecayLayout::kPerHead, Act::kBF16, /*values_in_place=*/true,
-          QueryInput::kRawQueriesKeysInPlace);
-  if (HasFatalFailure()) return;
-  EXPECT_TRUE(SameBits(out1, out2)) << "output";
-  EXPECT_TRUE(SameBits(states1, states2)) << "states";
-  EXPECT_TRUE(SameBits(finals1, finals2)) << "forked finals";
-  EXPECT_TRUE(SameBits(chunks1, chunks2)) << "chunk states";
-  // Refused: raw k with g per key, with fp32 operands, without raw q or at another stride
-  // than q's (output kernel), and with rows not 16-byte aligned.
+  // Refused: raw k's SiLU with g per key, with fp32 operands, without raw q or at another
+  // stride than q's, and with rows not 16-byte aligned.
   const int64_t ld = 4 * static_cast<int64_t>(c.heads) * c.dk;
   PackView empty_pack;
   empty_pack.num_chunks = 1;  // past the early return of an empty pack; nothing launches
@@ -580,20 +598,53 @@ TEST_P(ChunkMmaPackTest, RawQueriesAndKeysReadInPlaceGiveTnlsGateKernelBits) {
   Dev<float> f(16);
   auto states = [&](DecayLayout layout, Act act, int64_t k_ld) {
     return ChunkGlaStatesPackedMma(f.get(), f.get(), layout, f.get(), act, empty_pack, c.heads,
-                                   c.dk, c.dv, nullptr, nullptr, 0, f.get(), nullptr, 0, k_ld);
+                                   c.dk, c.dv, nullptr, nullptr, 0, f.get(), nullptr, 0,
+                                   RawQk{k_ld, k_ld, /*silu=*/true});
   };
   EXPECT_EQ(states(DecayLayout::kPerKey, Act::kBF16, ld), cudaErrorInvalidValue);
   EXPECT_EQ(states(DecayLayout::kPerHead, Act::kF32, ld), cudaErrorInvalidValue);
   EXPECT_EQ(states(DecayLayout::kPerHead, Act::kBF16, ld + 4), cudaErrorInvalidValue);
+  EXPECT_EQ(ChunkGlaStatesPackedMma(f.get(), f.get(), DecayLayout::kPerHead, f.get(), Act::kBF16,
+                                    empty_pack, c.heads, c.dk, c.dv, nullptr, nullptr, 0, f.get(),
+                                    nullptr, 0, RawQk{.k_ld = ld, .silu = true}),
+            cudaErrorInvalidValue);
   auto output = [&](DecayLayout layout, int64_t q_ld, int64_t k_ld) {
     return ChunkGlaOutputPackedMma(f.get(), f.get(), f.get(), layout, f.get(), Act::kBF16, f.get(),
                                    nullptr, nullptr, 0, empty_pack, c.heads, c.dk, c.dv, 1.0f,
-                                   f.get(), nullptr, Act::kBF16, 0, q_ld, k_ld);
+                                   f.get(), nullptr, Act::kBF16, 0, RawQk{q_ld, k_ld, true});
   };
   EXPECT_EQ(output(DecayLayout::kPerKey, ld, ld), cudaErrorInvalidValue);
   EXPECT_EQ(output(DecayLayout::kPerHead, 0, ld), cudaErrorInvalidValue);
   EXPECT_EQ(output(DecayLayout::kPerHead, ld, ld + 8), cudaErrorInvalidValue);
   EXPECT_EQ(output(DecayLayout::kPerHead, ld + 4, ld + 4), cudaErrorInvalidValue);
+}
+
+// GLA's packs (its k heads unshared): q and k read in place as they are from the q | k
+// | v | g projection give bit for bit what the packed copies give (outputs, states,
+// forked finals, every chunk state), with g per key and v in place; q and k as they are
+// with g per head (no such form) are refused.
+TEST_P(ChunkMmaPackTest, QueriesKeysReadInPlaceGiveThePackedBits) {
+  if (!testing::HaveGpu()) GTEST_SKIP() << "no CUDA GPU visible";
+  const PackCase c = GetParam();
+  if (!ChunkMmaTakesBf16Values(c.dk, c.dv)) GTEST_SKIP() << "the fp32 kernels run these dims";
+  if (c.heads * c.dk % 8 != 0) GTEST_SKIP() << "4 H dk bf16 values are not 16-byte rows";
+  if (c.heads * c.dv % 8 != 0) GTEST_SKIP() << "3 H dv bf16 values are not 16-byte rows";
+  ExpectSameBitsForQueryInputs(c, c.dk * 29 + c.dv + c.fork, DecayLayout::kPerKey,
+                               QueryInput::kPacked, QueryInput::kQueriesKeysInPlace);
+  if (HasFatalFailure()) return;
+  const int64_t ld = 4 * static_cast<int64_t>(c.heads) * c.dk;
+  PackView empty_pack;
+  empty_pack.num_chunks = 1;  // past the early return of an empty pack; nothing launches
+  Dev<float> f(16);
+  EXPECT_EQ(
+      ChunkGlaOutputPackedMma(f.get(), f.get(), f.get(), DecayLayout::kPerHead, f.get(), Act::kBF16,
+                              f.get(), nullptr, nullptr, 0, empty_pack, c.heads, c.dk, c.dv, 1.0f,
+                              f.get(), nullptr, Act::kBF16, 0, RawQk{ld, ld, /*silu=*/false}),
+      cudaErrorInvalidValue);
+  EXPECT_EQ(ChunkGlaStatesPackedMma(f.get(), f.get(), DecayLayout::kPerHead, f.get(), Act::kBF16,
+                                    empty_pack, c.heads, c.dk, c.dv, nullptr, nullptr, 0, f.get(),
+                                    nullptr, 0, RawQk{ld, ld, /*silu=*/false}),
+            cudaErrorInvalidValue);
 }
 
 // The walk's bf16 chunk states as the bf16 bits of the two-pass form's fp32 ones (each

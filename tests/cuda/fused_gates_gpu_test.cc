@@ -337,6 +337,27 @@ TEST_P(GlaGatesChunkCumsumTest, EqualsBiasGatesThenCumsumBitwise) {
                                 q2.get(), k2.get(), g2.get(), v2.get(), Act::kBF16, nullptr),
             cudaSuccess);
   ExpectFastBf16Gates(q1, k1, g1, v1, q2, k2, g2, v2);
+
+  // q and k null (the chunk kernels read them in place): the same g and v; and with v
+  // null too, the decays alone (GlaDecayChunkCumsumKernel: rows in flight, then the sum
+  // down the rows) the same g. One of q and k null alone is refused.
+  Dev<float> g3(nqk), v3(nv), g4(nqk);
+  ASSERT_EQ(GlaGatesChunkCumsum(dproj.get(), Act::kF32, ld, k_off, v_off, dgk1.get(), dbias.get(),
+                                pack, c.heads, c.kv_heads, c.dk, c.dv, 16.0f, c.clamp, clamp_min,
+                                nullptr, nullptr, g3.get(), v3.get(), Act::kF32, nullptr),
+            cudaSuccess);
+  ASSERT_EQ(GlaGatesChunkCumsum(dproj.get(), Act::kF32, ld, k_off, v_off, dgk1.get(), dbias.get(),
+                                pack, c.heads, c.kv_heads, c.dk, c.dv, 16.0f, c.clamp, clamp_min,
+                                nullptr, nullptr, g4.get(), nullptr, Act::kF32, nullptr),
+            cudaSuccess);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_TRUE(BitwiseEqual(g3.Get(), g1.Get())) << "g with q and k in place";
+  EXPECT_TRUE(BitwiseEqual(v3.Get(), v1.Get())) << "v with q and k in place";
+  EXPECT_TRUE(BitwiseEqual(g4.Get(), g1.Get())) << "g alone";
+  EXPECT_EQ(GlaGatesChunkCumsum(dproj.get(), Act::kF32, ld, k_off, v_off, dgk1.get(), dbias.get(),
+                                pack, c.heads, c.kv_heads, c.dk, c.dv, 16.0f, c.clamp, clamp_min,
+                                q1.get(), nullptr, g3.get(), v3.get(), Act::kF32, nullptr),
+            cudaErrorInvalidValue);
 }
 
 // GLA's bf16 packs hold proj as bf16 (the projection GEMM's output rounded): the kernel
@@ -387,7 +408,8 @@ TEST_P(GlaGatesChunkCumsumTest, Bf16ProjGivesTheBitsOfTheSameValuesInFp32) {
 INSTANTIATE_TEST_SUITE_P(Shapes, GlaGatesChunkCumsumTest,
                          ::testing::Values(GlaCase{4, 4, 256, 512, false},
                                            GlaCase{4, 2, 64, 96, true},
-                                           GlaCase{2, 1, 160, 32, false}));
+                                           GlaCase{2, 1, 160, 32, false},
+                                           GlaCase{3, 3, 37, 40, true}));  // odd dk
 
 }  // namespace
 }  // namespace hgeval::cuda
