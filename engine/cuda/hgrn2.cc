@@ -106,10 +106,9 @@ class Hgrn2Mixer final : public CudaTokenMixer {
     // Where the tensor-core kernels run, q and v are read in place from proj: v is i as it
     // is, and the output kernel takes q's SiLU as it loads it.
     const bool in_proj = OperandsInProjection();
-    HG_CUDA_RETURN(Hgrn2GatesChunkCumsum(scratch_.proj.get(), 0, pass.rows, *pass.pack, D,
-                                         lower_bound, in_proj ? nullptr : attention_.q(),
-                                         attention_.k(), attention_.g(),
-                                         in_proj ? nullptr : attention_.v(), qkv_act, pass.stream));
+    HG_CUDA_RETURN(Hgrn2GatesChunkCumsum(
+        scratch_.proj.get(), *pass.pack, D, lower_bound, in_proj ? nullptr : attention_.q(),
+        attention_.k(), attention_.g(), in_proj ? nullptr : attention_.v(), qkv_act, pass.stream));
     PackValues values;
     PackRawQk queries;
     if (in_proj) {

@@ -65,15 +65,14 @@ struct alignas(sizeof(T) * N) Values {
 
 // Grid (chunks, dim / 128), block (128 / kVec, 4 kVec): thread (x, y) computes the gates of
 // channels kVec x .. kVec x + kVec - 1 of the block on rows y, y + 4 kVec, ... of the chunk
-// inside the block of rows (all loads in flight; kVec = 2 where dim is even: one 2-value
-// access a tensor a row; the per-row maths is Hgrn2GatesKernel's in fp32, the fast forms of
-// gate_maths.cuh in bf16) and leaves the log gates in shared memory; then the y = 0
-// threads sum them down the rows in order, each continuing from the cumulative g the
-// previous block of rows left, as one thread walking the rows did. qfi is read and q, k and
-// v are written as T.
+// (all loads in flight; kVec = 2 where dim is even: one 2-value access a tensor a row; the
+// per-row maths is Hgrn2GatesKernel's in fp32, the fast forms of gate_maths.cuh in bf16)
+// and leaves the log gates in shared memory; then the y = 0 threads sum them down the rows
+// in order, as one thread walking the rows did. qfi is read and q, k and v are written as
+// T.
 template <typename T, int kVec>
 __global__ void __launch_bounds__(kHgrn2Threads)
-    Hgrn2GatesChunkCumsumKernel(const T* __restrict__ qfi, int r0, int n, PackView pack, int dim,
+    Hgrn2GatesChunkCumsumKernel(const T* __restrict__ qfi, PackView pack, int dim,
                                 const float* __restrict__ lower_bound, T* __restrict__ q,
                                 T* __restrict__ k, float* __restrict__ g, T* __restrict__ v) {
   using Vt = Values<T, kVec>;
@@ -85,9 +84,7 @@ __global__ void __launch_bounds__(kHgrn2Threads)
   const int x = threadIdx.x, y = threadIdx.y;
   const int cx = kVec * x;  // the thread's first channel within the block
   const int c = blockIdx.y * kHgrn2Channels + cx;
-  const int t0 = ChunkRow0(pack, ch);
-  const int begin = max(t0, r0), end = min(t0 + ChunkRows(pack, ch), r0 + n);
-  if (begin >= end) return;   // the whole block returns together
+  const int t0 = ChunkRow0(pack, ch), n = ChunkRows(pack, ch);
   const bool live = c < dim;  // kVec = 2: dim is even, so c + 1 < dim too
   const bool has_lb = lower_bound != nullptr;
   const bool write_qv = q != nullptr;  // q and v are written or read in place together
@@ -96,8 +93,9 @@ __global__ void __launch_bounds__(kHgrn2Threads)
 #pragma unroll
     for (int e = 0; e < kVec; ++e) lb[e] = has_lb ? lower_bound[c + e] : 0.0f;
 #pragma unroll 4
-    for (int r = begin + y; r < end; r += kRowGroups) {
-      const T* row = qfi + static_cast<int64_t>(r - r0) * 3 * dim;
+    for (int j = y; j < n; j += kRowGroups) {
+      const int r = t0 + j;
+      const T* row = qfi + static_cast<int64_t>(r) * 3 * dim;
       const int64_t i = static_cast<int64_t>(r) * dim + c;
       const Vt fv = *reinterpret_cast<const Vt*>(row + dim + c);
       // q and v null: the chunk kernels read them in place from qfi instead (v is i as it
@@ -111,7 +109,7 @@ __global__ void __launch_bounds__(kHgrn2Threads)
 #pragma unroll
       for (int e = 0; e < kVec; ++e) {
         float key;
-        Hgrn2KeyAndLogGate<kFast>(ToF(fv.x[e]), has_lb, lb[e], &key, &log_gate[r - begin][cx + e]);
+        Hgrn2KeyAndLogGate<kFast>(ToF(fv.x[e]), has_lb, lb[e], &key, &log_gate[j][cx + e]);
         qo.x[e] = FromF<T>(GateSilu<kFast>(ToF(qv.x[e])));
         ko.x[e] = FromF<T>(key);
       }
@@ -124,15 +122,11 @@ __global__ void __launch_bounds__(kHgrn2Threads)
   }
   __syncthreads();
   if (!live || y != 0) return;
-  Vf acc;
+  Vf acc{};
+  for (int j = 0; j < n; ++j) {
 #pragma unroll
-  for (int e = 0; e < kVec; ++e) {
-    acc.x[e] = begin > t0 ? g[static_cast<int64_t>(begin - 1) * dim + c + e] : 0.0f;
-  }
-  for (int r = begin; r < end; ++r) {
-#pragma unroll
-    for (int e = 0; e < kVec; ++e) acc.x[e] += log_gate[r - begin][cx + e];
-    *reinterpret_cast<Vf*>(g + static_cast<int64_t>(r) * dim + c) = acc;
+    for (int e = 0; e < kVec; ++e) acc.x[e] += log_gate[j][cx + e];
+    *reinterpret_cast<Vf*>(g + static_cast<int64_t>(t0 + j) * dim + c) = acc;
   }
 }
 
@@ -225,12 +219,12 @@ __global__ void __launch_bounds__(kHgrn2Threads)
 }
 
 template <typename T, int kVec>
-void LaunchHgrn2Gates(dim3 grid, const void* qfi, int r0, int n, const PackView& pack, int dim,
+void LaunchHgrn2Gates(dim3 grid, const void* qfi, const PackView& pack, int dim,
                       const float* lower_bound, void* q, void* k, float* g, void* v,
                       cudaStream_t stream) {
   const dim3 block(kHgrn2Channels / kVec, kHgrn2Threads / (kHgrn2Channels / kVec));
   Hgrn2GatesChunkCumsumKernel<T, kVec>
-      <<<grid, block, 0, stream>>>(static_cast<const T*>(qfi), r0, n, pack, dim, lower_bound,
+      <<<grid, block, 0, stream>>>(static_cast<const T*>(qfi), pack, dim, lower_bound,
                                    static_cast<T*>(q), static_cast<T*>(k), g, static_cast<T*>(v));
 }
 
@@ -257,17 +251,17 @@ cudaError_t TnlGatesChunkCumsum(const void* proj, const PackView& pack, int head
   return cudaGetLastError();
 }
 
-cudaError_t Hgrn2GatesChunkCumsum(const void* qfi, int r0, int n, const PackView& pack, int dim,
+cudaError_t Hgrn2GatesChunkCumsum(const void* qfi, const PackView& pack, int dim,
                                   const float* lower_bound, void* q, void* k, float* g, void* v,
                                   Act qkv_act, cudaStream_t stream) {
-  if (pack.num_chunks == 0 || n == 0) return cudaSuccess;
+  if (pack.num_chunks == 0) return cudaSuccess;
   if ((q == nullptr) != (v == nullptr)) return cudaErrorInvalidValue;
   dim3 grid(pack.num_chunks, (dim + kHgrn2Channels - 1) / kHgrn2Channels);
   // Pairs of channels where dim is even (every real model), single channels otherwise.
-  HG_DISPATCH_ACT(qkv_act, dim % 2 == 0 ? LaunchHgrn2Gates<T, 2>(grid, qfi, r0, n, pack, dim,
-                                                                 lower_bound, q, k, g, v, stream)
-                                        : LaunchHgrn2Gates<T, 1>(grid, qfi, r0, n, pack, dim,
-                                                                 lower_bound, q, k, g, v, stream));
+  HG_DISPATCH_ACT(
+      qkv_act, dim % 2 == 0
+                   ? LaunchHgrn2Gates<T, 2>(grid, qfi, pack, dim, lower_bound, q, k, g, v, stream)
+                   : LaunchHgrn2Gates<T, 1>(grid, qfi, pack, dim, lower_bound, q, k, g, v, stream));
   return cudaGetLastError();
 }
 

@@ -30,16 +30,14 @@ cudaError_t TnlGatesChunkCumsum(const void* proj, const PackView& pack, int head
                                 const float* log_decay, DecayLayout g_layout, void* q, void* k,
                                 float* g, void* v, Act qkv_act, cudaStream_t stream);
 
-// Hgrn2Gates (kernels.h) for rows [r0, r0 + n) of the pack, qfi holding those rows only
-// (HGRN2 passes the whole pack: r0 0, n its rows), with g chunk-cumulative. q, k, g, v are the
-// whole pack's [rows, dim]. A chunk that began before r0 continues from the cumulative g
-// its previous block left at row r0 - 1 (the same float the unfused cumsum carried), so
-// the blocks must run in row order on one stream. One block per (chunk, 128 channels): 4
-// row groups load and compute the gates, one sums the log gates down the rows. qfi is held
+// Hgrn2Gates (kernels.h) over every chunk of the pack, with g chunk-cumulative (summed row by
+// row from the chunk's first row, the floats the unfused cumsum gives). qfi is [rows,
+// 3 dim]; q, k, g, v are [rows, dim]. One block per (chunk, 128 channels): row groups load
+// and compute the gates, one sums the log gates down the rows. qfi is held
 // as `qkv_act` too (bf16: the projection GEMM's output rounded, as fla's). v is i copied
 // as it is. q and v null together: neither is read nor written (the chunk kernels read v
 // in place from qfi, v_ld 3 dim, and q raw, taking its SiLU; refused otherwise).
-cudaError_t Hgrn2GatesChunkCumsum(const void* qfi, int r0, int n, const PackView& pack, int dim,
+cudaError_t Hgrn2GatesChunkCumsum(const void* qfi, const PackView& pack, int dim,
                                   const float* lower_bound, void* q, void* k, float* g, void* v,
                                   Act qkv_act, cudaStream_t stream);
 

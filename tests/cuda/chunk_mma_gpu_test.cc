@@ -277,10 +277,10 @@ void RunPack(const Inputs& in, const std::vector<int>& lens, const std::vector<f
   Dev<float> dg_head(head_g);
   const float* G = g_layout == DecayLayout::kPerHead ? dg_head.get() : dg.get();
   if (query_input == QueryInput::kGateKernelSilu) {
-    ASSERT_EQ(Hgrn2GatesChunkCumsum(dqfi.get(), 0, rows, pack, static_cast<int>(qw), nullptr,
-                                    dq_gate.get(), dk_gate.get(), dg_gate.get(), dv_gate.get(),
-                                    Act::kBF16, nullptr),
-              cudaSuccess);
+    ASSERT_EQ(
+        Hgrn2GatesChunkCumsum(dqfi.get(), pack, static_cast<int>(qw), nullptr, dq_gate.get(),
+                              dk_gate.get(), dg_gate.get(), dv_gate.get(), Act::kBF16, nullptr),
+        cudaSuccess);
     q = dq_gate.get();
   } else if (query_input == QueryInput::kRawInPlace) {
     q = dqfi.get();
