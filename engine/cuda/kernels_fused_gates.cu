@@ -63,6 +63,21 @@ struct alignas(sizeof(T) * N) Values {
   T x[N];
 };
 
+// The chunk-local cumsum of the log gates a block left in shared memory: the thread's kVec
+// columns (cx ..) summed down the chunk's n rows in order, from 0, as one thread walking
+// the rows; row j's sums go to g + j * ld (g: the chunk's first row, the thread's column).
+template <int kVec>
+__device__ __forceinline__ void SumLogGatesDownRows(
+    const float (&log_gate)[kGlaChunk][kHgrn2Channels], int cx, int n, float* __restrict__ g,
+    int64_t ld) {
+  Values<float, kVec> acc{};
+  for (int j = 0; j < n; ++j) {
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) acc.x[e] += log_gate[j][cx + e];
+    *reinterpret_cast<Values<float, kVec>*>(g + j * ld) = acc;
+  }
+}
+
 // Grid (chunks, dim / 128), block (128 / kVec, 4 kVec): thread (x, y) computes the gates of
 // channels kVec x .. kVec x + kVec - 1 of the block on rows y, y + 4 kVec, ... of the chunk
 // (all loads in flight; kVec = 2 where dim is even: one 2-value access a tensor a row; the
@@ -76,7 +91,6 @@ __global__ void __launch_bounds__(kHgrn2Threads)
                                 const float* __restrict__ lower_bound, T* __restrict__ q,
                                 T* __restrict__ k, float* __restrict__ g, T* __restrict__ v) {
   using Vt = Values<T, kVec>;
-  using Vf = Values<float, kVec>;
   constexpr bool kFast = kFastGateMaths<T>;
   constexpr int kRowGroups = kHgrn2Threads / (kHgrn2Channels / kVec);
   __shared__ float log_gate[kGlaChunk][kHgrn2Channels];
@@ -122,12 +136,7 @@ __global__ void __launch_bounds__(kHgrn2Threads)
   }
   __syncthreads();
   if (!live || y != 0) return;
-  Vf acc{};
-  for (int j = 0; j < n; ++j) {
-#pragma unroll
-    for (int e = 0; e < kVec; ++e) acc.x[e] += log_gate[j][cx + e];
-    *reinterpret_cast<Vf*>(g + static_cast<int64_t>(t0 + j) * dim + c) = acc;
-  }
+  SumLogGatesDownRows<kVec>(log_gate, cx, n, g + static_cast<int64_t>(t0) * dim + c, dim);
 }
 
 // Grid (chunks, heads); threads over max(dk, dv) channels. GlaGatesKernel's maths per row,
@@ -210,12 +219,7 @@ __global__ void __launch_bounds__(kHgrn2Threads)
   }
   __syncthreads();
   if (!live || y != 0) return;
-  Vf acc{};
-  for (int j = 0; j < n; ++j) {
-#pragma unroll
-    for (int e = 0; e < kVec; ++e) acc.x[e] += log_gate[j][cx + e];
-    *reinterpret_cast<Vf*>(g + (t0 + j) * dim + col) = acc;
-  }
+  SumLogGatesDownRows<kVec>(log_gate, cx, n, g + t0 * dim + col, dim);
 }
 
 template <typename T, int kVec>
