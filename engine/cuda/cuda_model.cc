@@ -219,7 +219,7 @@ absl::Status CudaModel::EnqueueKvPrefixCopies(const std::vector<KvPrefixCopy>& c
 
 // ---- layers ------------------------------------------------------------------------
 
-absl::Status CudaModel::EnqueueMlp(const MixerPass& pass) {
+absl::Status CudaModel::EnqueueMlp(const MixerPass& pass, float* residual) {
   const BlockWeights& w = blocks_[pass.layer];
   const size_t act_size = ActSize(act_);
   // mlp_rows_ rows at a time: gu_ (and mlp_) hold one block.
@@ -241,14 +241,44 @@ absl::Status CudaModel::EnqueueMlp(const MixerPass& pass) {
       // Packs: the residual add in the epilogue (beta 1 into the fp32 h; gemm.h: bitwise
       // the product into delta and AddRmsNorm's h + delta), so delta is not written and read.
       HG_RETURN_IF_ERROR(pass.pinned->Run(pass.stream, rows, D_, I_, down_in, down_w,
-                                          h_.as<float>() + r0 * D_, Act::kF32, D_, 1.0f));
+                                          residual + r0 * D_, Act::kF32, D_, 1.0f));
     }
   }
   return absl::OkStatus();
 }
 
+bool CudaModel::TailOnLogitRows(int rows, int logit_count, bool decode, int end_layer) const {
+  // Only where the mixer adds into h (nothing pending in delta, which then holds the
+  // gathered rows) and an MLP follows it; and where at least a 16th of the rows report no
+  // logits, since gathering a row (16 bytes a channel moved) costs about a 20th of its MLP.
+  return !decode && end_layer == L_ && layout_.mlp && layout_.o_proj_adds_to_residual &&
+         logit_count >= 0 && 16 * static_cast<int64_t>(rows - logit_count) >= rows;
+}
+
+// The last layer's MLP and the final norm feed only the logits, so they run over the rows
+// that report them: h's rows gathered into delta (free once the mixer has added into h;
+// a mixer that ProjectsOutputRows has gathered them itself), then the same kernels and
+// pinned GEMM sites as over the whole pack. Every kernel is per row and a pinned GEMM's
+// row never depends on M (gemm.h), so those rows keep their bits.
+absl::Status CudaModel::EnqueueTailOnLogitRows(MixerPass pass, const BlockWeights& w,
+                                               LogitRowList logits, bool gathered) {
+  if (logits.count == 0) return absl::OkStatus();
+  cudaStream_t s = pass.stream;
+  const float eps = static_cast<float>(config_.norm_eps);
+  const int d = static_cast<int>(D_);
+  float* tail = delta_.as<float>();
+  if (!gathered) HG_LAUNCH(GatherRows(h_.get(), logits.rows, logits.count, d, tail, Act::kF32, s));
+  HG_LAUNCH(
+      AddRmsNorm(tail, nullptr, w.norm2.as<float>(), eps, logits.count, d, x_.get(), act_, s));
+  pass.rows = logits.count;
+  HG_RETURN_IF_ERROR(EnqueueMlp(pass, tail));
+  HG_LAUNCH(
+      AddRmsNorm(tail, nullptr, final_norm_.as<float>(), eps, logits.count, d, x_.get(), act_, s));
+  return absl::OkStatus();
+}
+
 absl::Status CudaModel::EnqueueLayers(int rows, int num_seqs, bool decode, int first_layer,
-                                      int end_layer) {
+                                      int end_layer, LogitRowList logits) {
   if (end_layer < 0) end_layer = static_cast<int>(L_);
   cudaStream_t s = ctx_->stream();
   const float eps = static_cast<float>(config_.norm_eps);
@@ -282,11 +312,23 @@ absl::Status CudaModel::EnqueueLayers(int rows, int num_seqs, bool decode, int f
     const float* pending = l == 0 || layer_adds_to_h ? nullptr : delta_.as<float>();
     HG_LAUNCH(
         AddRmsNorm(h_.as<float>(), pending, w.norm1.as<float>(), eps, rows, d, x_.get(), act_, s));
+    if (l == L_ - 1 && TailOnLogitRows(rows, logits.count, decode, end_layer)) {
+      // The mixer's own output projection over the logit rows too, where it can.
+      MixerPass last = pass;
+      const bool mixer_rows = mixer_->ProjectsOutputRows(pass);
+      if (mixer_rows) {
+        last.out_rows = logits.rows;
+        last.out_count = logits.count;
+        last.out_residual = delta_.as<float>();
+      }
+      HG_RETURN_IF_ERROR(mixer_->Enqueue(last));
+      return EnqueueTailOnLogitRows(pass, w, logits, /*gathered=*/mixer_rows);
+    }
     HG_RETURN_IF_ERROR(mixer_->Enqueue(pass));
     if (layout_.mlp) {
       HG_LAUNCH(AddRmsNorm(h_.as<float>(), mixer_adds_to_h ? nullptr : delta_.as<float>(),
                            w.norm2.as<float>(), eps, rows, d, x_.get(), act_, s));
-      HG_RETURN_IF_ERROR(EnqueueMlp(pass));
+      HG_RETURN_IF_ERROR(EnqueueMlp(pass, h_.as<float>()));
     }
   }
   if (end_layer == L_) {
@@ -480,7 +522,10 @@ absl::Status CudaModel::RunPack(absl::Span<const ForwardItem> items,
     HG_CUDA_RETURN(
         cudaMemcpyAsync(delta_.get(), span->delta + at, bytes, cudaMemcpyDeviceToDevice, s));
   }
-  HG_RETURN_IF_ERROR(EnqueueLayers(rows, num_seqs, /*decode=*/false, first_layer, end_layer));
+  HG_RETURN_IF_ERROR(EnqueueLayers(rows, num_seqs, /*decode=*/false, first_layer, end_layer,
+                                   {dev.logit_rows, logit_count}));
+  // Where the last layer ran over the logit rows alone, x holds them in order from row 0.
+  const bool x_holds_logit_rows = TailOnLogitRows(rows, logit_count, false, end_layer);
   if (end_layer < L_) {
     const size_t bytes = static_cast<size_t>(rows) * D_ * sizeof(float);
     const size_t at = static_cast<size_t>(segments[0].offset) * D_;
@@ -511,9 +556,9 @@ absl::Status CudaModel::RunPack(absl::Span<const ForwardItem> items,
     // Consecutive rows (a scoring pass scores every row) are read in place where that keeps
     // the head GEMM's site (the same 16-byte alignment as logit_x_: the same algorithm, so
     // the same bits); others are gathered first.
-    const int64_t x_offset = host.logit_rows[c0] * D_ * static_cast<int64_t>(ActSize(act_));
-    const bool in_place =
-        host.logit_rows[c0 + c - 1] - host.logit_rows[c0] == c - 1 && x_offset % 16 == 0;
+    auto x_row = [&](int j) { return x_holds_logit_rows ? j : host.logit_rows[j]; };
+    const int64_t x_offset = x_row(c0) * D_ * static_cast<int64_t>(ActSize(act_));
+    const bool in_place = x_row(c0 + c - 1) - x_row(c0) == c - 1 && x_offset % 16 == 0;
     const void* head_x = static_cast<const char*>(x_.get()) + x_offset;
     if (!in_place) {
       HG_LAUNCH(GatherRows(x_.get(), dev.logit_rows + c0, c, static_cast<int>(D_), logit_x_.get(),

@@ -77,11 +77,13 @@ cudaError_t AddRmsNorm(float* h, const float* delta, const float* w, float eps, 
 // groups are multiples of 256 channels runs a block a row, each thread 8 channels, its
 // sums of squares in another fixed order than fp32 x's (so bits differ in the last place);
 // otherwise a bf16 x is widened exactly and gives the results of an fp32 x holding the
-// same values.
+// same values. x_rows (device, `rows` entries): out's row r from x's and gate's row
+// x_rows[r] (the rows gathered as they are read), not row r.
 cudaError_t RmsNormGated(const void* x, int64_t x_ld, const void* gate, int64_t gate_ld,
                          const float* w, float eps, int rows, int width, int group, void* out,
                          Act out_act, int64_t out_ld, cudaStream_t stream, bool gate_silu = true,
-                         Act gate_act = Act::kF32, Act x_act = Act::kF32);
+                         Act gate_act = Act::kF32, Act x_act = Act::kF32,
+                         const int32_t* x_rows = nullptr);
 
 // out[r, c] = silu(gu[r, c]) * gu[r, inter + c] (gu[r, c] * gu[r, inter + c] when !silu:
 // TNL's GLU); gu is [rows, 2*inter] of `act`, out's rows out_ld apart (0: inter). out may

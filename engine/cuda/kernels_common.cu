@@ -73,15 +73,16 @@ __global__ void AddRmsNormKernel(float* h, const float* delta, const float* w, f
 template <typename XT, typename GT, typename T>
 __global__ void RmsNormGatedKernel(const XT* x, int64_t x_ld, const GT* gate, int64_t gate_ld,
                                    bool gate_silu, const float* w, float eps, int group, T* out,
-                                   int64_t out_ld) {
+                                   int64_t out_ld, const int32_t* x_rows) {
   __shared__ float scratch[32];
   const int r = blockIdx.x;
+  const int64_t in_row = x_rows != nullptr ? x_rows[r] : r;  // x's and gate's row
   const int c0 = blockIdx.y * group;
   const int nt = blockDim.x;
-  const XT* xr = x + r * x_ld + c0;
+  const XT* xr = x + in_row * x_ld + c0;
   auto gated = [&](int c, float y) {
     if (gate) {
-      const float gv = ToF(gate[r * gate_ld + c0 + c]);
+      const float gv = ToF(gate[in_row * gate_ld + c0 + c]);
       y *= gate_silu ? Silu(gv) : gv;
     }
     out[r * out_ld + c0 + c] = FromF<T>(y);
@@ -338,15 +339,17 @@ template <typename GT, typename T>
 __global__ void __launch_bounds__(1024)
     RmsNormGatedBf16RowKernel(const bf16* __restrict__ x, int64_t x_ld, const GT* gate,
                               int64_t gate_ld, bool gate_silu, const float* __restrict__ w,
-                              float eps, int group, T* __restrict__ out, int64_t out_ld) {
+                              float eps, int group, T* __restrict__ out, int64_t out_ld,
+                              const int32_t* __restrict__ x_rows) {
   struct alignas(16) Bf16x8 {
     bf16 v[kNormVec];
   };
   __shared__ float warp_sums[32];
   const int64_t r = blockIdx.x;
+  const int64_t in_row = x_rows != nullptr ? x_rows[r] : r;  // x's and gate's row
   const int t = threadIdx.x, lane = t & 31, warp = t >> 5;
   const int c = kNormVec * t;
-  const Bf16x8 xv = *reinterpret_cast<const Bf16x8*>(x + r * x_ld + c);
+  const Bf16x8 xv = *reinterpret_cast<const Bf16x8*>(x + in_row * x_ld + c);
   float xf[kNormVec];
   float ss = 0.0f;
 #pragma unroll
@@ -368,7 +371,7 @@ __global__ void __launch_bounds__(1024)
   for (int e = 0; e < kNormVec; ++e) {
     float v = xf[e] * rstd * w[cg + e];
     if (gate) {
-      const float gv = ToF(gate[r * gate_ld + c + e]);
+      const float gv = ToF(gate[in_row * gate_ld + c + e]);
       v *= gate_silu ? Silu(gv) : gv;
     }
     y[e] = FromF<T>(v);
@@ -411,13 +414,13 @@ cudaError_t AddRmsNorm(float* h, const float* delta, const float* w, float eps, 
 cudaError_t RmsNormGated(const void* x, int64_t x_ld, const void* gate, int64_t gate_ld,
                          const float* w, float eps, int rows, int width, int group, void* out,
                          Act out_act, int64_t out_ld, cudaStream_t stream, bool gate_silu,
-                         Act gate_act, Act x_act) {
+                         Act gate_act, Act x_act, const int32_t* x_rows) {
   if (rows == 0) return cudaSuccess;
   if (x_act == Act::kBF16 && TakesBf16RowNorm(x, x_ld, width, group, out, out_ld, out_act)) {
     auto launch_rows = [&](const auto* g) {
       HG_DISPATCH_ACT(out_act, RmsNormGatedBf16RowKernel<<<rows, width / kNormVec, 0, stream>>>(
                                    static_cast<const bf16*>(x), x_ld, g, gate_ld, gate_silu, w, eps,
-                                   group, static_cast<T*>(out), out_ld));
+                                   group, static_cast<T*>(out), out_ld, x_rows));
     };
     if (gate_act == Act::kBF16) {
       launch_rows(static_cast<const bf16*>(gate));
@@ -428,9 +431,9 @@ cudaError_t RmsNormGated(const void* x, int64_t x_ld, const void* gate, int64_t 
   }
   dim3 grid(rows, width / group);
   auto launch = [&](const auto* xs, const auto* g) {
-    HG_DISPATCH_ACT(
-        out_act, RmsNormGatedKernel<<<grid, 256, 0, stream>>>(
-                     xs, x_ld, g, gate_ld, gate_silu, w, eps, group, static_cast<T*>(out), out_ld));
+    HG_DISPATCH_ACT(out_act, RmsNormGatedKernel<<<grid, 256, 0, stream>>>(
+                                 xs, x_ld, g, gate_ld, gate_silu, w, eps, group,
+                                 static_cast<T*>(out), out_ld, x_rows));
   };
   auto with_x = [&](const auto* g) {
     if (x_act == Act::kBF16) {

@@ -110,6 +110,7 @@ absl::Status CudaLinearAttention::Enqueue(const MixerPass& pass, int64_t state_o
   float* const* optrs = pass.in->out_ptrs;  // null: states are written back in place
   cudaStream_t s = pass.stream;
   if (pass.decode) {
+    if (o == nullptr) return absl::InternalError("a decode step needs its output");
     HG_CUDA_RETURN(RecurrentGlaStep(q(), k(), g(), v(), pass.rows, H, dk, dv, scale_, sptrs,
                                     state_offset, static_cast<float*>(o), s));
     return absl::OkStatus();
@@ -120,6 +121,7 @@ absl::Status CudaLinearAttention::Enqueue(const MixerPass& pass, int64_t state_o
     HG_CUDA_RETURN(ChunkGlaStatesPackedMma(pack_k, g(), g_layout, pack_v, qkv_act, *pass.pack, H,
                                            dk, dv, sptrs, optrs, state_offset,
                                            chunk_states_.as<float>(), s, values.ld, raw_qk));
+    if (o == nullptr) return absl::OkStatus();
     HG_CUDA_RETURN(ChunkGlaOutputPackedMma(
         pack_q, pack_k, g(), g_layout, pack_v, qkv_act, chunk_states_.as<float>(), sptrs, optrs,
         state_offset, *pass.pack, H, dk, dv, scale_, o, s, qkv_act, values.ld, raw_qk));
@@ -127,6 +129,7 @@ absl::Status CudaLinearAttention::Enqueue(const MixerPass& pass, int64_t state_o
   }
   HG_CUDA_RETURN(ChunkGlaStatesPacked(k(), g(), v(), *pass.pack, H, dk, dv, sptrs, optrs,
                                       state_offset, chunk_states_.as<float>(), s));
+  if (o == nullptr) return absl::OkStatus();
   HG_CUDA_RETURN(ChunkGlaOutputPacked(q(), k(), g(), v(), chunk_states_.as<float>(), sptrs, optrs,
                                       state_offset, *pass.pack, H, dk, dv, scale_,
                                       static_cast<float*>(o), s));

@@ -86,7 +86,8 @@ class CudaLinearAttention {
   Act OutputAct(const MixerPass& pass, int64_t call_dk = 0) const;
 
   // o [rows, H, dv] (as OutputAct) from q, k, g, v; states at `state_offset` floats into each
-  // sequence's state. Packs: chunk-local cumsum of g, chunk states, output. `call_dk` (0:
+  // sequence's state. Packs: chunk-local cumsum of g, chunk states, output (none where o is
+  // null: the states alone, for a pass whose output nobody reads). `call_dk` (0:
   // dk()) runs this call with a smaller key dim, q, k, g as [rows, H, call_dk] and the
   // state's heads packed at call_dk · dv in the first part of its layer (TNL's layers
   // without LRPE: their second key half would be zeros, doubling the work for nothing).

@@ -82,6 +82,13 @@ struct MixerPass {
   // Packs of a family with BlockLayout::o_proj_adds_to_residual: the residual stream h
   // (fp32 [rows, D]), which ProjectOut adds the output into instead of writing delta.
   float* residual = nullptr;
+  // A pack's last layer where only some rows report logits (CudaModel::TailOnLogitRows) and
+  // the mixer ProjectsOutputRows: the mixer still advances every sequence's state, but
+  // projects its output only at out_rows (out_count ascending pack rows; 0: none), adding
+  // it into out_residual's first rows after gathering residual's rows there.
+  const int32_t* out_rows = nullptr;
+  int out_count = -1;  // -1: every row, into residual
+  float* out_residual = nullptr;
   cudaStream_t stream = nullptr;
   cublasHandle_t cublas = nullptr;
   PinnedGemm* pinned = nullptr;
@@ -156,6 +163,8 @@ class CudaTokenMixer {
   // Enqueues one layer: reads pass.x, writes pass.delta (o_proj applied), advances the
   // sequences' states (pass.in's state and out pointers).
   virtual absl::Status Enqueue(const MixerPass& pass) = 0;
+  // Whether Enqueue honours pass.out_rows for this pass (MixerPass).
+  virtual bool ProjectsOutputRows(const MixerPass& pass) const { return false; }
   // Before each decode step's layers are enqueued or its graph replayed: the step's live
   // rows in row order (LLaMA uploads its attention plan here, decode_attention_plan.h).
   virtual absl::Status PrepareDecodeStep(absl::Span<const DecodeStepRow> rows,

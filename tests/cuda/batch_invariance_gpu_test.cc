@@ -202,6 +202,86 @@ TEST_P(CudaBatchInvarianceTest, PackedAnywhereEqualsAlone) {
   }
 }
 
+// A pack whose every row reports logits runs its last layer's MLP over the whole pack; one
+// where fewer rows do runs it over those rows alone (CudaModel::TailOnLogitRows). A row's
+// log-probabilities, argmax and last row are bitwise the same either way: probes scored at
+// every position, then at some, then at none but the last (a prompt's prefill, including
+// one longer than a pack whose first segment reports nothing), one by one and packed.
+TEST_P(CudaBatchInvarianceTest, LogitsOfSomeRowsEqualThoseOfEveryRow) {
+  if (!HaveGpu()) GTEST_SKIP() << "no CUDA GPU visible";
+  const auto& [family, dtype] = GetParam();
+  auto model = BuildGoldenCudaModel(family, dtype, /*max_context=*/32768);
+  ASSERT_TRUE(model.ok()) << model.status();
+  Model& m = **model;
+  const int vocab = static_cast<int>(m.info().vocab_size);
+  std::mt19937 rng(23);
+  std::uniform_int_distribution<int> dist(0, vocab - 1);
+  const std::vector<int> lengths = {1, 7, 64, 65, 300, 16384 + 70};
+  const int n = static_cast<int>(lengths.size());
+  std::vector<std::vector<int32_t>> tokens(n), every(n), some(n);
+  for (int i = 0; i < n; ++i) {
+    for (int t = 0; t < lengths[i]; ++t) {
+      tokens[i].push_back(dist(rng));
+      every[i].push_back(dist(rng));
+      some[i].push_back(t % 7 == 3 ? every[i].back() : -1);
+    }
+  }
+  // Every row: the whole pack's MLP (each item alone, so each pack is all logit rows);
+  // then one more token from the state it left, which must not depend on the rows.
+  const std::vector<int32_t> next_token = {dist(rng)};
+  std::vector<ForwardOutput> full(n), full_next(n);
+  for (int i = 0; i < n; ++i) {
+    auto st = m.NewState();
+    auto out = RunOne(m, st.get(), tokens[i], every[i], /*want_last=*/true);
+    ASSERT_TRUE(out.ok()) << out.status();
+    full[i] = std::move(*out);
+    auto next = RunOne(m, st.get(), next_token, {}, /*want_last=*/true);
+    ASSERT_TRUE(next.ok()) << next.status();
+    full_next[i] = std::move(*next);
+  }
+  // Some rows, then only the last: alone and all packed together.
+  for (const bool only_last : {false, true}) {
+    for (const bool packed : {false, true}) {
+      std::vector<std::unique_ptr<SequenceState>> states;
+      std::vector<ForwardItem> items(n);
+      for (int i = 0; i < n; ++i) {
+        states.push_back(m.NewState());
+        items[i].tokens = tokens[i];
+        if (!only_last) items[i].targets = some[i];
+        items[i].state = states[i].get();
+        items[i].want_last_logprobs = true;
+        items[i].want_last_argmax = true;
+      }
+      std::vector<ForwardOutput> outs(n);
+      if (packed) {
+        ASSERT_TRUE(m.Forward(items, absl::MakeSpan(outs)).ok());
+      } else {
+        for (int i = 0; i < n; ++i) {
+          ASSERT_TRUE(
+              m.Forward(absl::MakeConstSpan(&items[i], 1), absl::MakeSpan(&outs[i], 1)).ok());
+        }
+      }
+      for (int i = 0; i < n; ++i) {
+        const std::string label = absl::StrCat("probe ", lengths[i], only_last ? " last" : " some",
+                                               packed ? " packed" : " alone");
+        EXPECT_TRUE(SameBits(full[i].last_logprobs, outs[i].last_logprobs)) << label;
+        EXPECT_EQ(full[i].argmax.back(), outs[i].last_argmax) << label;
+        auto next = RunOne(m, states[i].get(), next_token, {}, /*want_last=*/true);
+        ASSERT_TRUE(next.ok()) << next.status();
+        EXPECT_TRUE(SameBits(full_next[i].last_logprobs, next->last_logprobs))
+            << label << " (next)";
+        if (only_last) continue;
+        for (int t = 0; t < lengths[i]; ++t) {
+          if (some[i][t] < 0) continue;
+          ASSERT_EQ(std::memcmp(&full[i].logprob[t], &outs[i].logprob[t], sizeof(float)), 0)
+              << label << " position " << t;
+          ASSERT_EQ(full[i].argmax[t], outs[i].argmax[t]) << label << " position " << t;
+        }
+      }
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(AllFamilies, CudaBatchInvarianceTest, EveryFamilyAndDtype(),
                          FamilyDtypeName);
 
