@@ -160,17 +160,24 @@ class GlaMixer final : public CudaTokenMixer {
           attention_.g(), values_in_proj_ ? nullptr : attention_.v(), attention_.PackOperandsAct(),
           pass.stream));
     }
-    HG_RETURN_IF_ERROR(attention_.Enqueue(pass, pass.layer * StateFloatsPerLayer(), o,
-                                          /*call_dk=*/0, /*g_chunk_cumulative=*/!pass.decode,
-                                          DecayLayout::kPerKey, values, raw));
+    // Where no row reports the output, the states alone (o null).
+    HG_RETURN_IF_ERROR(attention_.Enqueue(
+        pass, pass.layer * StateFloatsPerLayer(), pass.out_count == 0 ? nullptr : o,
+        /*call_dk=*/0, /*g_chunk_cumulative=*/!pass.decode, DecayLayout::kPerKey, values, raw));
     const void* gate = config_.use_output_gate ? proj_at(g_off_) : nullptr;
     const int width = static_cast<int>(value_dim_);
-    HG_CUDA_RETURN(RmsNormGated(o, value_dim_, gate, proj_width_, w.g_norm.as<float>(),
-                                static_cast<float>(config_.norm_eps), pass.rows, width,
-                                static_cast<int>(dv_), scratch_.onorm.get(), act_, value_dim_,
-                                pass.stream, /*gate_silu=*/true, proj_act,
-                                attention_.OutputAct(pass)));
-    return scratch_.ProjectOut(pass, w.o_proj, act_);
+    const Act o_act = attention_.OutputAct(pass);
+    auto g_norm = [&](int rows, const int32_t* o_rows) {
+      return RmsNormGated(o, value_dim_, gate, proj_width_, w.g_norm.as<float>(),
+                          static_cast<float>(config_.norm_eps), rows, width, static_cast<int>(dv_),
+                          scratch_.onorm.get(), act_, value_dim_, pass.stream, /*gate_silu=*/true,
+                          proj_act, o_act, o_rows);
+    };
+    return scratch_.NormAndProjectOut(pass, g_norm, w.o_proj, act_);
+  }
+
+  bool ProjectsOutputRows(const MixerPass& pass) const override {
+    return ProjectionScratch::ProjectsRows(pass);
   }
 
  private:

@@ -117,20 +117,20 @@ class Hgrn2Mixer final : public CudaTokenMixer {
       queries = PackRawQk{.q = proj, .ld = 3 * D, .silu = true};
     }
     // Where no row reports the output, the states alone (o null).
-    const bool rows_only = pass.out_count >= 0;
-    HG_RETURN_IF_ERROR(attention_.Enqueue(
-        pass, state_offset, rows_only && pass.out_count == 0 ? nullptr : o,
-        /*call_dk=*/0, /*g_chunk_cumulative=*/true, DecayLayout::kPerKey, values, queries));
-    if (rows_only) return ProjectOutputRows(pass, w);
+    HG_RETURN_IF_ERROR(attention_.Enqueue(pass, state_offset, pass.out_count == 0 ? nullptr : o,
+                                          /*call_dk=*/0, /*g_chunk_cumulative=*/true,
+                                          DecayLayout::kPerKey, values, queries));
     // g_norm: one RMSNorm over all D channels (not per head).
-    HG_CUDA_RETURN(RmsNormGated(o, D, nullptr, 0, w.g_norm.as<float>(), kGNormEps, pass.rows, D, D,
-                                onorm, act_, D, pass.stream, /*gate_silu=*/true, Act::kF32,
-                                attention_.OutputAct(pass)));
-    return scratch_.ProjectOut(pass, w.o_proj, act_);
+    const Act o_act = attention_.OutputAct(pass);
+    auto g_norm = [&](int rows, const int32_t* o_rows) {
+      return RmsNormGated(o, D, nullptr, 0, w.g_norm.as<float>(), kGNormEps, rows, D, D, onorm,
+                          act_, D, pass.stream, /*gate_silu=*/true, Act::kF32, o_act, o_rows);
+    };
+    return scratch_.NormAndProjectOut(pass, g_norm, w.o_proj, act_);
   }
 
   bool ProjectsOutputRows(const MixerPass& pass) const override {
-    return !pass.decode && pass.residual != nullptr;
+    return ProjectionScratch::ProjectsRows(pass);
   }
 
  private:
@@ -146,26 +146,6 @@ class Hgrn2Mixer final : public CudaTokenMixer {
     DeviceBuffer g_norm;    // fp32 [D]
     DeviceBuffer o_proj;    // act [D, D]
   };
-
-  // g_norm over o's out_rows (gathered as it reads them) and o_proj adding them into
-  // out_residual, once residual's rows are gathered there: per row the kernels and the
-  // pinned GEMM site of the whole pack (same pointers, leading dimensions and alignment),
-  // so the bits of the whole-pack path. o (in delta) is read before out_residual
-  // (delta too) is written.
-  absl::Status ProjectOutputRows(const MixerPass& pass, const Layer& w) const {
-    if (pass.out_count == 0) return absl::OkStatus();
-    const int D = static_cast<int>(config_.hidden_size);
-    HG_CUDA_RETURN(RmsNormGated(pass.delta, D, nullptr, 0, w.g_norm.as<float>(), kGNormEps,
-                                pass.out_count, D, D, scratch_.onorm.get(), act_, D, pass.stream,
-                                /*gate_silu=*/true, Act::kF32, attention_.OutputAct(pass),
-                                pass.out_rows));
-    HG_CUDA_RETURN(GatherRows(pass.residual, pass.out_rows, pass.out_count, D, pass.out_residual,
-                              Act::kF32, pass.stream));
-    MixerPass rows = pass;
-    rows.rows = pass.out_count;
-    rows.residual = pass.out_residual;
-    return scratch_.ProjectOut(rows, w.o_proj, act_);
-  }
 
   ModelConfig config_;
   Act act_;

@@ -293,10 +293,18 @@ __global__ void __launch_bounds__(kFusedThreads)
   const int kr = tid / kKeyQuads, kq = 4 * (tid % kKeyQuads);
   const int vr = tid / kValueQuads, vq = 4 * (tid % kValueQuads);
   const bool key_live = kb + kq < dk, value_live = vb + vq < dv;
-  // Offsets of this thread's first k and (per key) G in a chunk starting at row 0.
-  const int64_t k_off = kr * k_ld + static_cast<int64_t>(h) * dk + kb + kq;
-  const int64_t g_off = kr * kstride + static_cast<int64_t>(h) * dk + kb + kq;
-  const int64_t v_off = vr * vstride + static_cast<int64_t>(h) * dv + vb + vq;
+  // This thread's first k, (per key) G and v of the next chunk to be copied: a sequence's
+  // chunks are kC rows apart from its first, so the pointers step by kC rows a chunk
+  // rather than being recomputed from the chunk's row (issue runs in chunk order).
+  const int row0 = ChunkRow0(pack, walk.first);
+  const VT* k_next =
+      k + (static_cast<int64_t>(row0 + kr) * k_ld + static_cast<int64_t>(h) * dk + kb + kq);
+  const float* g_next =
+      G + (static_cast<int64_t>(row0 + kr) * kstride + static_cast<int64_t>(h) * dk + kb + kq);
+  const VT* v_next =
+      v + (static_cast<int64_t>(row0 + vr) * vstride + static_cast<int64_t>(h) * dv + vb + vq);
+  const int64_t k_row_step = kKeyRowStep * k_ld, g_row_step = kKeyRowStep * kstride,
+                v_row_step = kValueRowStep * vstride;
 
   // Stage x's regions: G, raw k, then v.
   auto stage_g = [&](int x) {
@@ -312,17 +320,21 @@ __global__ void __launch_bounds__(kFusedThreads)
     VT* sk = stage_k(x);
     VT* sv = stage_v(x);
     constexpr int vss = kF32Values ? kVT : kVS;
-    const int t0 = ChunkRow0(pack, walk.first + x), n = min(kC, row_end - t0);
+    const int t0 = row0 + kC * x, n = min(kC, row_end - t0);
     if (tid == 0) stage_rows[x % kFusedStages] = n;
-    const VT* kc = k + (static_cast<int64_t>(t0) * k_ld + k_off);
-    const float* gc = G + (static_cast<int64_t>(t0) * kstride + g_off);
+    const VT* kc = k_next;
+    const float* gc = g_next;
+    const VT* vc = v_next;
+    k_next += kC * k_ld;
+    g_next += kC * kstride;
+    v_next += kC * vstride;
 #pragma unroll
     for (int i = 0; i < kC / kKeyRowStep; ++i) {
       const int j = kr + kKeyRowStep * i;
       if (j < n && key_live) {
-        CpAsyncZfill<4 * sizeof(VT)>(sk + j * kFusedKT + kq, kc + kKeyRowStep * i * k_ld, true);
+        CpAsyncZfill<4 * sizeof(VT)>(sk + j * kFusedKT + kq, kc + i * k_row_step, true);
         if constexpr (!kHeadDecay) {
-          CpAsyncZfill<16>(sg + j * kFusedKT + kq, gc + kKeyRowStep * i * kstride, true);
+          CpAsyncZfill<16>(sg + j * kFusedKT + kq, gc + i * g_row_step, true);
         }
       }
     }
@@ -330,15 +342,13 @@ __global__ void __launch_bounds__(kFusedThreads)
       if (tid < n)
         CpAsyncZfill<4>(sg + tid, G + (static_cast<int64_t>(t0) + tid) * heads + h, true);
     }
-    const VT* vc = v + (static_cast<int64_t>(t0) * vstride + v_off);
     const int rows16 = RoundUp(n, 16);
 #pragma unroll
     for (int i = 0; i < kC / kValueRowStep; ++i) {
       const int j = vr + kValueRowStep * i;
       if (j < rows16) {
         const bool live = j < n && value_live;
-        CpAsyncZfill<4 * sizeof(VT)>(sv + j * vss + vq,
-                                     live ? vc + kValueRowStep * i * vstride : vc, live);
+        CpAsyncZfill<4 * sizeof(VT)>(sv + j * vss + vq, live ? vc + i * v_row_step : vc, live);
       }
     }
   };
@@ -417,16 +427,19 @@ __global__ void __launch_bounds__(kFusedThreads)
   }
   const int a_row = (lane % 8) + 8 * (lane / 16), a_col = 8 * ((lane / 8) % 2);
   const int b_row = (lane % 8) + 8 * ((lane / 8) % 2), b_col = 8 * (lane / 16);
+  // This thread's first state element of chunk x's S_c: sc0 + x per_chunk.
+  const int s_row = kb + m0 + grp, s_col = vb + n0 + 2 * tig;
+  bf16* const sc0 = chunk_states + static_cast<int64_t>(walk.first) * per_chunk + head0 +
+                    static_cast<int64_t>(s_row) * dv + s_col;
   for (int x = 0; x < walk.chunks; ++x) {
     if (x >= walk.first_written) {
-      bf16* sc = chunk_states + (walk.first + x) * per_chunk + head0;
+      bf16* sc = sc0 + x * per_chunk;
 #pragma unroll
       for (int nt = 0; nt < 2; ++nt) {
 #pragma unroll
         for (int half = 0; half < 2; ++half) {
-          const int row = kb + m0 + grp + 8 * half, col = vb + n0 + 8 * nt + 2 * tig;
-          if (row < dk && col < dv) {
-            *reinterpret_cast<uint32_t*>(sc + static_cast<int64_t>(row) * dv + col) =
+          if (s_row + 8 * half < dk && s_col + 8 * nt < dv) {
+            *reinterpret_cast<uint32_t*>(sc + 8 * half * dv + 8 * nt) =
                 PackBf16(s[nt][2 * half], s[nt][2 * half + 1]);
           }
         }

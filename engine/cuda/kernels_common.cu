@@ -168,6 +168,7 @@ __global__ void GatherRowsKernel(const T* src, const int32_t* idx, int dim, T* d
 }
 
 constexpr int kSoftmaxThreads = 512;
+constexpr int kSoftmaxLoads = 16;  // float4 loads a thread has in flight in the max pass
 // A row's first floats up to this many are kept in shared memory (192 KiB), so the row is
 // read from DRAM once: the max pass fills the cache, the sum and normalise passes read it.
 constexpr int kSoftmaxCachedFloats = 48 * 1024;
@@ -195,33 +196,30 @@ __global__ void LogSoftmaxGatherKernel(float* logits, int vocab, int cached, con
   __shared__ int best_idx[kSoftmaxThreads / 32];
   float* row = logits + static_cast<int64_t>(blockIdx.x) * vocab;
   const float4* row4 = reinterpret_cast<const float4*>(row);
-  // Max with the lowest index on ties; four float4 loads in flight per thread.
+  // Max with the lowest index on ties. A thread's float4 loads go out kSoftmaxLoads at a
+  // time (a 32K-vocabulary row in one round), so the row costs one memory latency, not
+  // one per four loads: one block an SM (its cache fills the shared memory) has nothing
+  // else to hide it.
   float bv = -INFINITY;
   int bi = 0x7fffffff;
   const int n4 = cached / 4;
   constexpr int kT = kSoftmaxThreads;
-  int i = threadIdx.x;
-  for (; i + 3 * kT < n4; i += 4 * kT) {
-    float4 a[4];
+  for (int i0 = threadIdx.x; i0 < n4; i0 += kSoftmaxLoads * kT) {
+    float4 a[kSoftmaxLoads];
 #pragma unroll
-    for (int u = 0; u < 4; ++u) a[u] = row4[i + u * kT];
-#pragma unroll
-    for (int u = 0; u < 4; ++u) {
-      cache4[i + u * kT] = a[u];
-      const int c = 4 * (i + u * kT);
-      KeepMax(a[u].x, c, bv, bi);
-      KeepMax(a[u].y, c + 1, bv, bi);
-      KeepMax(a[u].z, c + 2, bv, bi);
-      KeepMax(a[u].w, c + 3, bv, bi);
+    for (int u = 0; u < kSoftmaxLoads; ++u) {
+      if (i0 + u * kT < n4) a[u] = row4[i0 + u * kT];
     }
-  }
-  for (; i < n4; i += kT) {
-    const float4 a = row4[i];
-    cache4[i] = a;
-    KeepMax(a.x, 4 * i, bv, bi);
-    KeepMax(a.y, 4 * i + 1, bv, bi);
-    KeepMax(a.z, 4 * i + 2, bv, bi);
-    KeepMax(a.w, 4 * i + 3, bv, bi);
+#pragma unroll
+    for (int u = 0; u < kSoftmaxLoads; ++u) {
+      const int i = i0 + u * kT;
+      if (i >= n4) break;
+      cache4[i] = a[u];
+      KeepMax(a[u].x, 4 * i, bv, bi);
+      KeepMax(a[u].y, 4 * i + 1, bv, bi);
+      KeepMax(a[u].z, 4 * i + 2, bv, bi);
+      KeepMax(a[u].w, 4 * i + 3, bv, bi);
+    }
   }
   for (int c = cached + threadIdx.x; c < vocab; c += kT) KeepMax(row[c], c, bv, bi);
 #pragma unroll

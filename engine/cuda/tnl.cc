@@ -148,15 +148,22 @@ class TnlMixer final : public CudaTokenMixer {
           raw_qk ? nullptr : attention_.k(), attention_.g(),
           values.v != nullptr ? nullptr : attention_.v(), proj_act, pass.stream));
     }
-    HG_RETURN_IF_ERROR(attention_.Enqueue(pass, pass.layer * StateFloatsPerLayer(), o, layer_dk,
-                                          /*g_chunk_cumulative=*/!pass.decode, g_layout, values,
-                                          raw));
+    // Where no row reports the output, the states alone (o null).
+    HG_RETURN_IF_ERROR(attention_.Enqueue(
+        pass, pass.layer * StateFloatsPerLayer(), pass.out_count == 0 ? nullptr : o, layer_dk,
+        /*g_chunk_cumulative=*/!pass.decode, g_layout, values, raw));
     const void* u = static_cast<const char*>(scratch_.proj.get()) + 3 * D * ActSize(proj_act);
-    HG_CUDA_RETURN(RmsNormGated(
-        o, D, u, scratch_.proj_width, w.g_norm.as<float>(), static_cast<float>(kSimpleRmsNormEps),
-        pass.rows, D, D, scratch_.onorm.get(), act_, D, pass.stream,
-        /*gate_silu=*/false, proj_act, attention_.OutputAct(pass, layer_dk)));
-    return scratch_.ProjectOut(pass, w.out_proj, act_);
+    const Act o_act = attention_.OutputAct(pass, layer_dk);
+    auto g_norm = [&](int rows, const int32_t* o_rows) {
+      return RmsNormGated(o, D, u, scratch_.proj_width, w.g_norm.as<float>(),
+                          static_cast<float>(kSimpleRmsNormEps), rows, D, D, scratch_.onorm.get(),
+                          act_, D, pass.stream, /*gate_silu=*/false, proj_act, o_act, o_rows);
+    };
+    return scratch_.NormAndProjectOut(pass, g_norm, w.out_proj, act_);
+  }
+
+  bool ProjectsOutputRows(const MixerPass& pass) const override {
+    return ProjectionScratch::ProjectsRows(pass);
   }
 
  private:

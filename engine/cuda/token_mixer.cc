@@ -58,4 +58,21 @@ absl::Status ProjectionScratch::ProjectOut(const MixerPass& pass, const DeviceBu
                             MatRef{w_out.get(), act, out_width});
 }
 
+absl::Status ProjectionScratch::NormAndProjectOut(
+    const MixerPass& pass, absl::FunctionRef<cudaError_t(int, const int32_t*)> norm,
+    const DeviceBuffer& w_out, Act act) const {
+  if (pass.out_count < 0) {
+    HG_CUDA_RETURN(norm(pass.rows, nullptr));
+    return ProjectOut(pass, w_out, act);
+  }
+  if (pass.out_count == 0) return absl::OkStatus();
+  HG_CUDA_RETURN(norm(pass.out_count, pass.out_rows));
+  HG_CUDA_RETURN(GatherRows(pass.residual, pass.out_rows, pass.out_count, static_cast<int>(d),
+                            pass.out_residual, Act::kF32, pass.stream));
+  MixerPass rows = pass;
+  rows.rows = pass.out_count;
+  rows.residual = pass.out_residual;
+  return ProjectOut(rows, w_out, act);
+}
+
 }  // namespace hgeval::cuda

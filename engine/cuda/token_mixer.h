@@ -14,6 +14,7 @@
 #include <optional>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
@@ -139,6 +140,19 @@ struct ProjectionScratch {
   // delta = onorm · w_outᵀ (fp32) for the pass's rows; where pass.residual is set (packs),
   // residual += onorm · w_outᵀ instead.
   absl::Status ProjectOut(const MixerPass& pass, const DeviceBuffer& w_out, Act act) const;
+  // The mixer's norm of o into onorm, then ProjectOut. `norm(rows, o_rows)` enqueues the
+  // norm of `rows` rows, row r from o's row o_rows[r] (null: r). Where the pass lists
+  // out_rows (MixerPass) only those: normed from o's rows as listed, residual's rows
+  // gathered into out_residual once o has been read (o may live there), projected into
+  // them. Per row the same kernels and pinned GEMM site, so the same bits.
+  absl::Status NormAndProjectOut(const MixerPass& pass,
+                                 absl::FunctionRef<cudaError_t(int, const int32_t*)> norm,
+                                 const DeviceBuffer& w_out, Act act) const;
+  // Whether NormAndProjectOut may take a pass's out_rows: packs whose output projection
+  // adds into the residual.
+  static bool ProjectsRows(const MixerPass& pass) {
+    return !pass.decode && pass.residual != nullptr;
+  }
 };
 
 class CudaTokenMixer {
