@@ -1,6 +1,8 @@
 // Batch invariance on the GPU: an item's results are bitwise the same whether it runs
 // alone or packed with 7 other items of various lengths, for prefill/scoring and for
 // one-token decode steps.
+#include <bit>
+#include <cstdint>
 #include <cstring>
 #include <memory>
 #include <random>
@@ -202,11 +204,14 @@ TEST_P(CudaBatchInvarianceTest, PackedAnywhereEqualsAlone) {
   }
 }
 
-// A pack whose every row reports logits runs its last layer's MLP over the whole pack; one
-// where fewer rows do runs it over those rows alone (CudaModel::TailOnLogitRows). A row's
-// log-probabilities, argmax and last row are bitwise the same either way: probes scored at
-// every position, then at some, then at none but the last (a prompt's prefill, including
-// one longer than a pack whose first segment reports nothing), one by one and packed.
+// A pack whose every row reports logits runs its last layer over the whole pack; one where
+// fewer rows do runs its MLP, and the output norm and projection of HGRN2, GLA and TNL,
+// over those rows alone, and one where none does runs no output at all
+// (CudaModel::TailOnLogitRows, MixerPass::out_rows). A row's log-probabilities, argmax and
+// last row, and the next token from the state left behind, are bitwise the same either
+// way: probes scored at every position, then at some, then at none but the last (a
+// prompt's prefill, including one longer than a pack whose first segment reports
+// nothing), one by one and packed.
 TEST_P(CudaBatchInvarianceTest, LogitsOfSomeRowsEqualThoseOfEveryRow) {
   if (!HaveGpu()) GTEST_SKIP() << "no CUDA GPU visible";
   const auto& [family, dtype] = GetParam();
@@ -273,7 +278,8 @@ TEST_P(CudaBatchInvarianceTest, LogitsOfSomeRowsEqualThoseOfEveryRow) {
         if (only_last) continue;
         for (int t = 0; t < lengths[i]; ++t) {
           if (some[i][t] < 0) continue;
-          ASSERT_EQ(std::memcmp(&full[i].logprob[t], &outs[i].logprob[t], sizeof(float)), 0)
+          ASSERT_EQ(std::bit_cast<uint32_t>(full[i].logprob[t]),
+                    std::bit_cast<uint32_t>(outs[i].logprob[t]))
               << label << " position " << t;
           ASSERT_EQ(full[i].argmax[t], outs[i].argmax[t]) << label << " position " << t;
         }
