@@ -247,12 +247,12 @@ absl::Status CudaModel::EnqueueMlp(const MixerPass& pass, float* residual) {
   return absl::OkStatus();
 }
 
-bool CudaModel::TailOnLogitRows(int rows, int logit_count, bool decode, int end_layer) const {
+bool CudaModel::TailOnLogitRows(int rows, int logit_count, int end_layer) const {
   // Only where the mixer adds into h (nothing pending in delta, which then holds the
   // gathered rows) and an MLP follows it; and where at least a 16th of the rows report no
   // logits, since gathering a row (16 bytes a channel moved) costs about a 20th of its MLP.
-  return !decode && end_layer == L_ && layout_.mlp && layout_.o_proj_adds_to_residual &&
-         logit_count >= 0 && 16 * static_cast<int64_t>(rows - logit_count) >= rows;
+  return end_layer == L_ && layout_.mlp && layout_.o_proj_adds_to_residual &&
+         16 * static_cast<int64_t>(rows - logit_count) >= rows;
 }
 
 // The last layer's MLP and the final norm feed only the logits, so they run over the rows
@@ -312,10 +312,10 @@ absl::Status CudaModel::EnqueueLayers(int rows, int num_seqs, bool decode, int f
     const float* pending = l == 0 || layer_adds_to_h ? nullptr : delta_.as<float>();
     HG_LAUNCH(
         AddRmsNorm(h_.as<float>(), pending, w.norm1.as<float>(), eps, rows, d, x_.get(), act_, s));
-    if (l == L_ - 1 && TailOnLogitRows(rows, logits.count, decode, end_layer)) {
+    if (l == L_ - 1 && logits.count >= 0) {
       // The mixer's own output projection over the logit rows too, where it can.
       MixerPass last = pass;
-      const bool mixer_rows = mixer_->ProjectsOutputRows(pass);
+      const bool mixer_rows = mixer_->ProjectsOutputRows();
       if (mixer_rows) {
         last.out_rows = logits.rows;
         last.out_count = logits.count;
@@ -522,10 +522,11 @@ absl::Status CudaModel::RunPack(absl::Span<const ForwardItem> items,
     HG_CUDA_RETURN(
         cudaMemcpyAsync(delta_.get(), span->delta + at, bytes, cudaMemcpyDeviceToDevice, s));
   }
-  HG_RETURN_IF_ERROR(EnqueueLayers(rows, num_seqs, /*decode=*/false, first_layer, end_layer,
-                                   {dev.logit_rows, logit_count}));
-  // Where the last layer ran over the logit rows alone, x holds them in order from row 0.
-  const bool x_holds_logit_rows = TailOnLogitRows(rows, logit_count, false, end_layer);
+  // Where the last layer runs over the logit rows alone, x holds them in order from row 0.
+  const bool x_holds_logit_rows = TailOnLogitRows(rows, logit_count, end_layer);
+  HG_RETURN_IF_ERROR(EnqueueLayers(
+      rows, num_seqs, /*decode=*/false, first_layer, end_layer,
+      x_holds_logit_rows ? LogitRowList{dev.logit_rows, logit_count} : LogitRowList{}));
   if (end_layer < L_) {
     const size_t bytes = static_cast<size_t>(rows) * D_ * sizeof(float);
     const size_t at = static_cast<size_t>(segments[0].offset) * D_;

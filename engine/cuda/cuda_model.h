@@ -184,18 +184,18 @@ class CudaModel : public Model {
   // x). Decode: one row per sequence; otherwise the pack in pack_.
   // Layers [first_layer, end_layer) (end -1: all); the embedding runs with layer 0, the
   // final norm with the last.
-  // Packs: `logits` lists the rows that report logits (ascending device indices, with
-  // their count); where they are fewer than the pack's rows, the last layer's MLP and the
-  // final norm run over them alone (TailOnLogitRows), and the final normed x holds them
-  // in rows [0, count).
+  // Packs where TailOnLogitRows: `logits` lists the rows that report logits (ascending
+  // device indices, with their count); the last layer's MLP and the final norm run over
+  // them alone, and the final normed x holds them in rows [0, count).
   struct LogitRowList {
     const int32_t* rows = nullptr;
-    int count = 0;
+    int count = -1;  // -1: the last layer over every row
   };
   absl::Status EnqueueLayers(int rows, int num_seqs, bool decode, int first_layer = 0,
                              int end_layer = -1, LogitRowList logits = {nullptr, -1});
-  // Whether a pack's last layer runs its MLP and the final norm over the logit rows alone.
-  bool TailOnLogitRows(int rows, int logit_count, bool decode, int end_layer) const;
+  // Whether a pack of `rows` rows, `logit_count` of which report logits, that runs layers
+  // up to `end_layer` runs its last layer over the logit rows alone.
+  bool TailOnLogitRows(int rows, int logit_count, int end_layer) const;
   absl::Status EnqueueTailOnLogitRows(MixerPass pass, const BlockWeights& w, LogitRowList logits,
                                       bool gathered);
   // The MLP of pass.rows rows of x; packs add its output into `residual` (fp32 rows).

@@ -160,9 +160,8 @@ class GlaMixer final : public CudaTokenMixer {
           attention_.g(), values_in_proj_ ? nullptr : attention_.v(), attention_.PackOperandsAct(),
           pass.stream));
     }
-    // Where no row reports the output, the states alone (o null).
     HG_RETURN_IF_ERROR(attention_.Enqueue(
-        pass, pass.layer * StateFloatsPerLayer(), pass.out_count == 0 ? nullptr : o,
+        pass, pass.layer * StateFloatsPerLayer(), pass.ReportsOutput() ? o : nullptr,
         /*call_dk=*/0, /*g_chunk_cumulative=*/!pass.decode, DecayLayout::kPerKey, values, raw));
     const void* gate = config_.use_output_gate ? proj_at(g_off_) : nullptr;
     const int width = static_cast<int>(value_dim_);
@@ -176,9 +175,7 @@ class GlaMixer final : public CudaTokenMixer {
     return scratch_.NormAndProjectOut(pass, g_norm, w.o_proj, act_);
   }
 
-  bool ProjectsOutputRows(const MixerPass& pass) const override {
-    return ProjectionScratch::ProjectsRows(pass);
-  }
+  bool ProjectsOutputRows() const override { return true; }
 
  private:
   struct Layer {

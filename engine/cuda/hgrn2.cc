@@ -116,8 +116,7 @@ class Hgrn2Mixer final : public CudaTokenMixer {
       values = PackValues{proj + 2 * D * ActSize(qkv_act), 3 * D};
       queries = PackRawQk{.q = proj, .ld = 3 * D, .silu = true};
     }
-    // Where no row reports the output, the states alone (o null).
-    HG_RETURN_IF_ERROR(attention_.Enqueue(pass, state_offset, pass.out_count == 0 ? nullptr : o,
+    HG_RETURN_IF_ERROR(attention_.Enqueue(pass, state_offset, pass.ReportsOutput() ? o : nullptr,
                                           /*call_dk=*/0, /*g_chunk_cumulative=*/true,
                                           DecayLayout::kPerKey, values, queries));
     // g_norm: one RMSNorm over all D channels (not per head).
@@ -129,9 +128,7 @@ class Hgrn2Mixer final : public CudaTokenMixer {
     return scratch_.NormAndProjectOut(pass, g_norm, w.o_proj, act_);
   }
 
-  bool ProjectsOutputRows(const MixerPass& pass) const override {
-    return ProjectionScratch::ProjectsRows(pass);
-  }
+  bool ProjectsOutputRows() const override { return true; }
 
  private:
   // Whether packs read q and v in place from proj (bf16 packs on the tensor-core kernels,

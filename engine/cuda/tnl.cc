@@ -148,9 +148,8 @@ class TnlMixer final : public CudaTokenMixer {
           raw_qk ? nullptr : attention_.k(), attention_.g(),
           values.v != nullptr ? nullptr : attention_.v(), proj_act, pass.stream));
     }
-    // Where no row reports the output, the states alone (o null).
     HG_RETURN_IF_ERROR(attention_.Enqueue(
-        pass, pass.layer * StateFloatsPerLayer(), pass.out_count == 0 ? nullptr : o, layer_dk,
+        pass, pass.layer * StateFloatsPerLayer(), pass.ReportsOutput() ? o : nullptr, layer_dk,
         /*g_chunk_cumulative=*/!pass.decode, g_layout, values, raw));
     const void* u = static_cast<const char*>(scratch_.proj.get()) + 3 * D * ActSize(proj_act);
     const Act o_act = attention_.OutputAct(pass, layer_dk);
@@ -162,9 +161,7 @@ class TnlMixer final : public CudaTokenMixer {
     return scratch_.NormAndProjectOut(pass, g_norm, w.out_proj, act_);
   }
 
-  bool ProjectsOutputRows(const MixerPass& pass) const override {
-    return ProjectionScratch::ProjectsRows(pass);
-  }
+  bool ProjectsOutputRows() const override { return true; }
 
  private:
   struct Layer {

@@ -65,7 +65,7 @@ absl::Status ProjectionScratch::NormAndProjectOut(
     HG_CUDA_RETURN(norm(pass.rows, nullptr));
     return ProjectOut(pass, w_out, act);
   }
-  if (pass.out_count == 0) return absl::OkStatus();
+  if (!pass.ReportsOutput()) return absl::OkStatus();
   HG_CUDA_RETURN(norm(pass.out_count, pass.out_rows));
   HG_CUDA_RETURN(GatherRows(pass.residual, pass.out_rows, pass.out_count, static_cast<int>(d),
                             pass.out_residual, Act::kF32, pass.stream));

@@ -90,6 +90,8 @@ struct MixerPass {
   const int32_t* out_rows = nullptr;
   int out_count = -1;  // -1: every row, into residual
   float* out_residual = nullptr;
+  // Whether any row reports the mixer's output (none: the states alone).
+  bool ReportsOutput() const { return out_count != 0; }
   cudaStream_t stream = nullptr;
   cublasHandle_t cublas = nullptr;
   PinnedGemm* pinned = nullptr;
@@ -148,11 +150,6 @@ struct ProjectionScratch {
   absl::Status NormAndProjectOut(const MixerPass& pass,
                                  absl::FunctionRef<cudaError_t(int, const int32_t*)> norm,
                                  const DeviceBuffer& w_out, Act act) const;
-  // Whether NormAndProjectOut may take a pass's out_rows: packs whose output projection
-  // adds into the residual.
-  static bool ProjectsRows(const MixerPass& pass) {
-    return !pass.decode && pass.residual != nullptr;
-  }
 };
 
 class CudaTokenMixer {
@@ -177,8 +174,8 @@ class CudaTokenMixer {
   // Enqueues one layer: reads pass.x, writes pass.delta (o_proj applied), advances the
   // sequences' states (pass.in's state and out pointers).
   virtual absl::Status Enqueue(const MixerPass& pass) = 0;
-  // Whether Enqueue honours pass.out_rows for this pass (MixerPass).
-  virtual bool ProjectsOutputRows(const MixerPass& pass) const { return false; }
+  // Whether Enqueue honours pass.out_rows (MixerPass; NormAndProjectOut does).
+  virtual bool ProjectsOutputRows() const { return false; }
   // Before each decode step's layers are enqueued or its graph replayed: the step's live
   // rows in row order (LLaMA uploads its attention plan here, decode_attention_plan.h).
   virtual absl::Status PrepareDecodeStep(absl::Span<const DecodeStepRow> rows,
