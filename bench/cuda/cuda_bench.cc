@@ -13,6 +13,7 @@
 #include <cstring>
 #include <ctime>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <random>
 #include <string>
@@ -23,6 +24,7 @@
 #include "absl/flags/parse.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "bench/cuda/gpu_timeline.h"
 #include "bench/cuda/random_checkpoint.h"
 #include "engine/cuda/cuda_model.h"
 #include "engine/cuda/cuda_models.h"
@@ -54,6 +56,10 @@ ABSL_FLAG(bool, prefill_16k_only, false,
 ABSL_FLAG(bool, profile_passes, false,
           "per model only one 16K prefill and one 8x2048 scoring pass after one warm-up of "
           "each: the passes a per-kernel profiler times (ncu --metrics gpu__time_duration.sum)");
+ABSL_FLAG(bool, timeline, false,
+          "per model only GPU timelines (CUPTI) of an 8x2048 scoring pass, a 16K prefill and 16 "
+          "b1 decode steps, each timed untraced first, then traced twice: the host's lead "
+          "before the first GPU work, kernels by time, idle gaps, tail");
 ABSL_FLAG(std::string, configs_out, "",
           "folder for each model's config.json as <family>_config.json (for the peer)");
 
@@ -78,8 +84,26 @@ double Median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-// Scoring: batch x len tokens, every position scored (next-token targets).
-double ScoreTokPerSec(Model& m, int batch, int len, int repeats, std::mt19937& rng) {
+// Runs `call`; where `timeline` is given, under the CUPTI tracer, its summary kept there.
+void RunTimed(const std::function<void()>& call, bench::TimelineSummary* timeline) {
+#if HGEVAL_HAVE_CUPTI
+  if (timeline != nullptr) {
+    auto traced = bench::TraceCall(call);
+    if (!traced.ok()) {
+      std::fprintf(stderr, "timeline: %s\n", std::string(traced.status().message()).c_str());
+      return;
+    }
+    *timeline = *std::move(traced);
+    return;
+  }
+#endif
+  call();
+}
+
+// Scoring: batch x len tokens, every position scored (next-token targets). `timeline`:
+// the last repeat traced.
+double ScoreTokPerSec(Model& m, int batch, int len, int repeats, std::mt19937& rng,
+                      bench::TimelineSummary* timeline = nullptr) {
   const int vocab = static_cast<int>(m.info().vocab_size);
   std::vector<std::vector<int32_t>> toks(batch), tg(batch);
   for (int b = 0; b < batch; ++b) {
@@ -98,7 +122,9 @@ double ScoreTokPerSec(Model& m, int batch, int len, int repeats, std::mt19937& r
     }
     std::vector<ForwardOutput> outs(batch);
     const auto t0 = Clock::now();
-    auto st = m.Forward(items, absl::MakeSpan(outs));
+    absl::Status st;
+    RunTimed([&] { st = m.Forward(items, absl::MakeSpan(outs)); },
+             r == repeats ? timeline : nullptr);
     const auto t1 = Clock::now();
     if (!st.ok()) {
       std::fprintf(stderr, "score failed: %s\n", std::string(st.message()).c_str());
@@ -118,7 +144,7 @@ struct PrefillResult {
 // (ForwardItem::fresh_start), which keeps no state (a LLaMA longer than one pack holds one
 // layer's keys and values at a time).
 PrefillResult Prefill(cuda::CudaModel& m, int len, int repeats, std::mt19937& rng,
-                      bool keep_state = true) {
+                      bool keep_state = true, bench::TimelineSummary* timeline = nullptr) {
   const auto toks = RandomTokens(rng, len, static_cast<int>(m.info().vocab_size));
   std::vector<double> times;
   PrefillResult res;
@@ -132,7 +158,9 @@ PrefillResult Prefill(cuda::CudaModel& m, int len, int repeats, std::mt19937& rn
     item.want_last_logprobs = true;
     std::vector<ForwardOutput> outs(1);
     const auto t0 = Clock::now();
-    auto st = m.Forward(absl::MakeConstSpan(&item, 1), absl::MakeSpan(outs));
+    absl::Status st;
+    RunTimed([&] { st = m.Forward(absl::MakeConstSpan(&item, 1), absl::MakeSpan(outs)); },
+             r == repeats ? timeline : nullptr);
     const auto t1 = Clock::now();
     if (!st.ok()) {
       std::fprintf(stderr, "prefill failed: %s\n", std::string(st.message()).c_str());
@@ -146,7 +174,8 @@ PrefillResult Prefill(cuda::CudaModel& m, int len, int repeats, std::mt19937& rn
 }
 
 // Greedy decode after a 512-token prompt: tok/s over `steps` one-token steps.
-double DecodeTokPerSec(Model& m, int batch, int steps, std::mt19937& rng) {
+double DecodeTokPerSec(Model& m, int batch, int steps, std::mt19937& rng,
+                       bench::TimelineSummary* timeline = nullptr) {
   const int vocab = static_cast<int>(m.info().vocab_size);
   std::vector<std::unique_ptr<SequenceState>> states;
   std::vector<int32_t> next(batch);
@@ -180,10 +209,14 @@ double DecodeTokPerSec(Model& m, int batch, int steps, std::mt19937& rng) {
     if (!step()) return 0;  // warm-up (and graph capture)
   }
   const auto t0 = Clock::now();
-  for (int i = 0; i < steps; ++i) {
-    if (!step()) return 0;
-  }
+  bool ok = true;
+  RunTimed(
+      [&] {
+        for (int i = 0; i < steps && ok; ++i) ok = step();
+      },
+      timeline);
   const auto t1 = Clock::now();
+  if (!ok) return 0;
   return static_cast<double>(batch) * steps / Seconds(t0, t1);
 }
 
@@ -579,6 +612,42 @@ int main(int argc, char** argv) {
       report["models"][family] = r;
       continue;
     }
+#if HGEVAL_HAVE_CUPTI
+    if (absl::GetFlag(FLAGS_timeline)) {
+      // Each pass untraced first (its wall time without the tracer), then traced twice.
+      const double score_tok_s = ScoreTokPerSec(*model, 8, 2048, 3, rng);
+      const double prefill_ms = Prefill(*model, 16384, 3, rng).ms;
+      const double decode_tok_s = DecodeTokPerSec(*model, 1, 16, rng);
+      r["untraced"] = {{"score_8x2048_ms", 16384e3 / score_tok_s},
+                       {"prefill_16k_ms", prefill_ms},
+                       {"decode_b1_16_steps_ms", 16e3 / decode_tok_s}};
+      std::fprintf(stderr,
+                   "[%s] untraced: score 8x2048 %.3f ms, prefill 16K %.3f ms, decode b1 16 "
+                   "steps %.3f ms\n",
+                   family.c_str(), 16384e3 / score_tok_s, prefill_ms, 16e3 / decode_tok_s);
+      for (int pass = 0; pass < 2; ++pass) {
+        bench::TimelineSummary score, prefill, decode;
+        ScoreTokPerSec(*model, 8, 2048, 1, rng, &score);
+        Prefill(*model, 16384, 1, rng, true, &prefill);
+        DecodeTokPerSec(*model, 1, 16, rng, &decode);
+        r["timeline"].push_back({{"score_8x2048", score.ToJson()},
+                                 {"prefill_16k", prefill.ToJson()},
+                                 {"decode_b1_16_steps", decode.ToJson()}});
+        std::fprintf(stderr,
+                     "[%s] timeline %d, score 8x2048: %s[%s] timeline %d, prefill 16K: %s"
+                     "[%s] timeline %d, decode b1, 16 steps: %s",
+                     family.c_str(), pass, score.ToText().c_str(), family.c_str(), pass,
+                     prefill.ToText().c_str(), family.c_str(), pass, decode.ToText().c_str());
+      }
+      report["models"][family] = r;
+      continue;
+    }
+#else
+    if (absl::GetFlag(FLAGS_timeline)) {
+      std::fprintf(stderr, "cuda_bench: --timeline needs a build with CUPTI\n");
+      return 2;
+    }
+#endif
     if (absl::GetFlag(FLAGS_prefill_16k_only)) {
       const auto p16 = Prefill(*model, 16384, repeats, rng);
       r["prefill_16k_ms"] = p16.ms;
