@@ -322,6 +322,8 @@ __global__ void __launch_bounds__(kFusedThreads)
     constexpr int vss = kF32Values ? kVT : kVS;
     const int t0 = row0 + kC * x, n = min(kC, row_end - t0);
     if (tid == 0) stage_rows[x % kFusedStages] = n;
+    // The rows this thread copies live: none where its columns are past dk (dv).
+    const int key_rows = key_live ? n : 0, value_rows = value_live ? n : 0;
     const VT* kc = k_next;
     const float* gc = g_next;
     const VT* vc = v_next;
@@ -331,7 +333,7 @@ __global__ void __launch_bounds__(kFusedThreads)
 #pragma unroll
     for (int i = 0; i < kC / kKeyRowStep; ++i) {
       const int j = kr + kKeyRowStep * i;
-      if (j < n && key_live) {
+      if (j < key_rows) {
         CpAsyncZfill<4 * sizeof(VT)>(sk + j * kFusedKT + kq, kc + i * k_row_step, true);
         if constexpr (!kHeadDecay) {
           CpAsyncZfill<16>(sg + j * kFusedKT + kq, gc + i * g_row_step, true);
@@ -347,7 +349,7 @@ __global__ void __launch_bounds__(kFusedThreads)
     for (int i = 0; i < kC / kValueRowStep; ++i) {
       const int j = vr + kValueRowStep * i;
       if (j < rows16) {
-        const bool live = j < n && value_live;
+        const bool live = j < value_rows;
         CpAsyncZfill<4 * sizeof(VT)>(sv + j * vss + vq, live ? vc + i * v_row_step : vc, live);
       }
     }
@@ -427,13 +429,13 @@ __global__ void __launch_bounds__(kFusedThreads)
   }
   const int a_row = (lane % 8) + 8 * (lane / 16), a_col = 8 * ((lane / 8) % 2);
   const int b_row = (lane % 8) + 8 * ((lane / 8) % 2), b_col = 8 * (lane / 16);
-  // This thread's first state element of chunk x's S_c: sc0 + x per_chunk.
+  // This thread's first state element of chunk x's S_c, stepped by a chunk's states (a
+  // 64-bit product a chunk otherwise).
   const int s_row = kb + m0 + grp, s_col = vb + n0 + 2 * tig;
-  bf16* const sc0 = chunk_states + static_cast<int64_t>(walk.first) * per_chunk + head0 +
-                    static_cast<int64_t>(s_row) * dv + s_col;
-  for (int x = 0; x < walk.chunks; ++x) {
+  bf16* sc = chunk_states + static_cast<int64_t>(walk.first) * per_chunk + head0 +
+             static_cast<int64_t>(s_row) * dv + s_col;
+  for (int x = 0; x < walk.chunks; ++x, sc += per_chunk) {
     if (x >= walk.first_written) {
-      bf16* sc = sc0 + x * per_chunk;
 #pragma unroll
       for (int nt = 0; nt < 2; ++nt) {
 #pragma unroll
