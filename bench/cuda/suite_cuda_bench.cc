@@ -289,13 +289,13 @@ absl::Status Run(nlohmann::json& report) {
             // The CUDA backend's host-side share (engine/cuda/host_counters.h).
             {"pool_hits", host.pool_hits},
             {"driver_mallocs", host.driver_mallocs},
-            {"malloc_seconds", host.malloc_seconds},
+            {"malloc_seconds", host.malloc_seconds()},
             {"driver_frees", host.driver_frees},
             {"give_backs", host.give_backs},
-            {"give_back_seconds", host.free_seconds},
+            {"give_back_seconds", host.free_seconds()},
             {"fork_copies", host.fork_copies},
             {"fork_copy_bytes", host.fork_copy_bytes},
-            {"fork_seconds", host.fork_seconds}};
+            {"fork_seconds", host.fork_seconds()}};
         for (size_t m = 0; m < tr.metrics.size(); ++m) row[tr.metrics[m].name] = tr.values[m];
         if (eval.log_samples && tag.empty()) {
           nlohmann::json& resps = samples[family][name];
@@ -312,10 +312,10 @@ absl::Status Run(nlohmann::json& report) {
                      family.c_str(), tag.c_str(), name.c_str(), seconds, forward,
                      stats.state_seconds, static_cast<long long>(stats.tokens_fed),
                      stats.tokens_fed / seconds, static_cast<long long>(host.driver_mallocs),
-                     host.malloc_seconds, static_cast<long long>(host.give_backs),
-                     static_cast<long long>(host.driver_frees), host.free_seconds,
+                     host.malloc_seconds(), static_cast<long long>(host.give_backs),
+                     static_cast<long long>(host.driver_frees), host.free_seconds(),
                      static_cast<long long>(host.fork_copies), host.fork_copy_bytes / 1073741824.0,
-                     host.fork_seconds);
+                     host.fork_seconds());
       }
       return absl::OkStatus();
     };

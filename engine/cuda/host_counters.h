@@ -12,42 +12,58 @@
 
 namespace hgeval::cuda {
 
-struct CudaHostCounts {
-  int64_t pool_hits = 0;       // allocations served from a pool's cached blocks
-  int64_t driver_mallocs = 0;  // blocks taken from the driver
-  int64_t driver_frees = 0;    // blocks given back to it
-  int64_t give_backs = 0;      // give-backs (each synchronises the device first)
-  double malloc_seconds = 0;   // in cudaMalloc
-  double free_seconds = 0;     // in give-backs: the synchronisation and cudaFree
-  int64_t fork_copies = 0;     // KV caches copied for read-only forks inside Forward
-  int64_t fork_copy_bytes = 0;
-  double fork_seconds = 0;  // Forward's host time resolving those forks (rooms + copies)
+// The counters, named once: as plain values in a snapshot (CudaHostCounts) and as atomics
+// in the process-wide counters (CudaHostCounters). ForEach visits each field beside the
+// same-named field of another set, so no other code lists them.
+template <typename T>
+struct HostCountFields {
+  T pool_hits{};       // allocations served from a pool's cached blocks
+  T driver_mallocs{};  // blocks taken from the driver
+  T driver_frees{};    // blocks given back to it
+  T give_backs{};      // give-backs (each synchronises the device first)
+  T malloc_ns{};       // in cudaMalloc
+  T free_ns{};         // in give-backs: the synchronisation and cudaFree
+  T fork_copies{};     // KV caches copied for read-only forks inside Forward
+  T fork_copy_bytes{};
+  T fork_ns{};  // Forward's host time resolving those forks (rooms + copies)
 
-  CudaHostCounts operator-(const CudaHostCounts& o) const {
-    return {pool_hits - o.pool_hits,           driver_mallocs - o.driver_mallocs,
-            driver_frees - o.driver_frees,     give_backs - o.give_backs,
-            malloc_seconds - o.malloc_seconds, free_seconds - o.free_seconds,
-            fork_copies - o.fork_copies,       fork_copy_bytes - o.fork_copy_bytes,
-            fork_seconds - o.fork_seconds};
+  template <typename U, typename F>
+  void ForEach(const HostCountFields<U>& other, F&& f) {
+    f(pool_hits, other.pool_hits);
+    f(driver_mallocs, other.driver_mallocs);
+    f(driver_frees, other.driver_frees);
+    f(give_backs, other.give_backs);
+    f(malloc_ns, other.malloc_ns);
+    f(free_ns, other.free_ns);
+    f(fork_copies, other.fork_copies);
+    f(fork_copy_bytes, other.fork_copy_bytes);
+    f(fork_ns, other.fork_ns);
   }
 };
 
-class CudaHostCounters {
+struct CudaHostCounts : HostCountFields<int64_t> {
+  double malloc_seconds() const { return static_cast<double>(malloc_ns) * 1e-9; }
+  double free_seconds() const { return static_cast<double>(free_ns) * 1e-9; }
+  double fork_seconds() const { return static_cast<double>(fork_ns) * 1e-9; }
+
+  CudaHostCounts operator-(const CudaHostCounts& o) const {
+    CudaHostCounts d = *this;
+    d.ForEach(o, [](int64_t& x, int64_t y) { x -= y; });
+    return d;
+  }
+};
+
+class CudaHostCounters : public HostCountFields<std::atomic<int64_t>> {
  public:
   static CudaHostCounters& Get() {
     static CudaHostCounters counters;
     return counters;
   }
   CudaHostCounts Snapshot() const {
-    auto s = [](const std::atomic<int64_t>& ns) { return ns.load() * 1e-9; };
-    return {pool_hits.load(),   driver_mallocs.load(),  driver_frees.load(),
-            give_backs.load(),  s(malloc_ns),           s(free_ns),
-            fork_copies.load(), fork_copy_bytes.load(), s(fork_ns)};
+    CudaHostCounts s;
+    s.ForEach(*this, [](int64_t& x, const std::atomic<int64_t>& y) { x = y.load(); });
+    return s;
   }
-
-  std::atomic<int64_t> pool_hits{0}, driver_mallocs{0}, driver_frees{0}, give_backs{0};
-  std::atomic<int64_t> malloc_ns{0}, free_ns{0};
-  std::atomic<int64_t> fork_copies{0}, fork_copy_bytes{0}, fork_ns{0};
 };
 
 // Adds the wall time of its scope, in nanoseconds, to a counter.
