@@ -556,6 +556,12 @@ int main(int argc, char** argv) {
                  "--random_weights to acknowledge.\n");
     return 2;
   }
+#if !HGEVAL_HAVE_CUPTI
+  if (absl::GetFlag(FLAGS_timeline)) {
+    std::fprintf(stderr, "cuda_bench: --timeline needs a build with CUPTI\n");
+    return 2;
+  }
+#endif
   if (cuda::DeviceCount() == 0) {
     std::fprintf(stderr, "cuda_bench: no CUDA GPU visible\n");
     return 1;
@@ -641,11 +647,6 @@ int main(int argc, char** argv) {
       }
       report["models"][family] = r;
       continue;
-    }
-#else
-    if (absl::GetFlag(FLAGS_timeline)) {
-      std::fprintf(stderr, "cuda_bench: --timeline needs a build with CUPTI\n");
-      return 2;
     }
 #endif
     if (absl::GetFlag(FLAGS_prefill_16k_only)) {

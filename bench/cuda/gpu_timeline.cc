@@ -24,11 +24,16 @@ struct Activity {
   enum Kind { kKernel, kCopy, kMemset } kind = kKernel;
 };
 
+// A host call into the CUDA runtime or driver (its name is CUPTI's, static).
+struct ApiCall {
+  uint64_t start = 0, end = 0;
+  const char* name = "?";
+};
+
 struct Recorder {
   std::mutex mu;
   std::vector<Activity> device;
-  std::map<std::string, double> api_ns;
-  std::vector<Activity> api;  // each call, for the ones before the GPU's first activity
+  std::vector<ApiCall> api;
 };
 
 Recorder& TheRecorder() {
@@ -121,8 +126,7 @@ void CUPTIAPI BufferCompleted(CUcontext, uint32_t, uint8_t* buffer, size_t, size
         cuptiGetCallbackName(rec->kind == CUPTI_ACTIVITY_KIND_RUNTIME ? CUPTI_CB_DOMAIN_RUNTIME_API
                                                                       : CUPTI_CB_DOMAIN_DRIVER_API,
                              a->cbid, &name);
-        r.api_ns[name != nullptr ? name : "?"] += static_cast<double>(a->end - a->start);
-        r.api.push_back({a->start, a->end, name != nullptr ? name : "?", Activity::kKernel});
+        r.api.push_back({a->start, a->end, name != nullptr ? name : "?"});
         break;
       }
       default:
@@ -180,7 +184,6 @@ absl::StatusOr<TimelineSummary> TraceCall(const std::function<void()>& call) {
   {
     std::lock_guard<std::mutex> lock(rec.mu);
     rec.device.clear();
-    rec.api_ns.clear();
     rec.api.clear();
   }
   cudaDeviceSynchronize();
@@ -255,17 +258,18 @@ absl::StatusOr<TimelineSummary> TraceCall(const std::function<void()>& call) {
   // The host's calls before the GPU's first activity: what the lead is spent in.
   const uint64_t first = acts.empty() ? t1 : acts.front().start;
   std::sort(rec.api.begin(), rec.api.end(),
-            [](const Activity& a, const Activity& b) { return a.start < b.start; });
-  for (const Activity& a : rec.api) {
+            [](const ApiCall& a, const ApiCall& b) { return a.start < b.start; });
+  std::map<std::string, double> api_ns;  // every call's time, by name
+  for (const ApiCall& a : rec.api) {
+    api_ns[a.name] += static_cast<double>(a.end - a.start);
     if (a.start < t0 || a.start >= first || s.lead_calls.size() >= 12) continue;
     s.lead_calls.push_back({(a.start - t0) * 1e-3, (a.end - a.start) * 1e-3, a.name});
   }
-  for (const auto& [name, ns] : rec.api_ns) s.api.emplace_back(name, ns * 1e-6);
+  for (const auto& [name, ns] : api_ns) s.api.emplace_back(name, ns * 1e-6);
   std::sort(s.api.begin(), s.api.end(),
             [](const auto& a, const auto& b) { return a.second > b.second; });
   s.api.resize(std::min<size_t>(s.api.size(), 8));
   rec.device.clear();
-  rec.api_ns.clear();
   rec.api.clear();
   return s;
 }
@@ -312,8 +316,9 @@ std::string TimelineSummary::ToText() const {
     absl::StrAppendFormat(&t, "  %8.3f ms %5d x %7.1f us  %s\n", k.ms, k.count,
                           k.ms * 1e3 / static_cast<double>(k.count), k.name);
   }
-  for (const auto& [name, ms] : api)
+  for (const auto& [name, ms] : api) {
     absl::StrAppendFormat(&t, "  host API %s: %.3f ms\n", name, ms);
+  }
   return t;
 }
 
