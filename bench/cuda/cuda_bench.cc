@@ -48,6 +48,7 @@ ABSL_FLAG(int, layers, 24, "layers (24 for the 1.3B shapes; fewer for a quick lo
 ABSL_FLAG(int, repeats, 3, "timed repetitions per measurement (median reported)");
 ABSL_FLAG(int, decode_steps, 64, "decode steps timed");
 ABSL_FLAG(bool, skip_64k, false, "skip the 64K prefill");
+ABSL_FLAG(bool, decode_only, false, "only the decode rows (b1 and b32)");
 ABSL_FLAG(bool, micro_only, false, "only the kernel micro-benchmarks");
 ABSL_FLAG(bool, micro, true, "also time the main kernels alone (GEMM shapes, chunkwise GLA)");
 ABSL_FLAG(bool, prefill_16k_only, false,
@@ -656,31 +657,34 @@ int main(int argc, char** argv) {
       report["models"][family] = r;
       continue;
     }
-    r["score_8x2048_tok_s"] = ScoreTokPerSec(*model, 8, 2048, repeats, rng);
-    std::fprintf(stderr, "[%s] score 8x2048: %.0f tok/s\n", family.c_str(),
-                 r["score_8x2048_tok_s"].get<double>());
-    r["score_32x512_tok_s"] = ScoreTokPerSec(*model, 32, 512, repeats, rng);
-    std::fprintf(stderr, "[%s] score 32x512: %.0f tok/s\n", family.c_str(),
-                 r["score_32x512_tok_s"].get<double>());
-    const auto p16 = Prefill(*model, 16384, repeats, rng);
-    r["prefill_16k_ms"] = p16.ms;
-    r["prefill_16k_peak_gib"] = p16.peak_gib;
-    std::fprintf(stderr, "[%s] prefill 16K: %.1f ms, %.2f GiB\n", family.c_str(), p16.ms,
-                 p16.peak_gib);
-    if (!absl::GetFlag(FLAGS_skip_64k)) {
-      const auto p64 =
-          Prefill(*model, 65536, bench::RandomModelHasKvCache(family) ? 1 : repeats, rng);
-      r["prefill_64k_ms"] = p64.ms;
-      r["prefill_64k_peak_gib"] = p64.peak_gib;
-      std::fprintf(stderr, "[%s] prefill 64K: %.1f ms, %.2f GiB\n", family.c_str(), p64.ms,
-                   p64.peak_gib);
-      const auto s64 =
-          Prefill(*model, 65536, bench::RandomModelHasKvCache(family) ? 1 : repeats, rng,
-                  /*keep_state=*/false);
-      r["prefill_64k_scoring_ms"] = s64.ms;
-      r["prefill_64k_scoring_peak_gib"] = s64.peak_gib;
-      std::fprintf(stderr, "[%s] prefill 64K, scoring only (no state kept): %.1f ms, %.2f GiB\n",
-                   family.c_str(), s64.ms, s64.peak_gib);
+    const bool decode_only = absl::GetFlag(FLAGS_decode_only);
+    if (!decode_only) {
+      r["score_8x2048_tok_s"] = ScoreTokPerSec(*model, 8, 2048, repeats, rng);
+      std::fprintf(stderr, "[%s] score 8x2048: %.0f tok/s\n", family.c_str(),
+                   r["score_8x2048_tok_s"].get<double>());
+      r["score_32x512_tok_s"] = ScoreTokPerSec(*model, 32, 512, repeats, rng);
+      std::fprintf(stderr, "[%s] score 32x512: %.0f tok/s\n", family.c_str(),
+                   r["score_32x512_tok_s"].get<double>());
+      const auto p16 = Prefill(*model, 16384, repeats, rng);
+      r["prefill_16k_ms"] = p16.ms;
+      r["prefill_16k_peak_gib"] = p16.peak_gib;
+      std::fprintf(stderr, "[%s] prefill 16K: %.1f ms, %.2f GiB\n", family.c_str(), p16.ms,
+                   p16.peak_gib);
+      if (!absl::GetFlag(FLAGS_skip_64k)) {
+        const auto p64 =
+            Prefill(*model, 65536, bench::RandomModelHasKvCache(family) ? 1 : repeats, rng);
+        r["prefill_64k_ms"] = p64.ms;
+        r["prefill_64k_peak_gib"] = p64.peak_gib;
+        std::fprintf(stderr, "[%s] prefill 64K: %.1f ms, %.2f GiB\n", family.c_str(), p64.ms,
+                     p64.peak_gib);
+        const auto s64 =
+            Prefill(*model, 65536, bench::RandomModelHasKvCache(family) ? 1 : repeats, rng,
+                    /*keep_state=*/false);
+        r["prefill_64k_scoring_ms"] = s64.ms;
+        r["prefill_64k_scoring_peak_gib"] = s64.peak_gib;
+        std::fprintf(stderr, "[%s] prefill 64K, scoring only (no state kept): %.1f ms, %.2f GiB\n",
+                     family.c_str(), s64.ms, s64.peak_gib);
+      }
     }
     const int steps = absl::GetFlag(FLAGS_decode_steps);
     r["decode_b1_tok_s"] = DecodeTokPerSec(*model, 1, steps, rng);
