@@ -1,6 +1,8 @@
 // The decode step's skinny GEMM: C[M, N] = A[M, K] · W[N, K]^T for M <= 32 bf16 rows,
-// streaming W once (tensor-core mma, fp32 accumulate). Batch invariant by construction:
-// every output element sums K in an order fixed by K alone (docs/cuda.md, Batch invariance).
+// streaming W once (tensor-core mma, fp32 accumulate; W through the bulk-copy engine, its
+// first stages loaded during the kernel before under programmatic launch). Batch invariant
+// by construction: every output element sums K in an order fixed by K alone (docs/cuda.md,
+// Batch invariance).
 #ifndef HGEVAL_ENGINE_CUDA_DECODE_GEMM_H_
 #define HGEVAL_ENGINE_CUDA_DECODE_GEMM_H_
 

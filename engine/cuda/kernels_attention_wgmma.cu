@@ -11,6 +11,7 @@
 
 #include "engine/cuda/flash_common.cuh"
 #include "engine/cuda/kernel_util.cuh"
+#include "engine/cuda/mbarrier.cuh"
 
 namespace hgeval::cuda {
 namespace {
@@ -126,18 +127,6 @@ __device__ __forceinline__ void WgmmaRS(float (&d)[64], const uint32_t (&a)[4], 
 #undef HG_WGMMA_D64
 #undef HG_WGMMA_D64_OPERANDS
 
-// mbarrier helpers (shared::cta): a stage's "full" and "empty" barriers of the
-// warp-specialised form.
-__device__ __forceinline__ uint32_t SmemAddr(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-__device__ __forceinline__ void MbarInit(uint64_t* bar, int count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(SmemAddr(bar)), "r"(count)
-               : "memory");
-}
-__device__ __forceinline__ void MbarArrive(uint64_t* bar) {
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(SmemAddr(bar)) : "memory");
-}
 // Named barriers 1 and 2 (0 is __syncthreads') order the two consumer warpgroups'
 // products: warpgroup w waits on barrier 1 + w before issuing and, once issued, arrives on
 // the other's (256 threads: one warpgroup waiting, the other arriving).
@@ -148,17 +137,6 @@ __device__ __forceinline__ void NamedBarArriveIf(int id, bool pred) {
   asm volatile("{\n.reg .pred q;\nsetp.ne.b32 q, %1, 0;\n@q bar.arrive %0, 256;\n}\n" ::"r"(id),
                "r"(static_cast<int>(pred))
                : "memory");
-}
-__device__ __forceinline__ void MbarWait(uint64_t* bar, int parity) {
-  uint32_t done = 0;
-  do {
-    asm volatile(
-        "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-        "selp.u32 %0, 1, 0, p;\n}\n"
-        : "=r"(done)
-        : "r"(SmemAddr(bar)), "r"(parity)
-        : "memory");
-  } while (done == 0);
 }
 
 // TMA (cp.async.bulk.tensor): a 3-D box {64 dims, 1 head, 128 rows} at (x, head, row) into
@@ -171,11 +149,6 @@ __device__ __forceinline__ void TmaLoad(const CUtensorMap* map, uint32_t dst, ui
       "[%1, {%2, %3, %4}], [%5];\n" ::"r"(dst),
       "l"(map), "r"(x), "r"(head), "r"(row), "r"(SmemAddr(bar))
       : "memory");
-}
-__device__ __forceinline__ void MbarArriveExpectTx(uint64_t* bar, uint32_t bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(SmemAddr(bar)),
-               "r"(bytes)
-               : "memory");
 }
 
 // The producer, run by the producer warpgroup's first warp (`issuer`; the others return at

@@ -1,9 +1,11 @@
 // Row-wise kernels: embedding, norms, SwiGLU, gate maths, log-softmax-and-gather.
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
 #include "engine/cuda/gate_maths.cuh"
 #include "engine/cuda/kernel_util.cuh"
+#include "engine/cuda/programmatic_launch.cuh"
 
 namespace hgeval::cuda {
 namespace {
@@ -25,6 +27,8 @@ constexpr int kNormRowRegs = 8;
 template <typename T>
 __global__ void AddRmsNormKernel(float* h, const float* delta, const float* w, float eps, int dim,
                                  T* out) {
+  LetDependentsLaunch();
+  WaitForPrerequisites();
   __shared__ float scratch[32];
   const int64_t base = static_cast<int64_t>(blockIdx.x) * dim;
   const int nt = blockDim.x;
@@ -74,6 +78,8 @@ template <typename XT, typename GT, typename T>
 __global__ void RmsNormGatedKernel(const XT* x, int64_t x_ld, const GT* gate, int64_t gate_ld,
                                    bool gate_silu, const float* w, float eps, int group, T* out,
                                    int64_t out_ld, const int32_t* x_rows) {
+  LetDependentsLaunch();
+  WaitForPrerequisites();
   __shared__ float scratch[32];
   const int r = blockIdx.x;
   const int64_t in_row = x_rows != nullptr ? x_rows[r] : r;  // x's and gate's row
@@ -116,6 +122,8 @@ __global__ void RmsNormGatedKernel(const XT* x, int64_t x_ld, const GT* gate, in
 template <typename T>
 __global__ void SwiGluKernel(const T* gu, int64_t total, int inter, bool silu, T* out,
                              int64_t out_ld) {
+  LetDependentsLaunch();
+  WaitForPrerequisites();
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int64_t r = i / inter, c = i % inter;
@@ -132,6 +140,8 @@ __global__ void SwiGluKernel(const T* gu, int64_t total, int inter, bool silu, T
 template <typename T>
 __global__ void SwiGluVecKernel(const T* gu, int rows, int inter, bool silu, T* out,
                                 int64_t out_ld) {
+  LetDependentsLaunch();
+  WaitForPrerequisites();
   constexpr int kVec = 16 / sizeof(T);
   struct alignas(16) Vec {
     T x[kVec];
@@ -339,6 +349,8 @@ __global__ void __launch_bounds__(1024)
                               int64_t gate_ld, bool gate_silu, const float* __restrict__ w,
                               float eps, int group, T* __restrict__ out, int64_t out_ld,
                               const int32_t* __restrict__ x_rows) {
+  LetDependentsLaunch();
+  WaitForPrerequisites();
   struct alignas(16) Bf16x8 {
     bf16 v[kNormVec];
   };
@@ -404,9 +416,11 @@ cudaError_t EmbedRows(const void* table, Act table_act, const int32_t* ids, int 
 cudaError_t AddRmsNorm(float* h, const float* delta, const float* w, float eps, int rows, int dim,
                        void* out, Act out_act, cudaStream_t stream) {
   if (rows == 0) return cudaSuccess;
-  HG_DISPATCH_ACT(out_act, AddRmsNormKernel<T>
-                  <<<rows, 256, 0, stream>>>(h, delta, w, eps, dim, static_cast<T*>(out)));
-  return cudaGetLastError();
+  cudaError_t err = cudaSuccess;
+  HG_DISPATCH_ACT(
+      out_act, err = LaunchMaybeProgrammatic(AddRmsNormKernel<T>, rows, 256, 0, stream, h, delta, w,
+                                             eps, dim, static_cast<T*>(out)));
+  return err;
 }
 
 cudaError_t RmsNormGated(const void* x, int64_t x_ld, const void* gate, int64_t gate_ld,
@@ -416,36 +430,34 @@ cudaError_t RmsNormGated(const void* x, int64_t x_ld, const void* gate, int64_t 
   if (rows == 0) return cudaSuccess;
   if (x_act == Act::kBF16 && TakesBf16RowNorm(x, x_ld, width, group, out, out_ld, out_act)) {
     auto launch_rows = [&](const auto* g) {
-      HG_DISPATCH_ACT(out_act, RmsNormGatedBf16RowKernel<<<rows, width / kNormVec, 0, stream>>>(
-                                   static_cast<const bf16*>(x), x_ld, g, gate_ld, gate_silu, w, eps,
-                                   group, static_cast<T*>(out), out_ld, x_rows));
+      using G = std::remove_cv_t<std::remove_pointer_t<decltype(g)>>;
+      cudaError_t err = cudaSuccess;
+      HG_DISPATCH_ACT(out_act, err = LaunchMaybeProgrammatic(
+                                   RmsNormGatedBf16RowKernel<G, T>, rows, width / kNormVec, 0,
+                                   stream, static_cast<const bf16*>(x), x_ld, g, gate_ld, gate_silu,
+                                   w, eps, group, static_cast<T*>(out), out_ld, x_rows));
+      return err;
     };
-    if (gate_act == Act::kBF16) {
-      launch_rows(static_cast<const bf16*>(gate));
-    } else {
-      launch_rows(static_cast<const float*>(gate));
-    }
-    return cudaGetLastError();
+    return gate_act == Act::kBF16 ? launch_rows(static_cast<const bf16*>(gate))
+                                  : launch_rows(static_cast<const float*>(gate));
   }
   dim3 grid(rows, width / group);
   auto launch = [&](const auto* xs, const auto* g) {
-    HG_DISPATCH_ACT(out_act, RmsNormGatedKernel<<<grid, 256, 0, stream>>>(
-                                 xs, x_ld, g, gate_ld, gate_silu, w, eps, group,
-                                 static_cast<T*>(out), out_ld, x_rows));
+    using X = std::remove_cv_t<std::remove_pointer_t<decltype(xs)>>;
+    using G = std::remove_cv_t<std::remove_pointer_t<decltype(g)>>;
+    cudaError_t err = cudaSuccess;
+    HG_DISPATCH_ACT(out_act,
+                    err = LaunchMaybeProgrammatic(RmsNormGatedKernel<X, G, T>, grid, 256, 0, stream,
+                                                  xs, x_ld, g, gate_ld, gate_silu, w, eps, group,
+                                                  static_cast<T*>(out), out_ld, x_rows));
+    return err;
   };
   auto with_x = [&](const auto* g) {
-    if (x_act == Act::kBF16) {
-      launch(static_cast<const bf16*>(x), g);
-    } else {
-      launch(static_cast<const float*>(x), g);
-    }
+    return x_act == Act::kBF16 ? launch(static_cast<const bf16*>(x), g)
+                               : launch(static_cast<const float*>(x), g);
   };
-  if (gate_act == Act::kBF16) {
-    with_x(static_cast<const bf16*>(gate));
-  } else {
-    with_x(static_cast<const float*>(gate));
-  }
-  return cudaGetLastError();
+  return gate_act == Act::kBF16 ? with_x(static_cast<const bf16*>(gate))
+                                : with_x(static_cast<const float*>(gate));
 }
 
 cudaError_t SwiGlu(const void* gu, int rows, int inter, void* out, Act act, cudaStream_t stream,
@@ -456,16 +468,18 @@ cudaError_t SwiGlu(const void* gu, int rows, int inter, void* out, Act act, cuda
   const int vec = act == Act::kF32 ? 4 : 8;
   const bool aligned =
       (reinterpret_cast<uintptr_t>(gu) | reinterpret_cast<uintptr_t>(out)) % 16 == 0;
+  cudaError_t err = cudaSuccess;
   if (aligned && inter % vec == 0 && out_ld % vec == 0) {
     HG_DISPATCH_ACT(
-        act, SwiGluVecKernel<T><<<GridFor(total / vec, 256), 256, 0, stream>>>(
-                 static_cast<const T*>(gu), rows, inter, silu, static_cast<T*>(out), out_ld));
-    return cudaGetLastError();
+        act, err = LaunchMaybeProgrammatic(SwiGluVecKernel<T>, GridFor(total / vec, 256), 256, 0,
+                                           stream, static_cast<const T*>(gu), rows, inter, silu,
+                                           static_cast<T*>(out), out_ld));
+    return err;
   }
-  HG_DISPATCH_ACT(act,
-                  SwiGluKernel<T><<<GridFor(total, 256), 256, 0, stream>>>(
-                      static_cast<const T*>(gu), total, inter, silu, static_cast<T*>(out), out_ld));
-  return cudaGetLastError();
+  HG_DISPATCH_ACT(act, err = LaunchMaybeProgrammatic(SwiGluKernel<T>, GridFor(total, 256), 256, 0,
+                                                     stream, static_cast<const T*>(gu), total,
+                                                     inter, silu, static_cast<T*>(out), out_ld));
+  return err;
 }
 
 cudaError_t AddBias(float* x, int64_t ld, const float* bias, int rows, int width,

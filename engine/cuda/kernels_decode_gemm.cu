@@ -8,11 +8,15 @@
 // thus a function of K alone: no M, no row position, no other row's value enters it.
 #include <cuda_bf16.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 
 #include "engine/cuda/kernels_decode_gemm.h"
+#include "engine/cuda/mbarrier.cuh"
 #include "engine/cuda/mma.cuh"
+#include "engine/cuda/programmatic_launch.cuh"
 
 namespace hgeval::cuda {
 namespace {
@@ -35,6 +39,28 @@ __device__ __forceinline__ uint4 LoadStream(const __nv_bfloat16* p) {
 __host__ __device__ constexpr int Depth(int tiles, int ntiles) {
   const int d = 16 / (2 * tiles + ntiles);
   return d < 1 ? 1 : (d > 4 ? 4 : d);
+}
+
+// One 16-row W tile's outputs from the warps' partials (`part`: [kSplit][kItems], item =
+// (8-row A tile, mma element, lane)), each summed in warp order from 0, by the block's
+// first kThreads threads.
+template <int kItems, typename OutT>
+__device__ __forceinline__ void StoreTileSums(const float* part, int row0, int m, int n, OutT* c,
+                                              int64_t ldc) {
+  for (int item = threadIdx.x; item < kItems; item += kThreads) {
+    const int l = item % 32, e = (item / 32) % 4, j = item / 128;
+    const int row = row0 + l / 4 + (e >= 2 ? 8 : 0);
+    const int col = j * 8 + (l % 4) * 2 + (e & 1);
+    if (row >= n || col >= m) continue;
+    float s = 0.0f;
+#pragma unroll
+    for (int sw = 0; sw < kSplit; ++sw) s += part[sw * kItems + item];
+    if constexpr (sizeof(OutT) == 4) {
+      c[static_cast<int64_t>(col) * ldc + row] = s;
+    } else {
+      c[static_cast<int64_t>(col) * ldc + row] = __float2bfloat16(s);
+    }
+  }
 }
 
 // kTiles 16-row tiles of W per block; kNT 8-row tiles of A (M rounded up to 8 only: no
@@ -81,21 +107,38 @@ __global__ void __launch_bounds__(kThreads, 1)
 
   const uint4 zero = make_uint4(0, 0, 0, 0);
   const int chunks = (k + kChunk - 1) / kChunk;
-  // Warp w takes chunks w, w + kSplit, ... in ascending order, kDepth at a time.
-  for (int ch0 = warp; ch0 < chunks; ch0 += kDepth * kSplit) {
-    uint4 wlo[kDepth][kTiles], whi[kDepth][kTiles], x[kDepth][kNT];
+  uint4 wlo[kDepth][kTiles], whi[kDepth][kTiles];
+  // W's loads of the kDepth chunks from ch0 on (a lane's 8 K indices are all in or all out:
+  // K % 8 == 0).
+  auto load_w = [&](int ch0) {
 #pragma unroll
     for (int d = 0; d < kDepth; ++d) {
-      const int kk = (ch0 + d * kSplit) * kChunk + t * 8;
-      const bool kin = kk < k;  // K % 8 == 0: a lane's 8 are all in or all out
+      const int kk = (ch0 + d * kSplit) * kChunk;
+      const bool kin = kk + t * 8 < k;
 #pragma unroll
       for (int i = 0; i < kTiles; ++i) {
-        wlo[d][i] = (kin && win[i][0]) ? LoadStream(wrow[i][0] + kk - t * 8) : zero;
-        whi[d][i] = (kin && win[i][1]) ? LoadStream(wrow[i][1] + kk - t * 8) : zero;
+        wlo[d][i] = (kin && win[i][0]) ? LoadStream(wrow[i][0] + kk) : zero;
+        whi[d][i] = (kin && win[i][1]) ? LoadStream(wrow[i][1] + kk) : zero;
       }
+    }
+  };
+  // The first W loads before the wait: no kernel writes W, and under programmatic launch
+  // they stream while the kernel before this one finishes (programmatic_launch.cuh). A, and
+  // C, belong to the step's other kernels: only after it.
+  LetDependentsLaunch();
+  load_w(warp);
+  WaitForPrerequisites();
+  // Warp w takes chunks w, w + kSplit, ... in ascending order, kDepth at a time.
+  for (int ch0 = warp; ch0 < chunks; ch0 += kDepth * kSplit) {
+    if (ch0 != warp) load_w(ch0);
+    uint4 x[kDepth][kNT];
+#pragma unroll
+    for (int d = 0; d < kDepth; ++d) {
+      const int kk = (ch0 + d * kSplit) * kChunk;
+      const bool kin = kk + t * 8 < k;
 #pragma unroll
       for (int j = 0; j < kNT; ++j) {
-        x[d][j] = (kin && ain[j]) ? *reinterpret_cast<const uint4*>(arow[j] + kk - t * 8) : zero;
+        x[d][j] = (kin && ain[j]) ? *reinterpret_cast<const uint4*>(arow[j] + kk) : zero;
       }
     }
 #pragma unroll
@@ -124,30 +167,215 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
       for (int e = 0; e < 4; ++e) partial[warp * kItems + (j * 4 + e) * 32 + lane] = acc[i][j][e];
     __syncthreads();
-    for (int item = threadIdx.x; item < kItems; item += kThreads) {
-      const int l = item % 32, e = (item / 32) % 4, j = item / 128;
-      const int row = row0 + i * 16 + l / 4 + (e >= 2 ? 8 : 0);
-      const int col = j * 8 + (l % 4) * 2 + (e & 1);
-      if (row >= n || col >= m) continue;
-      float s = 0.0f;
+    StoreTileSums<kItems>(partial, row0 + i * 16, m, n, c, ldc);
+  }
+}
+
+// ---- The streaming form (the default; HGEVAL_DECODE_GEMM_STREAM=0: the kernel above) ----
+// The same products in the same order as DecodeGemmKernel, so the same bits: warp w
+// multiplies chunks w, w + kSplit, ... in ascending order with the same k-slots, and the
+// warps' partials are summed in warp order. What differs is how W arrives. A persistent
+// block a multiprocessor walks 16-row tiles (blockIdx.x, + gridDim.x, ...); a producer
+// warp streams each tile's rows through the bulk-copy engine, 512 K (one chunk a warp) a
+// stage, into a ring of kStreamStages stages, so the next tile's W is in flight while this
+// one's partials are summed; under programmatic launch the first stages load while the
+// kernel before this one runs (docs/cuda.md, performance log entry 42).
+constexpr int kSlabK = kSplit * kChunk;           // K a stage: one chunk a warp
+constexpr int kSlabRowStride = kSlabK * 2 + 64;   // a row's 1 KiB, then 16 banks' shift
+constexpr int kStageBytes = 16 * kSlabRowStride;  // one tile's 16 rows
+constexpr int kStreamStages = 8;
+constexpr int kStreamThreads = kThreads + 32;  // 16 consumer warps, one producer warp
+// A tile's outputs for kNT 8-row tiles of A: (A tile, element, lane).
+__host__ __device__ constexpr int StreamItems(int ntiles) { return ntiles * 4 * 32; }
+constexpr size_t kStreamSmem = kStreamStages * kStageBytes +
+                               2 * kSplit * StreamItems(4) * sizeof(float) +
+                               2 * kStreamStages * sizeof(uint64_t);
+
+// The consumer warps' own barrier (0 is __syncthreads', which the producer never reaches).
+__device__ __forceinline__ void ConsumerBarrier() {
+  asm volatile("bar.sync 1, %0;\n" ::"n"(kThreads) : "memory");
+}
+
+template <int kNT, typename OutT>
+__global__ void __launch_bounds__(kStreamThreads, 1)
+    DecodeGemmStreamKernel(int m, int n, int k, const __nv_bfloat16* __restrict__ a, int64_t lda,
+                           const __nv_bfloat16* __restrict__ w, int64_t ldw, OutT* __restrict__ c,
+                           int64_t ldc) {
+  extern __shared__ __align__(128) unsigned char smem[];
+  unsigned char* stages = smem;
+  float* partial = reinterpret_cast<float*>(smem + kStreamStages * kStageBytes);  // 2 buffers
+  uint64_t* full = reinterpret_cast<uint64_t*>(partial + 2 * kSplit * StreamItems(4));
+  uint64_t* empty = full + kStreamStages;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int tiles = (n + 15) / 16, slabs = (k + kSlabK - 1) / kSlabK;
+  if (threadIdx.x == 0) {
+    for (int st = 0; st < kStreamStages; ++st) {
+      MbarInit(&full[st], 1);        // the producer's arrival, plus the copies' bytes
+      MbarInit(&empty[st], kSplit);  // a consumer warp's lane 0 each
+    }
+  }
+  __syncthreads();
+  LetDependentsLaunch();
+
+  if (warp == kSplit) {
+    // The producer streams W alone, which no kernel writes: it need not wait for the
+    // kernels before this one (programmatic_launch.cuh); the consumers do before any A.
+    int st = 0, phase = 0;
+    for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+      const int row0 = tile * 16, rows = min(16, n - row0);
+      for (int s = 0; s < slabs; ++s) {
+        const int k0 = s * kSlabK;
+        const uint32_t row_bytes = min(kSlabK, k - k0) * 2;
+        MbarWait(&empty[st], phase ^ 1);
+        if (lane == 0) MbarArriveExpectTx(&full[st], rows * row_bytes);
+        __syncwarp();
+        if (lane < rows) {
+          BulkCopyToShared(stages + st * kStageBytes + lane * kSlabRowStride,
+                           w + static_cast<int64_t>(row0 + lane) * ldw + k0, row_bytes, &full[st]);
+        }
+        if (++st == kStreamStages) {
+          st = 0;
+          phase ^= 1;
+        }
+      }
+    }
+    return;
+  }
+
+  WaitForPrerequisites();
+  const int g = lane / 4, t = lane % 4;
+  const int chunks = (k + kChunk - 1) / kChunk;
+  const uint4 zero = make_uint4(0, 0, 0, 0);
+  constexpr int kItems = StreamItems(kNT);
+  bool a_in[kNT];
+  const __nv_bfloat16* arow[kNT];
 #pragma unroll
-      for (int sw = 0; sw < kSplit; ++sw) s += partial[sw * kItems + item];
-      if constexpr (sizeof(OutT) == 4) {
-        c[static_cast<int64_t>(col) * ldc + row] = s;
-      } else {
-        c[static_cast<int64_t>(col) * ldc + row] = __float2bfloat16(s);
+  for (int j = 0; j < kNT; ++j) {
+    a_in[j] = j * 8 + g < m;
+    arow[j] = a + static_cast<int64_t>(a_in[j] ? j * 8 + g : 0) * lda + t * 8;
+  }
+  // A's 16 bytes a tile of this warp's chunk in slab s (the same for every W tile: L2).
+  auto load_a = [&](int s, uint4(&x)[kNT]) {
+    const int kk = (s * kSplit + warp) * kChunk;
+    const bool kin = kk + t * 8 < k;
+#pragma unroll
+    for (int j = 0; j < kNT; ++j) {
+      x[j] = kin && a_in[j] ? *reinterpret_cast<const uint4*>(arow[j] + kk) : zero;
+    }
+  };
+  // The consumer's units are (tile, slab) in order; A's values for a unit depend on its
+  // slab alone, and are loaded kAhead units ahead (across tiles too): an L2 round trip is
+  // longer than a stage takes.
+  constexpr int kAhead = kNT == 1 ? 4 : 2;
+  uint4 xr[kAhead][kNT];
+  int s_ahead = 0;  // the slab of the unit kAhead ahead of this one
+#pragma unroll
+  for (int q = 0; q < kAhead; ++q) {
+    load_a(s_ahead, xr[q]);
+    if (++s_ahead == slabs) s_ahead = 0;
+  }
+  const int my_tiles = (tiles - blockIdx.x + gridDim.x - 1) / gridDim.x;
+  const int units = my_tiles * slabs;
+  int st = 0, phase = 0, buf = 0, s = 0, tile = blockIdx.x;
+  float acc[kNT][4];
+  // A tile's outputs, each summed over the warps in warp order, from 0. Two buffers: a
+  // tile's sums are read before any consumer passes the next tile's barrier.
+  auto finish_tile = [&]() {
+    const int row0 = tile * 16;
+    float* part = partial + buf * kSplit * kItems;
+#pragma unroll
+    for (int j = 0; j < kNT; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) part[warp * kItems + (j * 4 + e) * 32 + lane] = acc[j][e];
+    ConsumerBarrier();
+    StoreTileSums<kItems>(part, row0, m, n, c, ldc);
+    buf ^= 1;
+    tile += gridDim.x;
+  };
+  for (int u0 = 0; u0 < units; u0 += kAhead) {
+#pragma unroll
+    for (int q = 0; q < kAhead; ++q) {
+      if (u0 + q >= units) break;
+      if (s == 0) {
+#pragma unroll
+        for (int j = 0; j < kNT; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.0f;
+      }
+      const int row0 = tile * 16;
+      MbarWait(&full[st], phase);
+      const int ch = s * kSplit + warp;
+      if (ch < chunks) {  // warp-uniform: past K, no mma at all
+        const bool kin = ch * kChunk + t * 8 < k;
+        const unsigned char* at = stages + st * kStageBytes + warp * kChunk * 2 + t * 16;
+        const uint4 wlo =
+            kin && row0 + g < n ? *reinterpret_cast<const uint4*>(at + g * kSlabRowStride) : zero;
+        const uint4 whi = kin && row0 + g + 8 < n
+                              ? *reinterpret_cast<const uint4*>(at + (g + 8) * kSlabRowStride)
+                              : zero;
+        const uint32_t lo[4] = {wlo.x, whi.x, wlo.y, whi.y};
+        const uint32_t hi[4] = {wlo.z, whi.z, wlo.w, whi.w};
+#pragma unroll
+        for (int j = 0; j < kNT; ++j) {
+          Mma(acc[j], lo, xr[q][j].x, xr[q][j].y);
+          Mma(acc[j], hi, xr[q][j].z, xr[q][j].w);
+        }
+      }
+      __syncwarp();
+      if (lane == 0) MbarArrive(&empty[st]);
+      if (++st == kStreamStages) {
+        st = 0;
+        phase ^= 1;
+      }
+      load_a(s_ahead, xr[q]);
+      if (++s_ahead == slabs) s_ahead = 0;
+      if (++s == slabs) {
+        s = 0;
+        finish_tile();
       }
     }
   }
 }
 
+int MultiprocessorCount() {
+  static const int count = [] {
+    int device = 0, sms = 0;
+    cudaGetDevice(&device);
+    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+    return sms > 0 ? sms : 1;
+  }();
+  return count;
+}
+
+template <int kNT, typename OutT>
+cudaError_t LaunchStream(cudaStream_t stream, int m, int n, int k, const __nv_bfloat16* a,
+                         int64_t lda, const __nv_bfloat16* w, int64_t ldw, OutT* c, int64_t ldc) {
+  auto* kernel = DecodeGemmStreamKernel<kNT, OutT>;
+  static const cudaError_t attr = cudaFuncSetAttribute(
+      kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kStreamSmem));
+  if (attr != cudaSuccess) return attr;
+  const int tiles = (n + 15) / 16;
+  const int blocks = std::min(tiles, MultiprocessorCount());
+  return LaunchMaybeProgrammatic(kernel, blocks, kStreamThreads, kStreamSmem, stream, m, n, k, a,
+                                 lda, w, ldw, c, ldc);
+}
+
+// HGEVAL_DECODE_GEMM_STREAM=0 keeps M <= 8 on DecodeGemmKernel (for measurement; the same
+// bits either way).
+bool StreamEnabled() {
+  static const bool enabled = [] {
+    const char* env = std::getenv("HGEVAL_DECODE_GEMM_STREAM");
+    return env == nullptr || std::strcmp(env, "0") != 0;
+  }();
+  return enabled;
+}
+
 template <int kTiles, int kNT, typename OutT>
 cudaError_t Launch(cudaStream_t stream, int m, int n, int k, const __nv_bfloat16* a, int64_t lda,
                    const __nv_bfloat16* w, int64_t ldw, OutT* c, int64_t ldc) {
+  if (StreamEnabled()) return LaunchStream<kNT>(stream, m, n, k, a, lda, w, ldw, c, ldc);
   auto* kernel = DecodeGemmKernel<kTiles, kNT, OutT>;
   const int blocks = (n + kTiles * 16 - 1) / (kTiles * 16);
-  kernel<<<blocks, kThreads, 0, stream>>>(m, n, k, a, lda, w, ldw, c, ldc);
-  return cudaGetLastError();
+  return LaunchMaybeProgrammatic(kernel, blocks, kThreads, 0, stream, m, n, k, a, lda, w, ldw, c,
+                                 ldc);
 }
 
 template <int kTiles, typename OutT>

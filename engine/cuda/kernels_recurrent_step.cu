@@ -9,6 +9,7 @@
 #include <algorithm>
 
 #include "engine/cuda/kernel_util.cuh"
+#include "engine/cuda/programmatic_launch.cuh"
 
 namespace hgeval::cuda {
 namespace {
@@ -87,6 +88,8 @@ __global__ void RecurrentStepKernel(const float* q, const float* k, const float*
   float* sk = sq + dk;
   float* sd = sk + dk;
   float* part = sd + dk;  // [kgroups][vthreads]
+  LetDependentsLaunch();
+  WaitForPrerequisites();
   const int r = blockIdx.x, h = blockIdx.y;
   float* base = state_ptrs[r];
   if (base == nullptr) return;
@@ -177,9 +180,9 @@ cudaError_t RecurrentGlaStep(const float* q, const float* k, const float* g, con
   dim3 grid(rows, heads);
   const StepThreads t(dv);
   const size_t smem = sizeof(float) * (3 * dk + t.kgroups * t.vthreads);
-  RecurrentStepKernel<<<grid, t.vthreads * t.kgroups, smem, stream>>>(
-      q, k, g, v, heads, dk, dv, scale, state_ptrs, layer_offset, o, t.kgroups, nullptr, nullptr);
-  return cudaGetLastError();
+  return LaunchMaybeProgrammatic(RecurrentStepKernel, grid, t.vthreads * t.kgroups, smem, stream, q,
+                                 k, g, v, heads, dk, dv, scale, state_ptrs, layer_offset, o,
+                                 t.kgroups, nullptr, nullptr);
 }
 
 cudaError_t Hgrn2DecodeStep(const float* qfi, const float* lower_bound, int rows, int heads,
@@ -190,10 +193,9 @@ cudaError_t Hgrn2DecodeStep(const float* qfi, const float* lower_bound, int rows
   const int dv = head_dim;
   const StepThreads t(dv);
   const size_t smem = sizeof(float) * (3 * head_dim + t.kgroups * t.vthreads);
-  RecurrentStepKernel<<<grid, t.vthreads * t.kgroups, smem, stream>>>(
-      nullptr, nullptr, nullptr, nullptr, heads, head_dim, dv, scale, state_ptrs, layer_offset, o,
-      t.kgroups, qfi, lower_bound);
-  return cudaGetLastError();
+  return LaunchMaybeProgrammatic(RecurrentStepKernel, grid, t.vthreads * t.kgroups, smem, stream,
+                                 nullptr, nullptr, nullptr, nullptr, heads, head_dim, dv, scale,
+                                 state_ptrs, layer_offset, o, t.kgroups, qfi, lower_bound);
 }
 
 bool Hgrn2DecodeStepNormFused(int heads) { return heads >= 1 && heads <= kMaxClusterHeads; }
