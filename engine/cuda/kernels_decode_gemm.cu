@@ -6,6 +6,9 @@
 // vectorized and the k-slot of every K index is fixed. The warps' partial sums are then
 // added in warp order through shared memory. The order of every output element's sum is
 // thus a function of K alone: no M, no row position, no other row's value enters it.
+// Two forms compute exactly that: DecodeGemmKernel, whose lanes load W into registers,
+// and DecodeGemmStreamKernel (the default), whose producer warp streams W through the
+// bulk-copy engine into shared memory.
 #include <cuda_bf16.h>
 
 #include <algorithm>
