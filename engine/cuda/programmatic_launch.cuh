@@ -37,11 +37,17 @@ __device__ __forceinline__ void LetDependentsLaunch() {
 #endif
 }
 
-// HGEVAL_CUDA_PDL=0 launches every kernel plainly (for measurement); read once.
+// On where the device is Hopper or later (compute capability 9), unless HGEVAL_CUDA_PDL=0
+// (for measurement); read once, from the device current at the first launch.
 inline bool ProgrammaticLaunchEnabled() {
   static const bool enabled = [] {
     const char* env = std::getenv("HGEVAL_CUDA_PDL");
-    return env == nullptr || std::strcmp(env, "0") != 0;
+    if (env != nullptr && std::strcmp(env, "0") == 0) return false;
+    int device = 0, major = 0;
+    return cudaGetDevice(&device) == cudaSuccess &&
+           cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) ==
+               cudaSuccess &&
+           major >= 9;
   }();
   return enabled;
 }
