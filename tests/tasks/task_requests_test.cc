@@ -222,109 +222,63 @@ TEST(TaskRequestsTest, Openbookqa) {
                  });
 }
 
+// BoolQ's requests: the document's context continued by " no", then by " yes".
+ExpectedDoc YesNoDoc(int64_t gold, const std::string& context) {
+  return {gold, {{context, " no"}, {context, " yes"}}};
+}
+
 TEST(TaskRequestsTest, Boolq) {
   CheckFirstDocs(
       "boolq", 3270,
       {
-          {0,
-           {
-               {"All biomass goes through at least some of these steps: it needs to be grown, "
-                "collected, dried, fermented, distilled, and burned. All of these steps require "
-                "resources and an infrastructure. The total amount of energy input into the "
-                "process compared to the energy released by burning the resulting ethanol fuel is "
-                "known as the energy balance (or ``energy returned on energy invested''). Figures "
-                "compiled in a 2007 report by National Geographic Magazine point to modest results "
-                "for corn ethanol produced in the US: one unit of fossil-fuel energy is required "
-                "to create 1.3 energy units from the resulting ethanol. The energy balance for "
-                "sugarcane ethanol produced in Brazil is more favorable, with one unit of "
-                "fossil-fuel energy required to create 8 from the ethanol. Energy balance "
-                "estimates are not easily produced, thus numerous such reports have been generated "
-                "that are contradictory. For instance, a separate survey reports that production "
-                "of ethanol from sugarcane, which requires a tropical climate to grow "
-                "productively, returns from 8 to 9 units of energy for each unit expended, as "
-                "compared to corn, which only returns about 1.34 units of fuel energy for each "
-                "unit of energy expended. A 2006 University of California Berkeley study, after "
-                "analyzing six separate studies, concluded that producing ethanol from corn uses "
-                "much less petroleum than producing gasoline.\nQuestion: does ethanol take more "
-                "energy make that produces?\nAnswer:",
-                " no"},
-               {"All biomass goes through at least some of these steps: it needs to be grown, "
-                "collected, dried, fermented, distilled, and burned. All of these steps require "
-                "resources and an infrastructure. The total amount of energy input into the "
-                "process compared to the energy released by burning the resulting ethanol fuel is "
-                "known as the energy balance (or ``energy returned on energy invested''). Figures "
-                "compiled in a 2007 report by National Geographic Magazine point to modest results "
-                "for corn ethanol produced in the US: one unit of fossil-fuel energy is required "
-                "to create 1.3 energy units from the resulting ethanol. The energy balance for "
-                "sugarcane ethanol produced in Brazil is more favorable, with one unit of "
-                "fossil-fuel energy required to create 8 from the ethanol. Energy balance "
-                "estimates are not easily produced, thus numerous such reports have been generated "
-                "that are contradictory. For instance, a separate survey reports that production "
-                "of ethanol from sugarcane, which requires a tropical climate to grow "
-                "productively, returns from 8 to 9 units of energy for each unit expended, as "
-                "compared to corn, which only returns about 1.34 units of fuel energy for each "
-                "unit of energy expended. A 2006 University of California Berkeley study, after "
-                "analyzing six separate studies, concluded that producing ethanol from corn uses "
-                "much less petroleum than producing gasoline.\nQuestion: does ethanol take more "
-                "energy make that produces?\nAnswer:",
-                " yes"},
-           }},
-          {1,
-           {
-               {"Property tax or 'house tax' is a local tax on buildings, along with appurtenant "
-                "land. It is and imposed on the Possessor (not the custodian of property as per "
-                "1978, 44th amendment of constitution). It resembles the US-type wealth tax and "
-                "differs from the excise-type UK rate. The tax power is vested in the states and "
-                "is delegated to local bodies, specifying the valuation method, rate band, and "
-                "collection procedures. The tax base is the annual rental value (ARV) or "
-                "area-based rating. Owner-occupied and other properties not producing rent are "
-                "assessed on cost and then converted into ARV by applying a percentage of cost, "
-                "usually four percent. Vacant land is generally exempt. Central government "
-                "properties are exempt. Instead a 'service charge' is permissible under executive "
-                "order. Properties of foreign missions also enjoy tax exemption without requiring "
-                "reciprocity. The tax is usually accompanied by service taxes, e.g., water tax, "
-                "drainage tax, conservancy (sanitation) tax, lighting tax, all using the same tax "
-                "base. The rate structure is flat on rural (panchayat) properties, but in the "
-                "urban (municipal) areas it is mildly progressive with about 80% of assessments "
-                "falling in the first two brackets.\nQuestion: is house tax and property tax are "
-                "same?\nAnswer:",
-                " no"},
-               {"Property tax or 'house tax' is a local tax on buildings, along with appurtenant "
-                "land. It is and imposed on the Possessor (not the custodian of property as per "
-                "1978, 44th amendment of constitution). It resembles the US-type wealth tax and "
-                "differs from the excise-type UK rate. The tax power is vested in the states and "
-                "is delegated to local bodies, specifying the valuation method, rate band, and "
-                "collection procedures. The tax base is the annual rental value (ARV) or "
-                "area-based rating. Owner-occupied and other properties not producing rent are "
-                "assessed on cost and then converted into ARV by applying a percentage of cost, "
-                "usually four percent. Vacant land is generally exempt. Central government "
-                "properties are exempt. Instead a 'service charge' is permissible under executive "
-                "order. Properties of foreign missions also enjoy tax exemption without requiring "
-                "reciprocity. The tax is usually accompanied by service taxes, e.g., water tax, "
-                "drainage tax, conservancy (sanitation) tax, lighting tax, all using the same tax "
-                "base. The rate structure is flat on rural (panchayat) properties, but in the "
-                "urban (municipal) areas it is mildly progressive with about 80% of assessments "
-                "falling in the first two brackets.\nQuestion: is house tax and property tax are "
-                "same?\nAnswer:",
-                " yes"},
-           }},
-          {1,
-           {
-               {"Phantom pain sensations are described as perceptions that an individual "
-                "experiences relating to a limb or an organ that is not physically part of the "
-                "body. Limb loss is a result of either removal by amputation or congenital limb "
-                "deficiency. However, phantom limb sensations can also occur following nerve "
-                "avulsion or spinal cord injury.\nQuestion: is pain experienced in a missing body "
-                "part or paralyzed area?\nAnswer:",
-                " no"},
-               {"Phantom pain sensations are described as perceptions that an individual "
-                "experiences relating to a limb or an organ that is not physically part of the "
-                "body. Limb loss is a result of either removal by amputation or congenital limb "
-                "deficiency. However, phantom limb sensations can also occur following nerve "
-                "avulsion or spinal cord injury.\nQuestion: is pain experienced in a missing body "
-                "part or paralyzed area?\nAnswer:",
-                " yes"},
-           }},
+          YesNoDoc(
+              0,
+              "All biomass goes through at least some of these steps: it needs to be grown, "
+              "collected, dried, fermented, distilled, and burned. All of these steps require "
+              "resources and an infrastructure. The total amount of energy input into the "
+              "process compared to the energy released by burning the resulting ethanol fuel is "
+              "known as the energy balance (or ``energy returned on energy invested''). Figures "
+              "compiled in a 2007 report by National Geographic Magazine point to modest results "
+              "for corn ethanol produced in the US: one unit of fossil-fuel energy is required "
+              "to create 1.3 energy units from the resulting ethanol. The energy balance for "
+              "sugarcane ethanol produced in Brazil is more favorable, with one unit of "
+              "fossil-fuel energy required to create 8 from the ethanol. Energy balance "
+              "estimates are not easily produced, thus numerous such reports have been generated "
+              "that are contradictory. For instance, a separate survey reports that production "
+              "of ethanol from sugarcane, which requires a tropical climate to grow "
+              "productively, returns from 8 to 9 units of energy for each unit expended, as "
+              "compared to corn, which only returns about 1.34 units of fuel energy for each "
+              "unit of energy expended. A 2006 University of California Berkeley study, after "
+              "analyzing six separate studies, concluded that producing ethanol from corn uses "
+              "much less petroleum than producing gasoline.\nQuestion: does ethanol take more "
+              "energy make that produces?\nAnswer:"),
+          YesNoDoc(
+              1,
+              "Property tax or 'house tax' is a local tax on buildings, along with appurtenant "
+              "land. It is and imposed on the Possessor (not the custodian of property as per "
+              "1978, 44th amendment of constitution). It resembles the US-type wealth tax and "
+              "differs from the excise-type UK rate. The tax power is vested in the states and "
+              "is delegated to local bodies, specifying the valuation method, rate band, and "
+              "collection procedures. The tax base is the annual rental value (ARV) or "
+              "area-based rating. Owner-occupied and other properties not producing rent are "
+              "assessed on cost and then converted into ARV by applying a percentage of cost, "
+              "usually four percent. Vacant land is generally exempt. Central government "
+              "properties are exempt. Instead a 'service charge' is permissible under executive "
+              "order. Properties of foreign missions also enjoy tax exemption without requiring "
+              "reciprocity. The tax is usually accompanied by service taxes, e.g., water tax, "
+              "drainage tax, conservancy (sanitation) tax, lighting tax, all using the same tax "
+              "base. The rate structure is flat on rural (panchayat) properties, but in the "
+              "urban (municipal) areas it is mildly progressive with about 80% of assessments "
+              "falling in the first two brackets.\nQuestion: is house tax and property tax are "
+              "same?\nAnswer:"),
+          YesNoDoc(
+              1,
+              "Phantom pain sensations are described as perceptions that an individual "
+              "experiences relating to a limb or an organ that is not physically part of the "
+              "body. Limb loss is a result of either removal by amputation or congenital limb "
+              "deficiency. However, phantom limb sensations can also occur following nerve "
+              "avulsion or spinal cord injury.\nQuestion: is pain experienced in a missing body "
+              "part or paralyzed area?\nAnswer:"),
       });
 }
 
