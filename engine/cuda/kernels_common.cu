@@ -27,8 +27,7 @@ constexpr int kNormRowRegs = 8;
 template <typename T>
 __global__ void AddRmsNormKernel(float* h, const float* delta, const float* w, float eps, int dim,
                                  T* out) {
-  LetDependentsLaunch();
-  WaitForPrerequisites();
+  StartAfterPrerequisites();
   __shared__ float scratch[32];
   const int64_t base = static_cast<int64_t>(blockIdx.x) * dim;
   const int nt = blockDim.x;
@@ -78,8 +77,7 @@ template <typename XT, typename GT, typename T>
 __global__ void RmsNormGatedKernel(const XT* x, int64_t x_ld, const GT* gate, int64_t gate_ld,
                                    bool gate_silu, const float* w, float eps, int group, T* out,
                                    int64_t out_ld, const int32_t* x_rows) {
-  LetDependentsLaunch();
-  WaitForPrerequisites();
+  StartAfterPrerequisites();
   __shared__ float scratch[32];
   const int r = blockIdx.x;
   const int64_t in_row = x_rows != nullptr ? x_rows[r] : r;  // x's and gate's row
@@ -122,8 +120,7 @@ __global__ void RmsNormGatedKernel(const XT* x, int64_t x_ld, const GT* gate, in
 template <typename T>
 __global__ void SwiGluKernel(const T* gu, int64_t total, int inter, bool silu, T* out,
                              int64_t out_ld) {
-  LetDependentsLaunch();
-  WaitForPrerequisites();
+  StartAfterPrerequisites();
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int64_t r = i / inter, c = i % inter;
@@ -140,8 +137,7 @@ __global__ void SwiGluKernel(const T* gu, int64_t total, int inter, bool silu, T
 template <typename T>
 __global__ void SwiGluVecKernel(const T* gu, int rows, int inter, bool silu, T* out,
                                 int64_t out_ld) {
-  LetDependentsLaunch();
-  WaitForPrerequisites();
+  StartAfterPrerequisites();
   constexpr int kVec = 16 / sizeof(T);
   struct alignas(16) Vec {
     T x[kVec];
@@ -349,8 +345,7 @@ __global__ void __launch_bounds__(1024)
                               int64_t gate_ld, bool gate_silu, const float* __restrict__ w,
                               float eps, int group, T* __restrict__ out, int64_t out_ld,
                               const int32_t* __restrict__ x_rows) {
-  LetDependentsLaunch();
-  WaitForPrerequisites();
+  StartAfterPrerequisites();
   struct alignas(16) Bf16x8 {
     bf16 v[kNormVec];
   };

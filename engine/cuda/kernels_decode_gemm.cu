@@ -338,14 +338,14 @@ __global__ void __launch_bounds__(kStreamThreads, 1)
   }
 }
 
+// The current device's (a process may drive several GPUs).
 int MultiprocessorCount() {
-  static const int count = [] {
-    int device = 0, sms = 0;
-    cudaGetDevice(&device);
-    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
-    return sms > 0 ? sms : 1;
-  }();
-  return count;
+  int device = 0, sms = 0;
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) {
+    return 1;
+  }
+  return sms > 0 ? sms : 1;
 }
 
 template <int kNT, typename OutT>

@@ -88,8 +88,7 @@ __global__ void RecurrentStepKernel(const float* q, const float* k, const float*
   float* sk = sq + dk;
   float* sd = sk + dk;
   float* part = sd + dk;  // [kgroups][vthreads]
-  LetDependentsLaunch();
-  WaitForPrerequisites();
+  StartAfterPrerequisites();
   const int r = blockIdx.x, h = blockIdx.y;
   float* base = state_ptrs[r];
   if (base == nullptr) return;

@@ -37,19 +37,25 @@ __device__ __forceinline__ void LetDependentsLaunch() {
 #endif
 }
 
-// On where the device is Hopper or later (compute capability 9), unless HGEVAL_CUDA_PDL=0
-// (for measurement); read once, from the device current at the first launch.
+// The opening of a kernel that reads what the kernels before it wrote: its dependents may
+// start, and it waits for its prerequisites (the rules above).
+__device__ __forceinline__ void StartAfterPrerequisites() {
+  LetDependentsLaunch();
+  WaitForPrerequisites();
+}
+
+// On where the current device is Hopper or later (compute capability 9), unless
+// HGEVAL_CUDA_PDL=0 (for measurement, read once). The device is asked at each launch, as
+// the other per-device choices are (ChosenFlashKernel): a process may drive several GPUs.
 inline bool ProgrammaticLaunchEnabled() {
-  static const bool enabled = [] {
+  static const bool allowed = [] {
     const char* env = std::getenv("HGEVAL_CUDA_PDL");
-    if (env != nullptr && std::strcmp(env, "0") == 0) return false;
-    int device = 0, major = 0;
-    return cudaGetDevice(&device) == cudaSuccess &&
-           cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) ==
-               cudaSuccess &&
-           major >= 9;
+    return env == nullptr || std::strcmp(env, "0") != 0;
   }();
-  return enabled;
+  int device = 0, major = 0;
+  return allowed && cudaGetDevice(&device) == cudaSuccess &&
+         cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) == cudaSuccess &&
+         major >= 9;
 }
 
 // Launches `kernel`, programmatically where enabled. The kernel must follow the rules above.
