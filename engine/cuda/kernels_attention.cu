@@ -3,6 +3,7 @@
 // between it and kernels_attention_wgmma.cu's.
 #include <algorithm>
 
+#include "engine/cuda/current_device.cuh"
 #include "engine/cuda/decode_attention_plan.h"
 #include "engine/cuda/flash_common.cuh"
 #include "engine/cuda/flash_kernel_choice.h"
@@ -958,11 +959,10 @@ namespace {
 // never more than there can be items.
 template <typename Kernel>
 int DecodeBlocksPerHead(Kernel kernel, int heads, int max_items, int smem_bytes = 0) {
-  int device = 0, sms = 0, per_sm = 0;
-  if (cudaGetDevice(&device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
-      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kAttnWarps * 32, smem_bytes) !=
-          cudaSuccess) {
+  const std::optional<int> multiprocessors = CurrentDeviceAttribute(cudaDevAttrMultiProcessorCount);
+  int sms = multiprocessors.value_or(132), per_sm = 0;
+  if (!multiprocessors || cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+                              &per_sm, kernel, kAttnWarps * 32, smem_bytes) != cudaSuccess) {
     sms = 132;
     per_sm = 1;
   }
@@ -1071,13 +1071,7 @@ namespace hgeval::cuda {
 FlashKernel ChosenFlashKernel(int head_dim) {
   if (head_dim != 128 || !FlashWgmmaBuilt()) return FlashKernel::kMmaSync;
   // sm_90a machine code runs on compute capability 9.0 alone.
-  int device = 0, major = 0, minor = 0;
-  if (cudaGetDevice(&device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) != cudaSuccess) {
-    return FlashKernel::kMmaSync;
-  }
-  return major == 9 && minor == 0 ? FlashKernel::kWgmma : FlashKernel::kMmaSync;
+  return CurrentComputeCapability() == 90 ? FlashKernel::kWgmma : FlashKernel::kMmaSync;
 }
 
 cudaError_t FlashPrefillAttentionWith(FlashKernel kernel, const void* qkv, int rows, int heads,

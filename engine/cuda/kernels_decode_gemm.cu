@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "engine/cuda/current_device.cuh"
 #include "engine/cuda/kernels_decode_gemm.h"
 #include "engine/cuda/mbarrier.cuh"
 #include "engine/cuda/mma.cuh"
@@ -340,12 +341,7 @@ __global__ void __launch_bounds__(kStreamThreads, 1)
 
 // The current device's (a process may drive several GPUs).
 int MultiprocessorCount() {
-  int device = 0, sms = 0;
-  if (cudaGetDevice(&device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) {
-    return 1;
-  }
-  return sms > 0 ? sms : 1;
+  return std::max(1, CurrentDeviceAttribute(cudaDevAttrMultiProcessorCount).value_or(1));
 }
 
 template <int kNT, typename OutT>

@@ -20,6 +20,8 @@
 #include <cstring>
 #include <utility>
 
+#include "engine/cuda/current_device.cuh"
+
 namespace hgeval::cuda {
 
 // Waits until the kernels this one depends on have completed and their writes are
@@ -52,10 +54,7 @@ inline bool ProgrammaticLaunchEnabled() {
     const char* env = std::getenv("HGEVAL_CUDA_PDL");
     return env == nullptr || std::strcmp(env, "0") != 0;
   }();
-  int device = 0, major = 0;
-  return allowed && cudaGetDevice(&device) == cudaSuccess &&
-         cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) == cudaSuccess &&
-         major >= 9;
+  return allowed && CurrentComputeCapability().value_or(0) >= 90;
 }
 
 // Launches `kernel`, programmatically where enabled. The kernel must follow the rules above.
