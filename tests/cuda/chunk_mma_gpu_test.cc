@@ -144,8 +144,10 @@ INSTANTIATE_TEST_SUITE_P(
         MmaCase{"tnl", 193, 2, 256, 128, Decay::kConstant},
         MmaCase{"tnl", 100, 2, 64, 64, Decay::kConstant},
         // Head dims no family uses at 1.3B (tiny test models): padding paths.
-        MmaCase{"odd", 65, 3, 16, 32, Decay::kData},
-        MmaCase{"odd", 200, 1, 40, 200, Decay::kData}));
+        MmaCase{"odd", 65, 3, 16, 32, Decay::kData}, MmaCase{"odd", 200, 1, 40, 200, Decay::kData},
+        // dk and dv 4 mod 8: widths the bf16 kernels take (multiples of 4) that no other
+        // case has.
+        MmaCase{"odd", 70, 2, 36, 20, Decay::kData}));
 
 // A ragged pack: sequence s is lens[s] rows from its own start state (a second layer's
 // slot: layer_offset). fork: final states go to other buffers (the first chunk reads the
@@ -819,7 +821,8 @@ INSTANTIATE_TEST_SUITE_P(Packs, ChunkMmaPackTest,
                                            PackCase{"gla", 2, 256, 512, Decay::kData, true},
                                            PackCase{"tnl", 2, 256, 128, Decay::kConstant, false},
                                            PackCase{"tnl", 2, 128, 128, Decay::kConstant, true},
-                                           PackCase{"odd", 3, 40, 200, Decay::kData, true}));
+                                           PackCase{"odd", 3, 40, 200, Decay::kData, true},
+                                           PackCase{"odd", 2, 36, 20, Decay::kData, true}));
 
 }  // namespace
 }  // namespace hgeval::cuda
