@@ -21,7 +21,7 @@ stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/bin" "$stage/lib" "$out"
 bins=("$build"/tests/cuda/*_test "$build"/bench/cuda/cuda_bench "$build"/bench/cuda/niah_cuda_bench
-      "$build"/bench/cuda/suite_cuda_bench "$build"/tasks/tools/hgeval-eval
+      "$build"/bench/cuda/suite_cuda_bench "$build"/bench/cuda/decode_gemm_algos "$build"/tasks/tools/hgeval-eval
       "$build"/server/hgeval-server "$build"/client/hgeval)
 for b in "${bins[@]}"; do
   [[ -x $b ]] || continue
