@@ -23,6 +23,25 @@ bool SameBits(const std::vector<float>& a, const std::vector<float>& b) {
          (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
 }
 
+// Token ids drawn uniformly from a model's vocabulary from a fixed seed, so each test sees
+// the same tokens on every run.
+class RandomTokens {
+ public:
+  RandomTokens(const Model& m, uint32_t seed)
+      : rng_(seed), dist_(0, static_cast<int>(m.info().vocab_size) - 1) {}
+  int32_t Next() { return dist_(rng_); }
+  std::vector<int32_t> Take(int n) {
+    std::vector<int32_t> v(n);
+    for (auto& x : v) x = Next();
+    return v;
+  }
+  uint32_t Raw() { return rng_(); }  // a draw that is not a token (a length)
+
+ private:
+  std::mt19937 rng_;
+  std::uniform_int_distribution<int> dist_;
+};
+
 class CudaBatchInvarianceTest
     : public ::testing::TestWithParam<std::tuple<std::string, std::string>> {};
 
@@ -32,22 +51,20 @@ TEST_P(CudaBatchInvarianceTest, AloneEqualsPacked) {
   auto model = BuildGoldenCudaModel(family, dtype);
   ASSERT_TRUE(model.ok()) << model.status();
   Model& m = **model;
-  const int vocab = static_cast<int>(m.info().vocab_size);
-  std::mt19937 rng(99);
-  std::uniform_int_distribution<int> dist(0, vocab - 1);
+  RandomTokens random(m, 99);
   const std::vector<int> lengths = {1, 5, 64, 65, 130, 1, 17, 300};
   const int n = static_cast<int>(lengths.size());
   std::vector<std::vector<int32_t>> tokens(n), targets(n);
   for (int i = 0; i < n; ++i) {
     for (int t = 0; t < lengths[i]; ++t) {
-      tokens[i].push_back(dist(rng));
-      targets[i].push_back(t % 3 == 2 ? -1 : dist(rng));
+      tokens[i].push_back(random.Next());
+      targets[i].push_back(t % 3 == 2 ? -1 : random.Next());
     }
   }
   std::vector<int32_t> step_tokens(n), step_targets(n);
   for (int i = 0; i < n; ++i) {
-    step_tokens[i] = dist(rng);
-    step_targets[i] = dist(rng);
+    step_tokens[i] = random.Next();
+    step_targets[i] = random.Next();
   }
 
   // Alone.
@@ -107,16 +124,9 @@ TEST_P(CudaBatchInvarianceTest, PackedAnywhereEqualsAlone) {
   auto model = BuildGoldenCudaModel(family, dtype, /*max_context=*/32768);
   ASSERT_TRUE(model.ok()) << model.status();
   Model& m = **model;
-  const int vocab = static_cast<int>(m.info().vocab_size);
-  std::mt19937 rng(7);
-  std::uniform_int_distribution<int> dist(0, vocab - 1);
-  auto random_tokens = [&](int n) {
-    std::vector<int32_t> v(n);
-    for (auto& x : v) x = dist(rng);
-    return v;
-  };
+  RandomTokens random(m, 7);
   // A shared context state that forks continue from (as a task's choices do).
-  const std::vector<int32_t> context = random_tokens(77);
+  const std::vector<int32_t> context = random.Take(77);
   auto context_state = m.NewState();
   ASSERT_TRUE(RunOne(m, context_state.get(), context, {}).ok());
 
@@ -127,18 +137,18 @@ TEST_P(CudaBatchInvarianceTest, PackedAnywhereEqualsAlone) {
   std::vector<Probe> probes;
   for (int len : {2, 20, 64, 65, 200, 16384 + 100}) {
     Probe p;
-    p.tokens = random_tokens(len);
-    for (int t = 0; t < len; ++t) p.targets.push_back(t % 4 == 1 ? -1 : dist(rng));
+    p.tokens = random.Take(len);
+    for (int t = 0; t < len; ++t) p.targets.push_back(t % 4 == 1 ? -1 : random.Next());
     probes.push_back(p);
   }
   for (int len : {3, 21, 70}) {
     Probe p;
     p.fork = true;
-    p.tokens = random_tokens(len);
-    p.targets = random_tokens(len);
+    p.tokens = random.Take(len);
+    p.targets = random.Take(len);
     probes.push_back(p);
   }
-  const int32_t next_token = dist(rng), next_target = dist(rng);
+  const int32_t next_token = random.Next(), next_target = random.Next();
   auto start = [&](const Probe& p) { return p.fork ? context_state->Clone() : m.NewState(); };
 
   // Alone: the probe's own Forward, then one more step from its state.
@@ -158,8 +168,8 @@ TEST_P(CudaBatchInvarianceTest, PackedAnywhereEqualsAlone) {
     for (int c = 0; c < companions; ++c) {
       Probe o;
       o.fork = c % 3 == 0;
-      o.tokens = random_tokens(2 + static_cast<int>(rng() % 90));
-      o.targets = random_tokens(static_cast<int>(o.tokens.size()));
+      o.tokens = random.Take(2 + static_cast<int>(random.Raw() % 90));
+      o.targets = random.Take(static_cast<int>(o.tokens.size()));
       others.push_back(o);
     }
     for (const char* where : {"front", "middle", "end"}) {
@@ -218,22 +228,20 @@ TEST_P(CudaBatchInvarianceTest, LogitsOfSomeRowsEqualThoseOfEveryRow) {
   auto model = BuildGoldenCudaModel(family, dtype, /*max_context=*/32768);
   ASSERT_TRUE(model.ok()) << model.status();
   Model& m = **model;
-  const int vocab = static_cast<int>(m.info().vocab_size);
-  std::mt19937 rng(23);
-  std::uniform_int_distribution<int> dist(0, vocab - 1);
+  RandomTokens random(m, 23);
   const std::vector<int> lengths = {1, 7, 64, 65, 300, 16384 + 70};
   const int n = static_cast<int>(lengths.size());
   std::vector<std::vector<int32_t>> tokens(n), every(n), some(n);
   for (int i = 0; i < n; ++i) {
     for (int t = 0; t < lengths[i]; ++t) {
-      tokens[i].push_back(dist(rng));
-      every[i].push_back(dist(rng));
+      tokens[i].push_back(random.Next());
+      every[i].push_back(random.Next());
       some[i].push_back(t % 7 == 3 ? every[i].back() : -1);
     }
   }
   // Every row: the whole pack's MLP (each item alone, so each pack is all logit rows);
   // then one more token from the state it left, which must not depend on the rows.
-  const std::vector<int32_t> next_token = {dist(rng)};
+  const std::vector<int32_t> next_token = {random.Next()};
   std::vector<ForwardOutput> full(n), full_next(n);
   for (int i = 0; i < n; ++i) {
     auto st = m.NewState();
