@@ -21,9 +21,13 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "engine/cuda/decode_gemm.h"
+#include "engine/cuda/device.h"
+#include "engine/util/status_macros.h"
 #include "nlohmann/json.hpp"
 
 ABSL_FLAG(std::string, shapes, "6144x2048,2048x2048,11264x2048,2048x5632,32000x2048",
@@ -38,40 +42,23 @@ constexpr int64_t kRows = hgeval::cuda::kDecodeGemmMaxRows;
 constexpr size_t kColdBytes = size_t{512} << 20;  // weight copies cycled per shape: past L2
 constexpr size_t kWorkspaceBytes = size_t{32} << 20;
 
-#define CHECK_CUDA(expr)                                                                         \
-  do {                                                                                           \
-    cudaError_t e_ = (expr);                                                                     \
-    if (e_ != cudaSuccess) {                                                                     \
-      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #expr, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                              \
-    }                                                                                            \
-  } while (0)
-#define CHECK_CUBLAS(expr)                                                                 \
-  do {                                                                                     \
-    cublasStatus_t s_ = (expr);                                                            \
-    if (s_ != CUBLAS_STATUS_SUCCESS) {                                                     \
-      std::fprintf(stderr, "%s:%d %s: cuBLAS status %d\n", __FILE__, __LINE__, #expr, s_); \
-      std::exit(1);                                                                        \
-    }                                                                                      \
-  } while (0)
-
 struct Shape {
   int64_t n, k;
 };
 
 // Milliseconds per call of `call(copy)` over `iters` calls, the copy index cycling.
 template <typename Call>
-double TimePerCall(int iters, int copies, cudaStream_t stream, Call call) {
+absl::StatusOr<double> TimePerCall(int iters, int copies, cudaStream_t stream, Call call) {
   for (int i = 0; i < 3; ++i) call(i % copies);
   cudaEvent_t start, stop;
-  CHECK_CUDA(cudaEventCreate(&start));
-  CHECK_CUDA(cudaEventCreate(&stop));
-  CHECK_CUDA(cudaEventRecord(start, stream));
+  HG_CUDA_RETURN(cudaEventCreate(&start));
+  HG_CUDA_RETURN(cudaEventCreate(&stop));
+  HG_CUDA_RETURN(cudaEventRecord(start, stream));
   for (int i = 0; i < iters; ++i) call(i % copies);
-  CHECK_CUDA(cudaEventRecord(stop, stream));
-  CHECK_CUDA(cudaEventSynchronize(stop));
+  HG_CUDA_RETURN(cudaEventRecord(stop, stream));
+  HG_CUDA_RETURN(cudaEventSynchronize(stop));
   float ms = 0.0f;
-  CHECK_CUDA(cudaEventElapsedTime(&ms, start, stop));
+  HG_CUDA_RETURN(cudaEventElapsedTime(&ms, start, stop));
   cudaEventDestroy(start);
   cudaEventDestroy(stop);
   return ms / iters;
@@ -84,33 +71,19 @@ int ConfigAttr(const cublasLtMatmulAlgo_t& algo, cublasLtMatmulAlgoConfigAttribu
   return value;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  absl::ParseCommandLine(argc, argv);
-  std::vector<Shape> shapes;
-  for (absl::string_view s : absl::StrSplit(absl::GetFlag(FLAGS_shapes), ',')) {
-    std::vector<std::string> nk = absl::StrSplit(s, 'x');
-    Shape shape{};
-    if (nk.size() != 2 || !absl::SimpleAtoi(nk[0], &shape.n) ||
-        !absl::SimpleAtoi(nk[1], &shape.k) || shape.n <= 0 || shape.k <= 0) {
-      std::fprintf(stderr, "--shapes: want NxK,NxK,...; got \"%s\"\n", std::string(s).c_str());
-      return 2;
-    }
-    shapes.push_back(shape);
-  }
-  const int iters = std::max(1, absl::GetFlag(FLAGS_iters));
+// Times every shape and writes the table (and --out's JSON).
+absl::Status Run(const std::vector<Shape>& shapes, int iters) {
   cudaDeviceProp prop{};
-  CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
+  HG_CUDA_RETURN(cudaGetDeviceProperties(&prop, 0));
   cudaStream_t stream;
-  CHECK_CUDA(cudaStreamCreate(&stream));
+  HG_CUDA_RETURN(cudaStreamCreate(&stream));
   cublasHandle_t blas;
-  CHECK_CUBLAS(cublasCreate(&blas));
-  CHECK_CUBLAS(cublasSetStream(blas, stream));
+  HG_CUBLAS_RETURN(cublasCreate(&blas));
+  HG_CUBLAS_RETURN(cublasSetStream(blas, stream));
   cublasLtHandle_t lt;
-  CHECK_CUBLAS(cublasLtCreate(&lt));
+  HG_CUBLAS_RETURN(cublasLtCreate(&lt));
   void* workspace = nullptr;
-  CHECK_CUDA(cudaMalloc(&workspace, kWorkspaceBytes));
+  HG_CUDA_RETURN(cudaMalloc(&workspace, kWorkspaceBytes));
 
   nlohmann::json report = {{"gpu", prop.name}, {"rows", kRows}, {"iters", iters}};
   std::printf("GPU %s; M = %lld rows, bf16 x bf16 -> fp32, cold weights\n", prop.name,
@@ -120,23 +93,23 @@ int main(int argc, char** argv) {
     const int copies = static_cast<int>(std::max<size_t>(2, kColdBytes / w_bytes + 1));
     std::vector<void*> w(copies);
     for (void*& p : w) {
-      CHECK_CUDA(cudaMalloc(&p, w_bytes));
-      CHECK_CUDA(cudaMemset(p, 0x3c, w_bytes));  // small finite bf16 values
+      HG_CUDA_RETURN(cudaMalloc(&p, w_bytes));
+      HG_CUDA_RETURN(cudaMemset(p, 0x3c, w_bytes));  // small finite bf16 values
     }
     void *a = nullptr, *c = nullptr;
-    CHECK_CUDA(cudaMalloc(&a, kRows * s.k * sizeof(__nv_bfloat16)));
-    CHECK_CUDA(cudaMemset(a, 0x3c, kRows * s.k * sizeof(__nv_bfloat16)));
-    CHECK_CUDA(cudaMalloc(&c, kRows * s.n * sizeof(float)));
+    HG_CUDA_RETURN(cudaMalloc(&a, kRows * s.k * sizeof(__nv_bfloat16)));
+    HG_CUDA_RETURN(cudaMemset(a, 0x3c, kRows * s.k * sizeof(__nv_bfloat16)));
+    HG_CUDA_RETURN(cudaMalloc(&c, kRows * s.n * sizeof(float)));
     const float alpha = 1.0f, beta = 0.0f;
     const int n = static_cast<int>(s.n), k = static_cast<int>(s.k), m = static_cast<int>(kRows);
 
     // What the decode step runs: cublasGemmEx's default at M = 32 (gemm.cc's GemmNT).
-    const double default_ms = TimePerCall(iters, copies, stream, [&](int i) {
-      cublasGemmEx(blas, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, &alpha, w[i], CUDA_R_16BF, k, a,
-                   CUDA_R_16BF, k, &beta, c, CUDA_R_32F, n, CUBLAS_COMPUTE_32F,
-                   CUBLAS_GEMM_DEFAULT);
-    });
-    CHECK_CUDA(cudaGetLastError());
+    HG_ASSIGN_OR_RETURN(const double default_ms, TimePerCall(iters, copies, stream, [&](int i) {
+                          cublasGemmEx(blas, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, &alpha, w[i],
+                                       CUDA_R_16BF, k, a, CUDA_R_16BF, k, &beta, c, CUDA_R_32F, n,
+                                       CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+                        }));
+    HG_CUDA_RETURN(cudaGetLastError());
     auto tbps = [&](double ms) { return w_bytes / (ms * 1e-3) / 1e12; };
     std::printf("\n%lld x %lld (%.1f MB): cublasGemmEx default %.2f us, %.2f TB/s\n",
                 static_cast<long long>(s.n), static_cast<long long>(s.k), w_bytes / 1e6,
@@ -149,33 +122,36 @@ int main(int argc, char** argv) {
 
     // cuBLASLt's candidates for the same call (column-major C^T[N, M] = W^T · A).
     cublasLtMatmulDesc_t op;
-    CHECK_CUBLAS(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    HG_CUBLAS_RETURN(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
     const cublasOperation_t t = CUBLAS_OP_T, nn = CUBLAS_OP_N;
-    CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &t, sizeof(t)));
-    CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &nn, sizeof(nn)));
+    HG_CUBLAS_RETURN(
+        cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &t, sizeof(t)));
+    HG_CUBLAS_RETURN(
+        cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &nn, sizeof(nn)));
     cublasLtMatrixLayout_t lw, la, lc;
-    CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&lw, CUDA_R_16BF, k, n, k));
-    CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&la, CUDA_R_16BF, k, m, k));
-    CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&lc, CUDA_R_32F, n, m, n));
+    HG_CUBLAS_RETURN(cublasLtMatrixLayoutCreate(&lw, CUDA_R_16BF, k, n, k));
+    HG_CUBLAS_RETURN(cublasLtMatrixLayoutCreate(&la, CUDA_R_16BF, k, m, k));
+    HG_CUBLAS_RETURN(cublasLtMatrixLayoutCreate(&lc, CUDA_R_32F, n, m, n));
     cublasLtMatmulPreference_t pref;
-    CHECK_CUBLAS(cublasLtMatmulPreferenceCreate(&pref));
+    HG_CUBLAS_RETURN(cublasLtMatmulPreferenceCreate(&pref));
     const uint64_t ws = kWorkspaceBytes;
-    CHECK_CUBLAS(cublasLtMatmulPreferenceSetAttribute(
+    HG_CUBLAS_RETURN(cublasLtMatmulPreferenceSetAttribute(
         pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)));
     std::vector<cublasLtMatmulHeuristicResult_t> found(absl::GetFlag(FLAGS_candidates));
     int count = 0;
-    CHECK_CUBLAS(cublasLtMatmulAlgoGetHeuristic(
+    HG_CUBLAS_RETURN(cublasLtMatmulAlgoGetHeuristic(
         lt, op, lw, la, lc, lc, pref, static_cast<int>(found.size()), found.data(), &count));
     nlohmann::json algos = nlohmann::json::array();
     double best_ms = 1e30;
     for (int r = 0; r < count; ++r) {
       if (found[r].state != CUBLAS_STATUS_SUCCESS) continue;
       const cublasLtMatmulAlgo_t& algo = found[r].algo;
-      const double ms = TimePerCall(iters, copies, stream, [&](int i) {
+      const absl::StatusOr<double> timed = TimePerCall(iters, copies, stream, [&](int i) {
         cublasLtMatmul(lt, op, &alpha, w[i], lw, a, la, &beta, c, lc, c, lc, &algo, workspace,
                        kWorkspaceBytes, stream);
       });
-      if (cudaGetLastError() != cudaSuccess) continue;
+      if (!timed.ok() || cudaGetLastError() != cudaSuccess) continue;  // a candidate that fails
+      const double ms = *timed;
       best_ms = std::min(best_ms, ms);
       const int id = ConfigAttr(algo, CUBLASLT_ALGO_CONFIG_ID);
       const int tile = ConfigAttr(algo, CUBLASLT_ALGO_CONFIG_TILE_ID);
@@ -218,5 +194,28 @@ int main(int argc, char** argv) {
   cudaFree(workspace);
   cublasLtDestroy(lt);
   cublasDestroy(blas);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::ParseCommandLine(argc, argv);
+  std::vector<Shape> shapes;
+  for (absl::string_view s : absl::StrSplit(absl::GetFlag(FLAGS_shapes), ',')) {
+    std::vector<std::string> nk = absl::StrSplit(s, 'x');
+    Shape shape{};
+    if (nk.size() != 2 || !absl::SimpleAtoi(nk[0], &shape.n) ||
+        !absl::SimpleAtoi(nk[1], &shape.k) || shape.n <= 0 || shape.k <= 0) {
+      std::fprintf(stderr, "--shapes: want NxK,NxK,...; got \"%s\"\n", std::string(s).c_str());
+      return 2;
+    }
+    shapes.push_back(shape);
+  }
+  const absl::Status status = Run(shapes, std::max(1, absl::GetFlag(FLAGS_iters)));
+  if (!status.ok()) {
+    std::fprintf(stderr, "decode_gemm_algos: %s\n", status.ToString().c_str());
+    return 1;
+  }
   return 0;
 }

@@ -959,12 +959,14 @@ namespace {
 // never more than there can be items.
 template <typename Kernel>
 int DecodeBlocksPerHead(Kernel kernel, int heads, int max_items, int smem_bytes = 0) {
+  // Where CUDA cannot say, an H100's 132 multiprocessors and one block each.
+  int sms = 132, per_sm = 1;
   const std::optional<int> multiprocessors = CurrentDeviceAttribute(cudaDevAttrMultiProcessorCount);
-  int sms = multiprocessors.value_or(132), per_sm = 0;
-  if (!multiprocessors || cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-                              &per_sm, kernel, kAttnWarps * 32, smem_bytes) != cudaSuccess) {
-    sms = 132;
-    per_sm = 1;
+  int occupancy = 0;
+  if (multiprocessors && cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+                             &occupancy, kernel, kAttnWarps * 32, smem_bytes) == cudaSuccess) {
+    sms = *multiprocessors;
+    per_sm = occupancy;
   }
   const int resident = std::max(1, sms * std::max(1, per_sm) / std::max(1, heads));
   return std::max(1, std::min(resident, max_items));

@@ -46,7 +46,7 @@ __device__ __forceinline__ void StartAfterPrerequisites() {
   WaitForPrerequisites();
 }
 
-// On where the current device is Hopper or later (compute capability 9), unless
+// True where the current device is Hopper or later (compute capability 9), unless
 // HGEVAL_CUDA_PDL=0 (for measurement, read once). The device is asked at each launch, as
 // the other per-device choices are (ChosenFlashKernel): a process may drive several GPUs.
 inline bool ProgrammaticLaunchEnabled() {
@@ -54,7 +54,7 @@ inline bool ProgrammaticLaunchEnabled() {
     const char* env = std::getenv("HGEVAL_CUDA_PDL");
     return env == nullptr || std::strcmp(env, "0") != 0;
   }();
-  return allowed && CurrentComputeCapability().value_or(0) >= 90;
+  return allowed && CurrentDeviceAttribute(cudaDevAttrComputeCapabilityMajor).value_or(0) >= 9;
 }
 
 // Launches `kernel`, programmatically where enabled. The kernel must follow the rules above.
