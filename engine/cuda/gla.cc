@@ -20,7 +20,7 @@ namespace {
 constexpr int64_t kGateRank = 16;
 constexpr float kGateNormalizer = 16.0f;
 
-class GlaMixer final : public CudaTokenMixer {
+class GlaMixer final : public LinearAttentionMixer {
  public:
   GlaMixer(const ModelConfig& c, Act act) : config_(c), act_(act) {
     const int64_t D = c.hidden_size;
@@ -96,11 +96,6 @@ class GlaMixer final : public CudaTokenMixer {
     }
     return alloc.Floats(&gk_, static_cast<size_t>(kPackRows) * kv_heads_ * dk_);
   }
-  int64_t MaxPackChunks() const override { return attention_.max_pack_chunks(); }
-  absl::StatusOr<int64_t> ReservePackChunks(int64_t chunks) override {
-    return attention_.ReserveChunks(chunks);
-  }
-
   BlockLayout layout() const override {
     BlockLayout layout;
     layout.o_proj_adds_to_residual = true;  // o_proj through ProjectOut
@@ -191,7 +186,6 @@ class GlaMixer final : public CudaTokenMixer {
   int64_t k_off_ = 0, v_off_ = 0, g_off_ = 0, gk_off_ = 0, proj_width_ = 0;
   bool values_in_proj_ = false;  // packs read v in place from proj (AllocateScratch)
   bool qk_in_proj_ = false;      // packs read q and k in place from proj (AllocateScratch)
-  CudaLinearAttention attention_;
   ProjectionScratch scratch_;
   DeviceBuffer gk_;      // fp32 [rows, Dk/G]: gk_proj's output
   DeviceBuffer gk_low_;  // fp32 [rows, kGateRank]: gk_proj.0's output for bf16 packs

@@ -21,13 +21,11 @@ namespace {
 // config.norm_eps says (specs/models.md §2.4 step 6).
 constexpr float kGNormEps = 1e-5f;
 
-class Hgrn2Mixer final : public CudaTokenMixer {
+class Hgrn2Mixer final : public LinearAttentionMixer {
  public:
-  Hgrn2Mixer(const ModelConfig& c, Act act)
-      : config_(c),
-        act_(act),
-        attention_(c.num_heads, c.expand_ratio, c.expand_ratio,
-                   1.0f / std::sqrt(static_cast<float>(c.expand_ratio)), act) {
+  Hgrn2Mixer(const ModelConfig& c, Act act) : config_(c), act_(act) {
+    attention_ = CudaLinearAttention(c.num_heads, c.expand_ratio, c.expand_ratio,
+                                     1.0f / std::sqrt(static_cast<float>(c.expand_ratio)), act);
     // HGEVAL_CUDA_FUSED_STEP=1: the decode step and g_norm as one cluster kernel. Off by
     // default: on the H100 it gained 4% at one live row and lost 8% at 32 (docs/cuda.md,
     // performance log entry 7).
@@ -68,11 +66,6 @@ class Hgrn2Mixer final : public CudaTokenMixer {
     const bool own = !OperandsInProjection();
     return attention_.Allocate(alloc, {}, /*pack_values=*/own, /*pack_queries=*/own);
   }
-  int64_t MaxPackChunks() const override { return attention_.max_pack_chunks(); }
-  absl::StatusOr<int64_t> ReservePackChunks(int64_t chunks) override {
-    return attention_.ReserveChunks(chunks);
-  }
-
   BlockLayout layout() const override {
     BlockLayout layout;
     layout.o_proj_adds_to_residual = true;  // o_proj through ProjectOut
@@ -147,7 +140,6 @@ class Hgrn2Mixer final : public CudaTokenMixer {
   ModelConfig config_;
   Act act_;
   bool fuse_step_norm_ = false;
-  CudaLinearAttention attention_;
   ProjectionScratch scratch_;
   std::vector<Layer> layers_;
   std::vector<DeviceBuffer> lower_bounds_;  // fp32 per layer (empty: none)

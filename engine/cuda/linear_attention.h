@@ -128,6 +128,19 @@ class CudaLinearAttention {
   DeviceBuffer q_, k_, g_, v_, chunk_states_;
 };
 
+// A token mixer whose packs run a CudaLinearAttention (HGRN2, GLA, TNL): the chunk states'
+// room is the attention's. The family's constructor sets attention_.
+class LinearAttentionMixer : public CudaTokenMixer {
+ public:
+  int64_t MaxPackChunks() const final { return attention_.max_pack_chunks(); }
+  absl::StatusOr<int64_t> ReservePackChunks(int64_t chunks) final {
+    return attention_.ReserveChunks(chunks);
+  }
+
+ protected:
+  CudaLinearAttention attention_;
+};
+
 }  // namespace hgeval::cuda
 
 #endif  // HGEVAL_ENGINE_CUDA_LINEAR_ATTENTION_H_

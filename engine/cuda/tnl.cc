@@ -29,15 +29,14 @@ bool AnyLrpe(const ModelConfig& c) {
   return false;
 }
 
-class TnlMixer final : public CudaTokenMixer {
+class TnlMixer final : public LinearAttentionMixer {
  public:
   TnlMixer(const ModelConfig& c, Act act)
-      : config_(c),
-        act_(act),
-        head_dim_(c.hidden_size / c.num_heads),
-        // With LRPE on any layer, q and k are [cos | sin] halves: dk = 2e everywhere.
-        attention_(c.num_heads, AnyLrpe(c) ? 2 * head_dim_ : head_dim_, head_dim_,
-                   /*scale=*/1.0f, act) {}
+      : config_(c), act_(act), head_dim_(c.hidden_size / c.num_heads) {
+    // With LRPE on any layer, q and k are [cos | sin] halves: dk = 2e everywhere.
+    attention_ = CudaLinearAttention(c.num_heads, AnyLrpe(c) ? 2 * head_dim_ : head_dim_, head_dim_,
+                                     /*scale=*/1.0f, act);
+  }
 
   BlockLayout layout() const override {
     BlockLayout layout;
@@ -98,11 +97,6 @@ class TnlMixer final : public CudaTokenMixer {
                       attention_.ReadsOperandInPlace(D, 4 * D);
     return attention_.Allocate(alloc, {head_dim_}, /*pack_values=*/!values_in_proj_);
   }
-  int64_t MaxPackChunks() const override { return attention_.max_pack_chunks(); }
-  absl::StatusOr<int64_t> ReservePackChunks(int64_t chunks) override {
-    return attention_.ReserveChunks(chunks);
-  }
-
   absl::Status Enqueue(const MixerPass& pass) override {
     const Layer& w = layers_[pass.layer];
     const int D = static_cast<int>(config_.hidden_size);
@@ -177,7 +171,6 @@ class TnlMixer final : public CudaTokenMixer {
   int64_t head_dim_;             // e = D / H
   bool values_in_proj_ = false;  // packs' v read in place from proj (bf16 packs)
   bool raw_qk_in_proj_ = false;  // packs without LRPE read q, k raw from proj (bf16 packs)
-  CudaLinearAttention attention_;
   ProjectionScratch scratch_;
   std::vector<Layer> layers_;
 };
