@@ -9,11 +9,11 @@
 #include <cstdint>
 #include <memory>
 
-#include "engine/model/model.h"
+#include "engine/model/forwarding_model.h"
 
 namespace hgeval::bench {
 
-class TimedModel : public Model {
+class TimedModel : public ForwardingModel {
  public:
   struct Times {
     double prefill_seconds = 0, decode_seconds = 0;
@@ -22,12 +22,10 @@ class TimedModel : public Model {
     int64_t new_states = 0;
   };
 
-  explicit TimedModel(Model* inner) : inner_(inner) {}
-  const ModelInfo& info() const override { return inner_->info(); }
-  const ModelConfig& config() const override { return inner_->config(); }
+  explicit TimedModel(Model* inner) : ForwardingModel(inner) {}
   std::unique_ptr<SequenceState> NewState() const override {
     const auto t0 = std::chrono::steady_clock::now();
-    std::unique_ptr<SequenceState> state = inner_->NewState();
+    std::unique_ptr<SequenceState> state = inner().NewState();
     times_.new_state_seconds +=
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     times_.new_states += 1;
@@ -44,7 +42,7 @@ class TimedModel : public Model {
       tokens += static_cast<int64_t>(item.tokens.size());
     }
     const auto t0 = std::chrono::steady_clock::now();
-    absl::Status status = inner_->Forward(items, outputs);  // returns with host outputs
+    absl::Status status = inner().Forward(items, outputs);  // returns with host outputs
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (decode) {
       times_.decode_seconds += s;
@@ -57,20 +55,10 @@ class TimedModel : public Model {
     }
     return status;
   }
-  std::unique_ptr<SequenceState> NewStateFor(const SequenceState* start,
-                                             int64_t tokens) const override {
-    return inner_->NewStateFor(start, tokens);
-  }
-  size_t StateBytes(int64_t tokens) const override { return inner_->StateBytes(tokens); }
-  size_t ReadOnlyForkBytes(int64_t start_tokens, int64_t tokens) const override {
-    return inner_->ReadOnlyForkBytes(start_tokens, tokens);
-  }
-  MemoryBudget* memory_budget() const override { return inner_->memory_budget(); }
   const Times& times() const { return times_; }
   void ResetTimes() { times_ = Times(); }
 
  private:
-  Model* inner_;
   mutable Times times_;
 };
 

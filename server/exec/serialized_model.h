@@ -6,41 +6,33 @@
 #define HGEVAL_SERVER_EXEC_SERIALIZED_MODEL_H_
 
 #include <memory>
+#include <utility>
 
 #include "absl/synchronization/mutex.h"
-#include "engine/model/model.h"
+#include "engine/model/forwarding_model.h"
 
 namespace hgeval::server {
 
-class SerializedModel : public Model {
+class SerializedModel : public ForwardingModel {
  public:
-  explicit SerializedModel(std::unique_ptr<Model> model) : model_(std::move(model)) {}
+  explicit SerializedModel(std::unique_ptr<Model> model) : ForwardingModel(std::move(model)) {}
 
-  const ModelInfo& info() const override { return model_->info(); }
-  const ModelConfig& config() const override { return model_->config(); }
   std::unique_ptr<SequenceState> NewState() const override {
     absl::MutexLock lock(&mu_);
-    return model_->NewState();
+    return inner().NewState();
   }
   absl::Status Forward(absl::Span<const ForwardItem> items,
                        absl::Span<ForwardOutput> outputs) override {
     absl::MutexLock lock(&mu_);
-    return model_->Forward(items, outputs);
+    return inner().Forward(items, outputs);
   }
-
   std::unique_ptr<SequenceState> NewStateFor(const SequenceState* start,
                                              int64_t tokens) const override {
     absl::MutexLock lock(&mu_);
-    return model_->NewStateFor(start, tokens);
+    return inner().NewStateFor(start, tokens);
   }
-  size_t StateBytes(int64_t tokens) const override { return model_->StateBytes(tokens); }
-  size_t ReadOnlyForkBytes(int64_t start_tokens, int64_t tokens) const override {
-    return model_->ReadOnlyForkBytes(start_tokens, tokens);
-  }
-  MemoryBudget* memory_budget() const override { return model_->memory_budget(); }
 
  private:
-  const std::unique_ptr<Model> model_;
   mutable absl::Mutex mu_;
 };
 
