@@ -26,6 +26,7 @@
 #include "absl/strings/str_split.h"
 #include "bench/cuda/gpu_timeline.h"
 #include "bench/cuda/random_checkpoint.h"
+#include "bench/cuda/tool_main.h"
 #include "engine/cuda/cuda_model.h"
 #include "engine/cuda/cuda_models.h"
 #include "engine/cuda/decode_attention_plan.h"
@@ -453,7 +454,7 @@ nlohmann::json Micro(cuda::DeviceContext* ctx) {
   // grid's decode shape, with each row's keys its own and with the rows forks of one
   // cache (every full window read once for the 8; the timing does not look at values).
   // Bandwidth counts the K and V rows as each row sees them.
-  for (const int64_t keys : {int64_t{4096}, int64_t{16384}})
+  for (const int64_t keys : {int64_t{4096}, int64_t{16384}}) {
     for (const bool forks : {false, true}) {
       const int rows = 8, H = 16, hd = 128;
       const int64_t width = H * hd, qkv_width = 3 * width;
@@ -507,6 +508,7 @@ nlohmann::json Micro(cuda::DeviceContext* ctx) {
         cudaFree(p);
       }
     }
+  }
   // LLaMA-1.3B flash prefill attention (bf16, 16 heads of 128): a 16K segment from the
   // start and the last 16K segment of a 64K prefill (keys 0..64K), on each kernel that
   // runs here (the wgmma one on an sm_90a build on compute capability 9.0; the key without
@@ -545,11 +547,7 @@ nlohmann::json Micro(cuda::DeviceContext* ctx) {
   return out;
 }
 
-}  // namespace
-}  // namespace hgeval
-
-int main(int argc, char** argv) {
-  using namespace hgeval;
+int ToolMain(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
   if (!absl::GetFlag(FLAGS_random_weights)) {
     std::fprintf(stderr,
@@ -745,4 +743,11 @@ int main(int argc, char** argv) {
   row("greedy decode b32 (tok/s)", "decode_b32_tok_s", "%.0f");
   std::printf("JSON: %s\n", out.c_str());
   return 0;
+}
+
+}  // namespace
+}  // namespace hgeval
+
+int main(int argc, char** argv) {
+  return hgeval::bench::RunToolMain("cuda_bench", [&] { return hgeval::ToolMain(argc, argv); });
 }

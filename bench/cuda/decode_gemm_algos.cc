@@ -25,6 +25,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
+#include "bench/cuda/tool_main.h"
 #include "engine/cuda/decode_gemm.h"
 #include "engine/cuda/device.h"
 #include "engine/util/status_macros.h"
@@ -197,9 +198,7 @@ absl::Status Run(const std::vector<Shape>& shapes, int iters) {
   return absl::OkStatus();
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int ToolMain(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
   std::vector<Shape> shapes;
   for (absl::string_view s : absl::StrSplit(absl::GetFlag(FLAGS_shapes), ',')) {
@@ -218,4 +217,10 @@ int main(int argc, char** argv) {
     return 1;
   }
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return hgeval::bench::RunToolMain("decode_gemm_algos", [&] { return ToolMain(argc, argv); });
 }

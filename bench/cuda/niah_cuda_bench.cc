@@ -28,6 +28,7 @@
 #include "absl/strings/str_split.h"
 #include "bench/cuda/random_checkpoint.h"
 #include "bench/cuda/timed_model.h"
+#include "bench/cuda/tool_main.h"
 #include "engine/cuda/cuda_model.h"
 #include "engine/loader/checkpoint.h"
 #include "engine/model/config.h"
@@ -273,10 +274,7 @@ absl::Status Run(nlohmann::json& report) {
   return absl::OkStatus();
 }
 
-}  // namespace
-}  // namespace hgeval
-
-int main(int argc, char** argv) {
+int ToolMain(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
   if (!absl::GetFlag(FLAGS_random_weights)) {
     std::fprintf(stderr,
@@ -301,4 +299,12 @@ int main(int argc, char** argv) {
     return 1;
   }
   return 0;
+}
+
+}  // namespace
+}  // namespace hgeval
+
+int main(int argc, char** argv) {
+  return hgeval::bench::RunToolMain("niah_cuda_bench",
+                                    [&] { return hgeval::ToolMain(argc, argv); });
 }

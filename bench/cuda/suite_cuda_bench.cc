@@ -39,6 +39,7 @@
 #include "absl/strings/str_split.h"
 #include "bench/cuda/random_checkpoint.h"
 #include "bench/cuda/timed_model.h"
+#include "bench/cuda/tool_main.h"
 #include "engine/cuda/host_counters.h"
 #include "engine/lm_eval/requests.h"
 #include "engine/loader/checkpoint.h"
@@ -423,10 +424,7 @@ absl::Status Run(nlohmann::json& report) {
   return absl::OkStatus();
 }
 
-}  // namespace
-}  // namespace hgeval
-
-int main(int argc, char** argv) {
+int ToolMain(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "suite_cuda_bench --random_weights [--models hgrn2,llama,tnl] [--limit N] "
       "[--requests_out DIR] [--verify_limit N] [--out FILE]\n"
@@ -453,4 +451,12 @@ int main(int argc, char** argv) {
   std::printf("%s\n", text.c_str());
   if (!absl::GetFlag(FLAGS_out).empty()) std::ofstream(absl::GetFlag(FLAGS_out)) << text << "\n";
   return report.contains("verify_failed") ? 3 : 0;
+}
+
+}  // namespace
+}  // namespace hgeval
+
+int main(int argc, char** argv) {
+  return hgeval::bench::RunToolMain("suite_cuda_bench",
+                                    [&] { return hgeval::ToolMain(argc, argv); });
 }
