@@ -7,8 +7,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <mutex>
+#include <string>
+#include <string_view>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -32,6 +35,9 @@ struct ApiCall {
 
 struct Recorder {
   std::mutex mu;
+  // ShortName of each kernel's mangled name, made once: a decode trace holds thousands
+  // of launches of a few dozen kernels.
+  std::map<std::string, std::string, std::less<>> short_names;
   std::vector<Activity> device;
   std::vector<ApiCall> api;
 };
@@ -103,7 +109,12 @@ void CUPTIAPI BufferCompleted(CUcontext, uint32_t, uint8_t* buffer, size_t, size
       case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
       case CUPTI_ACTIVITY_KIND_KERNEL: {
         const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(rec);
-        r.device.push_back({k->start, k->end, ShortName(k->name), Activity::kKernel});
+        const std::string_view mangled = k->name != nullptr ? k->name : "";
+        auto it = r.short_names.find(mangled);
+        if (it == r.short_names.end()) {
+          it = r.short_names.emplace(std::string(mangled), ShortName(k->name)).first;
+        }
+        r.device.push_back({k->start, k->end, it->second, Activity::kKernel});
         break;
       }
       case CUPTI_ACTIVITY_KIND_MEMCPY: {
