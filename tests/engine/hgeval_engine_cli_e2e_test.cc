@@ -1,12 +1,11 @@
 // The hgeval-engine command-line tool, run as a user would (a child process) on the
 // stories260K llama2.c checkpoint.
-#include <sys/wait.h>
-
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/model/load_model.h"
@@ -14,6 +13,7 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "tests/support/paths.h"
+#include "tests/support/shell_command.h"
 
 namespace hgeval {
 namespace {
@@ -39,13 +39,9 @@ RunResult RunCli(const std::vector<std::string>& args) {
   for (const std::string& a : args) command += " " + Quote(a);
   command += " 2>" + Quote(err_path) + " </dev/null";
   RunResult r;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return r;
-  char buffer[4096];
-  size_t n;
-  while ((n = fread(buffer, 1, sizeof(buffer), pipe)) > 0) r.out.append(buffer, n);
-  const int status = pclose(pipe);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  testing::ShellResult run = testing::RunShell(command);
+  r.exit_code = run.exit_code;
+  r.out = std::move(run.out);
   std::ifstream err(err_path);
   std::stringstream ss;
   ss << err.rdbuf();

@@ -15,6 +15,7 @@
 #include "nlohmann/json.hpp"
 #include "tests/server/server_process.h"
 #include "tests/support/paths.h"
+#include "tests/support/shell_command.h"
 
 namespace hgeval {
 namespace {
@@ -30,14 +31,9 @@ Json EngineGenerate(const std::string& prompt, int max_tokens, const std::string
                         "/engine/tools/hgeval-engine generate --json --model='" + Stories() +
                         "' --prompt='" + prompt + "' --max_tokens=" + std::to_string(max_tokens);
   if (!until.empty()) command += " --until='" + until + "'";
-  FILE* pipe = popen((command + " 2>/dev/null").c_str(), "r");
-  std::string out;
-  char buffer[4096];
-  for (size_t n; pipe != nullptr && (n = fread(buffer, 1, sizeof(buffer), pipe)) > 0;) {
-    out.append(buffer, n);
-  }
-  if (pipe == nullptr || pclose(pipe) != 0) return Json();
-  return Json::parse(out, nullptr, /*allow_exceptions=*/false);
+  const testing::ShellResult run = testing::RunShell(command + " 2>/dev/null");
+  if (run.exit_code != 0) return Json();
+  return Json::parse(run.out, nullptr, /*allow_exceptions=*/false);
 }
 
 std::string GrpcReason(v1::FinishReason reason) {

@@ -11,22 +11,11 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "tests/support/paths.h"
+#include "tests/support/shell_command.h"
 
 namespace {
 
 std::string Tool() { return std::string(HGEVAL_BINARY_DIR) + "/tasks/tools/hgeval-eval"; }
-
-// Runs a command, returning its exit status and stdout.
-int RunCommand(const std::string& command, std::string* out) {
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return -1;
-  char buffer[4096];
-  out->clear();
-  size_t n;
-  while ((n = fread(buffer, 1, sizeof(buffer), pipe)) > 0) out->append(buffer, n);
-  const int status = pclose(pipe);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
 
 std::string ReadAll(const std::string& path) {
   std::ifstream in(path);
@@ -44,17 +33,22 @@ std::string BaseCommand() {
 
 TEST(HgevalEvalTest, HelpAndErrors) {
   std::string out;
-  EXPECT_EQ(RunCommand(Tool() + " --help", &out), 0);
+  EXPECT_EQ(hgeval::testing::RunShell(Tool() + " --help", &out), 0);
   EXPECT_NE(out.find("--log_samples"), std::string::npos);
-  EXPECT_EQ(RunCommand(Tool() + " --tasks piqa 2>/dev/null", &out), 2);
-  EXPECT_EQ(RunCommand(BaseCommand() + " --tasks no_such_task 2>/dev/null", &out), 1);
-  EXPECT_EQ(RunCommand(BaseCommand() + " --tasks piqa --bos sometimes 2>/dev/null", &out), 1);
+  EXPECT_EQ(hgeval::testing::RunShell(Tool() + " --tasks piqa 2>/dev/null", &out), 2);
+  EXPECT_EQ(hgeval::testing::RunShell(BaseCommand() + " --tasks no_such_task 2>/dev/null", &out),
+            1);
+  EXPECT_EQ(
+      hgeval::testing::RunShell(BaseCommand() + " --tasks piqa --bos sometimes 2>/dev/null", &out),
+      1);
   // Few-shot is not implemented: refused, as `hgeval run` refuses it, not ignored.
-  EXPECT_EQ(RunCommand(BaseCommand() + " --tasks piqa --num_fewshot 5 2>&1", &out), 1);
+  EXPECT_EQ(hgeval::testing::RunShell(BaseCommand() + " --tasks piqa --num_fewshot 5 2>&1", &out),
+            1);
   EXPECT_NE(out.find("--num_fewshot 5 is not supported"), std::string::npos) << out;
-  EXPECT_EQ(RunCommand(Tool() + " --frobnicate 2>/dev/null", &out), 1);  // Abseil refuses it
-  EXPECT_EQ(RunCommand(Tool() + " stray 2>/dev/null", &out), 2);
-  EXPECT_EQ(RunCommand(Tool() + " --tasks list", &out), 0);
+  EXPECT_EQ(hgeval::testing::RunShell(Tool() + " --frobnicate 2>/dev/null", &out),
+            1);  // Abseil refuses it
+  EXPECT_EQ(hgeval::testing::RunShell(Tool() + " stray 2>/dev/null", &out), 2);
+  EXPECT_EQ(hgeval::testing::RunShell(Tool() + " --tasks list", &out), 0);
   EXPECT_NE(out.find("winogrande"), std::string::npos);
 }
 
@@ -63,7 +57,8 @@ TEST(HgevalEvalTest, RunsTasksAndWritesLmEvalOutputs) {
   std::string table;
   const std::string common = BaseCommand() + " --tasks arc_easy,lambada_openai --limit 4" +
                              " --bos none --bootstrap_iters 1000";
-  ASSERT_EQ(RunCommand(common + " --output " + dir + "/r.json --log_samples", &table), 0);
+  ASSERT_EQ(
+      hgeval::testing::RunShell(common + " --output " + dir + "/r.json --log_samples", &table), 0);
   EXPECT_NE(table.find("|arc_easy      |      1|none  |     0|acc"), std::string::npos) << table;
   EXPECT_NE(table.find("perplexity"), std::string::npos);
   const auto results = nlohmann::json::parse(ReadAll(dir + "/r.json"));
@@ -103,7 +98,9 @@ TEST(HgevalEvalTest, RunsTasksAndWritesLmEvalOutputs) {
   }
 
   // From scratch: the same numbers (LLaMA forks are exact), more tokens fed.
-  ASSERT_EQ(RunCommand(common + " --nocontext_reuse --output " + dir + "/r2.json", &table), 0);
+  ASSERT_EQ(
+      hgeval::testing::RunShell(common + " --nocontext_reuse --output " + dir + "/r2.json", &table),
+      0);
   const auto scratch = nlohmann::json::parse(ReadAll(dir + "/r2.json"));
   EXPECT_EQ(scratch["config"]["context_reuse"], false);
   EXPECT_EQ(scratch["results"]["arc_easy"]["acc,none"], results["results"]["arc_easy"]["acc,none"]);
@@ -121,20 +118,21 @@ TEST(HgevalEvalTest, LoadsAModelFolderAndItsTokenizerAsTheServerDoes) {
   const std::string rest = " --tasks arc_easy --limit 2 --bos none --noprogress --data_dir " +
                            SourcePath("data") + " --output " + dir;
   std::string table;
-  ASSERT_EQ(RunCommand(BaseCommand() + " --tasks arc_easy --limit 2 --bos none --output " + dir +
-                           "/given.json",
-                       &table),
-            0);
-  ASSERT_EQ(RunCommand(Tool() + " --model " + SourcePath("data/models/stories260K") + rest +
-                           "/folder.json",
-                       &table),
+  ASSERT_EQ(
+      hgeval::testing::RunShell(
+          BaseCommand() + " --tasks arc_easy --limit 2 --bos none --output " + dir + "/given.json",
+          &table),
+      0);
+  ASSERT_EQ(hgeval::testing::RunShell(Tool() + " --model " + SourcePath("data/models/stories260K") +
+                                          rest + "/folder.json",
+                                      &table),
             0)
       << table;
-  ASSERT_EQ(
-      RunCommand(Tool() + " --model " + SourcePath("data/models/stories260K/stories260K.bin") +
-                     rest + "/bin.json",
-                 &table),
-      0)
+  ASSERT_EQ(hgeval::testing::RunShell(Tool() + " --model " +
+                                          SourcePath("data/models/stories260K/stories260K.bin") +
+                                          rest + "/bin.json",
+                                      &table),
+            0)
       << table;
   const auto given = nlohmann::json::parse(ReadAll(dir + "/given.json"));
   for (const char* name : {"/folder.json", "/bin.json"}) {

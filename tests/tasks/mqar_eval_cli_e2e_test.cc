@@ -13,6 +13,7 @@
 #include "tasks/harness/evaluator.h"
 #include "tasks/models/engine_language_model.h"
 #include "tests/support/paths.h"
+#include "tests/support/shell_command.h"
 #include "tests/tasks/mqar_test_model.h"
 
 namespace hgeval::tasks {
@@ -20,25 +21,14 @@ namespace {
 
 std::string Tool() { return std::string(HGEVAL_BINARY_DIR) + "/tasks/tools/hgeval-eval"; }
 
-int RunCommand(const std::string& command, std::string* out) {
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return -1;
-  char buffer[4096];
-  out->clear();
-  size_t n;
-  while ((n = fread(buffer, 1, sizeof(buffer), pipe)) > 0) out->append(buffer, n);
-  const int status = pclose(pipe);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
 TEST(MqarEvalCliTest, RunsTheStandardTaskWithoutATokenizer) {
   const std::string dir = hgeval::testing::MakeTempDir("mqar-eval-cli");
   ASSERT_TRUE(hgeval::testing::WriteMqarVocabLlama(dir).ok());
   const std::string output = dir + "/results.json";
   std::string table;
-  ASSERT_EQ(RunCommand(Tool() + " --model " + dir +
-                           " --tasks mqar --limit 8 --noprogress --output " + output,
-                       &table),
+  ASSERT_EQ(hgeval::testing::RunShell(Tool() + " --model " + dir +
+                                          " --tasks mqar --limit 8 --noprogress --output " + output,
+                                      &table),
             0)
       << table;
   EXPECT_NE(table.find("acc_L512_K64"), std::string::npos) << table;
@@ -58,14 +48,14 @@ TEST(MqarEvalCliTest, RunsTheStandardTaskWithoutATokenizer) {
   EXPECT_EQ(cli["results"]["mqar"], ResultsJson(*report)["results"]["mqar"]);
 
   std::string out;
-  EXPECT_EQ(
-      RunCommand(Tool() + " --model " + dir + " --tasks piqa --limit 2 --noprogress 2>&1", &out),
-      1);
-  EXPECT_EQ(
-      RunCommand(Tool() + " --model " + dir + " --tokenizer none --tasks piqa --limit 2 " +
-                     "--noprogress --data_dir " + hgeval::testing::SourcePath("data") + " 2>&1",
-                 &out),
-      1);
+  EXPECT_EQ(hgeval::testing::RunShell(
+                Tool() + " --model " + dir + " --tasks piqa --limit 2 --noprogress 2>&1", &out),
+            1);
+  EXPECT_EQ(hgeval::testing::RunShell(
+                Tool() + " --model " + dir + " --tokenizer none --tasks piqa --limit 2 " +
+                    "--noprogress --data_dir " + hgeval::testing::SourcePath("data") + " 2>&1",
+                &out),
+            1);
   EXPECT_NE(out.find("no tokenizer"), std::string::npos) << out;
 }
 

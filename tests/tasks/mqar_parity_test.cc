@@ -17,6 +17,7 @@
 #include "tasks/api/numpy_random.h"
 #include "tasks/mqar/generator.h"
 #include "tests/support/paths.h"
+#include "tests/support/shell_command.h"
 
 namespace hgeval::tasks {
 namespace {
@@ -25,22 +26,6 @@ namespace {
 // numpy).
 constexpr char kPython[] = "/usr/bin/python3";
 
-struct CommandResult {
-  int exit_code = -1;
-  std::string output;
-};
-
-CommandResult RunCommand(const std::string& command) {
-  CommandResult result;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return result;
-  char buffer[1 << 16];
-  size_t n;
-  while ((n = fread(buffer, 1, sizeof(buffer), pipe)) > 0) result.output.append(buffer, n);
-  result.exit_code = pclose(pipe);
-  return result;
-}
-
 std::string Reference(const std::string& args) {
   return absl::StrCat(kPython, " ", hgeval::testing::SourcePath("tests/tasks/mqar_reference.py"),
                       " ", args);
@@ -48,10 +33,11 @@ std::string Reference(const std::string& args) {
 
 // Empty when numpy can be used; otherwise why not.
 std::string NumpyUnavailableReason() {
-  const CommandResult probe = RunCommand(absl::StrCat(kPython, " -c 'import numpy' 2>&1"));
+  const hgeval::testing::ShellResult probe =
+      hgeval::testing::RunShell(absl::StrCat(kPython, " -c 'import numpy' 2>&1"));
   if (probe.exit_code == 0) return "";
   return absl::StrCat(kPython,
-                      " cannot import numpy (install Debian's python3-numpy): ", probe.output);
+                      " cannot import numpy (install Debian's python3-numpy): ", probe.out);
 }
 
 #define SKIP_WITHOUT_NUMPY()                                  \
@@ -95,9 +81,9 @@ TEST(NumpyRandomStateTest, ChoiceRejectsWhatNumpyRejects) {
 
 TEST(NumpyRandomStateParityTest, LegacyDrawsMatchNumpy) {
   SKIP_WITHOUT_NUMPY();
-  const CommandResult run = RunCommand(Reference("rng"));
-  ASSERT_EQ(run.exit_code, 0) << run.output;
-  const nlohmann::json expected = nlohmann::json::parse(run.output);
+  const hgeval::testing::ShellResult run = hgeval::testing::RunShell(Reference("rng"));
+  ASSERT_EQ(run.exit_code, 0) << run.out;
+  const nlohmann::json expected = nlohmann::json::parse(run.out);
 
   auto expected_doubles = [&](const std::string& key) {
     std::vector<double> out;
@@ -130,13 +116,14 @@ TEST(NumpyRandomStateParityTest, LegacyDrawsMatchNumpy) {
 TEST(MqarGeneratorParityTest, ZoologyTestSeedsMatchNumpy) {
   SKIP_WITHOUT_NUMPY();
   for (auto [train, test] : std::vector<std::pair<int, int>>{{1, 1}, {3, 5}}) {
-    const CommandResult run = RunCommand(Reference(absl::StrCat("seeds 123 ", train, " ", test)));
-    ASSERT_EQ(run.exit_code, 0) << run.output;
+    const hgeval::testing::ShellResult run =
+        hgeval::testing::RunShell(Reference(absl::StrCat("seeds 123 ", train, " ", test)));
+    ASSERT_EQ(run.exit_code, 0) << run.out;
     auto ours = mqar::ZoologyTestSeeds(123, train, test);
     ASSERT_TRUE(ours.ok()) << ours.status();
     std::vector<std::string> lines;
     for (uint32_t s : *ours) lines.push_back(absl::StrCat(s));
-    EXPECT_EQ(absl::StrJoin(lines, "\n") + "\n", run.output);
+    EXPECT_EQ(absl::StrJoin(lines, "\n") + "\n", run.out);
   }
   EXPECT_EQ(mqar::ZoologyStandardTestSeed(), mqar::ZoologyTestSeeds(123, 1, 1).value()[0]);
 }
@@ -173,14 +160,14 @@ void ExpectByteIdentical(const ParityCase& c) {
 
   char power[32];
   std::snprintf(power, sizeof(power), "%.17g", c.power_a);
-  const CommandResult run = RunCommand(
+  const hgeval::testing::ShellResult run = hgeval::testing::RunShell(
       Reference(absl::StrCat("examples ", c.seed, " ", c.input_seq_len, " ", c.num_kv_pairs, " ",
                              c.vocab_size, " ", c.num_examples, " ", power)));
   ASSERT_EQ(run.exit_code, 0) << CaseName(c);
-  ASSERT_EQ(run.output.size(), ours.size() * sizeof(int64_t)) << CaseName(c);
-  if (std::memcmp(run.output.data(), ours.data(), run.output.size()) != 0) {
+  ASSERT_EQ(run.out.size(), ours.size() * sizeof(int64_t)) << CaseName(c);
+  if (std::memcmp(run.out.data(), ours.data(), run.out.size()) != 0) {
     std::vector<int64_t> theirs(ours.size());
-    std::memcpy(theirs.data(), run.output.data(), run.output.size());
+    std::memcpy(theirs.data(), run.out.data(), run.out.size());
     for (size_t i = 0; i < ours.size(); ++i) {
       const size_t row = (i / c.input_seq_len) % c.num_examples;
       const char* what = i < ours.size() / 2 ? "inputs" : "labels";

@@ -14,6 +14,7 @@
 #include "nlohmann/json.hpp"
 #include "tasks/models/engine_language_model.h"
 #include "tests/support/paths.h"
+#include "tests/support/shell_command.h"
 
 namespace hgeval::tasks {
 namespace {
@@ -34,14 +35,9 @@ nlohmann::json ScoreWithCli(const std::string& context, const std::string& conti
   const std::string command = Quote(Binary()) + " score --json --bos=tokenizer --model " +
                               Quote(Stories()) + " --context " + Quote(context) +
                               " --continuation " + Quote(continuation) + " </dev/null";
-  std::string out;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return nullptr;
-  char buffer[4096];
-  size_t n;
-  while ((n = fread(buffer, 1, sizeof(buffer), pipe)) > 0) out.append(buffer, n);
-  if (pclose(pipe) != 0) return nullptr;
-  return nlohmann::json::parse(out, nullptr, false);
+  const testing::ShellResult run = testing::RunShell(command);
+  if (run.exit_code != 0) return nullptr;
+  return nlohmann::json::parse(run.out, nullptr, false);
 }
 
 TEST(ScoreCliAgreesWithEvaluator, SameTokensAndLoglikelihoods) {
