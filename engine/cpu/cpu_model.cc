@@ -46,7 +46,7 @@ class CpuModel final : public Model {
            std::vector<CpuBlock> blocks, HostTensor final_norm, HostTensor lm_head)
       : config_(std::move(config)),
         info_(std::move(info)),
-        layout_(std::move(layout)),
+        layout_(layout),
         eps_(layout_.norm_eps.value_or(static_cast<float>(config_.norm_eps))),
         embeddings_(std::move(embeddings)),
         blocks_(std::move(blocks)),

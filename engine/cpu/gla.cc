@@ -58,7 +58,7 @@ class GlaMixer final : public TokenMixer {
     mixer->shape_.kv_heads = kv_heads;
     mixer->shape_.key_dim = key_dim / heads;
     mixer->shape_.value_dim = value_dim / heads;
-    mixer->shape_.scale = 1.0 / std::sqrt(static_cast<double>(key_dim / heads));
+    mixer->shape_.scale = 1.0 / std::sqrt(static_cast<double>(mixer->shape_.key_dim));
     mixer->clamp_min_ = config.clamp_min;
     HG_ASSIGN_OR_RETURN(mixer->feature_map_, FeatureMap(config.feature_map));
     const std::string p = BlockTensorNamesFor(checkpoint, config).MixerPrefix(layer);

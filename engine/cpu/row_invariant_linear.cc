@@ -80,8 +80,9 @@ HGEVAL_CPU_CLONES void Columns(const float* x, int64_t m, int64_t k, const float
     // a time, so enough independent sums are in flight to hide the add latency.
     for (int64_t r = full_end; r < r1; ++r) {
       int64_t cc = n0;
-      for (; cc + kWide <= n1; cc += kWide)
+      for (; cc + kWide <= n1; cc += kWide) {
         Tile<1, kWide>(x + r * k, k, w + cc * k, y + r * n + cc, n);
+      }
       for (; cc < n1; ++cc) Tile<1, 1>(x + r * k, k, w + cc * k, y + r * n + cc, n);
     }
   }

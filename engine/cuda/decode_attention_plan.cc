@@ -11,8 +11,9 @@ void PlanDecodeAttention(absl::Span<const DecodeAttentionRow> rows, int max_shar
   items->clear();
   max_share = std::clamp(max_share, 1, kDecodeShareRows);
   int64_t max_windows = 0;
-  for (const DecodeAttentionRow& r : rows)
+  for (const DecodeAttentionRow& r : rows) {
     max_windows = std::max(max_windows, DecodeWindows(r.keys));
+  }
   std::vector<DecodeAttentionItem> singles;
   auto single = [&](int row, int64_t window) {
     DecodeAttentionItem item;

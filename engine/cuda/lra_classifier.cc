@@ -242,9 +242,8 @@ class CudaLraClassifier final : public LraClassifier {
   // a shape it has no batch-invariant algorithm for (odd widths), LraLinear.
   absl::Status Linear(const DeviceLinear& l, const float* x, int64_t rows, float* y,
                       int64_t ldy) const {
-    const absl::Status pinned =
-        gemm_->Run(stream(), rows, l.out, l.in, MatRef{x, Act::kF32, l.in},
-                   MatRef{l.weight.get(), Act::kF32, l.in}, y, Act::kF32, ldy);
+    absl::Status pinned = gemm_->Run(stream(), rows, l.out, l.in, MatRef{x, Act::kF32, l.in},
+                                     MatRef{l.weight.get(), Act::kF32, l.in}, y, Act::kF32, ldy);
     if (!pinned.ok()) {
       cudaGetLastError();  // clear what the failed call may have left
       if (LraLinear(x, l.in, l.weight.as<float>(), l.in, rows, static_cast<int>(l.out),

@@ -74,8 +74,9 @@ class Unpickler {
           HG_RETURN_IF_ERROR(Bytes(8).status());
           break;
         case '.':  // STOP
-          if (stack_.size() != 1)
+          if (stack_.size() != 1) {
             return Error("STOP with a stack of " + std::to_string(stack_.size()));
+          }
           return stack_.back();
         case '(':  // MARK
           marks_.push_back(stack_.size());

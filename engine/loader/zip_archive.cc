@@ -92,8 +92,9 @@ class ZipReader {
           size_t f = e + 4;
           for (uint64_t* field : {&uncompressed, &compressed, &local}) {
             if (*field != 0xFFFFFFFFu) continue;
-            if (f + 8 > e + 4 + size)
+            if (f + 8 > e + 4 + size) {
               return Invalid(absl::StrCat("'", name, "': short ZIP64 field"));
+            }
             *field = Read<uint64_t>(extra + f);
             f += 8;
           }
