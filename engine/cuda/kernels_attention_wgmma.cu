@@ -3,7 +3,6 @@
 // one loading through TMA). A build
 // without an sm_90a target compiles the launcher only, which refuses, and FlashPrefillAttention*
 // keep running the mma.sync kernel of kernels_attention.cu.
-#include <cuda.h>  // CUtensorMap and its enums (types only: the encoder is reached at run time)
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -12,6 +11,7 @@
 #include "engine/cuda/flash_common.cuh"
 #include "engine/cuda/kernel_util.cuh"
 #include "engine/cuda/mbarrier.cuh"
+#include "engine/cuda/wgmma.cuh"
 
 namespace hgeval::cuda {
 namespace {
@@ -51,39 +51,6 @@ constexpr int kWsProducerRegs = 40, kWsConsumerRegs = 232;  // 128 x 40 + 256 x 
 // Shared-memory layout of every tile (Q, K and V, 128 rows of 128 bf16), as TMA's 128-byte
 // swizzle writes it and wgmma's descriptors name it: two 64-dim halves of 128 rows x 128
 // bytes each, the 16-byte chunk c of row r stored at chunk c ^ (r % 8).
-
-// A wgmma shared-memory matrix descriptor with the 128-byte swizzle: start address,
-// leading- and stride-dimension byte offsets (all in 16-byte units).
-__device__ __forceinline__ uint64_t SmemDesc(uint32_t addr, uint32_t lbo, uint32_t sbo) {
-  return static_cast<uint64_t>((addr & 0x3FFFF) >> 4) |
-         (static_cast<uint64_t>((lbo >> 4) & 0x3FFF) << 16) |
-         (static_cast<uint64_t>((sbo >> 4) & 0x3FFF) << 32) | (1ull << 62);
-}
-
-__device__ __forceinline__ void WgmmaFence() {
-  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-}
-__device__ __forceinline__ void WgmmaCommit() {
-  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-}
-// Waits until at most kPending of this warpgroup's committed wgmma groups are in flight.
-template <int kPending>
-__device__ __forceinline__ void WgmmaWait() {
-  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(kPending) : "memory");
-}
-// Keeps the compiler from moving accesses of wgmma operands (accumulators, register A
-// fragments) across the asynchronous region.
-__device__ __forceinline__ void FenceOperands(float (&d)[64]) {
-#pragma unroll
-  for (int i = 0; i < 64; ++i) asm volatile("" : "+f"(d[i])::"memory");
-}
-__device__ __forceinline__ void FenceOperands(uint32_t (&a)[kWgKeys / 16][4]) {
-#pragma unroll
-  for (int i = 0; i < kWgKeys / 16; ++i) {
-#pragma unroll
-    for (int x = 0; x < 4; ++x) asm volatile("" : "+r"(a[i][x])::"memory");
-  }
-}
 
 // The 64 fp32 accumulators of a warpgroup's m64n128 tile as wgmma's first operands
 // (%0..%63), listed once for both forms below.
@@ -465,25 +432,7 @@ __global__ void FlashWgmmaKernel(FlashSource, int, int, float,
 // and row counts are placeholders each block replaces.
 static cudaError_t EncodeWgTensorMaps(const FlashSource& src, int heads, int kv_heads,
                                       WgTensorMaps* maps) {
-  using Encode =
-      CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
-                   const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,
-                   CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
-  static Encode encode = [] {
-    void* fn = nullptr;
-    cudaDriverEntryPointQueryResult found{};
-#if CUDART_VERSION >= 12050
-    const cudaError_t err = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000,
-                                                             cudaEnableDefault, &found);
-#else  // toolkits before 12.5 have the unversioned form only
-    const cudaError_t err =
-        cudaGetDriverEntryPoint("cuTensorMapEncodeTiled", &fn, cudaEnableDefault, &found);
-#endif
-    if (err != cudaSuccess || found != cudaDriverEntryPointSuccess) {
-      return static_cast<Encode>(nullptr);
-    }
-    return reinterpret_cast<Encode>(fn);
-  }();
+  const TensorMapEncodeFn encode = TensorMapEncoder();
   if (encode == nullptr) return cudaErrorNotSupported;
   void* placeholder = const_cast<__nv_bfloat16*>(src.qkv);  // 16-byte aligned, replaced
   auto one = [&](CUtensorMap* map, int nheads, int64_t row_elems) {
