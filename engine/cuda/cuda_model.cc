@@ -16,6 +16,7 @@
 #include "engine/cuda/decode_gemm.h"
 #include "engine/cuda/gemm.h"
 #include "engine/cuda/host_counters.h"
+#include "engine/cuda/kernels_swiglu_gemm.h"
 #include "engine/model/forward_validation.h"
 #include "engine/model/top_k.h"
 #include "engine/util/status_macros.h"
@@ -70,6 +71,17 @@ namespace {
 bool KvCopiesBatched() {
   const char* v = std::getenv("HGEVAL_CUDA_FORK_COPY");
   return v == nullptr || std::string_view(v) != "memcpy";
+}
+
+// HGEVAL_CUDA_FUSED_MLP=1: bf16 packs run the MLP's gate|up GEMM and SwiGLU as one kernel
+// where the device has it (kernels_swiglu_gemm.h; the same bits, about the same time on
+// the H200: docs/cuda.md, performance log entry 48). Off by default; read once.
+bool FusedMlpEnabled() {
+  static const bool enabled = [] {
+    const char* v = std::getenv("HGEVAL_CUDA_FUSED_MLP");
+    return v != nullptr && std::string_view(v) == "1";
+  }();
+  return enabled;
 }
 
 // KV caches grow in steps of this many positions (the attention kernels read only the
@@ -226,13 +238,20 @@ absl::Status CudaModel::EnqueueMlp(const MixerPass& pass, float* residual) {
   for (int r0 = 0; r0 < pass.rows; r0 += mlp_rows_) {
     const int rows = std::min(mlp_rows_, pass.rows - r0);
     const char* x = static_cast<const char*>(x_.get()) + r0 * D_ * act_size;
-    HG_RETURN_IF_ERROR(pass.Linear(rows, 2 * I_, D_, Mat(x, act_, D_),
-                                   Mat(w.mlp_gate_up.get(), act_, D_), gu_.get(), act_, 2 * I_));
     // TNL's GLU has no activation: l3(l1(x) * l2(x)).
     void* act_out = MlpInPlace() ? gu_.get() : mlp_.get();
     const int64_t act_ld = MlpInPlace() ? 2 * I_ : I_;
-    HG_LAUNCH(SwiGlu(gu_.get(), rows, static_cast<int>(I_), act_out, act_, ctx_->stream(),
-                     layout_.mlp_silu, act_ld));
+    const int inter = static_cast<int>(I_), dim = static_cast<int>(D_);
+    if (!pass.decode && act_ == Act::kBF16 && FusedMlpEnabled() && SwiGluGemmAvailable() &&
+        SwiGluGemmFits(dim, D_, D_, inter, act_ld, x, w.mlp_gate_up.get(), act_out)) {
+      HG_LAUNCH(LaunchSwiGluGemm(pass.stream, rows, inter, dim, x, D_, w.mlp_gate_up.get(), D_,
+                                 layout_.mlp_silu, act_out, act_ld));
+    } else {
+      HG_RETURN_IF_ERROR(pass.Linear(rows, 2 * I_, D_, Mat(x, act_, D_),
+                                     Mat(w.mlp_gate_up.get(), act_, D_), gu_.get(), act_, 2 * I_));
+      HG_LAUNCH(
+          SwiGlu(gu_.get(), rows, inter, act_out, act_, ctx_->stream(), layout_.mlp_silu, act_ld));
+    }
     const MatRef down_in = Mat(act_out, act_, act_ld), down_w = Mat(w.mlp_down.get(), act_, I_);
     if (pass.decode) {
       HG_RETURN_IF_ERROR(
