@@ -388,20 +388,14 @@ __global__ void __launch_bounds__(kWsThreads, 1)
     }
   };
 
-  if (tid == 0) {
-    for (int st = 0; st < kWsStages; ++st) {
-      MbarInit(&full_bar[st], 1);     // the producer's issuing thread (plus TMA's bytes)
-      MbarInit(&empty_bar[st], 256);  // every consumer thread
-    }
-  }
-  __syncthreads();
+  InitStageBarriers(full_bar, empty_bar, 256);  // empty: every consumer thread
   if (wg == 2) {
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kWsProducerRegs));
+    LowerRegisters<kWsProducerRegs>();
     // Producer: its first warp streams the tiles through TMA (ProduceByTma).
     ProduceByTma(maps, ft, h, hk, ntiles, last_key, sbase, full_bar, empty_bar, lane,
                  tid < 2 * 128 + 32);
   } else {
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kWsConsumerRegs));
+    RaiseRegisters<kWsConsumerRegs>();
     consume(
         [&](int kt) {
           // Tile kt (K and V; Q with tile 0) is in shared memory.

@@ -116,16 +116,10 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int col_tiles = (inter + kTileCols - 1) / kTileCols;
   const int tiles = row_tiles * col_tiles;
   const int kblocks = (k + kStageK - 1) / kStageK;
-  if (tid == 0) {
-    for (int st = 0; st < kStages; ++st) {
-      MbarInit(&full_bar[st], 1);     // the producer's thread (plus TMA's bytes)
-      MbarInit(&empty_bar[st], 256);  // every consumer thread
-    }
-  }
-  __syncthreads();
+  InitStageBarriers(full_bar, empty_bar, 256);  // empty: every consumer thread
 
   if (wg == 2) {
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegs));
+    LowerRegisters<kProducerRegs>();
     if (tid != 2 * 128) return;
     uint32_t use = 0;  // stage uses so far: stage use % kStages, its phase use / kStages
     for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
@@ -145,7 +139,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     return;
   }
 
-  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kConsumerRegs));
+  RaiseRegisters<kConsumerRegs>();
   const int lane = tid & 31, wq = (tid >> 5) & 3, g = lane >> 2, tq = lane & 3;
   float acc[128];
   // Defined for the compiler, which sees wgmma read acc (a tile's first product overwrites).

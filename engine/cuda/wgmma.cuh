@@ -52,6 +52,32 @@ __device__ __forceinline__ void FenceOperands(uint32_t (&a)[N][4]) {
   }
 }
 
+// A warp-specialised block's opening: thread 0 initialises the stage barriers (`full`
+// completes on the producer's arrival plus TMA's bytes, `empty` on the arrivals of all
+// `consumers` threads), then the whole block syncs.
+template <int kStages>
+__device__ __forceinline__ void InitStageBarriers(uint64_t (&full)[kStages],
+                                                  uint64_t (&empty)[kStages], int consumers) {
+  if (threadIdx.x == 0) {
+    for (int st = 0; st < kStages; ++st) {
+      MbarInit(&full[st], 1);
+      MbarInit(&empty[st], consumers);
+    }
+  }
+  __syncthreads();
+}
+
+// A warpgroup's register budget moved to (kRegs a thread; all its threads execute it): down
+// for the producer, up for the consumers.
+template <int kRegs>
+__device__ __forceinline__ void LowerRegisters() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kRegs));
+}
+template <int kRegs>
+__device__ __forceinline__ void RaiseRegisters() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kRegs));
+}
+
 // TMA (cp.async.bulk.tensor): the 2-D box at (x, y) (x the inner, contiguous coordinate)
 // into shared memory at `dst` (1,024-byte aligned under the 128-byte swizzle), completing
 // on `bar`'s transaction count. Elements outside the tensor arrive as zeros.
