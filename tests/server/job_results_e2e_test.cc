@@ -67,11 +67,9 @@ TEST_F(JobResultsTest, ResultsOverTheInlineLimitArriveWhole) {
   // The CLI writes the whole file.
   const std::string output = dir_ + "/results.json";
   std::string stdout_text;
-  ASSERT_EQ(testing::RunCommand(
-                {std::string(HGEVAL_BINARY_DIR) + "/client/hgeval", "run",
-                 "--server=" + server_.address(), "--model=hgrn2", "--tasks=arc_easy,piqa",
-                 "--limit=6", "--log_samples", "--progress=false", "--output=" + output},
-                &stdout_text),
+  ASSERT_EQ(RunHgevalRun({"--model=hgrn2", "--tasks=arc_easy,piqa", "--limit=6", "--log_samples",
+                          "--output=" + output},
+                         &stdout_text),
             0)
       << stdout_text;
   std::ifstream in(output);

@@ -53,11 +53,9 @@ class LraJobTest : public testing::ServerFixture {
 TEST_F(LraJobTest, HgevalRunGivesTheInProcessAccuracy) {
   const std::string output = dir_ + "/results.json";
   std::string stdout_text;
-  const int status = testing::RunCommand(
-      {std::string(HGEVAL_BINARY_DIR) + "/client/hgeval", "run", "--server=" + server_.address(),
-       "--model=lra", "--tasks=lra_listops", "--limit=" + std::to_string(kLimit),
-       "--progress=false", "--output=" + output},
-      &stdout_text);
+  const int status = RunHgevalRun({"--model=lra", "--tasks=lra_listops",
+                                   "--limit=" + std::to_string(kLimit), "--output=" + output},
+                                  &stdout_text);
   ASSERT_EQ(status, 0) << stdout_text;
   EXPECT_NE(stdout_text.find("lra_listops"), std::string::npos) << stdout_text;
   std::ifstream in(output);
@@ -78,12 +76,10 @@ TEST_F(LraJobTest, HgevalRunGivesTheInProcessAccuracy) {
 
   // --local: the task runs in the client and sends Classify calls.
   const std::string local_output = dir_ + "/local_results.json";
-  ASSERT_EQ(testing::RunCommand(
-                {std::string(HGEVAL_BINARY_DIR) + "/client/hgeval", "run", "--local",
-                 "--server=" + server_.address(), "--model=lra", "--data_dir=" + SourcePath("data"),
-                 "--tasks=lra_listops", "--limit=" + std::to_string(kLimit), "--progress=false",
-                 "--output=" + local_output},
-                &stdout_text),
+  ASSERT_EQ(RunHgevalRun({"--local", "--model=lra", "--data_dir=" + SourcePath("data"),
+                          "--tasks=lra_listops", "--limit=" + std::to_string(kLimit),
+                          "--output=" + local_output},
+                         &stdout_text),
             0)
       << stdout_text;
   std::ifstream local_in(local_output);

@@ -103,11 +103,9 @@ TEST_F(MqarJobTest, JobMatchesInProcessRunAndCarriesThePerSettingTable) {
 TEST_F(MqarJobTest, HgevalRunWritesThePerSettingTable) {
   const std::string output = dir_ + "/results.json";
   std::string stdout_text;
-  const int status = testing::RunCommand(
-      {std::string(HGEVAL_BINARY_DIR) + "/client/hgeval", "run", "--server=" + server_.address(),
-       "--model=mqar_llama", "--tasks=mqar", "--limit=" + std::to_string(kLimit),
-       "--progress=false", "--output=" + output},
-      &stdout_text);
+  const int status = RunHgevalRun({"--model=mqar_llama", "--tasks=mqar",
+                                   "--limit=" + std::to_string(kLimit), "--output=" + output},
+                                  &stdout_text);
   ASSERT_EQ(status, 0) << stdout_text;
   EXPECT_NE(stdout_text.find("acc_L512_K64"), std::string::npos) << stdout_text;
   std::ifstream in(output);
@@ -122,11 +120,9 @@ TEST_F(MqarJobTest, HgevalRunLocalMatchesInProcessRun) {
   const std::string output = dir_ + "/local_results.json";
   std::string stdout_text;
   const int status =
-      testing::RunCommand({std::string(HGEVAL_BINARY_DIR) + "/client/hgeval", "run", "--local",
-                           "--server=" + server_.address(), "--model=mqar_llama", "--tasks=mqar",
-                           "--limit=" + std::to_string(kLimit), "--progress=false", "--log_samples",
-                           "--output=" + output},
-                          &stdout_text);
+      RunHgevalRun({"--local", "--model=mqar_llama", "--tasks=mqar",
+                    "--limit=" + std::to_string(kLimit), "--log_samples", "--output=" + output},
+                   &stdout_text);
   ASSERT_EQ(status, 0) << stdout_text;
   std::ifstream in(output);
   const Json remote = Json::parse(in);

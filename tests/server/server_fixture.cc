@@ -16,6 +16,13 @@ void ServerFixture::StartServer(const std::vector<std::string>& args,
   ASSERT_TRUE(client_->WaitServing(serving_timeout).ok());
 }
 
+int ServerFixture::RunHgevalRun(const std::vector<std::string>& flags, std::string* out) const {
+  std::vector<std::string> argv = {std::string(HGEVAL_BINARY_DIR) + "/client/hgeval", "run",
+                                   "--server=" + server_.address(), "--progress=false"};
+  argv.insert(argv.end(), flags.begin(), flags.end());
+  return RunCommand(argv, out);
+}
+
 void ServerFixture::TearDown() {
   if (server_.running()) server_.Stop(SIGTERM);
 }

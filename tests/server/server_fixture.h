@@ -25,6 +25,9 @@ class ServerFixture : public ::testing::Test {
   void StartServer(const std::vector<std::string>& args,
                    absl::Duration serving_timeout = absl::Seconds(60));
   void TearDown() override;
+  // Runs `hgeval run --server=<this server> --progress=false <flags...>` and returns its
+  // exit status (stdout into `out`), as server_process.h's RunCommand does.
+  int RunHgevalRun(const std::vector<std::string>& flags, std::string* out) const;
 
   std::string dir_;
   ServerProcess server_;
