@@ -32,6 +32,12 @@ __device__ __forceinline__ float Softplus(float x) {
 }
 __device__ __forceinline__ float LogSigmoid(float x) { return -Softplus(-x); }
 __device__ __forceinline__ float Silu(float x) { return x / (1.0f + expf(-x)); }
+// One output of a gated linear unit: SiLU(gate) * up (SwiGLU), or gate * up without the
+// activation (TNL's GLU). Every kernel that computes the MLP's GLU takes it from here, so
+// they give the same floats.
+__device__ __forceinline__ float GluUnit(float gate, float up, bool silu) {
+  return (silu ? Silu(gate) : gate) * up;
+}
 
 __device__ __forceinline__ float WarpSum(float v) {
 #pragma unroll

@@ -126,7 +126,7 @@ __global__ void SwiGluKernel(const T* gu, int64_t total, int inter, bool silu, T
     const int64_t r = i / inter, c = i % inter;
     const float g = ToF(gu[r * 2 * inter + c]);
     const float u = ToF(gu[r * 2 * inter + inter + c]);
-    out[r * out_ld + c] = FromF<T>((silu ? Silu(g) : g) * u);
+    out[r * out_ld + c] = FromF<T>(GluUnit(g, u, silu));
   }
 }
 
@@ -154,8 +154,7 @@ __global__ void SwiGluVecKernel(const T* gu, int rows, int inter, bool silu, T* 
     Vec o;
 #pragma unroll
     for (int j = 0; j < kVec; ++j) {
-      const float gf = ToF(g.x[j]);
-      o.x[j] = FromF<T>((silu ? Silu(gf) : gf) * ToF(u.x[j]));
+      o.x[j] = FromF<T>(GluUnit(ToF(g.x[j]), ToF(u.x[j]), silu));
     }
     reinterpret_cast<Vec*>(out + static_cast<int64_t>(r) * out_ld)[v] = o;
   }

@@ -95,11 +95,10 @@ __device__ __forceinline__ void WgmmaSS256(float (&d)[128], uint64_t a_desc, uin
 }
 #undef HG_WGMMA_D128
 
-// act(bf16(gate)) * bf16(up), as SwiGlu computes it from the bf16 gate|up row.
+// GluUnit of the products rounded to bf16, as SwiGlu computes it from the bf16 gate|up row.
 __device__ __forceinline__ float GatedUnit(float gate, float up, int silu) {
-  const float g = __bfloat162float(__float2bfloat16_rn(gate));
-  const float u = __bfloat162float(__float2bfloat16_rn(up));
-  return (silu ? Silu(g) : g) * u;
+  return GluUnit(__bfloat162float(__float2bfloat16_rn(gate)),
+                 __bfloat162float(__float2bfloat16_rn(up)), silu != 0);
 }
 
 __global__ void __launch_bounds__(kThreads, 1)
