@@ -9,11 +9,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <optional>
-#include <string_view>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "engine/cuda/decode_gemm.h"
+#include "engine/cuda/env_switch.h"
 #include "engine/cuda/gemm.h"
 #include "engine/cuda/host_counters.h"
 #include "engine/cuda/kernels_swiglu_gemm.h"
@@ -68,19 +68,13 @@ namespace {
 
 // HGEVAL_CUDA_FORK_COPY=memcpy: Forward copies each read-only fork's KV cache with a
 // cudaMemcpy2DAsync of its own (before the batched copy; for measurement).
-bool KvCopiesBatched() {
-  const char* v = std::getenv("HGEVAL_CUDA_FORK_COPY");
-  return v == nullptr || std::string_view(v) != "memcpy";
-}
+bool KvCopiesBatched() { return !EnvIs("HGEVAL_CUDA_FORK_COPY", "memcpy"); }
 
 // HGEVAL_CUDA_FUSED_MLP=1: bf16 packs run the MLP's gate|up GEMM and SwiGLU as one kernel
 // where the device has it (kernels_swiglu_gemm.h; the same bits, about the same time on
-// the H200: docs/cuda.md, performance log entry 48). Off by default; read once.
+// the H200: docs/cuda.md, performance log entries 48, 49). Off by default; read once.
 bool FusedMlpEnabled() {
-  static const bool enabled = [] {
-    const char* v = std::getenv("HGEVAL_CUDA_FUSED_MLP");
-    return v != nullptr && std::string_view(v) == "1";
-  }();
+  static const bool enabled = EnvIs("HGEVAL_CUDA_FUSED_MLP", "1");
   return enabled;
 }
 

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "engine/cuda/cuda_mixers.h"
 #include "engine/cuda/cuda_model.h"
+#include "engine/cuda/env_switch.h"
 #include "engine/loader/weight_reader.h"
 #include "engine/model/tensor_names.h"
 #include "engine/util/status_macros.h"
@@ -123,8 +124,7 @@ absl::StatusOr<std::unique_ptr<CudaModel>> CudaModel::Build(const Checkpoint& ch
   info.num_parameters = alloc.num_parameters();
   model->mixer_->set_max_context(info.max_context);
   HG_RETURN_IF_ERROR(model->AllocateScratch(alloc));
-  const char* graphs = std::getenv("HGEVAL_CUDA_GRAPHS");
-  model->graphs_enabled_ = graphs == nullptr || std::string(graphs) != "0";
+  model->graphs_enabled_ = !EnvIs("HGEVAL_CUDA_GRAPHS", "0");
   return model;
 }
 

@@ -1,9 +1,9 @@
 #include "engine/cuda/decode_gemm.h"
 
-#include <cstdlib>
-#include <cstring>
+#include <cstdint>
 
 #include "absl/strings/str_cat.h"
+#include "engine/cuda/env_switch.h"
 #include "engine/cuda/kernels_decode_gemm.h"
 
 namespace hgeval::cuda {
@@ -19,10 +19,7 @@ bool DecodeGemmFits(int64_t m, int64_t k, const MatRef& a, const MatRef& w) {
 }
 
 bool DecodeGemmEnabled() {
-  static const bool enabled = [] {
-    const char* env = std::getenv("HGEVAL_CUDA_DECODE_GEMM");
-    return env != nullptr && std::strcmp(env, "1") == 0;
-  }();
+  static const bool enabled = EnvIs("HGEVAL_CUDA_DECODE_GEMM", "1");
   return enabled;
 }
 

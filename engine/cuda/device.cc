@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "absl/strings/str_cat.h"
+#include "engine/cuda/env_switch.h"
 #include "engine/cuda/host_counters.h"
 
 namespace hgeval::cuda {
@@ -82,10 +83,7 @@ namespace {
 // performance log entry 22). Null where the device has no memory pools, or with
 // HGEVAL_CUDA_POOL_DRIVER=malloc (plain cudaMalloc and cudaFree; measurement).
 cudaMemPool_t RetainingMemPool(int device, size_t limit) {
-  if (const char* v = std::getenv("HGEVAL_CUDA_POOL_DRIVER");
-      v != nullptr && std::string_view(v) == "malloc") {
-    return nullptr;
-  }
+  if (EnvIs("HGEVAL_CUDA_POOL_DRIVER", "malloc")) return nullptr;
   int supported = 0;
   cudaMemPool_t pool = nullptr;
   if (cudaDeviceGetAttribute(&supported, cudaDevAttrMemoryPoolsSupported, device) != cudaSuccess ||
@@ -161,10 +159,7 @@ namespace {
 
 // HGEVAL_CUDA_POOL_GIVE_BACK=all: a block the budget has no room for makes every pool
 // give all its cached blocks back (the behaviour before partial give-backs; measurement).
-bool GiveBackAll() {
-  const char* v = std::getenv("HGEVAL_CUDA_POOL_GIVE_BACK");
-  return v != nullptr && std::string_view(v) == "all";
-}
+bool GiveBackAll() { return EnvIs("HGEVAL_CUDA_POOL_GIVE_BACK", "all"); }
 
 }  // namespace
 

@@ -3,12 +3,12 @@
 // recurrence (chunkwise for packs, one fused step for decode), g_norm and o_proj.
 // The CPU's forward pass: engine/cpu/hgrn2.cc.
 #include <cmath>
-#include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "engine/cuda/cuda_mixers.h"
+#include "engine/cuda/env_switch.h"
 #include "engine/cuda/kernels_fused_gates.h"
 #include "engine/cuda/linear_attention.h"
 #include "engine/cuda/lower_bounds.h"
@@ -29,8 +29,7 @@ class Hgrn2Mixer final : public LinearAttentionMixer {
     // HGEVAL_CUDA_FUSED_STEP=1: the decode step and g_norm as one cluster kernel. Off by
     // default: on the H100 it gained 4% at one live row and lost 8% at 32 (docs/cuda.md,
     // performance log entry 7).
-    const char* fused = std::getenv("HGEVAL_CUDA_FUSED_STEP");
-    fuse_step_norm_ = fused != nullptr && std::string(fused) == "1";
+    fuse_step_norm_ = EnvIs("HGEVAL_CUDA_FUSED_STEP", "1");
   }
 
   absl::Status Load(const Checkpoint& ck, const BlockTensorNames& names,

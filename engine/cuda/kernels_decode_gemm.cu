@@ -14,9 +14,10 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
-#include <cstring>
+#include <string>
 
 #include "engine/cuda/current_device.cuh"
+#include "engine/cuda/env_switch.h"
 #include "engine/cuda/kernels_decode_gemm.h"
 #include "engine/cuda/mbarrier.cuh"
 #include "engine/cuda/mma.cuh"
@@ -360,10 +361,7 @@ cudaError_t LaunchStream(cudaStream_t stream, int m, int n, int k, const __nv_bf
 // HGEVAL_DECODE_GEMM_STREAM=0 keeps M <= 8 on DecodeGemmKernel (for measurement; the same
 // bits either way).
 bool StreamEnabled() {
-  static const bool enabled = [] {
-    const char* env = std::getenv("HGEVAL_DECODE_GEMM_STREAM");
-    return env == nullptr || std::strcmp(env, "0") != 0;
-  }();
+  static const bool enabled = !EnvIs("HGEVAL_DECODE_GEMM_STREAM", "0");
   return enabled;
 }
 
@@ -397,9 +395,10 @@ cudaError_t ByRows(cudaStream_t stream, int m, int n, int k, const __nv_bfloat16
 // results are bitwise the same for any value (the K split does not change).
 int TilesOverride() {
   static const int tiles = [] {
-    const char* env = std::getenv("HGEVAL_DECODE_GEMM_TILES");
-    const int v = env == nullptr ? 0 : std::atoi(env);
-    return (v == 1 || v == 2 || v == 4) ? v : 0;
+    for (const int v : {1, 2, 4}) {
+      if (EnvIs("HGEVAL_DECODE_GEMM_TILES", std::to_string(v))) return v;
+    }
+    return 0;
   }();
   return tiles;
 }

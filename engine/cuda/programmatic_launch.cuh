@@ -17,10 +17,10 @@
 #include <cuda_runtime.h>
 
 #include <cstdlib>
-#include <cstring>
 #include <utility>
 
 #include "engine/cuda/current_device.cuh"
+#include "engine/cuda/env_switch.h"
 
 namespace hgeval::cuda {
 
@@ -50,10 +50,7 @@ __device__ __forceinline__ void StartAfterPrerequisites() {
 // HGEVAL_CUDA_PDL=0 (for measurement, read once). The device is asked at each launch, as
 // the other per-device choices are (ChosenFlashKernel): a process may drive several GPUs.
 inline bool ProgrammaticLaunchEnabled() {
-  static const bool allowed = [] {
-    const char* env = std::getenv("HGEVAL_CUDA_PDL");
-    return env == nullptr || std::strcmp(env, "0") != 0;
-  }();
+  static const bool allowed = !EnvIs("HGEVAL_CUDA_PDL", "0");
   return allowed && CurrentDeviceAttribute(cudaDevAttrComputeCapabilityMajor).value_or(0) >= 9;
 }
 

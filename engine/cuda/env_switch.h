@@ -1,0 +1,20 @@
+// The engine's measurement switches (HGEVAL_CUDA_*, HGEVAL_DECODE_GEMM_*): environment
+// variables that turn a path on or off for an A/B run. Each caller reads its switch once;
+// docs/cuda.md names them where it measures them.
+#ifndef HGEVAL_ENGINE_CUDA_ENV_SWITCH_H_
+#define HGEVAL_ENGINE_CUDA_ENV_SWITCH_H_
+
+#include <cstdlib>
+#include <string_view>
+
+namespace hgeval::cuda {
+
+// Whether the environment variable `name` is set to exactly `value`.
+inline bool EnvIs(const char* name, std::string_view value) {
+  const char* v = std::getenv(name);
+  return v != nullptr && std::string_view(v) == value;
+}
+
+}  // namespace hgeval::cuda
+
+#endif  // HGEVAL_ENGINE_CUDA_ENV_SWITCH_H_
