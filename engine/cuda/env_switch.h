@@ -1,6 +1,6 @@
 // The engine's measurement switches (HGEVAL_CUDA_*, HGEVAL_DECODE_GEMM_*): environment
 // variables that turn a path on or off for an A/B run. Each caller reads its switch once;
-// docs/cuda.md names them where it measures them.
+// docs/cuda.md ("Measurement switches") lists them.
 #ifndef HGEVAL_ENGINE_CUDA_ENV_SWITCH_H_
 #define HGEVAL_ENGINE_CUDA_ENV_SWITCH_H_
 
