@@ -456,7 +456,9 @@ __global__ void __launch_bounds__(kAttnWarps * 32)
     const int n = item.count;
     const bf16* cache = static_cast<const bf16*>(cache_ptrs[item.rows[0]]);
     const int64_t cap = caps[item.rows[0]];
-    const auto [js, je] = WindowKeys(item, positions);
+    // Plain names, not a structured binding: load_step captures je (C++17 cannot).
+    const KeyRange window = WindowKeys(item, positions);
+    const int64_t js = window.begin, je = window.end;
     const bf16* kp = cache + static_cast<int64_t>(layer) * 2 * cap * kvw + hk * HD;
     const bf16* vp = kp + cap * kvw;
     const int64_t wk0 = js + warp * kWarpKeys;
