@@ -24,15 +24,31 @@ __global__ void EmbedKernel(const T* table, const int32_t* ids, int dim, float* 
 // ascending order, so the sums of squares are the same floats.
 constexpr int kNormRowRegs = 8;
 
-template <typename T>
+// A decode step's rows (32 blocks) or a pack's tail: weights first. A pack: the plain order.
+constexpr int kWeightsFirstMaxBlocks = 256;
+
+// kWeightsFirst: the row-in-registers form loads its weights before the wait for the
+// kernels before (no kernel writes them), so at a few rows, where the kernel is one chain
+// of latencies, they arrive meanwhile instead of after the sum. It takes 40 registers, not
+// 32, so many rows keep the plain order (the same floats in the same order either way).
+template <typename T, bool kWeightsFirst>
 __global__ void AddRmsNormKernel(float* h, const float* delta, const float* w, float eps, int dim,
                                  T* out) {
-  StartAfterPrerequisites();
+  if constexpr (!kWeightsFirst) StartAfterPrerequisites();
   __shared__ float scratch[32];
   const int64_t base = static_cast<int64_t>(blockIdx.x) * dim;
   const int nt = blockDim.x;
   float ss = 0.0f;
   if (dim <= kNormRowRegs * nt) {
+    float wv[kNormRowRegs];
+    if constexpr (kWeightsFirst) {
+#pragma unroll
+      for (int u = 0; u < kNormRowRegs; ++u) {
+        const int c = threadIdx.x + u * nt;
+        wv[u] = c < dim ? w[c] : 0.0f;
+      }
+      StartAfterPrerequisites();
+    }
     float hv[kNormRowRegs], dv[kNormRowRegs];
 #pragma unroll
     for (int u = 0; u < kNormRowRegs; ++u) {
@@ -54,10 +70,11 @@ __global__ void AddRmsNormKernel(float* h, const float* delta, const float* w, f
 #pragma unroll
     for (int u = 0; u < kNormRowRegs; ++u) {
       const int c = threadIdx.x + u * nt;
-      if (c < dim) out[base + c] = FromF<T>(hv[u] * rstd * w[c]);
+      if (c < dim) out[base + c] = FromF<T>(hv[u] * rstd * (kWeightsFirst ? wv[u] : w[c]));
     }
     return;
   }
+  if constexpr (kWeightsFirst) StartAfterPrerequisites();
   for (int c = threadIdx.x; c < dim; c += nt) {
     float v = h[base + c];
     if (delta) {
@@ -72,17 +89,27 @@ __global__ void AddRmsNormKernel(float* h, const float* delta, const float* w, f
   }
 }
 
-// Grid (rows, groups).
-template <typename XT, typename GT, typename T>
+// Grid (rows, groups). kWeightsFirst as AddRmsNormKernel's.
+template <typename XT, typename GT, typename T, bool kWeightsFirst>
 __global__ void RmsNormGatedKernel(const XT* x, int64_t x_ld, const GT* gate, int64_t gate_ld,
                                    bool gate_silu, const float* w, float eps, int group, T* out,
                                    int64_t out_ld, const int32_t* x_rows) {
+  const int nt = blockDim.x;
+  float wv[kNormRowRegs];  // w[c] for this thread's c of the group (every group shares w)
+  if constexpr (kWeightsFirst) {
+    if (group <= kNormRowRegs * nt) {
+#pragma unroll
+      for (int u = 0; u < kNormRowRegs; ++u) {
+        const int c = threadIdx.x + u * nt;
+        wv[u] = c < group ? w[c] : 0.0f;
+      }
+    }
+  }
   StartAfterPrerequisites();
   __shared__ float scratch[32];
   const int r = blockIdx.x;
   const int64_t in_row = x_rows != nullptr ? x_rows[r] : r;  // x's and gate's row
   const int c0 = blockIdx.y * group;
-  const int nt = blockDim.x;
   const XT* xr = x + in_row * x_ld + c0;
   auto gated = [&](int c, float y) {
     if (gate) {
@@ -108,7 +135,7 @@ __global__ void RmsNormGatedKernel(const XT* x, int64_t x_ld, const GT* gate, in
 #pragma unroll
     for (int u = 0; u < kNormRowRegs; ++u) {
       const int c = threadIdx.x + u * nt;
-      if (c < group) gated(c, xv[u] * rstd * w[c]);
+      if (c < group) gated(c, xv[u] * rstd * (kWeightsFirst ? wv[u] : w[c]));
     }
     return;
   }
@@ -344,15 +371,21 @@ __global__ void __launch_bounds__(1024)
                               int64_t gate_ld, bool gate_silu, const float* __restrict__ w,
                               float eps, int group, T* __restrict__ out, int64_t out_ld,
                               const int32_t* __restrict__ x_rows) {
-  StartAfterPrerequisites();
   struct alignas(16) Bf16x8 {
     bf16 v[kNormVec];
   };
   __shared__ float warp_sums[32];
-  const int64_t r = blockIdx.x;
-  const int64_t in_row = x_rows != nullptr ? x_rows[r] : r;  // x's and gate's row
   const int t = threadIdx.x, lane = t & 31, warp = t >> 5;
   const int c = kNormVec * t;
+  const int cg = c % group;
+  // The weights first: no kernel writes them, so their loads overlap the wait for the
+  // kernels before (and x's load), not follow the sum.
+  float wv[kNormVec];
+#pragma unroll
+  for (int e = 0; e < kNormVec; ++e) wv[e] = w[cg + e];
+  StartAfterPrerequisites();
+  const int64_t r = blockIdx.x;
+  const int64_t in_row = x_rows != nullptr ? x_rows[r] : r;  // x's and gate's row
   const Bf16x8 xv = *reinterpret_cast<const Bf16x8*>(x + in_row * x_ld + c);
   float xf[kNormVec];
   float ss = 0.0f;
@@ -369,11 +402,10 @@ __global__ void __launch_bounds__(1024)
   float total = 0.0f;
   for (int i = 0; i < group_warps; ++i) total += warp_sums[first + i];
   const float rstd = rsqrtf(total / group + eps);
-  const int cg = c % group;
   T y[kNormVec];
 #pragma unroll
   for (int e = 0; e < kNormVec; ++e) {
-    float v = xf[e] * rstd * w[cg + e];
+    float v = xf[e] * rstd * wv[e];
     if (gate) {
       const float gv = ToF(gate[in_row * gate_ld + c + e]);
       v *= gate_silu ? Silu(gv) : gv;
@@ -411,9 +443,15 @@ cudaError_t AddRmsNorm(float* h, const float* delta, const float* w, float eps, 
                        void* out, Act out_act, cudaStream_t stream) {
   if (rows == 0) return cudaSuccess;
   cudaError_t err = cudaSuccess;
-  HG_DISPATCH_ACT(
-      out_act, err = LaunchMaybeProgrammatic(AddRmsNormKernel<T>, rows, 256, 0, stream, h, delta, w,
-                                             eps, dim, static_cast<T*>(out)));
+  if (rows <= kWeightsFirstMaxBlocks) {
+    HG_DISPATCH_ACT(
+        out_act, err = LaunchMaybeProgrammatic(AddRmsNormKernel<T, true>, rows, 256, 0, stream, h,
+                                               delta, w, eps, dim, static_cast<T*>(out)));
+  } else {
+    HG_DISPATCH_ACT(
+        out_act, err = LaunchMaybeProgrammatic(AddRmsNormKernel<T, false>, rows, 256, 0, stream, h,
+                                               delta, w, eps, dim, static_cast<T*>(out)));
+  }
   return err;
 }
 
@@ -440,10 +478,17 @@ cudaError_t RmsNormGated(const void* x, int64_t x_ld, const void* gate, int64_t 
     using X = std::remove_cv_t<std::remove_pointer_t<decltype(xs)>>;
     using G = std::remove_cv_t<std::remove_pointer_t<decltype(g)>>;
     cudaError_t err = cudaSuccess;
-    HG_DISPATCH_ACT(out_act,
-                    err = LaunchMaybeProgrammatic(RmsNormGatedKernel<X, G, T>, grid, 256, 0, stream,
-                                                  xs, x_ld, g, gate_ld, gate_silu, w, eps, group,
-                                                  static_cast<T*>(out), out_ld, x_rows));
+    if (static_cast<int64_t>(grid.x) * grid.y <= kWeightsFirstMaxBlocks) {
+      HG_DISPATCH_ACT(out_act,
+                      err = LaunchMaybeProgrammatic(RmsNormGatedKernel<X, G, T, true>, grid, 256, 0,
+                                                    stream, xs, x_ld, g, gate_ld, gate_silu, w, eps,
+                                                    group, static_cast<T*>(out), out_ld, x_rows));
+    } else {
+      HG_DISPATCH_ACT(
+          out_act, err = LaunchMaybeProgrammatic(RmsNormGatedKernel<X, G, T, false>, grid, 256, 0,
+                                                 stream, xs, x_ld, g, gate_ld, gate_silu, w, eps,
+                                                 group, static_cast<T*>(out), out_ld, x_rows));
+    }
     return err;
   };
   auto with_x = [&](const auto* g) {
