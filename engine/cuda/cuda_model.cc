@@ -244,7 +244,7 @@ absl::Status CudaModel::EnqueueMlp(const MixerPass& pass, float* residual) {
       HG_RETURN_IF_ERROR(pass.Linear(rows, 2 * I_, D_, Mat(x, act_, D_),
                                      Mat(w.mlp_gate_up.get(), act_, D_), gu_.get(), act_, 2 * I_));
       HG_LAUNCH(
-          SwiGlu(gu_.get(), rows, inter, act_out, act_, ctx_->stream(), layout_.mlp_silu, act_ld));
+          SwiGlu(gu_.get(), rows, inter, act_out, act_, pass.stream, layout_.mlp_silu, act_ld));
     }
     const MatRef down_in = Mat(act_out, act_, act_ld), down_w = Mat(w.mlp_down.get(), act_, I_);
     if (pass.decode) {

@@ -27,6 +27,16 @@ constexpr int kNormRowRegs = 8;
 // A decode step's rows (32 blocks) or a pack's tail: weights first. A pack: the plain order.
 constexpr int kWeightsFirstMaxBlocks = 256;
 
+// w[c] for this thread's c = threadIdx.x + u * blockDim.x of a row of n (0 past n): the
+// weights-first forms' opening, before they wait for the kernels before.
+__device__ __forceinline__ void LoadRowWeights(const float* w, int n, float (&wv)[kNormRowRegs]) {
+#pragma unroll
+  for (int u = 0; u < kNormRowRegs; ++u) {
+    const int c = threadIdx.x + u * blockDim.x;
+    wv[u] = c < n ? w[c] : 0.0f;
+  }
+}
+
 // kWeightsFirst: the row-in-registers form loads its weights before the wait for the
 // kernels before (no kernel writes them), so at a few rows, where the kernel is one chain
 // of latencies, they arrive meanwhile instead of after the sum. It takes 40 registers, not
@@ -42,11 +52,7 @@ __global__ void AddRmsNormKernel(float* h, const float* delta, const float* w, f
   if (dim <= kNormRowRegs * nt) {
     float wv[kNormRowRegs];
     if constexpr (kWeightsFirst) {
-#pragma unroll
-      for (int u = 0; u < kNormRowRegs; ++u) {
-        const int c = threadIdx.x + u * nt;
-        wv[u] = c < dim ? w[c] : 0.0f;
-      }
+      LoadRowWeights(w, dim, wv);
       StartAfterPrerequisites();
     }
     float hv[kNormRowRegs], dv[kNormRowRegs];
@@ -97,13 +103,7 @@ __global__ void RmsNormGatedKernel(const XT* x, int64_t x_ld, const GT* gate, in
   const int nt = blockDim.x;
   float wv[kNormRowRegs];  // w[c] for this thread's c of the group (every group shares w)
   if constexpr (kWeightsFirst) {
-    if (group <= kNormRowRegs * nt) {
-#pragma unroll
-      for (int u = 0; u < kNormRowRegs; ++u) {
-        const int c = threadIdx.x + u * nt;
-        wv[u] = c < group ? w[c] : 0.0f;
-      }
-    }
+    if (group <= kNormRowRegs * nt) LoadRowWeights(w, group, wv);
   }
   StartAfterPrerequisites();
   __shared__ float scratch[32];
@@ -443,15 +443,12 @@ cudaError_t AddRmsNorm(float* h, const float* delta, const float* w, float eps, 
                        void* out, Act out_act, cudaStream_t stream) {
   if (rows == 0) return cudaSuccess;
   cudaError_t err = cudaSuccess;
-  if (rows <= kWeightsFirstMaxBlocks) {
-    HG_DISPATCH_ACT(
-        out_act, err = LaunchMaybeProgrammatic(AddRmsNormKernel<T, true>, rows, 256, 0, stream, h,
-                                               delta, w, eps, dim, static_cast<T*>(out)));
-  } else {
-    HG_DISPATCH_ACT(
-        out_act, err = LaunchMaybeProgrammatic(AddRmsNormKernel<T, false>, rows, 256, 0, stream, h,
-                                               delta, w, eps, dim, static_cast<T*>(out)));
-  }
+  auto launch = [&](auto weights_first) {
+    HG_DISPATCH_ACT(out_act, err = LaunchMaybeProgrammatic(
+                                 AddRmsNormKernel<T, decltype(weights_first)::value>, rows, 256, 0,
+                                 stream, h, delta, w, eps, dim, static_cast<T*>(out)));
+  };
+  rows <= kWeightsFirstMaxBlocks ? launch(std::true_type{}) : launch(std::false_type{});
   return err;
 }
 
@@ -478,17 +475,15 @@ cudaError_t RmsNormGated(const void* x, int64_t x_ld, const void* gate, int64_t 
     using X = std::remove_cv_t<std::remove_pointer_t<decltype(xs)>>;
     using G = std::remove_cv_t<std::remove_pointer_t<decltype(g)>>;
     cudaError_t err = cudaSuccess;
-    if (static_cast<int64_t>(grid.x) * grid.y <= kWeightsFirstMaxBlocks) {
-      HG_DISPATCH_ACT(out_act,
-                      err = LaunchMaybeProgrammatic(RmsNormGatedKernel<X, G, T, true>, grid, 256, 0,
-                                                    stream, xs, x_ld, g, gate_ld, gate_silu, w, eps,
-                                                    group, static_cast<T*>(out), out_ld, x_rows));
-    } else {
-      HG_DISPATCH_ACT(
-          out_act, err = LaunchMaybeProgrammatic(RmsNormGatedKernel<X, G, T, false>, grid, 256, 0,
-                                                 stream, xs, x_ld, g, gate_ld, gate_silu, w, eps,
-                                                 group, static_cast<T*>(out), out_ld, x_rows));
-    }
+    auto launch_order = [&](auto weights_first) {
+      HG_DISPATCH_ACT(out_act, err = LaunchMaybeProgrammatic(
+                                   RmsNormGatedKernel<X, G, T, decltype(weights_first)::value>,
+                                   grid, 256, 0, stream, xs, x_ld, g, gate_ld, gate_silu, w, eps,
+                                   group, static_cast<T*>(out), out_ld, x_rows));
+    };
+    static_cast<int64_t>(grid.x) * grid.y <= kWeightsFirstMaxBlocks
+        ? launch_order(std::true_type{})
+        : launch_order(std::false_type{});
     return err;
   };
   auto with_x = [&](const auto* g) {
