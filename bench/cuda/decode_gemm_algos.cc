@@ -5,7 +5,9 @@
 // achieved bandwidth. The step runs cublasGemmEx's default choice at M = 32. This tool
 // times that choice and every candidate cuBLASLt's heuristic offers for the same call
 // (bf16 operands, fp32 accumulate and output), cold: each call reads a different copy of
-// the weights, so none comes from L2. It prints a table and writes JSON (--out).
+// the weights, so none comes from L2. Beside them, the engine's own decode GEMM
+// (kernels_decode_gemm.h) in each of its forms at 1, 8 and 32 rows, timed the same way. It
+// prints a table and writes JSON (--out).
 //
 // Usage: decode_gemm_algos [--shapes=6144x2048,...] [--out=FILE] [--iters=N]
 #include <cublasLt.h>
@@ -28,6 +30,7 @@
 #include "bench/cuda/tool_main.h"
 #include "engine/cuda/decode_gemm.h"
 #include "engine/cuda/device.h"
+#include "engine/cuda/kernels_decode_gemm.h"
 #include "engine/util/status_macros.h"
 #include "nlohmann/json.hpp"
 
@@ -120,6 +123,23 @@ absl::Status Run(const std::vector<Shape>& shapes, int iters) {
                           {"weight_bytes", w_bytes},
                           {"default_us", default_ms * 1e3},
                           {"default_tb_s", tbps(default_ms)}};
+
+    // The engine's decode GEMM in each form (the same bits), cold as above.
+    nlohmann::json ours = nlohmann::json::array();
+    for (const auto& [form, name] : {std::pair{hgeval::cuda::DecodeGemmForm::kBlock, "block"},
+                                     std::pair{hgeval::cuda::DecodeGemmForm::kStream, "stream"}}) {
+      for (const int rows : {1, 8, m}) {
+        HG_ASSIGN_OR_RETURN(const double ms, TimePerCall(iters, copies, stream, [&](int i) {
+                              hgeval::cuda::LaunchDecodeGemmForm(form, stream, rows, n, k, a, k,
+                                                                 w[i], k, c, true, n);
+                            }));
+        HG_CUDA_RETURN(cudaGetLastError());
+        std::printf("  decode GEMM %-6s M = %2d: %7.2f us %5.2f TB/s\n", name, rows, ms * 1e3,
+                    tbps(ms));
+        ours.push_back({{"form", name}, {"m", rows}, {"us", ms * 1e3}, {"tb_s", tbps(ms)}});
+      }
+    }
+    row["decode_gemm"] = ours;
 
     // cuBLASLt's candidates for the same call (column-major C^T[N, M] = W^T · A).
     cublasLtMatmulDesc_t op;

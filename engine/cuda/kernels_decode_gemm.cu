@@ -176,7 +176,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
 }
 
-// ---- The streaming form (the default; HGEVAL_DECODE_GEMM_STREAM=0: the kernel above) ----
+// ---- The streaming form (the default; HGEVAL_DECODE_GEMM_FORM=stream) ----
 // The same products in the same order as DecodeGemmKernel, so the same bits: warp w
 // multiplies chunks w, w + kSplit, ... in ascending order with the same k-slots, and the
 // warps' partials are summed in warp order. What differs is how W arrives. A persistent
@@ -201,7 +201,8 @@ __device__ __forceinline__ void ConsumerBarrier() {
   asm volatile("bar.sync 1, %0;\n" ::"n"(kThreads) : "memory");
 }
 
-template <int kNT, typename OutT>
+// kCachedSlabs > 0: K has at most that many slabs, and A stays in registers (below).
+template <int kNT, int kCachedSlabs, typename OutT>
 __global__ void __launch_bounds__(kStreamThreads, 1)
     DecodeGemmStreamKernel(int m, int n, int k, const __nv_bfloat16* __restrict__ a, int64_t lda,
                            const __nv_bfloat16* __restrict__ w, int64_t ldw, OutT* __restrict__ c,
@@ -268,19 +269,7 @@ __global__ void __launch_bounds__(kStreamThreads, 1)
       x[j] = kin && a_in[j] ? *reinterpret_cast<const uint4*>(arow[j] + kk) : zero;
     }
   };
-  // The consumer's units are (tile, slab) in order; A's values for a unit depend on its
-  // slab alone, and are loaded kAhead units ahead (across tiles too): an L2 round trip is
-  // longer than a stage takes.
-  constexpr int kAhead = kNT == 1 ? 4 : 2;
-  uint4 xr[kAhead][kNT];
-  int s_ahead = 0;  // the slab of the unit kAhead ahead of this one
-#pragma unroll
-  for (int q = 0; q < kAhead; ++q) {
-    load_a(s_ahead, xr[q]);
-    if (++s_ahead == slabs) s_ahead = 0;
-  }
   const int my_tiles = (tiles - blockIdx.x + gridDim.x - 1) / gridDim.x;
-  const int units = my_tiles * slabs;
   int st = 0, phase = 0, buf = 0, s = 0, tile = blockIdx.x;
   float acc[kNT][4];
   // A tile's outputs, each summed over the warps in warp order, from 0. Two buffers: a
@@ -297,44 +286,81 @@ __global__ void __launch_bounds__(kStreamThreads, 1)
     buf ^= 1;
     tile += gridDim.x;
   };
-  for (int u0 = 0; u0 < units; u0 += kAhead) {
+  // The consumer's units are (tile, slab) in order: one stage each, multiplied by A's
+  // values `x` for the unit's slab; next_unit then moves on (and ends a tile).
+  auto consume = [&](const uint4(&x)[kNT]) {
+    if (s == 0) {
+#pragma unroll
+      for (int j = 0; j < kNT; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.0f;
+    }
+    const int row0 = tile * 16;
+    MbarWait(&full[st], phase);
+    const int ch = s * kSplit + warp;
+    if (ch < chunks) {  // warp-uniform: past K, no mma at all
+      const bool kin = ch * kChunk + t * 8 < k;
+      const unsigned char* at = stages + st * kStageBytes + warp * kChunk * 2 + t * 16;
+      const uint4 wlo =
+          kin && row0 + g < n ? *reinterpret_cast<const uint4*>(at + g * kSlabRowStride) : zero;
+      const uint4 whi = kin && row0 + g + 8 < n
+                            ? *reinterpret_cast<const uint4*>(at + (g + 8) * kSlabRowStride)
+                            : zero;
+      const uint32_t lo[4] = {wlo.x, whi.x, wlo.y, whi.y};
+      const uint32_t hi[4] = {wlo.z, whi.z, wlo.w, whi.w};
+#pragma unroll
+      for (int j = 0; j < kNT; ++j) {
+        Mma(acc[j], lo, x[j].x, x[j].y);
+        Mma(acc[j], hi, x[j].z, x[j].w);
+      }
+    }
+    __syncwarp();
+    if (lane == 0) MbarArrive(&empty[st]);
+    if (++st == kStreamStages) {
+      st = 0;
+      phase ^= 1;
+    }
+  };
+  auto next_unit = [&]() {
+    if (++s == slabs) {
+      s = 0;
+      finish_tile();
+    }
+  };
+  if constexpr (kCachedSlabs > 0) {
+    // K <= kCachedSlabs slabs: A's values for every slab are loaded once, into registers,
+    // and serve every tile (no L2 read of A a tile, which at 32 rows is twice W's bytes).
+    uint4 xa[kCachedSlabs][kNT];
+#pragma unroll
+    for (int q = 0; q < kCachedSlabs; ++q) {
+      if (q < slabs) load_a(q, xa[q]);
+    }
+    for (int i = 0; i < my_tiles; ++i) {
+#pragma unroll
+      for (int q = 0; q < kCachedSlabs; ++q) {
+        if (q >= slabs) break;
+        consume(xa[q]);
+        next_unit();
+      }
+    }
+  } else {
+    // A's values for a unit depend on its slab alone, and are loaded kAhead units ahead
+    // (across tiles too): an L2 round trip is longer than a stage takes.
+    constexpr int kAhead = kNT == 1 ? 4 : 2;
+    uint4 xr[kAhead][kNT];
+    int s_ahead = 0;  // the slab of the unit kAhead ahead of this one
 #pragma unroll
     for (int q = 0; q < kAhead; ++q) {
-      if (u0 + q >= units) break;
-      if (s == 0) {
-#pragma unroll
-        for (int j = 0; j < kNT; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.0f;
-      }
-      const int row0 = tile * 16;
-      MbarWait(&full[st], phase);
-      const int ch = s * kSplit + warp;
-      if (ch < chunks) {  // warp-uniform: past K, no mma at all
-        const bool kin = ch * kChunk + t * 8 < k;
-        const unsigned char* at = stages + st * kStageBytes + warp * kChunk * 2 + t * 16;
-        const uint4 wlo =
-            kin && row0 + g < n ? *reinterpret_cast<const uint4*>(at + g * kSlabRowStride) : zero;
-        const uint4 whi = kin && row0 + g + 8 < n
-                              ? *reinterpret_cast<const uint4*>(at + (g + 8) * kSlabRowStride)
-                              : zero;
-        const uint32_t lo[4] = {wlo.x, whi.x, wlo.y, whi.y};
-        const uint32_t hi[4] = {wlo.z, whi.z, wlo.w, whi.w};
-#pragma unroll
-        for (int j = 0; j < kNT; ++j) {
-          Mma(acc[j], lo, xr[q][j].x, xr[q][j].y);
-          Mma(acc[j], hi, xr[q][j].z, xr[q][j].w);
-        }
-      }
-      __syncwarp();
-      if (lane == 0) MbarArrive(&empty[st]);
-      if (++st == kStreamStages) {
-        st = 0;
-        phase ^= 1;
-      }
       load_a(s_ahead, xr[q]);
       if (++s_ahead == slabs) s_ahead = 0;
-      if (++s == slabs) {
-        s = 0;
-        finish_tile();
+    }
+    const int units = my_tiles * slabs;
+    for (int u0 = 0; u0 < units; u0 += kAhead) {
+#pragma unroll
+      for (int q = 0; q < kAhead; ++q) {
+        if (u0 + q >= units) break;
+        consume(xr[q]);
+        load_a(s_ahead, xr[q]);
+        if (++s_ahead == slabs) s_ahead = 0;
+        next_unit();
       }
     }
   }
@@ -345,12 +371,27 @@ int MultiprocessorCount() {
   return std::max(1, CurrentDeviceAttribute(cudaDevAttrMultiProcessorCount).value_or(1));
 }
 
+// A's values stay in registers for K up to this many slabs (4 x 512: the 1.3B models' d).
+constexpr int kStreamCachedSlabs = 4;
+
 template <int kNT, typename OutT>
 cudaError_t LaunchStream(cudaStream_t stream, int m, int n, int k, const __nv_bfloat16* a,
                          int64_t lda, const __nv_bfloat16* w, int64_t ldw, OutT* c, int64_t ldc) {
-  auto* kernel = DecodeGemmStreamKernel<kNT, OutT>;
-  static const cudaError_t attr = cudaFuncSetAttribute(
-      kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kStreamSmem));
+  // HGEVAL_DECODE_GEMM_CACHE_A=0 reads A from L2 a tile at any K, for measurement (the
+  // same bits).
+  static const bool cache_a = !EnvIs("HGEVAL_DECODE_GEMM_CACHE_A", "0");
+  auto* kernel = cache_a && k <= kStreamCachedSlabs * kSlabK
+                     ? DecodeGemmStreamKernel<kNT, kStreamCachedSlabs, OutT>
+                     : DecodeGemmStreamKernel<kNT, 0, OutT>;
+  static const cudaError_t attr = [] {
+    for (auto* each : {DecodeGemmStreamKernel<kNT, kStreamCachedSlabs, OutT>,
+                       DecodeGemmStreamKernel<kNT, 0, OutT>}) {
+      const cudaError_t err = cudaFuncSetAttribute(
+          each, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kStreamSmem));
+      if (err != cudaSuccess) return err;
+    }
+    return cudaSuccess;
+  }();
   if (attr != cudaSuccess) return attr;
   const int tiles = (n + 15) / 16;
   const int blocks = std::min(tiles, MultiprocessorCount());
@@ -358,17 +399,13 @@ cudaError_t LaunchStream(cudaStream_t stream, int m, int n, int k, const __nv_bf
                                  lda, w, ldw, c, ldc);
 }
 
-// HGEVAL_DECODE_GEMM_STREAM=0 keeps M <= 8 on DecodeGemmKernel (for measurement; the same
-// bits either way).
-bool StreamEnabled() {
-  static const bool enabled = !EnvIs("HGEVAL_DECODE_GEMM_STREAM", "0");
-  return enabled;
-}
-
 template <int kTiles, int kNT, typename OutT>
-cudaError_t Launch(cudaStream_t stream, int m, int n, int k, const __nv_bfloat16* a, int64_t lda,
-                   const __nv_bfloat16* w, int64_t ldw, OutT* c, int64_t ldc) {
-  if (StreamEnabled()) return LaunchStream<kNT>(stream, m, n, k, a, lda, w, ldw, c, ldc);
+cudaError_t Launch(DecodeGemmForm form, cudaStream_t stream, int m, int n, int k,
+                   const __nv_bfloat16* a, int64_t lda, const __nv_bfloat16* w, int64_t ldw,
+                   OutT* c, int64_t ldc) {
+  if (form == DecodeGemmForm::kStream) {
+    return LaunchStream<kNT>(stream, m, n, k, a, lda, w, ldw, c, ldc);
+  }
   auto* kernel = DecodeGemmKernel<kTiles, kNT, OutT>;
   const int blocks = (n + kTiles * 16 - 1) / (kTiles * 16);
   return LaunchMaybeProgrammatic(kernel, blocks, kThreads, 0, stream, m, n, k, a, lda, w, ldw, c,
@@ -376,18 +413,19 @@ cudaError_t Launch(cudaStream_t stream, int m, int n, int k, const __nv_bfloat16
 }
 
 template <int kTiles, typename OutT>
-cudaError_t ByRows(cudaStream_t stream, int m, int n, int k, const __nv_bfloat16* a, int64_t lda,
-                   const __nv_bfloat16* w, int64_t ldw, OutT* c, int64_t ldc) {
+cudaError_t ByRows(DecodeGemmForm form, cudaStream_t stream, int m, int n, int k,
+                   const __nv_bfloat16* a, int64_t lda, const __nv_bfloat16* w, int64_t ldw,
+                   OutT* c, int64_t ldc) {
   switch ((m + 7) / 8) {
     case 0:
     case 1:
-      return Launch<kTiles, 1>(stream, m, n, k, a, lda, w, ldw, c, ldc);
+      return Launch<kTiles, 1>(form, stream, m, n, k, a, lda, w, ldw, c, ldc);
     case 2:
-      return Launch<kTiles, 2>(stream, m, n, k, a, lda, w, ldw, c, ldc);
+      return Launch<kTiles, 2>(form, stream, m, n, k, a, lda, w, ldw, c, ldc);
     case 3:
-      return Launch<kTiles, 3>(stream, m, n, k, a, lda, w, ldw, c, ldc);
+      return Launch<kTiles, 3>(form, stream, m, n, k, a, lda, w, ldw, c, ldc);
     default:
-      return Launch<kTiles, 4>(stream, m, n, k, a, lda, w, ldw, c, ldc);
+      return Launch<kTiles, 4>(form, stream, m, n, k, a, lda, w, ldw, c, ldc);
   }
 }
 
@@ -404,24 +442,39 @@ int TilesOverride() {
 }
 
 template <typename OutT>
-cudaError_t Dispatch(cudaStream_t stream, int m, int n, int k, const __nv_bfloat16* a, int64_t lda,
-                     const __nv_bfloat16* w, int64_t ldw, OutT* c, int64_t ldc) {
+cudaError_t Dispatch(DecodeGemmForm form, cudaStream_t stream, int m, int n, int k,
+                     const __nv_bfloat16* a, int64_t lda, const __nv_bfloat16* w, int64_t ldw,
+                     OutT* c, int64_t ldc) {
   // Rows of W per block: enough blocks to fill the GPU twice over, else fewer A re-reads.
   int tiles = TilesOverride();
   if (tiles == 0) tiles = n >= 4 * 16 * 264 ? 4 : (n >= 2 * 16 * 264 ? 2 : 1);
-  if (tiles == 4) return ByRows<4>(stream, m, n, k, a, lda, w, ldw, c, ldc);
-  if (tiles == 2) return ByRows<2>(stream, m, n, k, a, lda, w, ldw, c, ldc);
-  return ByRows<1>(stream, m, n, k, a, lda, w, ldw, c, ldc);
+  if (tiles == 4) return ByRows<4>(form, stream, m, n, k, a, lda, w, ldw, c, ldc);
+  if (tiles == 2) return ByRows<2>(form, stream, m, n, k, a, lda, w, ldw, c, ldc);
+  return ByRows<1>(form, stream, m, n, k, a, lda, w, ldw, c, ldc);
+}
+
+// HGEVAL_DECODE_GEMM_FORM=block picks the first form (the same bits); read once.
+DecodeGemmForm FormFromEnv() {
+  static const DecodeGemmForm form =
+      EnvIs("HGEVAL_DECODE_GEMM_FORM", "block") ? DecodeGemmForm::kBlock : DecodeGemmForm::kStream;
+  return form;
 }
 
 }  // namespace
 
-cudaError_t LaunchDecodeGemm(cudaStream_t stream, int m, int n, int k, const void* a, int64_t lda,
-                             const void* w, int64_t ldw, void* c, bool c_f32, int64_t ldc) {
+cudaError_t LaunchDecodeGemmForm(DecodeGemmForm form, cudaStream_t stream, int m, int n, int k,
+                                 const void* a, int64_t lda, const void* w, int64_t ldw, void* c,
+                                 bool c_f32, int64_t ldc) {
   const auto* ap = static_cast<const __nv_bfloat16*>(a);
   const auto* wp = static_cast<const __nv_bfloat16*>(w);
-  return c_f32 ? Dispatch(stream, m, n, k, ap, lda, wp, ldw, static_cast<float*>(c), ldc)
-               : Dispatch(stream, m, n, k, ap, lda, wp, ldw, static_cast<__nv_bfloat16*>(c), ldc);
+  return c_f32 ? Dispatch(form, stream, m, n, k, ap, lda, wp, ldw, static_cast<float*>(c), ldc)
+               : Dispatch(form, stream, m, n, k, ap, lda, wp, ldw, static_cast<__nv_bfloat16*>(c),
+                          ldc);
+}
+
+cudaError_t LaunchDecodeGemm(cudaStream_t stream, int m, int n, int k, const void* a, int64_t lda,
+                             const void* w, int64_t ldw, void* c, bool c_f32, int64_t ldc) {
+  return LaunchDecodeGemmForm(FormFromEnv(), stream, m, n, k, a, lda, w, ldw, c, c_f32, ldc);
 }
 
 }  // namespace hgeval::cuda

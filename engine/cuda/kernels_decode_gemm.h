@@ -10,7 +10,17 @@
 
 namespace hgeval::cuda {
 
-// C[m, n] (fp32 when c_f32, else bf16; row stride ldc) = A[m, k] · W[n, k]^T.
+// The kernels that compute it, with the same bits: one 512-thread block a W tile group
+// (kBlock), or a persistent block a multiprocessor streaming W through the bulk-copy engine
+// (kStream). docs/cuda.md, performance log entries 9, 42 and 51.
+enum class DecodeGemmForm { kBlock, kStream };
+
+// C[m, n] (fp32 when c_f32, else bf16; row stride ldc) = A[m, k] · W[n, k]^T, in `form`.
+cudaError_t LaunchDecodeGemmForm(DecodeGemmForm form, cudaStream_t stream, int m, int n, int k,
+                                 const void* a, int64_t lda, const void* w, int64_t ldw, void* c,
+                                 bool c_f32, int64_t ldc);
+
+// The same in the form HGEVAL_DECODE_GEMM_FORM names (block or stream; default stream).
 cudaError_t LaunchDecodeGemm(cudaStream_t stream, int m, int n, int k, const void* a, int64_t lda,
                              const void* w, int64_t ldw, void* c, bool c_f32, int64_t ldc);
 

@@ -2,7 +2,8 @@
 // 1.3B shapes and at odd ones (N, K not multiples of 128; M = 1, 3, 8, 17, 32), and its batch
 // invariance: row r computed alone (M = 1) or among M = 3, 8, 17 rows equals row r of an
 // M = 32 call bitwise (the GPU call also runs it under HGEVAL_DECODE_GEMM_TILES=1 and 4,
-// so each W-rows-per-block choice passes these checks).
+// so each W-rows-per-block choice passes these checks); and its two kernels (block,
+// stream) give the same bits as each other at every M.
 #include <cuda_bf16.h>
 #include <cuda_runtime_api.h>
 
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "engine/cuda/decode_gemm.h"
+#include "engine/cuda/kernels_decode_gemm.h"
 #include "gtest/gtest.h"
 #include "tests/cuda/cuda_test_util.h"
 #include "tests/cuda/device_vector.h"
@@ -105,6 +107,31 @@ TEST_P(CudaDecodeGemmTest, MatchesFloat64AndRowsAloneEqualRowsInABatch) {
     EXPECT_EQ(
         std::memcmp(alone.data(), batch.data() + static_cast<size_t>(r) * n, n * sizeof(float)), 0)
         << "row " << r;
+  }
+}
+
+TEST_P(CudaDecodeGemmTest, EveryFormGivesTheSameBitsAtEveryRowCount) {
+  if (!testing::HaveGpu()) GTEST_SKIP() << "no CUDA GPU visible";
+  const auto [n, k] = GetParam();
+  std::mt19937 rng(n * 31 + k);
+  const int full = static_cast<int>(kDecodeGemmMaxRows);
+  Dev<__nv_bfloat16> a(RandomBf16(static_cast<size_t>(full) * k, rng));
+  Dev<__nv_bfloat16> w(RandomBf16(static_cast<size_t>(n) * k, rng));
+  for (const bool f32 : {true, false}) {
+    for (int m : {1, 3, 8, 9, 17, 32}) {
+      std::vector<std::vector<unsigned char>> outs;
+      for (const DecodeGemmForm form : {DecodeGemmForm::kBlock, DecodeGemmForm::kStream}) {
+        const size_t bytes = static_cast<size_t>(m) * n * (f32 ? 4 : 2);
+        Dev<unsigned char> c(bytes);
+        ASSERT_EQ(cudaMemset(c.get(), 0xff, bytes), cudaSuccess);
+        ASSERT_EQ(
+            LaunchDecodeGemmForm(form, nullptr, m, n, k, a.get(), k, w.get(), k, c.get(), f32, n),
+            cudaSuccess);
+        ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+        outs.push_back(c.Get());
+      }
+      EXPECT_EQ(outs[0], outs[1]) << "block vs stream, M=" << m << " f32=" << f32;
+    }
   }
 }
 
