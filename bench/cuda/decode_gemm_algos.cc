@@ -126,17 +126,21 @@ absl::Status Run(const std::vector<Shape>& shapes, int iters) {
 
     // The engine's decode GEMM in each form (the same bits), cold as above.
     nlohmann::json ours = nlohmann::json::array();
-    for (const auto& [form, name] : {std::pair{hgeval::cuda::DecodeGemmForm::kBlock, "block"},
-                                     std::pair{hgeval::cuda::DecodeGemmForm::kStream, "stream"}}) {
+    struct Form {
+      hgeval::cuda::DecodeGemmForm form;
+      const char* name;
+    };
+    for (const Form f : {Form{hgeval::cuda::DecodeGemmForm::kBlock, "block"},
+                         Form{hgeval::cuda::DecodeGemmForm::kStream, "stream"}}) {
       for (const int rows : {1, 8, m}) {
         HG_ASSIGN_OR_RETURN(const double ms, TimePerCall(iters, copies, stream, [&](int i) {
-                              hgeval::cuda::LaunchDecodeGemmForm(form, stream, rows, n, k, a, k,
+                              hgeval::cuda::LaunchDecodeGemmForm(f.form, stream, rows, n, k, a, k,
                                                                  w[i], k, c, true, n);
                             }));
         HG_CUDA_RETURN(cudaGetLastError());
-        std::printf("  decode GEMM %-6s M = %2d: %7.2f us %5.2f TB/s\n", name, rows, ms * 1e3,
+        std::printf("  decode GEMM %-6s M = %2d: %7.2f us %5.2f TB/s\n", f.name, rows, ms * 1e3,
                     tbps(ms));
-        ours.push_back({{"form", name}, {"m", rows}, {"us", ms * 1e3}, {"tb_s", tbps(ms)}});
+        ours.push_back({{"form", f.name}, {"m", rows}, {"us", ms * 1e3}, {"tb_s", tbps(ms)}});
       }
     }
     row["decode_gemm"] = ours;
