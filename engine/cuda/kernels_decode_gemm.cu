@@ -181,41 +181,48 @@ __global__ void __launch_bounds__(kThreads, 1)
 // multiplies chunks w, w + kSplit, ... in ascending order with the same k-slots, and the
 // warps' partials are summed in warp order. What differs is how W arrives. A persistent
 // block a multiprocessor walks 16-row tiles (blockIdx.x, + gridDim.x, ...); a producer
-// warp streams each tile's rows through the bulk-copy engine, 512 K (one chunk a warp) a
-// stage, into a ring of kStreamStages stages, so the next tile's W is in flight while this
-// one's partials are summed; under programmatic launch the first stages load while the
-// kernel before this one runs (docs/cuda.md, performance log entry 42).
-constexpr int kSlabK = kSplit * kChunk;           // K a stage: one chunk a warp
-constexpr int kSlabRowStride = kSlabK * 2 + 64;   // a row's 1 KiB, then 16 banks' shift
-constexpr int kStageBytes = 16 * kSlabRowStride;  // one tile's 16 rows
-constexpr int kStreamStages = 8;
+// warp streams each tile's rows through the bulk-copy engine, one copy of up to 4 KiB a
+// row, into a ring of stages of 16 rows x kStageK, so the next tile's W is in flight while
+// this one's partials are summed; under programmatic launch the first stages load while
+// the kernel before this one runs. Fewer, larger copies pace the stream faster than one of
+// 1 KiB a row and 512 K (docs/cuda.md, performance log entries 42 and 51).
+constexpr int kSlabK = kSplit * kChunk;        // one chunk a warp
+constexpr int kStageK = 4 * kSlabK;            // K a stage: four chunks a warp
+constexpr int kRowStride = kStageK * 2 + 64;   // a row's 4 KiB, then 16 banks' shift
+constexpr int kStageBytes = 16 * kRowStride;   // one tile's 16 rows
 constexpr int kStreamThreads = kThreads + 32;  // 16 consumer warps, one producer warp
 // A tile's outputs for kNT 8-row tiles of A: (A tile, element, lane).
 __host__ __device__ constexpr int StreamItems(int ntiles) { return ntiles * 4 * 32; }
-constexpr size_t kStreamSmem = kStreamStages * kStageBytes +
-                               2 * kSplit * StreamItems(4) * sizeof(float) +
-                               2 * kStreamStages * sizeof(uint64_t);
+// Stages in the ring: 3, or 2 at M > 8 where the partials take more room.
+__host__ __device__ constexpr int StreamStages(int ntiles) { return ntiles == 1 ? 3 : 2; }
+__host__ __device__ constexpr size_t StreamSmem(int ntiles) {
+  return static_cast<size_t>(StreamStages(ntiles)) * kStageBytes +
+         2 * kSplit * StreamItems(ntiles) * sizeof(float) +
+         2 * StreamStages(ntiles) * sizeof(uint64_t);
+}
 
 // The consumer warps' own barrier (0 is __syncthreads', which the producer never reaches).
 __device__ __forceinline__ void ConsumerBarrier() {
   asm volatile("bar.sync 1, %0;\n" ::"n"(kThreads) : "memory");
 }
 
-// kCachedSlabs > 0: K has at most that many slabs, and A stays in registers (below).
-template <int kNT, int kCachedSlabs, typename OutT>
+// kCacheA: K <= kStageK, and A's values stay in registers for every tile (below).
+template <int kNT, bool kCacheA, typename OutT>
 __global__ void __launch_bounds__(kStreamThreads, 1)
     DecodeGemmStreamKernel(int m, int n, int k, const __nv_bfloat16* __restrict__ a, int64_t lda,
                            const __nv_bfloat16* __restrict__ w, int64_t ldw, OutT* __restrict__ c,
                            int64_t ldc) {
+  constexpr int kStages = StreamStages(kNT);
+  constexpr int kSubs = kStageK / kSlabK;  // a warp's chunks a stage
   extern __shared__ __align__(128) unsigned char smem[];
   unsigned char* stages = smem;
-  float* partial = reinterpret_cast<float*>(smem + kStreamStages * kStageBytes);  // 2 buffers
-  uint64_t* full = reinterpret_cast<uint64_t*>(partial + 2 * kSplit * StreamItems(4));
-  uint64_t* empty = full + kStreamStages;
+  float* partial = reinterpret_cast<float*>(smem + kStages * kStageBytes);  // 2 buffers
+  uint64_t* full = reinterpret_cast<uint64_t*>(partial + 2 * kSplit * StreamItems(kNT));
+  uint64_t* empty = full + kStages;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int tiles = (n + 15) / 16, slabs = (k + kSlabK - 1) / kSlabK;
+  const int tiles = (n + 15) / 16;
   if (threadIdx.x == 0) {
-    for (int st = 0; st < kStreamStages; ++st) {
+    for (int st = 0; st < kStages; ++st) {
       MbarInit(&full[st], 1);        // the producer's arrival, plus the copies' bytes
       MbarInit(&empty[st], kSplit);  // a consumer warp's lane 0 each
     }
@@ -229,17 +236,16 @@ __global__ void __launch_bounds__(kStreamThreads, 1)
     int st = 0, phase = 0;
     for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
       const int row0 = tile * 16, rows = min(16, n - row0);
-      for (int s = 0; s < slabs; ++s) {
-        const int k0 = s * kSlabK;
-        const uint32_t row_bytes = min(kSlabK, k - k0) * 2;
+      for (int k0 = 0; k0 < k; k0 += kStageK) {
+        const uint32_t row_bytes = min(kStageK, k - k0) * 2;
         MbarWait(&empty[st], phase ^ 1);
         if (lane == 0) MbarArriveExpectTx(&full[st], rows * row_bytes);
         __syncwarp();
         if (lane < rows) {
-          BulkCopyToShared(stages + st * kStageBytes + lane * kSlabRowStride,
+          BulkCopyToShared(stages + st * kStageBytes + lane * kRowStride,
                            w + static_cast<int64_t>(row0 + lane) * ldw + k0, row_bytes, &full[st]);
         }
-        if (++st == kStreamStages) {
+        if (++st == kStages) {
           st = 0;
           phase ^= 1;
         }
@@ -260,109 +266,81 @@ __global__ void __launch_bounds__(kStreamThreads, 1)
     a_in[j] = j * 8 + g < m;
     arow[j] = a + static_cast<int64_t>(a_in[j] ? j * 8 + g : 0) * lda + t * 8;
   }
-  // A's 16 bytes a tile of this warp's chunk in slab s (the same for every W tile: L2).
-  auto load_a = [&](int s, uint4(&x)[kNT]) {
-    const int kk = (s * kSplit + warp) * kChunk;
+  // A's 16 bytes a tile of this warp's chunk ch.
+  auto load_a = [&](int ch, uint4(&x)[kNT]) {
+    const int kk = ch * kChunk;
     const bool kin = kk + t * 8 < k;
 #pragma unroll
     for (int j = 0; j < kNT; ++j) {
       x[j] = kin && a_in[j] ? *reinterpret_cast<const uint4*>(arow[j] + kk) : zero;
     }
   };
-  const int my_tiles = (tiles - blockIdx.x + gridDim.x - 1) / gridDim.x;
-  int st = 0, phase = 0, buf = 0, s = 0, tile = blockIdx.x;
+  int st = 0, phase = 0, buf = 0, tile = blockIdx.x;
   float acc[kNT][4];
+  // Chunk ch's products: W's 16 rows from the stage at `at` (this chunk's first K, for
+  // lane t), A's values `x`.
+  auto multiply = [&](const unsigned char* at, int ch, const uint4(&x)[kNT]) {
+    const int row0 = tile * 16;
+    const bool kin = ch * kChunk + t * 8 < k;
+    const uint4 wlo =
+        kin && row0 + g < n ? *reinterpret_cast<const uint4*>(at + g * kRowStride) : zero;
+    const uint4 whi =
+        kin && row0 + g + 8 < n ? *reinterpret_cast<const uint4*>(at + (g + 8) * kRowStride) : zero;
+    const uint32_t lo[4] = {wlo.x, whi.x, wlo.y, whi.y};
+    const uint32_t hi[4] = {wlo.z, whi.z, wlo.w, whi.w};
+#pragma unroll
+    for (int j = 0; j < kNT; ++j) {
+      Mma(acc[j], lo, x[j].x, x[j].y);
+      Mma(acc[j], hi, x[j].z, x[j].w);
+    }
+  };
   // A tile's outputs, each summed over the warps in warp order, from 0. Two buffers: a
   // tile's sums are read before any consumer passes the next tile's barrier.
   auto finish_tile = [&]() {
-    const int row0 = tile * 16;
     float* part = partial + buf * kSplit * kItems;
 #pragma unroll
     for (int j = 0; j < kNT; ++j)
 #pragma unroll
       for (int e = 0; e < 4; ++e) part[warp * kItems + (j * 4 + e) * 32 + lane] = acc[j][e];
     ConsumerBarrier();
-    StoreTileSums<kItems>(part, row0, m, n, c, ldc);
+    StoreTileSums<kItems>(part, tile * 16, m, n, c, ldc);
     buf ^= 1;
     tile += gridDim.x;
   };
-  // The consumer's units are (tile, slab) in order: one stage each, multiplied by A's
-  // values `x` for the unit's slab; next_unit then moves on (and ends a tile).
-  auto consume = [&](const uint4(&x)[kNT]) {
-    if (s == 0) {
+
+  // A's values for a stage's kSubs chunks of this warp: loaded once where K fits one stage
+  // (no L2 read of A a tile, which at 32 rows is twice W's bytes), else a stage at a time,
+  // in flight while the stage lands.
+  uint4 x[kSubs][kNT];
+  if constexpr (kCacheA) {
 #pragma unroll
-      for (int j = 0; j < kNT; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.0f;
-    }
-    const int row0 = tile * 16;
-    MbarWait(&full[st], phase);
-    const int ch = s * kSplit + warp;
-    if (ch < chunks) {  // warp-uniform: past K, no mma at all
-      const bool kin = ch * kChunk + t * 8 < k;
-      const unsigned char* at = stages + st * kStageBytes + warp * kChunk * 2 + t * 16;
-      const uint4 wlo =
-          kin && row0 + g < n ? *reinterpret_cast<const uint4*>(at + g * kSlabRowStride) : zero;
-      const uint4 whi = kin && row0 + g + 8 < n
-                            ? *reinterpret_cast<const uint4*>(at + (g + 8) * kSlabRowStride)
-                            : zero;
-      const uint32_t lo[4] = {wlo.x, whi.x, wlo.y, whi.y};
-      const uint32_t hi[4] = {wlo.z, whi.z, wlo.w, whi.w};
+    for (int q = 0; q < kSubs; ++q) load_a(q * kSplit + warp, x[q]);
+  }
+  const int my_tiles = (tiles - blockIdx.x + gridDim.x - 1) / gridDim.x;
+  for (int i = 0; i < my_tiles; ++i) {
 #pragma unroll
-      for (int j = 0; j < kNT; ++j) {
-        Mma(acc[j], lo, x[j].x, x[j].y);
-        Mma(acc[j], hi, x[j].z, x[j].w);
+    for (int j = 0; j < kNT; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.0f;
+    for (int k0 = 0; k0 < k; k0 += kStageK) {
+      const int ch0 = k0 / kChunk + warp;  // this warp's first chunk in the stage
+      if constexpr (!kCacheA) {
+#pragma unroll
+        for (int q = 0; q < kSubs; ++q) load_a(ch0 + q * kSplit, x[q]);
+      }
+      MbarWait(&full[st], phase);
+#pragma unroll
+      for (int q = 0; q < kSubs; ++q) {
+        const int ch = ch0 + q * kSplit;
+        if (ch >= chunks) break;  // warp-uniform: past K, no mma at all
+        multiply(stages + st * kStageBytes + (ch * kChunk - k0) * 2 + t * 16, ch, x[q]);
+      }
+      __syncwarp();
+      if (lane == 0) MbarArrive(&empty[st]);
+      if (++st == kStages) {
+        st = 0;
+        phase ^= 1;
       }
     }
-    __syncwarp();
-    if (lane == 0) MbarArrive(&empty[st]);
-    if (++st == kStreamStages) {
-      st = 0;
-      phase ^= 1;
-    }
-  };
-  auto next_unit = [&]() {
-    if (++s == slabs) {
-      s = 0;
-      finish_tile();
-    }
-  };
-  if constexpr (kCachedSlabs > 0) {
-    // K <= kCachedSlabs slabs: A's values for every slab are loaded once, into registers,
-    // and serve every tile (no L2 read of A a tile, which at 32 rows is twice W's bytes).
-    uint4 xa[kCachedSlabs][kNT];
-#pragma unroll
-    for (int q = 0; q < kCachedSlabs; ++q) {
-      if (q < slabs) load_a(q, xa[q]);
-    }
-    for (int i = 0; i < my_tiles; ++i) {
-#pragma unroll
-      for (int q = 0; q < kCachedSlabs; ++q) {
-        if (q >= slabs) break;
-        consume(xa[q]);
-        next_unit();
-      }
-    }
-  } else {
-    // A's values for a unit depend on its slab alone, and are loaded kAhead units ahead
-    // (across tiles too): an L2 round trip is longer than a stage takes.
-    constexpr int kAhead = kNT == 1 ? 4 : 2;
-    uint4 xr[kAhead][kNT];
-    int s_ahead = 0;  // the slab of the unit kAhead ahead of this one
-#pragma unroll
-    for (int q = 0; q < kAhead; ++q) {
-      load_a(s_ahead, xr[q]);
-      if (++s_ahead == slabs) s_ahead = 0;
-    }
-    const int units = my_tiles * slabs;
-    for (int u0 = 0; u0 < units; u0 += kAhead) {
-#pragma unroll
-      for (int q = 0; q < kAhead; ++q) {
-        if (u0 + q >= units) break;
-        consume(xr[q]);
-        load_a(s_ahead, xr[q]);
-        if (++s_ahead == slabs) s_ahead = 0;
-        next_unit();
-      }
-    }
+    finish_tile();
   }
 }
 
@@ -371,32 +349,30 @@ int MultiprocessorCount() {
   return std::max(1, CurrentDeviceAttribute(cudaDevAttrMultiProcessorCount).value_or(1));
 }
 
-// A's values stay in registers for K up to this many slabs (4 x 512: the 1.3B models' d).
-constexpr int kStreamCachedSlabs = 4;
+// Opts the kernel in to its dynamic shared memory once, then launches it.
+template <int kNT, bool kCacheA, typename OutT>
+cudaError_t LaunchStreamKernel(cudaStream_t stream, int m, int n, int k, const __nv_bfloat16* a,
+                               int64_t lda, const __nv_bfloat16* w, int64_t ldw, OutT* c,
+                               int64_t ldc) {
+  auto* kernel = DecodeGemmStreamKernel<kNT, kCacheA, OutT>;
+  constexpr size_t kSmem = StreamSmem(kNT);
+  static const cudaError_t attr = cudaFuncSetAttribute(
+      kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kSmem));
+  if (attr != cudaSuccess) return attr;
+  const int blocks = std::min((n + 15) / 16, MultiprocessorCount());
+  return LaunchMaybeProgrammatic(kernel, blocks, kStreamThreads, kSmem, stream, m, n, k, a, lda, w,
+                                 ldw, c, ldc);
+}
 
 template <int kNT, typename OutT>
 cudaError_t LaunchStream(cudaStream_t stream, int m, int n, int k, const __nv_bfloat16* a,
                          int64_t lda, const __nv_bfloat16* w, int64_t ldw, OutT* c, int64_t ldc) {
-  // HGEVAL_DECODE_GEMM_CACHE_A=0 reads A from L2 a tile at any K, for measurement (the
-  // same bits).
+  // HGEVAL_DECODE_GEMM_CACHE_A=0 loads A a stage at any K, for measurement (the same bits).
   static const bool cache_a = !EnvIs("HGEVAL_DECODE_GEMM_CACHE_A", "0");
-  auto* kernel = cache_a && k <= kStreamCachedSlabs * kSlabK
-                     ? DecodeGemmStreamKernel<kNT, kStreamCachedSlabs, OutT>
-                     : DecodeGemmStreamKernel<kNT, 0, OutT>;
-  static const cudaError_t attr = [] {
-    for (auto* each : {DecodeGemmStreamKernel<kNT, kStreamCachedSlabs, OutT>,
-                       DecodeGemmStreamKernel<kNT, 0, OutT>}) {
-      const cudaError_t err = cudaFuncSetAttribute(
-          each, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kStreamSmem));
-      if (err != cudaSuccess) return err;
-    }
-    return cudaSuccess;
-  }();
-  if (attr != cudaSuccess) return attr;
-  const int tiles = (n + 15) / 16;
-  const int blocks = std::min(tiles, MultiprocessorCount());
-  return LaunchMaybeProgrammatic(kernel, blocks, kStreamThreads, kStreamSmem, stream, m, n, k, a,
-                                 lda, w, ldw, c, ldc);
+  if (cache_a && k <= kStageK) {
+    return LaunchStreamKernel<kNT, true>(stream, m, n, k, a, lda, w, ldw, c, ldc);
+  }
+  return LaunchStreamKernel<kNT, false>(stream, m, n, k, a, lda, w, ldw, c, ldc);
 }
 
 template <int kTiles, int kNT, typename OutT>
