@@ -266,7 +266,7 @@ __global__ void __launch_bounds__(kStreamThreads, 1)
     a_in[j] = j * 8 + g < m;
     arow[j] = a + static_cast<int64_t>(a_in[j] ? j * 8 + g : 0) * lda + t * 8;
   }
-  // A's 16 bytes a tile of this warp's chunk ch.
+  // This lane's 16 bytes of chunk ch in each 8-row tile of A.
   auto load_a = [&](int ch, uint4(&x)[kNT]) {
     const int kk = ch * kChunk;
     const bool kin = kk + t * 8 < k;
@@ -356,6 +356,7 @@ cudaError_t LaunchStreamKernel(cudaStream_t stream, int m, int n, int k, const _
                                int64_t ldc) {
   auto* kernel = DecodeGemmStreamKernel<kNT, kCacheA, OutT>;
   constexpr size_t kSmem = StreamSmem(kNT);
+  static_assert(kSmem <= 227 * 1024, "a Hopper block's shared memory");
   static const cudaError_t attr = cudaFuncSetAttribute(
       kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kSmem));
   if (attr != cudaSuccess) return attr;
