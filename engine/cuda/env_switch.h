@@ -1,6 +1,7 @@
 // The engine's measurement switches (HGEVAL_CUDA_*, HGEVAL_DECODE_GEMM_*): environment
-// variables that turn a path on or off for an A/B run. Each caller reads its switch once;
-// docs/cuda.md ("Measurement switches") lists them.
+// variables that turn a path on or off for an A/B run. Most callers read their switch once;
+// a few read it at each use so that `suite_cuda_bench --variants` can flip it within a run.
+// docs/cuda.md ("Measurement switches") lists them and says which.
 #ifndef HGEVAL_ENGINE_CUDA_ENV_SWITCH_H_
 #define HGEVAL_ENGINE_CUDA_ENV_SWITCH_H_
 

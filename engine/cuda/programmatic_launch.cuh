@@ -16,7 +16,6 @@
 
 #include <cuda_runtime.h>
 
-#include <cstdlib>
 #include <utility>
 
 #include "engine/cuda/current_device.cuh"
