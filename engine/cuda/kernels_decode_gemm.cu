@@ -179,17 +179,19 @@ __global__ void __launch_bounds__(kThreads, 1)
 // The same products in the same order as DecodeGemmKernel, so the same bits: warp w
 // multiplies chunks w, w + kSplit, ... in ascending order with the same k-slots, and the
 // warps' partials are summed in warp order. What differs is how W arrives. A persistent
-// block a multiprocessor walks 16-row tiles (blockIdx.x, + gridDim.x, ...); a producer
-// warp streams each tile's rows through the bulk-copy engine, one copy of up to 4 KiB a
-// row, into a ring of stages of 16 rows x kStageK, so the next tile's W is in flight while
-// this one's partials are summed; under programmatic launch the first stages load while
-// the kernel before this one runs. Fewer, larger copies pace the stream faster than one of
-// 1 KiB a row and 512 K (docs/cuda.md, performance log entries 42 and 51).
-constexpr int kSlabK = kSplit * kChunk;        // one chunk a warp
-constexpr int kStageK = 4 * kSlabK;            // K a stage: four chunks a warp
-constexpr int kRowStride = kStageK * 2 + 64;   // a row's 4 KiB, then 16 banks' shift
-constexpr int kStageBytes = 16 * kRowStride;   // one tile's 16 rows
-constexpr int kStreamThreads = kThreads + 32;  // 16 consumer warps, one producer warp
+// block a multiprocessor walks 16-row tiles (blockIdx.x, + gridDim.x, ...); its stages,
+// 16 rows x kStageK each, stream through the bulk-copy engine (one copy of up to 4 KiB a
+// row) into a ring, so the next tile's W is in flight while this one's partials are
+// summed; under programmatic launch the first stages load while the kernel before this
+// one runs. Fewer, larger copies pace the stream faster than one of 1 KiB a row and 512 K
+// (docs/cuda.md, performance log entries 42 and 51). Warp 0 issues the copies between its
+// own stages rather than a 17th warp: a block of 16 warps, 4 to each of the SM's register
+// quarters, may hold 128 registers a thread, where 17 warps hold 96 and A's cache at 32
+// rows spilled (entry 52).
+constexpr int kSlabK = kSplit * kChunk;       // one chunk a warp
+constexpr int kStageK = 4 * kSlabK;           // K a stage: four chunks a warp
+constexpr int kRowStride = kStageK * 2 + 64;  // a row's 4 KiB, then 16 banks' shift
+constexpr int kStageBytes = 16 * kRowStride;  // one tile's 16 rows
 // A tile's outputs for kNT 8-row tiles of A: (A tile, element, lane).
 __host__ __device__ constexpr int StreamItems(int ntiles) { return ntiles * 4 * 32; }
 // Stages in the ring: 3, or 2 at M > 8 where the partials take more room.
@@ -200,14 +202,9 @@ __host__ __device__ constexpr size_t StreamSmem(int ntiles) {
          2 * StreamStages(ntiles) * sizeof(uint64_t);
 }
 
-// The consumer warps' own barrier (0 is __syncthreads', which the producer never reaches).
-__device__ __forceinline__ void ConsumerBarrier() {
-  asm volatile("bar.sync 1, %0;\n" ::"n"(kThreads) : "memory");
-}
-
 // kCacheA: K <= kStageK, and A's values stay in registers for every tile (below).
 template <int kNT, bool kCacheA, typename OutT>
-__global__ void __launch_bounds__(kStreamThreads, 1)
+__global__ void __launch_bounds__(kThreads, 1)
     DecodeGemmStreamKernel(int m, int n, int k, const __nv_bfloat16* __restrict__ a, int64_t lda,
                            const __nv_bfloat16* __restrict__ w, int64_t ldw, OutT* __restrict__ c,
                            int64_t ldc) {
@@ -220,40 +217,41 @@ __global__ void __launch_bounds__(kStreamThreads, 1)
   uint64_t* empty = full + kStages;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int tiles = (n + 15) / 16;
+  const int my_tiles = (tiles - blockIdx.x + gridDim.x - 1) / gridDim.x;
+  const int tile_stages = (k + kStageK - 1) / kStageK;
+  const int my_stages = my_tiles * tile_stages;  // this block's, in (tile, K) order
   if (threadIdx.x == 0) {
     for (int st = 0; st < kStages; ++st) {
-      MbarInit(&full[st], 1);        // the producer's arrival, plus the copies' bytes
-      MbarInit(&empty[st], kSplit);  // a consumer warp's lane 0 each
+      MbarInit(&full[st], 1);        // the issuing arrival, plus the copies' bytes
+      MbarInit(&empty[st], kSplit);  // a warp's lane 0 each
     }
   }
   __syncthreads();
   LetDependentsLaunch();
 
-  if (warp == kSplit) {
-    // The producer streams W alone, which no kernel writes: it need not wait for the
-    // kernels before this one (programmatic_launch.cuh); the consumers do before any A.
-    int st = 0, phase = 0;
-    for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
-      const int row0 = tile * 16, rows = min(16, n - row0);
-      for (int k0 = 0; k0 < k; k0 += kStageK) {
-        const uint32_t row_bytes = min(kStageK, k - k0) * 2;
-        MbarWait(&empty[st], phase ^ 1);
-        if (lane == 0) MbarArriveExpectTx(&full[st], rows * row_bytes);
-        __syncwarp();
-        if (lane < rows) {
-          BulkCopyToShared(stages + st * kStageBytes + lane * kRowStride,
-                           w + static_cast<int64_t>(row0 + lane) * ldw + k0, row_bytes, &full[st]);
-        }
-        if (++st == kStages) {
-          st = 0;
-          phase ^= 1;
-        }
-      }
+  // Warp 0 issues stage s into slot s % kStages once every warp is done with stage
+  // s - kStages there (a fresh barrier's phase "before the first" counts as done).
+  auto issue = [&](int s) {
+    const int slot = s % kStages;
+    MbarWait(&empty[slot], ((s / kStages) & 1) ^ 1);
+    const int tile = blockIdx.x + (s / tile_stages) * gridDim.x;
+    const int k0 = (s % tile_stages) * kStageK;
+    const int row0 = tile * 16, rows = min(16, n - row0);
+    const uint32_t row_bytes = min(kStageK, k - k0) * 2;
+    if (lane == 0) MbarArriveExpectTx(&full[slot], rows * row_bytes);
+    __syncwarp();
+    if (lane < rows) {
+      BulkCopyToShared(stages + slot * kStageBytes + lane * kRowStride,
+                       w + static_cast<int64_t>(row0 + lane) * ldw + k0, row_bytes, &full[slot]);
     }
-    return;
+  };
+  // W, which no kernel writes, need not wait for the kernels before this one
+  // (programmatic_launch.cuh); A does.
+  if (warp == 0) {
+    for (int s = 0; s < min(kStages, my_stages); ++s) issue(s);
   }
-
   WaitForPrerequisites();
+
   const int g = lane / 4, t = lane % 4;
   const int chunks = (k + kChunk - 1) / kChunk;
   const uint4 zero = make_uint4(0, 0, 0, 0);
@@ -274,7 +272,7 @@ __global__ void __launch_bounds__(kStreamThreads, 1)
       x[j] = kin && a_in[j] ? *reinterpret_cast<const uint4*>(arow[j] + kk) : zero;
     }
   };
-  int st = 0, phase = 0, buf = 0, tile = blockIdx.x;
+  int buf = 0, tile = blockIdx.x;
   float acc[kNT][4];
   // Chunk ch's products: W's 16 rows from the stage at `at` (this chunk's first K, for
   // lane t), A's values `x`.
@@ -294,14 +292,14 @@ __global__ void __launch_bounds__(kStreamThreads, 1)
     }
   };
   // A tile's outputs, each summed over the warps in warp order, from 0. Two buffers: a
-  // tile's sums are read before any consumer passes the next tile's barrier.
+  // tile's sums are read before any warp passes the next tile's barrier.
   auto finish_tile = [&]() {
     float* part = partial + buf * kSplit * kItems;
 #pragma unroll
     for (int j = 0; j < kNT; ++j)
 #pragma unroll
       for (int e = 0; e < 4; ++e) part[warp * kItems + (j * 4 + e) * 32 + lane] = acc[j][e];
-    ConsumerBarrier();
+    __syncthreads();
     StoreTileSums<kItems>(part, tile * 16, m, n, c, ldc);
     buf ^= 1;
     tile += gridDim.x;
@@ -315,29 +313,27 @@ __global__ void __launch_bounds__(kStreamThreads, 1)
 #pragma unroll
     for (int q = 0; q < kSubs; ++q) load_a(q * kSplit + warp, x[q]);
   }
-  const int my_tiles = (tiles - blockIdx.x + gridDim.x - 1) / gridDim.x;
+  int s = 0;  // this block's stage
   for (int i = 0; i < my_tiles; ++i) {
 #pragma unroll
     for (int j = 0; j < kNT; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.0f;
-    for (int k0 = 0; k0 < k; k0 += kStageK) {
+    for (int k0 = 0; k0 < k; k0 += kStageK, ++s) {
+      const int slot = s % kStages;
       const int ch0 = k0 / kChunk + warp;  // this warp's first chunk in the stage
       if constexpr (!kCacheA) {
 #pragma unroll
         for (int q = 0; q < kSubs; ++q) load_a(ch0 + q * kSplit, x[q]);
       }
-      MbarWait(&full[st], phase);
+      MbarWait(&full[slot], (s / kStages) & 1);
 #pragma unroll
       for (int q = 0; q < kSubs; ++q) {
         const int ch = ch0 + q * kSplit;
         if (ch >= chunks) break;  // warp-uniform: past K, no mma at all
-        multiply(stages + st * kStageBytes + (ch * kChunk - k0) * 2 + t * 16, ch, x[q]);
+        multiply(stages + slot * kStageBytes + (ch * kChunk - k0) * 2 + t * 16, ch, x[q]);
       }
       __syncwarp();
-      if (lane == 0) MbarArrive(&empty[st]);
-      if (++st == kStages) {
-        st = 0;
-        phase ^= 1;
-      }
+      if (lane == 0) MbarArrive(&empty[slot]);
+      if (warp == 0 && s + kStages < my_stages) issue(s + kStages);
     }
     finish_tile();
   }
@@ -360,8 +356,8 @@ cudaError_t LaunchStreamKernel(cudaStream_t stream, int m, int n, int k, const _
       kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kSmem));
   if (attr != cudaSuccess) return attr;
   const int blocks = std::min((n + 15) / 16, MultiprocessorCount());
-  return LaunchMaybeProgrammatic(kernel, blocks, kStreamThreads, kSmem, stream, m, n, k, a, lda, w,
-                                 ldw, c, ldc);
+  return LaunchMaybeProgrammatic(kernel, blocks, kThreads, kSmem, stream, m, n, k, a, lda, w, ldw,
+                                 c, ldc);
 }
 
 template <int kNT, typename OutT>
