@@ -246,14 +246,14 @@ absl::Status CudaModel::EnqueueMlp(const MixerPass& pass, float* residual) {
           SwiGlu(gu_.get(), rows, inter, act_out, act_, pass.stream, layout_.mlp_silu, act_ld));
     }
     const MatRef down_in = Mat(act_out, act_, act_ld), down_w = Mat(w.mlp_down.get(), act_, I_);
-    if (pass.decode) {
+    if (pass.decode && !DecodeAddsToResidual()) {
       HG_RETURN_IF_ERROR(
           pass.Linear(rows, D_, I_, down_in, down_w, delta_.as<float>() + r0 * D_, Act::kF32, D_));
     } else {
-      // Packs: the residual add in the epilogue (beta 1 into the fp32 h; gemm.h: bitwise
+      // The residual add in the epilogue (into the fp32 h; gemm.h, decode_gemm.h: bitwise
       // the product into delta and AddRmsNorm's h + delta), so delta is not written and read.
-      HG_RETURN_IF_ERROR(pass.pinned->Run(pass.stream, rows, D_, I_, down_in, down_w,
-                                          residual + r0 * D_, Act::kF32, D_, 1.0f));
+      HG_RETURN_IF_ERROR(pass.Linear(rows, D_, I_, down_in, down_w, residual + r0 * D_, Act::kF32,
+                                     D_, /*accumulate=*/true));
     }
   }
   return absl::OkStatus();
@@ -314,8 +314,10 @@ absl::Status CudaModel::EnqueueLayers(int rows, int num_seqs, bool decode, int f
   // Packs with an MLP add its output to h in the down projection (EnqueueMlp), and packs
   // of a family whose o_proj does (BlockLayout::o_proj_adds_to_residual) the mixer's: what
   // wrote last then leaves nothing in delta for the next norm (a resumed segment's neither).
-  const bool mlp_adds_to_h = !decode && layout_.mlp;
-  const bool mixer_adds_to_h = !decode && layout_.o_proj_adds_to_residual;
+  // Decode steps do the same where DecodeAddsToResidual (the decode GEMM's epilogue).
+  const bool adds_to_h = !decode || DecodeAddsToResidual();
+  const bool mlp_adds_to_h = adds_to_h && layout_.mlp;
+  const bool mixer_adds_to_h = adds_to_h && layout_.o_proj_adds_to_residual;
   const bool layer_adds_to_h = layout_.mlp ? mlp_adds_to_h : mixer_adds_to_h;
   pass.residual = mixer_adds_to_h ? h_.as<float>() : nullptr;
   for (int l = first_layer; l < end_layer; ++l) {
@@ -758,6 +760,8 @@ int CudaModel::DecodeStepRows(int n) const {
   if (act_ != Act::kBF16 || !DecodeGemmEnabled()) return kDecodeRows;
   return std::min(kDecodeRows, (n + 7) / 8 * 8);
 }
+
+bool CudaModel::DecodeAddsToResidual() const { return act_ == Act::kBF16 && DecodeGemmEnabled(); }
 
 absl::Status CudaModel::EnqueueDecodeStep(int rows) {
   HG_RETURN_IF_ERROR(EnqueueLayers(rows, rows, /*decode=*/true));

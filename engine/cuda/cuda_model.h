@@ -198,8 +198,13 @@ class CudaModel : public Model {
   bool TailOnLogitRows(int rows, int logit_count, int end_layer) const;
   absl::Status EnqueueTailOnLogitRows(MixerPass pass, const BlockWeights& w, LogitRowList logits,
                                       bool gathered);
-  // The MLP of pass.rows rows of x; packs add its output into `residual` (fp32 rows).
+  // The MLP of pass.rows rows of x; packs, and decode steps that DecodeAddsToResidual, add
+  // its output into `residual` (fp32 rows).
   absl::Status EnqueueMlp(const MixerPass& pass, float* residual);
+  // Whether decode steps add o_proj's (where the family's adds to the residual) and down's
+  // products into h in the decode GEMM's epilogue, as packs do in the pinned GEMM's: bf16
+  // on the decode GEMM (decode_gemm.h; the same floats as a delta and AddRmsNorm's add).
+  bool DecodeAddsToResidual() const;
 
   ModelInfo info_;
   ModelConfig config_;

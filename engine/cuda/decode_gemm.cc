@@ -24,15 +24,15 @@ bool DecodeGemmEnabled() {
 }
 
 absl::Status DecodeGemmNT(cudaStream_t stream, int64_t m, int64_t n, int64_t k, MatRef a, MatRef w,
-                          void* c, Act c_act, int64_t ldc) {
-  if (!DecodeGemmFits(m, k, a, w)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("decode GEMM: unsupported shape or layout m=", m, " k=", k));
+                          void* c, Act c_act, int64_t ldc, bool accumulate) {
+  if (!DecodeGemmFits(m, k, a, w) || (accumulate && c_act != Act::kF32)) {
+    return absl::InvalidArgumentError(absl::StrCat("decode GEMM: unsupported shape or layout m=", m,
+                                                   " k=", k, " accumulate=", accumulate));
   }
   if (m == 0 || n == 0) return absl::OkStatus();
   const cudaError_t err =
       LaunchDecodeGemm(stream, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), a.ptr,
-                       a.ld, w.ptr, w.ld, c, c_act == Act::kF32, ldc);
+                       a.ld, w.ptr, w.ld, c, c_act == Act::kF32, ldc, accumulate);
   if (err != cudaSuccess) {
     return absl::InternalError(absl::StrCat("decode GEMM: ", cudaGetErrorString(err)));
   }

@@ -25,9 +25,11 @@ bool DecodeGemmFits(int64_t m, int64_t k, const MatRef& a, const MatRef& w);
 // padded 32 rows): HGEVAL_CUDA_DECODE_GEMM=1 turns it on, =0 off; read once.
 bool DecodeGemmEnabled();
 
-// C = A W^T (c_act fp32 or bf16, row stride ldc); InvalidArgument where it does not fit.
+// C = A W^T (c_act fp32 or bf16, row stride ldc), or with `accumulate` (fp32 C) C += A W^T
+// in the epilogue: bitwise the product into a delta and AddRmsNorm's h + delta (the decode
+// step's residual adds). InvalidArgument where it does not fit.
 absl::Status DecodeGemmNT(cudaStream_t stream, int64_t m, int64_t n, int64_t k, MatRef a, MatRef w,
-                          void* c, Act c_act, int64_t ldc);
+                          void* c, Act c_act, int64_t ldc, bool accumulate = false);
 
 }  // namespace hgeval::cuda
 

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
 #include "engine/cuda/current_device.cuh"
 #include "engine/cuda/env_switch.h"
@@ -45,26 +46,43 @@ __host__ __device__ constexpr int Depth(int tiles, int ntiles) {
   return d < 1 ? 1 : (d > 4 ? 4 : d);
 }
 
-// One 16-row W tile's outputs from the warps' partials (`part`: [kSplit][kItems], item =
-// (8-row A tile, mma element, lane)), each summed in warp order from 0, by the block's
-// first kThreads threads.
+// A 16-row W tile's outputs: item = (8-row A tile, mma element, lane), one a thread
+// (kItems <= kThreads). This thread's output, or nullptr where it has none.
 template <int kItems, typename OutT>
-__device__ __forceinline__ void StoreTileSums(const float* part, int row0, int m, int n, OutT* c,
-                                              int64_t ldc) {
-  for (int item = threadIdx.x; item < kItems; item += kThreads) {
-    const int l = item % 32, e = (item / 32) % 4, j = item / 128;
-    const int row = row0 + l / 4 + (e >= 2 ? 8 : 0);
-    const int col = j * 8 + (l % 4) * 2 + (e & 1);
-    if (row >= n || col >= m) continue;
-    float s = 0.0f;
+__device__ __forceinline__ OutT* TileOutput(int row0, int m, int n, OutT* c, int64_t ldc) {
+  static_assert(kItems <= kThreads, "one output a thread");
+  const int item = threadIdx.x;
+  if (item >= kItems) return nullptr;
+  const int l = item % 32, e = (item / 32) % 4, j = item / 128;
+  const int row = row0 + l / 4 + (e >= 2 ? 8 : 0);
+  const int col = j * 8 + (l % 4) * 2 + (e & 1);
+  return row < n && col < m ? c + static_cast<int64_t>(col) * ldc + row : nullptr;
+}
+
+// This thread's output from the warps' partials (`part`: [kSplit][kItems]), summed in warp
+// order from 0; with `accumulate` (fp32 C) added to `prior`, the value C held, as
+// AddRmsNorm adds a delta to h.
+template <int kItems, typename OutT>
+__device__ __forceinline__ void StoreTileSum(const float* part, OutT* out, bool accumulate,
+                                             float prior) {
+  if (out == nullptr) return;
+  float s = 0.0f;
 #pragma unroll
-    for (int sw = 0; sw < kSplit; ++sw) s += part[sw * kItems + item];
-    if constexpr (sizeof(OutT) == 4) {
-      c[static_cast<int64_t>(col) * ldc + row] = s;
-    } else {
-      c[static_cast<int64_t>(col) * ldc + row] = __float2bfloat16(s);
-    }
+  for (int sw = 0; sw < kSplit; ++sw) s += part[sw * kItems + threadIdx.x];
+  if constexpr (sizeof(OutT) == 4) {
+    *out = accumulate ? prior + s : s;
+  } else {
+    *out = __float2bfloat16(s);
   }
+}
+
+// The value C holds at `out` where the product is added to it (0.0f where not).
+template <typename OutT>
+__device__ __forceinline__ float PriorOutput(const OutT* out, bool accumulate) {
+  if constexpr (sizeof(OutT) == 4) {
+    if (accumulate && out != nullptr) return *out;
+  }
+  return 0.0f;
 }
 
 // kTiles 16-row tiles of W per block; kNT 8-row tiles of A (M rounded up to 8 only: no
@@ -73,7 +91,7 @@ template <int kTiles, int kNT, typename OutT>
 __global__ void __launch_bounds__(kThreads, 1)
     DecodeGemmKernel(int m, int n, int k, const __nv_bfloat16* __restrict__ a, int64_t lda,
                      const __nv_bfloat16* __restrict__ w, int64_t ldw, OutT* __restrict__ c,
-                     int64_t ldc) {
+                     int64_t ldc, bool accumulate) {
   constexpr int kDepth = Depth(kTiles, kNT);
   constexpr int kItems = kNT * 4 * 32;  // one 16-row tile's outputs: (n-tile, element, lane)
   __shared__ float partial[kSplit * kItems];
@@ -171,7 +189,8 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
       for (int e = 0; e < 4; ++e) partial[warp * kItems + (j * 4 + e) * 32 + lane] = acc[i][j][e];
     __syncthreads();
-    StoreTileSums<kItems>(partial, row0 + i * 16, m, n, c, ldc);
+    OutT* out = TileOutput<kItems>(row0 + i * 16, m, n, c, ldc);
+    StoreTileSum<kItems>(partial, out, accumulate, PriorOutput(out, accumulate));
   }
 }
 
@@ -207,7 +226,7 @@ template <int kNT, bool kCacheA, typename OutT>
 __global__ void __launch_bounds__(kThreads, 1)
     DecodeGemmStreamKernel(int m, int n, int k, const __nv_bfloat16* __restrict__ a, int64_t lda,
                            const __nv_bfloat16* __restrict__ w, int64_t ldw, OutT* __restrict__ c,
-                           int64_t ldc) {
+                           int64_t ldc, bool accumulate) {
   constexpr int kStages = StreamStages(kNT);
   constexpr int kSubs = kStageK / kSlabK;  // a warp's chunks a stage
   extern __shared__ __align__(128) unsigned char smem[];
@@ -293,14 +312,14 @@ __global__ void __launch_bounds__(kThreads, 1)
   };
   // A tile's outputs, each summed over the warps in warp order, from 0. Two buffers: a
   // tile's sums are read before any warp passes the next tile's barrier.
-  auto finish_tile = [&]() {
+  auto finish_tile = [&](OutT* out, float prior) {
     float* part = partial + buf * kSplit * kItems;
 #pragma unroll
     for (int j = 0; j < kNT; ++j)
 #pragma unroll
       for (int e = 0; e < 4; ++e) part[warp * kItems + (j * 4 + e) * 32 + lane] = acc[j][e];
     __syncthreads();
-    StoreTileSums<kItems>(part, tile * 16, m, n, c, ldc);
+    StoreTileSum<kItems>(part, out, accumulate, prior);
     buf ^= 1;
     tile += gridDim.x;
   };
@@ -315,6 +334,10 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
   int s = 0;  // this block's stage
   for (int i = 0; i < my_tiles; ++i) {
+    // What C holds where the product is added, loaded as the tile starts: its latency
+    // passes under the tile's stages instead of after them.
+    OutT* out = TileOutput<kItems>(tile * 16, m, n, c, ldc);
+    const float prior = PriorOutput(out, accumulate);
 #pragma unroll
     for (int j = 0; j < kNT; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.0f;
     for (int k0 = 0; k0 < k; k0 += kStageK, ++s) {
@@ -335,7 +358,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       if (lane == 0) MbarArrive(&empty[slot]);
       if (warp == 0 && s + kStages < my_stages) issue(s + kStages);
     }
-    finish_tile();
+    finish_tile(out, prior);
   }
 }
 
@@ -344,11 +367,27 @@ int MultiprocessorCount() {
   return std::max(1, CurrentDeviceAttribute(cudaDevAttrMultiProcessorCount).value_or(1));
 }
 
+// f(std::integral_constant<int, kNT>) for m's 8-row tiles of A (at least one).
+template <typename F>
+cudaError_t ByRowTiles(int m, F&& f) {
+  switch ((m + 7) / 8) {
+    case 0:
+    case 1:
+      return f(std::integral_constant<int, 1>{});
+    case 2:
+      return f(std::integral_constant<int, 2>{});
+    case 3:
+      return f(std::integral_constant<int, 3>{});
+    default:
+      return f(std::integral_constant<int, 4>{});
+  }
+}
+
 // Opts the kernel in to its dynamic shared memory once, then launches it.
 template <int kNT, bool kCacheA, typename OutT>
 cudaError_t LaunchStreamKernel(cudaStream_t stream, int m, int n, int k, const __nv_bfloat16* a,
                                int64_t lda, const __nv_bfloat16* w, int64_t ldw, OutT* c,
-                               int64_t ldc) {
+                               int64_t ldc, bool accumulate) {
   auto* kernel = DecodeGemmStreamKernel<kNT, kCacheA, OutT>;
   constexpr size_t kSmem = StreamSmem(kNT);
   static_assert(kSmem <= 227 * 1024, "a Hopper block's shared memory");
@@ -357,52 +396,27 @@ cudaError_t LaunchStreamKernel(cudaStream_t stream, int m, int n, int k, const _
   if (attr != cudaSuccess) return attr;
   const int blocks = std::min((n + 15) / 16, MultiprocessorCount());
   return LaunchMaybeProgrammatic(kernel, blocks, kThreads, kSmem, stream, m, n, k, a, lda, w, ldw,
-                                 c, ldc);
+                                 c, ldc, accumulate);
 }
 
-template <int kNT, typename OutT>
+template <typename OutT>
 cudaError_t LaunchStream(cudaStream_t stream, int m, int n, int k, const __nv_bfloat16* a,
-                         int64_t lda, const __nv_bfloat16* w, int64_t ldw, OutT* c, int64_t ldc) {
+                         int64_t lda, const __nv_bfloat16* w, int64_t ldw, OutT* c, int64_t ldc,
+                         bool accumulate) {
   // HGEVAL_DECODE_GEMM_CACHE_A=0 loads A a stage at any K, for measurement (the same bits).
   static const bool cache_a = !EnvIs("HGEVAL_DECODE_GEMM_CACHE_A", "0");
-  if (cache_a && k <= kStageK) {
-    return LaunchStreamKernel<kNT, true>(stream, m, n, k, a, lda, w, ldw, c, ldc);
-  }
-  return LaunchStreamKernel<kNT, false>(stream, m, n, k, a, lda, w, ldw, c, ldc);
+  const bool cached = cache_a && k <= kStageK;
+  return ByRowTiles(m, [&](auto row_tiles) {
+    constexpr int kNT = decltype(row_tiles)::value;
+    return cached
+               ? LaunchStreamKernel<kNT, true>(stream, m, n, k, a, lda, w, ldw, c, ldc, accumulate)
+               : LaunchStreamKernel<kNT, false>(stream, m, n, k, a, lda, w, ldw, c, ldc,
+                                                accumulate);
+  });
 }
 
-template <int kTiles, int kNT, typename OutT>
-cudaError_t Launch(DecodeGemmForm form, cudaStream_t stream, int m, int n, int k,
-                   const __nv_bfloat16* a, int64_t lda, const __nv_bfloat16* w, int64_t ldw,
-                   OutT* c, int64_t ldc) {
-  if (form == DecodeGemmForm::kStream) {
-    return LaunchStream<kNT>(stream, m, n, k, a, lda, w, ldw, c, ldc);
-  }
-  auto* kernel = DecodeGemmKernel<kTiles, kNT, OutT>;
-  const int blocks = (n + kTiles * 16 - 1) / (kTiles * 16);
-  return LaunchMaybeProgrammatic(kernel, blocks, kThreads, 0, stream, m, n, k, a, lda, w, ldw, c,
-                                 ldc);
-}
-
-template <int kTiles, typename OutT>
-cudaError_t ByRows(DecodeGemmForm form, cudaStream_t stream, int m, int n, int k,
-                   const __nv_bfloat16* a, int64_t lda, const __nv_bfloat16* w, int64_t ldw,
-                   OutT* c, int64_t ldc) {
-  switch ((m + 7) / 8) {
-    case 0:
-    case 1:
-      return Launch<kTiles, 1>(form, stream, m, n, k, a, lda, w, ldw, c, ldc);
-    case 2:
-      return Launch<kTiles, 2>(form, stream, m, n, k, a, lda, w, ldw, c, ldc);
-    case 3:
-      return Launch<kTiles, 3>(form, stream, m, n, k, a, lda, w, ldw, c, ldc);
-    default:
-      return Launch<kTiles, 4>(form, stream, m, n, k, a, lda, w, ldw, c, ldc);
-  }
-}
-
-// HGEVAL_DECODE_GEMM_TILES=1|2|4 fixes the W rows per block (16 each) for measurement;
-// results are bitwise the same for any value (the K split does not change).
+// HGEVAL_DECODE_GEMM_TILES=1|2|4 fixes the block form's W rows per block (16 each) for
+// measurement; results are bitwise the same for any value (the K split does not change).
 int TilesOverride() {
   static const int tiles = [] {
     for (const int v : {1, 2, 4}) {
@@ -413,16 +427,37 @@ int TilesOverride() {
   return tiles;
 }
 
+template <int kTiles, typename OutT>
+cudaError_t LaunchBlockTiles(cudaStream_t stream, int m, int n, int k, const __nv_bfloat16* a,
+                             int64_t lda, const __nv_bfloat16* w, int64_t ldw, OutT* c, int64_t ldc,
+                             bool accumulate) {
+  return ByRowTiles(m, [&](auto row_tiles) {
+    auto* kernel = DecodeGemmKernel<kTiles, decltype(row_tiles)::value, OutT>;
+    const int blocks = (n + kTiles * 16 - 1) / (kTiles * 16);
+    return LaunchMaybeProgrammatic(kernel, blocks, kThreads, 0, stream, m, n, k, a, lda, w, ldw, c,
+                                   ldc, accumulate);
+  });
+}
+
 template <typename OutT>
-cudaError_t Dispatch(DecodeGemmForm form, cudaStream_t stream, int m, int n, int k,
-                     const __nv_bfloat16* a, int64_t lda, const __nv_bfloat16* w, int64_t ldw,
-                     OutT* c, int64_t ldc) {
+cudaError_t LaunchBlock(cudaStream_t stream, int m, int n, int k, const __nv_bfloat16* a,
+                        int64_t lda, const __nv_bfloat16* w, int64_t ldw, OutT* c, int64_t ldc,
+                        bool accumulate) {
   // Rows of W per block: enough blocks to fill the GPU twice over, else fewer A re-reads.
   int tiles = TilesOverride();
   if (tiles == 0) tiles = n >= 4 * 16 * 264 ? 4 : (n >= 2 * 16 * 264 ? 2 : 1);
-  if (tiles == 4) return ByRows<4>(form, stream, m, n, k, a, lda, w, ldw, c, ldc);
-  if (tiles == 2) return ByRows<2>(form, stream, m, n, k, a, lda, w, ldw, c, ldc);
-  return ByRows<1>(form, stream, m, n, k, a, lda, w, ldw, c, ldc);
+  if (tiles == 4) return LaunchBlockTiles<4>(stream, m, n, k, a, lda, w, ldw, c, ldc, accumulate);
+  if (tiles == 2) return LaunchBlockTiles<2>(stream, m, n, k, a, lda, w, ldw, c, ldc, accumulate);
+  return LaunchBlockTiles<1>(stream, m, n, k, a, lda, w, ldw, c, ldc, accumulate);
+}
+
+template <typename OutT>
+cudaError_t Dispatch(DecodeGemmForm form, cudaStream_t stream, int m, int n, int k,
+                     const __nv_bfloat16* a, int64_t lda, const __nv_bfloat16* w, int64_t ldw,
+                     OutT* c, int64_t ldc, bool accumulate) {
+  return form == DecodeGemmForm::kStream
+             ? LaunchStream(stream, m, n, k, a, lda, w, ldw, c, ldc, accumulate)
+             : LaunchBlock(stream, m, n, k, a, lda, w, ldw, c, ldc, accumulate);
 }
 
 // HGEVAL_DECODE_GEMM_FORM=block picks the first form (the same bits); read once.
@@ -436,17 +471,21 @@ DecodeGemmForm FormFromEnv() {
 
 cudaError_t LaunchDecodeGemmForm(DecodeGemmForm form, cudaStream_t stream, int m, int n, int k,
                                  const void* a, int64_t lda, const void* w, int64_t ldw, void* c,
-                                 bool c_f32, int64_t ldc) {
+                                 bool c_f32, int64_t ldc, bool accumulate) {
+  if (accumulate && !c_f32) return cudaErrorInvalidValue;
   const auto* ap = static_cast<const __nv_bfloat16*>(a);
   const auto* wp = static_cast<const __nv_bfloat16*>(w);
-  return c_f32 ? Dispatch(form, stream, m, n, k, ap, lda, wp, ldw, static_cast<float*>(c), ldc)
+  return c_f32 ? Dispatch(form, stream, m, n, k, ap, lda, wp, ldw, static_cast<float*>(c), ldc,
+                          accumulate)
                : Dispatch(form, stream, m, n, k, ap, lda, wp, ldw, static_cast<__nv_bfloat16*>(c),
-                          ldc);
+                          ldc, accumulate);
 }
 
 cudaError_t LaunchDecodeGemm(cudaStream_t stream, int m, int n, int k, const void* a, int64_t lda,
-                             const void* w, int64_t ldw, void* c, bool c_f32, int64_t ldc) {
-  return LaunchDecodeGemmForm(FormFromEnv(), stream, m, n, k, a, lda, w, ldw, c, c_f32, ldc);
+                             const void* w, int64_t ldw, void* c, bool c_f32, int64_t ldc,
+                             bool accumulate) {
+  return LaunchDecodeGemmForm(FormFromEnv(), stream, m, n, k, a, lda, w, ldw, c, c_f32, ldc,
+                              accumulate);
 }
 
 }  // namespace hgeval::cuda

@@ -15,14 +15,17 @@ namespace hgeval::cuda {
 // (kStream). docs/cuda.md, performance log entries 9, 42 and 51.
 enum class DecodeGemmForm { kBlock, kStream };
 
-// C[m, n] (fp32 when c_f32, else bf16; row stride ldc) = A[m, k] · W[n, k]^T, in `form`.
+// C[m, n] (fp32 when c_f32, else bf16; row stride ldc) = A[m, k] · W[n, k]^T, in `form`;
+// with `accumulate` (fp32 C only) C += the product, one fp32 add an element (as
+// AddRmsNorm adds a delta). cudaErrorInvalidValue for accumulate into a bf16 C.
 cudaError_t LaunchDecodeGemmForm(DecodeGemmForm form, cudaStream_t stream, int m, int n, int k,
                                  const void* a, int64_t lda, const void* w, int64_t ldw, void* c,
-                                 bool c_f32, int64_t ldc);
+                                 bool c_f32, int64_t ldc, bool accumulate = false);
 
 // The same in the form HGEVAL_DECODE_GEMM_FORM names (block or stream; default stream).
 cudaError_t LaunchDecodeGemm(cudaStream_t stream, int m, int n, int k, const void* a, int64_t lda,
-                             const void* w, int64_t ldw, void* c, bool c_f32, int64_t ldc);
+                             const void* w, int64_t ldw, void* c, bool c_f32, int64_t ldc,
+                             bool accumulate = false);
 
 }  // namespace hgeval::cuda
 

@@ -8,23 +8,22 @@
 namespace hgeval::cuda {
 
 absl::Status MixerPass::Linear(int64_t m, int64_t n, int64_t k, MatRef a, MatRef w, void* c,
-                               Act c_act, int64_t ldc) const {
-  if (decode) {
-    // bf16: the batch-invariant skinny GEMM that streams W once (decode_gemm.h).
-    if (DecodeGemmEnabled() && DecodeGemmFits(m, k, a, w)) {
-      return DecodeGemmNT(stream, m, n, k, a, w, c, c_act, ldc);
-    }
-    // cuBLAS always at the padded 32 rows (scratch holds them), so its kernel choice, and
-    // a row's bits, never depend on how many rows the step runs.
-    return GemmNT(cublas, kDecodeGemmMaxRows, n, k, a, w, c, c_act, ldc);
+                               Act c_act, int64_t ldc, bool accumulate) const {
+  const float beta = accumulate ? 1.0f : 0.0f;
+  if (!decode) return pinned->Run(stream, m, n, k, a, w, c, c_act, ldc, beta);
+  // bf16: the batch-invariant skinny GEMM that streams W once (decode_gemm.h).
+  if (DecodeGemmEnabled() && DecodeGemmFits(m, k, a, w)) {
+    return DecodeGemmNT(stream, m, n, k, a, w, c, c_act, ldc, accumulate);
   }
-  return pinned->Run(stream, m, n, k, a, w, c, c_act, ldc);
+  // cuBLAS always at the padded 32 rows (scratch holds them), so its kernel choice, and
+  // a row's bits, never depend on how many rows the step runs.
+  return GemmNT(cublas, kDecodeGemmMaxRows, n, k, a, w, c, c_act, ldc, 1.0f, beta);
 }
 
 absl::Status MixerPass::ProjectOutput(int64_t r0, int64_t m, int64_t n, int64_t k, MatRef a,
                                       MatRef w) const {
-  if (residual != nullptr && !decode) {
-    return pinned->Run(stream, m, n, k, a, w, residual + r0 * n, Act::kF32, n, /*beta=*/1.0f);
+  if (residual != nullptr) {
+    return Linear(m, n, k, a, w, residual + r0 * n, Act::kF32, n, /*accumulate=*/true);
   }
   return Linear(m, n, k, a, w, delta + r0 * n, Act::kF32, n);
 }

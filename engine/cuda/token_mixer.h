@@ -80,8 +80,9 @@ struct MixerPass {
   const PackHostView* host = nullptr;  // packs only
   const void* x = nullptr;             // act [rows, D]: the block's first norm
   float* delta = nullptr;              // fp32 [rows, D]: the mixer's output
-  // Packs of a family with BlockLayout::o_proj_adds_to_residual: the residual stream h
-  // (fp32 [rows, D]), which ProjectOut adds the output into instead of writing delta.
+  // Packs of a family with BlockLayout::o_proj_adds_to_residual, and its decode steps on
+  // the decode GEMM: the residual stream h (fp32 [rows, D]), which ProjectOut adds the
+  // output into instead of writing delta.
   float* residual = nullptr;
   // A pack's last layer where only some rows report logits (CudaModel::TailOnLogitRows) and
   // the mixer ProjectsOutputRows: the mixer still advances every sequence's state, but
@@ -96,13 +97,14 @@ struct MixerPass {
   cublasHandle_t cublas = nullptr;
   PinnedGemm* pinned = nullptr;
 
-  // C = A W^T: the decode step's fixed shape through cublasGemmEx, packs through the
-  // pinned algorithms (batch invariance, gemm.h).
+  // C = A W^T, or with `accumulate` (fp32 C) C += A W^T: the decode step's through the
+  // decode GEMM or cublasGemmEx at its fixed shape, packs' through the pinned algorithms
+  // (batch invariance, gemm.h).
   absl::Status Linear(int64_t m, int64_t n, int64_t k, MatRef a, MatRef w, void* c, Act c_act,
-                      int64_t ldc) const;
+                      int64_t ldc, bool accumulate = false) const;
   // The mixer's output projection of pass rows [r0, r0 + m): delta = a · wᵀ (fp32, n = D
-  // wide), or where `residual` is set (packs), residual += a · wᵀ in the pinned GEMM's
-  // epilogue (beta = 1; gemm.h: bitwise the product into delta and the next norm's add).
+  // wide), or where `residual` is set, residual += a · wᵀ in the GEMM's epilogue (gemm.h,
+  // decode_gemm.h: bitwise the product into delta and the next norm's add).
   absl::Status ProjectOutput(int64_t r0, int64_t m, int64_t n, int64_t k, MatRef a, MatRef w) const;
 };
 

@@ -2,8 +2,9 @@
 // 1.3B shapes and at odd ones (N, K not multiples of 128; M = 1, 3, 8, 17, 32), and its batch
 // invariance: row r computed alone (M = 1) or among M = 3, 8, 17 rows equals row r of an
 // M = 32 call bitwise (the GPU call also runs it under HGEVAL_DECODE_GEMM_TILES=1 and 4,
-// so each W-rows-per-block choice passes these checks); and its two kernels (block,
-// stream) give the same bits as each other at every M.
+// so each W-rows-per-block choice passes these checks); its two kernels (block,
+// stream) give the same bits as each other at every M; and accumulating into C gives the
+// bits of the product plus C.
 #include <cuda_bf16.h>
 #include <cuda_runtime_api.h>
 
@@ -135,6 +136,39 @@ TEST_P(CudaDecodeGemmTest, EveryFormGivesTheSameBitsAtEveryRowCount) {
   }
 }
 
+// The decode step's residual add in the epilogue (decode_gemm.h): C += the product,
+// bitwise the product written alone plus C in fp32 (AddRmsNorm's h + delta), in both forms
+// at every row count.
+TEST_P(CudaDecodeGemmTest, AccumulateAddsTheProductAsOneFloatAdd) {
+  if (!testing::HaveGpu()) GTEST_SKIP() << "no CUDA GPU visible";
+  const auto [n, k] = GetParam();
+  std::mt19937 rng(n * 131 + k);
+  const int full = static_cast<int>(kDecodeGemmMaxRows);
+  Dev<__nv_bfloat16> a(RandomBf16(static_cast<size_t>(full) * k, rng));
+  Dev<__nv_bfloat16> w(RandomBf16(static_cast<size_t>(n) * k, rng));
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  for (const DecodeGemmForm form : {DecodeGemmForm::kBlock, DecodeGemmForm::kStream}) {
+    for (int m : {1, 8, 17, 32}) {
+      const size_t count = static_cast<size_t>(m) * n;
+      Dev<float> product(count);
+      ASSERT_EQ(LaunchDecodeGemmForm(form, nullptr, m, n, k, a.get(), k, w.get(), k, product.get(),
+                                     /*c_f32=*/true, n),
+                cudaSuccess);
+      std::vector<float> c_host(count);
+      for (auto& v : c_host) v = nd(rng);
+      Dev<float> c(c_host);
+      ASSERT_EQ(LaunchDecodeGemmForm(form, nullptr, m, n, k, a.get(), k, w.get(), k, c.get(),
+                                     /*c_f32=*/true, n, /*accumulate=*/true),
+                cudaSuccess);
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      const std::vector<float> alone = product.Get();
+      std::vector<float> sum(count);
+      for (size_t i = 0; i < count; ++i) sum[i] = c_host[i] + alone[i];
+      EXPECT_EQ(c.Get(), sum) << "M=" << m << " form=" << static_cast<int>(form);
+    }
+  }
+}
+
 // 1.3B (d 2048, MLP 5632, vocab 32000) and odd shapes; the head's 32000 rows and the
 // MLP's 11264 exercise the wider tiles.
 INSTANTIATE_TEST_SUITE_P(Shapes, CudaDecodeGemmTest,
@@ -168,6 +202,14 @@ TEST(CudaDecodeGemmTest, BfloatOutputAndRefusals) {
   EXPECT_FALSE(
       DecodeGemmFits(1, 12, MatRef{a.get(), Act::kBF16, 12}, MatRef{w.get(), Act::kBF16, 12}));
   EXPECT_FALSE(DecodeGemmFits(1, k, MatRef{a.get(), Act::kF32, k}, MatRef{w.get(), Act::kF32, k}));
+  // Accumulation is into an fp32 C only.
+  EXPECT_FALSE(DecodeGemmNT(nullptr, m, n, k, MatRef{a.get(), Act::kBF16, k},
+                            MatRef{w.get(), Act::kBF16, k}, c.get(), Act::kBF16, n,
+                            /*accumulate=*/true)
+                   .ok());
+  EXPECT_EQ(LaunchDecodeGemmForm(DecodeGemmForm::kStream, nullptr, m, n, k, a.get(), k, w.get(), k,
+                                 c.get(), /*c_f32=*/false, n, /*accumulate=*/true),
+            cudaErrorInvalidValue);
 }
 
 }  // namespace
