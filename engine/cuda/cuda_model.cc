@@ -246,7 +246,7 @@ absl::Status CudaModel::EnqueueMlp(const MixerPass& pass, float* residual) {
           SwiGlu(gu_.get(), rows, inter, act_out, act_, pass.stream, layout_.mlp_silu, act_ld));
     }
     const MatRef down_in = Mat(act_out, act_, act_ld), down_w = Mat(w.mlp_down.get(), act_, I_);
-    if (pass.decode && !DecodeAddsToResidual()) {
+    if (residual == nullptr) {
       HG_RETURN_IF_ERROR(
           pass.Linear(rows, D_, I_, down_in, down_w, delta_.as<float>() + r0 * D_, Act::kF32, D_));
     } else {
@@ -342,7 +342,7 @@ absl::Status CudaModel::EnqueueLayers(int rows, int num_seqs, bool decode, int f
     if (layout_.mlp) {
       HG_LAUNCH(AddRmsNorm(h_.as<float>(), mixer_adds_to_h ? nullptr : delta_.as<float>(),
                            w.norm2.as<float>(), eps, rows, d, x_.get(), act_, s));
-      HG_RETURN_IF_ERROR(EnqueueMlp(pass, h_.as<float>()));
+      HG_RETURN_IF_ERROR(EnqueueMlp(pass, mlp_adds_to_h ? h_.as<float>() : nullptr));
     }
   }
   if (end_layer == L_) {

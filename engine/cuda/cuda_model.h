@@ -198,8 +198,8 @@ class CudaModel : public Model {
   bool TailOnLogitRows(int rows, int logit_count, int end_layer) const;
   absl::Status EnqueueTailOnLogitRows(MixerPass pass, const BlockWeights& w, LogitRowList logits,
                                       bool gathered);
-  // The MLP of pass.rows rows of x; packs, and decode steps that DecodeAddsToResidual, add
-  // its output into `residual` (fp32 rows).
+  // The MLP of pass.rows rows of x: its output added into `residual` (fp32 rows) in down's
+  // epilogue, or without one (decode steps that do not DecodeAddsToResidual) into delta.
   absl::Status EnqueueMlp(const MixerPass& pass, float* residual);
   // Whether decode steps add o_proj's (where the family's adds to the residual) and down's
   // products into h in the decode GEMM's epilogue, as packs do in the pinned GEMM's: bf16
