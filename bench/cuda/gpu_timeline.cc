@@ -180,6 +180,39 @@ double UnionNs(const std::vector<Activity>& acts, bool kernels_only) {
   return sum;
 }
 
+// StepKernels of `acts` (sorted by start): the steps' kernel sequences, each opened by a
+// host-to-device copy, averaged position by position where they all match; else the
+// call's kernels in order as one step.
+std::vector<TimelineKernel> StepKernels(const std::vector<Activity>& acts) {
+  std::vector<std::vector<const Activity*>> steps(1);
+  for (const Activity& a : acts) {
+    if (a.kind == Activity::kCopy && a.name.starts_with("memcpy kind 1 ") &&
+        !steps.back().empty()) {
+      steps.emplace_back();
+    }
+    if (a.kind == Activity::kKernel) steps.back().push_back(&a);
+  }
+  const bool alike = std::all_of(steps.begin(), steps.end(), [&](const auto& step) {
+    return std::equal(step.begin(), step.end(), steps.front().begin(), steps.front().end(),
+                      [](const Activity* x, const Activity* y) { return x->name == y->name; });
+  });
+  if (!alike) {
+    std::vector<const Activity*> all;
+    for (const auto& step : steps) all.insert(all.end(), step.begin(), step.end());
+    steps = {std::move(all)};
+  }
+  std::vector<TimelineKernel> mean;
+  for (const Activity* k : steps.front()) mean.push_back({k->name, 0, 0});
+  for (const auto& step : steps) {
+    for (size_t i = 0; i < step.size(); ++i) {
+      ++mean[i].count;
+      mean[i].ms += (step[i]->end - step[i]->start) * 1e-6;
+    }
+  }
+  for (TimelineKernel& k : mean) k.ms /= static_cast<double>(k.count);
+  return mean;
+}
+
 }  // namespace
 
 absl::StatusOr<TimelineSummary> TraceCall(const std::function<void()>& call) {
@@ -265,6 +298,7 @@ absl::StatusOr<TimelineSummary> TraceCall(const std::function<void()>& call) {
     std::sort(s.top_kernels.begin(), s.top_kernels.end(),
               [](const TimelineKernel& a, const TimelineKernel& b) { return a.ms > b.ms; });
     s.top_kernels.resize(std::min<size_t>(s.top_kernels.size(), 16));
+    s.step_kernels = StepKernels(acts);
   }
   // The host's calls before the GPU's first activity: what the lead is spent in.
   const uint64_t first = acts.empty() ? t1 : acts.front().start;
@@ -307,6 +341,9 @@ nlohmann::json TimelineSummary::ToJson() const {
   for (const TimelineKernel& k : top_kernels) {
     j["top_kernels"].push_back({{"name", k.name}, {"count", k.count}, {"ms", k.ms}});
   }
+  for (const TimelineKernel& k : step_kernels) {
+    j["step_kernels"].push_back({{"name", k.name}, {"steps", k.count}, {"us", k.ms * 1e3}});
+  }
   for (const auto& [name, ms] : api) j["api_ms"][name] = ms;
   return j;
 }
@@ -326,6 +363,10 @@ std::string TimelineSummary::ToText() const {
   for (const TimelineKernel& k : top_kernels) {
     absl::StrAppendFormat(&t, "  %8.3f ms %5d x %7.1f us  %s\n", k.ms, k.count,
                           k.ms * 1e3 / static_cast<double>(k.count), k.name);
+  }
+  if (!step_kernels.empty()) {
+    absl::StrAppendFormat(&t, "  a step: %d kernels, their means over %d steps in the JSON\n",
+                          step_kernels.size(), step_kernels.front().count);
   }
   for (const auto& [name, ms] : api) {
     absl::StrAppendFormat(&t, "  host API %s: %.3f ms\n", name, ms);

@@ -45,7 +45,12 @@ struct TimelineSummary {
   double gaps_over_5us_ms = 0;              // and their sum
   std::vector<TimelineGap> longest_gaps;    // the longest, longest first
   std::vector<TimelineKernel> top_kernels;  // by summed time, longest first
-  std::vector<TimelineCall> lead_calls;     // the host's CUDA calls before the GPU's first activity
+  // The kernels in launch order within a step, a step being what follows a host-to-device
+  // copy (a decode step's input): each position's mean over the steps (ms a launch, count
+  // the steps) where every step launched the same sequence, else the call's kernels as one
+  // step. Places a cost a name alone cannot (the decode GEMM runs five shapes as one name).
+  std::vector<TimelineKernel> step_kernels;
+  std::vector<TimelineCall> lead_calls;  // the host's CUDA calls before the GPU's first activity
   std::vector<std::pair<std::string, double>> api;  // runtime/driver API: name, host ms
 
   nlohmann::json ToJson() const;

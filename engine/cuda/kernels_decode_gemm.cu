@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <type_traits>
 
@@ -226,7 +227,7 @@ template <int kNT, bool kCacheA, typename OutT>
 __global__ void __launch_bounds__(kThreads, 1)
     DecodeGemmStreamKernel(int m, int n, int k, const __nv_bfloat16* __restrict__ a, int64_t lda,
                            const __nv_bfloat16* __restrict__ w, int64_t ldw, OutT* __restrict__ c,
-                           int64_t ldc, bool accumulate) {
+                           int64_t ldc, bool accumulate, int ahead) {
   constexpr int kStages = StreamStages(kNT);
   constexpr int kSubs = kStageK / kSlabK;  // a warp's chunks a stage
   extern __shared__ __align__(128) unsigned char smem[];
@@ -249,7 +250,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   LetDependentsLaunch();
 
   // Warp 0 issues stage s into slot s % kStages once every warp is done with stage
-  // s - kStages there (a fresh barrier's phase "before the first" counts as done).
+  // s - kStages there (a fresh barrier's phase "before the first" counts as done), and
+  // keeps `ahead` (<= kStages) stages in flight.
   auto issue = [&](int s) {
     const int slot = s % kStages;
     MbarWait(&empty[slot], ((s / kStages) & 1) ^ 1);
@@ -267,7 +269,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   // W, which no kernel writes, need not wait for the kernels before this one
   // (programmatic_launch.cuh); A does.
   if (warp == 0) {
-    for (int s = 0; s < min(kStages, my_stages); ++s) issue(s);
+    for (int s = 0; s < min(ahead, my_stages); ++s) issue(s);
   }
   WaitForPrerequisites();
 
@@ -356,10 +358,33 @@ __global__ void __launch_bounds__(kThreads, 1)
       }
       __syncwarp();
       if (lane == 0) MbarArrive(&empty[slot]);
-      if (warp == 0 && s + kStages < my_stages) issue(s + kStages);
+      if (warp == 0 && s + ahead < my_stages) issue(s + ahead);
     }
     finish_tile(out, prior);
   }
+}
+
+// The value of `name` where it is one of `values`, else 0 (measurement switches).
+int EnvChoice(const char* name, std::initializer_list<int> values) {
+  for (const int v : values) {
+    if (EnvIs(name, std::to_string(v))) return v;
+  }
+  return 0;
+}
+
+// Stages a block keeps in flight: its whole ring, but one fewer where the ring would hold
+// all a block streams (q|f|i's and down's 3 stages at 1 to 8 rows): every block's W
+// requested at once arrives late for each block's first stage, and the products and sums
+// then follow the stream instead of running under it (performance log entry 53: at M = 1
+// q|f|i 8.7 -> 7.8 us, down 8.1 -> 7.8, where gate|up and the head, 6 and 16 stages a
+// block, lose 3 % and 2 % with one fewer). HGEVAL_DECODE_GEMM_AHEAD=1|2|3 fixes it (capped
+// at the ring), for measurement; the bits do not depend on it.
+int StagesAhead(int stages, int n, int k, int blocks) {
+  static const int fixed = EnvChoice("HGEVAL_DECODE_GEMM_AHEAD", {1, 2, 3});
+  if (fixed > 0) return std::min(fixed, stages);
+  const int tiles = (n + 15) / 16;
+  const int busiest = (tiles + blocks - 1) / blocks * ((k + kStageK - 1) / kStageK);
+  return busiest <= stages ? std::max(1, stages - 1) : stages;
 }
 
 // The current device's (a process may drive several GPUs).
@@ -396,7 +421,7 @@ cudaError_t LaunchStreamKernel(cudaStream_t stream, int m, int n, int k, const _
   if (attr != cudaSuccess) return attr;
   const int blocks = std::min((n + 15) / 16, MultiprocessorCount());
   return LaunchMaybeProgrammatic(kernel, blocks, kThreads, kSmem, stream, m, n, k, a, lda, w, ldw,
-                                 c, ldc, accumulate);
+                                 c, ldc, accumulate, StagesAhead(StreamStages(kNT), n, k, blocks));
 }
 
 template <typename OutT>
@@ -418,12 +443,7 @@ cudaError_t LaunchStream(cudaStream_t stream, int m, int n, int k, const __nv_bf
 // HGEVAL_DECODE_GEMM_TILES=1|2|4 fixes the block form's W rows per block (16 each) for
 // measurement; results are bitwise the same for any value (the K split does not change).
 int TilesOverride() {
-  static const int tiles = [] {
-    for (const int v : {1, 2, 4}) {
-      if (EnvIs("HGEVAL_DECODE_GEMM_TILES", std::to_string(v))) return v;
-    }
-    return 0;
-  }();
+  static const int tiles = EnvChoice("HGEVAL_DECODE_GEMM_TILES", {1, 2, 4});
   return tiles;
 }
 
