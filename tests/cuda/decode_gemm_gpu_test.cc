@@ -41,49 +41,65 @@ std::vector<__nv_bfloat16> RandomBf16(size_t count, std::mt19937& rng) {
   return out;
 }
 
-double RelError(const std::vector<float>& out, const std::vector<double>& ref) {
-  double num = 0, den = 0;
-  for (size_t i = 0; i < ref.size(); ++i) {
-    num += (out[i] - ref[i]) * (out[i] - ref[i]);
-    den += ref[i] * ref[i];
-  }
-  return std::sqrt(num / den);
-}
-
-class CudaDecodeGemmTest : public ::testing::TestWithParam<Shape> {};
-
-TEST_P(CudaDecodeGemmTest, MatchesFloat64AndRowsAloneEqualRowsInABatch) {
-  if (!testing::HaveGpu()) GTEST_SKIP() << "no CUDA GPU visible";
-  const auto [n, k] = GetParam();
-  std::mt19937 rng(n * 7919 + k);
-  const int full = static_cast<int>(kDecodeGemmMaxRows);
-  const std::vector<__nv_bfloat16> a_host = RandomBf16(static_cast<size_t>(full) * k, rng);
-  const std::vector<__nv_bfloat16> w_host = RandomBf16(static_cast<size_t>(n) * k, rng);
-  Dev<__nv_bfloat16> a(a_host), w(w_host);
-
-  std::vector<double> ref(static_cast<size_t>(full) * n);
-  for (int r = 0; r < full; ++r) {
+// C[r, j] = sum over q of A[r, q] W[j, q] in float64, for A's first m rows.
+std::vector<double> Float64Product(const std::vector<__nv_bfloat16>& a,
+                                   const std::vector<__nv_bfloat16>& w, int m, int n, int k) {
+  std::vector<double> c(static_cast<size_t>(m) * n);
+  for (int r = 0; r < m; ++r) {
     for (int j = 0; j < n; ++j) {
       double s = 0;
       for (int q = 0; q < k; ++q) {
-        s += static_cast<double>(__bfloat162float(a_host[static_cast<size_t>(r) * k + q])) *
-             __bfloat162float(w_host[static_cast<size_t>(j) * k + q]);
+        s += static_cast<double>(__bfloat162float(a[static_cast<size_t>(r) * k + q])) *
+             __bfloat162float(w[static_cast<size_t>(j) * k + q]);
       }
-      ref[static_cast<size_t>(r) * n + j] = s;
+      c[static_cast<size_t>(r) * n + j] = s;
     }
   }
+  return c;
+}
+
+// A's kDecodeGemmMaxRows rows and W's n rows for a shape: random bf16 from a generator
+// seeded by the shape and `salt` (each test its own values), on the host for references
+// and on the device.
+struct Operands {
+  static constexpr int kRows = static_cast<int>(kDecodeGemmMaxRows);
+  Operands(const Shape& shape, int salt)
+      : n(shape.n),
+        k(shape.k),
+        rng(static_cast<uint32_t>(shape.n * salt + shape.k)),
+        a_host(RandomBf16(static_cast<size_t>(kRows) * k, rng)),
+        w_host(RandomBf16(static_cast<size_t>(n) * k, rng)),
+        a(a_host),
+        w(w_host) {}
+  int n, k;
+  std::mt19937 rng;  // a test's further random values
+  std::vector<__nv_bfloat16> a_host, w_host;
+  Dev<__nv_bfloat16> a, w;
+};
+
+class CudaDecodeGemmTest : public ::testing::TestWithParam<Shape> {
+ protected:
+  void SetUp() override {
+    if (!testing::HaveGpu()) GTEST_SKIP() << "no CUDA GPU visible";
+  }
+};
+
+TEST_P(CudaDecodeGemmTest, MatchesFloat64AndRowsAloneEqualRowsInABatch) {
+  Operands op(GetParam(), 7919);
+  const int n = op.n, k = op.k, full = Operands::kRows;
+  const std::vector<double> ref = Float64Product(op.a_host, op.w_host, full, n, k);
 
   std::vector<float> batch;
   std::vector<std::vector<float>> fewer;  // M = 1, 3, 8, 17
   for (int m : {1, 3, 8, 17, 32}) {
     Dev<float> c(static_cast<size_t>(m) * n);
-    ASSERT_TRUE(DecodeGemmNT(nullptr, m, n, k, MatRef{a.get(), Act::kBF16, k},
-                             MatRef{w.get(), Act::kBF16, k}, c.get(), Act::kF32, n)
+    ASSERT_TRUE(DecodeGemmNT(nullptr, m, n, k, MatRef{op.a.get(), Act::kBF16, k},
+                             MatRef{op.w.get(), Act::kBF16, k}, c.get(), Act::kF32, n)
                     .ok());
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     const std::vector<float> out = c.Get();
     const std::vector<double> want(ref.begin(), ref.begin() + static_cast<size_t>(m) * n);
-    EXPECT_LT(RelError(out, want), kBound) << "M=" << m;
+    EXPECT_LT(RelErr(out, want), kBound) << "M=" << m;
     if (m == full) {
       batch = out;
     } else {
@@ -100,9 +116,9 @@ TEST_P(CudaDecodeGemmTest, MatchesFloat64AndRowsAloneEqualRowsInABatch) {
   // Each row alone (M = 1, its own pointer) against its place among 32.
   for (int r : {0, 1, 7, 8, 13, 16, 17, 24, 31}) {
     Dev<float> c(static_cast<size_t>(n));
-    const __nv_bfloat16* row = a.get() + static_cast<size_t>(r) * k;
+    const __nv_bfloat16* row = op.a.get() + static_cast<size_t>(r) * k;
     ASSERT_TRUE(DecodeGemmNT(nullptr, 1, n, k, MatRef{row, Act::kBF16, k},
-                             MatRef{w.get(), Act::kBF16, k}, c.get(), Act::kF32, n)
+                             MatRef{op.w.get(), Act::kBF16, k}, c.get(), Act::kF32, n)
                     .ok());
     const std::vector<float> alone = c.Get();
     EXPECT_EQ(
@@ -112,12 +128,8 @@ TEST_P(CudaDecodeGemmTest, MatchesFloat64AndRowsAloneEqualRowsInABatch) {
 }
 
 TEST_P(CudaDecodeGemmTest, EveryFormGivesTheSameBitsAtEveryRowCount) {
-  if (!testing::HaveGpu()) GTEST_SKIP() << "no CUDA GPU visible";
-  const auto [n, k] = GetParam();
-  std::mt19937 rng(n * 31 + k);
-  const int full = static_cast<int>(kDecodeGemmMaxRows);
-  Dev<__nv_bfloat16> a(RandomBf16(static_cast<size_t>(full) * k, rng));
-  Dev<__nv_bfloat16> w(RandomBf16(static_cast<size_t>(n) * k, rng));
+  Operands op(GetParam(), 31);
+  const int n = op.n, k = op.k;
   for (const bool f32 : {true, false}) {
     for (int m : {1, 3, 8, 9, 17, 32}) {
       std::vector<std::vector<unsigned char>> outs;
@@ -125,9 +137,9 @@ TEST_P(CudaDecodeGemmTest, EveryFormGivesTheSameBitsAtEveryRowCount) {
         const size_t bytes = static_cast<size_t>(m) * n * (f32 ? 4 : 2);
         Dev<unsigned char> c(bytes);
         ASSERT_EQ(cudaMemset(c.get(), 0xff, bytes), cudaSuccess);
-        ASSERT_EQ(
-            LaunchDecodeGemmForm(form, nullptr, m, n, k, a.get(), k, w.get(), k, c.get(), f32, n),
-            cudaSuccess);
+        ASSERT_EQ(LaunchDecodeGemmForm(form, nullptr, m, n, k, op.a.get(), k, op.w.get(), k,
+                                       c.get(), f32, n),
+                  cudaSuccess);
         ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
         outs.push_back(c.Get());
       }
@@ -140,24 +152,21 @@ TEST_P(CudaDecodeGemmTest, EveryFormGivesTheSameBitsAtEveryRowCount) {
 // bitwise the product written alone plus C in fp32 (AddRmsNorm's h + delta), in both forms
 // at every row count.
 TEST_P(CudaDecodeGemmTest, AccumulateAddsTheProductAsOneFloatAdd) {
-  if (!testing::HaveGpu()) GTEST_SKIP() << "no CUDA GPU visible";
-  const auto [n, k] = GetParam();
-  std::mt19937 rng(n * 131 + k);
-  const int full = static_cast<int>(kDecodeGemmMaxRows);
-  Dev<__nv_bfloat16> a(RandomBf16(static_cast<size_t>(full) * k, rng));
-  Dev<__nv_bfloat16> w(RandomBf16(static_cast<size_t>(n) * k, rng));
+  Operands op(GetParam(), 131);
+  const int n = op.n, k = op.k;
   std::normal_distribution<float> nd(0.0f, 1.0f);
   for (const DecodeGemmForm form : {DecodeGemmForm::kBlock, DecodeGemmForm::kStream}) {
     for (int m : {1, 8, 17, 32}) {
       const size_t count = static_cast<size_t>(m) * n;
       Dev<float> product(count);
-      ASSERT_EQ(LaunchDecodeGemmForm(form, nullptr, m, n, k, a.get(), k, w.get(), k, product.get(),
-                                     /*c_f32=*/true, n),
-                cudaSuccess);
+      ASSERT_EQ(
+          LaunchDecodeGemmForm(form, nullptr, m, n, k, op.a.get(), k, op.w.get(), k, product.get(),
+                               /*c_f32=*/true, n),
+          cudaSuccess);
       std::vector<float> c_host(count);
-      for (auto& v : c_host) v = nd(rng);
+      for (auto& v : c_host) v = nd(op.rng);
       Dev<float> c(c_host);
-      ASSERT_EQ(LaunchDecodeGemmForm(form, nullptr, m, n, k, a.get(), k, w.get(), k, c.get(),
+      ASSERT_EQ(LaunchDecodeGemmForm(form, nullptr, m, n, k, op.a.get(), k, op.w.get(), k, c.get(),
                                      /*c_f32=*/true, n, /*accumulate=*/true),
                 cudaSuccess);
       ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
@@ -187,15 +196,9 @@ TEST(CudaDecodeGemmTest, BfloatOutputAndRefusals) {
                            MatRef{w.get(), Act::kBF16, k}, c.get(), Act::kBF16, n)
                   .ok());
   const std::vector<__nv_bfloat16> out = c.Get();
-  for (int r = 0; r < m; ++r) {
-    for (int j = 0; j < n; ++j) {
-      double s = 0;
-      for (int q = 0; q < k; ++q) {
-        s += static_cast<double>(__bfloat162float(a_host[r * k + q])) *
-             __bfloat162float(w_host[j * k + q]);
-      }
-      ASSERT_NEAR(__bfloat162float(out[r * n + j]), s, 1e-2 * std::fabs(s) + 1e-3);
-    }
+  const std::vector<double> ref = Float64Product(a_host, w_host, m, n, k);
+  for (size_t i = 0; i < ref.size(); ++i) {
+    ASSERT_NEAR(__bfloat162float(out[i]), ref[i], 1e-2 * std::fabs(ref[i]) + 1e-3) << "at " << i;
   }
   EXPECT_FALSE(
       DecodeGemmFits(33, k, MatRef{a.get(), Act::kBF16, k}, MatRef{w.get(), Act::kBF16, k}));

@@ -25,6 +25,8 @@ class Dev {
     EXPECT_EQ(cudaMemset(p_, 0xff, n * sizeof(T)), cudaSuccess);
   }
   explicit Dev(const std::vector<T>& host) : Dev(host.size()) { Put(host); }
+  Dev(const Dev&) = delete;  // one owner of the allocation
+  Dev& operator=(const Dev&) = delete;
   ~Dev() { cudaFree(p_); }
   void Put(const std::vector<T>& host) {
     EXPECT_EQ(cudaMemcpy(p_, host.data(), n_ * sizeof(T), cudaMemcpyHostToDevice), cudaSuccess);
