@@ -752,7 +752,6 @@ TEST(ServiceHealthTest, NotServingDuringStartAndShutdown) {
   ServerProcess server;
   std::vector<std::string> args = GoldenArgs(dir);
   args.push_back("--startup_delay_ms=1500");
-  args.back() = "--startup_delay_ms=1500";
   args.push_back("--shutdown_grace_ms=1500");
   ASSERT_TRUE(server.Start(dir, args).ok());
   client::ClientOptions options;
