@@ -6,6 +6,8 @@
 #define HGEVAL_ENGINE_CUDA_ENV_SWITCH_H_
 
 #include <cstdlib>
+#include <initializer_list>
+#include <string>
 #include <string_view>
 
 namespace hgeval::cuda {
@@ -14,6 +16,14 @@ namespace hgeval::cuda {
 inline bool EnvIs(const char* name, std::string_view value) {
   const char* v = std::getenv(name);
   return v != nullptr && std::string_view(v) == value;
+}
+
+// The value of `name` where it is set to one of `values`, else 0 (a numeric switch).
+inline int EnvChoice(const char* name, std::initializer_list<int> values) {
+  for (const int v : values) {
+    if (EnvIs(name, std::to_string(v))) return v;
+  }
+  return 0;
 }
 
 }  // namespace hgeval::cuda

@@ -13,8 +13,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <initializer_list>
-#include <string>
 #include <type_traits>
 
 #include "engine/cuda/current_device.cuh"
@@ -362,14 +360,6 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
     finish_tile(out, prior);
   }
-}
-
-// The value of `name` where it is one of `values`, else 0 (measurement switches).
-int EnvChoice(const char* name, std::initializer_list<int> values) {
-  for (const int v : values) {
-    if (EnvIs(name, std::to_string(v))) return v;
-  }
-  return 0;
 }
 
 // Stages a block keeps in flight: its whole ring, but one fewer where the ring would hold
